@@ -1,0 +1,170 @@
+//! The runtime event envelope (D-038, baseline §7 and §14).
+//!
+//! An event does not say whether it is durable: the EventStore decides that by type from
+//! the [`registry`](crate::registry).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::time::IsoTime;
+
+/// Who produced an event (baseline §14 `EventSource`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventSource {
+    pub kind: SourceKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<AgentType>,
+}
+
+impl EventSource {
+    pub fn new(kind: SourceKind) -> Self {
+        Self {
+            kind,
+            id: None,
+            agent_type: None,
+        }
+    }
+
+    pub fn system() -> Self {
+        Self::new(SourceKind::System)
+    }
+
+    pub fn scheduler() -> Self {
+        Self::new(SourceKind::Scheduler)
+    }
+
+    pub fn agent(id: impl Into<String>, agent_type: AgentType) -> Self {
+        Self {
+            kind: SourceKind::Agent,
+            id: Some(id.into()),
+            agent_type: Some(agent_type),
+        }
+    }
+
+    pub fn tool(id: impl Into<String>) -> Self {
+        Self {
+            kind: SourceKind::Tool,
+            id: Some(id.into()),
+            agent_type: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    Main,
+    ArchitectureDesigner,
+    Scheduler,
+    Agent,
+    Tool,
+    System,
+}
+
+/// The agent roles. The seeds' worker set (executor … experience_miner) plus the two
+/// roles that also run as worker processes here: the architecture designer (milestone
+/// reviews) and the main agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentType {
+    Executor,
+    Reviewer,
+    Debugger,
+    Compactor,
+    ExperienceMiner,
+    ArchitectureDesigner,
+    Main,
+}
+
+impl AgentType {
+    pub const ALL: [AgentType; 7] = [
+        AgentType::Executor,
+        AgentType::Reviewer,
+        AgentType::Debugger,
+        AgentType::Compactor,
+        AgentType::ExperienceMiner,
+        AgentType::ArchitectureDesigner,
+        AgentType::Main,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentType::Executor => "executor",
+            AgentType::Reviewer => "reviewer",
+            AgentType::Debugger => "debugger",
+            AgentType::Compactor => "compactor",
+            AgentType::ExperienceMiner => "experience_miner",
+            AgentType::ArchitectureDesigner => "architecture_designer",
+            AgentType::Main => "main",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// The event envelope (D-038).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeEvent {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub version: u32,
+    pub timestamp: IsoTime,
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    pub source: EventSource,
+    /// Append-only route chain, e.g. `["main", "scheduler", "executor:a1", "fs.edit"]`.
+    pub route: Vec<String>,
+    pub payload: Value,
+}
+
+impl RuntimeEvent {
+    /// A new event with a fresh id, the current time and the registry's version for
+    /// `event_type` (1 for a type the registry does not know: the store will reject it).
+    pub fn new(
+        event_type: impl Into<String>,
+        session_id: impl Into<String>,
+        source: EventSource,
+        payload: Value,
+    ) -> Self {
+        let event_type = event_type.into();
+        let version = crate::registry::lookup(&event_type).map_or(1, |spec| spec.version);
+        Self {
+            id: crate::ids::new_id(),
+            event_type,
+            version,
+            timestamp: crate::time::now_iso(),
+            session_id: session_id.into(),
+            project_id: None,
+            source,
+            route: Vec::new(),
+            payload,
+        }
+    }
+
+    /// Appends one hop to the route chain.
+    pub fn via(mut self, hop: impl Into<String>) -> Self {
+        self.route.push(hop.into());
+        self
+    }
+
+    /// Builds an event from a typed payload.
+    pub fn typed<P: Serialize>(
+        event_type: impl Into<String>,
+        session_id: impl Into<String>,
+        source: EventSource,
+        payload: &P,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self::new(
+            event_type,
+            session_id,
+            source,
+            serde_json::to_value(payload)?,
+        ))
+    }
+}

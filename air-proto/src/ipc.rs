@@ -1,0 +1,618 @@
+//! Messages on the worker pipe (D-039, baseline §8): NDJSON over the worker's stdin and
+//! stdout, one [`IpcMessage`] per line.
+//!
+//! Every message carries the same header (`id`, `kind`, `direction`, `timestamp`,
+//! `session_id`, `agent_id`, optional `correlation_id`) and one body field chosen by
+//! `kind`: `control`, `event`, the inline `level`/`message`/`data` of a log line, or for
+//! the dotted kinds the kind with `.` turned into `_` (`tool.call` → `tool_call`,
+//! `protocol.error` → `protocol_error`, …). A body field that does not belong to the
+//! kind is rejected, so a message means one thing only.
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::context::{AgentRuntimeContext, ContextPack};
+use crate::error::WireError;
+use crate::event::RuntimeEvent;
+use crate::result::WorkerResult;
+use crate::task::TaskSpec;
+use crate::time::IsoTime;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct IpcMessage {
+    pub header: IpcHeader,
+    pub body: IpcBody,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IpcHeader {
+    pub id: String,
+    pub direction: Direction,
+    pub timestamp: IsoTime,
+    pub session_id: String,
+    pub agent_id: String,
+    pub correlation_id: Option<String>,
+}
+
+impl IpcHeader {
+    /// A header with a fresh id and the current time.
+    pub fn new(direction: Direction, session_id: &str, agent_id: &str) -> Self {
+        Self {
+            id: crate::ids::new_id(),
+            direction,
+            timestamp: crate::time::now_iso(),
+            session_id: session_id.to_owned(),
+            agent_id: agent_id.to_owned(),
+            correlation_id: None,
+        }
+    }
+
+    /// The same header answering `request`: fresh id, `correlation_id` = the request's id.
+    pub fn reply_to(request: &IpcHeader, direction: Direction) -> Self {
+        let mut header = Self::new(direction, &request.session_id, &request.agent_id);
+        header.correlation_id = Some(request.id.clone());
+        header
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    ParentToWorker,
+    WorkerToParent,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum IpcBody {
+    Control(ControlMessage),
+    Event(RuntimeEvent),
+    Log(LogRecord),
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    ToolStream(ToolStream),
+    WorkerResult(WorkerResult),
+    WorkerCheckpoint(WorkerCheckpoint),
+    ProtocolError(ProtocolError),
+}
+
+impl IpcBody {
+    pub fn kind(&self) -> IpcKind {
+        match self {
+            IpcBody::Control(_) => IpcKind::Control,
+            IpcBody::Event(_) => IpcKind::Event,
+            IpcBody::Log(_) => IpcKind::Log,
+            IpcBody::ToolCall(_) => IpcKind::ToolCall,
+            IpcBody::ToolResult(_) => IpcKind::ToolResult,
+            IpcBody::ToolStream(_) => IpcKind::ToolStream,
+            IpcBody::WorkerResult(_) => IpcKind::WorkerResult,
+            IpcBody::WorkerCheckpoint(_) => IpcKind::WorkerCheckpoint,
+            IpcBody::ProtocolError(_) => IpcKind::ProtocolError,
+        }
+    }
+}
+
+/// The V1 IPC kinds (baseline §8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IpcKind {
+    #[serde(rename = "control")]
+    Control,
+    #[serde(rename = "event")]
+    Event,
+    #[serde(rename = "log")]
+    Log,
+    #[serde(rename = "tool.call")]
+    ToolCall,
+    #[serde(rename = "tool.result")]
+    ToolResult,
+    #[serde(rename = "tool.stream")]
+    ToolStream,
+    #[serde(rename = "worker.result")]
+    WorkerResult,
+    #[serde(rename = "worker.checkpoint")]
+    WorkerCheckpoint,
+    #[serde(rename = "protocol.error")]
+    ProtocolError,
+}
+
+impl IpcKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IpcKind::Control => "control",
+            IpcKind::Event => "event",
+            IpcKind::Log => "log",
+            IpcKind::ToolCall => "tool.call",
+            IpcKind::ToolResult => "tool.result",
+            IpcKind::ToolStream => "tool.stream",
+            IpcKind::WorkerResult => "worker.result",
+            IpcKind::WorkerCheckpoint => "worker.checkpoint",
+            IpcKind::ProtocolError => "protocol.error",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogRecord {
+    pub level: LogLevel,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// A worker asks airsd to run a tool (every effect on the project is one of these).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub tool_call_id: String,
+    pub tool: String,
+    pub input: Value,
+    /// The assistant message whose tool_use block asked for this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_message_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub status: ToolResultStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<WireError>,
+    /// The output was cut to a bounded size; the whole of it is in `artifact_ref`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_ref: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResultStatus {
+    Ok,
+    Error,
+}
+
+/// Partial output of a running streaming tool; the final `tool.result` still follows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolStream {
+    pub tool_call_id: String,
+    pub channel: StreamChannel,
+    pub text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamChannel {
+    Stdout,
+    Stderr,
+    Progress,
+}
+
+/// Where an agent loop stands, so a restarted worker can be told what happened before.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerCheckpoint {
+    pub turn: u32,
+    /// Loop state, e.g. `THINKING`, `REVIEWING`, `GATHERING`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A peer sent something that is not a valid message. Names the line and the JSON path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolError {
+    pub code: ProtocolErrorCode,
+    pub message: String,
+    /// 1-based line number on the pipe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// JSON path of the offending value, e.g. `control.task_spec.title`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolErrorCode {
+    LineTooLong,
+    InvalidUtf8,
+    InvalidJson,
+    InvalidMessage,
+    UnexpectedMessage,
+}
+
+/// Control messages from the Scheduler to a worker (baseline §14).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ControlMessage {
+    Start(Box<AgentStart>),
+    Cancel { reason: String },
+    Pause { reason: String },
+    Resume,
+    ExtendTimeout { extra_ms: u64, reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentStart {
+    pub version: u32,
+    pub task_spec: TaskSpec,
+    pub context_pack: ContextPack,
+    pub runtime: AgentRuntimeContext,
+}
+
+impl ControlMessage {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ControlMessage::Start(_) => "agent.start",
+            ControlMessage::Cancel { .. } => "agent.cancel",
+            ControlMessage::Pause { .. } => "agent.pause",
+            ControlMessage::Resume => "agent.resume",
+            ControlMessage::ExtendTimeout { .. } => "agent.extend_timeout",
+        }
+    }
+}
+
+// ---- wire forms -------------------------------------------------------------------
+//
+// The public enums are converted to and from flat wire structs so that serde tracks the
+// JSON path of every field (internally tagged enums lose it) and so that "exactly one
+// body, the one the kind names" is checked in one place.
+
+#[derive(Serialize)]
+struct IpcWireRef<'a> {
+    id: &'a str,
+    kind: IpcKind,
+    direction: Direction,
+    timestamp: &'a str,
+    session_id: &'a str,
+    agent_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    correlation_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    control: Option<&'a ControlMessage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<&'a RuntimeEvent>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    level: Option<LogLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call: Option<&'a ToolCall>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_result: Option<&'a ToolResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_stream: Option<&'a ToolStream>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worker_result: Option<&'a WorkerResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worker_checkpoint: Option<&'a WorkerCheckpoint>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol_error: Option<&'a ProtocolError>,
+}
+
+#[derive(Deserialize)]
+struct IpcWire {
+    id: String,
+    kind: IpcKind,
+    direction: Direction,
+    timestamp: String,
+    session_id: String,
+    agent_id: String,
+    #[serde(default)]
+    correlation_id: Option<String>,
+    #[serde(default)]
+    control: Option<ControlMessage>,
+    #[serde(default)]
+    event: Option<RuntimeEvent>,
+    #[serde(default)]
+    level: Option<LogLevel>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    data: Option<Value>,
+    #[serde(default)]
+    tool_call: Option<ToolCall>,
+    #[serde(default)]
+    tool_result: Option<ToolResult>,
+    #[serde(default)]
+    tool_stream: Option<ToolStream>,
+    #[serde(default)]
+    worker_result: Option<WorkerResult>,
+    #[serde(default)]
+    worker_checkpoint: Option<WorkerCheckpoint>,
+    #[serde(default)]
+    protocol_error: Option<ProtocolError>,
+}
+
+impl Serialize for IpcMessage {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let h = &self.header;
+        let mut wire = IpcWireRef {
+            id: &h.id,
+            kind: self.body.kind(),
+            direction: h.direction,
+            timestamp: &h.timestamp,
+            session_id: &h.session_id,
+            agent_id: &h.agent_id,
+            correlation_id: h.correlation_id.as_deref(),
+            control: None,
+            event: None,
+            level: None,
+            message: None,
+            data: None,
+            tool_call: None,
+            tool_result: None,
+            tool_stream: None,
+            worker_result: None,
+            worker_checkpoint: None,
+            protocol_error: None,
+        };
+        match &self.body {
+            IpcBody::Control(c) => wire.control = Some(c),
+            IpcBody::Event(e) => wire.event = Some(e),
+            IpcBody::Log(l) => {
+                wire.level = Some(l.level);
+                wire.message = Some(&l.message);
+                wire.data = l.data.as_ref();
+            }
+            IpcBody::ToolCall(c) => wire.tool_call = Some(c),
+            IpcBody::ToolResult(r) => wire.tool_result = Some(r),
+            IpcBody::ToolStream(s) => wire.tool_stream = Some(s),
+            IpcBody::WorkerResult(r) => wire.worker_result = Some(r),
+            IpcBody::WorkerCheckpoint(c) => wire.worker_checkpoint = Some(c),
+            IpcBody::ProtocolError(e) => wire.protocol_error = Some(e),
+        }
+        wire.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for IpcMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = IpcWire::deserialize(deserializer)?;
+        IpcMessage::try_from(wire).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<IpcWire> for IpcMessage {
+    type Error = String;
+
+    fn try_from(w: IpcWire) -> Result<Self, String> {
+        let kind = w.kind;
+        let present: [(&str, bool); 11] = [
+            ("control", w.control.is_some()),
+            ("event", w.event.is_some()),
+            ("level", w.level.is_some()),
+            ("message", w.message.is_some()),
+            ("data", w.data.is_some()),
+            ("tool_call", w.tool_call.is_some()),
+            ("tool_result", w.tool_result.is_some()),
+            ("tool_stream", w.tool_stream.is_some()),
+            ("worker_result", w.worker_result.is_some()),
+            ("worker_checkpoint", w.worker_checkpoint.is_some()),
+            ("protocol_error", w.protocol_error.is_some()),
+        ];
+        let allowed: &[&str] = match kind {
+            IpcKind::Control => &["control"],
+            IpcKind::Event => &["event"],
+            IpcKind::Log => &["level", "message", "data"],
+            IpcKind::ToolCall => &["tool_call"],
+            IpcKind::ToolResult => &["tool_result"],
+            IpcKind::ToolStream => &["tool_stream"],
+            IpcKind::WorkerResult => &["worker_result"],
+            IpcKind::WorkerCheckpoint => &["worker_checkpoint"],
+            IpcKind::ProtocolError => &["protocol_error"],
+        };
+        if let Some((field, _)) = present.iter().find(|(f, p)| *p && !allowed.contains(f)) {
+            return Err(format!(
+                "field `{field}` is not allowed with kind `{}`",
+                kind.as_str()
+            ));
+        }
+        let missing = |field: &str| format!("kind `{}` requires field `{field}`", kind.as_str());
+        let body = match kind {
+            IpcKind::Control => IpcBody::Control(w.control.ok_or_else(|| missing("control"))?),
+            IpcKind::Event => IpcBody::Event(w.event.ok_or_else(|| missing("event"))?),
+            IpcKind::Log => IpcBody::Log(LogRecord {
+                level: w.level.ok_or_else(|| missing("level"))?,
+                message: w.message.ok_or_else(|| missing("message"))?,
+                data: w.data,
+            }),
+            IpcKind::ToolCall => {
+                IpcBody::ToolCall(w.tool_call.ok_or_else(|| missing("tool_call"))?)
+            }
+            IpcKind::ToolResult => {
+                IpcBody::ToolResult(w.tool_result.ok_or_else(|| missing("tool_result"))?)
+            }
+            IpcKind::ToolStream => {
+                IpcBody::ToolStream(w.tool_stream.ok_or_else(|| missing("tool_stream"))?)
+            }
+            IpcKind::WorkerResult => {
+                IpcBody::WorkerResult(w.worker_result.ok_or_else(|| missing("worker_result"))?)
+            }
+            IpcKind::WorkerCheckpoint => IpcBody::WorkerCheckpoint(
+                w.worker_checkpoint
+                    .ok_or_else(|| missing("worker_checkpoint"))?,
+            ),
+            IpcKind::ProtocolError => {
+                IpcBody::ProtocolError(w.protocol_error.ok_or_else(|| missing("protocol_error"))?)
+            }
+        };
+        Ok(IpcMessage {
+            header: IpcHeader {
+                id: w.id,
+                direction: w.direction,
+                timestamp: w.timestamp,
+                session_id: w.session_id,
+                agent_id: w.agent_id,
+                correlation_id: w.correlation_id,
+            },
+            body,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+enum ControlType {
+    #[serde(rename = "agent.start")]
+    Start,
+    #[serde(rename = "agent.cancel")]
+    Cancel,
+    #[serde(rename = "agent.pause")]
+    Pause,
+    #[serde(rename = "agent.resume")]
+    Resume,
+    #[serde(rename = "agent.extend_timeout")]
+    ExtendTimeout,
+}
+
+#[derive(Serialize)]
+struct ControlWireRef<'a> {
+    #[serde(rename = "type")]
+    control_type: ControlType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task_spec: Option<&'a TaskSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_pack: Option<&'a ContextPack>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime: Option<&'a AgentRuntimeContext>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extra_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct ControlWire {
+    #[serde(rename = "type")]
+    control_type: ControlType,
+    #[serde(default)]
+    version: Option<u32>,
+    #[serde(default)]
+    task_spec: Option<TaskSpec>,
+    #[serde(default)]
+    context_pack: Option<ContextPack>,
+    #[serde(default)]
+    runtime: Option<AgentRuntimeContext>,
+    #[serde(default)]
+    extra_ms: Option<u64>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl Serialize for ControlMessage {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut wire = ControlWireRef {
+            control_type: ControlType::Resume,
+            version: None,
+            task_spec: None,
+            context_pack: None,
+            runtime: None,
+            extra_ms: None,
+            reason: None,
+        };
+        match self {
+            ControlMessage::Start(start) => {
+                wire.control_type = ControlType::Start;
+                wire.version = Some(start.version);
+                wire.task_spec = Some(&start.task_spec);
+                wire.context_pack = Some(&start.context_pack);
+                wire.runtime = Some(&start.runtime);
+            }
+            ControlMessage::Cancel { reason } => {
+                wire.control_type = ControlType::Cancel;
+                wire.reason = Some(reason);
+            }
+            ControlMessage::Pause { reason } => {
+                wire.control_type = ControlType::Pause;
+                wire.reason = Some(reason);
+            }
+            ControlMessage::Resume => {}
+            ControlMessage::ExtendTimeout { extra_ms, reason } => {
+                wire.control_type = ControlType::ExtendTimeout;
+                wire.extra_ms = Some(*extra_ms);
+                wire.reason = Some(reason);
+            }
+        }
+        wire.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ControlMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = ControlWire::deserialize(deserializer)?;
+        ControlMessage::try_from(wire).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<ControlWire> for ControlMessage {
+    type Error = String;
+
+    fn try_from(w: ControlWire) -> Result<Self, String> {
+        let name = match w.control_type {
+            ControlType::Start => "agent.start",
+            ControlType::Cancel => "agent.cancel",
+            ControlType::Pause => "agent.pause",
+            ControlType::Resume => "agent.resume",
+            ControlType::ExtendTimeout => "agent.extend_timeout",
+        };
+        let missing = |field: &str| format!("control `{name}` requires field `{field}`");
+        let allowed: &[&str] = match w.control_type {
+            ControlType::Start => &["version", "task_spec", "context_pack", "runtime"],
+            ControlType::Cancel | ControlType::Pause => &["reason"],
+            ControlType::Resume => &[],
+            ControlType::ExtendTimeout => &["extra_ms", "reason"],
+        };
+        let present = [
+            ("version", w.version.is_some()),
+            ("task_spec", w.task_spec.is_some()),
+            ("context_pack", w.context_pack.is_some()),
+            ("runtime", w.runtime.is_some()),
+            ("extra_ms", w.extra_ms.is_some()),
+            ("reason", w.reason.is_some()),
+        ];
+        if let Some((field, _)) = present.iter().find(|(f, p)| *p && !allowed.contains(f)) {
+            return Err(format!(
+                "field `{field}` is not allowed with control `{name}`"
+            ));
+        }
+        Ok(match w.control_type {
+            ControlType::Start => {
+                let version = w.version.ok_or_else(|| missing("version"))?;
+                if version != 1 {
+                    return Err(format!(
+                        "control `agent.start` version {version} is not supported (expected 1)"
+                    ));
+                }
+                ControlMessage::Start(Box::new(AgentStart {
+                    version,
+                    task_spec: w.task_spec.ok_or_else(|| missing("task_spec"))?,
+                    context_pack: w.context_pack.ok_or_else(|| missing("context_pack"))?,
+                    runtime: w.runtime.ok_or_else(|| missing("runtime"))?,
+                }))
+            }
+            ControlType::Cancel => ControlMessage::Cancel {
+                reason: w.reason.ok_or_else(|| missing("reason"))?,
+            },
+            ControlType::Pause => ControlMessage::Pause {
+                reason: w.reason.ok_or_else(|| missing("reason"))?,
+            },
+            ControlType::Resume => ControlMessage::Resume,
+            ControlType::ExtendTimeout => ControlMessage::ExtendTimeout {
+                extra_ms: w.extra_ms.ok_or_else(|| missing("extra_ms"))?,
+                reason: w.reason.ok_or_else(|| missing("reason"))?,
+            },
+        })
+    }
+}

@@ -1,0 +1,310 @@
+//! The project's `.air/` tree (D-049, baseline §5): where everything lives, how a project
+//! root is found from a working directory, and `air init`.
+//!
+//! ```text
+//! <project>/.air/shared/   git-shareable: project.json, rules/, plan/
+//! <project>/.air/local/    gitignored, mode 0700: sessions/<id>/session.db and artifacts/,
+//!                          state/, backups/, locks/, tmp/, workspaces/, logs/
+//! ```
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the `project.json` shape this build reads and writes.
+pub const PROJECT_SCHEMA_VERSION: u32 = 1;
+/// The line `air init` adds to `.gitignore`.
+pub const GITIGNORE_LINE: &str = ".air/local/";
+
+/// `.air/shared/project.json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectJson {
+    pub schema_version: u32,
+    /// Stable UUID, generated once; not derived from the path.
+    pub project_id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("not inside an air project (no .air/shared/project.json in {start} or any parent directory); run `air init` in the project's root first")]
+    NotInProject { start: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("{path}: invalid project file: {message}")]
+    BadProjectJson { path: PathBuf, message: String },
+    #[error(
+        "{path}: schema_version {found} is newer than this air supports ({supported}); upgrade air"
+    )]
+    ProjectSchemaTooNew {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+}
+
+impl LayoutError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        LayoutError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = LayoutError> = std::result::Result<T, E>;
+
+/// Every path of one project's `.air/` tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectPaths {
+    root: PathBuf,
+}
+
+impl ProjectPaths {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn air(&self) -> PathBuf {
+        self.root.join(".air")
+    }
+    pub fn shared(&self) -> PathBuf {
+        self.air().join("shared")
+    }
+    pub fn local(&self) -> PathBuf {
+        self.air().join("local")
+    }
+    pub fn project_json(&self) -> PathBuf {
+        self.shared().join("project.json")
+    }
+    pub fn rules(&self) -> PathBuf {
+        self.shared().join("rules")
+    }
+    pub fn plan(&self) -> PathBuf {
+        self.shared().join("plan")
+    }
+    pub fn sessions(&self) -> PathBuf {
+        self.local().join("sessions")
+    }
+    pub fn state(&self) -> PathBuf {
+        self.local().join("state")
+    }
+    pub fn backups(&self) -> PathBuf {
+        self.local().join("backups")
+    }
+    pub fn locks(&self) -> PathBuf {
+        self.local().join("locks")
+    }
+    pub fn tmp(&self) -> PathBuf {
+        self.local().join("tmp")
+    }
+    pub fn workspaces(&self) -> PathBuf {
+        self.local().join("workspaces")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.local().join("logs")
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.local().join("airsd.sock")
+    }
+    pub fn session_dir(&self, session_id: &str) -> PathBuf {
+        self.sessions().join(session_id)
+    }
+    pub fn session_db(&self, session_id: &str) -> PathBuf {
+        self.session_dir(session_id).join("session.db")
+    }
+    pub fn artifacts(&self, session_id: &str) -> PathBuf {
+        self.session_dir(session_id).join("artifacts")
+    }
+
+    /// Directories `air init` creates, shared first.
+    pub fn init_dirs(&self) -> Vec<PathBuf> {
+        vec![
+            self.rules(),
+            self.plan(),
+            self.sessions(),
+            self.state(),
+            self.backups(),
+            self.locks(),
+            self.tmp(),
+            self.workspaces(),
+            self.logs(),
+        ]
+    }
+
+    /// Reads and checks `project.json`.
+    pub fn read_project(&self) -> Result<ProjectJson> {
+        let path = self.project_json();
+        let text = fs::read_to_string(&path).map_err(|e| LayoutError::io(&path, e))?;
+        let project: ProjectJson =
+            serde_json::from_str(&text).map_err(|e| LayoutError::BadProjectJson {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        if project.schema_version > PROJECT_SCHEMA_VERSION {
+            return Err(LayoutError::ProjectSchemaTooNew {
+                path,
+                found: project.schema_version,
+                supported: PROJECT_SCHEMA_VERSION,
+            });
+        }
+        if uuid::Uuid::parse_str(&project.project_id).is_err() {
+            return Err(LayoutError::BadProjectJson {
+                path,
+                message: format!("project_id `{}` is not a UUID", project.project_id),
+            });
+        }
+        Ok(project)
+    }
+}
+
+/// Walks up from `start` to the nearest directory holding `.air/shared/project.json`,
+/// as git finds `.git`.
+pub fn find_root(start: &Path) -> Result<ProjectPaths> {
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        if d.join(".air").join("shared").join("project.json").is_file() {
+            return Ok(ProjectPaths::new(d));
+        }
+        dir = d.parent();
+    }
+    Err(LayoutError::NotInProject {
+        start: start.to_path_buf(),
+    })
+}
+
+/// What `air init` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InitReport {
+    pub project: ProjectJson,
+    /// `project.json` was written now (false: it existed and was kept).
+    pub created: bool,
+    /// `.air/local/` was added to `.gitignore` now.
+    pub gitignore_updated: bool,
+}
+
+/// Creates the layout under `root`, keeping whatever exists. Running it twice changes
+/// nothing the second time.
+pub fn init(root: &Path, created_at: &str) -> Result<InitReport> {
+    let meta = fs::metadata(root).map_err(|e| LayoutError::io(root, e))?;
+    if !meta.is_dir() {
+        return Err(LayoutError::NotADirectory {
+            path: root.to_path_buf(),
+        });
+    }
+    let paths = ProjectPaths::new(root);
+    for dir in paths.init_dirs() {
+        fs::create_dir_all(&dir).map_err(|e| LayoutError::io(&dir, e))?;
+    }
+    restrict_to_owner(&paths.local())?;
+
+    let project_path = paths.project_json();
+    let (project, created) = if project_path.exists() {
+        (paths.read_project()?, false)
+    } else {
+        let name = root
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "project".to_string());
+        let project = ProjectJson {
+            schema_version: PROJECT_SCHEMA_VERSION,
+            project_id: uuid::Uuid::new_v4().to_string(),
+            name,
+            created_at: Some(created_at.to_string()),
+        };
+        let mut text =
+            serde_json::to_string_pretty(&project).map_err(|e| LayoutError::BadProjectJson {
+                path: project_path.clone(),
+                message: e.to_string(),
+            })?;
+        text.push('\n');
+        write_atomic(&project_path, text.as_bytes())?;
+        (project, true)
+    };
+    let gitignore_updated = ensure_gitignored(root)?;
+    Ok(InitReport {
+        project,
+        created,
+        gitignore_updated,
+    })
+}
+
+/// Adds `.air/local/` to `<root>/.gitignore` unless an equivalent line is there.
+fn ensure_gitignored(root: &Path) -> Result<bool> {
+    let path = root.join(".gitignore");
+    let existing = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(LayoutError::io(&path, e)),
+    };
+    let covered = existing.lines().map(str::trim).any(|l| {
+        matches!(
+            l,
+            ".air/local/"
+                | ".air/local"
+                | "/.air/local/"
+                | "/.air/local"
+                | ".air/"
+                | ".air"
+                | "/.air/"
+                | "/.air"
+        )
+    });
+    if covered {
+        return Ok(false);
+    }
+    let mut file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| LayoutError::io(&path, e))?;
+    let mut text = String::new();
+    if !existing.is_empty() && !existing.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(GITIGNORE_LINE);
+    text.push('\n');
+    file.write_all(text.as_bytes())
+        .map_err(|e| LayoutError::io(&path, e))?;
+    Ok(true)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it into place.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(LayoutError::io(path, e));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn restrict_to_owner(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|e| LayoutError::io(dir, e))
+}
+
+#[cfg(not(unix))]
+fn restrict_to_owner(_dir: &Path) -> Result<()> {
+    Ok(())
+}

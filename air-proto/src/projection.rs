@@ -1,0 +1,738 @@
+//! The per-session view model that clients read (D-056), and how a delta changes it.
+//!
+//! airsd keeps one [`Projection`] per session: hydrated from the session database's
+//! state tables at start, then advanced by every event the bus publishes. A client takes
+//! a snapshot (the projection with the sequence number it reflects) and applies the
+//! deltas after that number with the same [`Projection::apply`]. The reducer lives here,
+//! with the types, because it *is* the delta contract: a client that applies the deltas
+//! to a snapshot must arrive at the daemon's next snapshot.
+//!
+//! Only durable events advance `seq`; ephemeral events (heartbeats, progress) update
+//! the live-only fields (`last_heartbeat`, `progress`) and carry the seq of the durable
+//! state they apply on top of.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::{AgentType, RuntimeEvent};
+use crate::payload as p;
+use crate::time::IsoTime;
+
+/// How many recent tool runs, command runs and messages a projection keeps.
+pub const RECENT_LIMIT: usize = 50;
+/// Characters of a message kept as its preview.
+pub const PREVIEW_CHARS: usize = 200;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Projection {
+    pub session_id: String,
+    /// Sequence number of the last durable event reflected (0: none).
+    pub seq: u64,
+    pub session: Option<SessionView>,
+    /// In creation order.
+    pub tasks: Vec<TaskView>,
+    /// Dependency edges, in creation order.
+    pub edges: Vec<EdgeView>,
+    /// In start order.
+    pub agents: Vec<AgentView>,
+    /// The most recent [`RECENT_LIMIT`] tool runs, oldest first.
+    pub tool_runs: VecDeque<ToolRunView>,
+    pub command_runs: VecDeque<CommandRunView>,
+    pub messages: VecDeque<MessageView>,
+    /// Requests without a decision yet, oldest first.
+    pub permission_requests: Vec<PermissionRequestView>,
+    pub counters: Counters,
+    #[serde(skip)]
+    index: Index,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ref: Option<String>,
+    pub status: SessionStatus,
+    pub created_at: IsoTime,
+    pub updated_at: IsoTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    Active,
+    Archived,
+    Deleted,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskView {
+    pub id: String,
+    pub title: String,
+    pub task_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_area: Option<String>,
+    pub status: TaskStatus,
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub created_at: IsoTime,
+    pub updated_at: IsoTime,
+    /// Live only (from `task.progress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<p::TaskProgress>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Pending,
+    Ready,
+    Running,
+    Reviewing,
+    Debugging,
+    Completed,
+    Failed,
+    Blocked,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub const ALL: [TaskStatus; 9] = [
+        TaskStatus::Pending,
+        TaskStatus::Ready,
+        TaskStatus::Running,
+        TaskStatus::Reviewing,
+        TaskStatus::Debugging,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Blocked,
+        TaskStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Ready => "ready",
+            TaskStatus::Running => "running",
+            TaskStatus::Reviewing => "reviewing",
+            TaskStatus::Debugging => "debugging",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Blocked => "blocked",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// The status a task status event sets, by event type.
+    pub fn from_event_type(event_type: &str) -> Option<Self> {
+        Some(match event_type {
+            "task.ready" => TaskStatus::Ready,
+            "task.started" => TaskStatus::Running,
+            "task.reviewing" => TaskStatus::Reviewing,
+            "task.debugging" => TaskStatus::Debugging,
+            "task.completed" => TaskStatus::Completed,
+            "task.failed" => TaskStatus::Failed,
+            "task.blocked" => TaskStatus::Blocked,
+            "task.cancelled" => TaskStatus::Cancelled,
+            _ => return None,
+        })
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed
+                | TaskStatus::Failed
+                | TaskStatus::Blocked
+                | TaskStatus::Cancelled
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeView {
+    pub task_id: String,
+    pub depends_on_task_id: String,
+    pub dependency_type: crate::task::DependencyType,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentView {
+    pub id: String,
+    pub agent_type: AgentType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub started_at: IsoTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<IsoTime>,
+    /// Live only (from `agent.heartbeat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat: Option<HeartbeatView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeartbeatView {
+    pub at: IsoTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+}
+
+/// Status of an agent, a tool run or a command run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Completed,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [RunStatus::Running, RunStatus::Completed, RunStatus::Failed]
+            .into_iter()
+            .find(|t| t.as_str() == s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRunView {
+    pub id: String,
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started_at: IsoTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<IsoTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandRunView {
+    pub id: String,
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started_at: IsoTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<IsoTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageView {
+    pub id: String,
+    pub role: MessageRole,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The first [`PREVIEW_CHARS`] characters of the message's text.
+    pub preview: String,
+    pub created_at: IsoTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    User,
+    Assistant,
+}
+
+impl MessageRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageRole::User => "user",
+            MessageRole::Assistant => "assistant",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionRequestView {
+    pub request_id: String,
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub requested_at: IsoTime,
+}
+
+/// Totals over the whole session (not only the recent lists).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub tool_runs: u64,
+    pub command_runs: u64,
+    pub messages: u64,
+    pub artifacts: u64,
+    pub diagnostics: u64,
+    pub evidence: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Lookup tables from id to position; rebuilt on demand, never compared or serialized.
+#[derive(Clone, Debug, Default)]
+struct Index {
+    tasks: HashMap<String, usize>,
+    agents: HashMap<String, usize>,
+}
+
+impl PartialEq for Index {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The preview of a canonical message: its text blocks joined, cut to
+/// [`PREVIEW_CHARS`] characters.
+pub fn message_preview(content: &Value) -> String {
+    let mut text = String::new();
+    match content {
+        Value::String(s) => text.push_str(s),
+        Value::Array(blocks) => {
+            for block in blocks {
+                if block.get("type").and_then(Value::as_str) == Some("text") {
+                    if let Some(t) = block.get("text").and_then(Value::as_str) {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(t);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+fn payload<T: DeserializeOwned>(event: &RuntimeEvent) -> Option<T> {
+    T::deserialize(&event.payload).ok()
+}
+
+fn push_recent<T>(list: &mut VecDeque<T>, item: T) {
+    list.push_back(item);
+    while list.len() > RECENT_LIMIT {
+        list.pop_front();
+    }
+}
+
+impl Projection {
+    pub fn new(session_id: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn task(&self, id: &str) -> Option<&TaskView> {
+        match self.index.tasks.get(id) {
+            Some(&i) if self.index.tasks.len() == self.tasks.len() => self.tasks.get(i),
+            _ => self.tasks.iter().find(|t| t.id == id),
+        }
+    }
+
+    pub fn agent(&self, id: &str) -> Option<&AgentView> {
+        match self.index.agents.get(id) {
+            Some(&i) if self.index.agents.len() == self.agents.len() => self.agents.get(i),
+            _ => self.agents.iter().find(|a| a.id == id),
+        }
+    }
+
+    fn task_mut(&mut self, id: &str) -> Option<&mut TaskView> {
+        if self.index.tasks.len() != self.tasks.len() {
+            self.index.tasks = self
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.id.clone(), i))
+                .collect();
+        }
+        let i = *self.index.tasks.get(id)?;
+        self.tasks.get_mut(i)
+    }
+
+    fn agent_mut(&mut self, id: &str) -> Option<&mut AgentView> {
+        if self.index.agents.len() != self.agents.len() {
+            self.index.agents = self
+                .agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (a.id.clone(), i))
+                .collect();
+        }
+        let i = *self.index.agents.get(id)?;
+        self.agents.get_mut(i)
+    }
+
+    /// Number of tasks in each status.
+    pub fn tasks_by_status(&self) -> Vec<(TaskStatus, usize)> {
+        TaskStatus::ALL
+            .into_iter()
+            .map(|s| (s, self.tasks.iter().filter(|t| t.status == s).count()))
+            .collect()
+    }
+
+    /// Applies one event. `durable` events must come with their sequence number, in
+    /// order; ephemeral ones leave `seq` unchanged. Unknown types and payloads that do not
+    /// parse change nothing but the sequence number.
+    pub fn apply(&mut self, seq: u64, event: &RuntimeEvent, durable: bool) {
+        if durable {
+            self.seq = seq;
+        }
+        let ts = &event.timestamp;
+        let ty = event.event_type.as_str();
+        if let Some(status) = TaskStatus::from_event_type(ty) {
+            if let Some(pl) = payload::<p::TaskStatusChanged>(event) {
+                self.apply_task_status(status, pl, ts);
+            }
+            return;
+        }
+        match ty {
+            "session.created" => {
+                if let Some(pl) = payload::<p::SessionCreated>(event) {
+                    self.session = Some(SessionView {
+                        id: event.session_id.clone(),
+                        title: pl.title,
+                        plan_ref: pl.plan_ref,
+                        status: SessionStatus::Active,
+                        created_at: ts.clone(),
+                        updated_at: ts.clone(),
+                    });
+                }
+            }
+            "session.archived" | "session.deleted" => {
+                if let Some(session) = &mut self.session {
+                    session.status = if ty == "session.archived" {
+                        SessionStatus::Archived
+                    } else {
+                        SessionStatus::Deleted
+                    };
+                    session.updated_at = ts.clone();
+                }
+            }
+            "user.message.created" | "assistant.message.created" => {
+                if let Some(pl) = payload::<p::MessageCreated>(event) {
+                    self.counters.messages += 1;
+                    if let Some(usage) = pl.usage {
+                        self.counters.input_tokens += usage.input_tokens;
+                        self.counters.output_tokens += usage.output_tokens;
+                    }
+                    let role = if ty == "user.message.created" {
+                        MessageRole::User
+                    } else {
+                        MessageRole::Assistant
+                    };
+                    push_recent(
+                        &mut self.messages,
+                        MessageView {
+                            id: pl.message_id,
+                            role,
+                            agent_id: pl.agent_id,
+                            task_id: pl.task_id,
+                            preview: message_preview(&pl.content),
+                            created_at: ts.clone(),
+                        },
+                    );
+                }
+            }
+            "task.created" => {
+                if let Some(pl) = payload::<p::TaskCreated>(event) {
+                    let spec = pl.task;
+                    for dep in &spec.dependencies {
+                        self.edges.push(EdgeView {
+                            task_id: spec.id.clone(),
+                            depends_on_task_id: dep.depends_on_task_id.clone(),
+                            dependency_type: dep.dependency_type,
+                        });
+                    }
+                    self.tasks.push(TaskView {
+                        title: spec.title,
+                        task_type: spec.task_type.as_str().to_string(),
+                        category: spec.category.and_then(|c| enum_str(&c)),
+                        phase: spec.phase,
+                        write_area: spec.scope.write_area,
+                        status: TaskStatus::Pending,
+                        attempts: 0,
+                        agent_id: None,
+                        reason: None,
+                        created_at: ts.clone(),
+                        updated_at: ts.clone(),
+                        progress: None,
+                        id: spec.id,
+                    });
+                }
+            }
+            "agent.started" => {
+                if let Some(pl) = payload::<p::AgentStarted>(event) {
+                    self.agents.push(AgentView {
+                        id: pl.agent_id,
+                        agent_type: pl.agent_type,
+                        task_id: pl.task_id,
+                        status: RunStatus::Running,
+                        model: pl.model,
+                        pid: pl.pid,
+                        exit_code: None,
+                        reason: None,
+                        started_at: ts.clone(),
+                        ended_at: None,
+                        last_heartbeat: None,
+                    });
+                }
+            }
+            "agent.completed" => {
+                if let Some(pl) = payload::<p::AgentCompleted>(event) {
+                    if let Some(agent) = self.agent_mut(&pl.agent_id) {
+                        agent.status = RunStatus::Completed;
+                        agent.exit_code = pl.exit_code;
+                        agent.ended_at = Some(ts.clone());
+                    }
+                }
+            }
+            "agent.failed" => {
+                if let Some(pl) = payload::<p::AgentFailed>(event) {
+                    if let Some(agent) = self.agent_mut(&pl.agent_id) {
+                        agent.status = RunStatus::Failed;
+                        agent.exit_code = pl.exit_code;
+                        agent.reason = Some(pl.reason);
+                        agent.ended_at = Some(ts.clone());
+                    }
+                }
+            }
+            "tool.started" => {
+                if let Some(pl) = payload::<p::ToolStarted>(event) {
+                    self.counters.tool_runs += 1;
+                    push_recent(
+                        &mut self.tool_runs,
+                        ToolRunView {
+                            id: pl.tool_run_id,
+                            tool: pl.tool,
+                            agent_id: pl.agent_id,
+                            task_id: pl.task_id,
+                            status: RunStatus::Running,
+                            error: None,
+                            started_at: ts.clone(),
+                            ended_at: None,
+                            duration_ms: None,
+                        },
+                    );
+                }
+            }
+            "tool.completed" | "tool.failed" => {
+                let (id, error, duration_ms) = if ty == "tool.completed" {
+                    match payload::<p::ToolCompleted>(event) {
+                        Some(pl) => (pl.tool_run_id, None, pl.duration_ms),
+                        None => return,
+                    }
+                } else {
+                    match payload::<p::ToolFailed>(event) {
+                        Some(pl) => (pl.tool_run_id, Some(pl.error), pl.duration_ms),
+                        None => return,
+                    }
+                };
+                if let Some(run) = self.tool_runs.iter_mut().find(|r| r.id == id) {
+                    run.status = if error.is_some() {
+                        RunStatus::Failed
+                    } else {
+                        RunStatus::Completed
+                    };
+                    run.error = error;
+                    run.ended_at = Some(ts.clone());
+                    run.duration_ms = duration_ms;
+                }
+            }
+            "command.started" => {
+                if let Some(pl) = payload::<p::CommandStarted>(event) {
+                    self.counters.command_runs += 1;
+                    push_recent(
+                        &mut self.command_runs,
+                        CommandRunView {
+                            id: pl.command_run_id,
+                            command: pl.command,
+                            tool_run_id: pl.tool_run_id,
+                            agent_id: pl.agent_id,
+                            task_id: pl.task_id,
+                            status: RunStatus::Running,
+                            exit_code: None,
+                            error: None,
+                            started_at: ts.clone(),
+                            ended_at: None,
+                            duration_ms: None,
+                        },
+                    );
+                }
+            }
+            "command.completed" | "command.failed" => {
+                let (id, status, exit_code, error, duration_ms) = if ty == "command.completed" {
+                    match payload::<p::CommandCompleted>(event) {
+                        Some(pl) => (
+                            pl.command_run_id,
+                            RunStatus::Completed,
+                            Some(pl.exit_code),
+                            None,
+                            pl.duration_ms,
+                        ),
+                        None => return,
+                    }
+                } else {
+                    match payload::<p::CommandFailed>(event) {
+                        Some(pl) => (
+                            pl.command_run_id,
+                            RunStatus::Failed,
+                            pl.exit_code,
+                            Some(pl.error),
+                            pl.duration_ms,
+                        ),
+                        None => return,
+                    }
+                };
+                if let Some(run) = self.command_runs.iter_mut().find(|r| r.id == id) {
+                    run.status = status;
+                    run.exit_code = exit_code;
+                    run.error = error;
+                    run.ended_at = Some(ts.clone());
+                    run.duration_ms = duration_ms;
+                }
+            }
+            "artifact.created" => self.counters.artifacts += 1,
+            "diagnostic.created" => self.counters.diagnostics += 1,
+            "evidence.created" => self.counters.evidence += 1,
+            "permission.requested" => {
+                if let Some(pl) = payload::<p::PermissionRequested>(event) {
+                    self.permission_requests.push(PermissionRequestView {
+                        request_id: pl.request_id,
+                        action: pl.action,
+                        tool: pl.tool,
+                        tool_run_id: pl.tool_run_id,
+                        agent_id: pl.agent_id,
+                        task_id: pl.task_id,
+                        risk: pl.risk,
+                        reason: pl.reason,
+                        requested_at: ts.clone(),
+                    });
+                }
+            }
+            "permission.decision.recorded" => {
+                if let Some(pl) = payload::<p::PermissionDecisionRecorded>(event) {
+                    if let Some(id) = pl.request_id {
+                        self.permission_requests.retain(|r| r.request_id != id);
+                    }
+                }
+            }
+            "agent.heartbeat" => {
+                if let Some(pl) = payload::<p::AgentHeartbeat>(event) {
+                    if let Some(agent) = self.agent_mut(&pl.agent_id) {
+                        agent.last_heartbeat = Some(HeartbeatView {
+                            at: ts.clone(),
+                            state: pl.state,
+                            turn: pl.turn,
+                            input_tokens: pl.input_tokens,
+                            output_tokens: pl.output_tokens,
+                        });
+                    }
+                }
+            }
+            "task.progress" => {
+                if let Some(pl) = payload::<p::TaskProgress>(event) {
+                    let id = pl.task_id.clone();
+                    if let Some(task) = self.task_mut(&id) {
+                        task.progress = Some(pl);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_task_status(&mut self, status: TaskStatus, pl: p::TaskStatusChanged, ts: &IsoTime) {
+        let Some(task) = self.task_mut(&pl.task_id) else {
+            return;
+        };
+        task.status = status;
+        if status == TaskStatus::Running {
+            task.attempts = pl.attempt.unwrap_or(task.attempts + 1);
+        }
+        if pl.agent_id.is_some() {
+            task.agent_id = pl.agent_id;
+        }
+        task.reason = pl.reason;
+        task.updated_at = ts.clone();
+        if status.is_terminal() {
+            task.progress = None;
+        }
+    }
+}
+
+/// The JSON string form of a unit enum value (`TaskCategory::CppLogic` → `cpp_logic`).
+pub fn enum_str<T: Serialize>(value: &T) -> Option<String> {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}

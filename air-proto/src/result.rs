@@ -1,0 +1,184 @@
+//! What a worker hands back (D-042 WorkerResult) and the references it carries
+//! (D-043 ArtifactRef / EvidenceRef, baseline §14 result helpers).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::AgentType;
+use crate::task::EvidenceType;
+use crate::time::IsoTime;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerResult {
+    pub task_id: String,
+    pub agent_id: String,
+    pub agent_type: AgentType,
+    pub status: WorkerStatus,
+    /// 3–6 sentences for people: what was done, evidence, conclusion, risk. Never used
+    /// for scheduling decisions.
+    pub summary: String,
+    pub changed_files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_ref: Option<String>,
+    pub artifacts: Vec<ArtifactRef>,
+    pub verification: Vec<VerificationResult>,
+    pub risks: Vec<Risk>,
+    pub follow_up_tasks: Vec<FollowUpTask>,
+    pub evidence_refs: Vec<EvidenceRef>,
+    /// The agent-type specific result (ExecutorResult, ReviewerResult, …).
+    pub result: Value,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerStatus {
+    Completed,
+    Failed,
+    Blocked,
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub artifact_type: ArtifactType,
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    pub created_at: IsoTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactType {
+    BuildLog,
+    TestLog,
+    Screenshot,
+    Pcap,
+    CoreDump,
+    TerminalCast,
+    Diff,
+    Report,
+    Other,
+}
+
+impl ArtifactType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactType::BuildLog => "build_log",
+            ArtifactType::TestLog => "test_log",
+            ArtifactType::Screenshot => "screenshot",
+            ArtifactType::Pcap => "pcap",
+            ArtifactType::CoreDump => "core_dump",
+            ArtifactType::TerminalCast => "terminal_cast",
+            ArtifactType::Diff => "diff",
+            ArtifactType::Report => "report",
+            ArtifactType::Other => "other",
+        }
+    }
+}
+
+/// A claim with a pointer to what supports it (D-043). `evidence_type` ties it to the
+/// evidence policy (seed 001 §8.2); it is omitted when the claim is not evidence of a
+/// policy kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceRef {
+    pub id: String,
+    pub kind: EvidenceKind,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<EvidenceLocation>,
+    pub claim: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_type: Option<EvidenceType>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceKind {
+    ArtifactExcerpt,
+    StructuredResult,
+    Message,
+    ToolRun,
+    CommandRun,
+    Diagnostic,
+}
+
+impl EvidenceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvidenceKind::ArtifactExcerpt => "artifact_excerpt",
+            EvidenceKind::StructuredResult => "structured_result",
+            EvidenceKind::Message => "message",
+            EvidenceKind::ToolRun => "tool_run",
+            EvidenceKind::CommandRun => "command_run",
+            EvidenceKind::Diagnostic => "diagnostic",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceLocation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_start: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_end: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_start: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_end: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerificationResult {
+    pub name: String,
+    pub status: VerificationStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_refs: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationStatus {
+    Passed,
+    Failed,
+    Skipped,
+    Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Risk {
+    pub severity: Severity,
+    pub summary: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FollowUpTask {
+    pub title: String,
+    pub description: String,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<FollowUpType>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FollowUpType {
+    Execute,
+    Review,
+    Debug,
+    Docs,
+}

@@ -1,0 +1,246 @@
+//! TaskSpec: what the Scheduler hands an agent (D-041, baseline §9), with MVP-0.3's
+//! interface contracts (`contracts.provides/requires`), `scope.preserved_paths` and
+//! `verification.evidence_types`, and the evidence categories of seed 001 §8.2.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub task_type: TaskType,
+    pub title: String,
+    pub description: String,
+    pub acceptance_criteria: Vec<String>,
+    /// Evidence category (seed 001 §8.2); decides the required evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<TaskCategory>,
+    /// Phase or milestone the task belongs to (milestone review groups by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    pub scope: TaskScope,
+    #[serde(default, skip_serializing_if = "Contracts::is_empty")]
+    pub contracts: Contracts,
+    pub dependencies: Vec<TaskDependency>,
+    pub verification: Verification,
+    pub constraints: Constraints,
+    pub context_refs: ContextRefs,
+    pub output_contract: OutputContract,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskType {
+    Execute,
+    Review,
+    Debug,
+    Compact,
+    MineExperience,
+}
+
+impl TaskType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskType::Execute => "execute",
+            TaskType::Review => "review",
+            TaskType::Debug => "debug",
+            TaskType::Compact => "compact",
+            TaskType::MineExperience => "mine_experience",
+        }
+    }
+}
+
+/// Task categories of the evidence policy (seed 001 §8.2): the C++ ones and their
+/// language-neutral counterparts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskCategory {
+    CppLogic,
+    CppBuild,
+    CppGui,
+    CppNetwork,
+    CppDeploy,
+    Logic,
+    Build,
+    Gui,
+    Network,
+    Deploy,
+    Config,
+    Docs,
+    Test,
+    Refactor,
+    Bugfix,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskScope {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_area: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_files: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_paths: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_paths: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preserved_paths: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Contracts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provides: Option<Vec<InterfaceContract>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<Vec<InterfaceContract>>,
+}
+
+impl Contracts {
+    pub fn is_empty(&self) -> bool {
+        self.provides.is_none() && self.requires.is_none()
+    }
+}
+
+/// An interface a task provides or requires (seed 001 §6.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterfaceContract {
+    pub module: String,
+    pub kind: ContractKind,
+    pub spec: String,
+    pub stability: Stability,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContractKind {
+    Api,
+    Schema,
+    File,
+    Config,
+    Protocol,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stability {
+    Stable,
+    Volatile,
+    Frozen,
+}
+
+/// One dependency edge (baseline §9).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskDependency {
+    pub depends_on_task_id: String,
+    pub dependency_type: DependencyType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<DependencySource>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyType {
+    Hard,
+    Soft,
+    Conflict,
+    Serialization,
+}
+
+impl DependencyType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DependencyType::Hard => "hard",
+            DependencyType::Soft => "soft",
+            DependencyType::Conflict => "conflict",
+            DependencyType::Serialization => "serialization",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Hard, Self::Soft, Self::Conflict, Self::Serialization]
+            .into_iter()
+            .find(|t| t.as_str() == s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencySource {
+    Architecture,
+    Scheduler,
+    Worker,
+    User,
+    System,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// Recommended commands; agents may run more and must report what they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commands: Option<Vec<String>>,
+    pub required: bool,
+    pub fallback_allowed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_types: Option<Vec<EvidenceType>>,
+}
+
+/// Evidence kinds of the evidence policy (seed 001 §8.2), including the two the global
+/// rules add (`debugger_analysis`, `explanation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceType {
+    BuildPass,
+    TestPass,
+    TestOutput,
+    StaticAnalysis,
+    Screenshot,
+    Pcap,
+    DeployVerify,
+    SmokeTest,
+    DiffReview,
+    Reproduction,
+    BuildLog,
+    CodeTrace,
+    DebuggerAnalysis,
+    Explanation,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Constraints {
+    pub max_turns: u32,
+    pub soft_timeout_ms: u64,
+    pub hard_timeout_ms: u64,
+    pub retry_budget: u32,
+    pub model_policy: ModelPolicy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelPolicy {
+    SchedulerForced,
+    AgentSelect,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextRefs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arc_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_task_results: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Vec<String>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutputContract {
+    ExecutorResult,
+    ReviewerResult,
+    DebuggerResult,
+    CompactorResult,
+    ExperienceMinerResult,
+}

@@ -1,0 +1,210 @@
+//! The EventStore: the only way events enter a session.
+//!
+//! It looks each event's type up in the registry and decides: a durable event is
+//! checked, prepared and handed to the session's writer thread, which inserts it and its
+//! domain-table change in one transaction, commits (group commit: every request waiting
+//! at that moment shares one fsync), publishes it on the bus and only then acknowledges
+//! it. An ephemeral event is checked and published on the bus at once, never written.
+
+mod apply;
+mod prepare;
+mod writer;
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use air_proto::event::RuntimeEvent;
+use air_proto::projection::Projection;
+use rusqlite::Connection;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::bus::EventBus;
+use crate::error::{Error, Result};
+
+pub(crate) use apply::apply as apply_prepared;
+pub(crate) use prepare::{check, prepare};
+use writer::{WriteOp, WriteRequest};
+
+/// The bus of a session, carrying its projection.
+pub type ProjectionBus = EventBus<Projection>;
+
+/// What `append` did with an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    /// The event's sequence number (durable), or the seq it was published at (ephemeral).
+    pub seq: u64,
+    pub durable: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct StoreConfig {
+    /// Write requests that may wait for the writer before `append` waits too.
+    pub queue: usize,
+    /// Most requests committed in one transaction.
+    pub max_batch: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            queue: 8_192,
+            max_batch: 2_048,
+        }
+    }
+}
+
+pub struct EventStore {
+    session_id: String,
+    project_id: Option<String>,
+    tx: Mutex<Option<mpsc::Sender<WriteRequest>>>,
+    bus: Arc<ProjectionBus>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl EventStore {
+    /// Starts the writer thread on `conn`; `last_seq` is the highest stored seq.
+    pub(crate) fn start(
+        conn: Connection,
+        session_id: String,
+        project_id: Option<String>,
+        bus: Arc<ProjectionBus>,
+        last_seq: u64,
+        config: StoreConfig,
+    ) -> Result<Self> {
+        let (tx, rx) = mpsc::channel(config.queue);
+        let writer_bus = bus.clone();
+        let short: String = session_id.chars().take(8).collect();
+        let handle = std::thread::Builder::new()
+            .name(format!("air-writer-{short}"))
+            .spawn(move || writer::run(conn, rx, writer_bus, last_seq + 1, config.max_batch))
+            .map_err(|e| Error::Internal(format!("cannot start the writer thread: {e}")))?;
+        Ok(Self {
+            session_id,
+            project_id,
+            tx: Mutex::new(Some(tx)),
+            bus,
+            writer: Mutex::new(Some(handle)),
+        })
+    }
+
+    pub fn bus(&self) -> &Arc<ProjectionBus> {
+        &self.bus
+    }
+
+    fn sender(&self) -> Result<mpsc::Sender<WriteRequest>> {
+        self.tx
+            .lock()
+            .map_err(|_| Error::WriterClosed)?
+            .as_ref()
+            .cloned()
+            .ok_or(Error::WriterClosed)
+    }
+
+    async fn submit(&self, op: WriteOp) -> Result<Vec<u64>> {
+        let (ack, done) = oneshot::channel();
+        self.sender()?
+            .send(WriteRequest { op, ack })
+            .await
+            .map_err(|_| Error::WriterClosed)?;
+        done.await.map_err(|_| Error::WriterClosed)?
+    }
+
+    fn complete(&self, event: &mut RuntimeEvent) {
+        if event.project_id.is_none() {
+            event.project_id.clone_from(&self.project_id);
+        }
+    }
+
+    /// Appends one event. A durable event returns once it is committed and published; an
+    /// ephemeral one once it is published.
+    pub async fn append(&self, mut event: RuntimeEvent) -> Result<Appended> {
+        self.complete(&mut event);
+        let spec = check(&event, &self.session_id)?;
+        if !spec.is_durable() {
+            let seq = self.bus.publish_ephemeral(Arc::new(event));
+            return Ok(Appended {
+                seq,
+                durable: false,
+            });
+        }
+        let prepared = prepare(event)?;
+        let seqs = self.submit(WriteOp::Events(vec![prepared])).await?;
+        let seq = seqs
+            .first()
+            .copied()
+            .ok_or_else(|| Error::Internal("writer returned no seq".into()))?;
+        Ok(Appended { seq, durable: true })
+    }
+
+    /// Appends durable events atomically: all are committed, or none. Returns their seqs.
+    pub async fn append_batch(&self, events: Vec<RuntimeEvent>) -> Result<Vec<u64>> {
+        let mut prepared = Vec::with_capacity(events.len());
+        for mut event in events {
+            self.complete(&mut event);
+            let spec = check(&event, &self.session_id)?;
+            if !spec.is_durable() {
+                return Err(Error::EphemeralInBatch {
+                    event_type: event.event_type,
+                });
+            }
+            prepared.push(prepare(event)?);
+        }
+        if prepared.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.submit(WriteOp::Events(prepared)).await
+    }
+
+    /// Stores the streaming state of an assistant message (crash recovery, D-051).
+    pub async fn put_draft(
+        &self,
+        message_id: &str,
+        agent_id: Option<&str>,
+        task_id: Option<&str>,
+        content: &Value,
+    ) -> Result<()> {
+        let content_json = serde_json::to_string(content)
+            .map_err(|e| Error::Internal(format!("draft content: {e}")))?;
+        self.submit(WriteOp::PutDraft {
+            message_id: message_id.to_string(),
+            agent_id: agent_id.map(str::to_string),
+            task_id: task_id.map(str::to_string),
+            content_json,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Stores one key of UI recovery state (D-053).
+    pub async fn put_ui_state(&self, key: &str, value: &Value) -> Result<()> {
+        let value_json =
+            serde_json::to_string(value).map_err(|e| Error::Internal(format!("ui state: {e}")))?;
+        self.submit(WriteOp::PutUiState {
+            key: key.to_string(),
+            value_json,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Stops accepting writes, lets queued ones commit and waits for the writer.
+    pub fn shutdown(&self) {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        let handle = self.writer.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle {
+            if handle.join().is_err() {
+                tracing::error!(session = %self.session_id, "the writer thread panicked");
+            }
+        }
+        self.bus.close();
+    }
+}
+
+impl Drop for EventStore {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

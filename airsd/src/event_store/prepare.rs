@@ -1,0 +1,264 @@
+//! Checking an event before it reaches the writer: registered type, registry version,
+//! this session, a payload that matches its schema. The typed payload and the JSON
+//! columns are produced here, off the writer thread, so the writer only runs SQL.
+
+use air_proto::event::RuntimeEvent;
+use air_proto::payload as p;
+use air_proto::projection::TaskStatus;
+use air_proto::registry::{self, EventSpec};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// A validated durable event, ready for the writer.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub event: RuntimeEvent,
+    pub payload_json: String,
+    pub route_json: String,
+    pub route_text: String,
+    pub ids: EventIds,
+    pub change: DomainChange,
+}
+
+/// Ids extracted into query-friendly columns of `events` (D-052).
+#[derive(Debug, Default)]
+pub(crate) struct EventIds {
+    pub task_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub tool_run_id: Option<String>,
+    pub command_run_id: Option<String>,
+}
+
+/// What a durable event changes in the domain tables.
+#[derive(Debug)]
+pub(crate) enum DomainChange {
+    None,
+    SessionCreated(p::SessionCreated),
+    SessionStatus(&'static str),
+    Message {
+        role: &'static str,
+        payload: p::MessageCreated,
+        content_json: String,
+        usage_json: Option<String>,
+    },
+    TaskCreated {
+        task: Box<air_proto::task::TaskSpec>,
+        spec_json: String,
+    },
+    TaskStatus(TaskStatus, p::TaskStatusChanged),
+    AgentStarted(p::AgentStarted),
+    AgentCompleted {
+        payload: p::AgentCompleted,
+        result_json: Option<String>,
+    },
+    AgentFailed(p::AgentFailed),
+    ToolStarted {
+        payload: p::ToolStarted,
+        input_json: String,
+    },
+    ToolCompleted {
+        payload: p::ToolCompleted,
+        output_json: Option<String>,
+    },
+    ToolFailed(p::ToolFailed),
+    CommandStarted(p::CommandStarted),
+    CommandCompleted(p::CommandCompleted),
+    CommandFailed(p::CommandFailed),
+    Artifact(Box<p::ArtifactCreated>),
+    Diagnostic(p::DiagnosticCreated),
+    Evidence {
+        payload: Box<p::EvidenceCreated>,
+        location_json: Option<String>,
+    },
+    WorkspaceCreated(p::WorkspaceCreated),
+    WorkspaceChanged {
+        status: &'static str,
+        payload: p::WorkspaceChanged,
+    },
+    PermissionRequested(p::PermissionRequested),
+    PermissionDecision(p::PermissionDecisionRecorded),
+}
+
+/// Looks `event` up in the registry and checks its envelope and payload.
+pub(crate) fn check(event: &RuntimeEvent, session_id: &str) -> Result<&'static EventSpec> {
+    let ty = &event.event_type;
+    let spec = registry::lookup(ty).ok_or_else(|| Error::UnknownEventType {
+        event_type: ty.clone(),
+    })?;
+    if event.version != spec.version {
+        return Err(Error::EventVersion {
+            event_type: ty.clone(),
+            found: event.version,
+            expected: spec.version,
+        });
+    }
+    if event.session_id != session_id {
+        return Err(Error::WrongSession {
+            event_type: ty.clone(),
+            expected: session_id.to_string(),
+            found: event.session_id.clone(),
+        });
+    }
+    if !air_proto::time::is_iso_time(&event.timestamp) {
+        return Err(Error::invalid(
+            ty,
+            "timestamp",
+            format!("`{}` is not an RFC 3339 timestamp", event.timestamp),
+        ));
+    }
+    if event.id.is_empty() {
+        return Err(Error::invalid(ty, "id", "must not be empty"));
+    }
+    spec.validate(&event.payload)
+        .map_err(|source| Error::Payload {
+            event_type: ty.clone(),
+            source,
+        })?;
+    Ok(spec)
+}
+
+fn typed<T: DeserializeOwned>(event: &RuntimeEvent) -> Result<T> {
+    T::deserialize(&event.payload)
+        .map_err(|e| Error::invalid(&event.event_type, "payload", e.to_string()))
+}
+
+fn json<T: serde::Serialize + ?Sized>(event: &RuntimeEvent, value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Internal(format!("{}: {e}", event.event_type)))
+}
+
+fn str_field(payload: &Value, key: &str) -> Option<String> {
+    payload.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Builds the writer's input for a checked durable event.
+pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
+    let ty = event.event_type.as_str();
+    let change = if let Some(status) = TaskStatus::from_event_type(ty) {
+        DomainChange::TaskStatus(status, typed(&event)?)
+    } else {
+        match ty {
+            "session.created" => DomainChange::SessionCreated(typed(&event)?),
+            "session.archived" => DomainChange::SessionStatus("archived"),
+            "session.deleted" => DomainChange::SessionStatus("deleted"),
+            "user.message.created" | "assistant.message.created" => {
+                let payload: p::MessageCreated = typed(&event)?;
+                let content_json = json(&event, &payload.content)?;
+                let usage_json = payload
+                    .usage
+                    .as_ref()
+                    .map(|u| json(&event, u))
+                    .transpose()?;
+                let role = if ty == "user.message.created" {
+                    "user"
+                } else {
+                    "assistant"
+                };
+                DomainChange::Message {
+                    role,
+                    payload,
+                    content_json,
+                    usage_json,
+                }
+            }
+            "task.created" => {
+                let payload: p::TaskCreated = typed(&event)?;
+                let spec_json = json(&event, &payload.task)?;
+                DomainChange::TaskCreated {
+                    task: Box::new(payload.task),
+                    spec_json,
+                }
+            }
+            "agent.started" => DomainChange::AgentStarted(typed(&event)?),
+            "agent.completed" => {
+                let payload: p::AgentCompleted = typed(&event)?;
+                let result_json = payload
+                    .result
+                    .as_ref()
+                    .map(|r| json(&event, r))
+                    .transpose()?;
+                DomainChange::AgentCompleted {
+                    payload,
+                    result_json,
+                }
+            }
+            "agent.failed" => DomainChange::AgentFailed(typed(&event)?),
+            "tool.started" => {
+                let payload: p::ToolStarted = typed(&event)?;
+                let input_json = json(&event, &payload.input)?;
+                DomainChange::ToolStarted {
+                    payload,
+                    input_json,
+                }
+            }
+            "tool.completed" => {
+                let payload: p::ToolCompleted = typed(&event)?;
+                let output_json = payload
+                    .output
+                    .as_ref()
+                    .map(|o| json(&event, o))
+                    .transpose()?;
+                DomainChange::ToolCompleted {
+                    payload,
+                    output_json,
+                }
+            }
+            "tool.failed" => DomainChange::ToolFailed(typed(&event)?),
+            "command.started" => DomainChange::CommandStarted(typed(&event)?),
+            "command.completed" => DomainChange::CommandCompleted(typed(&event)?),
+            "command.failed" => DomainChange::CommandFailed(typed(&event)?),
+            "artifact.created" => DomainChange::Artifact(Box::new(typed(&event)?)),
+            "diagnostic.created" => DomainChange::Diagnostic(typed(&event)?),
+            "evidence.created" => {
+                let payload: p::EvidenceCreated = typed(&event)?;
+                let location_json = payload
+                    .evidence
+                    .location
+                    .as_ref()
+                    .map(|l| json(&event, l))
+                    .transpose()?;
+                DomainChange::Evidence {
+                    payload: Box::new(payload),
+                    location_json,
+                }
+            }
+            "workspace.created" => DomainChange::WorkspaceCreated(typed(&event)?),
+            "workspace.merged" => DomainChange::WorkspaceChanged {
+                status: "merged",
+                payload: typed(&event)?,
+            },
+            "workspace.removed" => DomainChange::WorkspaceChanged {
+                status: "removed",
+                payload: typed(&event)?,
+            },
+            "permission.requested" => DomainChange::PermissionRequested(typed(&event)?),
+            "permission.decision.recorded" => DomainChange::PermissionDecision(typed(&event)?),
+            _ => DomainChange::None,
+        }
+    };
+    let payload = &event.payload;
+    let mut ids = EventIds {
+        task_id: str_field(payload, "task_id"),
+        agent_id: str_field(payload, "agent_id"),
+        tool_run_id: str_field(payload, "tool_run_id"),
+        command_run_id: str_field(payload, "command_run_id"),
+    };
+    if let DomainChange::TaskCreated { task, .. } = &change {
+        ids.task_id = Some(task.id.clone());
+    }
+    if ids.agent_id.is_none() && event.source.kind == air_proto::event::SourceKind::Agent {
+        ids.agent_id = event.source.id.clone();
+    }
+    let payload_json = json(&event, &event.payload)?;
+    let route_json = json(&event, &event.route)?;
+    let route_text = event.route.join(" > ");
+    Ok(Prepared {
+        event,
+        payload_json,
+        route_json,
+        route_text,
+        ids,
+        change,
+    })
+}

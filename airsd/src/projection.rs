@@ -1,0 +1,247 @@
+//! ProjectionStore hydration: building a session's [`Projection`] from its state tables.
+//!
+//! At start the projection is read from the domain tables (never by replaying the event
+//! log, which would cost seconds for a large session); from then on the bus advances it
+//! with [`Projection::apply`]. The two paths must agree, which a property test checks.
+
+use std::collections::VecDeque;
+
+use air_proto::event::AgentType;
+use air_proto::projection::{
+    message_preview, AgentView, CommandRunView, Counters, EdgeView, MessageRole, MessageView,
+    PermissionRequestView, Projection, RunStatus, SessionStatus, SessionView, TaskStatus, TaskView,
+    ToolRunView, RECENT_LIMIT,
+};
+use air_proto::task::DependencyType;
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use crate::error::Result;
+
+fn bad_value(col: usize, what: &str, value: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        col,
+        Type::Text,
+        format!("unknown {what} `{value}`").into(),
+    )
+}
+
+fn run_status(row: &Row<'_>, col: usize) -> rusqlite::Result<RunStatus> {
+    let s: String = row.get(col)?;
+    RunStatus::parse(&s).ok_or_else(|| bad_value(col, "status", &s))
+}
+
+/// Reads the projection of the session stored in `conn`.
+pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
+    let mut p = Projection::new(session_id);
+    p.seq = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?;
+    p.session = conn
+        .query_row(
+            "SELECT id, title, plan_ref, status, created_at, updated_at FROM session_meta",
+            [],
+            |r| {
+                let status: String = r.get(3)?;
+                Ok(SessionView {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    plan_ref: r.get(2)?,
+                    status: match status.as_str() {
+                        "active" => SessionStatus::Active,
+                        "archived" => SessionStatus::Archived,
+                        "deleted" => SessionStatus::Deleted,
+                        other => return Err(bad_value(3, "session status", other)),
+                    },
+                    created_at: r.get(4)?,
+                    updated_at: r.get(5)?,
+                })
+            },
+        )
+        .optional()?;
+
+    p.tasks = conn
+        .prepare(
+            "SELECT id, title, type, category, phase, write_area, status, attempts, agent_id,
+                 reason, created_at, updated_at
+             FROM tasks ORDER BY seq",
+        )?
+        .query_map([], |r| {
+            let status: String = r.get(6)?;
+            Ok(TaskView {
+                id: r.get(0)?,
+                title: r.get(1)?,
+                task_type: r.get(2)?,
+                category: r.get(3)?,
+                phase: r.get(4)?,
+                write_area: r.get(5)?,
+                status: TaskStatus::parse(&status)
+                    .ok_or_else(|| bad_value(6, "task status", &status))?,
+                attempts: r.get(7)?,
+                agent_id: r.get(8)?,
+                reason: r.get(9)?,
+                created_at: r.get(10)?,
+                updated_at: r.get(11)?,
+                progress: None,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+
+    p.edges = conn
+        .prepare(
+            "SELECT task_id, depends_on_task_id, dependency_type FROM task_dependencies
+             ORDER BY rowid",
+        )?
+        .query_map([], |r| {
+            let ty: String = r.get(2)?;
+            Ok(EdgeView {
+                task_id: r.get(0)?,
+                depends_on_task_id: r.get(1)?,
+                dependency_type: DependencyType::parse(&ty)
+                    .ok_or_else(|| bad_value(2, "dependency type", &ty))?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+
+    p.agents = conn
+        .prepare(
+            "SELECT id, agent_type, task_id, status, model, pid, exit_code, reason, started_at,
+                 ended_at
+             FROM agents ORDER BY seq",
+        )?
+        .query_map([], |r| {
+            let ty: String = r.get(1)?;
+            Ok(AgentView {
+                id: r.get(0)?,
+                agent_type: AgentType::parse(&ty).ok_or_else(|| bad_value(1, "agent type", &ty))?,
+                task_id: r.get(2)?,
+                status: run_status(r, 3)?,
+                model: r.get(4)?,
+                pid: r.get(5)?,
+                exit_code: r.get(6)?,
+                reason: r.get(7)?,
+                started_at: r.get(8)?,
+                ended_at: r.get(9)?,
+                last_heartbeat: None,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+
+    p.tool_runs = recent(
+        conn,
+        "SELECT id, tool, agent_id, task_id, status, error, started_at, ended_at, duration_ms
+         FROM tool_runs ORDER BY seq DESC LIMIT ?1",
+        |r| {
+            Ok(ToolRunView {
+                id: r.get(0)?,
+                tool: r.get(1)?,
+                agent_id: r.get(2)?,
+                task_id: r.get(3)?,
+                status: run_status(r, 4)?,
+                error: r.get(5)?,
+                started_at: r.get(6)?,
+                ended_at: r.get(7)?,
+                duration_ms: r.get(8)?,
+            })
+        },
+    )?;
+
+    p.command_runs = recent(
+        conn,
+        "SELECT id, command, tool_run_id, agent_id, task_id, status, exit_code, error, started_at,
+             ended_at, duration_ms
+         FROM command_runs ORDER BY seq DESC LIMIT ?1",
+        |r| {
+            Ok(CommandRunView {
+                id: r.get(0)?,
+                command: r.get(1)?,
+                tool_run_id: r.get(2)?,
+                agent_id: r.get(3)?,
+                task_id: r.get(4)?,
+                status: run_status(r, 5)?,
+                exit_code: r.get(6)?,
+                error: r.get(7)?,
+                started_at: r.get(8)?,
+                ended_at: r.get(9)?,
+                duration_ms: r.get(10)?,
+            })
+        },
+    )?;
+
+    p.messages = recent(
+        conn,
+        "SELECT id, role, agent_id, task_id, content_json, created_at
+         FROM messages ORDER BY seq DESC LIMIT ?1",
+        |r| {
+            let role: String = r.get(1)?;
+            let content: String = r.get(4)?;
+            let content: serde_json::Value = serde_json::from_str(&content)
+                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, Type::Text, e.into()))?;
+            Ok(MessageView {
+                id: r.get(0)?,
+                role: match role.as_str() {
+                    "user" => MessageRole::User,
+                    "assistant" => MessageRole::Assistant,
+                    other => return Err(bad_value(1, "message role", other)),
+                },
+                agent_id: r.get(2)?,
+                task_id: r.get(3)?,
+                preview: message_preview(&content),
+                created_at: r.get(5)?,
+            })
+        },
+    )?;
+
+    p.permission_requests = conn
+        .prepare(
+            "SELECT id, action, tool, tool_run_id, agent_id, task_id, risk, reason, requested_at
+             FROM permission_requests WHERE status = 'pending' ORDER BY seq",
+        )?
+        .query_map([], |r| {
+            Ok(PermissionRequestView {
+                request_id: r.get(0)?,
+                action: r.get(1)?,
+                tool: r.get(2)?,
+                tool_run_id: r.get(3)?,
+                agent_id: r.get(4)?,
+                task_id: r.get(5)?,
+                risk: r.get(6)?,
+                reason: r.get(7)?,
+                requested_at: r.get(8)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+
+    p.counters = conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM tool_runs), (SELECT COUNT(*) FROM command_runs),
+             (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM artifacts),
+             (SELECT COUNT(*) FROM diagnostics), (SELECT COUNT(*) FROM evidence_refs),
+             (SELECT COALESCE(SUM(input_tokens), 0) FROM messages),
+             (SELECT COALESCE(SUM(output_tokens), 0) FROM messages)",
+        [],
+        |r| {
+            Ok(Counters {
+                tool_runs: r.get(0)?,
+                command_runs: r.get(1)?,
+                messages: r.get(2)?,
+                artifacts: r.get(3)?,
+                diagnostics: r.get(4)?,
+                evidence: r.get(5)?,
+                input_tokens: r.get(6)?,
+                output_tokens: r.get(7)?,
+            })
+        },
+    )?;
+    Ok(p)
+}
+
+fn recent<T>(
+    conn: &Connection,
+    sql: &str,
+    map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<VecDeque<T>> {
+    let mut rows: Vec<T> = conn
+        .prepare(sql)?
+        .query_map([RECENT_LIMIT], map)?
+        .collect::<rusqlite::Result<_>>()?;
+    rows.reverse();
+    Ok(rows.into())
+}

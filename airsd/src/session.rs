@@ -1,0 +1,175 @@
+//! A session: its database, its writer, its bus and projection, as one handle.
+//!
+//! Opening and creating are blocking (SQLite I/O and hydration): call them from a
+//! blocking context (`spawn_blocking`) inside an async runtime.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use air_proto::event::{EventSource, RuntimeEvent};
+use air_proto::layout::ProjectPaths;
+use air_proto::payload::SessionCreated;
+use air_proto::projection::Projection;
+
+use crate::bus::{BusConfig, EventBus, Subscription};
+use crate::db::{self, OpenMode, ReaderPool};
+use crate::error::{Error, Result};
+use crate::event_store::{self, EventStore, ProjectionBus, StoreConfig};
+use crate::projection::hydrate;
+
+#[derive(Clone, Copy, Debug)]
+pub struct SessionConfig {
+    pub bus: BusConfig,
+    pub store: StoreConfig,
+    /// Read-only connections in the pool.
+    pub readers: u32,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            bus: BusConfig::default(),
+            store: StoreConfig::default(),
+            readers: 4,
+        }
+    }
+}
+
+pub struct Session {
+    id: String,
+    db_path: PathBuf,
+    store: EventStore,
+    readers: ReaderPool,
+}
+
+impl Session {
+    /// Creates a session: its directory, its database, and `session.created` as event 1.
+    pub fn create(
+        paths: &ProjectPaths,
+        project_id: &str,
+        session_id: &str,
+        created: &SessionCreated,
+        config: SessionConfig,
+    ) -> Result<Session> {
+        let dir = paths.session_dir(session_id);
+        if dir.join("session.db").exists() {
+            return Err(Error::conflict(
+                "session.created",
+                "session_id",
+                format!("session `{session_id}` already exists"),
+            ));
+        }
+        for d in [dir.clone(), paths.artifacts(session_id)] {
+            std::fs::create_dir_all(&d).map_err(|source| Error::Io {
+                path: d.clone(),
+                source,
+            })?;
+        }
+        let db_path = paths.session_db(session_id);
+        let mut conn = db::open_writer(&db_path, OpenMode::Create)?;
+        let mut event = RuntimeEvent::typed(
+            "session.created",
+            session_id,
+            EventSource::system(),
+            created,
+        )
+        .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
+        event.project_id = Some(project_id.to_string());
+        event_store::check(&event, session_id)?;
+        let prepared = event_store::prepare(event)?;
+        let tx = conn.transaction()?;
+        event_store::apply_prepared(&tx, 1, &prepared)?;
+        tx.commit()?;
+        Self::start(
+            conn,
+            db_path,
+            session_id,
+            Some(project_id.to_string()),
+            config,
+        )
+    }
+
+    /// Opens an existing session.
+    pub fn open(paths: &ProjectPaths, session_id: &str, config: SessionConfig) -> Result<Session> {
+        Self::open_path(&paths.session_db(session_id), session_id, config)
+    }
+
+    /// Opens the session database at `db_path`.
+    pub fn open_path(db_path: &Path, session_id: &str, config: SessionConfig) -> Result<Session> {
+        let conn = db::open_writer(db_path, OpenMode::Existing)?;
+        let project_id: Option<String> = conn
+            .query_row("SELECT project_id FROM session_meta", [], |r| r.get(0))
+            .ok()
+            .flatten();
+        Self::start(conn, db_path.to_path_buf(), session_id, project_id, config)
+    }
+
+    fn start(
+        conn: rusqlite::Connection,
+        db_path: PathBuf,
+        session_id: &str,
+        project_id: Option<String>,
+        config: SessionConfig,
+    ) -> Result<Session> {
+        let projection = hydrate(&conn, session_id)?;
+        let seq = projection.seq;
+        let bus = Arc::new(EventBus::new(projection, seq, config.bus));
+        let readers = db::reader_pool(&db_path, config.readers)?;
+        let store = EventStore::start(
+            conn,
+            session_id.to_string(),
+            project_id,
+            bus,
+            seq,
+            config.store,
+        )?;
+        Ok(Session {
+            id: session_id.to_string(),
+            db_path,
+            store,
+            readers,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn db_path(&self) -> &Path {
+        &self.db_path
+    }
+
+    pub fn store(&self) -> &EventStore {
+        &self.store
+    }
+
+    pub fn bus(&self) -> &Arc<ProjectionBus> {
+        self.store.bus()
+    }
+
+    /// Read-only connections for queries (event listing, details).
+    pub fn readers(&self) -> &ReaderPool {
+        &self.readers
+    }
+
+    /// The projection and the seq it reflects.
+    pub fn snapshot(&self) -> Projection {
+        self.bus().read(|p, _| p.clone())
+    }
+
+    /// A snapshot and a subscription to every delta after it, atomically.
+    pub fn subscribe(&self) -> (Projection, Subscription) {
+        self.bus().subscribe_with(|p, _| p.clone())
+    }
+
+    /// Rebuilds the projection from the database, as a fresh start would.
+    pub fn rehydrate(&self) -> Result<Projection> {
+        let conn = self.readers.get()?;
+        hydrate(&conn, &self.id)
+    }
+
+    /// Lets queued writes commit and stops the writer.
+    pub fn close(self) {
+        self.store.shutdown();
+    }
+}

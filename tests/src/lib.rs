@@ -1,0 +1,174 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Shared helpers of air's cross-crate tests: locating the workspace's binaries, and
+//! building realistic event streams.
+
+use std::path::PathBuf;
+
+use air_proto::event::{EventSource, RuntimeEvent};
+use air_proto::payload as p;
+use air_proto::task::{
+    Constraints, ContextRefs, ModelPolicy, OutputContract, TaskDependency, TaskScope, TaskSpec,
+    TaskType, Verification,
+};
+use serde_json::json;
+
+/// The path of a binary built from this workspace (`air`, `airsd`, `air-worker`, …).
+pub fn bin(name: &str) -> PathBuf {
+    // Test executables live in target/<profile>/deps; binaries one level up.
+    let exe = std::env::current_exe().unwrap_or_default();
+    let mut dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "binary {} not built (run the tests through cargo)",
+        path.display()
+    );
+    path
+}
+
+/// A minimal valid TaskSpec.
+pub fn task_spec(id: &str, deps: &[&str]) -> TaskSpec {
+    TaskSpec {
+        id: id.to_string(),
+        task_type: TaskType::Execute,
+        title: format!("task {id}"),
+        description: "generated".into(),
+        acceptance_criteria: vec!["it works".into()],
+        category: None,
+        phase: None,
+        scope: TaskScope::default(),
+        contracts: Default::default(),
+        dependencies: deps
+            .iter()
+            .map(|d| TaskDependency {
+                depends_on_task_id: d.to_string(),
+                dependency_type: air_proto::task::DependencyType::Hard,
+                reason: None,
+                source: None,
+            })
+            .collect(),
+        verification: Verification {
+            commands: None,
+            required: false,
+            fallback_allowed: true,
+            evidence_types: None,
+        },
+        constraints: Constraints {
+            max_turns: 10,
+            soft_timeout_ms: 60_000,
+            hard_timeout_ms: 120_000,
+            retry_budget: 2,
+            model_policy: ModelPolicy::AgentSelect,
+            model_id: None,
+        },
+        context_refs: ContextRefs::default(),
+        output_contract: OutputContract::ExecutorResult,
+    }
+}
+
+/// Builds an event with a typed payload.
+pub fn event<P: serde::Serialize>(session: &str, ty: &str, payload: &P) -> RuntimeEvent {
+    RuntimeEvent::typed(ty, session, EventSource::scheduler(), payload).expect("payload serializes")
+}
+
+/// The events of one unit of work: a task, an agent on it, a tool call with a command,
+/// and completion. `n` makes the ids unique.
+pub fn work_unit(session: &str, n: u64) -> Vec<RuntimeEvent> {
+    let task = format!("T{n}");
+    let agent = format!("A{n}");
+    let tool = format!("R{n}");
+    let cmd = format!("C{n}");
+    vec![
+        event(
+            session,
+            "task.created",
+            &p::TaskCreated {
+                task: task_spec(&task, &[]),
+            },
+        ),
+        event(
+            session,
+            "agent.started",
+            &p::AgentStarted {
+                agent_id: agent.clone(),
+                agent_type: air_proto::event::AgentType::Executor,
+                task_id: Some(task.clone()),
+                pid: Some(4242),
+                model: None,
+            },
+        ),
+        event(
+            session,
+            "task.started",
+            &p::TaskStatusChanged {
+                task_id: task.clone(),
+                agent_id: Some(agent.clone()),
+                ..Default::default()
+            },
+        ),
+        event(
+            session,
+            "tool.started",
+            &p::ToolStarted {
+                tool_run_id: tool.clone(),
+                tool: "shell.run".into(),
+                input: json!({"command": "make test"}),
+                agent_id: Some(agent.clone()),
+                task_id: Some(task.clone()),
+                origin_message_id: None,
+            },
+        ),
+        event(
+            session,
+            "command.started",
+            &p::CommandStarted {
+                command_run_id: cmd.clone(),
+                command: "make test".into(),
+                cwd: None,
+                tool_run_id: Some(tool.clone()),
+                agent_id: Some(agent.clone()),
+                task_id: Some(task.clone()),
+                origin_message_id: None,
+            },
+        ),
+        event(
+            session,
+            "command.completed",
+            &p::CommandCompleted {
+                command_run_id: cmd,
+                exit_code: 0,
+                duration_ms: Some(12),
+            },
+        ),
+        event(
+            session,
+            "tool.completed",
+            &p::ToolCompleted {
+                tool_run_id: tool,
+                output: None,
+                duration_ms: Some(15),
+            },
+        ),
+        event(
+            session,
+            "task.completed",
+            &p::TaskStatusChanged {
+                task_id: task,
+                agent_id: Some(agent.clone()),
+                ..Default::default()
+            },
+        ),
+        event(
+            session,
+            "agent.completed",
+            &p::AgentCompleted {
+                agent_id: agent,
+                exit_code: Some(0),
+                result: None,
+            },
+        ),
+    ]
+}
