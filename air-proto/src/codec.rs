@@ -92,10 +92,9 @@ pub fn decode_line<T: DeserializeOwned>(line_no: u64, line: &[u8]) -> Result<T, 
         let path = e.path().to_string();
         let inner = e.into_inner();
         if inner.is_data() {
-            err(DecodeErrorKind::InvalidMessage {
-                path,
-                message: strip_position(&inner),
-            })
+            let message = strip_position(&inner);
+            let path = full_path(&path, &message);
+            err(DecodeErrorKind::InvalidMessage { path, message })
         } else {
             err(DecodeErrorKind::InvalidJson {
                 column: inner.column(),
@@ -110,6 +109,19 @@ pub fn decode_line<T: DeserializeOwned>(line_no: u64, line: &[u8]) -> Result<T, 
         })
     })?;
     Ok(value)
+}
+
+/// The path of the offending field: serde reports a missing field at the path of the
+/// object that lacks it, so the field's own name is appended.
+pub fn full_path(path: &str, message: &str) -> String {
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    match missing {
+        Some(field) if path == "." || path.is_empty() => field.to_string(),
+        Some(field) => format!("{path}.{field}"),
+        None => path.to_string(),
+    }
 }
 
 /// serde_json appends " at line L column C"; the line is always 1 here, so drop it.

@@ -80,9 +80,10 @@ pub struct PayloadError {
 fn typed<T: DeserializeOwned>(payload: &Value) -> Result<(), PayloadError> {
     serde_path_to_error::deserialize::<_, T>(payload)
         .map(drop)
-        .map_err(|e| PayloadError {
-            path: e.path().to_string(),
-            message: e.inner().to_string(),
+        .map_err(|e| {
+            let message = e.inner().to_string();
+            let path = crate::codec::full_path(&e.path().to_string(), &message);
+            PayloadError { path, message }
         })
 }
 

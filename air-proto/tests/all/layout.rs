@@ -1,0 +1,81 @@
+use std::fs;
+
+use air_proto::layout::{self, LayoutError, ProjectPaths};
+
+#[test]
+fn init_creates_the_layout_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::write(root.join(".gitignore"), "target/").unwrap();
+    let first = layout::init(root, "2026-11-30T00:00:00Z").unwrap();
+    assert!(first.created && first.gitignore_updated);
+    let paths = ProjectPaths::new(root);
+    for d in paths.init_dirs() {
+        assert!(d.is_dir(), "{} missing", d.display());
+    }
+    let project = paths.read_project().unwrap();
+    assert_eq!(project, first.project);
+    assert_eq!(project.schema_version, 1);
+    assert_eq!(project.name, root.file_name().unwrap().to_string_lossy());
+    assert_eq!(
+        fs::read_to_string(root.join(".gitignore")).unwrap(),
+        "target/\n.air/local/\n"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(paths.local()).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
+
+    let second = layout::init(root, "2026-12-01T00:00:00Z").unwrap();
+    assert!(!second.created && !second.gitignore_updated);
+    assert_eq!(
+        second.project.project_id, first.project.project_id,
+        "project_id is stable"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join(".gitignore")).unwrap(),
+        "target/\n.air/local/\n"
+    );
+}
+
+#[test]
+fn find_root_walks_up_like_git() {
+    let dir = tempfile::tempdir().unwrap();
+    layout::init(dir.path(), "t").unwrap();
+    let deep = dir.path().join("src/a/b");
+    fs::create_dir_all(&deep).unwrap();
+    assert_eq!(layout::find_root(&deep).unwrap().root(), dir.path());
+    let outside = tempfile::tempdir().unwrap();
+    let err = layout::find_root(outside.path()).unwrap_err();
+    assert!(matches!(err, LayoutError::NotInProject { .. }));
+    assert!(err.to_string().contains("air init"), "{err}");
+}
+
+#[test]
+fn a_newer_or_broken_project_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    layout::init(dir.path(), "t").unwrap();
+    let paths = ProjectPaths::new(dir.path());
+    let text = fs::read_to_string(paths.project_json())
+        .unwrap()
+        .replace("\"schema_version\": 1", "\"schema_version\": 99");
+    fs::write(paths.project_json(), text).unwrap();
+    let err = layout::init(dir.path(), "t").unwrap_err().to_string();
+    assert!(err.contains("schema_version 99 is newer"), "{err}");
+    fs::write(paths.project_json(), "{ not json").unwrap();
+    let err = paths.read_project().unwrap_err().to_string();
+    assert!(err.contains("project.json: invalid project file"), "{err}");
+}
+
+#[test]
+fn init_on_a_file_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    fs::write(&file, "").unwrap();
+    let err = layout::init(&file, "t").unwrap_err();
+    assert!(matches!(err, LayoutError::NotADirectory { .. }), "{err}");
+}

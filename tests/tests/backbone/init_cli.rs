@@ -1,0 +1,155 @@
+use std::path::Path;
+use std::process::{Command, Output};
+
+use air_tests::bin;
+
+fn air(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin("air"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn git(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn air_init_in_a_fresh_git_repo() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    let out = air(root, &["init"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("initialized air project"), "{stdout}");
+    assert!(
+        stdout.contains("added .air/local/ to .gitignore"),
+        "{stdout}"
+    );
+    for d in [
+        "shared/rules",
+        "shared/plan",
+        "local/sessions",
+        "local/state",
+        "local/backups",
+        "local/locks",
+        "local/tmp",
+        "local/workspaces",
+        "local/logs",
+    ] {
+        assert!(root.join(".air").join(d).is_dir(), "{d}");
+    }
+    let project: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".air/shared/project.json")).unwrap())
+            .unwrap();
+    assert_eq!(project["schema_version"], 1);
+    assert!(uuid_like(project["project_id"].as_str().unwrap()));
+
+    // git sees the shared part and ignores the local part.
+    std::fs::write(root.join(".air/local/state/x"), "x").unwrap();
+    let status = String::from_utf8(git(root, &["status", "--porcelain", "-uall"]).stdout).unwrap();
+    assert!(status.contains(".air/shared/project.json"), "{status}");
+    assert!(!status.contains(".air/local"), "{status}");
+
+    // Twice is harmless: same id, .gitignore unchanged.
+    let gitignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+    let again = air(root, &["init"]);
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already initialized"));
+    let project2: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".air/shared/project.json")).unwrap())
+            .unwrap();
+    assert_eq!(project, project2);
+    assert_eq!(
+        std::fs::read_to_string(root.join(".gitignore")).unwrap(),
+        gitignore
+    );
+
+    // Commands find the root from a subdirectory, as git does.
+    let sub = root.join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = air(&sub, &["root"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        root.to_str().unwrap()
+    );
+}
+
+fn uuid_like(s: &str) -> bool {
+    s.len() == 36 && s.chars().filter(|&c| c == '-').count() == 4
+}
+
+#[test]
+fn outside_a_project_commands_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = air(dir.path(), &["root"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not inside an air project") && stderr.contains("air init"),
+        "{stderr}"
+    );
+    let out = air(dir.path(), &["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+}
+
+#[test]
+fn air_init_in_a_non_writable_directory_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("locked");
+    std::fs::create_dir(&target).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // root ignores permission bits: run as an unprivileged user then.
+    let is_root = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout)
+        .unwrap()
+        .trim()
+        == "0";
+    let out = if is_root {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin("air"))
+            .args(["init", "--path"])
+            .arg(&target)
+            .current_dir("/")
+            .output()
+            .unwrap()
+    } else {
+        Command::new(bin("air"))
+            .args(["init", "--path"])
+            .arg(&target)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert!(
+        stderr.contains(&target.join(".air").display().to_string()),
+        "names the path: {stderr}"
+    );
+    assert!(!target.join(".air").exists());
+}

@@ -1,0 +1,42 @@
+//! Backbone tests: the session store, schema checks, the bus, projection equivalence,
+//! crash safety and `air init`, all against real SQLite files, real threads and the
+//! real binaries.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod bus;
+mod crash;
+mod init_cli;
+mod projection;
+mod schema;
+mod store;
+
+use air_proto::layout::ProjectPaths;
+use air_proto::payload::SessionCreated;
+use airsd::{Session, SessionConfig};
+
+pub const PROJECT_ID: &str = "6f1c1e0a-3b2d-4c5e-8f9a-0b1c2d3e4f50";
+
+/// A fresh session in a temporary project directory.
+pub fn new_session(config: SessionConfig) -> (tempfile::TempDir, Session) {
+    let dir = tempfile::tempdir().unwrap();
+    air_proto::layout::init(dir.path(), "2026-11-30T00:00:00Z").unwrap();
+    let session = Session::create(
+        &ProjectPaths::new(dir.path()),
+        PROJECT_ID,
+        "s-test",
+        &SessionCreated {
+            title: Some("test".into()),
+            plan_ref: None,
+        },
+        config,
+    )
+    .unwrap();
+    (dir, session)
+}
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
