@@ -115,8 +115,10 @@ impl Session {
         let seq = projection.seq;
         let bus = Arc::new(EventBus::new(projection, seq, config.bus));
         let readers = db::reader_pool(&db_path, config.readers)?;
+        let checkpoint_conn = db::open_checkpointer(&db_path)?;
         let store = EventStore::start(
             conn,
+            checkpoint_conn,
             session_id.to_string(),
             project_id,
             bus,

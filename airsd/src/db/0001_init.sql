@@ -130,7 +130,6 @@ CREATE TABLE tool_runs (
     duration_ms         INTEGER
 );
 CREATE INDEX tool_runs_seq ON tool_runs (seq);
-CREATE INDEX tool_runs_running ON tool_runs (status) WHERE status = 'running';
 
 CREATE TABLE command_runs (
     id                  TEXT PRIMARY KEY,

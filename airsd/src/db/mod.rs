@@ -61,7 +61,9 @@ pub fn open_writer(path: &Path, mode: OpenMode) -> Result<Connection> {
     conn.execute_batch(
         "PRAGMA synchronous = FULL;
          PRAGMA foreign_keys = ON;
-         PRAGMA temp_store = MEMORY;",
+         PRAGMA temp_store = MEMORY;
+         PRAGMA cache_size = -32768;
+         PRAGMA wal_autocheckpoint = 0;",
     )?;
     conn.set_prepared_statement_cache_capacity(64);
     migrate(&mut conn, path)?;
@@ -142,6 +144,17 @@ pub fn apply_migrations(conn: &mut Connection, from: u32) -> Result<()> {
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
+}
+
+/// Opens the connection that checkpoints the WAL beside the writer (the writer's own
+/// automatic checkpoints are off, so commits never wait for one).
+pub fn open_checkpointer(path: &Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
 }
 
 /// A pool of read-only connections to the database at `path`.

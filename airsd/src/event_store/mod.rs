@@ -7,6 +7,7 @@
 //! it. An ephemeral event is checked and published on the bus at once, never written.
 
 mod apply;
+mod checkpoint;
 mod prepare;
 mod writer;
 
@@ -60,12 +61,16 @@ pub struct EventStore {
     tx: Mutex<Option<mpsc::Sender<WriteRequest>>>,
     bus: Arc<ProjectionBus>,
     writer: Mutex<Option<JoinHandle<()>>>,
+    checkpointer: Mutex<Option<JoinHandle<()>>>,
+    publisher: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl EventStore {
-    /// Starts the writer thread on `conn`; `last_seq` is the highest stored seq.
+    /// Starts the writer thread on `conn` and the checkpoint thread on `checkpoint_conn`;
+    /// `last_seq` is the highest stored seq.
     pub(crate) fn start(
         conn: Connection,
+        checkpoint_conn: Connection,
         session_id: String,
         project_id: Option<String>,
         bus: Arc<ProjectionBus>,
@@ -73,11 +78,30 @@ impl EventStore {
         config: StoreConfig,
     ) -> Result<Self> {
         let (tx, rx) = mpsc::channel(config.queue);
+        let (commit_tx, commit_rx) = std::sync::mpsc::sync_channel(1);
         let writer_bus = bus.clone();
         let short: String = session_id.chars().take(8).collect();
+        let checkpointer = std::thread::Builder::new()
+            .name(format!("air-ckpt-{short}"))
+            .spawn(move || checkpoint::run(checkpoint_conn, commit_rx))
+            .map_err(|e| Error::Internal(format!("cannot start the checkpoint thread: {e}")))?;
+        let (outcome_tx, outcome_rx) = std::sync::mpsc::sync_channel(4);
+        let publisher = std::thread::Builder::new()
+            .name(format!("air-publish-{short}"))
+            .spawn(move || writer::publish(writer_bus, outcome_rx))
+            .map_err(|e| Error::Internal(format!("cannot start the publisher thread: {e}")))?;
         let handle = std::thread::Builder::new()
             .name(format!("air-writer-{short}"))
-            .spawn(move || writer::run(conn, rx, writer_bus, last_seq + 1, config.max_batch))
+            .spawn(move || {
+                writer::run(
+                    conn,
+                    rx,
+                    outcome_tx,
+                    last_seq + 1,
+                    config.max_batch,
+                    commit_tx,
+                )
+            })
             .map_err(|e| Error::Internal(format!("cannot start the writer thread: {e}")))?;
         Ok(Self {
             session_id,
@@ -85,6 +109,8 @@ impl EventStore {
             tx: Mutex::new(Some(tx)),
             bus,
             writer: Mutex::new(Some(handle)),
+            checkpointer: Mutex::new(Some(checkpointer)),
+            publisher: Mutex::new(Some(publisher)),
         })
     }
 
@@ -193,10 +219,17 @@ impl EventStore {
         if let Ok(mut tx) = self.tx.lock() {
             tx.take();
         }
-        let handle = self.writer.lock().ok().and_then(|mut h| h.take());
-        if let Some(handle) = handle {
-            if handle.join().is_err() {
-                tracing::error!(session = %self.session_id, "the writer thread panicked");
+        let threads = [
+            ("writer", &self.writer),
+            ("publisher", &self.publisher),
+            ("checkpoint", &self.checkpointer),
+        ];
+        for (name, slot) in threads {
+            let handle = slot.lock().ok().and_then(|mut h| h.take());
+            if let Some(handle) = handle {
+                if handle.join().is_err() {
+                    tracing::error!(session = %self.session_id, "the {name} thread panicked");
+                }
             }
         }
         self.bus.close();
