@@ -3,12 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentRuntimeContext {
     pub session_id: String,
     pub project_id: String,
     pub agent_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_path: Option<String>,
     pub permission_template: PermissionTemplate,
 }
@@ -25,25 +25,20 @@ pub enum PermissionTemplate {
 
 /// Lightweight and reference-based: large bodies live in artifacts and summaries and are
 /// loaded through the ContextAssembler.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextPack {
     pub refs: ContextPackRefs,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assembled_context_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextPackRefs {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arc_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_refs: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_refs: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_refs: Option<Vec<String>>,
 }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DependencySpec {
     pub id: String,
@@ -9,7 +10,6 @@ pub struct DependencySpec {
     pub required_for: Vec<String>,
     pub severity: DependencySeverity,
     pub detect: DependencyDetectSpec,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install: Option<InstallSpec>,
     pub risk: DependencyRisk,
 }
@@ -40,34 +40,27 @@ pub enum DependencySeverity {
 
 /// How to tell whether a dependency is present. Each field is one probe; all present
 /// probes must pass.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DependencyDetectSpec {
     /// Executable looked up on PATH.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executable: Option<String>,
     /// Arguments that make the executable print its version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_args: Option<Vec<String>>,
     /// Regex with one capture group extracting the version from that output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_regex: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_var: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstallSpec {
     pub low_permission: LowPermissionInstall,
     pub high_permission: HighPermissionInstall,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commands: Option<Vec<InstallCommandTemplate>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docs: Option<String>,
 }
 
@@ -88,13 +81,12 @@ pub enum HighPermissionInstall {
     Prompt,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstallCommandTemplate {
     /// Platform selector, e.g. `debian`, `macos`; absent means any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<String>,
     pub command: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_root: Option<bool>,
 }
 

@@ -50,10 +50,10 @@ impl ErrorKind {
 }
 
 /// An error as it crosses a process boundary.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WireError {
     pub kind: ErrorKind,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }

@@ -9,12 +9,11 @@ use serde_json::Value;
 use crate::time::IsoTime;
 
 /// Who produced an event (baseline §14 `EventSource`).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventSource {
     pub kind: SourceKind,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<AgentType>,
 }
 
@@ -63,6 +62,19 @@ pub enum SourceKind {
     System,
 }
 
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Main => "main",
+            SourceKind::ArchitectureDesigner => "architecture_designer",
+            SourceKind::Scheduler => "scheduler",
+            SourceKind::Agent => "agent",
+            SourceKind::Tool => "tool",
+            SourceKind::System => "system",
+        }
+    }
+}
+
 /// The agent roles. The seeds' worker set (executor … experience_miner) plus the two
 /// roles that also run as worker processes here: the architecture designer (milestone
 /// reviews) and the main agent.
@@ -107,6 +119,7 @@ impl AgentType {
 }
 
 /// The event envelope (D-038).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeEvent {
     pub id: String,
@@ -115,7 +128,6 @@ pub struct RuntimeEvent {
     pub version: u32,
     pub timestamp: IsoTime,
     pub session_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
     pub source: EventSource,
     /// Append-only route chain, e.g. `["main", "scheduler", "executor:a1", "fs.edit"]`.

@@ -147,28 +147,26 @@ pub enum LogLevel {
 }
 
 /// A worker asks airsd to run a tool (every effect on the project is one of these).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub tool_call_id: String,
     pub tool: String,
     pub input: Value,
     /// The assistant message whose tool_use block asked for this call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_message_id: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     pub tool_call_id: String,
     pub status: ToolResultStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<WireError>,
     /// The output was cut to a bounded size; the whole of it is in `artifact_ref`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_ref: Option<String>,
 }
 
@@ -196,27 +194,25 @@ pub enum StreamChannel {
 }
 
 /// Where an agent loop stands, so a restarted worker can be told what happened before.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerCheckpoint {
     pub turn: u32,
     /// Loop state, e.g. `THINKING`, `REVIEWING`, `GATHERING`.
     pub state: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_ids: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// A peer sent something that is not a valid message. Names the line and the JSON path.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProtocolError {
     pub code: ProtocolErrorCode,
     pub message: String,
     /// 1-based line number on the pipe.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// JSON path of the offending value, e.g. `control.task_spec.title`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
 }
 

@@ -19,13 +19,13 @@ pub const PROJECT_SCHEMA_VERSION: u32 = 1;
 pub const GITIGNORE_LINE: &str = ".air/local/";
 
 /// `.air/shared/project.json`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProjectJson {
     pub schema_version: u32,
     /// Stable UUID, generated once; not derived from the path.
     pub project_id: String,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
 }
 

@@ -10,78 +10,70 @@ use crate::result::{ArtifactRef, EvidenceRef, WorkerResult};
 use crate::task::TaskSpec;
 
 /// `session.created`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionCreated {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_ref: Option<String>,
 }
 
 /// `session.archived`, `session.deleted`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionStatusChanged {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// `user.message.created`, `assistant.message.created`: a complete canonical message
 /// (Anthropic content blocks).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MessageCreated {
     pub message_id: String,
     /// Anthropic content: a string or an array of content blocks.
     pub content: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
 }
 
 /// Token usage of one provider turn.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_creation_input_tokens: Option<u64>,
 }
 
 /// `agent.started`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentStarted {
     pub agent_id: String,
     pub agent_type: AgentType,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
 }
 
 /// `agent.completed`: the worker exited after a protocol-level completion.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentCompleted {
     pub agent_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<WorkerResult>,
 }
 
 /// `agent.failed`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentFailed {
     pub agent_id: String,
     pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
 }
 
@@ -94,139 +86,113 @@ pub struct TaskCreated {
 /// Every task status event (`task.ready`, `task.started`, `task.reviewing`,
 /// `task.debugging`, `task.completed`, `task.failed`, `task.blocked`, `task.cancelled`);
 /// the new status is the event type.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskStatusChanged {
     pub task_id: String,
     /// Attempt number (1-based) for `task.started`; absent means "the next one".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<AgentType>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// `tool.started`: written before the tool runs, so it is the write-ahead record a
 /// recovery finds for a tool call that never finished.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolStarted {
     pub tool_run_id: String,
     pub tool: String,
     pub input: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_message_id: Option<String>,
 }
 
 /// `tool.completed`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCompleted {
     pub tool_run_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
 /// `tool.failed`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolFailed {
     pub tool_run_id: String,
     pub error: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
 /// `command.started`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommandStarted {
     pub command_run_id: String,
     pub command: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_message_id: Option<String>,
 }
 
 /// `command.completed`: the command ran to its end (any exit code).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommandCompleted {
     pub command_run_id: String,
     pub exit_code: i32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
 /// `command.failed`: the command could not run, or was killed (timeout, cancel).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommandFailed {
     pub command_run_id: String,
     pub error: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
 /// `artifact.created`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ArtifactCreated {
     pub artifact: ArtifactRef,
     /// Path relative to the session's `artifacts/` directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_run_id: Option<String>,
     /// Generic association for entities without a dedicated column.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entity_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entity_id: Option<String>,
 }
 
 /// `diagnostic.created`: one compiler/linker/analyzer finding.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DiagnosticCreated {
     pub diagnostic_id: String,
     pub severity: DiagnosticSeverity,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// Normalised signature, equal for the same error across compilers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_tool: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
@@ -249,68 +215,58 @@ impl DiagnosticSeverity {
 }
 
 /// `evidence.created`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceCreated {
     pub evidence: EvidenceRef,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
 /// `workspace.created`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkspaceCreated {
     pub workspace_id: String,
     pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_ref: Option<String>,
 }
 
 /// `workspace.merged`, `workspace.removed`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkspaceChanged {
     pub workspace_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// `permission.requested`: a decision that needs a human (or the run's policy).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PermissionRequested {
     pub request_id: String,
     /// What is asked, e.g. `write /etc/hosts`, `run sudo apt-get install cmake`.
     pub action: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// `permission.decision.recorded`: an answer to a request, or a decision the policy took
 /// on its own (no `request_id`).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PermissionDecisionRecorded {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     pub decision: PermissionDecision,
     /// Who decided: a client (`client:<id>`), the user, or `policy`.
     pub decided_by: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<DecisionScope>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
@@ -341,6 +297,7 @@ pub enum DecisionScope {
 // ---- ephemeral ------------------------------------------------------------------
 
 /// `token.delta`: a piece of a streaming assistant message.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TokenDelta {
     pub message_id: String,
@@ -348,7 +305,6 @@ pub struct TokenDelta {
     pub block_index: u32,
     pub kind: DeltaKind,
     pub text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
@@ -368,37 +324,32 @@ pub struct OutputDelta {
 }
 
 /// `tool.progress`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolProgress {
     pub tool_run_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// 0.0 ..= 1.0 when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fraction: Option<f64>,
 }
 
 /// `task.progress`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskProgress {
     pub task_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fraction: Option<f64>,
 }
 
 /// `agent.heartbeat` (D-008: pushed by the worker every few seconds).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentHeartbeat {
     pub agent_id: String,
     /// Loop state, e.g. `THINKING`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
 }

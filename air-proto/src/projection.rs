@@ -49,12 +49,11 @@ pub struct Projection {
     index: Index,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionView {
     pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_ref: Option<String>,
     pub status: SessionStatus,
     pub created_at: IsoTime,
@@ -69,27 +68,22 @@ pub enum SessionStatus {
     Deleted,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskView {
     pub id: String,
     pub title: String,
     pub task_type: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_area: Option<String>,
     pub status: TaskStatus,
     pub attempts: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub created_at: IsoTime,
     pub updated_at: IsoTime,
     /// Live only (from `task.progress`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<p::TaskProgress>,
 }
 
@@ -171,39 +165,30 @@ pub struct EdgeView {
     pub dependency_type: crate::task::DependencyType,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentView {
     pub id: String,
     pub agent_type: AgentType,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     pub status: RunStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub started_at: IsoTime,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<IsoTime>,
     /// Live only (from `agent.heartbeat`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_heartbeat: Option<HeartbeatView>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeartbeatView {
     pub at: IsoTime,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
 }
 
@@ -232,53 +217,42 @@ impl RunStatus {
     }
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRunView {
     pub id: String,
     pub tool: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     pub status: RunStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub started_at: IsoTime,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<IsoTime>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommandRunView {
     pub id: String,
     pub command: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     pub status: RunStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub started_at: IsoTime,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<IsoTime>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageView {
     pub id: String,
     pub role: MessageRole,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     /// The first [`PREVIEW_CHARS`] characters of the message's text.
     pub preview: String,
@@ -301,22 +275,11 @@ impl MessageRole {
     }
 }
 
+/// A pending permission request: the request as asked, and when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PermissionRequestView {
-    pub request_id: String,
-    pub action: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub risk: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub request: p::PermissionRequested,
     pub requested_at: IsoTime,
 }
 
@@ -664,16 +627,9 @@ impl Projection {
             "diagnostic.created" => self.counters.diagnostics += 1,
             "evidence.created" => self.counters.evidence += 1,
             "permission.requested" => {
-                if let Some(pl) = payload::<p::PermissionRequested>(event) {
+                if let Some(request) = payload::<p::PermissionRequested>(event) {
                     self.permission_requests.push(PermissionRequestView {
-                        request_id: pl.request_id,
-                        action: pl.action,
-                        tool: pl.tool,
-                        tool_run_id: pl.tool_run_id,
-                        agent_id: pl.agent_id,
-                        task_id: pl.task_id,
-                        risk: pl.risk,
-                        reason: pl.reason,
+                        request,
                         requested_at: ts.clone(),
                     });
                 }
@@ -681,7 +637,8 @@ impl Projection {
             "permission.decision.recorded" => {
                 if let Some(pl) = payload::<p::PermissionDecisionRecorded>(event) {
                     if let Some(id) = pl.request_id {
-                        self.permission_requests.retain(|r| r.request_id != id);
+                        self.permission_requests
+                            .retain(|r| r.request.request_id != id);
                     }
                 }
             }

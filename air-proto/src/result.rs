@@ -8,6 +8,7 @@ use crate::event::AgentType;
 use crate::task::EvidenceType;
 use crate::time::IsoTime;
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerResult {
     pub task_id: String,
@@ -18,7 +19,6 @@ pub struct WorkerResult {
     /// for scheduling decisions.
     pub summary: String,
     pub changed_files: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_ref: Option<String>,
     pub artifacts: Vec<ArtifactRef>,
     pub verification: Vec<VerificationResult>,
@@ -38,15 +38,14 @@ pub enum WorkerStatus {
     Cancelled,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ArtifactRef {
     pub id: String,
     #[serde(rename = "type")]
     pub artifact_type: ArtifactType,
     pub uri: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
     pub created_at: IsoTime,
 }
@@ -84,16 +83,15 @@ impl ArtifactType {
 /// A claim with a pointer to what supports it (D-043). `evidence_type` ties it to the
 /// evidence policy (seed 001 §8.2); it is omitted when the claim is not evidence of a
 /// policy kind.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceRef {
     pub id: String,
     pub kind: EvidenceKind,
     #[serde(rename = "ref")]
     pub reference: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<EvidenceLocation>,
     pub claim: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_type: Option<EvidenceType>,
 }
 
@@ -121,25 +119,21 @@ impl EvidenceKind {
     }
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceLocation {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_start: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_end: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub byte_start: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub byte_end: Option<u64>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VerificationResult {
     pub name: String,
     pub status: VerificationStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_refs: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
 }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
     pub id: String,
@@ -13,10 +14,8 @@ pub struct TaskSpec {
     pub description: String,
     pub acceptance_criteria: Vec<String>,
     /// Evidence category (seed 001 §8.2); decides the required evidence.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<TaskCategory>,
     /// Phase or milestone the task belongs to (milestone review groups by it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     pub scope: TaskScope,
     #[serde(default, skip_serializing_if = "Contracts::is_empty")]
@@ -72,25 +71,20 @@ pub enum TaskCategory {
     Bugfix,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskScope {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_area: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_files: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_paths: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub denied_paths: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preserved_paths: Option<Vec<String>>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Contracts {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provides: Option<Vec<InterfaceContract>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires: Option<Vec<InterfaceContract>>,
 }
 
@@ -128,13 +122,12 @@ pub enum Stability {
 }
 
 /// One dependency edge (baseline §9).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskDependency {
     pub depends_on_task_id: String,
     pub dependency_type: DependencyType,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<DependencySource>,
 }
 
@@ -174,14 +167,13 @@ pub enum DependencySource {
     System,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     /// Recommended commands; agents may run more and must report what they ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commands: Option<Vec<String>>,
     pub required: bool,
     pub fallback_allowed: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_types: Option<Vec<EvidenceType>>,
 }
 
@@ -206,6 +198,7 @@ pub enum EvidenceType {
     Explanation,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Constraints {
     pub max_turns: u32,
@@ -213,7 +206,6 @@ pub struct Constraints {
     pub hard_timeout_ms: u64,
     pub retry_budget: u32,
     pub model_policy: ModelPolicy,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
 }
 
@@ -224,15 +216,12 @@ pub enum ModelPolicy {
     AgentSelect,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextRefs {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arc_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_results: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifacts: Option<Vec<String>>,
 }
 

@@ -34,17 +34,13 @@ pub enum ToolCategory {
     Internal,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolPermissions {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_paths: Option<PathPolicy>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_paths: Option<PathPolicy>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execute: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_sensitive: Option<bool>,
 }
 

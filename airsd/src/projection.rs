@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use air_proto::event::AgentType;
+use air_proto::payload::PermissionRequested;
 use air_proto::projection::{
     message_preview, AgentView, CommandRunView, Counters, EdgeView, MessageRole, MessageView,
     PermissionRequestView, Projection, RunStatus, SessionStatus, SessionView, TaskStatus, TaskView,
@@ -197,14 +198,16 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
         )?
         .query_map([], |r| {
             Ok(PermissionRequestView {
-                request_id: r.get(0)?,
-                action: r.get(1)?,
-                tool: r.get(2)?,
-                tool_run_id: r.get(3)?,
-                agent_id: r.get(4)?,
-                task_id: r.get(5)?,
-                risk: r.get(6)?,
-                reason: r.get(7)?,
+                request: PermissionRequested {
+                    request_id: r.get(0)?,
+                    action: r.get(1)?,
+                    tool: r.get(2)?,
+                    tool_run_id: r.get(3)?,
+                    agent_id: r.get(4)?,
+                    task_id: r.get(5)?,
+                    risk: r.get(6)?,
+                    reason: r.get(7)?,
+                },
                 requested_at: r.get(8)?,
             })
         })?

@@ -153,3 +153,24 @@ fn encode_refuses_a_message_over_the_limit() {
     let line = encode(&json!({"s": "a\nb"}), 50).unwrap();
     assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
 }
+
+#[test]
+fn every_example_in_docs_ipc_is_a_valid_message() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/ipc.md")).unwrap();
+    let mut n = 0;
+    let mut in_block = false;
+    for (i, line) in doc.lines().enumerate() {
+        match line {
+            "```json" => in_block = true,
+            "```" => in_block = false,
+            _ if in_block => {
+                air_proto::codec::decode_line::<IpcMessage>(i as u64 + 1, line.as_bytes())
+                    .unwrap_or_else(|e| panic!("docs/ipc.md:{}: {e}", i + 1));
+                n += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(n >= 10, "only {n} examples found");
+}

@@ -277,3 +277,25 @@ proptest! {
         prop_assert_eq!(serde_json::to_value(&parsed).unwrap(), stream);
     }
 }
+
+#[test]
+fn as_str_matches_the_serialized_form() {
+    use air_proto::event::{AgentType, SourceKind};
+    use air_proto::projection::{enum_str, TaskStatus};
+    for k in [
+        SourceKind::Main,
+        SourceKind::ArchitectureDesigner,
+        SourceKind::Scheduler,
+        SourceKind::Agent,
+        SourceKind::Tool,
+        SourceKind::System,
+    ] {
+        assert_eq!(enum_str(&k).as_deref(), Some(k.as_str()));
+    }
+    for t in AgentType::ALL {
+        assert_eq!(enum_str(&t).as_deref(), Some(t.as_str()));
+    }
+    for s in TaskStatus::ALL {
+        assert_eq!(enum_str(&s).as_deref(), Some(s.as_str()));
+    }
+}

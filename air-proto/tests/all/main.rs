@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! air-proto's integration tests: contracts against fixtures written from the seeds,
 //! the NDJSON codec, the registry and the project layout.
 

@@ -116,7 +116,7 @@ fn insert_event(conn: &Connection, seq: u64, p: &Prepared) -> Result<()> {
             e.event_type,
             e.version,
             e.timestamp,
-            enum_str(&e.source.kind),
+            e.source.kind.as_str(),
             e.source.id,
             e.source.agent_type.map(|t| t.as_str()),
             p.ids.task_id,
