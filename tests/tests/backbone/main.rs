@@ -9,6 +9,7 @@ mod init_cli;
 mod projection;
 mod schema;
 mod store;
+mod worker_pipe;
 
 use air_proto::layout::ProjectPaths;
 use air_proto::payload::SessionCreated;
