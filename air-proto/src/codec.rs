@@ -216,6 +216,12 @@ impl NdjsonDecoder {
         }
         let line_no = self.line_no;
         self.line_no += 1;
+        if line.len() > self.max_line {
+            return Some(Err(DecodeError {
+                line: line_no,
+                kind: DecodeErrorKind::LineTooLong { max: self.max_line },
+            }));
+        }
         Some(decode_line(line_no, line))
     }
 
@@ -234,7 +240,7 @@ impl NdjsonDecoder {
                         self.discarding = false;
                         continue;
                     }
-                    if range.len() > self.max_line {
+                    if trim_cr(&self.buf[range.clone()]).len() > self.max_line {
                         return Some(Err(DecodeError {
                             line: line_no,
                             kind: DecodeErrorKind::LineTooLong { max: self.max_line },
@@ -243,7 +249,9 @@ impl NdjsonDecoder {
                     return Some(Ok((line_no, range)));
                 }
                 None => {
-                    if self.discarding || self.buf.len() - self.start > self.max_line {
+                    if self.discarding
+                        || self.buf.len() - self.start > self.max_line.saturating_add(1)
+                    {
                         // Drop what we have of the over-long line; report it once.
                         let report = !self.discarding;
                         self.discarding = true;

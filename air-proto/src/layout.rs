@@ -170,6 +170,30 @@ impl ProjectPaths {
     }
 }
 
+/// Checks that `id` can name a session directory: 1 to 128 characters from
+/// `A-Z a-z 0-9 . _ -`, not starting with `.` or `-`. Anything else could escape
+/// `.air/local/sessions/`.
+pub fn check_session_id(id: &str) -> std::result::Result<(), String> {
+    if id.is_empty() || id.len() > 128 {
+        return Err(format!(
+            "session id must be 1 to 128 characters (got {})",
+            id.len()
+        ));
+    }
+    if id.starts_with('.') || id.starts_with('-') {
+        return Err(format!("session id `{id}` must not start with `.` or `-`"));
+    }
+    match id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        Some(c) => Err(format!(
+            "session id `{id}` contains `{c}`; use letters, digits, `.`, `_`, `-`"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Walks up from `start` to the nearest directory holding `.air/shared/project.json`,
 /// as git finds `.git`.
 pub fn find_root(start: &Path) -> Result<ProjectPaths> {

@@ -78,6 +78,7 @@ pub struct TaskView {
     pub phase: Option<String>,
     pub write_area: Option<String>,
     pub status: TaskStatus,
+    /// The highest attempt number started (0: never started).
     pub attempts: u32,
     pub agent_id: Option<String>,
     pub reason: Option<String>,
@@ -355,42 +356,51 @@ impl Projection {
     }
 
     pub fn task(&self, id: &str) -> Option<&TaskView> {
-        match self.index.tasks.get(id) {
-            Some(&i) if self.index.tasks.len() == self.tasks.len() => self.tasks.get(i),
+        match self.index.tasks.get(id).and_then(|&i| self.tasks.get(i)) {
+            Some(t) if t.id == id => Some(t),
             _ => self.tasks.iter().find(|t| t.id == id),
         }
     }
 
     pub fn agent(&self, id: &str) -> Option<&AgentView> {
-        match self.index.agents.get(id) {
-            Some(&i) if self.index.agents.len() == self.agents.len() => self.agents.get(i),
+        match self.index.agents.get(id).and_then(|&i| self.agents.get(i)) {
+            Some(a) if a.id == id => Some(a),
             _ => self.agents.iter().find(|a| a.id == id),
         }
     }
 
-    fn task_mut(&mut self, id: &str) -> Option<&mut TaskView> {
-        if self.index.tasks.len() != self.tasks.len() {
-            self.index.tasks = self
-                .tasks
+    /// The position of `id` in `list`, through `index` (rebuilt when it does not match,
+    /// e.g. after a client re-sorted the list).
+    fn position<T>(
+        index: &mut HashMap<String, usize>,
+        list: &[T],
+        key: impl Fn(&T) -> &str,
+        id: &str,
+    ) -> Option<usize> {
+        let hit = index
+            .get(id)
+            .copied()
+            .filter(|&i| list.get(i).is_some_and(|t| key(t) == id));
+        if hit.is_some() {
+            return hit;
+        }
+        if index.len() != list.len() || index.contains_key(id) {
+            *index = list
                 .iter()
                 .enumerate()
-                .map(|(i, t)| (t.id.clone(), i))
+                .map(|(i, t)| (key(t).to_string(), i))
                 .collect();
         }
-        let i = *self.index.tasks.get(id)?;
+        index.get(id).copied()
+    }
+
+    fn task_mut(&mut self, id: &str) -> Option<&mut TaskView> {
+        let i = Self::position(&mut self.index.tasks, &self.tasks, |t| &t.id, id)?;
         self.tasks.get_mut(i)
     }
 
     fn agent_mut(&mut self, id: &str) -> Option<&mut AgentView> {
-        if self.index.agents.len() != self.agents.len() {
-            self.index.agents = self
-                .agents
-                .iter()
-                .enumerate()
-                .map(|(i, a)| (a.id.clone(), i))
-                .collect();
-        }
-        let i = *self.index.agents.get(id)?;
+        let i = Self::position(&mut self.index.agents, &self.agents, |a| &a.id, id)?;
         self.agents.get_mut(i)
     }
 
@@ -444,8 +454,14 @@ impl Projection {
                 if let Some(pl) = payload::<p::MessageCreated>(event) {
                     self.counters.messages += 1;
                     if let Some(usage) = pl.usage {
-                        self.counters.input_tokens += usage.input_tokens;
-                        self.counters.output_tokens += usage.output_tokens;
+                        self.counters.input_tokens = self
+                            .counters
+                            .input_tokens
+                            .saturating_add(usage.input_tokens);
+                        self.counters.output_tokens = self
+                            .counters
+                            .output_tokens
+                            .saturating_add(usage.output_tokens);
                     }
                     let role = if ty == "user.message.created" {
                         MessageRole::User
@@ -673,7 +689,10 @@ impl Projection {
         };
         task.status = status;
         if status == TaskStatus::Running {
-            task.attempts = pl.attempt.unwrap_or(task.attempts + 1);
+            let attempt = pl
+                .attempt
+                .unwrap_or_else(|| task.attempts.saturating_add(1));
+            task.attempts = task.attempts.max(attempt);
         }
         if pl.agent_id.is_some() {
             task.agent_id = pl.agent_id;

@@ -56,6 +56,10 @@ pub enum Error {
     },
     #[error("{path}: not an air session database (tables present but no schema version record)")]
     SchemaUnknown { path: PathBuf },
+    #[error("invalid session id: {0}")]
+    BadSessionId(String),
+    #[error("{path}: the session database holds no session (its creation did not complete)")]
+    IncompleteSession { path: PathBuf },
     #[error("{path}: session database does not exist")]
     NoSuchSession { path: PathBuf },
     #[error("{path}: {source}")]
@@ -90,11 +94,13 @@ impl Error {
             | Error::Payload { .. }
             | Error::WrongSession { .. }
             | Error::Invalid { .. }
-            | Error::EphemeralInBatch { .. } => ErrorKind::InvalidInput,
+            | Error::EphemeralInBatch { .. }
+            | Error::BadSessionId(_) => ErrorKind::InvalidInput,
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::SchemaTooNew { .. }
             | Error::SchemaTooOld { .. }
-            | Error::SchemaUnknown { .. } => ErrorKind::SchemaMismatch,
+            | Error::SchemaUnknown { .. }
+            | Error::IncompleteSession { .. } => ErrorKind::SchemaMismatch,
             Error::NoSuchSession { .. } => ErrorKind::NotFound,
             Error::Io { .. } | Error::Layout { .. } | Error::Pool(_) | Error::WriterClosed => {
                 ErrorKind::Unavailable

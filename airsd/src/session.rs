@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use air_proto::event::{EventSource, RuntimeEvent};
-use air_proto::layout::ProjectPaths;
+use air_proto::layout::{check_session_id, ProjectPaths};
 use air_proto::payload::SessionCreated;
 use air_proto::projection::Projection;
+use rusqlite::OptionalExtension;
 
 use crate::bus::{BusConfig, EventBus, Subscription};
 use crate::db::{self, OpenMode, ReaderPool};
@@ -44,6 +45,9 @@ pub struct Session {
 
 impl Session {
     /// Creates a session: its directory, its database, and `session.created` as event 1.
+    ///
+    /// The database is built under a temporary name and renamed into place once
+    /// `session.created` is committed, so a session either exists whole or not at all.
     pub fn create(
         paths: &ProjectPaths,
         project_id: &str,
@@ -51,8 +55,10 @@ impl Session {
         created: &SessionCreated,
         config: SessionConfig,
     ) -> Result<Session> {
+        check_session_id(session_id).map_err(Error::BadSessionId)?;
         let dir = paths.session_dir(session_id);
-        if dir.join("session.db").exists() {
+        let db_path = paths.session_db(session_id);
+        if db_path.exists() {
             return Err(Error::conflict(
                 "session.created",
                 "session_id",
@@ -65,42 +71,64 @@ impl Session {
                 source,
             })?;
         }
-        let db_path = paths.session_db(session_id);
-        let mut conn = db::open_writer(&db_path, OpenMode::Create)?;
-        let mut event = RuntimeEvent::typed(
-            "session.created",
-            session_id,
-            EventSource::system(),
-            created,
-        )
-        .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
-        event.project_id = Some(project_id.to_string());
-        event_store::check(&event, session_id)?;
-        let prepared = event_store::prepare(event)?;
-        let tx = conn.transaction()?;
-        event_store::apply_prepared(&tx, 1, &prepared)?;
-        tx.commit()?;
-        Self::start(
-            conn,
-            db_path,
-            session_id,
-            Some(project_id.to_string()),
-            config,
-        )
+        let building = dir.join("session.db.creating");
+        for leftover in ["", "-wal", "-shm"] {
+            let path = PathBuf::from(format!("{}{leftover}", building.display()));
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::Io { path, source: e });
+                }
+                _ => {}
+            }
+        }
+        {
+            let mut conn = db::open_writer(&building, OpenMode::Create)?;
+            let mut event = RuntimeEvent::typed(
+                "session.created",
+                session_id,
+                EventSource::system(),
+                created,
+            )
+            .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
+            event.project_id = Some(project_id.to_string());
+            event_store::check(&event, session_id)?;
+            let prepared = event_store::prepare(event)?;
+            let tx = conn.transaction()?;
+            event_store::apply_prepared(&tx, 1, &prepared)?;
+            tx.commit()?;
+            // Closing the only connection folds the WAL into the file and removes it.
+            conn.close().map_err(|(_, e)| Error::Sqlite(e))?;
+        }
+        std::fs::rename(&building, &db_path).map_err(|source| Error::Io {
+            path: db_path.clone(),
+            source,
+        })?;
+        std::fs::File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|source| Error::Io {
+                path: dir.clone(),
+                source,
+            })?;
+        Self::open_path(&db_path, session_id, config)
     }
 
     /// Opens an existing session.
     pub fn open(paths: &ProjectPaths, session_id: &str, config: SessionConfig) -> Result<Session> {
+        check_session_id(session_id).map_err(Error::BadSessionId)?;
         Self::open_path(&paths.session_db(session_id), session_id, config)
     }
 
     /// Opens the session database at `db_path`.
     pub fn open_path(db_path: &Path, session_id: &str, config: SessionConfig) -> Result<Session> {
         let conn = db::open_writer(db_path, OpenMode::Existing)?;
-        let project_id: Option<String> = conn
+        let project_id: Option<Option<String>> = conn
             .query_row("SELECT project_id FROM session_meta", [], |r| r.get(0))
-            .ok()
-            .flatten();
+            .optional()?;
+        let Some(project_id) = project_id else {
+            return Err(Error::IncompleteSession {
+                path: db_path.to_path_buf(),
+            });
+        };
         Self::start(conn, db_path.to_path_buf(), session_id, project_id, config)
     }
 

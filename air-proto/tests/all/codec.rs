@@ -174,3 +174,17 @@ fn every_example_in_docs_ipc_is_a_valid_message() {
     }
     assert!(n >= 10, "only {n} examples found");
 }
+
+#[test]
+fn the_cap_counts_content_not_the_line_ending() {
+    let mut dec = NdjsonDecoder::new(8);
+    dec.push(b"\"123456\"\r\n");
+    assert_eq!(
+        dec.next_message::<Value>().unwrap().unwrap(),
+        json!("123456")
+    );
+    dec.push(b"\"1234567890\"");
+    let err = dec.finish::<Value>().unwrap().unwrap_err();
+    assert_eq!(err.kind, DecodeErrorKind::LineTooLong { max: 8 });
+    assert_eq!(err.line, 2);
+}

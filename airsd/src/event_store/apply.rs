@@ -534,12 +534,15 @@ fn apply_task_status(
     let ts = &e.timestamp;
     let attempts =
         if status == TaskStatus::Running {
-            let attempt = pl.attempt.unwrap_or(attempts + 1);
-            if attempt == 0 {
+            let attempt = pl.attempt.unwrap_or_else(|| attempts.saturating_add(1));
+            if attempt == 0 || attempt > super::prepare::MAX_ATTEMPT {
                 return Err(Error::invalid(
                     &e.event_type,
                     "payload.attempt",
-                    "attempts are numbered from 1",
+                    format!(
+                        "attempts are numbered from 1 to {}",
+                        super::prepare::MAX_ATTEMPT
+                    ),
                 ));
             }
             insert(
@@ -551,7 +554,7 @@ fn apply_task_status(
             "payload.attempt",
             || format!("attempt {attempt} of task `{}`", pl.task_id),
         )?;
-            attempt
+            attempts.max(attempt)
         } else {
             attempts
         };

@@ -214,11 +214,10 @@ impl EventStore {
         .map(drop)
     }
 
-    /// Stops accepting writes, lets queued ones commit and waits for the writer.
+    /// Stops accepting writes, lets queued ones commit and waits for the writer. Blocks:
+    /// call it from a blocking context, after the tasks that append have stopped.
     pub fn shutdown(&self) {
-        if let Ok(mut tx) = self.tx.lock() {
-            tx.take();
-        }
+        self.stop_accepting();
         let threads = [
             ("writer", &self.writer),
             ("publisher", &self.publisher),
@@ -234,10 +233,18 @@ impl EventStore {
         }
         self.bus.close();
     }
+
+    fn stop_accepting(&self) {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+    }
 }
 
 impl Drop for EventStore {
+    /// Closes the queue without waiting: the threads commit what is queued and end on
+    /// their own. (Waiting here could hang a runtime whose tasks still hold the queue.)
     fn drop(&mut self) {
-        self.shutdown();
+        self.stop_accepting();
     }
 }

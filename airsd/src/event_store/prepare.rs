@@ -132,6 +132,76 @@ fn str_field(payload: &Value, key: &str) -> Option<String> {
     payload.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
+/// Largest token count one message may report: sums over a session then stay far from
+/// overflowing a 64-bit integer.
+const MAX_TOKENS: u64 = 1_000_000_000_000;
+/// Largest attempt number of a task.
+pub(crate) const MAX_ATTEMPT: u32 = 1_000_000;
+/// Largest value a database integer column holds.
+const MAX_STORED: u64 = i64::MAX as u64;
+
+fn at_most<T: PartialOrd + std::fmt::Display>(
+    event: &RuntimeEvent,
+    field: &str,
+    value: Option<T>,
+    max: T,
+) -> Result<()> {
+    match value {
+        Some(v) if v > max => Err(Error::invalid(
+            &event.event_type,
+            field,
+            format!("{v} is out of range (at most {max})"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Numbers the schema accepts but the database or a running total could not hold.
+fn check_ranges(event: &RuntimeEvent, change: &DomainChange) -> Result<()> {
+    match change {
+        DomainChange::Message { payload, .. } => {
+            let usage = payload.usage.unwrap_or_default();
+            at_most(
+                event,
+                "payload.usage.input_tokens",
+                Some(usage.input_tokens),
+                MAX_TOKENS,
+            )?;
+            at_most(
+                event,
+                "payload.usage.output_tokens",
+                Some(usage.output_tokens),
+                MAX_TOKENS,
+            )
+        }
+        DomainChange::TaskStatus(_, pl) => {
+            at_most(event, "payload.attempt", pl.attempt, MAX_ATTEMPT)
+        }
+        DomainChange::ToolCompleted { payload, .. } => at_most(
+            event,
+            "payload.duration_ms",
+            payload.duration_ms,
+            MAX_STORED,
+        ),
+        DomainChange::ToolFailed(pl) => {
+            at_most(event, "payload.duration_ms", pl.duration_ms, MAX_STORED)
+        }
+        DomainChange::CommandCompleted(pl) => {
+            at_most(event, "payload.duration_ms", pl.duration_ms, MAX_STORED)
+        }
+        DomainChange::CommandFailed(pl) => {
+            at_most(event, "payload.duration_ms", pl.duration_ms, MAX_STORED)
+        }
+        DomainChange::Artifact(pl) => at_most(
+            event,
+            "payload.artifact.size_bytes",
+            pl.artifact.size_bytes,
+            MAX_STORED,
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Builds the writer's input for a checked durable event.
 pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
     let ty = event.event_type.as_str();
@@ -237,6 +307,7 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
             _ => DomainChange::None,
         }
     };
+    check_ranges(&event, &change)?;
     let payload = &event.payload;
     let mut ids = EventIds {
         task_id: str_field(payload, "task_id"),

@@ -118,7 +118,12 @@ pub(crate) fn publish(bus: Arc<ProjectionBus>, outcomes: std::sync::mpsc::Receiv
             }
             acks.push((req.ack, result));
         }
-        bus.publish_durable(published);
+        // The events are committed whatever happens here: a bug in a projection update
+        // must not turn their acknowledgements into errors (a retry would duplicate them).
+        let publish = std::panic::AssertUnwindSafe(|| bus.publish_durable(published));
+        if std::panic::catch_unwind(publish).is_err() {
+            tracing::error!("publishing a committed batch panicked; subscribers should resync");
+        }
         for (ack, result) in acks {
             let _ = ack.send(result);
         }

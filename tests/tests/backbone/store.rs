@@ -511,3 +511,154 @@ fn a_reopened_session_continues_where_it_stopped() {
         assert_eq!(a.seq, before.seq + 1);
     });
 }
+
+#[test]
+fn numbers_the_database_cannot_hold_are_refused_naming_the_field() {
+    rt().block_on(async {
+        let (_dir, session) = new_session(SessionConfig::default());
+        let sid = session.id().to_string();
+        let store = session.store();
+        store
+            .append(event(
+                &sid,
+                "tool.started",
+                &p::ToolStarted {
+                    tool_run_id: "R1".into(),
+                    tool: "fs.read".into(),
+                    input: json!({}),
+                    agent_id: None,
+                    task_id: None,
+                    origin_message_id: None,
+                },
+            ))
+            .await
+            .unwrap();
+        let err = store
+            .append(event(
+                &sid,
+                "tool.completed",
+                &p::ToolCompleted {
+                    tool_run_id: "R1".into(),
+                    output: None,
+                    duration_ms: Some(u64::MAX),
+                },
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), air_proto::error::ErrorKind::InvalidInput);
+        assert!(
+            err.to_string()
+                .contains("payload.duration_ms: 18446744073709551615 is out of range"),
+            "{err}"
+        );
+        let huge = p::MessageCreated {
+            message_id: "M1".into(),
+            content: json!("hi"),
+            agent_id: None,
+            task_id: None,
+            model: None,
+            usage: Some(p::Usage {
+                input_tokens: 5_000_000_000_000_000_000,
+                output_tokens: 1,
+                ..Default::default()
+            }),
+        };
+        let err = store
+            .append(event(&sid, "assistant.message.created", &huge))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("payload.usage.input_tokens"),
+            "{err}"
+        );
+
+        store
+            .append(event(
+                &sid,
+                "task.created",
+                &p::TaskCreated {
+                    task: task_spec("T1", &[]),
+                },
+            ))
+            .await
+            .unwrap();
+        let start = |attempt: Option<u32>| {
+            event(
+                &sid,
+                "task.started",
+                &p::TaskStatusChanged {
+                    task_id: "T1".into(),
+                    attempt,
+                    ..Default::default()
+                },
+            )
+        };
+        let err = store.append(start(Some(u32::MAX))).await.unwrap_err();
+        assert!(err.to_string().contains("payload.attempt"), "{err}");
+        // An explicit earlier attempt number never moves the counter back.
+        store.append(start(Some(3))).await.unwrap();
+        store.append(start(Some(1))).await.unwrap();
+        store.append(start(None)).await.unwrap();
+        assert_eq!(session.snapshot().task("T1").unwrap().attempts, 4);
+        assert_eq!(session.rehydrate().unwrap(), session.snapshot());
+    });
+}
+
+#[test]
+fn session_ids_cannot_escape_the_sessions_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    air_proto::layout::init(dir.path(), "t").unwrap();
+    let paths = air_proto::layout::ProjectPaths::new(dir.path());
+    for bad in ["", "../escape", "/abs", ".hidden", "a/b", "-x", "sp ace"] {
+        let err = airsd::Session::create(
+            &paths,
+            crate::PROJECT_ID,
+            bad,
+            &Default::default(),
+            SessionConfig::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            matches!(err, airsd::Error::BadSessionId(_)),
+            "{bad:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join(".air/escape").exists());
+}
+
+#[test]
+fn a_session_whose_creation_did_not_finish_is_reported_not_reused() {
+    let (dir, session) = new_session(SessionConfig::default());
+    let paths = air_proto::layout::ProjectPaths::new(dir.path());
+    // A crash while building a session leaves only the temporary file: harmless.
+    std::fs::create_dir_all(paths.session_dir("s2")).unwrap();
+    std::fs::write(
+        paths.session_dir("s2").join("session.db.creating"),
+        b"partial",
+    )
+    .unwrap();
+    let s2 = airsd::Session::create(
+        &paths,
+        crate::PROJECT_ID,
+        "s2",
+        &Default::default(),
+        SessionConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(s2.snapshot().seq, 1);
+    assert!(!paths.session_dir("s2").join("session.db.creating").exists());
+    // A database without its session row is refused, not silently numbered from 1.
+    let db = session.db_path().to_path_buf();
+    session.close();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("DELETE FROM session_meta", []).unwrap();
+    drop(conn);
+    let err = airsd::Session::open(&paths, "s-test", SessionConfig::default())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, airsd::Error::IncompleteSession { .. }),
+        "{err}"
+    );
+}
