@@ -1,21 +1,34 @@
 //! `air`: the command-line client. It never opens SQLite and never spawns workers; what
-//! it cannot do from the project's files it asks airsd for.
+//! it cannot do from the project's files it asks airsd for, starting airsd when none
+//! runs.
+
+mod daemon_cmd;
+mod output;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use air_proto::layout;
-use clap::{Parser, Subcommand};
+use air_proto::client::{ClientError, ConnectOptions, Connection};
+use air_proto::layout::{self, ProjectPaths};
+use clap::{CommandFactory, Parser, Subcommand};
 
-/// Exit codes: 0 success, 1 failure, 2 usage error.
+/// Exit codes of `air`.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    /// The daemon could not be reached or started.
+    pub const UNREACHABLE: u8 = 4;
+}
+
+const EXIT_CODES: &str = "Exit codes:\n  0  success\n  1  the command failed\n  2  usage error\n  4  the daemon could not be reached or started";
+
 #[derive(Parser)]
 #[command(name = "air", version, about = "air: a multi-agent coding runtime", after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
-
-const EXIT_CODES: &str = "Exit codes:\n  0  success\n  1  the command failed\n  2  usage error";
 
 #[derive(Subcommand)]
 enum Command {
@@ -28,26 +41,123 @@ enum Command {
     },
     /// Print the root of the project containing the current directory.
     Root,
+    /// Start, stop or inspect the project's daemon (airsd).
+    Daemon {
+        #[command(subcommand)]
+        command: daemon_cmd::DaemonCommand,
+    },
+    /// The daemon and the project's sessions at a glance (starts the daemon if needed).
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the project's sessions, newest first.
+    Sessions {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's events; --follow keeps printing new ones.
+    Events {
+        /// The session (default: the newest).
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+        /// Only these types (repeatable; `task.*` for a family).
+        #[arg(long = "type", short = 't', value_name = "TYPE")]
+        types: Vec<String>,
+        /// Keep printing events as they happen.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print air's version.
     Version,
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("air: {e:#}");
-            ExitCode::from(1)
+/// An error with the exit code it maps to.
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure {
+            code: exit::FAILED,
+            message: e.to_string(),
         }
     }
 }
 
-fn current_dir() -> anyhow::Result<PathBuf> {
-    std::env::current_dir().map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))
+pub type CmdResult = Result<(), Failure>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(run(cli.command)),
+        Err(e) => Err(Failure::from(format!("cannot start the runtime: {e}"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("air: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
 }
 
-fn run(command: Command) -> anyhow::Result<()> {
+fn current_dir() -> Result<PathBuf, Failure> {
+    std::env::current_dir()
+        .map_err(|e| Failure::from(format!("cannot read the current directory: {e}")))
+}
+
+/// The project containing the current directory.
+pub fn project() -> Result<ProjectPaths, Failure> {
+    Ok(layout::find_root(&current_dir()?)?)
+}
+
+/// How this `air` reaches the daemon: `AIR_AIRSD` overrides the `airsd` found beside it.
+pub fn connect_options(paths: ProjectPaths) -> ConnectOptions {
+    let mut options = ConnectOptions::new(paths, "air", env!("CARGO_PKG_VERSION"));
+    options.airsd = Some(match std::env::var_os("AIR_AIRSD") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe()
+            .map(|exe| air_proto::client::airsd_beside(&exe))
+            .unwrap_or_else(|_| PathBuf::from("airsd")),
+    });
+    options
+}
+
+/// The error of a failed connection, with its exit code.
+pub fn unreachable(e: ClientError) -> Failure {
+    let code = if e.is_unreachable() {
+        exit::UNREACHABLE
+    } else {
+        exit::FAILED
+    };
+    Failure {
+        code,
+        message: e.to_string(),
+    }
+}
+
+/// Connects to the project's daemon, starting it if needed.
+pub async fn connect() -> Result<Connection, Failure> {
+    air_proto::client::connect(&connect_options(project()?))
+        .await
+        .map_err(unreachable)
+}
+
+async fn run(command: Command) -> CmdResult {
     match command {
         Command::Init { path } => {
             let root = match path {
@@ -77,16 +187,28 @@ fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Root => {
-            let paths = layout::find_root(&current_dir()?)?;
-            println!("{}", paths.root().display());
+            println!("{}", project()?.root().display());
             Ok(())
         }
+        Command::Daemon { command } => daemon_cmd::run(command).await,
+        Command::Status { json } => output::status(json).await,
+        Command::Sessions { json } => output::sessions(json).await,
+        Command::Events {
+            session,
+            types,
+            follow,
+            json,
+        } => output::events(session, types, follow, json).await,
         Command::Version => {
             println!(
                 "air {} (protocol {})",
                 env!("CARGO_PKG_VERSION"),
                 air_proto::PROTOCOL_VERSION
             );
+            Ok(())
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "air", &mut std::io::stdout());
             Ok(())
         }
     }

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// Longest Unix socket path that binds (`sun_path` holds 108 bytes with the NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
 /// Version of the `project.json` shape this build reads and writes.
 pub const PROJECT_SCHEMA_VERSION: u32 = 1;
 /// The line `air init` adds to `.gitignore`.
@@ -116,8 +119,28 @@ impl ProjectPaths {
     pub fn logs(&self) -> PathBuf {
         self.local().join("logs")
     }
+    /// The daemon's socket at its default place.
     pub fn socket(&self) -> PathBuf {
         self.local().join("airsd.sock")
+    }
+    /// Where the daemon records a fallback socket path (see [`MAX_SOCKET_PATH`]).
+    pub fn socket_record(&self) -> PathBuf {
+        self.local().join("airsd.sock.path")
+    }
+    /// The socket a client should connect to: the default one, or for a project too deep
+    /// for a socket path, the fallback the daemon recorded.
+    pub fn client_socket(&self) -> PathBuf {
+        let default = self.socket();
+        if default.as_os_str().len() <= MAX_SOCKET_PATH {
+            return default;
+        }
+        match fs::read_to_string(self.socket_record()) {
+            Ok(text) if !text.trim().is_empty() => PathBuf::from(text.trim()),
+            _ => default,
+        }
+    }
+    pub fn daemon_log(&self) -> PathBuf {
+        self.logs().join("airsd.log")
     }
     pub fn session_dir(&self, session_id: &str) -> PathBuf {
         self.sessions().join(session_id)

@@ -6,6 +6,9 @@
 //! semantics, and the NDJSON codec. It does no I/O of its own except in the `layout`
 //! feature (the `.air/` directory tree), and it never reads the environment.
 
+pub mod api;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod codec;
 pub mod context;
 pub mod dependency;

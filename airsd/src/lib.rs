@@ -8,6 +8,7 @@
 //! Must not: print, read the environment, or trust any input it did not check.
 
 pub mod bus;
+pub mod daemon;
 pub mod db;
 pub mod error;
 pub mod event_store;

@@ -1,31 +1,153 @@
-//! `airsd`: the daemon binary. A thin shell over the `airsd` library.
+//! `airsd`: the daemon binary. A thin shell over the `airsd` library: arguments, the
+//! environment, logging, and the process's exit code.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+
+use airsd::daemon::{self, DaemonConfig};
+use clap::Parser;
+
+/// The per-project air daemon. Clients start it on demand; service managers run it with
+/// --foreground.
+#[derive(Parser)]
+#[command(name = "airsd", version, after_help = EXIT_CODES)]
+struct Args {
+    /// The project root (default: the project containing the current directory).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Stay attached to the terminal and log to stderr (for systemd, launchd, debugging).
+    #[arg(long)]
+    foreground: bool,
+    /// Start a new session (setsid), detached from the caller's terminal; log to
+    /// .air/local/logs/airsd.log. Used when a client starts the daemon.
+    #[arg(long, conflicts_with = "foreground")]
+    detached: bool,
+    /// Exit after this many seconds without clients and running work (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    idle_timeout: u64,
+}
+
+const EXIT_CODES: &str = "Exit codes:\n  0  stopped normally\n  1  failed (see the log)\n  2  not in a project, or bad arguments\n  3  another airsd already serves this project";
+
+/// Keeps at most this much log before rotating at start.
+const LOG_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+const LOG_KEEP: usize = 3;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("--version" | "-V") => {
-            println!("airsd {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
+    let args = Args::parse();
+    if args.detached {
+        // A new session: no controlling terminal, our own process group.
+        let _ = nix::unistd::setsid();
+    }
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("airsd: cannot read the current directory: {e}");
+            return ExitCode::from(2);
         }
-        Some("--help" | "-h") | None => {
-            println!(
-                "airsd {}: the per-project air daemon\n\n\
-                 This version provides the session store (event log, bus, projections)\n\
-                 used by air; the socket server that clients attach to is not part of it yet.\n\n\
-                 Options:\n  -V, --version  print the version\n  -h, --help     print this help",
-                env!("CARGO_PKG_VERSION")
-            );
-            if args.is_empty() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
+    };
+    let root = match &args.project {
+        Some(p) => p.clone(),
+        None => match air_proto::layout::find_root(&cwd) {
+            Ok(paths) => paths.root().to_path_buf(),
+            Err(e) => {
+                eprintln!("airsd: {e}");
+                return ExitCode::from(2);
             }
+        },
+    };
+    let paths = air_proto::layout::ProjectPaths::new(&root);
+    if let Err(e) = init_logging(&paths.logs(), !args.foreground) {
+        eprintln!("airsd: cannot open the log: {e}");
+        return ExitCode::from(1);
+    }
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let config = DaemonConfig {
+        project_root: root,
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+        runtime_dir,
+        inherited: inherited_listener(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the runtime");
+            eprintln!("airsd: cannot start the runtime: {e}");
+            return ExitCode::from(1);
         }
-        Some(other) => {
-            eprintln!("airsd: unknown argument `{other}` (try --help)");
-            ExitCode::from(2)
+    };
+    match runtime.block_on(daemon::run(config)) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "airsd failed");
+            eprintln!("airsd: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Logs to stderr, or (detached) to `logs/airsd.log`, rotated at start when large.
+/// The level comes from `AIR_LOG` (EnvFilter syntax, default `info`).
+fn init_logging(dir: &Path, to_file: bool) -> std::io::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AIR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false);
+    if !to_file {
+        builder.with_writer(std::io::stderr).init();
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("airsd.log");
+    if std::fs::metadata(&path)
+        .map(|m| m.len() > LOG_ROTATE_BYTES)
+        .unwrap_or(false)
+    {
+        for i in (1..LOG_KEEP).rev() {
+            let _ = std::fs::rename(
+                dir.join(format!("airsd.log.{i}")),
+                dir.join(format!("airsd.log.{}", i + 1)),
+            );
+        }
+        std::fs::rename(&path, dir.join("airsd.log.1"))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    let file = std::sync::Mutex::new(file);
+    builder.with_writer(file).init();
+    let _ = std::io::stderr().flush();
+    Ok(())
+}
+
+/// The listening socket a service manager passed (systemd's `LISTEN_FDS` protocol: the
+/// first passed descriptor is 3), if any and if meant for this process.
+fn inherited_listener() -> Option<std::os::unix::net::UnixListener> {
+    let pid: u32 = std::env::var("LISTEN_PID").ok()?.parse().ok()?;
+    let fds: u32 = std::env::var("LISTEN_FDS").ok()?.parse().ok()?;
+    if pid != std::process::id() || fds < 1 {
+        return None;
+    }
+    take_fd_3()
+}
+
+#[allow(unsafe_code)]
+fn take_fd_3() -> Option<std::os::unix::net::UnixListener> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: under the LISTEN_FDS protocol, checked above to be addressed to this
+    // process, descriptor 3 is an open socket handed to us; nothing else in this process
+    // owns it, and it is taken exactly once, here.
+    let fd = unsafe { OwnedFd::from_raw_fd(3) };
+    Some(std::os::unix::net::UnixListener::from(fd))
 }

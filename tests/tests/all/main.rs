@@ -1,10 +1,12 @@
-//! Backbone tests: the session store, schema checks, the bus, projection equivalence,
-//! crash safety and `air init`, all against real SQLite files, real threads and the
-//! real binaries.
+//! Cross-crate tests: the session store, schema checks, the bus, projection equivalence,
+//! crash safety, `air init`, the daemon and its socket, all against real SQLite files,
+//! real threads, real processes and the real binaries.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bus;
 mod crash;
+mod daemon;
+mod deltas;
 mod init_cli;
 mod projection;
 mod schema;

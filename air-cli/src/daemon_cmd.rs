@@ -1,0 +1,109 @@
+//! `air daemon start|stop|restart|status`.
+
+use std::time::{Duration, Instant};
+
+use air_proto::api::AirApiClient;
+use air_proto::client::{connect_running, ClientError};
+use clap::Subcommand;
+
+use crate::{connect_options, exit, project, unreachable, CmdResult, Failure};
+
+#[derive(Subcommand)]
+pub enum DaemonCommand {
+    /// Start the daemon (nothing to do if it runs).
+    Start,
+    /// Stop the daemon gracefully: in-flight writes commit, clients are told.
+    Stop,
+    /// Stop, then start.
+    Restart,
+    /// pid, version, uptime, socket, sessions, clients, workers, memory.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(command: DaemonCommand) -> CmdResult {
+    match command {
+        DaemonCommand::Start => start().await,
+        DaemonCommand::Stop => stop().await,
+        DaemonCommand::Restart => {
+            stop().await?;
+            start().await
+        }
+        DaemonCommand::Status { json } => {
+            let options = connect_options(project()?);
+            let conn = connect_running(&options).await.map_err(|e| match e {
+                ClientError::Unreachable { socket, .. } => Failure {
+                    code: exit::UNREACHABLE,
+                    message: format!(
+                        "no daemon running (nothing answers on {}); `air daemon start` starts one",
+                        socket.display()
+                    ),
+                },
+                e => unreachable(e),
+            })?;
+            let status = conn.client.status().await?;
+            crate::output::print_daemon_status(&status, json)
+        }
+    }
+}
+
+async fn start() -> CmdResult {
+    let conn = air_proto::client::connect(&connect_options(project()?))
+        .await
+        .map_err(unreachable)?;
+    let verb = if conn.started_daemon {
+        "started"
+    } else {
+        "already running:"
+    };
+    println!(
+        "airsd {verb} pid {} on {}",
+        conn.hello.pid,
+        conn.socket.display()
+    );
+    Ok(())
+}
+
+async fn stop() -> CmdResult {
+    let options = connect_options(project()?);
+    let conn = match connect_running(&options).await {
+        Ok(c) => c,
+        Err(ClientError::Unreachable { .. }) => {
+            println!("no daemon running");
+            return Ok(());
+        }
+        Err(e) => return Err(unreachable(e)),
+    };
+    let pid = conn.hello.pid;
+    match conn.client.shutdown().await {
+        Ok(_) => {}
+        // The daemon may close the connection as it stops, before the answer arrives.
+        Err(jsonrpsee::core::ClientError::RestartNeeded(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    // Stopped when its lock is free (it is released as the process ends).
+    let lock = options.paths.locks().join("airsd.lock");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while lock_held(&lock) {
+        if Instant::now() > deadline {
+            return Err(Failure::from(format!(
+                "airsd (pid {pid}) is still stopping after 15 s; see {}",
+                options.paths.daemon_log().display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!("airsd (pid {pid}) stopped");
+    Ok(())
+}
+
+/// Whether a live process holds the daemon's lock (a non-blocking shared lock fails
+/// while the daemon holds its exclusive one; the kernel drops it when the daemon ends).
+fn lock_held(path: &std::path::Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
+}

@@ -1,0 +1,222 @@
+//! Read commands and how they print: plain text for people, `--json` for programs.
+
+use air_proto::api::{AirApiClient, DaemonStatus, SessionInfo, SessionUpdate};
+use air_proto::event::RuntimeEvent;
+use jsonrpsee::core::client::Subscription;
+
+use crate::{connect, CmdResult, Failure};
+
+fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn human_bytes(n: u64) -> String {
+    format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+}
+
+fn human_duration(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
+    if json {
+        return print_json(s);
+    }
+    println!(
+        "airsd {} (protocol {}), pid {}, up {}",
+        s.version,
+        s.protocol_version,
+        s.pid,
+        human_duration(s.uptime_ms)
+    );
+    println!("project   {} ({})", s.project_root, s.project_id);
+    println!("socket    {}", s.socket);
+    println!("sessions  {} stored, {} open", s.sessions, s.open_sessions);
+    println!("clients   {}", s.clients);
+    println!("workers   {}", s.running_workers);
+    if let Some(rss) = s.rss_bytes {
+        println!("memory    {}", human_bytes(rss));
+    }
+    let idle = if s.idle_timeout_secs == 0 {
+        "never".to_string()
+    } else {
+        human_duration(s.idle_timeout_secs * 1000)
+    };
+    println!("idle exit {idle}");
+    Ok(())
+}
+
+fn print_sessions(list: &[SessionInfo]) {
+    if list.is_empty() {
+        println!("no sessions yet");
+        return;
+    }
+    println!(
+        "{:<38} {:<9} {:>7}  {:<27} title",
+        "id", "status", "events", "created"
+    );
+    for s in list {
+        let status = serde_json::to_value(s.status)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        println!(
+            "{:<38} {:<9} {:>7}  {:<27} {}",
+            s.id,
+            status,
+            s.seq,
+            s.created_at,
+            s.title.as_deref().unwrap_or("")
+        );
+    }
+}
+
+pub async fn status(json: bool) -> CmdResult {
+    let conn = connect().await?;
+    let status = conn.client.status().await?;
+    let sessions = conn.client.session_list().await?;
+    if json {
+        return print_json(&serde_json::json!({ "daemon": status, "sessions": sessions }));
+    }
+    print_daemon_status(&status, false)?;
+    println!();
+    print_sessions(&sessions);
+    Ok(())
+}
+
+pub async fn sessions(json: bool) -> CmdResult {
+    let conn = connect().await?;
+    let list = conn.client.session_list().await?;
+    if json {
+        return print_json(&list);
+    }
+    print_sessions(&list);
+    Ok(())
+}
+
+fn print_event(seq: u64, event: &RuntimeEvent, json: bool) -> CmdResult {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "seq": seq, "event": event }))?
+        );
+    } else {
+        println!(
+            "{:>7}  {}  {:<28} {}",
+            seq,
+            event.timestamp,
+            event.event_type,
+            serde_json::to_string(&event.payload)?
+        );
+    }
+    Ok(())
+}
+
+/// Prints the stored events after `after` up to `upto`; returns the last seq printed.
+async fn print_stored(
+    conn: &air_proto::client::Connection,
+    session_id: &str,
+    types: &Option<Vec<String>>,
+    mut after: u64,
+    upto: u64,
+    json: bool,
+) -> Result<u64, Failure> {
+    loop {
+        let page = conn
+            .client
+            .events_list(
+                session_id.to_string(),
+                types.clone(),
+                None,
+                None,
+                None,
+                None,
+                Some(after),
+                Some(1000),
+            )
+            .await?;
+        for e in page.events.iter().filter(|e| e.seq <= upto) {
+            print_event(e.seq, &e.event, json)?;
+            after = e.seq;
+        }
+        match page.next_after_seq {
+            Some(next) if next < upto => after = next,
+            _ => return Ok(after),
+        }
+    }
+}
+
+pub async fn events(
+    session: Option<String>,
+    types: Vec<String>,
+    follow: bool,
+    json: bool,
+) -> CmdResult {
+    let conn = connect().await?;
+    let session_id = match session {
+        Some(id) => id,
+        None => match conn.client.session_list().await?.first() {
+            Some(s) => s.id.clone(),
+            None => return Err(Failure::from("no sessions yet (a run creates one)")),
+        },
+    };
+    let matches = |ty: &str| {
+        types.is_empty()
+            || types.iter().any(|t| match t.strip_suffix(".*") {
+                Some(family) => ty.starts_with(family) && ty[family.len()..].starts_with('.'),
+                None => t == ty,
+            })
+    };
+    let types_filter = if types.is_empty() {
+        None
+    } else {
+        Some(types.clone())
+    };
+    let after = print_stored(&conn, &session_id, &types_filter, 0, u64::MAX, json).await?;
+    if !follow {
+        return Ok(());
+    }
+    let mut after = after;
+    let mut sub: Subscription<SessionUpdate> = conn
+        .client
+        .session_subscribe(session_id, Some(after))
+        .await?;
+    while let Some(update) = sub.next().await {
+        match update? {
+            SessionUpdate::Delta {
+                seq,
+                durable,
+                event,
+            } => {
+                if durable && seq > after && matches(&event.event_type) {
+                    print_event(seq, &event, json)?;
+                    after = seq;
+                }
+            }
+            SessionUpdate::CaughtUp { .. } => {}
+            SessionUpdate::Resync { snapshot, .. } => {
+                // Events between what was printed and the snapshot are in the database.
+                if snapshot.seq > after {
+                    after = print_stored(
+                        &conn,
+                        &snapshot.session_id,
+                        &types_filter,
+                        after,
+                        snapshot.seq,
+                        json,
+                    )
+                    .await?;
+                }
+            }
+        }
+    }
+    Err(Failure::from(
+        "the daemon closed the stream (it stopped or restarted)",
+    ))
+}

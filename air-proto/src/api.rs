@@ -1,0 +1,298 @@
+//! The JSON-RPC API of airsd, declared once: the types of every method's params and
+//! result, and (with the `rpc` feature) the jsonrpsee trait from which the server and the
+//! Rust client are generated.
+//!
+//! Transport: JSON-RPC 2.0 on the project's Unix socket, as plain HTTP POST (for `curl
+//! --unix-socket`) and as WebSocket (needed for subscriptions). Params may be given by
+//! position or by name.
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::RuntimeEvent;
+use crate::projection::{Projection, SessionStatus};
+use crate::time::IsoTime;
+
+/// Every method, with a one-line description (for `docs/protocol.md` and the schema).
+pub const METHODS: &[(&str, &str)] = &[
+    (
+        "daemon.hello",
+        "Handshake: names the client, checks protocol versions",
+    ),
+    (
+        "daemon.status",
+        "pid, version, uptime, socket, sessions, clients, workers, memory",
+    ),
+    (
+        "daemon.shutdown",
+        "Graceful stop: in-flight writes commit, clients are told, socket removed",
+    ),
+    ("session.create", "Create a session; returns it"),
+    ("session.list", "Every session of the project, newest first"),
+    ("session.get", "One session"),
+    (
+        "session.snapshot",
+        "The session's projection and the seq it reflects",
+    ),
+    (
+        "session.subscribe",
+        "Deltas after a seq (notifications: session.update)",
+    ),
+    (
+        "message.send",
+        "Post a user message to a session (durable: user.message.created)",
+    ),
+    ("events.list", "Stored events, filtered and paginated"),
+    (
+        "clients.list",
+        "Who is attached, to which session, since when",
+    ),
+];
+
+/// What a client says about itself at connect.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientHello {
+    /// Program name, e.g. `air`, `air-tui`, `vscode-air`.
+    pub client: String,
+    pub version: String,
+    pub protocol_version: u32,
+    /// The session the client is about to watch, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub mode: ClientMode,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientMode {
+    /// Reads only.
+    #[default]
+    Watching,
+    /// May answer prompts, cancel, send messages.
+    Steering,
+}
+
+/// The daemon's answer to `daemon.hello`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub daemon_version: String,
+    pub protocol_version: u32,
+    pub pid: u32,
+    pub project_id: String,
+    pub project_root: String,
+    /// The id the daemon gave this connection (see `clients.list`).
+    pub client_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonStatus {
+    pub pid: u32,
+    pub version: String,
+    pub protocol_version: u32,
+    pub started_at: IsoTime,
+    pub uptime_ms: u64,
+    pub socket: String,
+    pub project_root: String,
+    pub project_id: String,
+    /// Sessions stored in the project.
+    pub sessions: usize,
+    /// Sessions open in the daemon (with a live writer and projection).
+    pub open_sessions: usize,
+    pub clients: usize,
+    pub running_workers: usize,
+    /// Resident memory of the daemon, when the platform reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// Seconds without clients and work after which the daemon exits (0: never).
+    pub idle_timeout_secs: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCreate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ref: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ref: Option<String>,
+    pub status: SessionStatus,
+    pub created_at: IsoTime,
+    pub updated_at: IsoTime,
+    /// Sequence number of its last durable event.
+    pub seq: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub session_id: String,
+    pub seq: u64,
+    pub projection: Projection,
+}
+
+/// One notification of a `session.subscribe` subscription.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionUpdate {
+    /// An event. `seq` is its sequence number if durable, else the seq it follows.
+    Delta {
+        seq: u64,
+        durable: bool,
+        event: RuntimeEvent,
+    },
+    /// Start over from this snapshot: the client fell behind, or asked for a seq the
+    /// daemon cannot continue from. Deltas that follow apply to it.
+    Resync {
+        reason: String,
+        snapshot: Box<Snapshot>,
+    },
+    /// Durable events after the requested seq were replayed from the database up to
+    /// `seq`; live events follow. Ephemeral events of the gap are not replayed.
+    CaughtUp { seq: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    pub client_id: String,
+    pub client: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub connected_at: IsoTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    pub mode: ClientMode,
+}
+
+/// The answer to `message.send`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageSent {
+    pub message_id: String,
+    /// Sequence number of its `user.message.created` event.
+    pub seq: u64,
+}
+
+/// Filter and page of `events.list`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsQuery {
+    pub session_id: String,
+    /// Event types (exact) or families (`task.*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub types: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Events at or after this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<IsoTime>,
+    /// Events before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<IsoTime>,
+    /// Events with a seq above this (the cursor of the previous page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+    /// At most this many (default 100, at most 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub event: RuntimeEvent,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventsPage {
+    pub events: Vec<StoredEvent>,
+    /// Pass as `after_seq` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after_seq: Option<u64>,
+}
+
+/// Stable JSON-RPC error codes of the API (the standard ones are used where they fit).
+pub mod codes {
+    /// Bad params: the message names the field.
+    pub const INVALID_PARAMS: i32 = -32602;
+    pub const NOT_FOUND: i32 = -32004;
+    pub const CONFLICT: i32 = -32009;
+    pub const PERMISSION_DENIED: i32 = -32003;
+    pub const UNAVAILABLE: i32 = -32010;
+    pub const SCHEMA_MISMATCH: i32 = -32011;
+    pub const SHUTTING_DOWN: i32 = -32012;
+    pub const INTERNAL: i32 = -32603;
+}
+
+#[cfg(feature = "rpc")]
+pub use rpc::*;
+
+#[cfg(feature = "rpc")]
+#[allow(clippy::too_many_arguments)] // events.list takes its filters as named params
+mod rpc {
+    use jsonrpsee::core::{RpcResult, SubscriptionResult};
+    use jsonrpsee::proc_macros::rpc;
+
+    use super::*;
+
+    /// The API. `AirApiServer` is implemented by airsd; `AirApiClient` is the Rust client.
+    #[rpc(server, client)]
+    pub trait AirApi {
+        #[method(name = "daemon.hello", with_extensions, param_kind = map)]
+        async fn hello(&self, hello: ClientHello) -> RpcResult<Hello>;
+
+        #[method(name = "daemon.status")]
+        async fn status(&self) -> RpcResult<DaemonStatus>;
+
+        #[method(name = "daemon.shutdown")]
+        async fn shutdown(&self) -> RpcResult<bool>;
+
+        #[method(name = "session.create", param_kind = map)]
+        async fn session_create(
+            &self,
+            title: Option<String>,
+            plan_ref: Option<String>,
+        ) -> RpcResult<SessionInfo>;
+
+        #[method(name = "session.list")]
+        async fn session_list(&self) -> RpcResult<Vec<SessionInfo>>;
+
+        #[method(name = "session.get", param_kind = map)]
+        async fn session_get(&self, session_id: String) -> RpcResult<SessionInfo>;
+
+        #[method(name = "session.snapshot", param_kind = map)]
+        async fn session_snapshot(&self, session_id: String) -> RpcResult<Snapshot>;
+
+        #[subscription(name = "session.subscribe" => "session.update", unsubscribe = "session.unsubscribe", item = SessionUpdate, param_kind = map)]
+        async fn session_subscribe(
+            &self,
+            session_id: String,
+            from_seq: Option<u64>,
+        ) -> SubscriptionResult;
+
+        #[method(name = "message.send", param_kind = map)]
+        async fn message_send(&self, session_id: String, text: String) -> RpcResult<MessageSent>;
+
+        #[method(name = "events.list", param_kind = map)]
+        async fn events_list(
+            &self,
+            session_id: String,
+            types: Option<Vec<String>>,
+            task_id: Option<String>,
+            agent_id: Option<String>,
+            since: Option<String>,
+            until: Option<String>,
+            after_seq: Option<u64>,
+            limit: Option<u32>,
+        ) -> RpcResult<EventsPage>;
+
+        #[method(name = "clients.list")]
+        async fn clients_list(&self) -> RpcResult<Vec<ClientInfo>>;
+    }
+}

@@ -1,0 +1,187 @@
+//! The daemon: one per project, serving the JSON-RPC API on the project's socket.
+//!
+//! [`run`] takes the project lock, binds (or adopts) the socket, and accepts
+//! connections until it is told to stop — by `daemon.shutdown`, SIGTERM/SIGINT, or an
+//! idle period with no clients and no running work. Stopping is graceful: no new
+//! connections, the socket file goes, clients are told, in-flight writes commit.
+
+mod conn;
+mod lock;
+mod rpc;
+pub mod socket;
+mod state;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use air_proto::api::AirApiServer;
+use air_proto::layout::ProjectPaths;
+use tokio::signal::unix::{signal, SignalKind};
+
+pub use lock::{DaemonLock, LockError};
+pub use rpc::{rpc_error, DaemonRpc, Peer};
+pub use state::DaemonState;
+
+/// Largest request or response body, and so the largest frame a client can send.
+pub const MAX_BODY: u32 = 16 * 1024 * 1024;
+/// How long a graceful stop waits for connections to finish.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+pub struct DaemonConfig {
+    pub project_root: PathBuf,
+    /// Exit after this long with no clients and no running work; zero means never.
+    pub idle_timeout: Duration,
+    /// Parent of the fallback socket directory for deep projects (the user's runtime
+    /// directory, or the system's temporary directory).
+    pub runtime_dir: PathBuf,
+    /// A listening socket handed over by a service manager (socket activation).
+    pub inherited: Option<std::os::unix::net::UnixListener>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Project(#[from] air_proto::layout::LayoutError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("cannot listen: {0}")]
+    Socket(#[from] socket::SocketError),
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+impl DaemonError {
+    /// The process exit code for this failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            DaemonError::Lock(LockError::Held { .. }) => 3,
+            DaemonError::Project(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Why the accept loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    Requested,
+    Signal,
+    Idle,
+}
+
+/// Runs the daemon until it stops.
+pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
+    let paths = ProjectPaths::new(&config.project_root);
+    let project = paths.read_project()?;
+    let lock = DaemonLock::acquire(&paths.locks().join("airsd.lock"))?;
+    let inherited = config.inherited.is_some();
+    let (listener, socket_path) = match config.inherited {
+        Some(l) => socket::adopt(l)?,
+        None => socket::bind(&paths, &project.project_id, &config.runtime_dir)?,
+    };
+    let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
+    tracing::info!(pid = std::process::id(), socket = %socket_path.display(), project = %paths.root().display(), "airsd listening");
+
+    let state = Arc::new(DaemonState::new(
+        paths.clone(),
+        project,
+        socket_path.clone(),
+        config.idle_timeout,
+    ));
+    let methods = DaemonRpc {
+        state: state.clone(),
+    }
+    .into_rpc();
+    let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();
+    let server_config = jsonrpsee::server::ServerConfig::builder()
+        .max_request_body_size(MAX_BODY)
+        .max_response_body_size(MAX_BODY)
+        .set_message_buffer_capacity(4096)
+        .build();
+    let builder = jsonrpsee::server::Server::builder()
+        .set_config(server_config)
+        .to_service_builder();
+    let my_uid = nix::unistd::getuid().as_raw();
+    let mut shutdown = state.shutdown_requested();
+    let mut idle_check = tokio::time::interval(Duration::from_secs(1));
+    let mut connections = tokio::task::JoinSet::new();
+    let mut next_conn = 0u64;
+
+    let reason = loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let cred = match stream.peer_cred() {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read the peer's credentials; connection refused");
+                        continue;
+                    }
+                };
+                if cred.uid() != my_uid {
+                    tracing::warn!(uid = cred.uid(), pid = ?cred.pid(), "connection from another user refused");
+                    continue;
+                }
+                next_conn += 1;
+                let peer = Peer { conn: next_conn, pid: cred.pid().and_then(|p| u32::try_from(p).ok()) };
+                state.connection_opened();
+                let rpc_service = builder.clone().build(methods.clone(), stop_handle.clone());
+                // A WebSocket outlives the HTTP exchange that upgraded it: the connection
+                // ends when its session closes, not when `serve` returns.
+                let upgraded = Arc::new(AtomicBool::new(false));
+                let service = conn::PeerService { inner: rpc_service, peer, state: state.clone(), upgraded: upgraded.clone() };
+                let stopped = stop_handle.clone().shutdown();
+                let state = state.clone();
+                connections.spawn(async move {
+                    if let Err(e) = jsonrpsee::server::serve_with_graceful_shutdown(stream, service, stopped).await {
+                        tracing::debug!(conn = peer.conn, error = %e, "connection ended");
+                    }
+                    if !upgraded.load(Ordering::SeqCst) {
+                        state.connection_closed(peer.conn);
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = shutdown.changed() => break StopReason::Requested,
+            _ = sigterm.recv() => break StopReason::Signal,
+            _ = sigint.recv() => break StopReason::Signal,
+            _ = idle_check.tick() => {
+                if !config.idle_timeout.is_zero() && state.idle_for().is_some_and(|idle| idle >= config.idle_timeout) {
+                    break StopReason::Idle;
+                }
+            }
+        }
+    };
+    tracing::info!(?reason, "airsd stopping");
+
+    // No new connections: close the listener and remove its file first.
+    drop(listener);
+    if !inherited {
+        let _ = std::fs::remove_file(&socket_path);
+    }
+    // Tell every client, let in-flight requests finish.
+    let _ = server_handle.stop();
+    let drained = tokio::time::timeout(STOP_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("connections still open after the grace period; closing them");
+        connections.abort_all();
+    }
+    // Queued writes commit, writer threads end.
+    state.close_sessions().await;
+    drop(lock);
+    tracing::info!("airsd stopped");
+    Ok(reason)
+}

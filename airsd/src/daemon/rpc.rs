@@ -1,0 +1,360 @@
+//! The JSON-RPC methods: the `AirApiServer` implementation over [`DaemonState`].
+
+use std::sync::Arc;
+
+use air_proto::api::{
+    codes, AirApiServer, ClientHello, ClientInfo, DaemonStatus, EventsPage, EventsQuery, Hello,
+    MessageSent, SessionCreate, SessionInfo, SessionUpdate, Snapshot,
+};
+use air_proto::error::ErrorKind;
+use jsonrpsee::core::{async_trait, RpcResult, SubscriptionResult};
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionSink};
+
+use super::state::DaemonState;
+use crate::bus::{Recv, Subscription};
+use crate::error::Error;
+
+/// Who is on the other end of a connection; put in each request's extensions by the
+/// accept loop.
+#[derive(Clone, Copy, Debug)]
+pub struct Peer {
+    pub conn: u64,
+    pub pid: Option<u32>,
+}
+
+pub struct DaemonRpc {
+    pub state: Arc<DaemonState>,
+}
+
+/// The wire error for a daemon error: a stable code, the message, and the kind as data.
+pub fn rpc_error(e: Error) -> ErrorObjectOwned {
+    let kind = e.kind();
+    let code = match kind {
+        ErrorKind::InvalidInput | ErrorKind::Protocol => codes::INVALID_PARAMS,
+        ErrorKind::NotFound => codes::NOT_FOUND,
+        ErrorKind::Conflict => codes::CONFLICT,
+        ErrorKind::PermissionDenied => codes::PERMISSION_DENIED,
+        ErrorKind::SchemaMismatch => codes::SCHEMA_MISMATCH,
+        ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::RateLimited => codes::UNAVAILABLE,
+        _ => codes::INTERNAL,
+    };
+    ErrorObjectOwned::owned(
+        code,
+        e.to_string(),
+        Some(serde_json::json!({ "kind": kind })),
+    )
+}
+
+fn to_json<T: serde::Serialize>(
+    item: &T,
+) -> Result<Box<serde_json::value::RawValue>, ErrorObjectOwned> {
+    serde_json::value::to_raw_value(item).map_err(|e| rpc_error(Error::Internal(e.to_string())))
+}
+
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok()??;
+    Some(pages * page as u64)
+}
+
+#[async_trait]
+impl AirApiServer for DaemonRpc {
+    async fn hello(&self, ext: &Extensions, hello: ClientHello) -> RpcResult<Hello> {
+        let peer = ext.get::<Peer>().copied();
+        let conn = peer.map_or(0, |p| p.conn);
+        let client_id = format!("c{conn}");
+        if hello.protocol_version != air_proto::PROTOCOL_VERSION {
+            return Err(ErrorObjectOwned::owned(
+                codes::INVALID_PARAMS,
+                format!(
+                    "protocol mismatch: {} {} speaks protocol {}, this airsd {} speaks {}; run `air daemon restart` so that both are the same version",
+                    hello.client,
+                    hello.version,
+                    hello.protocol_version,
+                    env!("CARGO_PKG_VERSION"),
+                    air_proto::PROTOCOL_VERSION
+                ),
+                Some(serde_json::json!({ "kind": ErrorKind::Protocol, "daemon_protocol_version": air_proto::PROTOCOL_VERSION })),
+            ));
+        }
+        if let Some(peer) = peer {
+            self.state.register_client(
+                peer.conn,
+                ClientInfo {
+                    client_id: client_id.clone(),
+                    client: hello.client,
+                    version: hello.version,
+                    pid: peer.pid,
+                    connected_at: air_proto::time::now_iso(),
+                    session_id: hello.session_id,
+                    mode: hello.mode,
+                },
+            );
+        }
+        Ok(Hello {
+            daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol_version: air_proto::PROTOCOL_VERSION,
+            pid: std::process::id(),
+            project_id: self.state.project.project_id.clone(),
+            project_root: self.state.paths.root().display().to_string(),
+            client_id,
+        })
+    }
+
+    async fn status(&self) -> RpcResult<DaemonStatus> {
+        let s = &self.state;
+        let sessions = s.list_sessions().await.map_err(rpc_error)?.len();
+        Ok(DaemonStatus {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol_version: air_proto::PROTOCOL_VERSION,
+            started_at: s.started_at.clone(),
+            uptime_ms: s.started.elapsed().as_millis() as u64,
+            socket: s.socket.display().to_string(),
+            project_root: s.paths.root().display().to_string(),
+            project_id: s.project.project_id.clone(),
+            sessions,
+            open_sessions: s.open_sessions().await,
+            clients: s.connections(),
+            running_workers: s.running_workers(),
+            rss_bytes: rss_bytes(),
+            idle_timeout_secs: s.idle_timeout.as_secs(),
+        })
+    }
+
+    async fn shutdown(&self) -> RpcResult<bool> {
+        tracing::info!("shutdown requested over the API");
+        // Answer first: stopping closes this connection.
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            state.request_shutdown();
+        });
+        Ok(true)
+    }
+
+    async fn session_create(
+        &self,
+        title: Option<String>,
+        plan_ref: Option<String>,
+    ) -> RpcResult<SessionInfo> {
+        self.state
+            .create_session(SessionCreate { title, plan_ref })
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn session_list(&self) -> RpcResult<Vec<SessionInfo>> {
+        self.state.list_sessions().await.map_err(rpc_error)
+    }
+
+    async fn session_get(&self, session_id: String) -> RpcResult<SessionInfo> {
+        self.state
+            .session_info(&session_id)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn session_snapshot(&self, session_id: String) -> RpcResult<Snapshot> {
+        let session = self.state.session(&session_id).await.map_err(rpc_error)?;
+        let projection = session.snapshot();
+        Ok(Snapshot {
+            session_id,
+            seq: projection.seq,
+            projection,
+        })
+    }
+
+    async fn session_subscribe(
+        &self,
+        pending: PendingSubscriptionSink,
+        session_id: String,
+        from_seq: Option<u64>,
+    ) -> SubscriptionResult {
+        if let Err(e) = self.state.session(&session_id).await {
+            pending.reject(rpc_error(e)).await;
+            return Ok(());
+        }
+        let sink = pending.accept().await?;
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            if let Err(e) = stream_session(&state, &session_id, from_seq, sink).await {
+                tracing::debug!(session = %session_id, reason = %e, "subscription ended");
+            }
+        });
+        Ok(())
+    }
+
+    async fn events_list(
+        &self,
+        session_id: String,
+        types: Option<Vec<String>>,
+        task_id: Option<String>,
+        agent_id: Option<String>,
+        since: Option<String>,
+        until: Option<String>,
+        after_seq: Option<u64>,
+        limit: Option<u32>,
+    ) -> RpcResult<EventsPage> {
+        let query = EventsQuery {
+            session_id,
+            types,
+            task_id,
+            agent_id,
+            since,
+            until,
+            after_seq,
+            limit,
+        };
+        self.state.events(query).await.map_err(rpc_error)
+    }
+
+    async fn message_send(&self, session_id: String, text: String) -> RpcResult<MessageSent> {
+        if text.trim().is_empty() {
+            return Err(rpc_error(Error::invalid(
+                "message.send",
+                "text",
+                "must not be empty",
+            )));
+        }
+        let session = self.state.session(&session_id).await.map_err(rpc_error)?;
+        let message_id = air_proto::ids::new_id();
+        let payload = air_proto::payload::MessageCreated {
+            message_id: message_id.clone(),
+            content: serde_json::json!([{ "type": "text", "text": text }]),
+            agent_id: None,
+            task_id: None,
+            model: None,
+            usage: None,
+        };
+        let event = air_proto::event::RuntimeEvent::typed(
+            "user.message.created",
+            &session_id,
+            air_proto::event::EventSource::new(air_proto::event::SourceKind::Main),
+            &payload,
+        )
+        .map_err(|e| rpc_error(Error::Internal(e.to_string())))?
+        .via("client");
+        let appended = session.store().append(event).await.map_err(rpc_error)?;
+        Ok(MessageSent {
+            message_id,
+            seq: appended.seq,
+        })
+    }
+
+    async fn clients_list(&self) -> RpcResult<Vec<ClientInfo>> {
+        Ok(self.state.clients())
+    }
+}
+
+/// Feeds one subscription: a starting point (resync snapshot, or durable events replayed
+/// from the database after `from_seq`), then the live stream, resyncing whenever the
+/// subscriber falls behind.
+async fn stream_session(
+    state: &DaemonState,
+    session_id: &str,
+    from_seq: Option<u64>,
+    sink: SubscriptionSink,
+) -> Result<(), String> {
+    let session = state.session(session_id).await.map_err(|e| e.to_string())?;
+    let (snapshot, mut sub) = session.subscribe();
+    let seq = snapshot.seq;
+    match from_seq {
+        Some(from) if from <= seq => {
+            // Replay what the client missed, from the database, then go live: the bus
+            // subscription was taken at `seq`, so nothing is lost or repeated.
+            let mut after = from;
+            while after < seq {
+                let page = state
+                    .events(EventsQuery {
+                        session_id: session_id.to_string(),
+                        after_seq: Some(after),
+                        limit: Some(1000),
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if page.events.is_empty() {
+                    break;
+                }
+                for stored in page.events {
+                    if stored.seq > seq {
+                        break;
+                    }
+                    after = stored.seq;
+                    let update = SessionUpdate::Delta {
+                        seq: stored.seq,
+                        durable: true,
+                        event: stored.event,
+                    };
+                    send(&sink, &update).await?;
+                }
+            }
+            send(&sink, &SessionUpdate::CaughtUp { seq }).await?;
+        }
+        Some(from) => {
+            let reason = format!("seq {from} is ahead of this session (at {seq})");
+            resync(&sink, session_id, reason, snapshot).await?;
+        }
+        None => resync(&sink, session_id, "initial snapshot".into(), snapshot).await?,
+    }
+    live(session_id, &session, &mut sub, &sink).await
+}
+
+async fn live(
+    session_id: &str,
+    session: &crate::Session,
+    sub: &mut Subscription,
+    sink: &SubscriptionSink,
+) -> Result<(), String> {
+    let mut batch = Vec::with_capacity(256);
+    loop {
+        batch.clear();
+        tokio::select! {
+            _ = sink.closed() => return Ok(()),
+            next = sub.recv_many(&mut batch) => match next {
+                None => {
+                    for d in batch.drain(..) {
+                        let update = SessionUpdate::Delta { seq: d.seq, durable: d.durable, event: (*d.event).clone() };
+                        send(sink, &update).await?;
+                    }
+                }
+                Some(Recv::Resync) => {
+                    let (snapshot, fresh) = session.subscribe();
+                    *sub = fresh;
+                    let reason = "the client fell behind; ephemeral events were dropped".to_string();
+                    resync(sink, session_id, reason, snapshot).await?;
+                }
+                Some(_) => return Ok(()),
+            }
+        }
+    }
+}
+
+async fn resync(
+    sink: &SubscriptionSink,
+    session_id: &str,
+    reason: String,
+    projection: air_proto::projection::Projection,
+) -> Result<(), String> {
+    let snapshot = Snapshot {
+        session_id: session_id.to_string(),
+        seq: projection.seq,
+        projection,
+    };
+    send(
+        sink,
+        &SessionUpdate::Resync {
+            reason,
+            snapshot: Box::new(snapshot),
+        },
+    )
+    .await
+}
+
+async fn send(sink: &SubscriptionSink, update: &SessionUpdate) -> Result<(), String> {
+    let json = to_json(update).map_err(|e| e.to_string())?;
+    sink.send(json).await.map_err(|e| e.to_string())
+}

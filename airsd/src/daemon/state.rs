@@ -1,0 +1,400 @@
+//! What the daemon holds while it runs: the project, its open sessions, its clients.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use air_proto::api::{
+    ClientInfo, EventsPage, EventsQuery, SessionCreate, SessionInfo, StoredEvent,
+};
+use air_proto::event::RuntimeEvent;
+use air_proto::layout::{ProjectJson, ProjectPaths};
+use air_proto::payload::SessionCreated;
+use air_proto::projection::SessionStatus;
+use rusqlite::{params_from_iter, OpenFlags, OptionalExtension};
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::{Session, SessionConfig};
+
+pub struct DaemonState {
+    pub paths: ProjectPaths,
+    pub project: ProjectJson,
+    pub socket: PathBuf,
+    pub started: Instant,
+    pub started_at: String,
+    pub idle_timeout: Duration,
+    sessions: tokio::sync::Mutex<HashMap<String, Arc<Session>>>,
+    clients: Mutex<HashMap<u64, ClientInfo>>,
+    connections: AtomicUsize,
+    /// When the last connection closed (or the daemon started).
+    idle_since: Mutex<Instant>,
+    shutdown: watch::Sender<bool>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(format!("blocking task: {e}")))?
+}
+
+impl DaemonState {
+    pub fn new(
+        paths: ProjectPaths,
+        project: ProjectJson,
+        socket: PathBuf,
+        idle_timeout: Duration,
+    ) -> Self {
+        Self {
+            paths,
+            project,
+            socket,
+            started: Instant::now(),
+            started_at: air_proto::time::now_iso(),
+            idle_timeout,
+            sessions: tokio::sync::Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+            connections: AtomicUsize::new(0),
+            idle_since: Mutex::new(Instant::now()),
+            shutdown: watch::channel(false).0,
+        }
+    }
+
+    // ---- lifecycle ------------------------------------------------------------------
+
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    pub fn shutdown_requested(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn connection_closed(&self, conn: u64) {
+        lock(&self.clients).remove(&conn);
+        if self.connections.fetch_sub(1, Ordering::SeqCst) == 1 {
+            *lock(&self.idle_since) = Instant::now();
+        }
+    }
+
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Worker processes running now (the scheduler's supervisor reports them).
+    pub fn running_workers(&self) -> usize {
+        0
+    }
+
+    /// How long the daemon has had no client and no running work.
+    pub fn idle_for(&self) -> Option<Duration> {
+        if self.connections() > 0 || self.running_workers() > 0 {
+            return None;
+        }
+        Some(lock(&self.idle_since).elapsed())
+    }
+
+    // ---- clients --------------------------------------------------------------------
+
+    pub fn register_client(&self, conn: u64, info: ClientInfo) {
+        lock(&self.clients).insert(conn, info);
+    }
+
+    pub fn clients(&self) -> Vec<ClientInfo> {
+        let mut list: Vec<ClientInfo> = lock(&self.clients).values().cloned().collect();
+        list.sort_by(|a, b| a.connected_at.cmp(&b.connected_at));
+        list
+    }
+
+    // ---- sessions -------------------------------------------------------------------
+
+    /// The open session `id`, opening it if needed.
+    pub async fn session(&self, id: &str) -> Result<Arc<Session>> {
+        let mut sessions = self.sessions.lock().await;
+        if let Some(s) = sessions.get(id) {
+            return Ok(s.clone());
+        }
+        let paths = self.paths.clone();
+        let owned = id.to_string();
+        let session =
+            blocking(move || Session::open(&paths, &owned, SessionConfig::default())).await?;
+        let session = Arc::new(session);
+        sessions.insert(id.to_string(), session.clone());
+        Ok(session)
+    }
+
+    pub async fn create_session(&self, params: SessionCreate) -> Result<SessionInfo> {
+        let id = air_proto::ids::new_id();
+        let paths = self.paths.clone();
+        let project_id = self.project.project_id.clone();
+        let owned = id.clone();
+        let created = SessionCreated {
+            title: params.title,
+            plan_ref: params.plan_ref,
+        };
+        let session = blocking(move || {
+            Session::create(
+                &paths,
+                &project_id,
+                &owned,
+                &created,
+                SessionConfig::default(),
+            )
+        })
+        .await?;
+        let info = info_of(&session);
+        self.sessions.lock().await.insert(id, Arc::new(session));
+        Ok(info)
+    }
+
+    pub async fn open_sessions(&self) -> usize {
+        self.sessions.lock().await.len()
+    }
+
+    /// Every stored session, newest first.
+    pub async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let open: HashMap<String, SessionInfo> = self
+            .sessions
+            .lock()
+            .await
+            .iter()
+            .map(|(id, s)| (id.clone(), info_of(s)))
+            .collect();
+        let dir = self.paths.sessions();
+        let paths = self.paths.clone();
+        let mut list = blocking(move || {
+            let mut list = Vec::new();
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(list),
+                Err(source) => return Err(Error::Io { path: dir, source }),
+            };
+            for entry in entries.flatten() {
+                let id = entry.file_name().to_string_lossy().into_owned();
+                if air_proto::layout::check_session_id(&id).is_err() {
+                    continue;
+                }
+                if let Some(info) = open.get(&id) {
+                    list.push(info.clone());
+                    continue;
+                }
+                let db = paths.session_db(&id);
+                if !db.is_file() {
+                    continue;
+                }
+                match read_info(&db, &id) {
+                    Ok(Some(info)) => list.push(info),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(session = %id, error = %e, "cannot read session"),
+                }
+            }
+            Ok(list)
+        })
+        .await?;
+        list.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        Ok(list)
+    }
+
+    pub async fn session_info(&self, id: &str) -> Result<SessionInfo> {
+        Ok(info_of(&*self.session(id).await?))
+    }
+
+    /// Closes every session: queued writes commit, threads stop.
+    pub async fn close_sessions(&self) {
+        let sessions: Vec<Arc<Session>> =
+            self.sessions.lock().await.drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            let _ = tokio::task::spawn_blocking(move || session.store().shutdown()).await;
+        }
+    }
+
+    pub async fn events(&self, query: EventsQuery) -> Result<EventsPage> {
+        let session = self.session(&query.session_id).await?;
+        let project_id = self.project.project_id.clone();
+        blocking(move || list_events(&session, &project_id, &query)).await
+    }
+}
+
+fn info_of(session: &Session) -> SessionInfo {
+    session.bus().read(|p, seq| match &p.session {
+        Some(s) => SessionInfo {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            plan_ref: s.plan_ref.clone(),
+            status: s.status,
+            created_at: s.created_at.clone(),
+            updated_at: s.updated_at.clone(),
+            seq,
+        },
+        None => SessionInfo {
+            id: session.id().to_string(),
+            title: None,
+            plan_ref: None,
+            status: SessionStatus::Active,
+            created_at: String::new(),
+            updated_at: String::new(),
+            seq,
+        },
+    })
+}
+
+/// Reads a closed session's summary without opening it for writing.
+fn read_info(db: &std::path::Path, id: &str) -> Result<Option<SessionInfo>> {
+    let conn = rusqlite::Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(Duration::from_secs(2))?;
+    let seq: u64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?;
+    let info = conn
+        .query_row(
+            "SELECT title, plan_ref, status, created_at, updated_at FROM session_meta",
+            [],
+            |r| {
+                let status: String = r.get(2)?;
+                Ok(SessionInfo {
+                    id: id.to_string(),
+                    title: r.get(0)?,
+                    plan_ref: r.get(1)?,
+                    status: match status.as_str() {
+                        "archived" => SessionStatus::Archived,
+                        "deleted" => SessionStatus::Deleted,
+                        _ => SessionStatus::Active,
+                    },
+                    created_at: r.get(3)?,
+                    updated_at: r.get(4)?,
+                    seq,
+                })
+            },
+        )
+        .optional()?;
+    Ok(info)
+}
+
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1_000;
+
+fn list_events(session: &Session, project_id: &str, q: &EventsQuery) -> Result<EventsPage> {
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(Error::invalid(
+            "events.list",
+            "limit",
+            format!("must be 1 to {MAX_PAGE}"),
+        ));
+    }
+    let mut sql = String::from(
+        "SELECT seq, id, type, version, timestamp, source_kind, source_id, source_agent_type,
+             route_json, payload_json
+         FROM events WHERE seq > ?",
+    );
+    let mut args: Vec<rusqlite::types::Value> = vec![(q.after_seq.unwrap_or(0) as i64).into()];
+    if let Some(types) = &q.types {
+        if !types.is_empty() {
+            let mut parts = Vec::new();
+            for t in types {
+                match t.strip_suffix(".*") {
+                    Some(family) => {
+                        parts.push("type LIKE ? ESCAPE '\\'");
+                        let escaped = family
+                            .replace('\\', "\\\\")
+                            .replace('%', "\\%")
+                            .replace('_', "\\_");
+                        args.push(format!("{escaped}.%").into());
+                    }
+                    None => {
+                        parts.push("type = ?");
+                        args.push(t.clone().into());
+                    }
+                }
+            }
+            sql.push_str(&format!(" AND ({})", parts.join(" OR ")));
+        }
+    }
+    for (column, value) in [("task_id", &q.task_id), ("agent_id", &q.agent_id)] {
+        if let Some(v) = value {
+            sql.push_str(&format!(" AND {column} = ?"));
+            args.push(v.clone().into());
+        }
+    }
+    for (field, op, value) in [("since", ">=", &q.since), ("until", "<", &q.until)] {
+        if let Some(v) = value {
+            if !air_proto::time::is_iso_time(v) {
+                return Err(Error::invalid(
+                    "events.list",
+                    field,
+                    format!("`{v}` is not an RFC 3339 timestamp"),
+                ));
+            }
+            sql.push_str(&format!(" AND timestamp {op} ?"));
+            args.push(v.clone().into());
+        }
+    }
+    sql.push_str(" ORDER BY seq LIMIT ?");
+    args.push((i64::from(limit) + 1).into());
+    let conn = session.readers().get()?;
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
+        let source_kind: String = r.get(5)?;
+        let agent_type: Option<String> = r.get(7)?;
+        let route: String = r.get(8)?;
+        let payload: String = r.get(9)?;
+        Ok((
+            r.get::<_, u64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, u32>(3)?,
+            r.get::<_, String>(4)?,
+            source_kind,
+            r.get::<_, Option<String>>(6)?,
+            agent_type,
+            route,
+            payload,
+        ))
+    })?;
+    let mut events = Vec::new();
+    for row in rows {
+        let (seq, id, ty, version, timestamp, kind, source_id, agent_type, route, payload) = row?;
+        let corrupt = |what: &str, e: String| {
+            Error::Internal(format!("event {seq}: stored {what} does not parse: {e}"))
+        };
+        let source = air_proto::event::EventSource {
+            kind: serde_json::from_value(serde_json::Value::String(kind))
+                .map_err(|e| corrupt("source kind", e.to_string()))?,
+            id: source_id,
+            agent_type: agent_type.and_then(|t| air_proto::event::AgentType::parse(&t)),
+        };
+        events.push(StoredEvent {
+            seq,
+            event: RuntimeEvent {
+                id,
+                event_type: ty,
+                version,
+                timestamp,
+                session_id: session.id().to_string(),
+                project_id: Some(project_id.to_string()),
+                source,
+                route: serde_json::from_str(&route).map_err(|e| corrupt("route", e.to_string()))?,
+                payload: serde_json::from_str(&payload)
+                    .map_err(|e| corrupt("payload", e.to_string()))?,
+            },
+        });
+    }
+    let next_after_seq = if events.len() > limit as usize {
+        events.truncate(limit as usize);
+        events.last().map(|e| e.seq)
+    } else {
+        None
+    };
+    Ok(EventsPage {
+        events,
+        next_after_seq,
+    })
+}
