@@ -329,3 +329,211 @@ fn another_users_connection_is_refused() {
         .curl(r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#)
         .contains("\"pid\""));
 }
+
+fn wait_gone(pid: u32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pid {pid} did not exit"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+#[test]
+fn sigterm_stops_gracefully_and_keeps_committed_data() {
+    let p = Project::new();
+    let mut daemon = Command::new(bin("airsd"))
+        .args(["--foreground", "--project"])
+        .arg(&p.root)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reply = loop {
+        let r = p.curl(
+            r#"{"jsonrpc":"2.0","id":1,"method":"session.create","params":{"title":"kept"}}"#,
+        );
+        if !r.is_empty() {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let id = serde_json::from_str::<serde_json::Value>(&reply).unwrap()["result"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sent = p.curl(&format!(r#"{{"jsonrpc":"2.0","id":2,"method":"message.send","params":{{"session_id":"{id}","text":"hello"}}}}"#));
+    assert!(sent.contains("\"seq\":2"), "{sent}");
+    Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    let status = daemon.wait().unwrap();
+    assert!(status.success(), "SIGTERM is a normal stop: {status}");
+    let mut log = String::new();
+    std::io::Read::read_to_string(daemon.stderr.as_mut().unwrap(), &mut log).unwrap();
+    assert!(
+        log.contains("reason=Signal") && log.contains("airsd stopped"),
+        "{log}"
+    );
+    assert!(!p.paths().socket().exists());
+    // The next command starts a new daemon that has everything.
+    let out = p.air(&["events", "--session", &id, "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(lines, 2, "session.created and the message");
+}
+
+#[test]
+fn an_idle_daemon_exits_and_clients_keep_it_alive() {
+    let p = Project::new();
+    let mut daemon = Command::new(bin("airsd"))
+        .args(["--foreground", "--idle-timeout", "1", "--project"])
+        .arg(&p.root)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // A client holding a connection keeps the daemon up past the idle timeout.
+    crate::rt().block_on(async {
+        let mut options = air_proto::client::ConnectOptions::new(p.paths(), "air-tests", "0");
+        options.start_wait = std::time::Duration::from_secs(5);
+        let conn = loop {
+            match air_proto::client::connect_running(&options).await {
+                Ok(c) => break c,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            }
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        use air_proto::api::AirApiClient;
+        let status = conn.client.status().await.unwrap();
+        assert_eq!(status.idle_timeout_secs, 1);
+        assert!(status.clients >= 1);
+    });
+    // Without clients it exits on its own.
+    let started = std::time::Instant::now();
+    let status = daemon.wait().unwrap();
+    assert!(status.success());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(!p.paths().socket().exists());
+}
+
+#[test]
+fn stopping_with_clients_attached_tells_them() {
+    let p = Project::new();
+    assert!(p.air(&["daemon", "start"]).status.success());
+    let pid = p.daemon_pid().unwrap();
+    crate::rt().block_on(async {
+        use air_proto::api::AirApiClient;
+        let options = air_proto::client::ConnectOptions::new(p.paths(), "air-tests", "0");
+        let conn = air_proto::client::connect_running(&options).await.unwrap();
+        let session = conn.client.session_create(None, None).await.unwrap();
+        let mut sub = conn
+            .client
+            .session_subscribe(session.id, None)
+            .await
+            .unwrap();
+        let _ = sub.next().await; // the initial snapshot
+        let out = p.air(&["daemon", "stop"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let end = tokio::time::timeout(std::time::Duration::from_secs(5), sub.next())
+            .await
+            .unwrap();
+        assert!(end.is_none(), "the subscription ends when the daemon stops");
+    });
+    wait_gone(pid);
+}
+
+#[test]
+fn a_client_of_another_protocol_version_is_told_what_to_do() {
+    let p = Project::new();
+    assert!(p.air(&["daemon", "start"]).status.success());
+    let reply = p.curl(r#"{"jsonrpc":"2.0","id":1,"method":"daemon.hello","params":{"hello":{"client":"old-air","version":"0.0.1","protocol_version":0}}}"#);
+    assert!(
+        reply.contains("protocol mismatch") && reply.contains("air daemon restart"),
+        "{reply}"
+    );
+}
+
+#[test]
+fn socket_activation_adopts_the_inherited_socket() {
+    let p = Project::new();
+    let socket = p.paths().socket();
+    // systemd-socket-activate binds the socket and starts airsd on the first connection,
+    // passing it as LISTEN_FDS.
+    let mut activator = match Command::new("systemd-socket-activate")
+        .arg("-l")
+        .arg(&socket)
+        .arg(bin("airsd"))
+        .args(["--foreground", "--project"])
+        .arg(&p.root)
+        .stderr(Stdio::null())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!(
+            "systemd-socket-activate is needed for this test (tests/run installs systemd): {e}"
+        ),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let reply = loop {
+        let r = p.curl(r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#);
+        if r.contains("pid") || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(
+        reply.contains(&format!("\"socket\":\"{}\"", socket.display())),
+        "{reply}"
+    );
+    let _ = p.curl(r#"{"jsonrpc":"2.0","id":2,"method":"daemon.shutdown"}"#);
+    let _ = activator.kill();
+    let _ = activator.wait();
+}
+
+#[test]
+fn service_unit_files_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // systemd: instantiate the templates with this build's airsd and verify them.
+    for unit in ["airsd@.service", "airsd@.socket"] {
+        let text = std::fs::read_to_string(repo.join("systemd").join(unit)).unwrap();
+        let text = text.replace("%h/.cargo/bin/airsd", &bin("airsd").display().to_string());
+        std::fs::write(dir.path().join(unit), text).unwrap();
+    }
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(dir.path().join("airsd@tmp-proj.service"))
+        .arg(dir.path().join("airsd@tmp-proj.socket"))
+        .env("SYSTEMD_UNIT_PATH", format!("{}:", dir.path().display()))
+        .output()
+        .unwrap();
+    let report = text(&out);
+    assert!(
+        out.status.success() && report.trim().is_empty(),
+        "systemd-analyze found problems in the units:\n{report}"
+    );
+    // launchd: the plist parses and runs airsd in the foreground.
+    let out = Command::new("python3")
+        .args(["-c", "import plistlib,sys; p=plistlib.load(open(sys.argv[1],'rb')); print(p['Label']); print(' '.join(p['ProgramArguments']))"])
+        .arg(repo.join("launchd/com.air.airsd.plist"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("--foreground") && printed.contains("--project"),
+        "{printed}"
+    );
+}
