@@ -14,10 +14,11 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use air_proto::event::RuntimeEvent;
 use air_proto::registry::{self, Coalesce};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -39,6 +40,19 @@ pub struct Delta {
     pub seq: u64,
     pub durable: bool,
     pub event: Arc<RuntimeEvent>,
+    /// The delta's wire form, encoded once and shared by every subscriber that sends it.
+    pub wire: Arc<OnceLock<Box<RawValue>>>,
+}
+
+impl Delta {
+    pub fn new(seq: u64, durable: bool, event: Arc<RuntimeEvent>) -> Self {
+        Self {
+            seq,
+            durable,
+            event,
+            wire: Arc::default(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -164,12 +178,7 @@ impl<S: BusState> EventBus<S> {
         for (seq, event) in events {
             inner.state.apply(seq, &event, true);
             inner.seq = seq;
-            let delta = Delta {
-                seq,
-                durable: true,
-                event,
-            };
-            self.fan_out(&mut inner, delta);
+            self.fan_out(&mut inner, Delta::new(seq, true, event));
         }
     }
 
@@ -178,14 +187,7 @@ impl<S: BusState> EventBus<S> {
         let mut inner = lock(&self.inner);
         let seq = inner.seq;
         inner.state.apply(seq, &event, false);
-        self.fan_out(
-            &mut inner,
-            Delta {
-                seq,
-                durable: false,
-                event,
-            },
-        );
+        self.fan_out(&mut inner, Delta::new(seq, false, event));
         seq
     }
 
@@ -277,11 +279,7 @@ fn merge(st: &mut QueueState, delta: &Delta, config: &BusConfig) -> bool {
         }
         _ => new.clone(),
     };
-    st.items[pos] = Delta {
-        seq: delta.seq,
-        durable: false,
-        event: merged,
-    };
+    st.items[pos] = Delta::new(delta.seq, false, merged);
     true
 }
 

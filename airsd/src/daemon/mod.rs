@@ -26,6 +26,8 @@ pub use state::DaemonState;
 
 /// Largest request or response body, and so the largest frame a client can send.
 pub const MAX_BODY: u32 = 16 * 1024 * 1024;
+/// Simultaneous client connections (each is a few KiB; a fd each).
+pub const MAX_CONNECTIONS: u32 = 1_000;
 /// How long a graceful stop waits for connections to finish.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -100,6 +102,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
         .max_request_body_size(MAX_BODY)
         .max_response_body_size(MAX_BODY)
         .set_message_buffer_capacity(4096)
+        .max_connections(MAX_CONNECTIONS)
         .build();
     let builder = jsonrpsee::server::Server::builder()
         .set_config(server_config)

@@ -317,8 +317,15 @@ async fn live(
             next = sub.recv_many(&mut batch) => match next {
                 None => {
                     for d in batch.drain(..) {
-                        let update = SessionUpdate::Delta { seq: d.seq, durable: d.durable, event: (*d.event).clone() };
-                        send(sink, &update).await?;
+                        let wire = match d.wire.get() {
+                            Some(json) => json.clone(),
+                            None => {
+                                let json = to_json(&DeltaRef { seq: d.seq, durable: d.durable, event: &d.event })
+                                    .map_err(|e| e.to_string())?;
+                                d.wire.get_or_init(|| json).clone()
+                            }
+                        };
+                        sink.send(wire).await.map_err(|e| e.to_string())?;
                     }
                 }
                 Some(Recv::Resync) => {
@@ -331,6 +338,16 @@ async fn live(
             }
         }
     }
+}
+
+/// The wire form of `SessionUpdate::Delta`, serialized from a borrowed event so that one
+/// encoding serves every subscriber.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename = "delta")]
+struct DeltaRef<'a> {
+    seq: u64,
+    durable: bool,
+    event: &'a air_proto::event::RuntimeEvent,
 }
 
 async fn resync(
@@ -357,4 +374,32 @@ async fn resync(
 async fn send(sink: &SubscriptionSink, update: &SessionUpdate) -> Result<(), String> {
     let json = to_json(update).map_err(|e| e.to_string())?;
     sink.send(json).await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_delta_encoding_is_the_api_shape() {
+        let event = air_proto::event::RuntimeEvent::new(
+            "task.progress",
+            "s",
+            air_proto::event::EventSource::system(),
+            serde_json::json!({"task_id": "T1"}),
+        );
+        let ours = serde_json::to_value(DeltaRef {
+            seq: 7,
+            durable: false,
+            event: &event,
+        })
+        .unwrap();
+        let api = serde_json::to_value(SessionUpdate::Delta {
+            seq: 7,
+            durable: false,
+            event,
+        })
+        .unwrap();
+        assert_eq!(ours, api);
+    }
 }
