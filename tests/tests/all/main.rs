@@ -9,6 +9,7 @@ mod daemon;
 mod deltas;
 mod init_cli;
 mod projection;
+mod robustness;
 mod schema;
 mod store;
 mod worker_pipe;
