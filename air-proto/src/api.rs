@@ -296,3 +296,174 @@ mod rpc {
         async fn clients_list(&self) -> RpcResult<Vec<ClientInfo>>;
     }
 }
+
+/// The params of every method as structs: what a by-name call may contain, in the order
+/// a positional call gives them. airsd checks each request against these before it runs,
+/// so that a bad param is refused with its name and JSON path.
+pub mod params {
+    use serde::de::DeserializeOwned;
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    use super::ClientHello;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Hello {
+        pub hello: ClientHello,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct NoParams {}
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SessionCreate {
+        pub title: Option<String>,
+        pub plan_ref: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Session {
+        pub session_id: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Subscribe {
+        pub session_id: String,
+        pub from_seq: Option<u64>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct MessageSend {
+        pub session_id: String,
+        pub text: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct EventsList {
+        pub session_id: String,
+        pub types: Option<Vec<String>>,
+        pub task_id: Option<String>,
+        pub agent_id: Option<String>,
+        pub since: Option<String>,
+        pub until: Option<String>,
+        pub after_seq: Option<u64>,
+        pub limit: Option<u32>,
+    }
+
+    type Check = fn(Value) -> Result<(), String>;
+
+    fn check<T: DeserializeOwned>(value: Value) -> Result<(), String> {
+        serde_path_to_error::deserialize::<_, T>(value)
+            .map(drop)
+            .map_err(|e| {
+                let message = e.inner().to_string();
+                format!(
+                    "{}: {message}",
+                    crate::codec::full_path(&e.path().to_string(), &message)
+                )
+            })
+    }
+
+    /// Each method: its param names in positional order, and its check.
+    const TABLE: &[(&str, &[&str], Check)] = &[
+        ("daemon.hello", &["hello"], check::<Hello>),
+        ("daemon.status", &[], check::<NoParams>),
+        ("daemon.shutdown", &[], check::<NoParams>),
+        (
+            "session.create",
+            &["title", "plan_ref"],
+            check::<SessionCreate>,
+        ),
+        ("session.list", &[], check::<NoParams>),
+        ("session.get", &["session_id"], check::<Session>),
+        ("session.snapshot", &["session_id"], check::<Session>),
+        (
+            "session.subscribe",
+            &["session_id", "from_seq"],
+            check::<Subscribe>,
+        ),
+        ("session.unsubscribe", &[], |_| Ok(())),
+        (
+            "message.send",
+            &["session_id", "text"],
+            check::<MessageSend>,
+        ),
+        (
+            "events.list",
+            &[
+                "session_id",
+                "types",
+                "task_id",
+                "agent_id",
+                "since",
+                "until",
+                "after_seq",
+                "limit",
+            ],
+            check::<EventsList>,
+        ),
+        ("clients.list", &[], check::<NoParams>),
+    ];
+
+    /// The names of a method's params, in positional order.
+    pub fn names(method: &str) -> Option<&'static [&'static str]> {
+        TABLE
+            .iter()
+            .find(|(m, _, _)| *m == method)
+            .map(|(_, names, _)| *names)
+    }
+
+    /// Checks the params (raw JSON, absent for none) of a call to `method`. `None` for a
+    /// method this table does not know (the server answers "method not found").
+    pub fn validate(method: &str, raw: Option<&str>) -> Option<Result<(), String>> {
+        let (_, names, check) = TABLE.iter().find(|(m, _, _)| *m == method)?;
+        if *method == *"session.unsubscribe" {
+            return Some(Ok(()));
+        }
+        let value: Value = match raw {
+            None => Value::Object(Default::default()),
+            Some(text) => match serde_json::from_str(text) {
+                Ok(v) => v,
+                Err(e) => return Some(Err(format!("params are not JSON: {e}"))),
+            },
+        };
+        let object = match value {
+            Value::Object(map) => map,
+            Value::Null => Default::default(),
+            Value::Array(items) => {
+                if items.len() > names.len() {
+                    return Some(Err(format!(
+                        "`{method}` takes at most {} params ({}), got {}",
+                        names.len(),
+                        names.join(", "),
+                        items.len()
+                    )));
+                }
+                names
+                    .iter()
+                    .map(|n| n.to_string())
+                    .zip(items)
+                    .filter(|(_, v)| !v.is_null())
+                    .collect()
+            }
+            other => {
+                return Some(Err(format!(
+                    "params must be an object or an array, not {other}"
+                )))
+            }
+        };
+        Some(check(Value::Object(object)))
+    }
+
+    /// Every method in the table (a test checks it against [`super::METHODS`]).
+    pub fn methods() -> impl Iterator<Item = &'static str> {
+        TABLE.iter().map(|(m, _, _)| *m)
+    }
+}

@@ -299,3 +299,23 @@ fn as_str_matches_the_serialized_form() {
         assert_eq!(enum_str(&s).as_deref(), Some(s.as_str()));
     }
 }
+
+#[test]
+fn every_api_method_has_a_param_check() {
+    let checked: std::collections::BTreeSet<&str> = air_proto::api::params::methods().collect();
+    for (method, _) in air_proto::api::METHODS {
+        assert!(checked.contains(method), "{method} has no param check");
+    }
+    let v = |m: &str, p: &str| air_proto::api::params::validate(m, Some(p)).unwrap();
+    assert!(v("session.get", r#"{"session_id":"a"}"#).is_ok());
+    assert!(v("session.get", r#"["a"]"#).is_ok());
+    assert_eq!(
+        v("session.get", r#"["a","b"]"#).unwrap_err(),
+        "`session.get` takes at most 1 params (session_id), got 2"
+    );
+    assert_eq!(
+        v("message.send", r#"{"session_id":"a"}"#).unwrap_err(),
+        "text: missing field `text`"
+    );
+    assert!(air_proto::api::params::validate("no.such", None).is_none());
+}

@@ -7,6 +7,7 @@
 
 mod conn;
 mod lock;
+mod params;
 mod rpc;
 pub mod socket;
 mod state;
@@ -104,8 +105,11 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
         .set_message_buffer_capacity(4096)
         .max_connections(MAX_CONNECTIONS)
         .build();
+    let validate =
+        jsonrpsee::server::middleware::rpc::RpcServiceBuilder::new().layer(params::ValidateLayer);
     let builder = jsonrpsee::server::Server::builder()
         .set_config(server_config)
+        .set_rpc_middleware(validate)
         .to_service_builder();
     let my_uid = nix::unistd::getuid().as_raw();
     let mut shutdown = state.shutdown_requested();
