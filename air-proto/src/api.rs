@@ -49,7 +49,7 @@ pub const METHODS: &[(&str, &str)] = &[
 ];
 
 /// What a client says about itself at connect.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientHello {
     /// Program name, e.g. `air`, `air-tui`, `vscode-air`.
     pub client: String,
@@ -62,7 +62,9 @@ pub struct ClientHello {
     pub mode: ClientMode,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientMode {
     /// Reads only.
@@ -73,7 +75,7 @@ pub enum ClientMode {
 }
 
 /// The daemon's answer to `daemon.hello`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Hello {
     pub daemon_version: String,
     pub protocol_version: u32,
@@ -84,7 +86,7 @@ pub struct Hello {
     pub client_id: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DaemonStatus {
     pub pid: u32,
     pub version: String,
@@ -107,7 +109,7 @@ pub struct DaemonStatus {
     pub idle_timeout_secs: u64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionCreate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
@@ -115,7 +117,7 @@ pub struct SessionCreate {
     pub plan_ref: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionInfo {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,7 +131,7 @@ pub struct SessionInfo {
     pub seq: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
     pub session_id: String,
     pub seq: u64,
@@ -137,7 +139,7 @@ pub struct Snapshot {
 }
 
 /// One notification of a `session.subscribe` subscription.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionUpdate {
     /// An event. `seq` is its sequence number if durable, else the seq it follows.
@@ -157,7 +159,7 @@ pub enum SessionUpdate {
     CaughtUp { seq: u64 },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientInfo {
     pub client_id: String,
     pub client: String,
@@ -171,7 +173,7 @@ pub struct ClientInfo {
 }
 
 /// The answer to `message.send`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessageSent {
     pub message_id: String,
     /// Sequence number of its `user.message.created` event.
@@ -179,7 +181,7 @@ pub struct MessageSent {
 }
 
 /// Filter and page of `events.list`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventsQuery {
     pub session_id: String,
     /// Event types (exact) or families (`task.*`).
@@ -203,13 +205,13 @@ pub struct EventsQuery {
     pub limit: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StoredEvent {
     pub seq: u64,
     pub event: RuntimeEvent,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventsPage {
     pub events: Vec<StoredEvent>,
     /// Pass as `after_seq` for the next page; absent on the last page.
@@ -307,44 +309,44 @@ pub mod params {
 
     use super::ClientHello;
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     pub struct Hello {
         pub hello: ClientHello,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     pub struct NoParams {}
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     pub struct SessionCreate {
         pub title: Option<String>,
         pub plan_ref: Option<String>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     pub struct Session {
         pub session_id: String,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     pub struct Subscribe {
         pub session_id: String,
         pub from_seq: Option<u64>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     pub struct MessageSend {
         pub session_id: String,
         pub text: String,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     pub struct EventsList {
         pub session_id: String,
@@ -466,4 +468,100 @@ pub mod params {
     pub fn methods() -> impl Iterator<Item = &'static str> {
         TABLE.iter().map(|(m, _, _)| *m)
     }
+}
+
+/// The API as an OpenRPC document, generated from the Rust types (committed as
+/// `docs/api.openrpc.json`; a test fails when it is stale). `session.subscribe`'s
+/// notifications are described under `x-notification`.
+pub fn openrpc() -> serde_json::Value {
+    use schemars::generate::{SchemaGenerator, SchemaSettings};
+    use schemars::JsonSchema;
+    use serde_json::{json, Value};
+
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "#/components/schemas/".into())
+        .into_generator();
+    let mut param_types = Vec::new();
+
+    fn params<P: JsonSchema>(
+        generator: &mut SchemaGenerator,
+        kept: &mut Vec<String>,
+        method: &str,
+    ) -> Value {
+        generator.subschema_for::<P>();
+        let name = P::schema_name().to_string();
+        let def = generator
+            .definitions()
+            .get(&name)
+            .cloned()
+            .unwrap_or(Value::Null);
+        kept.push(name);
+        let required: Vec<&str> = def["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let names = params::names(method).unwrap_or(&[]);
+        Value::Array(
+            names
+                .iter()
+                .map(|n| json!({ "name": n, "required": required.contains(n), "schema": def["properties"][*n] }))
+                .collect(),
+        )
+    }
+    fn result<R: JsonSchema>(generator: &mut SchemaGenerator, name: &str) -> Value {
+        json!({ "name": name, "schema": generator.subschema_for::<R>().to_value() })
+    }
+
+    let mut methods = Vec::new();
+    let summary = |m: &str| METHODS.iter().find(|(n, _)| *n == m).map_or("", |(_, s)| s);
+    macro_rules! method {
+        ($name:literal, $params:ty, $result:ty, $result_name:literal) => {{
+            let p = params::<$params>(&mut generator, &mut param_types, $name);
+            let r = result::<$result>(&mut generator, $result_name);
+            methods.push(json!({ "name": $name, "summary": summary($name), "paramStructure": "either", "params": p, "result": r }));
+        }};
+    }
+    method!("daemon.hello", params::Hello, Hello, "hello");
+    method!("daemon.status", params::NoParams, DaemonStatus, "status");
+    method!("daemon.shutdown", params::NoParams, bool, "stopping");
+    method!(
+        "session.create",
+        params::SessionCreate,
+        SessionInfo,
+        "session"
+    );
+    method!(
+        "session.list",
+        params::NoParams,
+        Vec<SessionInfo>,
+        "sessions"
+    );
+    method!("session.get", params::Session, SessionInfo, "session");
+    method!("session.snapshot", params::Session, Snapshot, "snapshot");
+    method!(
+        "session.subscribe",
+        params::Subscribe,
+        String,
+        "subscription_id"
+    );
+    method!("message.send", params::MessageSend, MessageSent, "sent");
+    method!("events.list", params::EventsList, EventsPage, "page");
+    method!("clients.list", params::NoParams, Vec<ClientInfo>, "clients");
+    let update = generator.subschema_for::<SessionUpdate>().to_value();
+    if let Some(subscribe) = methods
+        .iter_mut()
+        .find(|m| m["name"] == "session.subscribe")
+    {
+        subscribe["x-notification"] = json!({ "method": "session.update", "unsubscribe": "session.unsubscribe", "params": { "subscription": "string", "result": update } });
+    }
+    let mut schemas = generator.take_definitions(true);
+    for name in param_types {
+        schemas.remove(&name);
+    }
+    json!({
+        "openrpc": "1.3.2",
+        "info": { "title": "airsd", "version": crate::PROTOCOL_VERSION.to_string(), "description": "The JSON-RPC API of the air daemon (see docs/protocol.md)" },
+        "methods": methods,
+        "components": { "schemas": schemas }
+    })
 }

@@ -10,7 +10,7 @@ use crate::time::IsoTime;
 
 /// Who produced an event (baseline §14 `EventSource`).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventSource {
     pub kind: SourceKind,
     pub id: Option<String>,
@@ -51,7 +51,7 @@ impl EventSource {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     Main,
@@ -78,7 +78,19 @@ impl SourceKind {
 /// The agent roles. The seeds' worker set (executor … experience_miner) plus the two
 /// roles that also run as worker processes here: the architecture designer (milestone
 /// reviews) and the main agent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentType {
     Executor,
@@ -120,7 +132,7 @@ impl AgentType {
 
 /// The event envelope (D-038).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeEvent {
     pub id: String,
     #[serde(rename = "type")]

@@ -11,7 +11,7 @@ use crate::task::TaskSpec;
 
 /// `session.created`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionCreated {
     pub title: Option<String>,
     pub plan_ref: Option<String>,
@@ -19,7 +19,7 @@ pub struct SessionCreated {
 
 /// `session.archived`, `session.deleted`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionStatusChanged {
     pub reason: Option<String>,
 }
@@ -27,7 +27,7 @@ pub struct SessionStatusChanged {
 /// `user.message.created`, `assistant.message.created`: a complete canonical message
 /// (Anthropic content blocks).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessageCreated {
     pub message_id: String,
     /// Anthropic content: a string or an array of content blocks.
@@ -40,7 +40,9 @@ pub struct MessageCreated {
 
 /// Token usage of one provider turn.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -50,7 +52,7 @@ pub struct Usage {
 
 /// `agent.started`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentStarted {
     pub agent_id: String,
     pub agent_type: AgentType,
@@ -61,7 +63,7 @@ pub struct AgentStarted {
 
 /// `agent.completed`: the worker exited after a protocol-level completion.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentCompleted {
     pub agent_id: String,
     pub exit_code: Option<i32>,
@@ -70,7 +72,7 @@ pub struct AgentCompleted {
 
 /// `agent.failed`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentFailed {
     pub agent_id: String,
     pub reason: String,
@@ -78,7 +80,7 @@ pub struct AgentFailed {
 }
 
 /// `task.created`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskCreated {
     pub task: TaskSpec,
 }
@@ -87,7 +89,7 @@ pub struct TaskCreated {
 /// `task.debugging`, `task.completed`, `task.failed`, `task.blocked`, `task.cancelled`);
 /// the new status is the event type.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskStatusChanged {
     pub task_id: String,
     /// Attempt number (1-based) for `task.started`; absent means "the next one".
@@ -100,7 +102,7 @@ pub struct TaskStatusChanged {
 /// `tool.started`: written before the tool runs, so it is the write-ahead record a
 /// recovery finds for a tool call that never finished.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolStarted {
     pub tool_run_id: String,
     pub tool: String,
@@ -112,7 +114,7 @@ pub struct ToolStarted {
 
 /// `tool.completed`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCompleted {
     pub tool_run_id: String,
     pub output: Option<Value>,
@@ -121,7 +123,7 @@ pub struct ToolCompleted {
 
 /// `tool.failed`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolFailed {
     pub tool_run_id: String,
     pub error: String,
@@ -130,7 +132,7 @@ pub struct ToolFailed {
 
 /// `command.started`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandStarted {
     pub command_run_id: String,
     pub command: String,
@@ -143,7 +145,7 @@ pub struct CommandStarted {
 
 /// `command.completed`: the command ran to its end (any exit code).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandCompleted {
     pub command_run_id: String,
     pub exit_code: i32,
@@ -152,7 +154,7 @@ pub struct CommandCompleted {
 
 /// `command.failed`: the command could not run, or was killed (timeout, cancel).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandFailed {
     pub command_run_id: String,
     pub error: String,
@@ -162,7 +164,7 @@ pub struct CommandFailed {
 
 /// `artifact.created`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArtifactCreated {
     pub artifact: ArtifactRef,
     /// Path relative to the session's `artifacts/` directory.
@@ -179,7 +181,7 @@ pub struct ArtifactCreated {
 
 /// `diagnostic.created`: one compiler/linker/analyzer finding.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiagnosticCreated {
     pub diagnostic_id: String,
     pub severity: DiagnosticSeverity,
@@ -196,7 +198,7 @@ pub struct DiagnosticCreated {
     pub agent_id: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DiagnosticSeverity {
     Error,
@@ -216,7 +218,7 @@ impl DiagnosticSeverity {
 
 /// `evidence.created`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvidenceCreated {
     pub evidence: EvidenceRef,
     pub task_id: Option<String>,
@@ -225,7 +227,7 @@ pub struct EvidenceCreated {
 
 /// `workspace.created`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkspaceCreated {
     pub workspace_id: String,
     pub path: String,
@@ -236,7 +238,7 @@ pub struct WorkspaceCreated {
 
 /// `workspace.merged`, `workspace.removed`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkspaceChanged {
     pub workspace_id: String,
     pub reason: Option<String>,
@@ -244,7 +246,7 @@ pub struct WorkspaceChanged {
 
 /// `permission.requested`: a decision that needs a human (or the run's policy).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PermissionRequested {
     pub request_id: String,
     /// What is asked, e.g. `write /etc/hosts`, `run sudo apt-get install cmake`.
@@ -260,7 +262,7 @@ pub struct PermissionRequested {
 /// `permission.decision.recorded`: an answer to a request, or a decision the policy took
 /// on its own (no `request_id`).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PermissionDecisionRecorded {
     pub request_id: Option<String>,
     pub decision: PermissionDecision,
@@ -270,7 +272,7 @@ pub struct PermissionDecisionRecorded {
     pub reason: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionDecision {
     Allow,
@@ -286,7 +288,7 @@ impl PermissionDecision {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionScope {
     Once,
@@ -298,7 +300,7 @@ pub enum DecisionScope {
 
 /// `token.delta`: a piece of a streaming assistant message.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenDelta {
     pub message_id: String,
     /// Index of the content block within the message.
@@ -308,7 +310,7 @@ pub struct TokenDelta {
     pub agent_id: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeltaKind {
     Text,
@@ -317,7 +319,7 @@ pub enum DeltaKind {
 }
 
 /// `stdout.delta`, `stderr.delta`: a chunk of a running command's output.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OutputDelta {
     pub command_run_id: String,
     pub data: String,
@@ -325,7 +327,7 @@ pub struct OutputDelta {
 
 /// `tool.progress`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolProgress {
     pub tool_run_id: String,
     pub message: Option<String>,
@@ -335,7 +337,7 @@ pub struct ToolProgress {
 
 /// `task.progress`.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskProgress {
     pub task_id: String,
     pub message: Option<String>,
@@ -344,7 +346,7 @@ pub struct TaskProgress {
 
 /// `agent.heartbeat` (D-008: pushed by the worker every few seconds).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentHeartbeat {
     pub agent_id: String,
     /// Loop state, e.g. `THINKING`.

@@ -26,7 +26,7 @@ pub const RECENT_LIMIT: usize = 50;
 /// Characters of a message kept as its preview.
 pub const PREVIEW_CHARS: usize = 200;
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Projection {
     pub session_id: String,
     /// Sequence number of the last durable event reflected (0: none).
@@ -50,7 +50,7 @@ pub struct Projection {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionView {
     pub id: String,
     pub title: Option<String>,
@@ -60,7 +60,7 @@ pub struct SessionView {
     pub updated_at: IsoTime,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     Active,
@@ -69,7 +69,7 @@ pub enum SessionStatus {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskView {
     pub id: String,
     pub title: String,
@@ -88,7 +88,19 @@ pub struct TaskView {
     pub progress: Option<p::TaskProgress>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Pending,
@@ -159,7 +171,7 @@ impl TaskStatus {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EdgeView {
     pub task_id: String,
     pub depends_on_task_id: String,
@@ -167,7 +179,7 @@ pub struct EdgeView {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentView {
     pub id: String,
     pub agent_type: AgentType,
@@ -184,7 +196,7 @@ pub struct AgentView {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HeartbeatView {
     pub at: IsoTime,
     pub state: Option<String>,
@@ -194,7 +206,7 @@ pub struct HeartbeatView {
 }
 
 /// Status of an agent, a tool run or a command run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Running,
@@ -219,7 +231,7 @@ impl RunStatus {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolRunView {
     pub id: String,
     pub tool: String,
@@ -233,7 +245,7 @@ pub struct ToolRunView {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandRunView {
     pub id: String,
     pub command: String,
@@ -249,7 +261,7 @@ pub struct CommandRunView {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessageView {
     pub id: String,
     pub role: MessageRole,
@@ -260,7 +272,7 @@ pub struct MessageView {
     pub created_at: IsoTime,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageRole {
     User,
@@ -277,7 +289,7 @@ impl MessageRole {
 }
 
 /// A pending permission request: the request as asked, and when.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PermissionRequestView {
     #[serde(flatten)]
     pub request: p::PermissionRequested,
@@ -285,7 +297,7 @@ pub struct PermissionRequestView {
 }
 
 /// Totals over the whole session (not only the recent lists).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Counters {
     pub tool_runs: u64,
     pub command_runs: u64,

@@ -9,7 +9,7 @@ use crate::task::EvidenceType;
 use crate::time::IsoTime;
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkerResult {
     pub task_id: String,
     pub agent_id: String,
@@ -29,7 +29,7 @@ pub struct WorkerResult {
     pub result: Value,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerStatus {
     Completed,
@@ -39,7 +39,7 @@ pub enum WorkerStatus {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArtifactRef {
     pub id: String,
     #[serde(rename = "type")]
@@ -50,7 +50,7 @@ pub struct ArtifactRef {
     pub created_at: IsoTime,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ArtifactType {
     BuildLog,
@@ -84,7 +84,7 @@ impl ArtifactType {
 /// evidence policy (seed 001 §8.2); it is omitted when the claim is not evidence of a
 /// policy kind.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvidenceRef {
     pub id: String,
     pub kind: EvidenceKind,
@@ -95,7 +95,7 @@ pub struct EvidenceRef {
     pub evidence_type: Option<EvidenceType>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceKind {
     ArtifactExcerpt,
@@ -120,7 +120,7 @@ impl EvidenceKind {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvidenceLocation {
     pub line_start: Option<u64>,
     pub line_end: Option<u64>,
@@ -129,7 +129,7 @@ pub struct EvidenceLocation {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerificationResult {
     pub name: String,
     pub status: VerificationStatus,
@@ -137,7 +137,7 @@ pub struct VerificationResult {
     pub notes: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerificationStatus {
     Passed,
@@ -146,13 +146,15 @@ pub enum VerificationStatus {
     Unknown,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Risk {
     pub severity: Severity,
     pub summary: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Low,
@@ -160,7 +162,7 @@ pub enum Severity {
     High,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FollowUpTask {
     pub title: String,
     pub description: String,
@@ -168,7 +170,7 @@ pub struct FollowUpTask {
     pub task_type: Option<FollowUpType>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FollowUpType {
     Execute,

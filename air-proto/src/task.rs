@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskSpec {
     pub id: String,
     #[serde(rename = "type")]
@@ -27,7 +27,7 @@ pub struct TaskSpec {
     pub output_contract: OutputContract,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskType {
     Execute,
@@ -51,7 +51,7 @@ impl TaskType {
 
 /// Task categories of the evidence policy (seed 001 §8.2): the C++ ones and their
 /// language-neutral counterparts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskCategory {
     CppLogic,
@@ -72,7 +72,7 @@ pub enum TaskCategory {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskScope {
     pub write_area: Option<String>,
     pub expected_files: Option<Vec<String>>,
@@ -82,7 +82,7 @@ pub struct TaskScope {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Contracts {
     pub provides: Option<Vec<InterfaceContract>>,
     pub requires: Option<Vec<InterfaceContract>>,
@@ -95,7 +95,7 @@ impl Contracts {
 }
 
 /// An interface a task provides or requires (seed 001 §6.1).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InterfaceContract {
     pub module: String,
     pub kind: ContractKind,
@@ -103,7 +103,7 @@ pub struct InterfaceContract {
     pub stability: Stability,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ContractKind {
     Api,
@@ -113,7 +113,7 @@ pub enum ContractKind {
     Protocol,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stability {
     Stable,
@@ -123,7 +123,7 @@ pub enum Stability {
 
 /// One dependency edge (baseline §9).
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskDependency {
     pub depends_on_task_id: String,
     pub dependency_type: DependencyType,
@@ -131,7 +131,7 @@ pub struct TaskDependency {
     pub source: Option<DependencySource>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DependencyType {
     Hard,
@@ -157,7 +157,7 @@ impl DependencyType {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DependencySource {
     Architecture,
@@ -168,7 +168,7 @@ pub enum DependencySource {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verification {
     /// Recommended commands; agents may run more and must report what they ran.
     pub commands: Option<Vec<String>>,
@@ -179,7 +179,19 @@ pub struct Verification {
 
 /// Evidence kinds of the evidence policy (seed 001 §8.2), including the two the global
 /// rules add (`debugger_analysis`, `explanation`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceType {
     BuildPass,
@@ -199,7 +211,7 @@ pub enum EvidenceType {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Constraints {
     pub max_turns: u32,
     pub soft_timeout_ms: u64,
@@ -209,7 +221,7 @@ pub struct Constraints {
     pub model_id: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelPolicy {
     SchedulerForced,
@@ -217,7 +229,7 @@ pub enum ModelPolicy {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextRefs {
     pub plan_ref: Option<String>,
     pub arc_ref: Option<String>,
@@ -225,7 +237,7 @@ pub struct ContextRefs {
     pub artifacts: Option<Vec<String>>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum OutputContract {
     ExecutorResult,
     ReviewerResult,

@@ -319,3 +319,42 @@ fn every_api_method_has_a_param_check() {
     );
     assert!(air_proto::api::params::validate("no.such", None).is_none());
 }
+
+#[test]
+fn docs_api_openrpc_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/api.openrpc.json");
+    let mut generated = serde_json::to_string_pretty(&air_proto::api::openrpc()).unwrap();
+    generated.push('\n');
+    if std::env::var_os("AIR_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let committed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or_default();
+    assert!(
+        committed == air_proto::api::openrpc(),
+        "docs/api.openrpc.json is stale: run `AIR_UPDATE_DOCS=1 cargo test -p air-proto docs_`"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&generated).unwrap();
+    let names: Vec<&str> = doc["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for (method, _) in air_proto::api::METHODS {
+        assert!(
+            names.contains(method),
+            "{method} missing from the OpenRPC document"
+        );
+    }
+    let get = doc["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "session.get")
+        .unwrap();
+    assert_eq!(get["params"][0]["name"], "session_id");
+    assert_eq!(get["params"][0]["required"], true);
+    assert!(doc["components"]["schemas"]["Projection"].is_object());
+}
