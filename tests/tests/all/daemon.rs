@@ -537,3 +537,74 @@ fn service_unit_files_are_valid() {
         "{printed}"
     );
 }
+
+#[test]
+fn three_terminals_following_events_see_the_same_lines() {
+    let p = Project::new();
+    let out = p.air(&["status"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let created =
+        p.curl(r#"{"jsonrpc":"2.0","id":1,"method":"session.create","params":{"title":"follow"}}"#);
+    let id = serde_json::from_str::<serde_json::Value>(&created).unwrap()["result"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let followers: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(bin("air"))
+                .args(["events", "--follow", "--json", "--session", &id])
+                .current_dir(&p.root)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Wait until the three are attached (the status call itself is one more client).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let status = p.curl(r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#);
+        let clients = serde_json::from_str::<serde_json::Value>(&status).unwrap()["result"]
+            ["clients"]
+            .as_u64()
+            .unwrap();
+        if clients >= 4 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "followers did not attach"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for i in 0..30 {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"message.send","params":{{"session_id":"{id}","text":"line {i}"}}}}"#
+        );
+        assert!(p.curl(&body).contains("\"seq\""));
+    }
+    // Stopping the daemon ends every follower (after it printed what it received).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(p.air(&["daemon", "stop"]).status.success());
+    let outputs: Vec<String> = followers
+        .into_iter()
+        .map(|f| String::from_utf8(f.wait_with_output().unwrap().stdout).unwrap())
+        .collect();
+    let seqs = |o: &str| -> Vec<u64> {
+        o.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(
+        seqs(&outputs[0]),
+        (1..=31).collect::<Vec<u64>>(),
+        "{}",
+        outputs[0]
+    );
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+}
