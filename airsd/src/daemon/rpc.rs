@@ -268,29 +268,14 @@ async fn stream_session(
             let mut after = from;
             while after < seq {
                 let page = state
-                    .events(EventsQuery {
-                        session_id: session_id.to_string(),
-                        after_seq: Some(after),
-                        limit: Some(1000),
-                        ..Default::default()
-                    })
+                    .replay(session_id, after, seq, 1000)
                     .await
                     .map_err(|e| e.to_string())?;
-                if page.events.is_empty() {
-                    break;
+                let Some(&(last, _)) = page.last() else { break };
+                for (_, delta) in page {
+                    sink.send(delta).await.map_err(|e| e.to_string())?;
                 }
-                for stored in page.events {
-                    if stored.seq > seq {
-                        break;
-                    }
-                    after = stored.seq;
-                    let update = SessionUpdate::Delta {
-                        seq: stored.seq,
-                        durable: true,
-                        event: stored.event,
-                    };
-                    send(&sink, &update).await?;
-                }
+                after = last;
             }
             send(&sink, &SessionUpdate::CaughtUp { seq }).await?;
         }

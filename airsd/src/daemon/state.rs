@@ -218,6 +218,20 @@ impl DaemonState {
         }
     }
 
+    /// Stored durable events with `after < seq <= upto`, at most `limit`, already encoded
+    /// as `session.update` deltas: the stored JSON columns are spliced in, not re-parsed.
+    pub async fn replay(
+        &self,
+        session_id: &str,
+        after: u64,
+        upto: u64,
+        limit: u32,
+    ) -> Result<Vec<(u64, Box<serde_json::value::RawValue>)>> {
+        let session = self.session(session_id).await?;
+        let project_id = self.project.project_id.clone();
+        blocking(move || replay_encoded(&session, &project_id, after, upto, limit)).await
+    }
+
     pub async fn events(&self, query: EventsQuery) -> Result<EventsPage> {
         let session = self.session(&query.session_id).await?;
         let project_id = self.project.project_id.clone();
@@ -276,6 +290,57 @@ fn read_info(db: &std::path::Path, id: &str) -> Result<Option<SessionInfo>> {
         )
         .optional()?;
     Ok(info)
+}
+
+fn replay_encoded(
+    session: &Session,
+    project_id: &str,
+    after: u64,
+    upto: u64,
+    limit: u32,
+) -> Result<Vec<(u64, Box<serde_json::value::RawValue>)>> {
+    use std::fmt::Write;
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
+    let conn = session.readers().get()?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, id, type, version, timestamp, source_kind, source_id, source_agent_type,
+             route_json, payload_json
+         FROM events WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let (session_json, project_json) = (quote(session.id()), quote(project_id));
+    let mut rows = stmt.query(rusqlite::params![after, upto, limit])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let seq: u64 = r.get(0)?;
+        let id: String = r.get(1)?;
+        let ty: String = r.get(2)?;
+        let version: u32 = r.get(3)?;
+        let timestamp: String = r.get(4)?;
+        let kind: String = r.get(5)?;
+        let source_id: Option<String> = r.get(6)?;
+        let agent_type: Option<String> = r.get(7)?;
+        let route: String = r.get(8)?;
+        let payload: String = r.get(9)?;
+        let mut source = format!("{{\"kind\":{}", quote(&kind));
+        if let Some(v) = &source_id {
+            let _ = write!(source, ",\"id\":{}", quote(v));
+        }
+        if let Some(v) = &agent_type {
+            let _ = write!(source, ",\"agent_type\":{}", quote(v));
+        }
+        source.push('}');
+        let text = format!(
+            "{{\"type\":\"delta\",\"seq\":{seq},\"durable\":true,\"event\":{{\"id\":{},\"type\":{},\"version\":{version},\"timestamp\":{},\"session_id\":{session_json},\"project_id\":{project_json},\"source\":{source},\"route\":{route},\"payload\":{payload}}}}}",
+            quote(&id),
+            quote(&ty),
+            quote(&timestamp),
+        );
+        let raw = serde_json::value::RawValue::from_string(text).map_err(|e| {
+            Error::Internal(format!("event {seq}: stored JSON does not parse: {e}"))
+        })?;
+        out.push((seq, raw));
+    }
+    Ok(out)
 }
 
 const DEFAULT_PAGE: u32 = 100;

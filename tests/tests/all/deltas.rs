@@ -21,7 +21,10 @@ async fn client(p: &Project) -> Connection {
 }
 
 /// Collects durable deltas until `count` have arrived (skipping resyncs and markers).
-async fn durable(sub: &mut Subscription<SessionUpdate>, count: usize) -> Vec<(u64, String)> {
+async fn durable(
+    sub: &mut Subscription<SessionUpdate>,
+    count: usize,
+) -> Vec<(u64, air_proto::event::RuntimeEvent)> {
     let mut got = Vec::new();
     while got.len() < count {
         let next = tokio::time::timeout(Duration::from_secs(10), sub.next())
@@ -33,7 +36,7 @@ async fn durable(sub: &mut Subscription<SessionUpdate>, count: usize) -> Vec<(u6
             event,
         } = next.expect("stream ended").unwrap()
         {
-            got.push((seq, event.id));
+            got.push((seq, event));
         }
     }
     got
@@ -79,7 +82,7 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
         let seqs: Vec<u64> = streams[0].iter().map(|s| s.0).collect();
         assert_eq!(seqs, (2..62).collect::<Vec<u64>>());
 
-        // A late client asking from seq 1 gets the same events from the database.
+        // A late client asking from seq 1 gets the same events, whole, from the database.
         let late = client(&p).await;
         let mut sub = late
             .client
@@ -165,7 +168,8 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
             .status()
             .unwrap();
         acked.extend(burst.await.unwrap());
-        let mut seen: Vec<(u64, String)> = seen_before;
+        let mut seen: Vec<(u64, String)> =
+            seen_before.into_iter().map(|(s, e)| (s, e.id)).collect();
         while let Ok(Some(Ok(SessionUpdate::Delta {
             seq,
             durable: true,
