@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod db;
 pub mod error;
 pub mod event_store;
+pub mod logfile;
 pub mod projection;
 pub mod session;
 

@@ -1,7 +1,6 @@
 //! `airsd`: the daemon binary. A thin shell over the `airsd` library: arguments, the
 //! environment, logging, and the process's exit code.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,7 +30,7 @@ struct Args {
 
 const EXIT_CODES: &str = "Exit codes:\n  0  stopped normally\n  1  failed (see the log)\n  2  not in a project, or bad arguments\n  3  another airsd already serves this project";
 
-/// Keeps at most this much log before rotating at start.
+/// Size at which the log is rotated, and how many old logs are kept.
 const LOG_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 const LOG_KEEP: usize = 3;
 
@@ -95,8 +94,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr, or (detached) to `logs/airsd.log`, rotated at start when large.
-/// The level comes from `AIR_LOG` (EnvFilter syntax, default `info`).
+/// Logs to stderr, or (detached) to `logs/airsd.log`, rotated by size. The level comes
+/// from `AIR_LOG` (EnvFilter syntax, default `info`).
 fn init_logging(dir: &Path, to_file: bool) -> std::io::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AIR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -107,27 +106,9 @@ fn init_logging(dir: &Path, to_file: bool) -> std::io::Result<()> {
         builder.with_writer(std::io::stderr).init();
         return Ok(());
     }
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join("airsd.log");
-    if std::fs::metadata(&path)
-        .map(|m| m.len() > LOG_ROTATE_BYTES)
-        .unwrap_or(false)
-    {
-        for i in (1..LOG_KEEP).rev() {
-            let _ = std::fs::rename(
-                dir.join(format!("airsd.log.{i}")),
-                dir.join(format!("airsd.log.{}", i + 1)),
-            );
-        }
-        std::fs::rename(&path, dir.join("airsd.log.1"))?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
-    let file = std::sync::Mutex::new(file);
-    builder.with_writer(file).init();
-    let _ = std::io::stderr().flush();
+    let log =
+        airsd::logfile::RotatingLog::open(&dir.join("airsd.log"), LOG_ROTATE_BYTES, LOG_KEEP)?;
+    builder.with_writer(std::sync::Mutex::new(log)).init();
     Ok(())
 }
 
