@@ -21,6 +21,9 @@ pub enum DaemonCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write a service-manager unit that runs this project's daemon (systemd user units
+    /// on Linux, a launchd agent on macOS) and print how to enable it.
+    InstallService,
 }
 
 pub async fn run(command: DaemonCommand) -> CmdResult {
@@ -31,6 +34,7 @@ pub async fn run(command: DaemonCommand) -> CmdResult {
             stop().await?;
             start().await
         }
+        DaemonCommand::InstallService => crate::service::install(&project()?),
         DaemonCommand::Status { json } => {
             let options = connect_options(project()?);
             let conn = connect_running(&options).await.map_err(|e| match e {

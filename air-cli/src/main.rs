@@ -4,6 +4,7 @@
 
 mod daemon_cmd;
 mod output;
+mod service;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -608,3 +608,50 @@ fn three_terminals_following_events_see_the_same_lines() {
     assert_eq!(outputs[0], outputs[1]);
     assert_eq!(outputs[0], outputs[2]);
 }
+
+#[test]
+fn install_service_writes_units_for_this_project() {
+    let p = Project::new();
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(bin("air"))
+        .args(["daemon", "install-service"])
+        .current_dir(&p.root)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let instance = printed
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("systemctl --user enable --now 'airsd@")
+        })
+        .and_then(|rest| rest.strip_suffix(".socket'"))
+        .unwrap_or_else(|| panic!("{printed}"))
+        .to_string();
+    let escaped = Command::new("systemd-escape")
+        .arg("--path")
+        .arg(p.root.canonicalize().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(instance, String::from_utf8_lossy(&escaped.stdout).trim());
+    let units = home.path().join(".config/systemd/user");
+    let service = std::fs::read_to_string(units.join("airsd@.service")).unwrap();
+    assert!(
+        service.contains(&bin("airsd").display().to_string()),
+        "{service}"
+    );
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(units.join(format!("airsd@{instance}.service")))
+        .arg(units.join(format!("airsd@{instance}.socket")))
+        .env("SYSTEMD_UNIT_PATH", format!("{}:", units.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && text(&out).trim().is_empty(),
+        "{}",
+        text(&out)
+    );
+}
