@@ -70,31 +70,43 @@ async fn start() -> CmdResult {
     Ok(())
 }
 
+/// Stops the daemon with SIGTERM (the same graceful stop as `daemon.shutdown`), found
+/// through its lock rather than the socket: this works with a daemon of another
+/// protocol version too, which is what `air daemon restart` is for.
 async fn stop() -> CmdResult {
-    let options = connect_options(project()?);
-    let conn = match connect_running(&options).await {
-        Ok(c) => c,
-        Err(ClientError::Unreachable { .. }) => {
-            println!("no daemon running");
-            return Ok(());
-        }
-        Err(e) => return Err(unreachable(e)),
-    };
-    let pid = conn.hello.pid;
-    match conn.client.shutdown().await {
-        Ok(_) => {}
-        // The daemon may close the connection as it stops, before the answer arrives.
-        Err(jsonrpsee::core::ClientError::RestartNeeded(_)) => {}
-        Err(e) => return Err(e.into()),
+    let paths = project()?;
+    let lock = paths.locks().join("airsd.lock");
+    if !lock_held(&lock) {
+        println!("no daemon running");
+        return Ok(());
     }
-    // Stopped when its lock is free (it is released as the process ends).
-    let lock = options.paths.locks().join("airsd.lock");
+    let pid: i32 = std::fs::read_to_string(&lock)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .ok_or_else(|| {
+            Failure::from(format!(
+                "{}: no pid in the daemon's lock file",
+                lock.display()
+            ))
+        })?;
+    match nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    ) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(e) => {
+            return Err(Failure::from(format!(
+                "cannot signal airsd (pid {pid}): {e}"
+            )))
+        }
+    }
+    // Stopped when its lock is free (released as the process ends).
     let deadline = Instant::now() + Duration::from_secs(15);
     while lock_held(&lock) {
         if Instant::now() > deadline {
             return Err(Failure::from(format!(
                 "airsd (pid {pid}) is still stopping after 15 s; see {}",
-                options.paths.daemon_log().display()
+                paths.daemon_log().display()
             )));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -46,7 +46,7 @@ pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
     let idle = if s.idle_timeout_secs == 0 {
         "never".to_string()
     } else {
-        human_duration(s.idle_timeout_secs * 1000)
+        human_duration(s.idle_timeout_secs.saturating_mul(1000))
     };
     println!("idle exit {idle}");
     Ok(())

@@ -43,6 +43,14 @@ pub enum ClientError {
         log: PathBuf,
         tail: String,
     },
+    #[error("{socket} is served by a process of another user (uid {uid}); refusing to talk to it")]
+    ForeignServer { socket: PathBuf, uid: u32 },
+    #[error("{socket} is served by the daemon of {other}, not of {ours}")]
+    WrongProject {
+        socket: PathBuf,
+        ours: PathBuf,
+        other: PathBuf,
+    },
     #[error("{0}")]
     Rpc(#[from] jsonrpsee::core::ClientError),
 }
@@ -147,6 +155,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, ClientError
         return Err(first);
     };
     let mut child = spawn_daemon(airsd, &options.paths)?;
+    let mut respawn_at: Option<Instant> = None;
     let started = Instant::now();
     let mut delay = Duration::from_millis(2);
     loop {
@@ -165,8 +174,14 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, ClientError
                         tail: log_tail(&options.paths.daemon_log(), 20),
                     });
                 }
-                // Another client's daemon won the race: keep waiting for its socket.
+                // Another daemon holds the lock: one starting (its socket comes soon) or
+                // one stopping (its lock goes soon). Try again shortly either way.
+                respawn_at = Some(Instant::now() + Duration::from_millis(100));
             }
+        }
+        if child.is_none() && respawn_at.is_some_and(|at| Instant::now() >= at) {
+            respawn_at = None;
+            child = spawn_daemon(airsd, &options.paths)?;
         }
         if started.elapsed() >= options.start_wait {
             return Err(ClientError::StartTimeout {

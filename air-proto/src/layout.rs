@@ -167,6 +167,23 @@ impl ProjectPaths {
         ]
     }
 
+    /// Creates `.air/local/` and its directories (mode 0700) if missing: a fresh clone
+    /// has `.air/shared/` only, since `.air/local/` is gitignored.
+    pub fn ensure_local(&self) -> Result<()> {
+        for dir in [
+            self.sessions(),
+            self.state(),
+            self.backups(),
+            self.locks(),
+            self.tmp(),
+            self.workspaces(),
+            self.logs(),
+        ] {
+            fs::create_dir_all(&dir).map_err(|e| LayoutError::io(&dir, e))?;
+        }
+        restrict_to_owner(&self.local())
+    }
+
     /// Reads and checks `project.json`.
     pub fn read_project(&self) -> Result<ProjectJson> {
         let path = self.project_json();

@@ -79,6 +79,8 @@ pub enum Error {
     Pool(#[from] r2d2::Error),
     #[error("the session's writer has stopped")]
     WriterClosed,
+    #[error("airsd is shutting down; retry once it has restarted")]
+    ShuttingDown,
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -102,9 +104,11 @@ impl Error {
             | Error::SchemaUnknown { .. }
             | Error::IncompleteSession { .. } => ErrorKind::SchemaMismatch,
             Error::NoSuchSession { .. } => ErrorKind::NotFound,
-            Error::Io { .. } | Error::Layout { .. } | Error::Pool(_) | Error::WriterClosed => {
-                ErrorKind::Unavailable
-            }
+            Error::Io { .. }
+            | Error::Layout { .. }
+            | Error::Pool(_)
+            | Error::WriterClosed
+            | Error::ShuttingDown => ErrorKind::Unavailable,
             Error::Sqlite(_) | Error::Internal(_) => ErrorKind::Internal,
         }
     }

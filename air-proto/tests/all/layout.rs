@@ -79,3 +79,22 @@ fn init_on_a_file_fails_clearly() {
     let err = layout::init(&file, "t").unwrap_err();
     assert!(matches!(err, LayoutError::NotADirectory { .. }), "{err}");
 }
+
+#[test]
+fn timestamps_with_offsets_are_canonicalised_to_utc_micros() {
+    use air_proto::time::canonical;
+    assert_eq!(
+        canonical("2026-11-30T12:00:00+02:00").unwrap(),
+        "2026-11-30T10:00:00.000000Z"
+    );
+    assert_eq!(
+        canonical("2026-11-30T10:00:00.5-01:30").unwrap(),
+        "2026-11-30T11:30:00.500000Z"
+    );
+    assert_eq!(
+        canonical("2026-11-30T10:00:00Z").unwrap(),
+        "2026-11-30T10:00:00.000000Z"
+    );
+    assert!(canonical("2026-11-30T10:00:00+25:00").is_none());
+    assert!(canonical("yesterday").is_none());
+}

@@ -78,6 +78,7 @@ pub enum StopReason {
 pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let paths = ProjectPaths::new(&config.project_root);
     let project = paths.read_project()?;
+    paths.ensure_local()?;
     let lock = DaemonLock::acquire(&paths.locks().join("airsd.lock"))?;
     let inherited = config.inherited.is_some();
     let (listener, socket_path) = match config.inherited {
@@ -178,8 +179,12 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     }
     // Tell every client, let in-flight requests finish.
     let _ = server_handle.stop();
+    // WebSocket sessions run outside the connection tasks: wait for the count too.
     let drained = tokio::time::timeout(STOP_GRACE, async {
         while connections.join_next().await.is_some() {}
+        while state.connections() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     })
     .await;
     if drained.is_err() {

@@ -121,6 +121,9 @@ impl DaemonState {
     /// The open session `id`, opening it if needed.
     pub async fn session(&self, id: &str) -> Result<Arc<Session>> {
         let mut sessions = self.sessions.lock().await;
+        if *self.shutdown.borrow() {
+            return Err(Error::ShuttingDown);
+        }
         if let Some(s) = sessions.get(id) {
             return Ok(s.clone());
         }
@@ -134,6 +137,9 @@ impl DaemonState {
     }
 
     pub async fn create_session(&self, params: SessionCreate) -> Result<SessionInfo> {
+        if *self.shutdown.borrow() {
+            return Err(Error::ShuttingDown);
+        }
         let id = air_proto::ids::new_id();
         let paths = self.paths.clone();
         let project_id = self.project.project_id.clone();
@@ -209,8 +215,9 @@ impl DaemonState {
         Ok(info_of(&*self.session(id).await?))
     }
 
-    /// Closes every session: queued writes commit, threads stop.
+    /// Closes every session: queued writes commit, threads stop. No session opens after.
     pub async fn close_sessions(&self) {
+        self.request_shutdown();
         let sessions: Vec<Arc<Session>> =
             self.sessions.lock().await.drain().map(|(_, s)| s).collect();
         for session in sessions {
@@ -228,14 +235,12 @@ impl DaemonState {
         limit: u32,
     ) -> Result<Vec<(u64, Box<serde_json::value::RawValue>)>> {
         let session = self.session(session_id).await?;
-        let project_id = self.project.project_id.clone();
-        blocking(move || replay_encoded(&session, &project_id, after, upto, limit)).await
+        blocking(move || replay_encoded(&session, after, upto, limit)).await
     }
 
     pub async fn events(&self, query: EventsQuery) -> Result<EventsPage> {
         let session = self.session(&query.session_id).await?;
-        let project_id = self.project.project_id.clone();
-        blocking(move || list_events(&session, &project_id, &query)).await
+        blocking(move || list_events(&session, &query)).await
     }
 }
 
@@ -294,7 +299,6 @@ fn read_info(db: &std::path::Path, id: &str) -> Result<Option<SessionInfo>> {
 
 fn replay_encoded(
     session: &Session,
-    project_id: &str,
     after: u64,
     upto: u64,
     limit: u32,
@@ -307,7 +311,12 @@ fn replay_encoded(
              route_json, payload_json
          FROM events WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
     )?;
-    let (session_json, project_json) = (quote(session.id()), quote(project_id));
+    let session_json = quote(session.id());
+    // As live events carry it: the session's project id, omitted when unknown.
+    let project_field = match session.store().project_id() {
+        Some(id) => format!(",\"project_id\":{}", quote(id)),
+        None => String::new(),
+    };
     let mut rows = stmt.query(rusqlite::params![after, upto, limit])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
@@ -330,7 +339,7 @@ fn replay_encoded(
         }
         source.push('}');
         let text = format!(
-            "{{\"type\":\"delta\",\"seq\":{seq},\"durable\":true,\"event\":{{\"id\":{},\"type\":{},\"version\":{version},\"timestamp\":{},\"session_id\":{session_json},\"project_id\":{project_json},\"source\":{source},\"route\":{route},\"payload\":{payload}}}}}",
+            "{{\"type\":\"delta\",\"seq\":{seq},\"durable\":true,\"event\":{{\"id\":{},\"type\":{},\"version\":{version},\"timestamp\":{},\"session_id\":{session_json}{project_field},\"source\":{source},\"route\":{route},\"payload\":{payload}}}}}",
             quote(&id),
             quote(&ty),
             quote(&timestamp),
@@ -346,7 +355,7 @@ fn replay_encoded(
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1_000;
 
-fn list_events(session: &Session, project_id: &str, q: &EventsQuery) -> Result<EventsPage> {
+fn list_events(session: &Session, q: &EventsQuery) -> Result<EventsPage> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     if limit == 0 || limit > MAX_PAGE {
         return Err(Error::invalid(
@@ -360,7 +369,8 @@ fn list_events(session: &Session, project_id: &str, q: &EventsQuery) -> Result<E
              route_json, payload_json
          FROM events WHERE seq > ?",
     );
-    let mut args: Vec<rusqlite::types::Value> = vec![(q.after_seq.unwrap_or(0) as i64).into()];
+    let after = i64::try_from(q.after_seq.unwrap_or(0)).unwrap_or(i64::MAX);
+    let mut args: Vec<rusqlite::types::Value> = vec![after.into()];
     if let Some(types) = &q.types {
         if !types.is_empty() {
             let mut parts = Vec::new();
@@ -391,15 +401,16 @@ fn list_events(session: &Session, project_id: &str, q: &EventsQuery) -> Result<E
     }
     for (field, op, value) in [("since", ">=", &q.since), ("until", "<", &q.until)] {
         if let Some(v) = value {
-            if !air_proto::time::is_iso_time(v) {
+            // Stored timestamps are canonical (UTC, microseconds): so is the bound.
+            let Some(bound) = air_proto::time::canonical(v) else {
                 return Err(Error::invalid(
                     "events.list",
                     field,
                     format!("`{v}` is not an RFC 3339 timestamp"),
                 ));
-            }
+            };
             sql.push_str(&format!(" AND timestamp {op} ?"));
-            args.push(v.clone().into());
+            args.push(bound.into());
         }
     }
     sql.push_str(" ORDER BY seq LIMIT ?");
@@ -444,7 +455,7 @@ fn list_events(session: &Session, project_id: &str, q: &EventsQuery) -> Result<E
                 version,
                 timestamp,
                 session_id: session.id().to_string(),
-                project_id: Some(project_id.to_string()),
+                project_id: session.store().project_id().map(str::to_string),
                 source,
                 route: serde_json::from_str(&route).map_err(|e| corrupt("route", e.to_string()))?,
                 payload: serde_json::from_str(&payload)

@@ -136,10 +136,19 @@ impl EventStore {
         done.await.map_err(|_| Error::WriterClosed)?
     }
 
+    /// Fills what the store owns in the envelope: the project id, and the timestamp in
+    /// its canonical form (UTC, microseconds), so stored times compare as text.
     fn complete(&self, event: &mut RuntimeEvent) {
         if event.project_id.is_none() {
             event.project_id.clone_from(&self.project_id);
         }
+        if let Some(ts) = air_proto::time::canonical(&event.timestamp) {
+            event.timestamp = ts;
+        }
+    }
+
+    pub fn project_id(&self) -> Option<&str> {
+        self.project_id.as_deref()
     }
 
     /// Appends one event. A durable event returns once it is committed and published; an

@@ -655,3 +655,37 @@ fn install_service_writes_units_for_this_project() {
         text(&out)
     );
 }
+
+#[test]
+fn a_fresh_clone_without_local_state_starts_its_daemon() {
+    let p = Project::new();
+    std::fs::remove_dir_all(p.paths().local()).unwrap();
+    let out = p.air(&["status"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(mode(&p.paths().local()), 0o700);
+    assert!(p.paths().locks().is_dir());
+}
+
+#[test]
+fn clients_arriving_while_the_daemon_stops_are_always_answered() {
+    let p = Project::new();
+    assert!(p.air(&["daemon", "start"]).status.success());
+    let old = p.daemon_pid().unwrap();
+    Command::new("kill")
+        .args(["-TERM", &old.to_string()])
+        .status()
+        .unwrap();
+    // Whether the old daemon still answers, is stopping (socket gone, lock held) or is
+    // gone, every client gets an answer, from it or from a new daemon.
+    for _ in 0..10 {
+        let out = p.air(&["status", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = p.air(&["daemon", "status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(
+        v["pid"].as_u64().unwrap() as u32,
+        old,
+        "the stopped daemon was replaced"
+    );
+}

@@ -186,6 +186,21 @@ fn bad_events_are_refused_with_what_and_where() {
             "{err}"
         );
 
+        // Timestamps are stored in one canonical form (UTC, microseconds).
+        let mut e = event(
+            &sid,
+            "task.created",
+            &p::TaskCreated {
+                task: task_spec("T0", &[]),
+            },
+        );
+        e.timestamp = "2026-11-30T12:00:00+02:00".into();
+        store.append(e).await.unwrap();
+        assert_eq!(
+            session.snapshot().task("T0").unwrap().created_at,
+            "2026-11-30T10:00:00.000000Z"
+        );
+
         // Nothing of the refused events was stored, and the sequence has no gap.
         let a = store
             .append(event(
@@ -197,8 +212,8 @@ fn bad_events_are_refused_with_what_and_where() {
             ))
             .await
             .unwrap();
-        assert_eq!(a.seq, 2);
-        assert_eq!(count(&session, "SELECT COUNT(*) FROM events"), 2);
+        assert_eq!(a.seq, 3);
+        assert_eq!(count(&session, "SELECT COUNT(*) FROM events"), 3);
     });
 }
 
