@@ -29,6 +29,8 @@ pub use state::DaemonState;
 pub const MAX_BODY: u32 = 16 * 1024 * 1024;
 /// Simultaneous client connections (each is a few KiB; a fd each).
 pub const MAX_CONNECTIONS: u32 = 1_000;
+/// An open session nobody uses for this long is closed (it reopens on demand).
+const SESSION_IDLE: Duration = Duration::from_secs(300);
 /// How long a graceful stop waits for connections to finish.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -115,6 +117,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let my_uid = nix::unistd::getuid().as_raw();
     let mut shutdown = state.shutdown_requested();
     let mut idle_check = tokio::time::interval(Duration::from_secs(1));
+    let mut session_sweep = tokio::time::interval(SESSION_IDLE / 4);
     let mut connections = tokio::task::JoinSet::new();
     let mut next_conn = 0u64;
 
@@ -163,6 +166,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
             _ = shutdown.changed() => break StopReason::Requested,
             _ = sigterm.recv() => break StopReason::Signal,
             _ = sigint.recv() => break StopReason::Signal,
+            _ = session_sweep.tick() => state.close_idle_sessions(SESSION_IDLE).await,
             _ = idle_check.tick() => {
                 if !config.idle_timeout.is_zero() && state.idle_for().is_some_and(|idle| idle >= config.idle_timeout) {
                     break StopReason::Idle;

@@ -26,12 +26,27 @@ pub struct DaemonState {
     pub started: Instant,
     pub started_at: String,
     pub idle_timeout: Duration,
-    sessions: tokio::sync::Mutex<HashMap<String, Arc<Session>>>,
+    sessions: tokio::sync::Mutex<HashMap<String, OpenSession>>,
     clients: Mutex<HashMap<u64, ClientInfo>>,
     connections: AtomicUsize,
     /// When the last connection closed (or the daemon started).
     idle_since: Mutex<Instant>,
     shutdown: watch::Sender<bool>,
+}
+
+/// An open session and when a request last used it.
+struct OpenSession {
+    session: Arc<Session>,
+    last_used: Instant,
+}
+
+impl OpenSession {
+    fn new(session: Arc<Session>) -> Self {
+        Self {
+            session,
+            last_used: Instant::now(),
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -124,15 +139,16 @@ impl DaemonState {
         if *self.shutdown.borrow() {
             return Err(Error::ShuttingDown);
         }
-        if let Some(s) = sessions.get(id) {
-            return Ok(s.clone());
+        if let Some(open) = sessions.get_mut(id) {
+            open.last_used = Instant::now();
+            return Ok(open.session.clone());
         }
         let paths = self.paths.clone();
         let owned = id.to_string();
         let session =
             blocking(move || Session::open(&paths, &owned, SessionConfig::default())).await?;
         let session = Arc::new(session);
-        sessions.insert(id.to_string(), session.clone());
+        sessions.insert(id.to_string(), OpenSession::new(session.clone()));
         Ok(session)
     }
 
@@ -159,7 +175,10 @@ impl DaemonState {
         })
         .await?;
         let info = info_of(&session);
-        self.sessions.lock().await.insert(id, Arc::new(session));
+        self.sessions
+            .lock()
+            .await
+            .insert(id, OpenSession::new(Arc::new(session)));
         Ok(info)
     }
 
@@ -174,7 +193,7 @@ impl DaemonState {
             .lock()
             .await
             .iter()
-            .map(|(id, s)| (id.clone(), info_of(s)))
+            .map(|(id, open)| (id.clone(), info_of(&open.session)))
             .collect();
         let dir = self.paths.sessions();
         let paths = self.paths.clone();
@@ -218,9 +237,36 @@ impl DaemonState {
     /// Closes every session: queued writes commit, threads stop. No session opens after.
     pub async fn close_sessions(&self) {
         self.request_shutdown();
-        let sessions: Vec<Arc<Session>> =
-            self.sessions.lock().await.drain().map(|(_, s)| s).collect();
+        let sessions: Vec<Arc<Session>> = self
+            .sessions
+            .lock()
+            .await
+            .drain()
+            .map(|(_, open)| open.session)
+            .collect();
         for session in sessions {
+            let _ = tokio::task::spawn_blocking(move || session.store().shutdown()).await;
+        }
+    }
+
+    /// Closes sessions nobody has used for `idle`: no request, no subscription, no other
+    /// holder. They reopen on the next request.
+    pub async fn close_idle_sessions(&self, idle: Duration) {
+        let closing: Vec<(String, Arc<Session>)> = {
+            let mut sessions = self.sessions.lock().await;
+            let ids: Vec<String> = sessions
+                .iter()
+                .filter(|(_, open)| {
+                    open.last_used.elapsed() >= idle && Arc::strong_count(&open.session) == 1
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| sessions.remove(&id).map(|open| (id, open.session)))
+                .collect()
+        };
+        for (id, session) in closing {
+            tracing::debug!(session = %id, "closing an idle session");
             let _ = tokio::task::spawn_blocking(move || session.store().shutdown()).await;
         }
     }
@@ -473,4 +519,52 @@ fn list_events(session: &Session, q: &EventsQuery) -> Result<EventsPage> {
         events,
         next_after_seq,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_sessions_close_and_reopen_on_demand() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = air_proto::layout::init(dir.path(), "t").unwrap();
+        let paths = ProjectPaths::new(dir.path());
+        let state = DaemonState::new(
+            paths.clone(),
+            report.project,
+            paths.socket(),
+            Duration::ZERO,
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let a = state
+                .create_session(SessionCreate::default())
+                .await
+                .unwrap();
+            let b = state
+                .create_session(SessionCreate::default())
+                .await
+                .unwrap();
+            let held = state.session(&b.id).await.unwrap();
+            assert_eq!(state.open_sessions().await, 2);
+            state.close_idle_sessions(Duration::ZERO).await;
+            assert_eq!(
+                state.open_sessions().await,
+                1,
+                "a session in use stays open"
+            );
+            drop(held);
+            let again = state.session_info(&a.id).await.unwrap();
+            assert_eq!(again.seq, 1, "a closed session reopens on demand");
+            state.close_sessions().await;
+            assert!(matches!(
+                state.session(&a.id).await,
+                Err(Error::ShuttingDown)
+            ));
+        });
+    }
 }
