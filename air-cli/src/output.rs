@@ -182,39 +182,50 @@ pub async fn events(
     if !follow {
         return Ok(());
     }
-    let mut after = after;
-    let mut sub: Subscription<SessionUpdate> = conn
-        .client
-        .session_subscribe(session_id, Some(after))
-        .await?;
-    while let Some(update) = sub.next().await {
-        match update? {
-            SessionUpdate::Delta {
-                seq,
-                durable,
-                event,
-            } => {
-                if durable && seq > after && matches(&event.event_type) {
-                    print_event(seq, &event, json)?;
-                    after = seq;
+    // `cursor`: the last durable seq received, printed or filtered out.
+    let mut cursor = after;
+    loop {
+        let mut sub: Subscription<SessionUpdate> = conn
+            .client
+            .session_subscribe(session_id.clone(), Some(cursor))
+            .await?;
+        while let Some(update) = sub.next().await {
+            match update? {
+                SessionUpdate::Delta {
+                    seq,
+                    durable,
+                    event,
+                } => {
+                    if durable && seq > cursor {
+                        cursor = seq;
+                        if matches(&event.event_type) {
+                            print_event(seq, &event, json)?;
+                        }
+                    }
                 }
-            }
-            SessionUpdate::CaughtUp { .. } => {}
-            SessionUpdate::Resync { snapshot, .. } => {
-                // Events between what was printed and the snapshot are in the database.
-                if snapshot.seq > after {
-                    after = print_stored(
-                        &conn,
-                        &snapshot.session_id,
-                        &types_filter,
-                        after,
-                        snapshot.seq,
-                        json,
-                    )
-                    .await?;
+                SessionUpdate::CaughtUp { .. } => {}
+                SessionUpdate::Resync { snapshot, .. } => {
+                    // Events between the cursor and the snapshot are in the database.
+                    if snapshot.seq > cursor {
+                        print_stored(
+                            &conn,
+                            &snapshot.session_id,
+                            &types_filter,
+                            cursor,
+                            snapshot.seq,
+                            json,
+                        )
+                        .await?;
+                        cursor = snapshot.seq;
+                    }
                 }
             }
         }
+        if !conn.client.is_connected() {
+            break;
+        }
+        // The stream ended but the connection is up: this client fell behind and its
+        // subscription buffer overflowed. Pick up from the cursor.
     }
     Err(Failure::from(
         "the daemon closed the stream (it stopped or restarted)",

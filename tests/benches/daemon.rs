@@ -45,6 +45,17 @@ fn air(root: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A client whose subscription buffer holds a whole catch-up (the shared client's is
+/// smaller and cuts off a consumer that falls that far behind).
+async fn big_buffer_client(socket: &Path, events: usize) -> jsonrpsee_ws_client::WsClient {
+    let stream = tokio::net::UnixStream::connect(socket).await.unwrap();
+    jsonrpsee_ws_client::WsClientBuilder::default()
+        .max_buffer_capacity_per_subscription(events * 2)
+        .build_with_stream("ws://localhost/", stream)
+        .await
+        .unwrap()
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
@@ -189,8 +200,8 @@ fn main() {
         let mut subs = tokio::task::JoinSet::new();
         let start = Instant::now();
         for _ in 0..SUBSCRIBERS {
-            let c = connect(&options).await.unwrap();
-            let mut sub = c.client.session_subscribe(session.id.clone(), Some(session.seq)).await.unwrap();
+            let c = big_buffer_client(&paths.client_socket(), EVENTS).await;
+            let mut sub = c.session_subscribe(session.id.clone(), Some(session.seq)).await.unwrap();
             subs.spawn(async move {
                 let _keep = c;
                 let mut n = 0usize;
@@ -209,6 +220,42 @@ fn main() {
         assert_eq!(delivered, SUBSCRIBERS * EVENTS);
         println!(
             "fan-out over the socket, catching up from the database: {SUBSCRIBERS} clients × {EVENTS} events in {:.1} s = {:.0} deliveries/s",
+            elapsed.as_secs_f64(),
+            delivered as f64 / elapsed.as_secs_f64()
+        );
+
+        // The same catch-up for clients that forward deltas without decoding them (a
+        // relay, a logger): what the daemon's fan-out sustains on its own.
+        let mut subs = tokio::task::JoinSet::new();
+        let start = Instant::now();
+        for _ in 0..SUBSCRIBERS {
+            use jsonrpsee::core::client::SubscriptionClientT;
+            let client = big_buffer_client(&paths.client_socket(), EVENTS).await;
+            let mut params = jsonrpsee::core::params::ObjectParams::new();
+            params.insert("session_id", session.id.clone()).unwrap();
+            params.insert("from_seq", session.seq).unwrap();
+            let mut sub = client
+                .subscribe::<Box<serde_json::value::RawValue>, _>("session.subscribe", params, "session.unsubscribe")
+                .await
+                .unwrap();
+            subs.spawn(async move {
+                let _keep = client;
+                let mut n = 0usize;
+                while n < EVENTS {
+                    match sub.next().await {
+                        Some(Ok(raw)) if raw.get().starts_with(r#"{"type":"delta""#) => n += 1,
+                        Some(Ok(_)) => {}
+                        other => panic!("subscription ended early: {other:?}"),
+                    }
+                }
+                n
+            });
+        }
+        let delivered: usize = subs.join_all().await.into_iter().sum();
+        let elapsed = start.elapsed();
+        assert_eq!(delivered, SUBSCRIBERS * EVENTS);
+        println!(
+            "fan-out over the socket, catching up, clients forwarding without decoding: {SUBSCRIBERS} clients × {EVENTS} events in {:.1} s = {:.0} deliveries/s",
             elapsed.as_secs_f64(),
             delivered as f64 / elapsed.as_secs_f64()
         );
