@@ -217,5 +217,36 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
         let snapshot = b.client.session_snapshot(session.id.clone()).await.unwrap();
         assert_eq!(snapshot.seq, last);
         assert_eq!(snapshot.projection.counters.messages, last - 1);
+        // The new daemon's projection (hydrated from the state tables) equals the event
+        // log replayed through the reducer.
+        let mut replayed = air_proto::projection::Projection::new(session.id.clone());
+        let mut after = 0;
+        loop {
+            let page = b
+                .client
+                .events_list(
+                    session.id.clone(),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    Some(after),
+                    Some(1000),
+                )
+                .await
+                .unwrap();
+            for e in &page.events {
+                replayed.apply(e.seq, &e.event, true);
+                after = e.seq;
+            }
+            if page.next_after_seq.is_none() {
+                break;
+            }
+        }
+        assert_eq!(
+            serde_json::to_value(&replayed).unwrap(),
+            serde_json::to_value(&snapshot.projection).unwrap()
+        );
     });
 }
