@@ -191,15 +191,13 @@ pub async fn events(
             .await?;
         while let Some(update) = sub.next().await {
             match update? {
-                SessionUpdate::Delta {
-                    seq,
-                    durable,
-                    event,
-                } => {
-                    if durable && seq > cursor {
-                        cursor = seq;
-                        if matches(&event.event_type) {
-                            print_event(seq, &event, json)?;
+                update @ (SessionUpdate::Delta { .. } | SessionUpdate::Deltas { .. }) => {
+                    for d in update.into_deltas() {
+                        if d.durable && d.seq > cursor {
+                            cursor = d.seq;
+                            if matches(&d.event.event_type) {
+                                print_event(d.seq, &d.event, json)?;
+                            }
                         }
                     }
                 }

@@ -148,6 +148,10 @@ pub enum SessionUpdate {
         durable: bool,
         event: RuntimeEvent,
     },
+    /// Several consecutive deltas in one notification, in order (sent when many are
+    /// ready at once: while catching up, or under load). Each item has the fields of a
+    /// `delta` (and may carry its `"type":"delta"` too).
+    Deltas { deltas: Vec<DeltaItem> },
     /// Start over from this snapshot: the client fell behind, or asked for a seq the
     /// daemon cannot continue from. Deltas that follow apply to it.
     Resync {
@@ -157,6 +161,33 @@ pub enum SessionUpdate {
     /// Durable events after the requested seq were replayed from the database up to
     /// `seq`; live events follow. Ephemeral events of the gap are not replayed.
     CaughtUp { seq: u64 },
+}
+
+/// One item of a `deltas` notification.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeltaItem {
+    pub seq: u64,
+    pub durable: bool,
+    pub event: RuntimeEvent,
+}
+
+impl SessionUpdate {
+    /// The deltas this update carries, in order (none for `resync` and `caught_up`).
+    pub fn into_deltas(self) -> Vec<DeltaItem> {
+        match self {
+            SessionUpdate::Delta {
+                seq,
+                durable,
+                event,
+            } => vec![DeltaItem {
+                seq,
+                durable,
+                event,
+            }],
+            SessionUpdate::Deltas { deltas } => deltas,
+            _ => Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -312,12 +312,20 @@ impl Subscription {
     /// Moves every queued delta into `out`, waiting until there is at least one. Returns
     /// `None` when `out` was filled, or `Resync`/`Closed` when that is what comes next.
     pub async fn recv_many(&mut self, out: &mut Vec<Delta>) -> Option<Recv> {
+        self.recv_up_to(out, usize::MAX).await
+    }
+
+    /// Like [`Subscription::recv_many`], but moves at most `max` deltas; the rest stay
+    /// in this subscriber's bounded queue (so a consumer that then blocks is still cut
+    /// off by the queue's bound rather than holding a large batch of its own).
+    pub async fn recv_up_to(&mut self, out: &mut Vec<Delta>, max: usize) -> Option<Recv> {
         loop {
             {
                 let mut st = lock(&self.queue.items);
                 if !st.items.is_empty() {
-                    out.extend(st.items.drain(..));
-                    st.merge_floor = 0;
+                    let n = st.items.len().min(max.max(1));
+                    out.extend(st.items.drain(..n));
+                    st.merge_floor = st.merge_floor.saturating_sub(n);
                     return None;
                 }
                 if st.lagged {

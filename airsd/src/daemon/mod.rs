@@ -105,7 +105,10 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(MAX_BODY)
         .max_response_body_size(MAX_BODY)
-        .set_message_buffer_capacity(4096)
+        // Messages queued per connection before a slow reader holds up its sender (and
+        // then, past the bus's bound, gets a resync): with batches of up to 64 deltas this
+        // bounds a stalled client's backlog in the daemon to a few MiB.
+        .set_message_buffer_capacity(128)
         .max_connections(MAX_CONNECTIONS)
         .build();
     let validate =

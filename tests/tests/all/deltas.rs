@@ -30,13 +30,10 @@ async fn durable(
         let next = tokio::time::timeout(Duration::from_secs(10), sub.next())
             .await
             .expect("deltas stalled");
-        if let SessionUpdate::Delta {
-            seq,
-            durable: true,
-            event,
-        } = next.expect("stream ended").unwrap()
-        {
-            got.push((seq, event));
+        for d in next.expect("stream ended").unwrap().into_deltas() {
+            if d.durable {
+                got.push((d.seq, d.event));
+            }
         }
     }
     got
@@ -170,13 +167,19 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
         acked.extend(burst.await.unwrap());
         let mut seen: Vec<(u64, String)> =
             seen_before.into_iter().map(|(s, e)| (s, e.id)).collect();
-        while let Ok(Some(Ok(SessionUpdate::Delta {
-            seq,
-            durable: true,
-            event,
-        }))) = tokio::time::timeout(Duration::from_millis(500), sub.next()).await
+        while let Ok(Some(Ok(update))) =
+            tokio::time::timeout(Duration::from_millis(500), sub.next()).await
         {
-            seen.push((seq, event.id));
+            let deltas = update.into_deltas();
+            if deltas.is_empty() {
+                break;
+            }
+            seen.extend(
+                deltas
+                    .into_iter()
+                    .filter(|d| d.durable)
+                    .map(|d| (d.seq, d.event.id)),
+            );
         }
         let cursor = seen.last().unwrap().0;
 
@@ -195,12 +198,15 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
                 .unwrap()
                 .unwrap()
             {
-                SessionUpdate::Delta {
-                    seq,
-                    durable: true,
-                    event,
-                } => seen.push((seq, event.id)),
                 SessionUpdate::CaughtUp { .. } => break,
+                update @ (SessionUpdate::Delta { .. } | SessionUpdate::Deltas { .. }) => seen
+                    .extend(
+                        update
+                            .into_deltas()
+                            .into_iter()
+                            .filter(|d| d.durable)
+                            .map(|d| (d.seq, d.event.id)),
+                    ),
                 other => panic!("{other:?}"),
             }
         }
