@@ -27,6 +27,8 @@ pub struct DaemonState {
     pub started_at: String,
     pub idle_timeout: Duration,
     sessions: tokio::sync::Mutex<HashMap<String, OpenSession>>,
+    /// One gate per session being opened.
+    opening: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     clients: Mutex<HashMap<u64, ClientInfo>>,
     connections: AtomicUsize,
     /// When the last connection closed (or the daemon started).
@@ -74,6 +76,7 @@ impl DaemonState {
             started_at: air_proto::time::now_iso(),
             idle_timeout,
             sessions: tokio::sync::Mutex::new(HashMap::new()),
+            opening: Mutex::new(HashMap::new()),
             clients: Mutex::new(HashMap::new()),
             connections: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
@@ -133,23 +136,48 @@ impl DaemonState {
 
     // ---- sessions -------------------------------------------------------------------
 
-    /// The open session `id`, opening it if needed.
-    pub async fn session(&self, id: &str) -> Result<Arc<Session>> {
+    /// The session `id` if it is open.
+    async fn open_session(&self, id: &str) -> Result<Option<Arc<Session>>> {
         let mut sessions = self.sessions.lock().await;
         if *self.shutdown.borrow() {
             return Err(Error::ShuttingDown);
         }
-        if let Some(open) = sessions.get_mut(id) {
+        Ok(sessions.get_mut(id).map(|open| {
             open.last_used = Instant::now();
-            return Ok(open.session.clone());
+            open.session.clone()
+        }))
+    }
+
+    /// The open session `id`, opening it if needed. Opening one session never holds up
+    /// requests for others; two requests for the same one open it once.
+    pub async fn session(&self, id: &str) -> Result<Arc<Session>> {
+        if let Some(session) = self.open_session(id).await? {
+            return Ok(session);
         }
-        let paths = self.paths.clone();
-        let owned = id.to_string();
-        let session =
-            blocking(move || Session::open(&paths, &owned, SessionConfig::default())).await?;
-        let session = Arc::new(session);
-        sessions.insert(id.to_string(), OpenSession::new(session.clone()));
-        Ok(session)
+        let gate = lock(&self.opening)
+            .entry(id.to_string())
+            .or_default()
+            .clone();
+        let _opening = gate.lock().await;
+        let result = async {
+            if let Some(session) = self.open_session(id).await? {
+                return Ok(session);
+            }
+            let paths = self.paths.clone();
+            let owned = id.to_string();
+            let session =
+                blocking(move || Session::open(&paths, &owned, SessionConfig::default())).await?;
+            let session = Arc::new(session);
+            let mut sessions = self.sessions.lock().await;
+            if *self.shutdown.borrow() {
+                return Err(Error::ShuttingDown);
+            }
+            sessions.insert(id.to_string(), OpenSession::new(session.clone()));
+            Ok(session)
+        }
+        .await;
+        lock(&self.opening).remove(id);
+        result
     }
 
     pub async fn create_session(&self, params: SessionCreate) -> Result<SessionInfo> {
