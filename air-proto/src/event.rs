@@ -51,82 +51,29 @@ impl EventSource {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SourceKind {
-    Main,
-    ArchitectureDesigner,
-    Scheduler,
-    Agent,
-    Tool,
-    System,
-}
-
-impl SourceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceKind::Main => "main",
-            SourceKind::ArchitectureDesigner => "architecture_designer",
-            SourceKind::Scheduler => "scheduler",
-            SourceKind::Agent => "agent",
-            SourceKind::Tool => "tool",
-            SourceKind::System => "system",
-        }
+wire_enum! {
+    pub enum SourceKind {
+        Main = "main",
+        ArchitectureDesigner = "architecture_designer",
+        Scheduler = "scheduler",
+        Agent = "agent",
+        Tool = "tool",
+        System = "system",
     }
 }
 
-/// The agent roles. The seeds' worker set (executor … experience_miner) plus the two
-/// roles that also run as worker processes here: the architecture designer (milestone
-/// reviews) and the main agent.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentType {
-    Executor,
-    Reviewer,
-    Debugger,
-    Compactor,
-    ExperienceMiner,
-    ArchitectureDesigner,
-    Main,
-}
-
-impl AgentType {
-    pub const ALL: [AgentType; 7] = [
-        AgentType::Executor,
-        AgentType::Reviewer,
-        AgentType::Debugger,
-        AgentType::Compactor,
-        AgentType::ExperienceMiner,
-        AgentType::ArchitectureDesigner,
-        AgentType::Main,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentType::Executor => "executor",
-            AgentType::Reviewer => "reviewer",
-            AgentType::Debugger => "debugger",
-            AgentType::Compactor => "compactor",
-            AgentType::ExperienceMiner => "experience_miner",
-            AgentType::ArchitectureDesigner => "architecture_designer",
-            AgentType::Main => "main",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
+wire_enum! {
+    /// The agent roles. The seeds' worker set (executor … experience_miner) plus the two
+    /// roles that also run as worker processes here: the architecture designer (milestone
+    /// reviews) and the main agent.
+    pub enum AgentType {
+        Executor = "executor",
+        Reviewer = "reviewer",
+        Debugger = "debugger",
+        Compactor = "compactor",
+        ExperienceMiner = "experience_miner",
+        ArchitectureDesigner = "architecture_designer",
+        Main = "main",
     }
 }
 

@@ -6,6 +6,9 @@
 //! semantics, and the NDJSON codec. It does no I/O of its own except in the `layout`
 //! feature (the `.air/` directory tree), and it never reads the environment.
 
+#[macro_use]
+mod wire_enum;
+
 pub mod api;
 #[cfg(feature = "client")]
 pub mod client;

@@ -198,21 +198,11 @@ pub struct DiagnosticCreated {
     pub agent_id: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DiagnosticSeverity {
-    Error,
-    Warning,
-    Note,
-}
-
-impl DiagnosticSeverity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiagnosticSeverity::Error => "error",
-            DiagnosticSeverity::Warning => "warning",
-            DiagnosticSeverity::Note => "note",
-        }
+wire_enum! {
+    pub enum DiagnosticSeverity {
+        Error = "error",
+        Warning = "warning",
+        Note = "note",
     }
 }
 
@@ -272,19 +262,10 @@ pub struct PermissionDecisionRecorded {
     pub reason: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionDecision {
-    Allow,
-    Deny,
-}
-
-impl PermissionDecision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionDecision::Allow => "allow",
-            PermissionDecision::Deny => "deny",
-        }
+wire_enum! {
+    pub enum PermissionDecision {
+        Allow = "allow",
+        Deny = "deny",
     }
 }
 

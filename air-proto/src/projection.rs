@@ -60,12 +60,12 @@ pub struct SessionView {
     pub updated_at: IsoTime,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionStatus {
-    Active,
-    Archived,
-    Deleted,
+wire_enum! {
+    pub enum SessionStatus {
+        Active = "active",
+        Archived = "archived",
+        Deleted = "deleted",
+    }
 }
 
 #[serde_with::skip_serializing_none]
@@ -88,63 +88,21 @@ pub struct TaskView {
     pub progress: Option<p::TaskProgress>,
 }
 
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    Pending,
-    Ready,
-    Running,
-    Reviewing,
-    Debugging,
-    Completed,
-    Failed,
-    Blocked,
-    Cancelled,
+wire_enum! {
+    pub enum TaskStatus {
+        Pending = "pending",
+        Ready = "ready",
+        Running = "running",
+        Reviewing = "reviewing",
+        Debugging = "debugging",
+        Completed = "completed",
+        Failed = "failed",
+        Blocked = "blocked",
+        Cancelled = "cancelled",
+    }
 }
 
 impl TaskStatus {
-    pub const ALL: [TaskStatus; 9] = [
-        TaskStatus::Pending,
-        TaskStatus::Ready,
-        TaskStatus::Running,
-        TaskStatus::Reviewing,
-        TaskStatus::Debugging,
-        TaskStatus::Completed,
-        TaskStatus::Failed,
-        TaskStatus::Blocked,
-        TaskStatus::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::Ready => "ready",
-            TaskStatus::Running => "running",
-            TaskStatus::Reviewing => "reviewing",
-            TaskStatus::Debugging => "debugging",
-            TaskStatus::Completed => "completed",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Blocked => "blocked",
-            TaskStatus::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-
     /// The status a task status event sets, by event type.
     pub fn from_event_type(event_type: &str) -> Option<Self> {
         Some(match event_type {
@@ -205,28 +163,12 @@ pub struct HeartbeatView {
     pub output_tokens: Option<u64>,
 }
 
-/// Status of an agent, a tool run or a command run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Running,
-    Completed,
-    Failed,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Completed => "completed",
-            RunStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [RunStatus::Running, RunStatus::Completed, RunStatus::Failed]
-            .into_iter()
-            .find(|t| t.as_str() == s)
+wire_enum! {
+    /// Status of an agent, a tool run or a command run.
+    pub enum RunStatus {
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
     }
 }
 
@@ -272,19 +214,10 @@ pub struct MessageView {
     pub created_at: IsoTime,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageRole {
-    User,
-    Assistant,
-}
-
-impl MessageRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageRole::User => "user",
-            MessageRole::Assistant => "assistant",
-        }
+wire_enum! {
+    pub enum MessageRole {
+        User = "user",
+        Assistant = "assistant",
     }
 }
 
@@ -419,7 +352,8 @@ impl Projection {
     /// Number of tasks in each status.
     pub fn tasks_by_status(&self) -> Vec<(TaskStatus, usize)> {
         TaskStatus::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .map(|s| (s, self.tasks.iter().filter(|t| t.status == s).count()))
             .collect()
     }

@@ -50,33 +50,17 @@ pub struct ArtifactRef {
     pub created_at: IsoTime,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ArtifactType {
-    BuildLog,
-    TestLog,
-    Screenshot,
-    Pcap,
-    CoreDump,
-    TerminalCast,
-    Diff,
-    Report,
-    Other,
-}
-
-impl ArtifactType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ArtifactType::BuildLog => "build_log",
-            ArtifactType::TestLog => "test_log",
-            ArtifactType::Screenshot => "screenshot",
-            ArtifactType::Pcap => "pcap",
-            ArtifactType::CoreDump => "core_dump",
-            ArtifactType::TerminalCast => "terminal_cast",
-            ArtifactType::Diff => "diff",
-            ArtifactType::Report => "report",
-            ArtifactType::Other => "other",
-        }
+wire_enum! {
+    pub enum ArtifactType {
+        BuildLog = "build_log",
+        TestLog = "test_log",
+        Screenshot = "screenshot",
+        Pcap = "pcap",
+        CoreDump = "core_dump",
+        TerminalCast = "terminal_cast",
+        Diff = "diff",
+        Report = "report",
+        Other = "other",
     }
 }
 
@@ -95,27 +79,14 @@ pub struct EvidenceRef {
     pub evidence_type: Option<EvidenceType>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EvidenceKind {
-    ArtifactExcerpt,
-    StructuredResult,
-    Message,
-    ToolRun,
-    CommandRun,
-    Diagnostic,
-}
-
-impl EvidenceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EvidenceKind::ArtifactExcerpt => "artifact_excerpt",
-            EvidenceKind::StructuredResult => "structured_result",
-            EvidenceKind::Message => "message",
-            EvidenceKind::ToolRun => "tool_run",
-            EvidenceKind::CommandRun => "command_run",
-            EvidenceKind::Diagnostic => "diagnostic",
-        }
+wire_enum! {
+    pub enum EvidenceKind {
+        ArtifactExcerpt = "artifact_excerpt",
+        StructuredResult = "structured_result",
+        Message = "message",
+        ToolRun = "tool_run",
+        CommandRun = "command_run",
+        Diagnostic = "diagnostic",
     }
 }
 

@@ -27,25 +27,13 @@ pub struct TaskSpec {
     pub output_contract: OutputContract,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskType {
-    Execute,
-    Review,
-    Debug,
-    Compact,
-    MineExperience,
-}
-
-impl TaskType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskType::Execute => "execute",
-            TaskType::Review => "review",
-            TaskType::Debug => "debug",
-            TaskType::Compact => "compact",
-            TaskType::MineExperience => "mine_experience",
-        }
+wire_enum! {
+    pub enum TaskType {
+        Execute = "execute",
+        Review = "review",
+        Debug = "debug",
+        Compact = "compact",
+        MineExperience = "mine_experience",
     }
 }
 
@@ -131,29 +119,12 @@ pub struct TaskDependency {
     pub source: Option<DependencySource>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DependencyType {
-    Hard,
-    Soft,
-    Conflict,
-    Serialization,
-}
-
-impl DependencyType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DependencyType::Hard => "hard",
-            DependencyType::Soft => "soft",
-            DependencyType::Conflict => "conflict",
-            DependencyType::Serialization => "serialization",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [Self::Hard, Self::Soft, Self::Conflict, Self::Serialization]
-            .into_iter()
-            .find(|t| t.as_str() == s)
+wire_enum! {
+    pub enum DependencyType {
+        Hard = "hard",
+        Soft = "soft",
+        Conflict = "conflict",
+        Serialization = "serialization",
     }
 }
 
