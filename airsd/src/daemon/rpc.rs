@@ -272,8 +272,13 @@ async fn stream_session(
                     .replay(session_id, after, seq, 1000)
                     .await
                     .map_err(|e| e.to_string())?;
-                let Some(&(last, _)) = page.last() else { break };
-                let wires: Vec<&RawValue> = page.iter().map(|(_, d)| &**d).collect();
+                // A shared page may reach past this subscription's starting point.
+                let ready: Vec<&(u64, Box<RawValue>)> =
+                    page.iter().take_while(|(s, _)| *s <= seq).collect();
+                let Some(&&(last, _)) = ready.last() else {
+                    break;
+                };
+                let wires: Vec<&RawValue> = ready.iter().map(|(_, d)| &**d).collect();
                 send_deltas(&sink, &wires).await?;
                 after = last;
             }

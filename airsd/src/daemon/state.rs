@@ -34,6 +34,38 @@ pub struct DaemonState {
     /// When the last connection closed (or the daemon started).
     idle_since: Mutex<Instant>,
     shutdown: watch::Sender<bool>,
+    /// Recently encoded full replay pages, shared by subscribers catching up together.
+    replay_cache: Mutex<ReplayCache>,
+}
+
+/// An encoded replay page: deltas ready to send.
+pub type ReplayPage = Arc<Vec<(u64, Box<serde_json::value::RawValue>)>>;
+
+/// Full pages of stored events never change, so clients catching up from the same
+/// point share one encoding. Keyed by (session, after, limit); at most `PAGES` kept.
+#[derive(Default)]
+struct ReplayCache {
+    pages: HashMap<(String, u64, u32), ReplayPage>,
+    order: std::collections::VecDeque<(String, u64, u32)>,
+}
+
+impl ReplayCache {
+    const PAGES: usize = 16;
+
+    fn get(&self, key: &(String, u64, u32)) -> Option<ReplayPage> {
+        self.pages.get(key).cloned()
+    }
+
+    fn put(&mut self, key: (String, u64, u32), page: ReplayPage) {
+        if self.pages.insert(key.clone(), page).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > Self::PAGES {
+            if let Some(old) = self.order.pop_front() {
+                self.pages.remove(&old);
+            }
+        }
+    }
 }
 
 /// An open session and when a request last used it.
@@ -80,6 +112,7 @@ impl DaemonState {
             clients: Mutex::new(HashMap::new()),
             connections: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
+            replay_cache: Mutex::new(ReplayCache::default()),
             shutdown: watch::channel(false).0,
         }
     }
@@ -301,15 +334,26 @@ impl DaemonState {
 
     /// Stored durable events with `after < seq <= upto`, at most `limit`, already encoded
     /// as `session.update` deltas: the stored JSON columns are spliced in, not re-parsed.
+    ///
+    /// The page may hold events past `upto` when it comes from the cache: callers stop
+    /// at `upto`.
     pub async fn replay(
         &self,
         session_id: &str,
         after: u64,
         upto: u64,
         limit: u32,
-    ) -> Result<Vec<(u64, Box<serde_json::value::RawValue>)>> {
+    ) -> Result<ReplayPage> {
+        let key = (session_id.to_string(), after, limit);
+        if let Some(page) = lock(&self.replay_cache).get(&key) {
+            return Ok(page);
+        }
         let session = self.session(session_id).await?;
-        blocking(move || replay_encoded(&session, after, upto, limit)).await
+        let page = Arc::new(blocking(move || replay_encoded(&session, after, upto, limit)).await?);
+        if page.len() == limit as usize {
+            lock(&self.replay_cache).put(key, page.clone());
+        }
+        Ok(page)
     }
 
     pub async fn events(&self, query: EventsQuery) -> Result<EventsPage> {
