@@ -154,9 +154,14 @@ impl ProjectPaths {
 
     /// Directories `air init` creates, shared first.
     pub fn init_dirs(&self) -> Vec<PathBuf> {
-        vec![
-            self.rules(),
-            self.plan(),
+        let mut dirs = vec![self.rules(), self.plan()];
+        dirs.extend(self.local_dirs());
+        dirs
+    }
+
+    /// The directories under `.air/local/`.
+    pub fn local_dirs(&self) -> [PathBuf; 7] {
+        [
             self.sessions(),
             self.state(),
             self.backups(),
@@ -170,15 +175,7 @@ impl ProjectPaths {
     /// Creates `.air/local/` and its directories (mode 0700) if missing: a fresh clone
     /// has `.air/shared/` only, since `.air/local/` is gitignored.
     pub fn ensure_local(&self) -> Result<()> {
-        for dir in [
-            self.sessions(),
-            self.state(),
-            self.backups(),
-            self.locks(),
-            self.tmp(),
-            self.workspaces(),
-            self.logs(),
-        ] {
+        for dir in self.local_dirs() {
             fs::create_dir_all(&dir).map_err(|e| LayoutError::io(&dir, e))?;
         }
         restrict_to_owner(&self.local())

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use air_proto::api::AirApiClient;
+use air_proto::api::{AirApiClient, SessionUpdate};
 use air_proto::client::{connect, ConnectOptions};
 
 fn release_bin(name: &str) -> PathBuf {
@@ -54,6 +54,65 @@ async fn big_buffer_client(socket: &Path, events: usize) -> jsonrpsee_ws_client:
         .build_with_stream("ws://localhost/", stream)
         .await
         .unwrap()
+}
+
+/// `subscribers` clients catch up on `events` stored events at once; prints the rate.
+/// Decoding clients parse every update as `SessionUpdate`; the others only count deltas.
+async fn catch_up(
+    socket: &Path,
+    session: &str,
+    from: u64,
+    subscribers: usize,
+    events: usize,
+    decode: bool,
+) {
+    use jsonrpsee::core::client::SubscriptionClientT;
+    let mut subs = tokio::task::JoinSet::new();
+    let start = Instant::now();
+    for _ in 0..subscribers {
+        let client = big_buffer_client(socket, events).await;
+        let mut params = jsonrpsee::core::params::ObjectParams::new();
+        params.insert("session_id", session).unwrap();
+        params.insert("from_seq", from).unwrap();
+        let mut sub = client
+            .subscribe::<Box<serde_json::value::RawValue>, _>(
+                "session.subscribe",
+                params,
+                "session.unsubscribe",
+            )
+            .await
+            .unwrap();
+        subs.spawn(async move {
+            let _keep = client;
+            let mut n = 0usize;
+            while n < events {
+                let raw = match sub.next().await {
+                    Some(Ok(raw)) => raw,
+                    other => panic!("subscription ended early: {other:?}"),
+                };
+                n += if decode {
+                    let update: SessionUpdate = serde_json::from_str(raw.get()).unwrap();
+                    update.into_deltas().iter().filter(|d| d.durable).count()
+                } else {
+                    raw.get().matches(r#"{"type":"delta","#).count()
+                };
+            }
+            n
+        });
+    }
+    let delivered: usize = subs.join_all().await.into_iter().sum();
+    let elapsed = start.elapsed();
+    assert_eq!(delivered, subscribers * events);
+    let how = if decode {
+        "every delta decoded"
+    } else {
+        "clients forwarding without decoding"
+    };
+    println!(
+        "fan-out over the socket, catching up from the database ({how}): {subscribers} clients × {events} events in {:.1} s = {:.0} deliveries/s",
+        elapsed.as_secs_f64(),
+        delivered as f64 / elapsed.as_secs_f64()
+    );
 }
 
 fn main() {
@@ -196,67 +255,11 @@ fn main() {
 
         // The same fan-out when the events are already stored: 10 clients subscribe from
         // the start and are fed from the database, then go live.
-        let mut subs = tokio::task::JoinSet::new();
-        let start = Instant::now();
-        for _ in 0..SUBSCRIBERS {
-            let c = big_buffer_client(&paths.client_socket(), EVENTS).await;
-            let mut sub = c.session_subscribe(session.id.clone(), Some(session.seq)).await.unwrap();
-            subs.spawn(async move {
-                let _keep = c;
-                let mut n = 0usize;
-                while n < EVENTS {
-                    match sub.next().await {
-                        Some(Ok(update)) => n += update.into_deltas().iter().filter(|d| d.durable).count(),
-                        other => panic!("subscription ended early: {other:?}"),
-                    }
-                }
-                n
-            });
-        }
-        let delivered: usize = subs.join_all().await.into_iter().sum();
-        let elapsed = start.elapsed();
-        assert_eq!(delivered, SUBSCRIBERS * EVENTS);
-        println!(
-            "fan-out over the socket, catching up from the database: {SUBSCRIBERS} clients × {EVENTS} events in {:.1} s = {:.0} deliveries/s",
-            elapsed.as_secs_f64(),
-            delivered as f64 / elapsed.as_secs_f64()
-        );
-
-        // The same catch-up for clients that forward deltas without decoding them (a
-        // relay, a logger): what the daemon's fan-out sustains on its own.
-        let mut subs = tokio::task::JoinSet::new();
-        let start = Instant::now();
-        for _ in 0..SUBSCRIBERS {
-            use jsonrpsee::core::client::SubscriptionClientT;
-            let client = big_buffer_client(&paths.client_socket(), EVENTS).await;
-            let mut params = jsonrpsee::core::params::ObjectParams::new();
-            params.insert("session_id", session.id.clone()).unwrap();
-            params.insert("from_seq", session.seq).unwrap();
-            let mut sub = client
-                .subscribe::<Box<serde_json::value::RawValue>, _>("session.subscribe", params, "session.unsubscribe")
-                .await
-                .unwrap();
-            subs.spawn(async move {
-                let _keep = client;
-                let mut n = 0usize;
-                while n < EVENTS {
-                    match sub.next().await {
-                        // Count the deltas without decoding them.
-                        Some(Ok(raw)) => n += raw.get().matches(r#"{"type":"delta","#).count(),
-                        other => panic!("subscription ended early: {other:?}"),
-                    }
-                }
-                n
-            });
-        }
-        let delivered: usize = subs.join_all().await.into_iter().sum();
-        let elapsed = start.elapsed();
-        assert_eq!(delivered, SUBSCRIBERS * EVENTS);
-        println!(
-            "fan-out over the socket, catching up, clients forwarding without decoding: {SUBSCRIBERS} clients × {EVENTS} events in {:.1} s = {:.0} deliveries/s",
-            elapsed.as_secs_f64(),
-            delivered as f64 / elapsed.as_secs_f64()
-        );
+        let socket = paths.client_socket();
+        catch_up(&socket, &session.id, session.seq, SUBSCRIBERS, EVENTS, true).await;
+        // Clients that forward deltas without decoding them (a relay, a logger): what the
+        // daemon's fan-out sustains on its own.
+        catch_up(&socket, &session.id, session.seq, SUBSCRIBERS, EVENTS, false).await;
     });
     assert!(air(&root, &["daemon", "stop"]).status.success());
 }
