@@ -4,6 +4,7 @@
 
 mod daemon_cmd;
 mod output;
+mod plan_cmd;
 mod service;
 
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ pub mod exit {
     pub const UNREACHABLE: u8 = 4;
 }
 
-const EXIT_CODES: &str = "Exit codes:\n  0  success\n  1  the command failed\n  2  usage error\n  4  the daemon could not be reached or started";
+const EXIT_CODES: &str = "Exit codes:\n  0  success\n  1  the command failed\n  2  usage or plan error\n  4  the daemon could not be reached or started";
 
 #[derive(Parser)]
 #[command(name = "air", version, about = "air: a multi-agent coding runtime", after_help = EXIT_CODES)]
@@ -71,6 +72,11 @@ enum Command {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+    },
+    /// Check a plan or draw its task graph (no daemon needed).
+    Plan {
+        #[command(subcommand)]
+        command: plan_cmd::PlanCommand,
     },
     /// Print air's version.
     Version,
@@ -200,6 +206,7 @@ async fn run(command: Command) -> CmdResult {
             follow,
             json,
         } => output::events(session, types, follow, json).await,
+        Command::Plan { command } => plan_cmd::run(command),
         Command::Version => {
             println!(
                 "air {} (protocol {})",

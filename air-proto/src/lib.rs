@@ -22,6 +22,7 @@ pub mod ipc;
 #[cfg(feature = "layout")]
 pub mod layout;
 pub mod payload;
+pub mod plan;
 pub mod projection;
 pub mod registry;
 pub mod result;

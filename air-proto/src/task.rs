@@ -37,26 +37,58 @@ wire_enum! {
     }
 }
 
-/// Task categories of the evidence policy (seed 001 §8.2): the C++ ones and their
-/// language-neutral counterparts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskCategory {
-    CppLogic,
-    CppBuild,
-    CppGui,
-    CppNetwork,
-    CppDeploy,
-    Logic,
-    Build,
-    Gui,
-    Network,
-    Deploy,
-    Config,
-    Docs,
-    Test,
-    Refactor,
-    Bugfix,
+wire_enum! {
+    /// Task categories of the evidence policy (seed 001 §8.2): the C++ ones and their
+    /// language-neutral counterparts.
+    pub enum TaskCategory {
+        CppLogic = "cpp_logic",
+        CppBuild = "cpp_build",
+        CppGui = "cpp_gui",
+        CppNetwork = "cpp_network",
+        CppDeploy = "cpp_deploy",
+        Logic = "logic",
+        Build = "build",
+        Gui = "gui",
+        Network = "network",
+        Deploy = "deploy",
+        Config = "config",
+        Docs = "docs",
+        Test = "test",
+        Refactor = "refactor",
+        Bugfix = "bugfix",
+    }
+}
+
+impl TaskCategory {
+    /// The evidence a completed task of this category must carry (seed 001 §8.2, the
+    /// evidence policy table; the language-neutral categories follow their C++
+    /// counterparts).
+    pub fn required_evidence(self) -> &'static [EvidenceType] {
+        use EvidenceType::*;
+        match self {
+            Self::CppLogic | Self::Logic => &[BuildPass, TestPass],
+            Self::CppBuild | Self::Build | Self::Config => &[BuildPass],
+            Self::CppGui | Self::Gui => &[BuildPass, Screenshot],
+            Self::CppNetwork | Self::Network => &[BuildPass, Pcap],
+            Self::CppDeploy | Self::Deploy => &[BuildPass, DeployVerify],
+            Self::Docs => &[],
+            Self::Test => &[BuildPass, TestOutput],
+            Self::Refactor => &[BuildPass, TestPass, DiffReview],
+            Self::Bugfix => &[BuildPass, TestPass, Reproduction],
+        }
+    }
+
+    /// Evidence the policy table lists as optional for this category.
+    pub fn optional_evidence(self) -> &'static [EvidenceType] {
+        use EvidenceType::*;
+        match self {
+            Self::CppLogic | Self::Logic | Self::Refactor => &[StaticAnalysis],
+            Self::CppGui | Self::Gui | Self::CppNetwork | Self::Network => &[TestPass],
+            Self::CppDeploy | Self::Deploy => &[SmokeTest],
+            Self::Bugfix => &[Screenshot, Pcap],
+            Self::CppBuild | Self::Build | Self::Config | Self::Docs | Self::Test => &[],
+        }
+    }
 }
 
 #[serde_with::skip_serializing_none]
@@ -91,22 +123,22 @@ pub struct InterfaceContract {
     pub stability: Stability,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ContractKind {
-    Api,
-    Schema,
-    File,
-    Config,
-    Protocol,
+wire_enum! {
+    pub enum ContractKind {
+        Api = "api",
+        Schema = "schema",
+        File = "file",
+        Config = "config",
+        Protocol = "protocol",
+    }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Stability {
-    Stable,
-    Volatile,
-    Frozen,
+wire_enum! {
+    pub enum Stability {
+        Stable = "stable",
+        Volatile = "volatile",
+        Frozen = "frozen",
+    }
 }
 
 /// One dependency edge (baseline §9).
@@ -148,37 +180,25 @@ pub struct Verification {
     pub evidence_types: Option<Vec<EvidenceType>>,
 }
 
-/// Evidence kinds of the evidence policy (seed 001 §8.2), including the two the global
-/// rules add (`debugger_analysis`, `explanation`).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum EvidenceType {
-    BuildPass,
-    TestPass,
-    TestOutput,
-    StaticAnalysis,
-    Screenshot,
-    Pcap,
-    DeployVerify,
-    SmokeTest,
-    DiffReview,
-    Reproduction,
-    BuildLog,
-    CodeTrace,
-    DebuggerAnalysis,
-    Explanation,
+wire_enum! {
+    /// Evidence kinds of the evidence policy (seed 001 §8.2), including the two the
+    /// global rules add (`debugger_analysis`, `explanation`).
+    pub enum EvidenceType {
+        BuildPass = "build_pass",
+        TestPass = "test_pass",
+        TestOutput = "test_output",
+        StaticAnalysis = "static_analysis",
+        Screenshot = "screenshot",
+        Pcap = "pcap",
+        DeployVerify = "deploy_verify",
+        SmokeTest = "smoke_test",
+        DiffReview = "diff_review",
+        Reproduction = "reproduction",
+        BuildLog = "build_log",
+        CodeTrace = "code_trace",
+        DebuggerAnalysis = "debugger_analysis",
+        Explanation = "explanation",
+    }
 }
 
 #[serde_with::skip_serializing_none]
@@ -192,11 +212,11 @@ pub struct Constraints {
     pub model_id: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelPolicy {
-    SchedulerForced,
-    AgentSelect,
+wire_enum! {
+    pub enum ModelPolicy {
+        SchedulerForced = "scheduler_forced",
+        AgentSelect = "agent_select",
+    }
 }
 
 #[serde_with::skip_serializing_none]
@@ -208,11 +228,25 @@ pub struct ContextRefs {
     pub artifacts: Option<Vec<String>>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub enum OutputContract {
-    ExecutorResult,
-    ReviewerResult,
-    DebuggerResult,
-    CompactorResult,
-    ExperienceMinerResult,
+wire_enum! {
+    pub enum OutputContract {
+        ExecutorResult = "ExecutorResult",
+        ReviewerResult = "ReviewerResult",
+        DebuggerResult = "DebuggerResult",
+        CompactorResult = "CompactorResult",
+        ExperienceMinerResult = "ExperienceMinerResult",
+    }
+}
+
+impl TaskType {
+    /// The WorkerResult shape an agent working on a task of this type returns.
+    pub fn output_contract(self) -> OutputContract {
+        match self {
+            Self::Execute => OutputContract::ExecutorResult,
+            Self::Review => OutputContract::ReviewerResult,
+            Self::Debug => OutputContract::DebuggerResult,
+            Self::Compact => OutputContract::CompactorResult,
+            Self::MineExperience => OutputContract::ExperienceMinerResult,
+        }
+    }
 }

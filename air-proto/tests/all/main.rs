@@ -5,4 +5,5 @@
 mod codec;
 mod contracts;
 mod layout;
+mod plan;
 mod registry;

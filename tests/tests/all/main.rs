@@ -8,6 +8,7 @@ mod crash;
 mod daemon;
 mod deltas;
 mod init_cli;
+mod plan_cli;
 mod projection;
 mod robustness;
 mod schema;

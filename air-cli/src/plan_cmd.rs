@@ -1,0 +1,110 @@
+//! `air plan check` and `air plan graph`: the plan compiler on the user's machine, no
+//! daemon needed.
+
+use std::path::{Path, PathBuf};
+
+use air_proto::plan::graph::{self, Outcomes};
+use air_proto::plan::{compile, Compiled};
+use clap::{Subcommand, ValueEnum};
+
+use crate::{exit, CmdResult, Failure};
+
+#[derive(Subcommand)]
+pub enum PlanCommand {
+    /// Validate a plan and print its waves, without running anything. Every error is
+    /// printed as FILE:LINE: FIELD: message.
+    Check {
+        /// The plan file (Markdown, see docs/plan-format.md).
+        plan: PathBuf,
+        /// Print the compiled task graph as JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw a plan's task graph.
+    Graph {
+        plan: PathBuf,
+        #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
+        format: GraphFormat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+    Text,
+}
+
+/// Reads and compiles a plan file; errors carry exit code 2.
+pub fn load(path: &Path) -> Result<Compiled, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| Failure {
+        code: exit::USAGE,
+        message: format!("cannot read the plan {}: {e}", path.display()),
+    })?;
+    let name = path.display().to_string();
+    let compiled = compile(&name, &text).map_err(|errors| {
+        let n = errors.errors.len();
+        Failure {
+            code: exit::USAGE,
+            message: format!(
+                "{errors}\n{name}: {n} error{} in the plan",
+                if n == 1 { "" } else { "s" }
+            ),
+        }
+    })?;
+    for warning in &compiled.warnings {
+        eprintln!("warning: {}", warning.display(&name));
+    }
+    Ok(compiled)
+}
+
+pub fn run(command: PlanCommand) -> CmdResult {
+    match command {
+        PlanCommand::Check { plan, json } => {
+            let compiled = load(&plan)?;
+            let g = &compiled.graph;
+            if json {
+                println!("{}", serde_json::to_string_pretty(g)?);
+                return Ok(());
+            }
+            let phases = if g.phases.is_empty() {
+                String::new()
+            } else {
+                format!(", {} phase{}", g.phases.len(), plural(g.phases.len()))
+            };
+            println!(
+                "{}: ok — {} task{} in {} wave{}{phases}",
+                plan.display(),
+                g.tasks.len(),
+                plural(g.tasks.len()),
+                g.waves.len(),
+                plural(g.waves.len()),
+            );
+            if let Some(title) = &g.title {
+                println!("{title}");
+            }
+            println!();
+            print!("{}", graph::text(g, &Outcomes::new()));
+            Ok(())
+        }
+        PlanCommand::Graph { plan, format } => {
+            let compiled = load(&plan)?;
+            let outcomes = Outcomes::new();
+            let drawing = match format {
+                GraphFormat::Mermaid => graph::mermaid(&compiled.graph, &outcomes),
+                GraphFormat::Dot => graph::dot(&compiled.graph, &outcomes),
+                GraphFormat::Text => graph::text(&compiled.graph, &outcomes),
+            };
+            print!("{drawing}");
+            Ok(())
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}

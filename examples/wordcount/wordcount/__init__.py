@@ -1,0 +1,1 @@
+"""Count words in text. The functions are added by the plan."""
