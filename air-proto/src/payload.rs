@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::AgentType;
+use crate::plan::{Budgets, OnAsk, PermissionMode};
 use crate::result::{ArtifactRef, EvidenceRef, WorkerResult};
 use crate::task::TaskSpec;
 
@@ -77,6 +78,132 @@ pub struct AgentFailed {
     pub agent_id: String,
     pub reason: String,
     pub exit_code: Option<i32>,
+    /// Why the worker ended without a result; decides what the scheduler does next.
+    pub failure: Option<AgentFailure>,
+}
+
+wire_enum! {
+    /// How a worker ended without handing back a result.
+    pub enum AgentFailure {
+        /// It exited or died on its own (any exit code but a clean completion).
+        Crash = "crash",
+        /// Killed at its hard timeout (exit code 5 semantics).
+        Timeout = "timeout",
+        /// Killed after it stopped sending heartbeats.
+        Stalled = "stalled",
+        /// Stopped after breaking the NDJSON protocol.
+        Protocol = "protocol",
+        /// airsd stopped or crashed while it ran; the work is retried without counting
+        /// against the retry budget.
+        Interrupted = "interrupted",
+        /// Cancelled on request.
+        Cancelled = "cancelled",
+        /// Could not be started.
+        Spawn = "spawn",
+    }
+}
+
+/// `run.started`: a plan run began in this session, with its effective settings.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunStarted {
+    /// The plan file, as given.
+    pub plan: String,
+    pub title: Option<String>,
+    pub concurrency: u32,
+    pub permission_mode: PermissionMode,
+    pub on_ask: OnAsk,
+    #[serde(default, skip_serializing_if = "Budgets::is_empty")]
+    pub budgets: Budgets,
+    /// The phases in plan order (each ends with a milestone review).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<String>,
+}
+
+wire_enum! {
+    /// How a run ended.
+    pub enum RunOutcome {
+        /// Every task completed.
+        Completed = "completed",
+        /// At least one task failed.
+        Failed = "failed",
+        /// Nothing failed, but something needs a human: a blocked task, or a budget
+        /// that ran out.
+        Blocked = "blocked",
+        /// The run was cancelled.
+        Interrupted = "interrupted",
+    }
+}
+
+/// `run.completed`: the scheduler has nothing left to do.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunCompleted {
+    pub outcome: RunOutcome,
+    pub reason: Option<String>,
+    pub completed: u32,
+    pub failed: u32,
+    pub blocked: u32,
+    pub cancelled: u32,
+    /// Tasks that never reached an end (a budget stopped the run).
+    pub unfinished: u32,
+}
+
+/// `scheduler.paused`, `scheduler.resumed`, `scheduler.stopped` (a budget ran out).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SchedulerControl {
+    pub reason: Option<String>,
+    /// Who asked (a client name), when a person did.
+    pub by: Option<String>,
+    /// The budget that ran out: `max_cost`, `max_tokens` or `max_time`.
+    pub budget: Option<String>,
+}
+
+/// `scheduler.cancel_requested`: cancel one task, or the whole run when `task_id` is
+/// absent.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CancelRequested {
+    pub task_id: Option<String>,
+    pub reason: Option<String>,
+    pub by: Option<String>,
+}
+
+/// `agent.soft_timeout`: a worker passed its soft timeout and was warned.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AgentSoftTimeout {
+    pub agent_id: String,
+    pub task_id: Option<String>,
+    pub elapsed_ms: u64,
+    /// When the worker will be killed unless it asks for more time.
+    pub hard_timeout_ms: u64,
+}
+
+/// `agent.timeout_extended`: the scheduler granted a worker more time.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimeoutExtended {
+    pub agent_id: String,
+    pub extra_ms: u64,
+    pub reason: Option<String>,
+}
+
+/// `scheduler.patrol`: nothing happened for a while, so every running agent was checked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Patrol {
+    pub idle_ms: u64,
+    pub agents: Vec<PatrolEntry>,
+}
+
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PatrolEntry {
+    pub agent_id: String,
+    pub task_id: Option<String>,
+    /// Time since its last heartbeat.
+    pub silent_ms: u64,
 }
 
 /// `task.created`.

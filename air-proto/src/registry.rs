@@ -203,6 +203,60 @@ pub static EVENTS: &[EventSpec] = &[
         "A worker crashed, timed out, broke the protocol or was killed."
     ),
     durable!(
+        "agent.soft_timeout",
+        "agent",
+        AgentSoftTimeout,
+        "A worker passed its soft timeout and was warned."
+    ),
+    durable!(
+        "agent.timeout_extended",
+        "agent",
+        TimeoutExtended,
+        "A worker was granted more time before its hard timeout."
+    ),
+    durable!(
+        "run.started",
+        "run",
+        RunStarted,
+        "A plan run began, with its effective settings."
+    ),
+    durable!(
+        "run.completed",
+        "run",
+        RunCompleted,
+        "The scheduler has nothing left to do; the run's outcome."
+    ),
+    durable!(
+        "scheduler.paused",
+        "scheduler",
+        SchedulerControl,
+        "Dispatching stopped on request; running agents go on."
+    ),
+    durable!(
+        "scheduler.resumed",
+        "scheduler",
+        SchedulerControl,
+        "Dispatching resumed."
+    ),
+    durable!(
+        "scheduler.stopped",
+        "scheduler",
+        SchedulerControl,
+        "A budget ran out: nothing new is dispatched; running agents finish."
+    ),
+    durable!(
+        "scheduler.cancel_requested",
+        "scheduler",
+        CancelRequested,
+        "A task, or the whole run, is to be cancelled."
+    ),
+    durable!(
+        "scheduler.patrol",
+        "scheduler",
+        Patrol,
+        "Nothing happened for a while; every running agent was checked."
+    ),
+    durable!(
         "task.created",
         "task",
         TaskCreated,

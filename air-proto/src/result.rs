@@ -149,3 +149,41 @@ pub enum FollowUpType {
     Debug,
     Docs,
 }
+
+/// The `result` of a reviewer's (or a milestone review's) WorkerResult.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReviewerOutput {
+    pub decision: ReviewDecision,
+    #[serde(default)]
+    pub findings: Vec<ReviewFinding>,
+}
+
+wire_enum! {
+    pub enum ReviewDecision {
+        Approved = "approved",
+        ChangesRequested = "changes_requested",
+        Blocked = "blocked",
+    }
+}
+
+/// One thing a reviewer wants changed or noticed.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReviewFinding {
+    pub severity: Severity,
+    pub summary: String,
+    pub file: Option<String>,
+    pub line: Option<u64>,
+}
+
+/// The `result` of a debugger's WorkerResult.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DebuggerOutput {
+    /// What is wrong and why, with the evidence that shows it.
+    pub analysis: String,
+    pub root_cause: Option<String>,
+    /// Whether the debugger changed the code to fix it.
+    #[serde(default)]
+    pub fixed: bool,
+}

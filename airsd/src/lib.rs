@@ -14,6 +14,7 @@ pub mod error;
 pub mod event_store;
 pub mod logfile;
 pub mod projection;
+pub mod scheduler;
 pub mod session;
 
 pub use error::{Error, Result};

@@ -174,6 +174,7 @@ impl Gen {
                     agent_id: format!("A{agent}"),
                     reason: "crash".into(),
                     exit_code: Some(1),
+                    failure: Some(p::AgentFailure::Crash),
                 },
             ),
             Op::StartTool { agent } => {

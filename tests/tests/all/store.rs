@@ -279,6 +279,7 @@ fn one_bad_request_does_not_fail_its_neighbours_in_a_group_commit() {
                         agent_id: format!("ghost{i}"),
                         reason: "x".into(),
                         exit_code: None,
+                        failure: None,
                     },
                 )
             } else {

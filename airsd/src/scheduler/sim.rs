@@ -1,0 +1,287 @@
+//! An in-memory driver of the core: decisions become facts at once and agents are
+//! played by a function. The unit and property tests of the rules and the scheduler
+//! benchmark use it; the daemon uses the real shell.
+
+use air_proto::event::AgentType;
+use air_proto::payload::{AgentFailure, RunCompleted};
+use air_proto::result::{
+    DebuggerOutput, EvidenceKind, EvidenceRef, ReviewDecision, ReviewerOutput, VerificationResult,
+    VerificationStatus, WorkerResult, WorkerStatus,
+};
+use air_proto::task::{EvidenceType, TaskSpec};
+
+use super::gate;
+use super::{Config, Core, Decision, Dispatch, Fact};
+
+/// What a played agent does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Play {
+    Result(Box<WorkerResult>),
+    Fail(AgentFailure, String),
+    /// Keep running (a hang); only timers end it.
+    Hang,
+}
+
+/// The driver: the core, a clock, and the record of everything that happened.
+pub struct Sim {
+    pub core: Core,
+    pub now_ms: u64,
+    /// Every fact applied, in order (what the session database would hold).
+    pub facts: Vec<Fact>,
+    pub decisions: Vec<Decision>,
+    /// Agents started and not yet ended, in start order.
+    pub running: Vec<Dispatch>,
+    pub outcome: Option<RunCompleted>,
+}
+
+impl Sim {
+    pub fn new(config: Config, tasks: &[TaskSpec]) -> Self {
+        let concurrency = config.concurrency;
+        let mut sim = Self {
+            core: Core::new(config),
+            now_ms: 1_000,
+            facts: Vec::new(),
+            decisions: Vec::new(),
+            running: Vec::new(),
+            outcome: None,
+        };
+        sim.record(Fact::RunStarted { concurrency });
+        for t in tasks {
+            sim.record(Fact::TaskCreated(Box::new(t.clone())));
+        }
+        sim
+    }
+
+    /// Rebuilds a driver from recorded facts, as airsd does after a restart: replay,
+    /// then every agent that was running is recorded as interrupted.
+    pub fn recover(config: Config, facts: &[Fact], now_ms: u64) -> Self {
+        let mut sim = Self {
+            core: Core::new(config),
+            now_ms,
+            facts: Vec::new(),
+            decisions: Vec::new(),
+            running: Vec::new(),
+            outcome: None,
+        };
+        for fact in facts {
+            sim.record(fact.clone());
+        }
+        sim.running.clear();
+        for (agent_id, _) in sim.core.running_agents() {
+            sim.record(Fact::AgentFailed {
+                agent_id,
+                failure: AgentFailure::Interrupted,
+                reason: "airsd restarted".into(),
+            });
+        }
+        sim
+    }
+
+    pub fn record(&mut self, fact: Fact) {
+        self.core.apply(&fact, self.now_ms);
+        if let Fact::RunCompleted(outcome) = &fact {
+            self.outcome = Some(outcome.clone());
+        }
+        if let Fact::AgentResult { agent_id, .. } | Fact::AgentFailed { agent_id, .. } = &fact {
+            self.running.retain(|d| &d.agent_id != agent_id);
+        }
+        self.facts.push(fact);
+    }
+
+    /// Decides and records until the core has nothing more to say. Returns the agents
+    /// started in this round.
+    pub fn settle(&mut self) -> Vec<Dispatch> {
+        let mut started = Vec::new();
+        loop {
+            let decisions = self.core.decide(self.now_ms);
+            if decisions.is_empty() {
+                return started;
+            }
+            for d in decisions {
+                self.decisions.push(d.clone());
+                match d {
+                    Decision::Ready { task_id } => self.record(Fact::TaskReady { task_id }),
+                    Decision::Dispatch(dispatch) => {
+                        self.record(Fact::Dispatched {
+                            task_id: dispatch.task_id.clone(),
+                            agent_id: dispatch.agent_id.clone(),
+                            role: dispatch.role,
+                            attempt: dispatch.attempt,
+                        });
+                        self.running.push((*dispatch).clone());
+                        started.push(*dispatch);
+                    }
+                    Decision::Finish {
+                        task_id,
+                        status,
+                        reason,
+                    } => self.record(Fact::TaskFinished {
+                        task_id,
+                        status,
+                        reason,
+                    }),
+                    Decision::CreateTask(spec) => self.record(Fact::TaskCreated(spec)),
+                    Decision::WarnSoftTimeout { agent_id, .. } => {
+                        self.record(Fact::SoftTimeoutWarned { agent_id })
+                    }
+                    Decision::Cancel { agent_id, reason } => self.record(Fact::AgentFailed {
+                        agent_id,
+                        failure: AgentFailure::Cancelled,
+                        reason,
+                    }),
+                    Decision::Kill {
+                        agent_id,
+                        failure,
+                        reason,
+                    } => self.record(Fact::AgentFailed {
+                        agent_id,
+                        failure,
+                        reason,
+                    }),
+                    Decision::Patrol { .. } => {}
+                    Decision::RunComplete(outcome) => self.record(Fact::RunCompleted(outcome)),
+                }
+            }
+        }
+    }
+
+    /// Ends a running agent as `play` says.
+    pub fn finish(&mut self, agent_id: &str, play: Play) {
+        match play {
+            Play::Result(result) => self.record(Fact::AgentResult {
+                agent_id: agent_id.to_string(),
+                result,
+            }),
+            Play::Fail(failure, reason) => self.record(Fact::AgentFailed {
+                agent_id: agent_id.to_string(),
+                failure,
+                reason,
+            }),
+            Play::Hang => {}
+        }
+    }
+
+    /// Runs to the end: each round, every running agent (oldest first) is played by
+    /// `agent`; hung agents are left to the timers, with the clock moved forward when
+    /// nothing else can happen. Stops after `max_rounds`.
+    pub fn run(&mut self, agent: &mut dyn FnMut(&Dispatch) -> Play, max_rounds: usize) {
+        self.settle();
+        for _ in 0..max_rounds {
+            if self.core.is_finished() {
+                return;
+            }
+            let batch: Vec<Dispatch> = self.running.clone();
+            let mut progressed = false;
+            for d in batch {
+                let play = agent(&d);
+                if play != Play::Hang {
+                    progressed = true;
+                }
+                self.finish(&d.agent_id, play);
+                self.now_ms += 10;
+                self.settle();
+            }
+            if !progressed {
+                self.now_ms += 60_000;
+                self.settle();
+            }
+        }
+    }
+}
+
+/// A result of `d`'s agent with `status`, passing its evidence gate when `honest`.
+pub fn result_for(d: &Dispatch, status: WorkerStatus, honest: bool) -> WorkerResult {
+    let mut r = WorkerResult {
+        task_id: d.task_id.clone(),
+        agent_id: d.agent_id.clone(),
+        agent_type: d.role,
+        status,
+        summary: format!(
+            "{} {} of {}",
+            d.role.as_str(),
+            status_word(status),
+            d.task_id
+        ),
+        changed_files: vec![format!("src/{}.rs", d.task_id)],
+        diff_ref: None,
+        artifacts: Vec::new(),
+        verification: Vec::new(),
+        risks: Vec::new(),
+        follow_up_tasks: Vec::new(),
+        evidence_refs: Vec::new(),
+        result: serde_json::Value::Null,
+    };
+    if honest {
+        for kind in gate::required_evidence(&d.spec, &r) {
+            r.evidence_refs.push(evidence(kind));
+        }
+        if d.spec.verification.required {
+            r.verification.push(VerificationResult {
+                name: "tests".into(),
+                status: VerificationStatus::Passed,
+                evidence_refs: None,
+                notes: None,
+            });
+        }
+    }
+    r
+}
+
+fn status_word(s: WorkerStatus) -> &'static str {
+    match s {
+        WorkerStatus::Completed => "completed",
+        WorkerStatus::Failed => "failed",
+        WorkerStatus::Blocked => "blocked",
+        WorkerStatus::Cancelled => "cancelled",
+    }
+}
+
+pub fn evidence(kind: EvidenceType) -> EvidenceRef {
+    EvidenceRef {
+        id: format!("ev-{}", kind.as_str()),
+        kind: EvidenceKind::CommandRun,
+        reference: "command-run:1".into(),
+        location: None,
+        claim: format!("{} holds", kind.as_str()),
+        evidence_type: Some(kind),
+    }
+}
+
+/// A reviewer's (or milestone reviewer's) result with `decision`.
+pub fn review(d: &Dispatch, decision: ReviewDecision) -> WorkerResult {
+    let mut r = result_for(d, WorkerStatus::Completed, false);
+    r.changed_files.clear();
+    r.evidence_refs.push(evidence(EvidenceType::Explanation));
+    r.result = serde_json::to_value(ReviewerOutput {
+        decision,
+        findings: Vec::new(),
+    })
+    .unwrap_or_default();
+    r
+}
+
+/// A debugger's result: `fixed` completes (retry follows), otherwise it fails.
+pub fn debug(d: &Dispatch, status: WorkerStatus) -> WorkerResult {
+    let mut r = result_for(d, status, false);
+    r.evidence_refs
+        .push(evidence(EvidenceType::DebuggerAnalysis));
+    r.result = serde_json::to_value(DebuggerOutput {
+        analysis: format!("the cause of {}'s failure", d.task_id),
+        root_cause: None,
+        fixed: status == WorkerStatus::Completed,
+    })
+    .unwrap_or_default();
+    r
+}
+
+/// An agent that does everything right: executors complete with their evidence,
+/// reviewers approve, debuggers fix.
+pub fn diligent(d: &Dispatch) -> Play {
+    Play::Result(Box::new(match d.role {
+        AgentType::Reviewer | AgentType::ArchitectureDesigner => {
+            review(d, ReviewDecision::Approved)
+        }
+        AgentType::Debugger => debug(d, WorkerStatus::Completed),
+        _ => result_for(d, WorkerStatus::Completed, true),
+    }))
+}
