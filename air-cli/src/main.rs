@@ -5,6 +5,7 @@
 mod daemon_cmd;
 mod output;
 mod plan_cmd;
+mod run_cmd;
 mod service;
 
 use std::path::PathBuf;
@@ -72,6 +73,34 @@ enum Command {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+    },
+    /// Run a plan: start (or continue) it in the daemon and follow it to the end.
+    #[command(after_help = run_cmd::RUN_EXIT_CODES)]
+    Run(run_cmd::RunArgs),
+    /// Follow a session's run to its end (default: the newest session), then report
+    /// as `air run` does.
+    #[command(after_help = run_cmd::RUN_EXIT_CODES)]
+    Wait {
+        session: Option<String>,
+        #[command(flatten)]
+        follow: run_cmd::FollowArgs,
+    },
+    /// Cancel a task, or with no task the whole run (of the newest session by default).
+    Cancel {
+        /// The task to cancel (default: the whole run).
+        task: Option<String>,
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+    },
+    /// Stop dispatching new agents; running ones go on.
+    Pause {
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+    },
+    /// Dispatch again after `air pause`.
+    Resume {
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
     },
     /// Check a plan or draw its task graph (no daemon needed).
     Plan {
@@ -207,6 +236,11 @@ async fn run(command: Command) -> CmdResult {
             json,
         } => output::events(session, types, follow, json).await,
         Command::Plan { command } => plan_cmd::run(command),
+        Command::Run(args) => run_cmd::run(args).await,
+        Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
+        Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
+        Command::Pause { session } => run_cmd::control("pause", session, None).await,
+        Command::Resume { session } => run_cmd::control("resume", session, None).await,
         Command::Version => {
             println!(
                 "air {} (protocol {})",

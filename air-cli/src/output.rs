@@ -178,16 +178,61 @@ pub async fn events(
     } else {
         Some(types.clone())
     };
-    let after = print_stored(&conn, &session_id, &types_filter, 0, u64::MAX, json).await?;
     if !follow {
+        print_stored(&conn, &session_id, &types_filter, 0, u64::MAX, json).await?;
         return Ok(());
     }
-    // `cursor`: the last durable seq received, printed or filtered out.
+    follow_events(&conn, &session_id, 0, |seq, event| {
+        if matches(&event.event_type) {
+            print_event(seq, event, json)?;
+        }
+        Ok(std::ops::ControlFlow::Continue(()))
+    })
+    .await?;
+    Ok(())
+}
+
+/// Calls `on_event` for every durable event of a session after `after`, stored ones
+/// first, then live ones as they commit, in order and without gaps (a subscriber that
+/// falls behind is resynced from the database), until it returns `Break`. Returns the
+/// last seq handled.
+pub async fn follow_events(
+    conn: &air_proto::client::Connection,
+    session_id: &str,
+    after: u64,
+    mut on_event: impl FnMut(u64, &RuntimeEvent) -> Result<std::ops::ControlFlow<()>, Failure>,
+) -> Result<u64, Failure> {
     let mut cursor = after;
+    // Stored events, a page at a time.
+    loop {
+        let page = conn
+            .client
+            .events_list(
+                session_id.to_string(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some(cursor),
+                Some(1000),
+            )
+            .await?;
+        for e in &page.events {
+            cursor = e.seq;
+            if on_event(e.seq, &e.event)?.is_break() {
+                return Ok(cursor);
+            }
+        }
+        match page.next_after_seq {
+            Some(next) => cursor = next.max(cursor),
+            None => break,
+        }
+    }
     loop {
         let mut sub: Subscription<SessionUpdate> = conn
             .client
-            .session_subscribe(session_id.clone(), Some(cursor))
+            .session_subscribe(session_id.to_string(), Some(cursor))
             .await?;
         while let Some(update) = sub.next().await {
             match update? {
@@ -195,8 +240,8 @@ pub async fn events(
                     for d in update.into_deltas() {
                         if d.durable && d.seq > cursor {
                             cursor = d.seq;
-                            if matches(&d.event.event_type) {
-                                print_event(d.seq, &d.event, json)?;
+                            if on_event(d.seq, &d.event)?.is_break() {
+                                return Ok(cursor);
                             }
                         }
                     }
@@ -204,18 +249,34 @@ pub async fn events(
                 SessionUpdate::CaughtUp { .. } => {}
                 SessionUpdate::Resync { snapshot, .. } => {
                     // Events between the cursor and the snapshot are in the database.
-                    if snapshot.seq > cursor {
-                        print_stored(
-                            &conn,
-                            &snapshot.session_id,
-                            &types_filter,
-                            cursor,
-                            snapshot.seq,
-                            json,
-                        )
-                        .await?;
-                        cursor = snapshot.seq;
+                    while snapshot.seq > cursor {
+                        let page = conn
+                            .client
+                            .events_list(
+                                session_id.to_string(),
+                                None,
+                                None,
+                                None,
+                                None,
+                                None,
+                                Some(cursor),
+                                Some(1000),
+                            )
+                            .await?;
+                        if page.events.is_empty() {
+                            break;
+                        }
+                        for e in page.events.iter().filter(|e| e.seq <= snapshot.seq) {
+                            cursor = e.seq;
+                            if on_event(e.seq, &e.event)?.is_break() {
+                                return Ok(cursor);
+                            }
+                        }
+                        if page.next_after_seq.is_none() {
+                            break;
+                        }
                     }
+                    cursor = cursor.max(snapshot.seq);
                 }
             }
         }
@@ -225,7 +286,8 @@ pub async fn events(
         // The stream ended but the connection is up: this client fell behind and its
         // subscription buffer overflowed. Pick up from the cursor.
     }
-    Err(Failure::from(
-        "the daemon closed the stream (it stopped or restarted)",
-    ))
+    Err(Failure {
+        code: crate::exit::UNREACHABLE,
+        message: "the daemon closed the stream (it stopped or restarted)".into(),
+    })
 }

@@ -46,7 +46,41 @@ pub const METHODS: &[(&str, &str)] = &[
         "clients.list",
         "Who is attached, to which session, since when",
     ),
+    (
+        "run.start",
+        "Compile a plan and run it in a new session; plan errors come back all at once",
+    ),
+    (
+        "run.continue",
+        "Continue a session's run: resume it if it ended unfinished, or just report it",
+    ),
+    (
+        "run.cancel",
+        "Cancel one task, or the whole run when no task is given",
+    ),
+    (
+        "run.pause",
+        "Stop dispatching new agents; running ones go on",
+    ),
+    ("run.resume", "Dispatch again after a pause"),
 ];
+
+/// A run started or continued.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunInfo {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub plan: String,
+    pub tasks: u32,
+    pub waves: Vec<Vec<String>>,
+    /// Warnings the plan compiler found (errors refuse the plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::plan::PlanDiagnostic>,
+    /// Tasks reopened by `run.continue` (empty for a new run or one still going).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reopened: Vec<String>,
+}
 
 /// What a client says about itself at connect.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -327,6 +361,37 @@ mod rpc {
 
         #[method(name = "clients.list")]
         async fn clients_list(&self) -> RpcResult<Vec<ClientInfo>>;
+
+        #[method(name = "run.start", with_extensions, param_kind = map)]
+        async fn run_start(
+            &self,
+            plan: String,
+            plan_text: String,
+            title: Option<String>,
+            concurrency: Option<u32>,
+            on_ask: Option<crate::plan::OnAsk>,
+            permission_mode: Option<crate::plan::PermissionMode>,
+            max_cost: Option<f64>,
+            max_tokens: Option<u64>,
+            max_time_ms: Option<u64>,
+        ) -> RpcResult<RunInfo>;
+
+        #[method(name = "run.continue", with_extensions, param_kind = map)]
+        async fn run_continue(&self, session_id: String) -> RpcResult<RunInfo>;
+
+        #[method(name = "run.cancel", with_extensions, param_kind = map)]
+        async fn run_cancel(
+            &self,
+            session_id: String,
+            task_id: Option<String>,
+            reason: Option<String>,
+        ) -> RpcResult<bool>;
+
+        #[method(name = "run.pause", with_extensions, param_kind = map)]
+        async fn run_pause(&self, session_id: String) -> RpcResult<bool>;
+
+        #[method(name = "run.resume", with_extensions, param_kind = map)]
+        async fn run_resume(&self, session_id: String) -> RpcResult<bool>;
     }
 }
 
@@ -390,6 +455,30 @@ pub mod params {
         pub limit: Option<u32>,
     }
 
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct RunStart {
+        /// The plan file's name, as the user gave it (for messages and references).
+        pub plan: String,
+        /// The plan's Markdown.
+        pub plan_text: String,
+        pub title: Option<String>,
+        pub concurrency: Option<u32>,
+        pub on_ask: Option<crate::plan::OnAsk>,
+        pub permission_mode: Option<crate::plan::PermissionMode>,
+        pub max_cost: Option<f64>,
+        pub max_tokens: Option<u64>,
+        pub max_time_ms: Option<u64>,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct RunCancel {
+        pub session_id: String,
+        pub task_id: Option<String>,
+        pub reason: Option<String>,
+    }
+
     type Check = fn(Value) -> Result<(), String>;
 
     fn check<T: DeserializeOwned>(value: Value) -> Result<(), String> {
@@ -443,6 +532,29 @@ pub mod params {
             check::<EventsList>,
         ),
         ("clients.list", &[], check::<NoParams>),
+        (
+            "run.start",
+            &[
+                "plan",
+                "plan_text",
+                "title",
+                "concurrency",
+                "on_ask",
+                "permission_mode",
+                "max_cost",
+                "max_tokens",
+                "max_time_ms",
+            ],
+            check::<RunStart>,
+        ),
+        ("run.continue", &["session_id"], check::<Session>),
+        (
+            "run.cancel",
+            &["session_id", "task_id", "reason"],
+            check::<RunCancel>,
+        ),
+        ("run.pause", &["session_id"], check::<Session>),
+        ("run.resume", &["session_id"], check::<Session>),
     ];
 
     /// The names of a method's params, in positional order.
@@ -578,6 +690,11 @@ pub fn openrpc() -> serde_json::Value {
     method!("message.send", params::MessageSend, MessageSent, "sent");
     method!("events.list", params::EventsList, EventsPage, "page");
     method!("clients.list", params::NoParams, Vec<ClientInfo>, "clients");
+    method!("run.start", params::RunStart, RunInfo, "run");
+    method!("run.continue", params::Session, RunInfo, "run");
+    method!("run.cancel", params::RunCancel, bool, "accepted");
+    method!("run.pause", params::Session, bool, "accepted");
+    method!("run.resume", params::Session, bool, "accepted");
     let update = generator.subschema_for::<SessionUpdate>().to_value();
     if let Some(subscribe) = methods
         .iter_mut()

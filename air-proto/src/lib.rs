@@ -25,6 +25,7 @@ pub mod payload;
 pub mod plan;
 pub mod projection;
 pub mod registry;
+pub mod report;
 pub mod result;
 pub mod task;
 pub mod time;

@@ -49,6 +49,9 @@ pub struct Usage {
     pub output_tokens: u64,
     pub cache_read_input_tokens: Option<u64>,
     pub cache_creation_input_tokens: Option<u64>,
+    /// What the turn cost, in millionths of a US dollar, when the worker knows the
+    /// model's prices.
+    pub cost_micro_usd: Option<u64>,
 }
 
 /// `agent.started`.
@@ -147,6 +150,24 @@ pub struct RunCompleted {
     pub cancelled: u32,
     /// Tasks that never reached an end (a budget stopped the run).
     pub unfinished: u32,
+}
+
+/// `run.continued`: an ended run goes on; its unfinished tasks are pending again.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunContinued {
+    pub task_ids: Vec<String>,
+    pub by: Option<String>,
+}
+
+/// `agent.timeout_extension.requested`: a worker past its soft timeout asks for more
+/// time.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimeoutExtensionRequested {
+    pub agent_id: String,
+    pub extra_ms: u64,
+    pub reason: Option<String>,
 }
 
 /// `scheduler.paused`, `scheduler.resumed`, `scheduler.stopped` (a budget ran out).

@@ -45,6 +45,9 @@ pub struct Projection {
     /// Requests without a decision yet, oldest first.
     pub permission_requests: Vec<PermissionRequestView>,
     pub counters: Counters,
+    /// The plan run of this session, once one started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunView>,
     #[serde(skip)]
     index: Index,
 }
@@ -240,6 +243,35 @@ pub struct Counters {
     pub evidence: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Millionths of a US dollar, over the turns whose cost is known.
+    #[serde(default)]
+    pub cost_micro_usd: u64,
+}
+
+/// A session's plan run.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunView {
+    pub plan: String,
+    pub title: Option<String>,
+    pub concurrency: u32,
+    pub status: RunState,
+    /// Dispatching is paused.
+    #[serde(default)]
+    pub paused: bool,
+    /// Why dispatching stopped for good (a budget), if it did.
+    pub stopped: Option<String>,
+    pub outcome: Option<p::RunOutcome>,
+    pub reason: Option<String>,
+    pub started_at: IsoTime,
+    pub ended_at: Option<IsoTime>,
+}
+
+wire_enum! {
+    pub enum RunState {
+        Running = "running",
+        Ended = "ended",
+    }
 }
 
 /// Lookup tables from id to position; rebuilt on demand, never compared or serialized.
@@ -349,6 +381,56 @@ impl Projection {
         self.agents.get_mut(i)
     }
 
+    /// Applies a `run.*` or `scheduler.*` event to the run view (hydration reads these
+    /// events too: the run has no table of its own).
+    pub fn apply_run(&mut self, ty: &str, event: &RuntimeEvent) {
+        let ts = &event.timestamp;
+        if ty == "run.started" {
+            if let Some(pl) = payload::<p::RunStarted>(event) {
+                self.run = Some(RunView {
+                    plan: pl.plan,
+                    title: pl.title,
+                    concurrency: pl.concurrency,
+                    status: RunState::Running,
+                    paused: false,
+                    stopped: None,
+                    outcome: None,
+                    reason: None,
+                    started_at: ts.clone(),
+                    ended_at: None,
+                });
+            }
+            return;
+        }
+        let Some(run) = self.run.as_mut() else { return };
+        match ty {
+            "run.completed" => {
+                if let Some(pl) = payload::<p::RunCompleted>(event) {
+                    run.status = RunState::Ended;
+                    run.outcome = Some(pl.outcome);
+                    run.reason = pl.reason;
+                    run.ended_at = Some(ts.clone());
+                }
+            }
+            "run.continued" => {
+                run.status = RunState::Running;
+                run.outcome = None;
+                run.reason = None;
+                run.ended_at = None;
+                run.stopped = None;
+                run.paused = false;
+            }
+            "scheduler.paused" => run.paused = true,
+            "scheduler.resumed" => run.paused = false,
+            "scheduler.stopped" => {
+                if let Some(pl) = payload::<p::SchedulerControl>(event) {
+                    run.stopped = Some(pl.reason.unwrap_or_else(|| "stopped".into()));
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Number of tasks in each status.
     pub fn tasks_by_status(&self) -> Vec<(TaskStatus, usize)> {
         TaskStatus::ALL
@@ -370,6 +452,21 @@ impl Projection {
         if let Some(status) = TaskStatus::from_event_type(ty) {
             if let Some(pl) = payload::<p::TaskStatusChanged>(event) {
                 self.apply_task_status(status, pl, ts);
+            }
+            return;
+        }
+        if ty.starts_with("run.") || ty.starts_with("scheduler.") {
+            self.apply_run(ty, event);
+            if ty == "run.continued" {
+                if let Some(pl) = payload::<p::RunContinued>(event) {
+                    for id in pl.task_ids {
+                        if let Some(task) = self.task_mut(&id) {
+                            task.status = TaskStatus::Pending;
+                            task.reason = None;
+                            task.updated_at = ts.clone();
+                        }
+                    }
+                }
             }
             return;
         }
@@ -408,6 +505,10 @@ impl Projection {
                             .counters
                             .output_tokens
                             .saturating_add(usage.output_tokens);
+                        self.counters.cost_micro_usd = self
+                            .counters
+                            .cost_micro_usd
+                            .saturating_add(usage.cost_micro_usd.unwrap_or(0));
                     }
                     let role = if ty == "user.message.created" {
                         MessageRole::User

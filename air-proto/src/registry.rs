@@ -227,6 +227,12 @@ pub static EVENTS: &[EventSpec] = &[
         "The scheduler has nothing left to do; the run's outcome."
     ),
     durable!(
+        "run.continued",
+        "run",
+        RunContinued,
+        "An ended run goes on; its unfinished tasks are pending again."
+    ),
+    durable!(
         "scheduler.paused",
         "scheduler",
         SchedulerControl,
@@ -452,6 +458,13 @@ pub static EVENTS: &[EventSpec] = &[
         AgentHeartbeat,
         Coalesce::Latest { key: &["agent_id"] },
         "Pushed by a worker every few seconds."
+    ),
+    ephemeral!(
+        "agent.timeout_extension.requested",
+        "agent",
+        TimeoutExtensionRequested,
+        Coalesce::Never,
+        "A worker past its soft timeout asks for more time."
     ),
     ephemeral!(
         "task.progress",

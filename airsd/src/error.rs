@@ -81,6 +81,12 @@ pub enum Error {
     WriterClosed,
     #[error("airsd is shutting down; retry once it has restarted")]
     ShuttingDown,
+    #[error("{0}")]
+    Plan(air_proto::plan::PlanErrors),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Refused(String),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -97,7 +103,10 @@ impl Error {
             | Error::WrongSession { .. }
             | Error::Invalid { .. }
             | Error::EphemeralInBatch { .. }
-            | Error::BadSessionId(_) => ErrorKind::InvalidInput,
+            | Error::BadSessionId(_)
+            | Error::Plan(_) => ErrorKind::InvalidInput,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Refused(_) => ErrorKind::Conflict,
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::SchemaTooNew { .. }
             | Error::SchemaTooOld { .. }

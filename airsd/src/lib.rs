@@ -16,6 +16,7 @@ pub mod logfile;
 pub mod projection;
 pub mod scheduler;
 pub mod session;
+pub mod supervisor;
 
 pub use error::{Error, Result};
 pub use session::{Session, SessionConfig};

@@ -26,6 +26,34 @@ struct Args {
     /// Exit after this many seconds without clients and running work (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 1800)]
     idle_timeout: u64,
+    /// The worker program agents run in (default: `air-worker` beside airsd; env
+    /// AIR_WORKER).
+    #[arg(long, value_name = "PATH", env = "AIR_WORKER")]
+    worker: Option<PathBuf>,
+    /// How often workers send heartbeats, in milliseconds.
+    #[arg(
+        long,
+        value_name = "MS",
+        env = "AIR_HEARTBEAT_MS",
+        default_value_t = 5_000
+    )]
+    heartbeat_ms: u64,
+    /// A worker silent this long (milliseconds) is killed as stalled.
+    #[arg(
+        long,
+        value_name = "MS",
+        env = "AIR_STALL_MS",
+        default_value_t = 120_000
+    )]
+    stall_ms: u64,
+    /// How long a cancelled worker has to exit before it is killed (milliseconds).
+    #[arg(
+        long,
+        value_name = "MS",
+        env = "AIR_CANCEL_GRACE_MS",
+        default_value_t = 5_000
+    )]
+    cancel_grace_ms: u64,
 }
 
 const EXIT_CODES: &str = "Exit codes:\n  0  stopped normally\n  1  failed (see the log)\n  2  not in a project, or bad arguments\n  3  another airsd already serves this project";
@@ -66,11 +94,27 @@ fn main() -> ExitCode {
         .map(PathBuf::from)
         .filter(|d| d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
+    let worker = args.worker.clone().unwrap_or_else(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|d| d.join("air-worker")))
+            .unwrap_or_else(|| PathBuf::from("air-worker"))
+    });
+    let mut shell = airsd::scheduler::shell::ShellConfig::new(airsd::supervisor::WorkerCommand {
+        program: worker,
+        args: Vec::new(),
+        env: airsd::supervisor::worker_env(std::env::vars_os()),
+        cancel_grace: Duration::from_millis(args.cancel_grace_ms),
+        queue: 1024,
+    });
+    shell.heartbeat_interval_ms = args.heartbeat_ms.max(10);
+    shell.core.stall_ms = args.stall_ms.max(shell.heartbeat_interval_ms * 2);
     let config = DaemonConfig {
         project_root: root,
         idle_timeout: Duration::from_secs(args.idle_timeout),
         runtime_dir,
         inherited: inherited_listener(),
+        shell: Some(shell),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

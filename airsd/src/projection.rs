@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use air_proto::event::AgentType;
+use air_proto::event::{AgentType, EventSource, RuntimeEvent};
 use air_proto::payload::PermissionRequested;
 use air_proto::projection::{
     message_preview, AgentView, CommandRunView, Counters, EdgeView, MessageRole, MessageView,
@@ -218,7 +218,9 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
              (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM artifacts),
              (SELECT COUNT(*) FROM diagnostics), (SELECT COUNT(*) FROM evidence_refs),
              (SELECT COALESCE(SUM(input_tokens), 0) FROM messages),
-             (SELECT COALESCE(SUM(output_tokens), 0) FROM messages)",
+             (SELECT COALESCE(SUM(output_tokens), 0) FROM messages),
+             (SELECT COALESCE(SUM(json_extract(usage_json, '$.cost_micro_usd')), 0)
+                  FROM messages WHERE usage_json IS NOT NULL)",
         [],
         |r| {
             Ok(Counters {
@@ -230,9 +232,30 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 evidence: r.get(5)?,
                 input_tokens: r.get(6)?,
                 output_tokens: r.get(7)?,
+                cost_micro_usd: r.get(8)?,
             })
         },
     )?;
+    // The run has no table: its view is the fold of its few events.
+    let mut stmt = conn.prepare(
+        "SELECT id, type, version, timestamp, source_kind, payload_json FROM events
+         WHERE type IN ('run.started', 'run.completed', 'run.continued', 'scheduler.paused',
+                        'scheduler.resumed', 'scheduler.stopped')
+         ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let ty: String = r.get(1)?;
+        let payload: String = r.get(5)?;
+        let mut event = RuntimeEvent::new(
+            ty.clone(),
+            session_id,
+            EventSource::system(),
+            serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+        );
+        event.timestamp = r.get(3)?;
+        p.apply_run(&ty, &event);
+    }
     Ok(p)
 }
 

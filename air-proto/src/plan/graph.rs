@@ -134,20 +134,99 @@ fn node_name(id: &str) -> String {
     format!("t_{safe}")
 }
 
+/// What a drawing shows: tasks (with their phase), edges and phase titles. Built from
+/// a compiled plan or from a session's projection.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Drawing {
+    /// (id, title, phase), in plan order.
+    pub nodes: Vec<(String, String, Option<String>)>,
+    /// (depends on, task, type).
+    pub edges: Vec<(String, String, DependencyType)>,
+    pub phase_titles: BTreeMap<String, String>,
+}
+
+impl Drawing {
+    pub fn from_graph(graph: &TaskGraph) -> Self {
+        Self {
+            nodes: graph
+                .tasks
+                .iter()
+                .map(|t| (t.id.clone(), t.title.clone(), t.phase.clone()))
+                .collect(),
+            edges: graph
+                .tasks
+                .iter()
+                .flat_map(|t| {
+                    t.dependencies.iter().map(|d| {
+                        (
+                            d.depends_on_task_id.clone(),
+                            t.id.clone(),
+                            d.dependency_type,
+                        )
+                    })
+                })
+                .collect(),
+            phase_titles: graph
+                .phases
+                .iter()
+                .filter_map(|p| p.title.clone().map(|t| (p.id.clone(), t)))
+                .collect(),
+        }
+    }
+
+    pub fn from_projection(p: &crate::projection::Projection) -> Self {
+        Self {
+            nodes: p
+                .tasks
+                .iter()
+                .map(|t| (t.id.clone(), t.title.clone(), t.phase.clone()))
+                .collect(),
+            edges: p
+                .edges
+                .iter()
+                .map(|e| {
+                    (
+                        e.depends_on_task_id.clone(),
+                        e.task_id.clone(),
+                        e.dependency_type,
+                    )
+                })
+                .collect(),
+            phase_titles: BTreeMap::new(),
+        }
+    }
+
+    fn by_phase(&self) -> Vec<PhaseGroup<'_>> {
+        let mut groups: Vec<PhaseGroup<'_>> = Vec::new();
+        for (id, title, phase) in &self.nodes {
+            match groups.iter_mut().find(|(p, _)| p == phase) {
+                Some((_, nodes)) => nodes.push((id, title)),
+                None => groups.push((phase.clone(), vec![(id, title)])),
+            }
+        }
+        groups
+    }
+}
+
+/// The nodes (id, title) of one phase, or of no phase.
+type PhaseGroup<'a> = (Option<String>, Vec<(&'a str, &'a str)>);
+
+/// A Mermaid flowchart of a plan (see [`mermaid_drawing`]).
+pub fn mermaid(graph: &TaskGraph, outcomes: &Outcomes) -> String {
+    mermaid_drawing(&Drawing::from_graph(graph), outcomes)
+}
+
 /// A Mermaid flowchart: phases as subgraphs, hard edges solid, soft edges dotted,
 /// conflict and serialization edges as labelled undirected links, nodes coloured by
 /// outcome.
-pub fn mermaid(graph: &TaskGraph, outcomes: &Outcomes) -> String {
+pub fn mermaid_drawing(drawing: &Drawing, outcomes: &Outcomes) -> String {
     let mut out = String::from("flowchart TD\n");
-    let by_phase = group_by_phase(graph);
-    for (phase, tasks) in &by_phase {
+    for (phase, nodes) in drawing.by_phase() {
         let indent = if phase.is_some() { "    " } else { "" };
-        if let Some(phase) = phase {
-            let title = graph
-                .phases
-                .iter()
-                .find(|p| &p.id == phase)
-                .and_then(|p| p.title.clone())
+        if let Some(phase) = &phase {
+            let title = drawing
+                .phase_titles
+                .get(phase)
                 .map(|t| format!("{phase}: {t}"))
                 .unwrap_or_else(|| phase.clone());
             let _ = writeln!(
@@ -157,37 +236,34 @@ pub fn mermaid(graph: &TaskGraph, outcomes: &Outcomes) -> String {
                 mermaid_label(&title)
             );
         }
-        for task in tasks {
+        for (id, title) in nodes {
             let _ = writeln!(
                 out,
                 "{indent}    {}[\"{}: {}\"]",
-                node_name(&task.id),
-                mermaid_label(&task.id),
-                mermaid_label(&task.title)
+                node_name(id),
+                mermaid_label(id),
+                mermaid_label(title)
             );
         }
         if phase.is_some() {
             out.push_str("    end\n");
         }
     }
-    for task in &graph.tasks {
-        for dep in &task.dependencies {
-            let from = node_name(&dep.depends_on_task_id);
-            let to = node_name(&task.id);
-            let line = match dep.dependency_type {
-                DependencyType::Hard => format!("{from} --> {to}"),
-                DependencyType::Soft => format!("{from} -.-> {to}"),
-                DependencyType::Conflict => format!("{from} <-. conflict .-> {to}"),
-                DependencyType::Serialization => format!("{from} <-. serial .-> {to}"),
-            };
-            let _ = writeln!(out, "    {line}");
-        }
+    for (from, to, kind) in &drawing.edges {
+        let (from, to) = (node_name(from), node_name(to));
+        let line = match kind {
+            DependencyType::Hard => format!("{from} --> {to}"),
+            DependencyType::Soft => format!("{from} -.-> {to}"),
+            DependencyType::Conflict => format!("{from} <-. conflict .-> {to}"),
+            DependencyType::Serialization => format!("{from} <-. serial .-> {to}"),
+        };
+        let _ = writeln!(out, "    {line}");
     }
     let mut used: Vec<&str> = Vec::new();
-    for task in &graph.tasks {
-        if let Some(status) = outcomes.get(&task.id) {
+    for (id, _, _) in &drawing.nodes {
+        if let Some(status) = outcomes.get(id) {
             if let Some((name, ..)) = STATUS_COLOURS.iter().find(|(s, ..)| s == status) {
-                let _ = writeln!(out, "    class {} {name}", node_name(&task.id));
+                let _ = writeln!(out, "    class {} {name}", node_name(id));
                 if !used.contains(name) {
                     used.push(name);
                 }
@@ -202,25 +278,17 @@ pub fn mermaid(graph: &TaskGraph, outcomes: &Outcomes) -> String {
     out
 }
 
-fn group_by_phase(graph: &TaskGraph) -> Vec<(Option<String>, Vec<&TaskSpec>)> {
-    let mut groups: Vec<(Option<String>, Vec<&TaskSpec>)> = Vec::new();
-    for task in &graph.tasks {
-        match groups.iter_mut().find(|(p, _)| *p == task.phase) {
-            Some((_, tasks)) => tasks.push(task),
-            None => groups.push((task.phase.clone(), vec![task])),
-        }
-    }
-    groups
-}
-
 fn dot_string(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// A Graphviz digraph with the same conventions as [`mermaid`].
 pub fn dot(graph: &TaskGraph, outcomes: &Outcomes) -> String {
-    let mut out = String::from("digraph plan {\n    rankdir=TB;\n    node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\"];\n");
-    for (phase, tasks) in group_by_phase(graph) {
+    let drawing = Drawing::from_graph(graph);
+    let mut out = String::from(
+        "digraph plan {\n    rankdir=TB;\n    node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\"];\n",
+    );
+    for (phase, nodes) in drawing.by_phase() {
         let indent = if phase.is_some() { "        " } else { "    " };
         if let Some(phase) = &phase {
             let _ = writeln!(
@@ -230,42 +298,40 @@ pub fn dot(graph: &TaskGraph, outcomes: &Outcomes) -> String {
                 dot_string(phase)
             );
         }
-        for task in tasks {
+        for (id, title) in nodes {
             let colour = outcomes
-                .get(&task.id)
+                .get(id)
                 .and_then(|s| STATUS_COLOURS.iter().find(|(name, ..)| name == s))
                 .map(|(_, fill, stroke)| format!(", fillcolor=\"{fill}\", color=\"{stroke}\""))
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "{indent}{} [label={}{colour}];",
-                dot_string(&task.id),
-                dot_string(&format!("{}: {}", task.id, task.title))
+                dot_string(id),
+                dot_string(&format!("{id}: {title}"))
             );
         }
         if phase.is_some() {
             out.push_str("    }\n");
         }
     }
-    for task in &graph.tasks {
-        for dep in &task.dependencies {
-            let style = match dep.dependency_type {
-                DependencyType::Hard => "",
-                DependencyType::Soft => " [style=dashed]",
-                DependencyType::Conflict => {
-                    " [dir=none, style=dotted, color=\"#c92a2a\", label=\"conflict\"]"
-                }
-                DependencyType::Serialization => {
-                    " [dir=none, style=dotted, color=\"#e67700\", label=\"serial\"]"
-                }
-            };
-            let _ = writeln!(
-                out,
-                "    {} -> {}{style};",
-                dot_string(&dep.depends_on_task_id),
-                dot_string(&task.id)
-            );
-        }
+    for (from, to, kind) in &drawing.edges {
+        let style = match kind {
+            DependencyType::Hard => "",
+            DependencyType::Soft => " [style=dashed]",
+            DependencyType::Conflict => {
+                " [dir=none, style=dotted, color=\"#c92a2a\", label=\"conflict\"]"
+            }
+            DependencyType::Serialization => {
+                " [dir=none, style=dotted, color=\"#e67700\", label=\"serial\"]"
+            }
+        };
+        let _ = writeln!(
+            out,
+            "    {} -> {}{style};",
+            dot_string(from),
+            dot_string(to)
+        );
     }
     out.push_str("}\n");
     out

@@ -9,6 +9,7 @@ mod conn;
 mod lock;
 mod params;
 mod rpc;
+mod runs;
 pub mod socket;
 mod state;
 
@@ -23,6 +24,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 pub use lock::{DaemonLock, LockError};
 pub use rpc::{rpc_error, DaemonRpc, Peer};
+pub use runs::RunRequest;
 pub use state::DaemonState;
 
 /// Largest request or response body, and so the largest frame a client can send.
@@ -43,6 +45,8 @@ pub struct DaemonConfig {
     pub runtime_dir: PathBuf,
     /// A listening socket handed over by a service manager (socket activation).
     pub inherited: Option<std::os::unix::net::UnixListener>,
+    /// How plans are run; `None` refuses `run.start`.
+    pub shell: Option<crate::scheduler::shell::ShellConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,12 +95,18 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
     tracing::info!(pid = std::process::id(), socket = %socket_path.display(), project = %paths.root().display(), "airsd listening");
 
-    let state = Arc::new(DaemonState::new(
+    let mut state = DaemonState::new(
         paths.clone(),
         project,
         socket_path.clone(),
         config.idle_timeout,
-    ));
+    );
+    if let Some(shell) = config.shell.clone() {
+        state = state.with_shell(shell);
+    }
+    let state = Arc::new(state);
+    // Runs that did not end before the last stop go on.
+    state.recover_runs().await;
     let methods = DaemonRpc {
         state: state.clone(),
     }
@@ -198,7 +208,9 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
         tracing::warn!("connections still open after the grace period; closing them");
         connections.abort_all();
     }
-    // Queued writes commit, writer threads end.
+    // Schedulers stop (their workers are killed; the runs resume at the next start),
+    // then queued writes commit and writer threads end.
+    state.stop_runs().await;
     state.close_sessions().await;
     drop(lock);
     tracing::info!("airsd stopped");

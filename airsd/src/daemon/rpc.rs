@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use air_proto::api::{
     codes, AirApiServer, ClientHello, ClientInfo, DaemonStatus, EventsPage, EventsQuery, Hello,
-    MessageSent, SessionCreate, SessionInfo, SessionUpdate, Snapshot,
+    MessageSent, RunInfo, SessionCreate, SessionInfo, SessionUpdate, Snapshot,
 };
 use air_proto::error::ErrorKind;
 use jsonrpsee::core::{async_trait, RpcResult, SubscriptionResult};
@@ -12,9 +12,11 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionSink};
 use serde_json::value::RawValue;
 
+use super::runs::RunRequest;
 use super::state::DaemonState;
 use crate::bus::{Recv, Subscription};
 use crate::error::Error;
+use crate::scheduler::shell::Control;
 
 /// Who is on the other end of a connection; put in each request's extensions by the
 /// accept loop.
@@ -40,11 +42,11 @@ pub fn rpc_error(e: Error) -> ErrorObjectOwned {
         ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::RateLimited => codes::UNAVAILABLE,
         _ => codes::INTERNAL,
     };
-    ErrorObjectOwned::owned(
-        code,
-        e.to_string(),
-        Some(serde_json::json!({ "kind": kind })),
-    )
+    let data = match &e {
+        Error::Plan(errors) => serde_json::json!({ "kind": kind, "plan_errors": errors }),
+        _ => serde_json::json!({ "kind": kind }),
+    };
+    ErrorObjectOwned::owned(code, e.to_string(), Some(data))
 }
 
 fn to_json<T: serde::Serialize>(
@@ -247,6 +249,90 @@ impl AirApiServer for DaemonRpc {
 
     async fn clients_list(&self) -> RpcResult<Vec<ClientInfo>> {
         Ok(self.state.clients())
+    }
+
+    async fn run_start(
+        &self,
+        ext: &Extensions,
+        plan: String,
+        plan_text: String,
+        title: Option<String>,
+        concurrency: Option<u32>,
+        on_ask: Option<air_proto::plan::OnAsk>,
+        permission_mode: Option<air_proto::plan::PermissionMode>,
+        max_cost: Option<f64>,
+        max_tokens: Option<u64>,
+        max_time_ms: Option<u64>,
+    ) -> RpcResult<RunInfo> {
+        self.state
+            .start_run(RunRequest {
+                plan,
+                plan_text,
+                title,
+                concurrency,
+                on_ask,
+                permission_mode,
+                max_cost,
+                max_tokens,
+                max_time_ms,
+                by: self.who(ext),
+            })
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn run_continue(&self, ext: &Extensions, session_id: String) -> RpcResult<RunInfo> {
+        self.state
+            .continue_run(&session_id, self.who(ext))
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn run_cancel(
+        &self,
+        ext: &Extensions,
+        session_id: String,
+        task_id: Option<String>,
+        reason: Option<String>,
+    ) -> RpcResult<bool> {
+        let by = self.who(ext);
+        let reason = reason.unwrap_or_else(|| match &by {
+            Some(who) => format!("cancelled by {who}"),
+            None => "cancelled".into(),
+        });
+        self.state
+            .control_run(
+                &session_id,
+                Control::Cancel {
+                    task_id,
+                    reason,
+                    by,
+                },
+            )
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn run_pause(&self, ext: &Extensions, session_id: String) -> RpcResult<bool> {
+        self.state
+            .control_run(&session_id, Control::Pause { by: self.who(ext) })
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn run_resume(&self, ext: &Extensions, session_id: String) -> RpcResult<bool> {
+        self.state
+            .control_run(&session_id, Control::Resume { by: self.who(ext) })
+            .await
+            .map_err(rpc_error)
+    }
+}
+
+impl DaemonRpc {
+    /// The client behind a request, for the record.
+    fn who(&self, ext: &Extensions) -> Option<String> {
+        let peer = ext.get::<Peer>()?;
+        self.state.client_name(peer.conn)
     }
 }
 

@@ -36,6 +36,10 @@ pub struct DaemonState {
     shutdown: watch::Sender<bool>,
     /// Recently encoded full replay pages, shared by subscribers catching up together.
     replay_cache: Mutex<ReplayCache>,
+    /// How plans are run (worker program, heartbeats, rules); none: plans are refused.
+    pub(super) shell: Option<crate::scheduler::shell::ShellConfig>,
+    /// The scheduler of each session with a run going.
+    runs: Mutex<HashMap<String, crate::scheduler::shell::RunHandle>>,
 }
 
 /// An encoded replay page: deltas ready to send.
@@ -114,7 +118,21 @@ impl DaemonState {
             idle_since: Mutex::new(Instant::now()),
             replay_cache: Mutex::new(ReplayCache::default()),
             shutdown: watch::channel(false).0,
+            shell: None,
+            runs: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Lets the daemon run plans with these workers and rules.
+    pub fn with_shell(mut self, shell: crate::scheduler::shell::ShellConfig) -> Self {
+        self.shell = Some(shell);
+        self
+    }
+
+    pub(super) fn runs_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, crate::scheduler::shell::RunHandle>> {
+        lock(&self.runs)
     }
 
     // ---- lifecycle ------------------------------------------------------------------
@@ -142,14 +160,14 @@ impl DaemonState {
         self.connections.load(Ordering::SeqCst)
     }
 
-    /// Worker processes running now (the scheduler's supervisor reports them).
+    /// Worker processes running now, over every run.
     pub fn running_workers(&self) -> usize {
-        0
+        self.run_workers()
     }
 
     /// How long the daemon has had no client and no running work.
     pub fn idle_for(&self) -> Option<Duration> {
-        if self.connections() > 0 || self.running_workers() > 0 {
+        if self.connections() > 0 || self.active_runs() > 0 {
             return None;
         }
         Some(lock(&self.idle_since).elapsed())
@@ -159,6 +177,14 @@ impl DaemonState {
 
     pub fn register_client(&self, conn: u64, info: ClientInfo) {
         lock(&self.clients).insert(conn, info);
+    }
+
+    /// Who a connection is, for records of who asked (`air (pid 42)`).
+    pub fn client_name(&self, conn: u64) -> Option<String> {
+        lock(&self.clients).get(&conn).map(|c| match c.pid {
+            Some(pid) => format!("{} (pid {pid})", c.client),
+            None => c.client.clone(),
+        })
     }
 
     pub fn clients(&self) -> Vec<ClientInfo> {

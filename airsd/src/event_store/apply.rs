@@ -246,6 +246,18 @@ fn apply_change(
             }
         }
         DomainChange::TaskStatus(status, pl) => apply_task_status(conn, e, *status, pl)?,
+        DomainChange::TasksReopened(pl) => {
+            for (i, id) in pl.task_ids.iter().enumerate() {
+                if !update(
+                    conn,
+                    "UPDATE tasks SET status = 'pending', reason = NULL, updated_at = ?2
+                     WHERE id = ?1",
+                    params![id, ts],
+                )? {
+                    return Err(missing(e, &format!("payload.task_ids[{i}]"), "task", id));
+                }
+            }
+        }
         DomainChange::AgentStarted(pl) => {
             require(conn, e, "tasks", "task", "payload.task_id", pl.task_id.as_deref())?;
             insert(

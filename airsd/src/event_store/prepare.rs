@@ -48,6 +48,8 @@ pub(crate) enum DomainChange {
         spec_json: String,
     },
     TaskStatus(TaskStatus, p::TaskStatusChanged),
+    /// `run.continued`: tasks back to pending.
+    TasksReopened(p::RunContinued),
     AgentStarted(p::AgentStarted),
     AgentCompleted {
         payload: p::AgentCompleted,
@@ -240,6 +242,7 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     spec_json,
                 }
             }
+            "run.continued" => DomainChange::TasksReopened(typed(&event)?),
             "agent.started" => DomainChange::AgentStarted(typed(&event)?),
             "agent.completed" => {
                 let payload: p::AgentCompleted = typed(&event)?;

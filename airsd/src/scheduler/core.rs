@@ -110,6 +110,10 @@ pub enum Fact {
         reason: String,
     },
     RunCompleted(RunCompleted),
+    /// An ended run goes on: these tasks start over as pending, with fresh budgets.
+    Continued {
+        task_ids: Vec<String>,
+    },
 }
 
 /// What the core wants done. The shell records the matching event (which comes back as
@@ -303,6 +307,15 @@ impl Core {
         self.index.get(task_id).map(|&i| self.tasks[i].status)
     }
 
+    /// Tasks that did not complete (what continuing an ended run would reopen).
+    pub fn unfinished(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .filter(|t| t.status != TaskStatus::Completed && t.agent.is_none())
+            .map(|t| t.spec.id.clone())
+            .collect()
+    }
+
     /// Every task with its status, in creation order.
     pub fn statuses(&self) -> Vec<(String, TaskStatus)> {
         self.tasks
@@ -486,6 +499,31 @@ impl Core {
             Fact::RunCompleted(_) => {
                 self.finished = true;
                 self.completing = false;
+            }
+            Fact::Continued { task_ids } => {
+                self.finished = false;
+                self.completing = false;
+                self.paused = false;
+                self.stopped = None;
+                self.cancelled = None;
+                for id in task_ids {
+                    let Some(t) = self.task_mut(id) else { continue };
+                    if t.status == TaskStatus::Completed || t.agent.is_some() {
+                        continue;
+                    }
+                    t.status = TaskStatus::Pending;
+                    t.next = Next::Nothing;
+                    t.retries_used = 0;
+                    t.rejections = 0;
+                    t.reviewer_failures = 0;
+                    t.failures.clear();
+                    t.cancel = None;
+                    t.in_flight = false;
+                    t.under_review = None;
+                    t.notes.push(
+                        "This task did not finish in an earlier run of the plan; it starts again. Check what is already in place before you change anything.".into(),
+                    );
+                }
             }
         }
     }

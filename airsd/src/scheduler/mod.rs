@@ -4,6 +4,7 @@
 
 pub mod core;
 pub mod gate;
+pub mod shell;
 pub mod sim;
 #[cfg(test)]
 mod tests;

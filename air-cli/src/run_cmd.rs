@@ -1,0 +1,594 @@
+//! `air run`, `air wait`, `air cancel`, `air pause`, `air resume`: running a plan
+//! through the daemon and following it to the end.
+//!
+//! Exit codes of `air run` and `air wait`: 0 every task completed, 1 a task failed, 2
+//! usage or plan error, 3 blocked (a task needs a human, or a budget ran out), 4 the
+//! daemon could not be reached, 130 the run was interrupted (cancelled).
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use air_proto::api::AirApiClient;
+use air_proto::client::Connection;
+use air_proto::event::RuntimeEvent;
+use air_proto::payload::RunOutcome;
+use air_proto::plan::graph::Drawing;
+use air_proto::plan::{OnAsk, PermissionMode};
+use air_proto::report::RunReport;
+use clap::Args;
+
+use crate::output::follow_events;
+use crate::{connect, exit, CmdResult, Failure};
+
+/// Exit code of an interrupted run (as for SIGINT).
+pub const INTERRUPTED: u8 = 130;
+/// Exit code of a blocked run.
+pub const BLOCKED: u8 = 3;
+
+pub const RUN_EXIT_CODES: &str = "Exit codes:\n  0    every task completed\n  1    a task failed\n  2    usage or plan error\n  3    blocked: a task needs a human, or a budget ran out\n  4    the daemon could not be reached or started\n  130  interrupted: the run was cancelled";
+
+/// How a followed run is shown.
+#[derive(Args, Clone, Debug, Default)]
+pub struct FollowArgs {
+    /// One JSON object per event (NDJSON) instead of progress lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a JUnit XML report here at the end (one testcase per task).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write a Markdown summary with the task graph (Mermaid) here at the end; it is
+    /// also appended to $GITHUB_STEP_SUMMARY when that is set.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The plan to run (Markdown, see docs/plan-format.md).
+    #[arg(long, value_name = "FILE", required_unless_present = "resume")]
+    pub plan: Option<PathBuf>,
+    /// Continue the run of this session (after an interruption or a crash).
+    #[arg(long, value_name = "SESSION", conflicts_with = "plan")]
+    pub resume: Option<String>,
+    /// Return at once with the session id; `air wait SESSION` follows it later.
+    #[arg(long)]
+    pub detach: bool,
+    /// Most agents at once (overrides the plan).
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<u32>,
+    /// A permission request with nobody to ask: deny it, fail the task, or queue it for
+    /// `air approve` (overrides the plan; default deny).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub on_ask: Option<OnAskArg>,
+    /// default, accept_edits, plan (read-only) or bypass_permissions.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub permission_mode: Option<ModeArg>,
+    /// Stop dispatching once the run has cost this many US dollars.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop dispatching once the run has used this many tokens.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop dispatching after this much wall time (`30m`, `2h`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_time: Option<Duration>,
+    /// The session's title (default: the plan's).
+    #[arg(long)]
+    pub title: Option<String>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum OnAskArg {
+    Deny,
+    Fail,
+    Queue,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ModeArg {
+    Default,
+    AcceptEdits,
+    Plan,
+    BypassPermissions,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 90s, 30m, 2h)"))
+}
+
+fn usage(message: String) -> Failure {
+    Failure {
+        code: exit::USAGE,
+        message,
+    }
+}
+
+pub async fn run(args: RunArgs) -> CmdResult {
+    let conn = connect().await?;
+    let info = match (&args.plan, &args.resume) {
+        (Some(plan), _) => {
+            // Checked here first, so plan errors print at once, named by file:line.
+            let compiled = crate::plan_cmd::load(plan)?;
+            let text = std::fs::read_to_string(plan)
+                .map_err(|e| usage(format!("cannot read the plan {}: {e}", plan.display())))?;
+            if compiled.graph.tasks.is_empty() {
+                return Err(usage(format!("{}: the plan has no tasks", plan.display())));
+            }
+            conn.client
+                .run_start(
+                    plan.display().to_string(),
+                    text,
+                    args.title.clone(),
+                    args.concurrency,
+                    args.on_ask.map(|a| match a {
+                        OnAskArg::Deny => OnAsk::Deny,
+                        OnAskArg::Fail => OnAsk::Fail,
+                        OnAskArg::Queue => OnAsk::Queue,
+                    }),
+                    args.permission_mode.map(|m| match m {
+                        ModeArg::Default => PermissionMode::Default,
+                        ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
+                        ModeArg::Plan => PermissionMode::Plan,
+                        ModeArg::BypassPermissions => PermissionMode::BypassPermissions,
+                    }),
+                    args.max_cost,
+                    args.max_tokens,
+                    args.max_time
+                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                )
+                .await
+                .map_err(rpc_failure)?
+        }
+        (None, Some(session)) => conn
+            .client
+            .run_continue(session.clone())
+            .await
+            .map_err(rpc_failure)?,
+        (None, None) => return Err(usage("give --plan FILE or --resume SESSION".into())),
+    };
+    if args.detach {
+        if args.follow.json {
+            println!("{}", serde_json::to_string(&info)?);
+        } else {
+            println!("{}", info.session_id);
+            eprintln!(
+                "air: running in the background; `air wait {0}` follows it, `air attach -s {0}` shows it",
+                info.session_id
+            );
+        }
+        return Ok(());
+    }
+    if !args.follow.json {
+        let what = if info.reopened.is_empty() {
+            format!("{} task(s)", info.tasks)
+        } else {
+            format!("{} task(s) reopened", info.reopened.len())
+        };
+        eprintln!(
+            "air: session {} — {}{}",
+            info.session_id,
+            info.title
+                .as_deref()
+                .map(|t| format!("{t}: "))
+                .unwrap_or_default(),
+            what
+        );
+    }
+    follow(&conn, &info.session_id, &args.follow, true).await
+}
+
+/// `air wait SESSION`: follows a run (started with --detach, or by someone else) to its
+/// end, with `air run`'s output and exit codes.
+pub async fn wait(session: Option<String>, args: FollowArgs) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    follow(&conn, &session, &args, false).await
+}
+
+async fn newest_session(conn: &Connection) -> Result<String, Failure> {
+    match conn.client.session_list().await?.first() {
+        Some(s) => Ok(s.id.clone()),
+        None => Err(Failure::from(
+            "no sessions yet (`air run --plan FILE` starts one)",
+        )),
+    }
+}
+
+/// `air cancel`, `air pause`, `air resume`.
+pub async fn control(what: &str, session: Option<String>, task: Option<String>) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    let result = match what {
+        "cancel" => {
+            conn.client
+                .run_cancel(session.clone(), task.clone(), None)
+                .await
+        }
+        "pause" => conn.client.run_pause(session.clone()).await,
+        _ => conn.client.run_resume(session.clone()).await,
+    };
+    result.map_err(rpc_failure)?;
+    match (what, task) {
+        ("cancel", Some(t)) => println!("cancelling task {t} of session {session}"),
+        ("cancel", None) => println!(
+            "cancelling the run of session {session}; `air run --resume {session}` continues it"
+        ),
+        ("pause", _) => {
+            println!("paused session {session}: running agents finish, nothing new starts")
+        }
+        _ => println!("resumed session {session}"),
+    }
+    Ok(())
+}
+
+/// A daemon error, with plan errors printed one per line and exit code 2 for bad input.
+fn rpc_failure(e: jsonrpsee::core::client::Error) -> Failure {
+    if let jsonrpsee::core::client::Error::Call(obj) = &e {
+        let data: Option<serde_json::Value> =
+            obj.data().and_then(|d| serde_json::from_str(d.get()).ok());
+        let kind = data
+            .as_ref()
+            .and_then(|d| d["kind"].as_str().map(str::to_string));
+        let code = match kind.as_deref() {
+            Some("invalid_input") => exit::USAGE,
+            _ => exit::FAILED,
+        };
+        return Failure {
+            code,
+            message: obj.message().to_string(),
+        };
+    }
+    Failure::from(e)
+}
+
+/// Live view state.
+struct Progress {
+    tty: bool,
+    json: bool,
+    started: Instant,
+    total: usize,
+    titles: BTreeMap<String, String>,
+    status: BTreeMap<String, String>,
+    /// agent id → (task, role, since)
+    running: BTreeMap<String, (String, String, Instant)>,
+    drawn: usize,
+    frame: usize,
+    /// The last run event seen is `run.completed`.
+    ended: bool,
+}
+
+const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+impl Progress {
+    fn done(&self) -> usize {
+        self.status
+            .values()
+            .filter(|s| matches!(s.as_str(), "completed" | "failed" | "blocked" | "cancelled"))
+            .count()
+    }
+
+    fn clear(&mut self) {
+        if self.tty && self.drawn > 0 {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\x1b[{}A\x1b[J", self.drawn);
+            self.drawn = 0;
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        if self.json {
+            return;
+        }
+        self.clear();
+        if self.tty {
+            eprintln!("{text}");
+        } else {
+            let now = air_proto::time::now_iso();
+            let clock = now.get(11..19).unwrap_or(&now);
+            println!("{clock} {text}");
+        }
+    }
+
+    fn draw(&mut self) {
+        if !self.tty || self.json {
+            return;
+        }
+        self.clear();
+        self.frame = (self.frame + 1) % SPINNER.len();
+        let mut lines = vec![format!(
+            "{} {}/{} tasks done · {} running · {}",
+            SPINNER[self.frame],
+            self.done(),
+            self.total,
+            self.running.len(),
+            elapsed(self.started.elapsed())
+        )];
+        for (agent, (task, role, since)) in self.running.iter().take(12) {
+            let title = self.titles.get(task).map(String::as_str).unwrap_or("");
+            lines.push(format!(
+                "  {} {task} {title} — {role} ({}) {}",
+                SPINNER[self.frame],
+                elapsed(since.elapsed()),
+                agent
+            ));
+        }
+        let mut err = std::io::stderr().lock();
+        for l in &lines {
+            let _ = writeln!(err, "{l}");
+        }
+        self.drawn = lines.len();
+    }
+
+    fn event(&mut self, event: &RuntimeEvent) {
+        let p = &event.payload;
+        let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
+        let ty = event.event_type.as_str();
+        match ty {
+            "task.created" => {
+                let id = p["task"]["id"].as_str().unwrap_or("").to_string();
+                let title = p["task"]["title"].as_str().unwrap_or("").to_string();
+                self.titles.insert(id.clone(), title);
+                self.status.insert(id, "pending".into());
+                self.total = self.status.len();
+            }
+            "task.started" | "task.reviewing" | "task.debugging" => {
+                let task = s("task_id");
+                let role = s("agent_type");
+                let agent = s("agent_id");
+                self.status.insert(task.clone(), ty[5..].to_string());
+                let attempt = p["attempt"].as_u64().unwrap_or(1);
+                self.line(&format!("{task} {} ({role}, attempt {attempt})", &ty[5..]));
+                self.running.insert(agent, (task, role, Instant::now()));
+            }
+            "task.completed" | "task.failed" | "task.blocked" | "task.cancelled" => {
+                let task = s("task_id");
+                self.status.insert(task.clone(), ty[5..].to_string());
+                let reason = p["reason"]
+                    .as_str()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                self.line(&format!("{task} {}{reason}", &ty[5..]));
+            }
+            "agent.completed" | "agent.failed" => {
+                let agent = s("agent_id");
+                self.running.remove(&agent);
+                if ty == "agent.failed" {
+                    self.line(&format!("agent {agent} failed: {}", s("reason")));
+                }
+            }
+            "agent.soft_timeout" => {
+                self.line(&format!("agent {} passed its soft timeout", s("agent_id")))
+            }
+            "scheduler.stopped" => self.line(&format!("stopping: {}", s("reason"))),
+            "scheduler.paused" => self.line("paused"),
+            "scheduler.resumed" => self.line("resumed"),
+            "run.continued" => {
+                self.ended = false;
+                self.line("the run continues");
+            }
+            "run.completed" => self.ended = true,
+            _ => {}
+        }
+    }
+}
+
+fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// Follows a session's run to its end, then reports. `cancel_on_signal`: SIGINT/SIGTERM
+/// cancel the run (foreground `air run`); otherwise they only stop following.
+async fn follow(
+    conn: &Connection,
+    session_id: &str,
+    args: &FollowArgs,
+    cancel_on_signal: bool,
+) -> CmdResult {
+    let tty = std::io::stderr().is_terminal() && !args.json;
+    let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress {
+        tty,
+        json: args.json,
+        started: Instant::now(),
+        total: 0,
+        titles: BTreeMap::new(),
+        status: BTreeMap::new(),
+        running: BTreeMap::new(),
+        drawn: 0,
+        frame: 0,
+        ended: false,
+    }));
+    let json = args.json;
+    let watcher = {
+        let progress = progress.clone();
+        follow_events(conn, session_id, 0, move |_, event| {
+            if json {
+                println!("{}", serde_json::to_string(event)?);
+            }
+            progress
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .event(event);
+            Ok(ControlFlow::Continue(()))
+        })
+    };
+    // The stream says when the run ended (`run.completed` not followed by a
+    // `run.continued`); the snapshot then gives the final state to report.
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
+    let mut cancelled = false;
+    tokio::pin!(watcher);
+    let report = loop {
+        tokio::select! {
+            result = &mut watcher => {
+                result?;
+                return Err(Failure { code: exit::UNREACHABLE, message: "the event stream ended".into() });
+            }
+            _ = ticker.tick() => {
+                let ended = {
+                    let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+                    p.draw();
+                    p.ended
+                };
+                if !ended {
+                    continue;
+                }
+                let snapshot = conn.client.session_snapshot(session_id.to_string()).await?;
+                let ended = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
+                if snapshot.projection.run.is_none() {
+                    return Err(Failure::from(format!("session {session_id} has no plan run")));
+                }
+                if ended {
+                    break RunReport::from_projection(&snapshot.projection);
+                }
+            }
+            _ = sigint.recv() => {
+                if cancelled || !cancel_on_signal {
+                    progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                    eprintln!("air: stopped following; the run goes on in airsd (`air wait {session_id}`)");
+                    return Err(Failure { code: INTERRUPTED, message: "interrupted".into() });
+                }
+                cancelled = true;
+                progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("cancelling the run… (again to stop waiting; `air run --resume {session_id}` continues it)"));
+                let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGINT on air run".into())).await;
+            }
+            _ = sigterm.recv() => {
+                if cancel_on_signal && !cancelled {
+                    cancelled = true;
+                    let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGTERM on air run".into())).await;
+                } else {
+                    return Err(Failure { code: INTERRUPTED, message: "terminated".into() });
+                }
+            }
+        }
+    };
+    progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let Some(report) = report else {
+        return Err(Failure::from(format!(
+            "session {session_id} has no plan run"
+        )));
+    };
+    finish(conn, session_id, &report, args).await
+}
+
+/// Prints the summary, writes the JUnit and Markdown reports, and maps the outcome to
+/// the exit code.
+async fn finish(
+    conn: &Connection,
+    session_id: &str,
+    report: &RunReport,
+    args: &FollowArgs,
+) -> CmdResult {
+    let snapshot = conn.client.session_snapshot(session_id.to_string()).await?;
+    let drawing = Drawing::from_projection(&snapshot.projection);
+    if let Some(path) = &args.junit {
+        std::fs::write(path, report.junit_xml())
+            .map_err(|e| Failure::from(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let markdown = report.markdown(&drawing);
+    if let Some(path) = &args.summary {
+        std::fs::write(path, &markdown)
+            .map_err(|e| Failure::from(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if let Some(step) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&step)
+        {
+            let _ = f.write_all(markdown.as_bytes());
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(report)?);
+    } else {
+        print_summary(report);
+    }
+    let outcome = report.outcome.unwrap_or(RunOutcome::Blocked);
+    match outcome {
+        RunOutcome::Completed => Ok(()),
+        RunOutcome::Failed => Err(Failure {
+            code: exit::FAILED,
+            message: format!("{} task(s) failed", report.counts.failed),
+        }),
+        RunOutcome::Blocked => Err(Failure {
+            code: BLOCKED,
+            message: match &report.reason {
+                Some(r) => format!("blocked: {r}"),
+                None => format!("{} task(s) need a human", report.counts.blocked),
+            },
+        }),
+        RunOutcome::Interrupted => Err(Failure {
+            code: INTERRUPTED,
+            message: format!("interrupted; `air run --resume {session_id}` continues the run"),
+        }),
+    }
+}
+
+fn print_summary(report: &RunReport) {
+    let c = &report.counts;
+    println!();
+    let width = report
+        .tasks
+        .iter()
+        .map(|t| t.id.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "{:<width$}  {:<10} {:>8}  title / reason",
+        "task", "status", "attempts"
+    );
+    for t in &report.tasks {
+        let reason = t
+            .reason
+            .as_deref()
+            .map(|r| format!(" — {}", r.lines().next().unwrap_or("")))
+            .unwrap_or_default();
+        println!(
+            "{:<width$}  {:<10} {:>8}  {}{reason}",
+            t.id,
+            t.status.as_str(),
+            t.attempts,
+            t.title
+        );
+    }
+    println!(
+        "\n{}: {} completed, {} failed, {} blocked, {} cancelled, {} unfinished of {}{}",
+        report.outcome.map_or("running", |o| o.as_str()),
+        c.completed,
+        c.failed,
+        c.blocked,
+        c.cancelled,
+        c.unfinished,
+        c.total,
+        report
+            .duration_ms
+            .map(|ms| format!(" in {}", elapsed(Duration::from_millis(ms))))
+            .unwrap_or_default()
+    );
+    println!(
+        "session {} · report: .air/local/sessions/{}/artifacts/reports/run-report.json",
+        report.session_id, report.session_id
+    );
+}

@@ -1,0 +1,325 @@
+//! Plan runs held by the daemon: starting one, continuing one, controlling one, and
+//! picking up every unfinished run when airsd starts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use air_proto::api::{RunInfo, SessionCreate};
+use air_proto::event::{EventSource, RuntimeEvent};
+use air_proto::payload::{RunContinued, RunStarted, TaskCreated};
+use air_proto::plan::{OnAsk, PermissionMode};
+use rusqlite::{OpenFlags, OptionalExtension};
+
+use super::state::DaemonState;
+use crate::error::{Error, Result};
+use crate::scheduler::shell::{self, Control, RunContext, RunHandle};
+use crate::scheduler::{Config, Core};
+use crate::Session;
+
+/// Concurrency when neither the plan nor the caller sets one.
+pub const DEFAULT_CONCURRENCY: u32 = 4;
+
+/// What `run.start` asks for.
+pub struct RunRequest {
+    pub plan: String,
+    pub plan_text: String,
+    pub title: Option<String>,
+    pub concurrency: Option<u32>,
+    pub on_ask: Option<OnAsk>,
+    pub permission_mode: Option<PermissionMode>,
+    pub max_cost: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub max_time_ms: Option<u64>,
+    pub by: Option<String>,
+}
+
+fn event<P: serde::Serialize>(session: &str, ty: &str, payload: &P) -> Result<RuntimeEvent> {
+    RuntimeEvent::typed(ty, session, EventSource::scheduler(), payload)
+        .map_err(|e| Error::Internal(format!("{ty} payload: {e}")))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+impl DaemonState {
+    fn shell_config(&self) -> Result<shell::ShellConfig> {
+        self.shell.clone().ok_or_else(|| {
+            Error::Refused(
+                "this airsd was started without a worker program; it cannot run plans".into(),
+            )
+        })
+    }
+
+    fn scheduler_config(&self, concurrency: u32) -> Config {
+        let mut config = self
+            .shell
+            .as_ref()
+            .map(|s| s.core.clone())
+            .unwrap_or_default();
+        config.concurrency = concurrency;
+        config
+    }
+
+    /// Compiles a plan, records it in a new session (`run.started` and every
+    /// `task.created` in one transaction), writes the task graph to
+    /// `.air/shared/plan/task-graph.json`, and starts scheduling.
+    pub async fn start_run(&self, req: RunRequest) -> Result<RunInfo> {
+        let shell_config = self.shell_config()?;
+        let compiled = air_proto::plan::compile(&req.plan, &req.plan_text).map_err(Error::Plan)?;
+        for (name, value) in [
+            ("concurrency", req.concurrency.map(f64::from)),
+            ("max_cost", req.max_cost),
+        ] {
+            if value.is_some_and(|v| !(v > 0.0 && v.is_finite())) {
+                return Err(Error::Invalid {
+                    event_type: "run.start".into(),
+                    field: name.into(),
+                    message: "must be more than zero".into(),
+                });
+            }
+        }
+        let graph = compiled.graph;
+        let settings = &graph.settings;
+        let title = req.title.clone().or_else(|| graph.title.clone());
+        let run = RunStarted {
+            plan: req.plan.clone(),
+            title: title.clone(),
+            concurrency: req
+                .concurrency
+                .or(settings.concurrency)
+                .unwrap_or(DEFAULT_CONCURRENCY)
+                .max(1),
+            permission_mode: req
+                .permission_mode
+                .or(settings.permission_mode)
+                .unwrap_or(PermissionMode::Default),
+            on_ask: req.on_ask.or(settings.on_ask).unwrap_or(OnAsk::Deny),
+            budgets: air_proto::plan::Budgets {
+                max_cost: req.max_cost.or(settings.budgets.max_cost),
+                max_tokens: req.max_tokens.or(settings.budgets.max_tokens),
+                max_time_ms: req.max_time_ms.or(settings.budgets.max_time_ms),
+            },
+            phases: graph.phases.iter().map(|p| p.id.clone()).collect(),
+        };
+        let info = self
+            .create_session(SessionCreate {
+                title: title.clone(),
+                plan_ref: Some(req.plan.clone()),
+            })
+            .await?;
+        let session = self.session(&info.id).await?;
+        let mut events = vec![event(&info.id, "run.started", &run)?];
+        for task in &graph.tasks {
+            events.push(event(
+                &info.id,
+                "task.created",
+                &TaskCreated { task: task.clone() },
+            )?);
+        }
+        let mut core = Core::new(self.scheduler_config(run.concurrency));
+        let now = now_ms();
+        for e in &events {
+            if let Some(fact) = shell::fact_of(&e.event_type, &e.payload) {
+                core.apply(&fact, now);
+            }
+        }
+        session.store().append_batch(events).await?;
+        let graph_path = self.paths.plan().join("task-graph.json");
+        let bytes = serde_json::to_vec_pretty(&graph)
+            .map_err(|e| Error::Internal(format!("task graph: {e}")))?;
+        if let Err(e) = air_proto::layout::write_atomic(&graph_path, &bytes) {
+            tracing::warn!("cannot write {}: {e}", graph_path.display());
+        }
+        self.spawn_run(session, run, now, core, shell_config);
+        Ok(RunInfo {
+            session_id: info.id,
+            title,
+            plan: req.plan,
+            tasks: u32::try_from(graph.tasks.len()).unwrap_or(u32::MAX),
+            waves: graph.waves,
+            warnings: compiled.warnings,
+            reopened: Vec::new(),
+        })
+    }
+
+    fn spawn_run(
+        &self,
+        session: Arc<Session>,
+        run: RunStarted,
+        started_ms: u64,
+        core: Core,
+        config: shell::ShellConfig,
+    ) -> RunHandle {
+        let id = session.id().to_string();
+        let ctx = RunContext {
+            session,
+            paths: self.paths.clone(),
+            project_id: self.project.project_id.clone(),
+            run,
+            started_ms,
+        };
+        let handle = shell::start(ctx, config, core);
+        self.runs_lock().insert(id, handle.clone());
+        handle
+    }
+
+    fn run_handle(&self, session_id: &str) -> Option<RunHandle> {
+        let mut runs = self.runs_lock();
+        runs.retain(|_, h| !h.is_done());
+        runs.get(session_id).cloned()
+    }
+
+    /// Continues a session's run: a run still going is only reported; one that ended
+    /// with unfinished tasks reopens them; one whose scheduler is not running (airsd
+    /// restarted) is recovered.
+    pub async fn continue_run(&self, session_id: &str, by: Option<String>) -> Result<RunInfo> {
+        let session = self.session(session_id).await?;
+        let running = self.run_handle(session_id).is_some();
+        let config = self.shell_config()?;
+        let recovered = {
+            let session = session.clone();
+            let core_config = self.scheduler_config(DEFAULT_CONCURRENCY);
+            tokio::task::spawn_blocking(move || shell::recover(&session, core_config))
+                .await
+                .map_err(|e| Error::Internal(format!("recovery: {e}")))??
+        };
+        let Some(mut recovered) = recovered else {
+            return Err(Error::NotFound(format!(
+                "session {session_id} has no plan run to continue"
+            )));
+        };
+        let snapshot = session.snapshot();
+        let mut info = RunInfo {
+            session_id: session_id.to_string(),
+            title: recovered.started.title.clone(),
+            plan: recovered.started.plan.clone(),
+            tasks: u32::try_from(snapshot.tasks.len()).unwrap_or(u32::MAX),
+            waves: Vec::new(),
+            warnings: Vec::new(),
+            reopened: Vec::new(),
+        };
+        if running {
+            return Ok(info);
+        }
+        if recovered.core.is_finished() {
+            let reopen = recovered.core.unfinished();
+            if reopen.is_empty() {
+                return Ok(info);
+            }
+            let e = event(
+                session_id,
+                "run.continued",
+                &RunContinued {
+                    task_ids: reopen.clone(),
+                    by,
+                },
+            )?;
+            if let Some(fact) = shell::fact_of(&e.event_type, &e.payload) {
+                recovered.core.apply(&fact, now_ms());
+            }
+            session.store().append(e).await?;
+            info.reopened = reopen;
+        }
+        self.spawn_run(
+            session,
+            recovered.started,
+            recovered.started_ms,
+            recovered.core,
+            config,
+        );
+        Ok(info)
+    }
+
+    /// Sends a request to a session's running scheduler.
+    pub async fn control_run(&self, session_id: &str, control: Control) -> Result<bool> {
+        let Some(handle) = self.run_handle(session_id) else {
+            return Err(Error::NotFound(format!(
+                "no run is in progress in session {session_id} (`air run --resume {session_id}` continues an ended one)"
+            )));
+        };
+        Ok(handle.send(control).await)
+    }
+
+    /// Runs whose scheduler is going (for idle checks and status).
+    pub fn active_runs(&self) -> usize {
+        let mut runs = self.runs_lock();
+        runs.retain(|_, h| !h.is_done());
+        runs.len()
+    }
+
+    /// Worker processes running now, over every run.
+    pub fn run_workers(&self) -> usize {
+        self.runs_lock()
+            .values()
+            .map(RunHandle::running_agents)
+            .sum()
+    }
+
+    /// Stops every scheduler (airsd is stopping): workers are killed; the runs are
+    /// recovered at the next start.
+    pub async fn stop_runs(&self) {
+        let handles: Vec<RunHandle> = self.runs_lock().drain().map(|(_, h)| h).collect();
+        for h in &handles {
+            h.send(Control::Shutdown).await;
+        }
+        for h in handles {
+            if tokio::time::timeout(Duration::from_secs(5), h.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!("a scheduler did not stop within 5 s");
+            }
+        }
+    }
+
+    /// Starts the scheduler of every session whose run has not ended (after a crash or
+    /// restart of airsd).
+    pub async fn recover_runs(&self) {
+        if self.shell.is_none() {
+            return;
+        }
+        let dir = self.paths.sessions();
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if air_proto::layout::check_session_id(&id).is_err() {
+                continue;
+            }
+            let db = self.paths.session_db(&id);
+            if !db.is_file() || !run_unfinished(&db) {
+                continue;
+            }
+            match self.continue_run(&id, Some("airsd restart".into())).await {
+                Ok(_) => tracing::info!(session = %id, "recovered an unfinished run"),
+                Err(e) => tracing::error!(session = %id, "cannot recover the run: {e}"),
+            }
+        }
+    }
+}
+
+/// Whether a session's last run event says its run is still going.
+fn run_unfinished(db: &std::path::Path) -> bool {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return false;
+    };
+    let last: Option<String> = conn
+        .query_row(
+            "SELECT type FROM events WHERE type IN ('run.started', 'run.completed', 'run.continued')
+             ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .ok()
+        .flatten();
+    matches!(last.as_deref(), Some("run.started" | "run.continued"))
+}

@@ -1,0 +1,1021 @@
+//! The scheduler's async shell: it records the core's decisions as events (durable
+//! first), feeds the recorded facts back to the core, and does the side effects:
+//! starting, cancelling and killing workers, handling their messages, enforcing the
+//! run's budgets, mirroring the state to `.air/local/state/scheduler-state.json`, and
+//! writing the run report when the run ends.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use air_proto::context::{AgentRuntimeContext, ContextPack, ContextPackRefs, PermissionTemplate};
+use air_proto::event::{AgentType, EventSource, RuntimeEvent};
+use air_proto::ipc::{
+    AgentStart, ControlMessage, IpcBody, IpcMessage, ToolResult, ToolResultStatus,
+};
+use air_proto::layout::ProjectPaths;
+use air_proto::payload::{self as p, AgentFailure, RunCompleted, RunStarted};
+use air_proto::projection::TaskStatus;
+use air_proto::result::WorkerResult;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+use super::core::{Config, Core, Decision, Dispatch, Fact};
+use crate::error::{Error, Result};
+use crate::session::Session;
+use crate::supervisor::{Exit, Worker, WorkerCommand, WorkerEvent};
+
+/// How the shell runs a session's plan.
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    pub worker: WorkerCommand,
+    /// How often workers are asked to send heartbeats.
+    pub heartbeat_interval_ms: u64,
+    /// How often timers are checked.
+    pub tick: Duration,
+    /// The rules' tunables (the run's concurrency replaces `concurrency`).
+    pub core: Config,
+}
+
+impl ShellConfig {
+    pub fn new(worker: WorkerCommand) -> Self {
+        Self {
+            worker,
+            heartbeat_interval_ms: 5_000,
+            tick: Duration::from_millis(200),
+            core: Config::default(),
+        }
+    }
+}
+
+/// Requests to a running scheduler.
+#[derive(Debug)]
+pub enum Control {
+    Cancel {
+        task_id: Option<String>,
+        reason: String,
+        by: Option<String>,
+    },
+    Pause {
+        by: Option<String>,
+    },
+    Resume {
+        by: Option<String>,
+    },
+    /// airsd is stopping: kill the workers and end the loop without recording
+    /// anything (the next start recovers the run).
+    Shutdown,
+}
+
+/// A running scheduler of one session.
+#[derive(Clone)]
+pub struct RunHandle {
+    tx: mpsc::Sender<Control>,
+    done: watch::Receiver<bool>,
+    agents: Arc<AtomicUsize>,
+}
+
+impl RunHandle {
+    pub async fn send(&self, control: Control) -> bool {
+        self.tx.send(control).await.is_ok()
+    }
+
+    /// Whether the loop has ended (run complete, or shut down).
+    pub fn is_done(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    /// Waits for the loop to end.
+    pub async fn wait(&self) {
+        let mut done = self.done.clone();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    /// Workers running now.
+    pub fn running_agents(&self) -> usize {
+        self.agents.load(Ordering::Relaxed)
+    }
+}
+
+/// Event types the core folds, in the order they were recorded, for recovery.
+pub const FACT_TYPES: &[&str] = &[
+    "run.started",
+    "run.completed",
+    "run.continued",
+    "task.created",
+    "task.ready",
+    "task.started",
+    "task.reviewing",
+    "task.debugging",
+    "task.completed",
+    "task.failed",
+    "task.blocked",
+    "task.cancelled",
+    "agent.completed",
+    "agent.failed",
+    "agent.soft_timeout",
+    "agent.timeout_extended",
+    "scheduler.paused",
+    "scheduler.resumed",
+    "scheduler.stopped",
+    "scheduler.cancel_requested",
+];
+
+/// The fact a recorded event is, if the core cares about it.
+pub fn fact_of(event_type: &str, payload: &Value) -> Option<Fact> {
+    fn de<T: serde::de::DeserializeOwned>(v: &Value) -> Option<T> {
+        serde_json::from_value(v.clone()).ok()
+    }
+    Some(match event_type {
+        "run.started" => Fact::RunStarted {
+            concurrency: de::<RunStarted>(payload)?.concurrency,
+        },
+        "run.completed" => Fact::RunCompleted(de(payload)?),
+        "run.continued" => Fact::Continued {
+            task_ids: de::<p::RunContinued>(payload)?.task_ids,
+        },
+        "task.created" => Fact::TaskCreated(Box::new(de::<p::TaskCreated>(payload)?.task)),
+        "task.ready" => Fact::TaskReady {
+            task_id: de::<p::TaskStatusChanged>(payload)?.task_id,
+        },
+        "task.started" | "task.reviewing" | "task.debugging" => {
+            let pl: p::TaskStatusChanged = de(payload)?;
+            Fact::Dispatched {
+                task_id: pl.task_id,
+                agent_id: pl.agent_id?,
+                role: pl.agent_type?,
+                attempt: pl.attempt.unwrap_or(1),
+            }
+        }
+        "task.completed" | "task.failed" | "task.blocked" | "task.cancelled" => {
+            let pl: p::TaskStatusChanged = de(payload)?;
+            Fact::TaskFinished {
+                task_id: pl.task_id,
+                status: TaskStatus::from_event_type(event_type)?,
+                reason: pl.reason,
+            }
+        }
+        "agent.completed" => {
+            let pl: p::AgentCompleted = de(payload)?;
+            match pl.result {
+                Some(result) => Fact::AgentResult {
+                    agent_id: pl.agent_id,
+                    result: Box::new(result),
+                },
+                None => Fact::AgentFailed {
+                    agent_id: pl.agent_id,
+                    failure: AgentFailure::Protocol,
+                    reason: "completed without a result".into(),
+                },
+            }
+        }
+        "agent.failed" => {
+            let pl: p::AgentFailed = de(payload)?;
+            Fact::AgentFailed {
+                agent_id: pl.agent_id,
+                failure: pl.failure.unwrap_or(AgentFailure::Crash),
+                reason: pl.reason,
+            }
+        }
+        "agent.heartbeat" => Fact::Heartbeat {
+            agent_id: de::<p::AgentHeartbeat>(payload)?.agent_id,
+        },
+        "agent.soft_timeout" => Fact::SoftTimeoutWarned {
+            agent_id: de::<p::AgentSoftTimeout>(payload)?.agent_id,
+        },
+        "agent.timeout_extended" => {
+            let pl: p::TimeoutExtended = de(payload)?;
+            Fact::TimeoutExtended {
+                agent_id: pl.agent_id,
+                extra_ms: pl.extra_ms,
+            }
+        }
+        "scheduler.paused" => Fact::Paused,
+        "scheduler.resumed" => Fact::Resumed,
+        "scheduler.stopped" => Fact::Stopped {
+            reason: de::<p::SchedulerControl>(payload)?
+                .reason
+                .unwrap_or_else(|| "stopped".into()),
+        },
+        "scheduler.cancel_requested" => {
+            let pl: p::CancelRequested = de(payload)?;
+            Fact::CancelRequested {
+                task_id: pl.task_id,
+                reason: pl.reason.unwrap_or_else(|| "cancelled".into()),
+            }
+        }
+        _ => return None,
+    })
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+fn event_ms(timestamp: &str) -> u64 {
+    air_proto::time::parse(timestamp)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_else(now_ms)
+}
+
+/// What recovery found in a session's database.
+pub struct Recovered {
+    pub core: Core,
+    pub started: RunStarted,
+    pub started_ms: u64,
+}
+
+/// Rebuilds the core of a session's run from its recorded events. `None` when the
+/// session never started a run.
+pub fn recover(session: &Session, config: Config) -> Result<Option<Recovered>> {
+    let conn = session.readers().get()?;
+    let placeholders = vec!["?"; FACT_TYPES.len()].join(", ");
+    let mut stmt = conn.prepare(&format!(
+        "SELECT type, timestamp, payload_json FROM events WHERE type IN ({placeholders}) ORDER BY seq"
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(FACT_TYPES.iter()))?;
+    let mut core = Core::new(config);
+    let mut started: Option<(RunStarted, u64)> = None;
+    while let Some(row) = rows.next()? {
+        let event_type: String = row.get(0)?;
+        let timestamp: String = row.get(1)?;
+        let payload_json: String = row.get(2)?;
+        let payload: Value = serde_json::from_str(&payload_json)
+            .map_err(|e| Error::Internal(format!("stored {event_type} payload: {e}")))?;
+        if event_type == "run.started" && started.is_none() {
+            if let Ok(run) = serde_json::from_value::<RunStarted>(payload.clone()) {
+                started = Some((run, event_ms(&timestamp)));
+            }
+        }
+        if let Some(fact) = fact_of(&event_type, &payload) {
+            core.apply(&fact, event_ms(&timestamp));
+        }
+    }
+    Ok(started.map(|(started, started_ms)| Recovered {
+        core,
+        started,
+        started_ms,
+    }))
+}
+
+/// Everything the loop needs about the session it runs.
+pub struct RunContext {
+    pub session: Arc<Session>,
+    pub paths: ProjectPaths,
+    pub project_id: String,
+    pub run: RunStarted,
+    pub started_ms: u64,
+}
+
+/// Starts the loop of a session's run. The core must already hold the recorded facts
+/// (a fresh run's or a recovered one's); agents it believes are running are recorded
+/// as interrupted first.
+pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
+    let (tx, rx) = mpsc::channel(64);
+    let (done_tx, done_rx) = watch::channel(false);
+    let agents = Arc::new(AtomicUsize::new(0));
+    let (worker_tx, worker_rx) = mpsc::channel(config.worker.queue.max(16));
+    let mut shell = Shell {
+        ctx,
+        config,
+        core,
+        workers: HashMap::new(),
+        dispatches: HashMap::new(),
+        results: HashMap::new(),
+        stops: HashMap::new(),
+        worker_tx,
+        agents: agents.clone(),
+        stopped_budget: false,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = shell.run(rx, worker_rx).await {
+            tracing::error!(session = %shell.ctx.session.id(), "scheduler stopped: {e}");
+        }
+        shell.kill_all();
+        done_tx.send_replace(true);
+    });
+    RunHandle {
+        tx,
+        done: done_rx,
+        agents,
+    }
+}
+
+struct Shell {
+    ctx: RunContext,
+    config: ShellConfig,
+    core: Core,
+    workers: HashMap<String, Worker>,
+    dispatches: HashMap<String, Dispatch>,
+    /// Results received from workers that have not exited yet.
+    results: HashMap<String, WorkerResult>,
+    /// Why we stopped a worker (kill, cancel, protocol violation).
+    stops: HashMap<String, (AgentFailure, String)>,
+    worker_tx: mpsc::Sender<WorkerEvent>,
+    agents: Arc<AtomicUsize>,
+    stopped_budget: bool,
+}
+
+impl Shell {
+    fn session_id(&self) -> &str {
+        self.ctx.session.id()
+    }
+
+    async fn run(
+        &mut self,
+        mut controls: mpsc::Receiver<Control>,
+        mut worker_rx: mpsc::Receiver<WorkerEvent>,
+    ) -> Result<()> {
+        // Agents recorded as running have no process any more: airsd restarted.
+        let orphans = self.core.running_agents();
+        if !orphans.is_empty() {
+            self.interrupt_tool_runs().await?;
+        }
+        for (agent_id, _) in orphans {
+            self.record(vec![self.event(
+                "agent.failed",
+                &p::AgentFailed {
+                    agent_id,
+                    reason: "airsd stopped while the agent ran".into(),
+                    exit_code: None,
+                    failure: Some(AgentFailure::Interrupted),
+                },
+            )?])
+            .await?;
+        }
+        let mut tick = tokio::time::interval(self.config.tick);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            self.settle().await?;
+            self.mirror();
+            if self.core.is_finished() && self.workers.is_empty() {
+                return Ok(());
+            }
+            tokio::select! {
+                control = controls.recv() => match control {
+                    None | Some(Control::Shutdown) => return Ok(()),
+                    Some(control) => self.control(control).await?,
+                },
+                Some(event) = worker_rx.recv() => self.worker_event(event).await?,
+                _ = tick.tick() => self.budgets().await?,
+            }
+        }
+    }
+
+    fn event<P: serde::Serialize>(&self, event_type: &str, payload: &P) -> Result<RuntimeEvent> {
+        RuntimeEvent::typed(
+            event_type,
+            self.session_id(),
+            EventSource::scheduler(),
+            payload,
+        )
+        .map_err(|e| Error::Internal(format!("{event_type} payload: {e}")))
+    }
+
+    /// Records events (durably, atomically) and folds them into the core.
+    async fn record(&mut self, events: Vec<RuntimeEvent>) -> Result<()> {
+        let facts: Vec<Fact> = events
+            .iter()
+            .filter_map(|e| fact_of(&e.event_type, &e.payload))
+            .collect();
+        self.ctx.session.store().append_batch(events).await?;
+        let now = now_ms();
+        for fact in &facts {
+            self.core.apply(fact, now);
+        }
+        Ok(())
+    }
+
+    /// Decides and acts until the core has nothing more to say.
+    async fn settle(&mut self) -> Result<()> {
+        loop {
+            let decisions = self.core.decide(now_ms());
+            if decisions.is_empty() {
+                return Ok(());
+            }
+            for decision in decisions {
+                self.act(decision).await?;
+            }
+        }
+    }
+
+    async fn act(&mut self, decision: Decision) -> Result<()> {
+        match decision {
+            Decision::Ready { task_id } => {
+                let e = self.event("task.ready", &status_payload(&task_id, None))?;
+                self.record(vec![e]).await
+            }
+            Decision::Finish {
+                task_id,
+                status,
+                reason,
+            } => {
+                let mut pl = status_payload(&task_id, None);
+                pl.reason = reason;
+                let e = self.event(&format!("task.{}", status.as_str()), &pl)?;
+                self.record(vec![e]).await
+            }
+            Decision::CreateTask(spec) => {
+                let e = self.event("task.created", &p::TaskCreated { task: *spec })?;
+                self.record(vec![e]).await
+            }
+            Decision::Dispatch(d) => self.dispatch(*d).await,
+            Decision::WarnSoftTimeout {
+                agent_id,
+                task_id,
+                elapsed_ms,
+                hard_timeout_ms,
+            } => {
+                let e = self.event(
+                    "agent.soft_timeout",
+                    &p::AgentSoftTimeout {
+                        agent_id,
+                        task_id: Some(task_id),
+                        elapsed_ms,
+                        hard_timeout_ms,
+                    },
+                )?;
+                self.record(vec![e]).await
+            }
+            Decision::Cancel { agent_id, reason } => {
+                self.stops
+                    .insert(agent_id.clone(), (AgentFailure::Cancelled, reason.clone()));
+                if let Some(w) = self.workers.get(&agent_id) {
+                    w.cancel(&reason);
+                }
+                Ok(())
+            }
+            Decision::Kill {
+                agent_id,
+                failure,
+                reason,
+            } => {
+                self.stops.insert(agent_id.clone(), (failure, reason));
+                if let Some(w) = self.workers.get(&agent_id) {
+                    w.kill();
+                }
+                Ok(())
+            }
+            Decision::Patrol { idle_ms, agents } => {
+                // Ask every worker for a sign of life: a dead pipe shows at once.
+                for w in self.workers.values() {
+                    if !w.control(ControlMessage::Resume) {
+                        tracing::warn!(agent = %w.agent_id, "patrol: the worker's stdin is closed");
+                    }
+                }
+                let e = self.event("scheduler.patrol", &p::Patrol { idle_ms, agents })?;
+                self.ctx.session.store().append(e).await?;
+                Ok(())
+            }
+            Decision::RunComplete(outcome) => {
+                let e = self.event("run.completed", &outcome)?;
+                self.record(vec![e]).await?;
+                self.write_report(&outcome);
+                Ok(())
+            }
+        }
+    }
+
+    async fn dispatch(&mut self, d: Dispatch) -> Result<()> {
+        let mut status = status_payload(&d.task_id, Some(d.attempt));
+        status.agent_id = Some(d.agent_id.clone());
+        status.agent_type = Some(d.role);
+        let status_type = match d.role {
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => "task.reviewing",
+            AgentType::Debugger => "task.debugging",
+            _ => "task.started",
+        };
+        let start = self.start_message(&d);
+        let stderr = self
+            .ctx
+            .paths
+            .artifacts(self.session_id())
+            .join("workers")
+            .join(format!("{}.stderr.log", d.agent_id));
+        let spawned = Worker::spawn(
+            &self.config.worker,
+            self.ctx.paths.root(),
+            &stderr,
+            &start,
+            self.worker_tx.clone(),
+        );
+        let (pid, failure) = match spawned {
+            Ok(worker) => {
+                let pid = worker.pid;
+                self.workers.insert(d.agent_id.clone(), worker);
+                (Some(pid), None)
+            }
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let mut events = vec![
+            self.event(status_type, &status)?,
+            self.event(
+                "agent.started",
+                &p::AgentStarted {
+                    agent_id: d.agent_id.clone(),
+                    agent_type: d.role,
+                    task_id: Some(d.task_id.clone()),
+                    pid,
+                    model: d.spec.constraints.model_id.clone(),
+                },
+            )?,
+        ];
+        if let Some(reason) = &failure {
+            events.push(self.event(
+                "agent.failed",
+                &p::AgentFailed {
+                    agent_id: d.agent_id.clone(),
+                    reason: reason.clone(),
+                    exit_code: None,
+                    failure: Some(AgentFailure::Spawn),
+                },
+            )?);
+        }
+        self.dispatches.insert(d.agent_id.clone(), d);
+        self.agents.store(self.workers.len(), Ordering::Relaxed);
+        self.record(events).await
+    }
+
+    fn start_message(&self, d: &Dispatch) -> IpcMessage {
+        let template = match d.role {
+            AgentType::Executor => PermissionTemplate::Executor,
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => PermissionTemplate::Reviewer,
+            AgentType::Debugger => PermissionTemplate::Debugger,
+            _ => PermissionTemplate::System,
+        };
+        let start = AgentStart {
+            version: 1,
+            task_spec: d.spec.clone(),
+            context_pack: ContextPack {
+                refs: ContextPackRefs {
+                    plan_ref: d.spec.context_refs.plan_ref.clone(),
+                    ..ContextPackRefs::default()
+                },
+                assembled_context_ref: None,
+                notes: (!d.notes.is_empty()).then(|| d.notes.clone()),
+                previous_result: d.previous.clone().map(Box::new),
+            },
+            runtime: AgentRuntimeContext {
+                session_id: self.session_id().to_string(),
+                project_id: self.ctx.project_id.clone(),
+                agent_id: d.agent_id.clone(),
+                worktree_path: None,
+                permission_template: template,
+                agent_type: Some(d.role),
+                attempt: Some(d.attempt),
+                heartbeat_interval_ms: Some(self.config.heartbeat_interval_ms),
+            },
+        };
+        IpcMessage {
+            header: air_proto::ipc::IpcHeader::new(
+                air_proto::ipc::Direction::ParentToWorker,
+                self.session_id(),
+                &d.agent_id,
+            ),
+            body: IpcBody::Control(ControlMessage::Start(Box::new(start))),
+        }
+    }
+
+    async fn control(&mut self, control: Control) -> Result<()> {
+        let e = match control {
+            Control::Cancel {
+                task_id,
+                reason,
+                by,
+            } => self.event(
+                "scheduler.cancel_requested",
+                &p::CancelRequested {
+                    task_id,
+                    reason: Some(reason),
+                    by,
+                },
+            )?,
+            Control::Pause { by } => self.event(
+                "scheduler.paused",
+                &p::SchedulerControl {
+                    by,
+                    ..Default::default()
+                },
+            )?,
+            Control::Resume { by } => self.event(
+                "scheduler.resumed",
+                &p::SchedulerControl {
+                    by,
+                    ..Default::default()
+                },
+            )?,
+            Control::Shutdown => return Ok(()),
+        };
+        self.record(vec![e]).await
+    }
+
+    /// Event types a worker may publish itself; the rest belong to airsd.
+    fn worker_may_send(event_type: &str) -> bool {
+        matches!(
+            event_type,
+            "agent.heartbeat"
+                | "agent.timeout_extension.requested"
+                | "task.progress"
+                | "token.delta"
+                | "assistant.message.created"
+                | "context.compaction.requested"
+                | "context.compaction.completed"
+                | "summary.created"
+                | "debug.record.created"
+                | "memory.candidate.created"
+        )
+    }
+
+    async fn worker_event(&mut self, event: WorkerEvent) -> Result<()> {
+        match event {
+            WorkerEvent::Message { agent_id, message } => self.message(&agent_id, *message).await,
+            WorkerEvent::ProtocolViolation { agent_id, error } => {
+                let mut reason = format!("protocol error: {}", error.message);
+                if let Some(path) = error
+                    .path
+                    .as_deref()
+                    .filter(|p| !error.message.contains(*p))
+                {
+                    reason.push_str(&format!(" (at {path})"));
+                }
+                self.stops
+                    .entry(agent_id)
+                    .or_insert((AgentFailure::Protocol, reason));
+                Ok(())
+            }
+            WorkerEvent::Exited { agent_id, exit } => self.exited(&agent_id, exit).await,
+        }
+    }
+
+    async fn message(&mut self, agent_id: &str, message: IpcMessage) -> Result<()> {
+        let Some(worker) = self.workers.get(agent_id) else {
+            return Ok(());
+        };
+        match message.body {
+            IpcBody::Event(mut event) => {
+                if !Self::worker_may_send(&event.event_type) {
+                    tracing::warn!(
+                        agent = agent_id,
+                        "dropped `{}` from a worker: airsd records it",
+                        event.event_type
+                    );
+                    return Ok(());
+                }
+                event.session_id = self.session_id().to_string();
+                if let Some(role) = self.dispatches.get(agent_id).map(|d| d.role) {
+                    event.source = EventSource::agent(agent_id, role);
+                }
+                if event.event_type == "agent.timeout_extension.requested" {
+                    let requested = event.payload["extra_ms"].as_u64().unwrap_or(0);
+                    let reason = event.payload["reason"].as_str().map(str::to_string);
+                    let grant = self.core.extension_grant(agent_id, requested);
+                    if grant > 0 {
+                        let e = self.event(
+                            "agent.timeout_extended",
+                            &p::TimeoutExtended {
+                                agent_id: agent_id.to_string(),
+                                extra_ms: grant,
+                                reason,
+                            },
+                        )?;
+                        self.record(vec![e]).await?;
+                    }
+                    if let Some(w) = self.workers.get(agent_id) {
+                        w.control(ControlMessage::ExtendTimeout {
+                            extra_ms: grant,
+                            reason: if grant > 0 {
+                                "granted".into()
+                            } else {
+                                "refused: extensions are granted after the soft-timeout warning, up to the hard timeout once more".into()
+                            },
+                        });
+                    }
+                    return Ok(());
+                }
+                if event.event_type == "agent.heartbeat" {
+                    self.core.apply(
+                        &Fact::Heartbeat {
+                            agent_id: agent_id.to_string(),
+                        },
+                        now_ms(),
+                    );
+                }
+                if let Err(e) = self.ctx.session.store().append(event).await {
+                    tracing::warn!(agent = agent_id, "a worker's event was refused: {e}");
+                }
+                Ok(())
+            }
+            IpcBody::Log(record) => {
+                tracing::debug!(agent = agent_id, level = ?record.level, "{}", record.message);
+                Ok(())
+            }
+            IpcBody::ToolCall(call) => {
+                let reply = IpcBody::ToolResult(ToolResult {
+                    tool_call_id: call.tool_call_id.clone(),
+                    status: ToolResultStatus::Error,
+                    output: None,
+                    error: Some(air_proto::error::WireError {
+                        kind: air_proto::error::ErrorKind::NotFound,
+                        message: format!("no tool `{}` is registered in this airsd", call.tool),
+                        details: None,
+                    }),
+                    truncated: false,
+                    artifact_ref: None,
+                });
+                worker.reply(&message.header, reply);
+                Ok(())
+            }
+            IpcBody::WorkerResult(result) => {
+                let expected = self.dispatches.get(agent_id);
+                let mismatch = match expected {
+                    Some(d) if result.task_id != d.task_id => Some(format!(
+                        "the result names task `{}`, but this agent works on `{}`",
+                        result.task_id, d.task_id
+                    )),
+                    Some(d) if result.agent_type != d.role => Some(format!(
+                        "the result is an {} result, but this agent is a {}",
+                        result.agent_type.as_str(),
+                        d.role.as_str()
+                    )),
+                    _ if result.agent_id != agent_id => {
+                        Some(format!("the result names agent `{}`", result.agent_id))
+                    }
+                    _ => None,
+                };
+                if let Some(reason) = mismatch {
+                    self.stops
+                        .insert(agent_id.to_string(), (AgentFailure::Protocol, reason));
+                    worker.kill();
+                    return Ok(());
+                }
+                self.results.insert(agent_id.to_string(), result);
+                Ok(())
+            }
+            IpcBody::WorkerCheckpoint(checkpoint) => {
+                tracing::debug!(agent = agent_id, turn = checkpoint.turn, state = %checkpoint.state, "checkpoint");
+                Ok(())
+            }
+            IpcBody::ProtocolError(error) => {
+                tracing::warn!(
+                    agent = agent_id,
+                    "the worker reports a protocol error: {}",
+                    error.message
+                );
+                Ok(())
+            }
+            IpcBody::Control(_) | IpcBody::ToolResult(_) | IpcBody::ToolStream(_) => Ok(()),
+        }
+    }
+
+    async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
+        self.workers.remove(agent_id);
+        self.agents.store(self.workers.len(), Ordering::Relaxed);
+        let result = self.results.remove(agent_id);
+        let stop = self.stops.remove(agent_id);
+        self.dispatches.remove(agent_id);
+        let event = match (result, stop) {
+            (_, Some((AgentFailure::Cancelled, reason))) => self.event(
+                "agent.failed",
+                &p::AgentFailed {
+                    agent_id: agent_id.to_string(),
+                    reason,
+                    exit_code: exit.code,
+                    failure: Some(AgentFailure::Cancelled),
+                },
+            )?,
+            (Some(result), Some((AgentFailure::Timeout | AgentFailure::Stalled, _)))
+            | (Some(result), None) => self.event(
+                "agent.completed",
+                &p::AgentCompleted {
+                    agent_id: agent_id.to_string(),
+                    exit_code: exit.code,
+                    result: Some(result),
+                },
+            )?,
+            (_, Some((failure, reason))) => self.event(
+                "agent.failed",
+                &p::AgentFailed {
+                    agent_id: agent_id.to_string(),
+                    reason: format!("{reason} ({exit})"),
+                    exit_code: exit.code,
+                    failure: Some(failure),
+                },
+            )?,
+            (None, None) => {
+                let (failure, what) = match exit.code {
+                    Some(0) => (
+                        AgentFailure::Protocol,
+                        "exited without sending a result".to_string(),
+                    ),
+                    Some(2) => (
+                        AgentFailure::Protocol,
+                        "startup or protocol error (exit code 2)".into(),
+                    ),
+                    Some(3) => (AgentFailure::Crash, "permission error (exit code 3)".into()),
+                    Some(4) => (
+                        AgentFailure::Crash,
+                        "exited as cancelled (exit code 4) unasked".into(),
+                    ),
+                    Some(5) => (
+                        AgentFailure::Timeout,
+                        "gave up at its hard timeout (exit code 5)".into(),
+                    ),
+                    _ => (AgentFailure::Crash, format!("crashed ({exit})")),
+                };
+                let tail = self.stderr_tail(agent_id);
+                let reason = match tail {
+                    Some(line) => format!("{what}: {line}"),
+                    None => what,
+                };
+                self.event(
+                    "agent.failed",
+                    &p::AgentFailed {
+                        agent_id: agent_id.to_string(),
+                        reason,
+                        exit_code: exit.code,
+                        failure: Some(failure),
+                    },
+                )?
+            }
+        };
+        self.record(vec![event]).await
+    }
+
+    /// The last non-empty line a worker wrote to stderr.
+    fn stderr_tail(&self, agent_id: &str) -> Option<String> {
+        let path = self
+            .ctx
+            .paths
+            .artifacts(self.session_id())
+            .join("workers")
+            .join(format!("{agent_id}.stderr.log"));
+        let text = std::fs::read(&path).ok()?;
+        let from = text.len().saturating_sub(4096);
+        let tail = String::from_utf8_lossy(&text[from..]).into_owned();
+        tail.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.chars().take(300).collect())
+    }
+
+    /// Tool and command runs that were running when airsd stopped are marked
+    /// interrupted; nothing re-runs them.
+    async fn interrupt_tool_runs(&mut self) -> Result<()> {
+        let (tools, commands) = {
+            let conn = self.ctx.session.readers().get()?;
+            let ids = |sql: &str| -> Result<Vec<String>> {
+                let mut stmt = conn.prepare(sql)?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
+            };
+            (
+                ids("SELECT id FROM tool_runs WHERE status = 'running' ORDER BY seq")?,
+                ids("SELECT id FROM command_runs WHERE status = 'running' ORDER BY seq")?,
+            )
+        };
+        let mut events = Vec::new();
+        for id in commands {
+            events.push(self.event(
+                "command.failed",
+                &serde_json::json!({ "command_run_id": id, "error": "interrupted: airsd stopped while it ran" }),
+            )?);
+        }
+        for id in tools {
+            events.push(self.event(
+                "tool.failed",
+                &serde_json::json!({ "tool_run_id": id, "error": "interrupted: airsd stopped while it ran; not re-run" }),
+            )?);
+        }
+        if !events.is_empty() {
+            self.record(events).await?;
+        }
+        Ok(())
+    }
+
+    /// Stops dispatching when a budget of the run is spent.
+    async fn budgets(&mut self) -> Result<()> {
+        if self.stopped_budget || self.core.is_finished() {
+            return Ok(());
+        }
+        let budgets = &self.ctx.run.budgets;
+        let mut spent: Option<(String, String)> = None;
+        if let Some(max) = budgets.max_time_ms {
+            let elapsed = now_ms().saturating_sub(self.ctx.started_ms);
+            if elapsed >= max {
+                spent = Some((
+                    "max_time".into(),
+                    format!("the time budget ({} s) ran out", max / 1000),
+                ));
+            }
+        }
+        if spent.is_none() && (budgets.max_tokens.is_some() || budgets.max_cost.is_some()) {
+            let counters = self.ctx.session.bus().read(|p, _| p.counters.clone());
+            let tokens = counters.input_tokens.saturating_add(counters.output_tokens);
+            if let Some(max) = budgets.max_tokens {
+                if tokens >= max {
+                    spent = Some((
+                        "max_tokens".into(),
+                        format!("the token budget ({max}) ran out"),
+                    ));
+                }
+            }
+            if let Some(max) = budgets.max_cost {
+                let cost = counters.cost_micro_usd as f64 / 1e6;
+                if cost >= max {
+                    spent = Some((
+                        "max_cost".into(),
+                        format!("the cost budget (${max:.2}) ran out"),
+                    ));
+                }
+            }
+        }
+        if let Some((budget, reason)) = spent {
+            self.stopped_budget = true;
+            let e = self.event(
+                "scheduler.stopped",
+                &p::SchedulerControl {
+                    reason: Some(reason),
+                    by: None,
+                    budget: Some(budget),
+                },
+            )?;
+            self.record(vec![e]).await?;
+        }
+        Ok(())
+    }
+
+    /// Mirrors the scheduler's state to `.air/local/state/scheduler-state.json` (seed
+    /// 001 §4.3), for people and tools; recovery reads the database, not this file.
+    fn mirror(&self) {
+        let state = serde_json::json!({
+            "session_id": self.session_id(),
+            "updated_at": air_proto::time::now_iso(),
+            "finished": self.core.is_finished(),
+            "paused": self.core.is_paused(),
+            "tasks": self.core.statuses().into_iter().map(|(id, s)| serde_json::json!({ "id": id, "status": s })).collect::<Vec<_>>(),
+            "agents": self.core.running_agents().into_iter().map(|(a, t)| serde_json::json!({ "agent_id": a, "task_id": t })).collect::<Vec<_>>(),
+        });
+        let path = self.ctx.paths.state().join("scheduler-state.json");
+        if let Ok(bytes) = serde_json::to_vec_pretty(&state) {
+            if let Err(e) = air_proto::layout::write_atomic(&path, &bytes) {
+                tracing::warn!("cannot write {}: {e}", path.display());
+            }
+        }
+    }
+
+    /// Writes `reports/run-report.json` in the session's artifacts.
+    fn write_report(&self, outcome: &RunCompleted) {
+        let snapshot = self.ctx.session.snapshot();
+        let Some(report) = air_proto::report::RunReport::from_projection(&snapshot) else {
+            return;
+        };
+        let _ = outcome;
+        let path = self
+            .ctx
+            .paths
+            .artifacts(self.session_id())
+            .join("reports")
+            .join("run-report.json");
+        let written = path
+            .parent()
+            .map(std::fs::create_dir_all)
+            .transpose()
+            .map_err(|e| e.to_string())
+            .and_then(|_| serde_json::to_vec_pretty(&report).map_err(|e| e.to_string()))
+            .and_then(|bytes| {
+                air_proto::layout::write_atomic(&path, &bytes).map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
+    }
+
+    fn kill_all(&mut self) {
+        for w in self.workers.values() {
+            w.kill();
+        }
+        self.agents.store(0, Ordering::Relaxed);
+    }
+}
+
+fn status_payload(task_id: &str, attempt: Option<u32>) -> p::TaskStatusChanged {
+    p::TaskStatusChanged {
+        task_id: task_id.to_string(),
+        attempt,
+        ..Default::default()
+    }
+}
+
+/// Where a session's run report is.
+pub fn report_path(paths: &ProjectPaths, session_id: &str) -> PathBuf {
+    paths
+        .artifacts(session_id)
+        .join("reports")
+        .join("run-report.json")
+}

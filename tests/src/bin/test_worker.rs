@@ -1,0 +1,229 @@
+//! `air-test-worker`: a scripted stand-in for `air-worker`, speaking the real NDJSON
+//! protocol over real pipes, so the scheduler and the supervisor are tested through
+//! every path a worker can take.
+//!
+//! What it does is written in the task's description, one directive per line:
+//!
+//! ```text
+//! air-test: executor=crash,complete reviewer=changes,approve
+//! air-test-sleep: 200
+//! ```
+//!
+//! The n-th run of a role on the task (the number at the end of its agent id) takes the
+//! n-th action of that role, or the last one. Actions: `complete` (honest, with the
+//! evidence its gate needs), `lie` (claims completion with no evidence), `fail` (a
+//! failed verification), `block`, `crash` (exit 1, no result), `hang` (heartbeats but
+//! never finishes), `silent` (no heartbeats, never finishes), `garbage` (a line that is
+//! not JSON), `flood` (10,000 log lines, then completes), `approve`, `changes`, `fix`,
+//! `giveup`. Defaults: executor `complete`, reviewers `approve`, debugger `fix`.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use air_proto::codec::{self, NdjsonDecoder, DEFAULT_MAX_LINE};
+use air_proto::event::{AgentType, EventSource, RuntimeEvent};
+use air_proto::ipc::{
+    AgentStart, ControlMessage, Direction, IpcBody, IpcHeader, IpcMessage, LogLevel, LogRecord,
+};
+use air_proto::payload::AgentHeartbeat;
+use air_proto::result::{ReviewDecision, WorkerResult, WorkerStatus};
+use airsd::scheduler::sim::{debug, result_for, review};
+use airsd::scheduler::Dispatch;
+
+type Out = Arc<Mutex<std::io::Stdout>>;
+
+fn send(out: &Out, session: &str, agent: &str, body: IpcBody) {
+    let header = IpcHeader::new(Direction::WorkerToParent, session, agent);
+    if let Ok(line) = codec::encode(&IpcMessage { header, body }, DEFAULT_MAX_LINE) {
+        let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = o.write_all(&line);
+        let _ = o.flush();
+    }
+}
+
+fn raw(out: &Out, text: &str) {
+    let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = o.write_all(text.as_bytes());
+    let _ = o.flush();
+}
+
+/// Reads the first message, which must be `agent.start`.
+fn read_start(decoder: &mut NdjsonDecoder) -> Option<Box<AgentStart>> {
+    let mut stdin = std::io::stdin();
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(next) = decoder.next_message::<IpcMessage>() {
+            return match next.ok()?.body {
+                IpcBody::Control(ControlMessage::Start(start)) => Some(start),
+                _ => None,
+            };
+        }
+        let n = stdin.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        decoder.push(&buf[..n]);
+    }
+}
+
+fn action(description: &str, role: AgentType, run: usize) -> String {
+    let default = match role {
+        AgentType::Executor => "complete",
+        AgentType::Reviewer | AgentType::ArchitectureDesigner => "approve",
+        AgentType::Debugger => "fix",
+        _ => "complete",
+    };
+    for line in description.lines() {
+        let Some(rest) = line.trim().strip_prefix("air-test:") else {
+            continue;
+        };
+        for part in rest.split_whitespace() {
+            let Some((r, actions)) = part.split_once('=') else {
+                continue;
+            };
+            if r == role.as_str() {
+                let list: Vec<&str> = actions.split(',').collect();
+                let i = run.saturating_sub(1).min(list.len().saturating_sub(1));
+                return list[i].to_string();
+            }
+        }
+    }
+    default.to_string()
+}
+
+fn sleep_ms(description: &str) -> u64 {
+    description
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("air-test-sleep:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    let out: Out = Arc::new(Mutex::new(std::io::stdout()));
+    let mut decoder = NdjsonDecoder::new(DEFAULT_MAX_LINE);
+    let Some(start) = read_start(&mut decoder) else {
+        eprintln!("air-test-worker: no agent.start on stdin");
+        std::process::exit(2);
+    };
+    let rt = &start.runtime;
+    let (session, agent) = (rt.session_id.clone(), rt.agent_id.clone());
+    let role = rt.agent_type.unwrap_or(AgentType::Executor);
+    let run: usize = agent
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let spec = start.task_spec.clone();
+    let act = action(&spec.description, role, run);
+
+    // Stdin: a cancel or EOF ends the process with code 4.
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 8192];
+        loop {
+            while let Some(next) = decoder.next_message::<IpcMessage>() {
+                if let Ok(IpcMessage {
+                    body: IpcBody::Control(ControlMessage::Cancel { .. }),
+                    ..
+                }) = next
+                {
+                    std::process::exit(4);
+                }
+            }
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => std::process::exit(4),
+                Ok(n) => decoder.push(&buf[..n]),
+            }
+        }
+    });
+    if act != "silent" {
+        let (out, session, agent) = (out.clone(), session.clone(), agent.clone());
+        let every = rt.heartbeat_interval_ms.unwrap_or(1_000).max(10);
+        std::thread::spawn(move || loop {
+            let beat = AgentHeartbeat {
+                agent_id: agent.clone(),
+                state: Some("SCRIPTED".into()),
+                turn: None,
+                input_tokens: None,
+                output_tokens: None,
+            };
+            if let Ok(event) = RuntimeEvent::typed(
+                "agent.heartbeat",
+                session.as_str(),
+                EventSource::agent(agent.as_str(), role),
+                &beat,
+            ) {
+                send(&out, &session, &agent, IpcBody::Event(event));
+            }
+            std::thread::sleep(Duration::from_millis(every));
+        });
+    }
+    let pause = sleep_ms(&spec.description);
+    if pause > 0 {
+        std::thread::sleep(Duration::from_millis(pause));
+    }
+    let d = Dispatch {
+        task_id: spec.id.clone(),
+        agent_id: agent.clone(),
+        role,
+        attempt: rt.attempt.unwrap_or(1),
+        spec,
+        notes: start.context_pack.notes.clone().unwrap_or_default(),
+        previous: start.context_pack.previous_result.clone().map(|b| *b),
+    };
+    let result: WorkerResult = match act.as_str() {
+        "complete" => result_for(&d, WorkerStatus::Completed, true),
+        "lie" => result_for(&d, WorkerStatus::Completed, false),
+        "fail" => {
+            let mut r = result_for(&d, WorkerStatus::Failed, false);
+            r.verification.push(air_proto::result::VerificationResult {
+                name: "scripted tests".into(),
+                status: air_proto::result::VerificationStatus::Failed,
+                evidence_refs: None,
+                notes: Some("scripted failure".into()),
+            });
+            r
+        }
+        "block" => result_for(&d, WorkerStatus::Blocked, false),
+        "approve" => review(&d, ReviewDecision::Approved),
+        "changes" => review(&d, ReviewDecision::ChangesRequested),
+        "fix" => debug(&d, WorkerStatus::Completed),
+        "giveup" => debug(&d, WorkerStatus::Failed),
+        "crash" => {
+            eprintln!("air-test-worker: scripted crash of {agent}");
+            std::process::exit(1);
+        }
+        "hang" | "silent" => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+        "garbage" => {
+            raw(&out, "this is not a protocol message\n");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        "flood" => {
+            for i in 0..10_000 {
+                send(
+                    &out,
+                    &session,
+                    &agent,
+                    IpcBody::Log(LogRecord {
+                        level: LogLevel::Debug,
+                        message: format!("flood line {i} {}", "x".repeat(100)),
+                        data: None,
+                    }),
+                );
+            }
+            result_for(&d, WorkerStatus::Completed, true)
+        }
+        other => {
+            eprintln!("air-test-worker: unknown scripted action `{other}`");
+            std::process::exit(2);
+        }
+    };
+    send(&out, &session, &agent, IpcBody::WorkerResult(result));
+    std::process::exit(0);
+}
