@@ -11,6 +11,7 @@ mod init_cli;
 mod plan_cli;
 mod projection;
 mod robustness;
+mod run;
 mod schema;
 mod store;
 mod worker_pipe;

@@ -1,0 +1,536 @@
+//! `air run` end to end: the real `air`, the real daemon, real worker processes (the
+//! scripted `air-test-worker`) on real pipes, and the reports CI reads.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use air_tests::bin;
+use rusqlite::OpenFlags;
+
+use crate::daemon::Project;
+
+/// A project whose daemon runs the scripted worker with fast heartbeats.
+fn project() -> Project {
+    let p = Project::new();
+    for entry in
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wordcount"))
+            .unwrap()
+    {
+        let entry = entry.unwrap();
+        let to = p.root.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+            for f in std::fs::read_dir(entry.path()).unwrap() {
+                let f = f.unwrap();
+                std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+            }
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    p
+}
+
+fn command(p: &Project, args: &[&str]) -> Command {
+    let mut c = Command::new(bin("air"));
+    c.args(args)
+        .current_dir(&p.root)
+        .env("AIR_WORKER", bin("air-test-worker"))
+        .env("AIR_HEARTBEAT_MS", "100")
+        .env("AIR_STALL_MS", "3000")
+        .env("AIR_CANCEL_GRACE_MS", "500")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    c
+}
+
+fn air(p: &Project, args: &[&str]) -> Output {
+    command(p, args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Checks the exit code, showing both streams when it is wrong.
+fn expect(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn write(p: &Project, name: &str, body: &str) {
+    std::fs::write(p.root.join(name), body).unwrap();
+}
+
+fn db(p: &Project, session: &str) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(
+        p.paths().session_db(session),
+        OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap()
+}
+
+fn count(conn: &rusqlite::Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn newest_session(p: &Project) -> String {
+    let out = air(p, &["sessions", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    list[0]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_example_plan_runs_to_completion_with_reports() {
+    let p = project();
+    let out = air(
+        &p,
+        &[
+            "run",
+            "--plan",
+            "plan.md",
+            "--junit",
+            "junit.xml",
+            "--summary",
+            "summary.md",
+        ],
+    );
+    expect(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("T1 started (executor, attempt 1)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("T1 reviewing (reviewer, attempt 1)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("completed: 7 completed, 0 failed"),
+        "{stdout}"
+    );
+
+    // JUnit: one testcase per task (five plan tasks and two milestone reviews).
+    let xml = std::fs::read_to_string(p.root.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .unwrap();
+    assert_eq!(suite.attribute("tests"), Some("7"));
+    assert_eq!(suite.attribute("failures"), Some("0"));
+    let cases: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| n.attribute("name").unwrap().to_string())
+        .collect();
+    assert_eq!(cases.len(), 7);
+    assert!(cases.contains(&"T1: Count words in a string".to_string()));
+    assert!(cases.contains(&"core:milestone-1: Milestone review of phase core".to_string()));
+
+    let summary = std::fs::read_to_string(p.root.join("summary.md")).unwrap();
+    assert!(summary.contains("```mermaid\nflowchart TD"), "{summary}");
+    assert!(summary.contains("class t_T1 completed"), "{summary}");
+    assert!(summary.contains("t_T1 --> t_T2"), "{summary}");
+
+    let session = newest_session(&p);
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            p.paths()
+                .artifacts(&session)
+                .join("reports/run-report.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["outcome"], "completed");
+    assert_eq!(report["counts"]["completed"], 7);
+    let graph: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.paths().plan().join("task-graph.json")).unwrap())
+            .unwrap();
+    assert_eq!(graph["tasks"].as_array().unwrap().len(), 5);
+    assert!(p.paths().state().join("scheduler-state.json").is_file());
+
+    // The graph is in the session database, and every worker's stderr was kept.
+    let conn = db(&p, &session);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM task_dependencies WHERE dependency_type = 'hard'"
+        ),
+        5
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM agents WHERE status = 'completed'"
+        ),
+        12
+    );
+    assert_eq!(
+        std::fs::read_dir(p.paths().artifacts(&session).join("workers"))
+            .unwrap()
+            .count(),
+        12
+    );
+}
+
+const BAD: &str = "\
+# Things go wrong
+
+## Task crashy: crashes once, then works
+
+air-test: executor=crash,complete
+
+## Task hangs: never finishes
+
+- hard_timeout: 2s
+- soft_timeout: 1s
+- retry_budget: 0
+
+air-test: executor=hang
+
+## Task garbage: prints garbage
+
+- retry_budget: 0
+
+air-test: executor=garbage
+
+## Task liar: claims evidence it does not have
+
+- category: logic
+
+air-test: executor=lie
+
+## Task after: waits for the liar
+
+- depends_on: liar
+";
+
+#[test]
+fn crashes_hangs_garbage_and_lies_end_as_the_rules_say() {
+    let p = project();
+    write(&p, "bad.md", BAD);
+    let out = air(&p, &["run", "--plan", "bad.md", "--junit", "junit.xml"]);
+    expect(&out, 1);
+    let xml = std::fs::read_to_string(p.root.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let outcome: HashMap<String, (String, String)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| {
+            let id = n
+                .attribute("name")
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string();
+            let child = n.children().find(|c| c.is_element());
+            let kind = child
+                .map(|c| c.tag_name().name().to_string())
+                .unwrap_or_else(|| "passed".into());
+            let message = child
+                .and_then(|c| c.attribute("message"))
+                .unwrap_or("")
+                .to_string();
+            (id, (kind, message))
+        })
+        .collect();
+    assert_eq!(
+        outcome["crashy"].0, "passed",
+        "a crash is retried as a new attempt"
+    );
+    assert_eq!(outcome["hangs"].0, "failure");
+    assert!(
+        outcome["hangs"].1.contains("hard timeout"),
+        "{:?}",
+        outcome["hangs"]
+    );
+    assert_eq!(outcome["garbage"].0, "failure");
+    assert!(
+        outcome["garbage"].1.contains("protocol error"),
+        "{:?}",
+        outcome["garbage"]
+    );
+    assert_eq!(outcome["liar"].0, "error", "blocked");
+    assert!(
+        outcome["liar"].1.contains("missing build_pass evidence"),
+        "{:?}",
+        outcome["liar"]
+    );
+    assert_eq!(outcome["after"].0, "error");
+    assert!(
+        outcome["after"].1.contains("waits for liar"),
+        "{:?}",
+        outcome["after"]
+    );
+
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    // The hung worker's process group was killed (exit code 5 semantics: a timeout).
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM agents WHERE id = 'hangs-executor-1' AND status = 'failed' AND reason LIKE 'hard timeout%'"),
+        1
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM task_attempts WHERE task_id = 'crashy'"
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM events WHERE type = 'agent.soft_timeout'"
+        ),
+        1
+    );
+    let pid: i64 = conn
+        .query_row(
+            "SELECT pid FROM agents WHERE id = 'hangs-executor-1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err(),
+        "the hung worker is gone"
+    );
+}
+
+#[test]
+fn exit_codes_say_blocked_and_plan_errors() {
+    let p = project();
+    write(
+        &p,
+        "blocked.md",
+        "## Task B: blocks\n\nair-test: executor=block\n",
+    );
+    let out = air(&p, &["run", "--plan", "blocked.md"]);
+    // The executor blocks, the debugger (default: fix) retries, it blocks again...
+    // until the same failure three times escalates: blocked.
+    expect(&out, 3);
+    assert!(
+        text(&out.stderr).contains("blocked"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    write(&p, "broken.md", "## Task A: a\n\n- depends_on: nope\n");
+    let out = air(&p, &["run", "--plan", "broken.md"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("broken.md:3: depends_on: unknown task `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = air(&p, &["run"]);
+    assert_eq!(out.status.code(), Some(2), "no --plan: usage error");
+}
+
+#[test]
+fn a_detached_run_is_followed_by_air_wait() {
+    let p = project();
+    let out = air(&p, &["run", "--plan", "plan.md", "--detach"]);
+    expect(&out, 0);
+    let session = text(&out.stdout).trim().to_string();
+    assert!(!session.is_empty());
+    let out = air(&p, &["wait", &session, "--json"]);
+    expect(&out, 0);
+    let last = text(&out.stdout).lines().last().unwrap().to_string();
+    let report: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(report["outcome"], "completed");
+    // Every other line is an event.
+    let events = text(&out.stdout).lines().count() - 1;
+    assert!(events > 20, "{events} events");
+}
+
+/// Polls until `f` holds, for at most `secs`.
+fn until(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+const SLOW: &str = "\
+# Slow
+
+## Task S1: one
+air-test-sleep: 400
+
+## Task S2: two
+air-test-sleep: 400
+
+## Task S3: three
+
+- depends_on: S1, S2
+
+air-test-sleep: 400
+
+## Task S4: four
+
+- depends_on: S3
+
+air-test-sleep: 400
+";
+
+#[test]
+fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
+    let p = project();
+    write(&p, "slow.md", SLOW);
+    let out = air(&p, &["run", "--plan", "slow.md", "--detach"]);
+    expect(&out, 0);
+    let session = text(&out.stdout).trim().to_string();
+    // Wait until something has completed and something is running.
+    let progressed = until(20, || {
+        let conn = db(&p, &session);
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM tasks WHERE status = 'completed'",
+        ) >= 1
+            && count(
+                &conn,
+                "SELECT COUNT(*) FROM agents WHERE status = 'running'",
+            ) >= 1
+    });
+    assert!(progressed);
+    let running_pids: Vec<i64> = {
+        let conn = db(&p, &session);
+        let mut stmt = conn
+            .prepare("SELECT pid FROM agents WHERE status = 'running' AND pid IS NOT NULL")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let pid = p.daemon_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // Workers whose parent died see their stdin close and exit.
+    assert!(until(10, || running_pids.iter().all(|&w| {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(w as i32), None).is_err()
+    })));
+
+    let out = air(&p, &["run", "--resume", &session]);
+    expect(&out, 0);
+    let conn = db(&p, &session);
+    let twice = count(
+        &conn,
+        "SELECT COUNT(*) FROM (SELECT json_extract(payload_json, '$.task_id') AS t, COUNT(*) AS n
+         FROM events WHERE type = 'task.completed' GROUP BY t HAVING n > 1)",
+    );
+    assert_eq!(twice, 0, "a task completed twice");
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM tasks WHERE status = 'completed'"
+        ),
+        4
+    );
+    assert!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM agents WHERE reason LIKE 'airsd stopped%'"
+        ) >= 1
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM events WHERE type = 'run.completed'"
+        ),
+        1
+    );
+}
+
+#[test]
+fn sigint_cancels_a_foreground_run_and_resume_finishes_it() {
+    let p = project();
+    write(&p, "slow.md", SLOW);
+    let child = command(&p, &["run", "--plan", "slow.md"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(700));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    expect(&out, 130);
+    let session = newest_session(&p);
+    assert!(
+        text(&out.stderr).contains(&format!("air run --resume {session}")),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = air(&p, &["run", "--resume", &session]);
+    expect(&out, 0);
+    assert!(
+        text(&out.stderr).contains("reopened"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn pause_resume_and_cancel_reach_the_scheduler() {
+    let p = project();
+    write(&p, "slow.md", SLOW);
+    let out = air(&p, &["run", "--plan", "slow.md", "--detach"]);
+    let session = text(&out.stdout).trim().to_string();
+    let out = air(&p, &["pause", "-s", &session]);
+    expect(&out, 0);
+    let out = air(&p, &["resume", "-s", &session]);
+    expect(&out, 0);
+    let out = air(&p, &["cancel", "S4", "-s", &session]);
+    expect(&out, 0);
+    let out = air(&p, &["wait", &session]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "cancelled task: blocked outcome\n{}",
+        text(&out.stdout)
+    );
+    let conn = db(&p, &session);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM events WHERE type IN ('scheduler.paused', 'scheduler.resumed')"
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM tasks WHERE id = 'S4' AND status = 'cancelled'"
+        ),
+        1
+    );
+    let out = air(&p, &["pause", "-s", &session]);
+    assert_eq!(out.status.code(), Some(1), "no run in progress any more");
+    assert!(
+        text(&out.stderr).contains("no run is in progress"),
+        "{}",
+        text(&out.stderr)
+    );
+}
