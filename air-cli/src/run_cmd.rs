@@ -28,7 +28,7 @@ pub const INTERRUPTED: u8 = 130;
 /// Exit code of a blocked run.
 pub const BLOCKED: u8 = 3;
 
-pub const RUN_EXIT_CODES: &str = "Exit codes:\n  0    every task completed\n  1    a task failed\n  2    usage or plan error\n  3    blocked: a task needs a human, or a budget ran out\n  4    the daemon could not be reached or started\n  130  interrupted: the run was cancelled";
+pub const RUN_EXIT_CODES: &str = "Exit codes:\n  0    every task completed\n  1    a task failed\n  2    usage or plan error\n  3    blocked: a task needs a human, a budget ran out, or a permission was denied\n  4    the daemon could not be reached or started\n  130  interrupted: the run was cancelled";
 
 /// How a followed run is shown.
 #[derive(Args, Clone, Debug, Default)]
@@ -526,6 +526,13 @@ async fn finish(
     }
     let outcome = report.outcome.unwrap_or(RunOutcome::Blocked);
     match outcome {
+        RunOutcome::Completed if report.permission_denials > 0 => Err(Failure {
+            code: BLOCKED,
+            message: format!(
+                "every task completed, but {} permission request(s) were denied; review them with `air events -t permission.*`",
+                report.permission_denials
+            ),
+        }),
         RunOutcome::Completed => Ok(()),
         RunOutcome::Failed => Err(Failure {
             code: exit::FAILED,

@@ -246,6 +246,9 @@ pub struct Counters {
     /// Millionths of a US dollar, over the turns whose cost is known.
     #[serde(default)]
     pub cost_micro_usd: u64,
+    /// Permission requests denied (by a person or by the run's policy).
+    #[serde(default)]
+    pub permission_denials: u64,
 }
 
 /// A session's plan run.
@@ -699,6 +702,9 @@ impl Projection {
             }
             "permission.decision.recorded" => {
                 if let Some(pl) = payload::<p::PermissionDecisionRecorded>(event) {
+                    if pl.decision == p::PermissionDecision::Deny {
+                        self.counters.permission_denials += 1;
+                    }
                     if let Some(id) = pl.request_id {
                         self.permission_requests
                             .retain(|r| r.request.request_id != id);

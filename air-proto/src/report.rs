@@ -31,6 +31,9 @@ pub struct RunReport {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
+    /// Permission requests denied during the run; a run with denials is not a clean
+    /// pass even when every task completed.
+    pub permission_denials: u64,
     pub tasks: Vec<TaskReport>,
 }
 
@@ -128,6 +131,7 @@ impl RunReport {
             input_tokens: p.counters.input_tokens,
             output_tokens: p.counters.output_tokens,
             cost_usd: p.counters.cost_micro_usd as f64 / 1e6,
+            permission_denials: p.counters.permission_denials,
             tasks,
         })
     }
@@ -238,7 +242,7 @@ impl RunReport {
         let c = &self.counts;
         let _ = writeln!(
             out,
-            "**{outcome}** — {} of {} tasks completed, {} failed, {} blocked, {} cancelled, {} unfinished{}.\n",
+            "**{outcome}** — {} of {} tasks completed, {} failed, {} blocked, {} cancelled, {} unfinished{}{}.\n",
             c.completed,
             c.total,
             c.failed,
@@ -247,7 +251,12 @@ impl RunReport {
             c.unfinished,
             self.duration_ms
                 .map(|ms| format!(", in {:.1} s", ms as f64 / 1000.0))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if self.permission_denials > 0 {
+                format!("; {} permission request(s) denied", self.permission_denials)
+            } else {
+                String::new()
+            }
         );
         if let Some(reason) = &self.reason {
             let _ = writeln!(out, "> {}\n", reason.replace('\n', " "));

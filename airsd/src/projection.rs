@@ -220,7 +220,9 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
              (SELECT COALESCE(SUM(input_tokens), 0) FROM messages),
              (SELECT COALESCE(SUM(output_tokens), 0) FROM messages),
              (SELECT COALESCE(SUM(json_extract(usage_json, '$.cost_micro_usd')), 0)
-                  FROM messages WHERE usage_json IS NOT NULL)",
+                  FROM messages WHERE usage_json IS NOT NULL),
+             (SELECT COUNT(*) FROM events WHERE type = 'permission.decision.recorded'
+                  AND json_extract(payload_json, '$.decision') = 'deny')",
         [],
         |r| {
             Ok(Counters {
@@ -233,6 +235,7 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 input_tokens: r.get(6)?,
                 output_tokens: r.get(7)?,
                 cost_micro_usd: r.get(8)?,
+                permission_denials: r.get(9)?,
             })
         },
     )?;

@@ -292,6 +292,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         worker_tx,
         agents: agents.clone(),
         stopped_budget: false,
+        buffer: Vec::new(),
     };
     tokio::spawn(async move {
         if let Err(e) = shell.run(rx, worker_rx).await {
@@ -320,6 +321,8 @@ struct Shell {
     worker_tx: mpsc::Sender<WorkerEvent>,
     agents: Arc<AtomicUsize>,
     stopped_budget: bool,
+    /// Events of the current round, committed together by [`Shell::flush`].
+    buffer: Vec<RuntimeEvent>,
 }
 
 impl Shell {
@@ -362,7 +365,14 @@ impl Shell {
                     None | Some(Control::Shutdown) => return Ok(()),
                     Some(control) => self.control(control).await?,
                 },
-                Some(event) = worker_rx.recv() => self.worker_event(event).await?,
+                Some(event) = worker_rx.recv() => {
+                    // Everything the workers have said so far, then one commit.
+                    self.worker_event(event).await?;
+                    while let Ok(event) = worker_rx.try_recv() {
+                        self.worker_event(event).await?;
+                    }
+                    self.flush().await?;
+                }
                 _ = tick.tick() => self.budgets().await?,
             }
         }
@@ -378,8 +388,25 @@ impl Shell {
         .map_err(|e| Error::Internal(format!("{event_type} payload: {e}")))
     }
 
-    /// Records events (durably, atomically) and folds them into the core.
+    /// Records events (durably, atomically, with whatever the round has buffered) and
+    /// folds them into the core.
     async fn record(&mut self, events: Vec<RuntimeEvent>) -> Result<()> {
+        self.buffer.extend(events);
+        self.flush().await
+    }
+
+    /// Queues events of this round; [`Shell::flush`] commits them.
+    fn push(&mut self, events: Vec<RuntimeEvent>) {
+        self.buffer.extend(events);
+    }
+
+    /// Commits the buffered events in one transaction (one fsync for a whole round of
+    /// decisions), then folds them into the core.
+    async fn flush(&mut self) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let events = std::mem::take(&mut self.buffer);
         let facts: Vec<Fact> = events
             .iter()
             .filter_map(|e| fact_of(&e.event_type, &e.payload))
@@ -392,16 +419,18 @@ impl Shell {
         Ok(())
     }
 
-    /// Decides and acts until the core has nothing more to say.
+    /// Decides and acts until the core has nothing more to say. The decisions of one
+    /// round were all made from the same state, so their events commit together.
     async fn settle(&mut self) -> Result<()> {
         loop {
             let decisions = self.core.decide(now_ms());
             if decisions.is_empty() {
-                return Ok(());
+                return self.flush().await;
             }
             for decision in decisions {
                 self.act(decision).await?;
             }
+            self.flush().await?;
         }
     }
 
@@ -409,7 +438,8 @@ impl Shell {
         match decision {
             Decision::Ready { task_id } => {
                 let e = self.event("task.ready", &status_payload(&task_id, None))?;
-                self.record(vec![e]).await
+                self.push(vec![e]);
+                Ok(())
             }
             Decision::Finish {
                 task_id,
@@ -419,11 +449,13 @@ impl Shell {
                 let mut pl = status_payload(&task_id, None);
                 pl.reason = reason;
                 let e = self.event(&format!("task.{}", status.as_str()), &pl)?;
-                self.record(vec![e]).await
+                self.push(vec![e]);
+                Ok(())
             }
             Decision::CreateTask(spec) => {
                 let e = self.event("task.created", &p::TaskCreated { task: *spec })?;
-                self.record(vec![e]).await
+                self.push(vec![e]);
+                Ok(())
             }
             Decision::Dispatch(d) => self.dispatch(*d).await,
             Decision::WarnSoftTimeout {
@@ -441,7 +473,8 @@ impl Shell {
                         hard_timeout_ms,
                     },
                 )?;
-                self.record(vec![e]).await
+                self.push(vec![e]);
+                Ok(())
             }
             Decision::Cancel { agent_id, reason } => {
                 self.stops
@@ -539,7 +572,8 @@ impl Shell {
         }
         self.dispatches.insert(d.agent_id.clone(), d);
         self.agents.store(self.workers.len(), Ordering::Relaxed);
-        self.record(events).await
+        self.push(events);
+        Ok(())
     }
 
     fn start_message(&self, d: &Dispatch) -> IpcMessage {
@@ -844,7 +878,8 @@ impl Shell {
                 )?
             }
         };
-        self.record(vec![event]).await
+        self.push(vec![event]);
+        Ok(())
     }
 
     /// The last non-empty line a worker wrote to stderr.

@@ -107,6 +107,20 @@ fn main() {
         eprintln!("air-test-worker: no agent.start on stdin");
         std::process::exit(2);
     };
+    // For the cold-start benchmark: when agent.start arrived, in ns since the epoch.
+    if let Some(path) = std::env::var_os("AIR_TEST_WORKER_STAMP") {
+        let ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{ns}");
+        }
+    }
     let rt = &start.runtime;
     let (session, agent) = (rt.session_id.clone(), rt.agent_id.clone());
     let role = rt.agent_type.unwrap_or(AgentType::Executor);
