@@ -49,6 +49,18 @@ pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
         human_duration(s.idle_timeout_secs.saturating_mul(1000))
     };
     println!("idle exit {idle}");
+    for r in &s.runs {
+        println!(
+            "run       {} {} — {}/{} tasks ended, {} agent(s) running{} (`air wait {}`)",
+            r.session_id,
+            r.title.as_deref().unwrap_or(&r.plan),
+            r.ended,
+            r.tasks,
+            r.running_agents,
+            if r.paused { ", paused" } else { "" },
+            r.session_id
+        );
+    }
     Ok(())
 }
 

@@ -141,6 +141,23 @@ pub struct DaemonStatus {
     pub rss_bytes: Option<u64>,
     /// Seconds without clients and work after which the daemon exits (0: never).
     pub idle_timeout_secs: u64,
+    /// Plan runs in progress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunBrief>,
+}
+
+/// A plan run in progress, at a glance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunBrief {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub plan: String,
+    pub tasks: u32,
+    /// Tasks that ended (completed, failed, blocked or cancelled).
+    pub ended: u32,
+    pub running_agents: u32,
+    pub paused: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -13,6 +13,8 @@ pub mod api;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod codec;
+#[cfg(feature = "config")]
+pub mod config;
 pub mod context;
 pub mod dependency;
 pub mod error;

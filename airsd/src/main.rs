@@ -108,6 +108,19 @@ fn main() -> ExitCode {
         queue: 1024,
     });
     shell.heartbeat_interval_ms = args.heartbeat_ms.max(10);
+    // The user's defaults: $AIR_HOME/config.yaml, else ~/.air/config.yaml.
+    let air_home = std::env::var_os("AIR_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")));
+    if let Some(home) = air_home {
+        match air_proto::config::UserConfig::load(&home) {
+            Ok(config) => shell.defaults = config.run,
+            Err(e) => {
+                tracing::error!("{e}");
+                shell.config_error = Some(e.to_string());
+            }
+        }
+    }
     shell.core.stall_ms = args.stall_ms.max(shell.heartbeat_interval_ms * 2);
     let config = DaemonConfig {
         project_root: root,

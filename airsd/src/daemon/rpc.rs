@@ -124,6 +124,7 @@ impl AirApiServer for DaemonRpc {
             running_workers: s.running_workers(),
             rss_bytes: rss_bytes(),
             idle_timeout_secs: s.idle_timeout.as_secs(),
+            runs: s.run_briefs().await,
         })
     }
 

@@ -69,6 +69,12 @@ impl DaemonState {
     /// `.air/shared/plan/task-graph.json`, and starts scheduling.
     pub async fn start_run(&self, req: RunRequest) -> Result<RunInfo> {
         let shell_config = self.shell_config()?;
+        if let Some(e) = &shell_config.config_error {
+            return Err(Error::Refused(format!(
+                "cannot run plans until the configuration is fixed: {e}"
+            )));
+        }
+        let defaults = shell_config.defaults.clone();
         let compiled = air_proto::plan::compile(&req.plan, &req.plan_text).map_err(Error::Plan)?;
         for (name, value) in [
             ("concurrency", req.concurrency.map(f64::from)),
@@ -91,13 +97,19 @@ impl DaemonState {
             concurrency: req
                 .concurrency
                 .or(settings.concurrency)
+                .or(defaults.concurrency)
                 .unwrap_or(DEFAULT_CONCURRENCY)
                 .max(1),
             permission_mode: req
                 .permission_mode
                 .or(settings.permission_mode)
+                .or(defaults.permission_mode)
                 .unwrap_or(PermissionMode::Default),
-            on_ask: req.on_ask.or(settings.on_ask).unwrap_or(OnAsk::Deny),
+            on_ask: req
+                .on_ask
+                .or(settings.on_ask)
+                .or(defaults.on_ask)
+                .unwrap_or(OnAsk::Deny),
             budgets: air_proto::plan::Budgets {
                 max_cost: req.max_cost.or(settings.budgets.max_cost),
                 max_tokens: req.max_tokens.or(settings.budgets.max_tokens),
@@ -242,6 +254,35 @@ impl DaemonState {
             )));
         };
         Ok(handle.send(control).await)
+    }
+
+    /// The runs in progress, at a glance.
+    pub async fn run_briefs(&self) -> Vec<air_proto::api::RunBrief> {
+        let handles: Vec<(String, RunHandle)> = {
+            let mut runs = self.runs_lock();
+            runs.retain(|_, h| !h.is_done());
+            runs.iter().map(|(id, h)| (id.clone(), h.clone())).collect()
+        };
+        let mut briefs = Vec::new();
+        for (id, handle) in handles {
+            let Ok(session) = self.session(&id).await else {
+                continue;
+            };
+            let p = session.snapshot();
+            let Some(run) = p.run.as_ref() else { continue };
+            let ended = p.tasks.iter().filter(|t| t.status.is_terminal()).count();
+            briefs.push(air_proto::api::RunBrief {
+                session_id: id,
+                title: run.title.clone(),
+                plan: run.plan.clone(),
+                tasks: u32::try_from(p.tasks.len()).unwrap_or(u32::MAX),
+                ended: u32::try_from(ended).unwrap_or(u32::MAX),
+                running_agents: u32::try_from(handle.running_agents()).unwrap_or(u32::MAX),
+                paused: run.paused,
+            });
+        }
+        briefs.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        briefs
     }
 
     /// Runs whose scheduler is going (for idle checks and status).

@@ -20,7 +20,7 @@ use air_proto::payload::{self as p, AgentFailure, RunCompleted, RunStarted};
 use air_proto::projection::TaskStatus;
 use air_proto::result::WorkerResult;
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::core::{Config, Core, Decision, Dispatch, Fact};
 use crate::error::{Error, Result};
@@ -37,6 +37,10 @@ pub struct ShellConfig {
     pub tick: Duration,
     /// The rules' tunables (the run's concurrency replaces `concurrency`).
     pub core: Config,
+    /// The user's defaults for runs (`~/.air/config.yaml`).
+    pub defaults: air_proto::config::RunDefaults,
+    /// Why the user's configuration could not be read; runs are refused with it.
+    pub config_error: Option<String>,
 }
 
 impl ShellConfig {
@@ -46,6 +50,8 @@ impl ShellConfig {
             heartbeat_interval_ms: 5_000,
             tick: Duration::from_millis(200),
             core: Config::default(),
+            defaults: Default::default(),
+            config_error: None,
         }
     }
 }
@@ -72,14 +78,19 @@ pub enum Control {
 /// A running scheduler of one session.
 #[derive(Clone)]
 pub struct RunHandle {
-    tx: mpsc::Sender<Control>,
+    tx: mpsc::Sender<(Control, oneshot::Sender<()>)>,
     done: watch::Receiver<bool>,
     agents: Arc<AtomicUsize>,
 }
 
 impl RunHandle {
+    /// Sends a request; true once it is recorded (false: the scheduler has ended).
     pub async fn send(&self, control: Control) -> bool {
-        self.tx.send(control).await.is_ok()
+        let (ack, acked) = oneshot::channel();
+        if self.tx.send((control, ack)).await.is_err() {
+            return false;
+        }
+        acked.await.is_ok()
     }
 
     /// Whether the loop has ended (run complete, or shut down).
@@ -332,7 +343,7 @@ impl Shell {
 
     async fn run(
         &mut self,
-        mut controls: mpsc::Receiver<Control>,
+        mut controls: mpsc::Receiver<(Control, oneshot::Sender<()>)>,
         mut worker_rx: mpsc::Receiver<WorkerEvent>,
     ) -> Result<()> {
         // Agents recorded as running have no process any more: airsd restarted.
@@ -362,8 +373,12 @@ impl Shell {
             }
             tokio::select! {
                 control = controls.recv() => match control {
-                    None | Some(Control::Shutdown) => return Ok(()),
-                    Some(control) => self.control(control).await?,
+                    None | Some((Control::Shutdown, _)) => return Ok(()),
+                    Some((control, ack)) => {
+                        self.control(control).await?;
+                        self.settle().await?;
+                        let _ = ack.send(());
+                    }
                 },
                 Some(event) = worker_rx.recv() => {
                     // Everything the workers have said so far, then one commit.
@@ -808,6 +823,7 @@ impl Shell {
     }
 
     async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
+        self.keep_stderr(agent_id)?;
         self.workers.remove(agent_id);
         self.agents.store(self.workers.len(), Ordering::Relaxed);
         let result = self.results.remove(agent_id);
@@ -882,15 +898,60 @@ impl Shell {
         Ok(())
     }
 
-    /// The last non-empty line a worker wrote to stderr.
-    fn stderr_tail(&self, agent_id: &str) -> Option<String> {
-        let path = self
-            .ctx
+    fn stderr_path(&self, agent_id: &str) -> PathBuf {
+        self.ctx
             .paths
             .artifacts(self.session_id())
             .join("workers")
-            .join(format!("{agent_id}.stderr.log"));
-        let text = std::fs::read(&path).ok()?;
+            .join(format!("{agent_id}.stderr.log"))
+    }
+
+    /// A worker's stderr becomes an artifact of the session when it wrote anything;
+    /// an empty file is removed.
+    fn keep_stderr(&mut self, agent_id: &str) -> Result<()> {
+        let path = self.stderr_path(agent_id);
+        let size = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(_) => return Ok(()),
+        };
+        if size == 0 {
+            let _ = std::fs::remove_file(&path);
+            return Ok(());
+        }
+        let id = air_proto::ids::new_id();
+        let task_id = self.dispatches.get(agent_id).map(|d| d.task_id.clone());
+        let e = self.event(
+            "artifact.created",
+            &p::ArtifactCreated {
+                artifact: air_proto::result::ArtifactRef {
+                    uri: format!(
+                        "artifact://project/{}/session/{}/{id}",
+                        self.ctx.project_id,
+                        self.session_id()
+                    ),
+                    id,
+                    artifact_type: air_proto::result::ArtifactType::Other,
+                    size_bytes: Some(size),
+                    sha256: None,
+                    created_at: air_proto::time::now_iso(),
+                },
+                path: Some(format!("workers/{agent_id}.stderr.log")),
+                original_name: Some("stderr".into()),
+                task_id,
+                agent_id: Some(agent_id.to_string()),
+                tool_run_id: None,
+                command_run_id: None,
+                entity_type: Some("worker_stderr".into()),
+                entity_id: None,
+            },
+        )?;
+        self.push(vec![e]);
+        Ok(())
+    }
+
+    /// The last non-empty line a worker wrote to stderr.
+    fn stderr_tail(&self, agent_id: &str) -> Option<String> {
+        let text = std::fs::read(self.stderr_path(agent_id)).ok()?;
         let from = text.len().saturating_sub(4096);
         let tail = String::from_utf8_lossy(&text[from..]).into_owned();
         tail.lines()

@@ -41,6 +41,7 @@ fn command(p: &Project, args: &[&str]) -> Command {
         .env("AIR_HEARTBEAT_MS", "100")
         .env("AIR_STALL_MS", "3000")
         .env("AIR_CANCEL_GRACE_MS", "500")
+        .env("AIR_HOME", p.dir.path().join("air-home"))
         .env_remove("GITHUB_STEP_SUMMARY");
     c
 }
@@ -173,11 +174,12 @@ fn the_example_plan_runs_to_completion_with_reports() {
         ),
         12
     );
+    // Quiet workers leave no stderr behind.
     assert_eq!(
         std::fs::read_dir(p.paths().artifacts(&session).join("workers"))
             .unwrap()
             .count(),
-        12
+        0
     );
 }
 
@@ -211,6 +213,16 @@ air-test: executor=lie
 ## Task after: waits for the liar
 
 - depends_on: liar
+
+## Task flood: floods the pipe, then completes
+
+air-test: executor=flood
+
+## Task silent: stops sending heartbeats
+
+- retry_budget: 0
+
+air-test: executor=silent
 ";
 
 #[test]
@@ -265,6 +277,13 @@ fn crashes_hangs_garbage_and_lies_end_as_the_rules_say() {
         "{:?}",
         outcome["liar"]
     );
+    assert_eq!(outcome["flood"].0, "passed", "10,000 log lines do not hurt");
+    assert_eq!(outcome["silent"].0, "failure");
+    assert!(
+        outcome["silent"].1.contains("no heartbeat"),
+        "{:?}",
+        outcome["silent"]
+    );
     assert_eq!(outcome["after"].0, "error");
     assert!(
         outcome["after"].1.contains("waits for liar"),
@@ -285,6 +304,19 @@ fn crashes_hangs_garbage_and_lies_end_as_the_rules_say() {
             "SELECT COUNT(*) FROM task_attempts WHERE task_id = 'crashy'"
         ),
         2
+    );
+    // The crashed worker's stderr is an artifact of the session.
+    let path: String = conn
+        .query_row(
+            "SELECT path FROM artifacts WHERE agent_id = 'crashy-executor-1' AND original_name = 'stderr'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let stderr = std::fs::read_to_string(p.paths().artifacts(&session).join(path)).unwrap();
+    assert!(
+        stderr.contains("scripted crash of crashy-executor-1"),
+        "{stderr}"
     );
     assert_eq!(
         count(
@@ -500,6 +532,13 @@ fn pause_resume_and_cancel_reach_the_scheduler() {
     let session = text(&out.stdout).trim().to_string();
     let out = air(&p, &["pause", "-s", &session]);
     expect(&out, 0);
+    let out = air(&p, &["status"]);
+    let status = text(&out.stdout);
+    assert!(
+        status.contains(&format!("run       {session} Slow")),
+        "{status}"
+    );
+    assert!(status.contains(", paused"), "{status}");
     let out = air(&p, &["resume", "-s", &session]);
     expect(&out, 0);
     let out = air(&p, &["cancel", "S4", "-s", &session]);
@@ -533,4 +572,59 @@ fn pause_resume_and_cancel_reach_the_scheduler() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn the_user_config_sets_run_defaults_and_a_bad_one_is_named() {
+    let p = project();
+    let home = p.dir.path().join("air-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.yaml"),
+        "run:\n  concurrency: 1\n  on_ask: queue\n",
+    )
+    .unwrap();
+    write(&p, "slow.md", SLOW);
+    let out = air(&p, &["run", "--plan", "slow.md"]);
+    expect(&out, 0);
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    let (concurrency, on_ask): (i64, String) = conn
+        .query_row(
+            "SELECT json_extract(payload_json, '$.concurrency'), json_extract(payload_json, '$.on_ask')
+             FROM events WHERE type = 'run.started'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((concurrency, on_ask.as_str()), (1, "queue"));
+    // With one agent at a time, no two agents' lifetimes overlap.
+    let overlaps = count(
+        &conn,
+        "SELECT COUNT(*) FROM agents a JOIN agents b ON a.id < b.id
+         WHERE a.started_at < b.ended_at AND b.started_at < a.ended_at",
+    );
+    assert_eq!(overlaps, 0);
+    // A flag beats the config.
+    let out = air(
+        &p,
+        &["run", "--plan", "slow.md", "--concurrency", "2", "--detach"],
+    );
+    expect(&out, 0);
+    let session = text(&out.stdout).trim().to_string();
+    let _ = air(&p, &["wait", &session]);
+    let conn = db(&p, &session);
+    assert_eq!(
+        count(&conn, "SELECT json_extract(payload_json, '$.concurrency') FROM events WHERE type = 'run.started'"),
+        2
+    );
+
+    // A broken config refuses runs with the file and line; restart to reread it.
+    std::fs::write(home.join("config.yaml"), "run:\n  concurency: 1\n").unwrap();
+    let _ = air(&p, &["daemon", "stop"]);
+    let out = air(&p, &["run", "--plan", "slow.md"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("config.yaml:2"), "{stderr}");
+    assert!(stderr.contains("unknown field `concurency`"), "{stderr}");
 }
