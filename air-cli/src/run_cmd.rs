@@ -146,7 +146,13 @@ pub async fn run(args: RunArgs) -> CmdResult {
         }
         (None, Some(session)) => conn
             .client
-            .run_continue(session.clone())
+            .run_continue(
+                session.clone(),
+                args.max_cost,
+                args.max_tokens,
+                args.max_time
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            )
             .await
             .map_err(rpc_failure)?,
         (None, None) => return Err(usage("give --plan FILE or --resume SESSION".into())),

@@ -394,7 +394,13 @@ mod rpc {
         ) -> RpcResult<RunInfo>;
 
         #[method(name = "run.continue", with_extensions, param_kind = map)]
-        async fn run_continue(&self, session_id: String) -> RpcResult<RunInfo>;
+        async fn run_continue(
+            &self,
+            session_id: String,
+            max_cost: Option<f64>,
+            max_tokens: Option<u64>,
+            max_time_ms: Option<u64>,
+        ) -> RpcResult<RunInfo>;
 
         #[method(name = "run.cancel", with_extensions, param_kind = map)]
         async fn run_cancel(
@@ -490,6 +496,16 @@ pub mod params {
 
     #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
+    pub struct RunContinue {
+        pub session_id: String,
+        /// New budgets for the rest of the run.
+        pub max_cost: Option<f64>,
+        pub max_tokens: Option<u64>,
+        pub max_time_ms: Option<u64>,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
     pub struct RunCancel {
         pub session_id: String,
         pub task_id: Option<String>,
@@ -564,7 +580,11 @@ pub mod params {
             ],
             check::<RunStart>,
         ),
-        ("run.continue", &["session_id"], check::<Session>),
+        (
+            "run.continue",
+            &["session_id", "max_cost", "max_tokens", "max_time_ms"],
+            check::<RunContinue>,
+        ),
         (
             "run.cancel",
             &["session_id", "task_id", "reason"],
@@ -708,7 +728,7 @@ pub fn openrpc() -> serde_json::Value {
     method!("events.list", params::EventsList, EventsPage, "page");
     method!("clients.list", params::NoParams, Vec<ClientInfo>, "clients");
     method!("run.start", params::RunStart, RunInfo, "run");
-    method!("run.continue", params::Session, RunInfo, "run");
+    method!("run.continue", params::RunContinue, RunInfo, "run");
     method!("run.cancel", params::RunCancel, bool, "accepted");
     method!("run.pause", params::Session, bool, "accepted");
     method!("run.resume", params::Session, bool, "accepted");

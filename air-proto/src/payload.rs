@@ -158,6 +158,10 @@ pub struct RunCompleted {
 pub struct RunContinued {
     pub task_ids: Vec<String>,
     pub by: Option<String>,
+    /// Budgets that replace the run's from here on (the time budget counts from this
+    /// event).
+    #[serde(default, skip_serializing_if = "Budgets::is_empty")]
+    pub budgets: Budgets,
 }
 
 /// `agent.timeout_extension.requested`: a worker past its soft timeout asks for more

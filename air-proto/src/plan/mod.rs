@@ -96,6 +96,15 @@ impl Budgets {
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }
+
+    /// These budgets with every one `over` sets replaced.
+    pub fn overridden_by(&self, over: &Budgets) -> Budgets {
+        Budgets {
+            max_cost: over.max_cost.or(self.max_cost),
+            max_tokens: over.max_tokens.or(self.max_tokens),
+            max_time_ms: over.max_time_ms.or(self.max_time_ms),
+        }
+    }
 }
 
 wire_enum! {

@@ -282,9 +282,21 @@ impl AirApiServer for DaemonRpc {
             .map_err(rpc_error)
     }
 
-    async fn run_continue(&self, ext: &Extensions, session_id: String) -> RpcResult<RunInfo> {
+    async fn run_continue(
+        &self,
+        ext: &Extensions,
+        session_id: String,
+        max_cost: Option<f64>,
+        max_tokens: Option<u64>,
+        max_time_ms: Option<u64>,
+    ) -> RpcResult<RunInfo> {
+        let budgets = air_proto::plan::Budgets {
+            max_cost,
+            max_tokens,
+            max_time_ms,
+        };
         self.state
-            .continue_run(&session_id, self.who(ext))
+            .continue_run(&session_id, self.who(ext), budgets)
             .await
             .map_err(rpc_error)
     }

@@ -188,7 +188,12 @@ impl DaemonState {
     /// Continues a session's run: a run still going is only reported; one that ended
     /// with unfinished tasks reopens them; one whose scheduler is not running (airsd
     /// restarted) is recovered.
-    pub async fn continue_run(&self, session_id: &str, by: Option<String>) -> Result<RunInfo> {
+    pub async fn continue_run(
+        &self,
+        session_id: &str,
+        by: Option<String>,
+        budgets: air_proto::plan::Budgets,
+    ) -> Result<RunInfo> {
         let session = self.session(session_id).await?;
         let running = self.run_handle(session_id).is_some();
         let config = self.shell_config()?;
@@ -228,12 +233,15 @@ impl DaemonState {
                 &RunContinued {
                     task_ids: reopen.clone(),
                     by,
+                    budgets: budgets.clone(),
                 },
             )?;
             if let Some(fact) = shell::fact_of(&e.event_type, &e.payload) {
                 recovered.core.apply(&fact, now_ms());
             }
             session.store().append(e).await?;
+            recovered.started.budgets = recovered.started.budgets.overridden_by(&budgets);
+            recovered.started_ms = now_ms();
             info.reopened = reopen;
         }
         self.spawn_run(
@@ -336,7 +344,10 @@ impl DaemonState {
             if !db.is_file() || !run_unfinished(&db) {
                 continue;
             }
-            match self.continue_run(&id, Some("airsd restart".into())).await {
+            match self
+                .continue_run(&id, Some("airsd restart".into()), Default::default())
+                .await
+            {
                 Ok(_) => tracing::info!(session = %id, "recovered an unfinished run"),
                 Err(e) => tracing::error!(session = %id, "cannot recover the run: {e}"),
             }

@@ -264,6 +264,16 @@ pub fn recover(session: &Session, config: Config) -> Result<Option<Recovered>> {
                 started = Some((run, event_ms(&timestamp)));
             }
         }
+        // A continuation may replace the budgets; its time budget counts from it.
+        if event_type == "run.continued" {
+            if let (Some((run, at)), Ok(more)) = (
+                started.as_mut(),
+                serde_json::from_value::<p::RunContinued>(payload.clone()),
+            ) {
+                run.budgets = run.budgets.overridden_by(&more.budgets);
+                *at = event_ms(&timestamp);
+            }
+        }
         if let Some(fact) = fact_of(&event_type, &payload) {
             core.apply(&fact, event_ms(&timestamp));
         }
@@ -1006,7 +1016,10 @@ impl Shell {
             if elapsed >= max {
                 spent = Some((
                     "max_time".into(),
-                    format!("the time budget ({} s) ran out", max / 1000),
+                    format!(
+                        "the time budget ({}) ran out",
+                        humantime::format_duration(Duration::from_millis(max))
+                    ),
                 ));
             }
         }

@@ -628,3 +628,33 @@ fn the_user_config_sets_run_defaults_and_a_bad_one_is_named() {
     assert!(stderr.contains("config.yaml:2"), "{stderr}");
     assert!(stderr.contains("unknown field `concurency`"), "{stderr}");
 }
+
+#[test]
+fn a_spent_budget_stops_the_run_and_resume_with_a_larger_one_finishes_it() {
+    let p = project();
+    write(&p, "slow.md", SLOW);
+    let out = air(&p, &["run", "--plan", "slow.md", "--max-time", "600ms"]);
+    expect(&out, 3);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("blocked: the time budget (600ms) ran out"),
+        "{stderr}"
+    );
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM events WHERE type = 'scheduler.stopped' AND json_extract(payload_json, '$.budget') = 'max_time'"), 1);
+    let unfinished = count(
+        &conn,
+        "SELECT COUNT(*) FROM tasks WHERE status != 'completed'",
+    );
+    assert!(unfinished > 0);
+    let out = air(&p, &["run", "--resume", &session, "--max-time", "1h"]);
+    expect(&out, 0);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM tasks WHERE status != 'completed'"
+        ),
+        0
+    );
+}
