@@ -583,12 +583,12 @@ impl Core {
                 },
                 WorkerStatus::Failed | WorkerStatus::Blocked => {
                     let failed = gate::failed_verification(result);
-                    let sig = if failed.is_empty() {
-                        signature("gave up", &result.summary)
+                    let (kind, what) = if failed.is_empty() {
+                        ("gave up", result.summary.clone())
                     } else {
-                        signature("verification failed", &failed.join(", "))
+                        ("verification failed", failed.join(", "))
                     };
-                    if repeated(t, &sig, config.same_failure_limit) {
+                    if repeated(t, kind, &what, config.same_failure_limit) {
                         return;
                     }
                     t.under_review = Some(result.clone());
@@ -864,8 +864,7 @@ impl Core {
             | AgentFailure::Timeout
             | AgentFailure::Stalled
             | AgentFailure::Protocol => {
-                let sig = signature(failure.as_str(), reason);
-                if repeated(t, &sig, limit) {
+                if repeated(t, failure.as_str(), reason, limit) {
                     return;
                 }
                 if t.retries_used < t.spec.constraints.retry_budget {
@@ -1379,14 +1378,17 @@ impl Core {
     }
 }
 
-/// Counts a failure signature; at the limit the task escalates (returns true).
-fn repeated(t: &mut TaskState, sig: &str, limit: u32) -> bool {
-    let n = t.failures.entry(sig.to_string()).or_insert(0);
+/// Counts a failure by its signature; at the limit the task escalates, with the
+/// latest failure's own words (returns true).
+fn repeated(t: &mut TaskState, kind: &str, what: &str, limit: u32) -> bool {
+    let n = t.failures.entry(signature(kind, what)).or_insert(0);
     *n += 1;
     if *n >= limit {
         t.next = Next::Finish(
             TaskStatus::Blocked,
-            Some(format!("the same failure {n} times, escalated: {sig}")),
+            Some(format!(
+                "the same failure {n} times, escalated: {kind}: {what}"
+            )),
         );
         return true;
     }

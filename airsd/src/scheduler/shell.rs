@@ -314,6 +314,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         agents: agents.clone(),
         stopped_budget: false,
         buffer: Vec::new(),
+        last_error: HashMap::new(),
     };
     tokio::spawn(async move {
         if let Err(e) = shell.run(rx, worker_rx).await {
@@ -344,6 +345,8 @@ struct Shell {
     stopped_budget: bool,
     /// Events of the current round, committed together by [`Shell::flush`].
     buffer: Vec<RuntimeEvent>,
+    /// The last error a worker logged, to explain its failure.
+    last_error: HashMap<String, String>,
 }
 
 impl Shell {
@@ -771,7 +774,16 @@ impl Shell {
                 Ok(())
             }
             IpcBody::Log(record) => {
-                tracing::debug!(agent = agent_id, level = ?record.level, "{}", record.message);
+                use air_proto::ipc::LogLevel;
+                if matches!(record.level, LogLevel::Error) {
+                    tracing::warn!(agent = agent_id, "worker error: {}", record.message);
+                    self.last_error.insert(
+                        agent_id.to_string(),
+                        record.message.chars().take(500).collect(),
+                    );
+                } else {
+                    tracing::debug!(agent = agent_id, level = ?record.level, "{}", record.message);
+                }
                 Ok(())
             }
             IpcBody::ToolCall(call) => {
@@ -838,7 +850,9 @@ impl Shell {
         self.agents.store(self.workers.len(), Ordering::Relaxed);
         let result = self.results.remove(agent_id);
         let stop = self.stops.remove(agent_id);
+
         self.dispatches.remove(agent_id);
+        let logged = self.last_error.get(agent_id).cloned();
         let event = match (result, stop) {
             (_, Some((AgentFailure::Cancelled, reason))) => self.event(
                 "agent.failed",
@@ -862,7 +876,10 @@ impl Shell {
                 "agent.failed",
                 &p::AgentFailed {
                     agent_id: agent_id.to_string(),
-                    reason: format!("{reason} ({exit})"),
+                    reason: match &logged {
+                        Some(said) => format!("{reason} ({exit}); it said: {said}"),
+                        None => format!("{reason} ({exit})"),
+                    },
                     exit_code: exit.code,
                     failure: Some(failure),
                 },
@@ -888,7 +905,10 @@ impl Shell {
                     ),
                     _ => (AgentFailure::Crash, format!("crashed ({exit})")),
                 };
-                let tail = self.stderr_tail(agent_id);
+                let tail = self
+                    .last_error
+                    .remove(agent_id)
+                    .or_else(|| self.stderr_tail(agent_id));
                 let reason = match tail {
                     Some(line) => format!("{what}: {line}"),
                     None => what,
@@ -904,6 +924,7 @@ impl Shell {
                 )?
             }
         };
+        self.last_error.remove(agent_id);
         self.push(vec![event]);
         Ok(())
     }

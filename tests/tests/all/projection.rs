@@ -59,6 +59,10 @@ enum Op {
         request: usize,
     },
     Archive,
+    Run {
+        kind: usize,
+        task: usize,
+    },
     Other,
 }
 
@@ -81,6 +85,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Ask),
         1 => (0usize..8).prop_map(|request| Op::Answer { request }),
         1 => Just(Op::Archive),
+        2 => (0usize..6, 0usize..25).prop_map(|(kind, task)| Op::Run { kind, task }),
         1 => Just(Op::Other),
     ]
 }
@@ -263,6 +268,7 @@ impl Gen {
                 let usage = tokens.map(|(i, o)| p::Usage {
                     input_tokens: i,
                     output_tokens: o,
+                    cost_micro_usd: (i % 2 == 0).then_some(i + o),
                     ..Default::default()
                 });
                 event(
@@ -378,6 +384,54 @@ impl Gen {
                 "session.archived",
                 &p::SessionStatusChanged { reason: None },
             ),
+            Op::Run { kind, task } => match kind {
+                0 => event(
+                    &s,
+                    "run.started",
+                    &p::RunStarted {
+                        plan: "plan.md".into(),
+                        title: Some("a plan".into()),
+                        concurrency: 2,
+                        permission_mode: air_proto::plan::PermissionMode::Default,
+                        on_ask: air_proto::plan::OnAsk::Deny,
+                        budgets: Default::default(),
+                        phases: Vec::new(),
+                    },
+                ),
+                1 => event(&s, "scheduler.paused", &p::SchedulerControl::default()),
+                2 => event(&s, "scheduler.resumed", &p::SchedulerControl::default()),
+                3 => event(
+                    &s,
+                    "scheduler.stopped",
+                    &p::SchedulerControl {
+                        reason: Some("the time budget ran out".into()),
+                        budget: Some("max_time".into()),
+                        by: None,
+                    },
+                ),
+                4 => event(
+                    &s,
+                    "run.completed",
+                    &p::RunCompleted {
+                        outcome: p::RunOutcome::Failed,
+                        reason: Some("T1 failed".into()),
+                        completed: 1,
+                        failed: 1,
+                        blocked: 0,
+                        cancelled: 0,
+                        unfinished: 0,
+                    },
+                ),
+                _ => event(
+                    &s,
+                    "run.continued",
+                    &p::RunContinued {
+                        task_ids: vec![tid(*task)],
+                        by: None,
+                        budgets: Default::default(),
+                    },
+                ),
+            },
             Op::Other => event(&s, "requirement.changed", &json!({"summary": "faster"})),
         }
     }

@@ -658,3 +658,19 @@ fn a_spent_budget_stops_the_run_and_resume_with_a_larger_one_finishes_it() {
         0
     );
 }
+
+#[test]
+fn a_worker_that_cannot_start_blocks_its_task_with_the_reason() {
+    let p = project();
+    let out = command(&p, &["run", "--plan", "plan.md"])
+        .env("AIR_WORKER", p.root.join("no-such-worker"))
+        .output()
+        .unwrap();
+    expect(&out, 3);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("the executor worker could not start: cannot start"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no-such-worker"), "{stdout}");
+}
