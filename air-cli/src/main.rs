@@ -186,6 +186,34 @@ pub fn unreachable(e: ClientError) -> Failure {
     }
 }
 
+/// A daemon's answer as a failure: bad input (plan errors, unknown session or task, a
+/// refused request) exits 2; a lost connection 4; anything else 1.
+pub fn rpc_failure(e: jsonrpsee::core::client::Error) -> Failure {
+    use jsonrpsee::core::client::Error;
+    match &e {
+        Error::Call(obj) => {
+            let data: Option<serde_json::Value> =
+                obj.data().and_then(|d| serde_json::from_str(d.get()).ok());
+            let kind = data
+                .as_ref()
+                .and_then(|d| d["kind"].as_str().map(str::to_string));
+            let code = match kind.as_deref() {
+                Some("invalid_input" | "not_found" | "conflict") => exit::USAGE,
+                _ => exit::FAILED,
+            };
+            Failure {
+                code,
+                message: obj.message().to_string(),
+            }
+        }
+        Error::Transport(_) | Error::RestartNeeded(_) | Error::RequestTimeout => Failure {
+            code: exit::UNREACHABLE,
+            message: format!("lost the daemon: {e}"),
+        },
+        _ => Failure::from(e),
+    }
+}
+
 /// Connects to the project's daemon, starting it if needed.
 pub async fn connect() -> Result<Connection, Failure> {
     air_proto::client::connect(&connect_options(project()?))

@@ -4,7 +4,7 @@ use air_proto::api::{AirApiClient, DaemonStatus, SessionInfo, SessionUpdate};
 use air_proto::event::RuntimeEvent;
 use jsonrpsee::core::client::Subscription;
 
-use crate::{connect, CmdResult, Failure};
+use crate::{connect, rpc_failure, CmdResult, Failure};
 
 fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
     println!("{}", serde_json::to_string_pretty(value)?);
@@ -245,7 +245,8 @@ pub async fn follow_events(
         let mut sub: Subscription<SessionUpdate> = conn
             .client
             .session_subscribe(session_id.to_string(), Some(cursor))
-            .await?;
+            .await
+            .map_err(rpc_failure)?;
         while let Some(update) = sub.next().await {
             match update? {
                 update @ (SessionUpdate::Delta { .. } | SessionUpdate::Deltas { .. }) => {

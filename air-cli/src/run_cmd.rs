@@ -21,7 +21,7 @@ use air_proto::report::RunReport;
 use clap::Args;
 
 use crate::output::follow_events;
-use crate::{connect, exit, CmdResult, Failure};
+use crate::{connect, exit, rpc_failure, CmdResult, Failure};
 
 /// Exit code of an interrupted run (as for SIGINT).
 pub const INTERRUPTED: u8 = 130;
@@ -200,7 +200,13 @@ pub async fn wait(session: Option<String>, args: FollowArgs) -> CmdResult {
 }
 
 async fn newest_session(conn: &Connection) -> Result<String, Failure> {
-    match conn.client.session_list().await?.first() {
+    match conn
+        .client
+        .session_list()
+        .await
+        .map_err(rpc_failure)?
+        .first()
+    {
         Some(s) => Ok(s.id.clone()),
         None => Err(Failure::from(
             "no sessions yet (`air run --plan FILE` starts one)",
@@ -236,26 +242,6 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
         _ => println!("resumed session {session}"),
     }
     Ok(())
-}
-
-/// A daemon error, with plan errors printed one per line and exit code 2 for bad input.
-fn rpc_failure(e: jsonrpsee::core::client::Error) -> Failure {
-    if let jsonrpsee::core::client::Error::Call(obj) = &e {
-        let data: Option<serde_json::Value> =
-            obj.data().and_then(|d| serde_json::from_str(d.get()).ok());
-        let kind = data
-            .as_ref()
-            .and_then(|d| d["kind"].as_str().map(str::to_string));
-        let code = match kind.as_deref() {
-            Some("invalid_input") => exit::USAGE,
-            _ => exit::FAILED,
-        };
-        return Failure {
-            code,
-            message: obj.message().to_string(),
-        };
-    }
-    Failure::from(e)
 }
 
 /// Live view state.
@@ -459,7 +445,11 @@ async fn follow(
                 if !ended {
                     continue;
                 }
-                let snapshot = conn.client.session_snapshot(session_id.to_string()).await?;
+                let snapshot = conn
+                    .client
+                    .session_snapshot(session_id.to_string())
+                    .await
+                    .map_err(rpc_failure)?;
                 let ended = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
                 if snapshot.projection.run.is_none() {
                     return Err(Failure::from(format!("session {session_id} has no plan run")));
@@ -505,16 +495,20 @@ async fn finish(
     report: &RunReport,
     args: &FollowArgs,
 ) -> CmdResult {
-    let snapshot = conn.client.session_snapshot(session_id.to_string()).await?;
+    let snapshot = conn
+        .client
+        .session_snapshot(session_id.to_string())
+        .await
+        .map_err(rpc_failure)?;
     let drawing = Drawing::from_projection(&snapshot.projection);
     if let Some(path) = &args.junit {
         std::fs::write(path, report.junit_xml())
-            .map_err(|e| Failure::from(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
     }
     let markdown = report.markdown(&drawing);
     if let Some(path) = &args.summary {
         std::fs::write(path, &markdown)
-            .map_err(|e| Failure::from(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
     }
     if let Some(step) = std::env::var_os("GITHUB_STEP_SUMMARY") {
         if let Ok(mut f) = std::fs::OpenOptions::new()

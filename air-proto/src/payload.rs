@@ -103,6 +103,8 @@ wire_enum! {
         Cancelled = "cancelled",
         /// Could not be started.
         Spawn = "spawn",
+        /// Stopped on a permission error (exit code 3): retrying cannot help.
+        Permission = "permission",
     }
 }
 

@@ -209,7 +209,23 @@ impl Worker {
         tokio::spawn({
             let exited = exited.clone();
             async move {
-                let violation = read_messages(&mut stdout, &reader_agent, &reader_events).await;
+                // Read stdout until EOF, but also notice the worker's exit while a
+                // grandchild still holds the pipe open: then drain what is buffered for
+                // a moment and move on.
+                let mut status = None;
+                let violation = {
+                    let read = read_messages(&mut stdout, &reader_agent, &reader_events);
+                    tokio::pin!(read);
+                    tokio::select! {
+                        violation = &mut read => violation,
+                        waited = child.wait() => {
+                            status = Some(waited);
+                            tokio::time::timeout(Duration::from_millis(500), &mut read)
+                                .await
+                                .unwrap_or(None)
+                        }
+                    }
+                };
                 if let Some(error) = violation {
                     let header =
                         IpcHeader::new(Direction::ParentToWorker, &reader_session, &reader_agent);
@@ -233,7 +249,11 @@ impl Worker {
                     let _ = kill_group(pid, Signal::SIGKILL);
                 }
                 drop(stdout);
-                let exit = match child.wait().await {
+                let waited = match status {
+                    Some(waited) => waited,
+                    None => child.wait().await,
+                };
+                let exit = match waited {
                     Ok(status) => {
                         use std::os::unix::process::ExitStatusExt;
                         Exit {

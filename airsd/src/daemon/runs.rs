@@ -194,6 +194,8 @@ impl DaemonState {
         by: Option<String>,
         budgets: air_proto::plan::Budgets,
     ) -> Result<RunInfo> {
+        let gate = self.run_gate(session_id);
+        let _one_at_a_time = gate.lock().await;
         let session = self.session(session_id).await?;
         let running = self.run_handle(session_id).is_some();
         let config = self.shell_config()?;
@@ -220,6 +222,11 @@ impl DaemonState {
             reopened: Vec::new(),
         };
         if running {
+            if !budgets.is_empty() {
+                return Err(Error::Refused(format!(
+                    "the run of session {session_id} is still going; new budgets apply when it continues after it ended (`air wait {session_id}`, then `air run --resume {session_id}` with the budgets)"
+                )));
+            }
             return Ok(info);
         }
         if recovered.core.is_finished() {
@@ -254,14 +261,33 @@ impl DaemonState {
         Ok(info)
     }
 
-    /// Sends a request to a session's running scheduler.
+    /// Sends a request to a session's running scheduler; answers once it is recorded.
     pub async fn control_run(&self, session_id: &str, control: Control) -> Result<bool> {
         let Some(handle) = self.run_handle(session_id) else {
             return Err(Error::NotFound(format!(
                 "no run is in progress in session {session_id} (`air run --resume {session_id}` continues an ended one)"
             )));
         };
-        Ok(handle.send(control).await)
+        if let Control::Cancel {
+            task_id: Some(task),
+            ..
+        } = &control
+        {
+            let session = self.session(session_id).await?;
+            let known = session.bus().read(|p, _| p.task(task).is_some());
+            if !known {
+                return Err(Error::NotFound(format!(
+                    "session {session_id} has no task `{task}`"
+                )));
+            }
+        }
+        if handle.send(control).await {
+            Ok(true)
+        } else {
+            Err(Error::Refused(format!(
+                "the run of session {session_id} ended before the request was recorded"
+            )))
+        }
     }
 
     /// The runs in progress, at a glance.

@@ -40,6 +40,9 @@ pub struct DaemonState {
     pub(super) shell: Option<crate::scheduler::shell::ShellConfig>,
     /// The scheduler of each session with a run going.
     runs: Mutex<HashMap<String, crate::scheduler::shell::RunHandle>>,
+    /// One gate per session whose run is being continued, so that two requests never
+    /// start two schedulers.
+    pub(super) run_gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// An encoded replay page: deltas ready to send.
@@ -120,6 +123,7 @@ impl DaemonState {
             shutdown: watch::channel(false).0,
             shell: None,
             runs: Mutex::new(HashMap::new()),
+            run_gates: Mutex::new(HashMap::new()),
         }
     }
 
@@ -127,6 +131,13 @@ impl DaemonState {
     pub fn with_shell(mut self, shell: crate::scheduler::shell::ShellConfig) -> Self {
         self.shell = Some(shell);
         self
+    }
+
+    pub(super) fn run_gate(&self, session_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.run_gates)
+            .entry(session_id.to_string())
+            .or_default()
+            .clone()
     }
 
     pub(super) fn runs_lock(

@@ -860,6 +860,15 @@ impl Core {
                     )),
                 );
             }
+            AgentFailure::Permission => {
+                t.next = Next::Finish(
+                    TaskStatus::Blocked,
+                    Some(format!(
+                        "the {} stopped on a permission error: {reason}",
+                        role.as_str()
+                    )),
+                );
+            }
             AgentFailure::Crash
             | AgentFailure::Timeout
             | AgentFailure::Stalled
@@ -1318,9 +1327,6 @@ impl Core {
     }
 
     fn completion(&mut self, out: &mut Vec<Decision>) {
-        if self.paused && self.cancelled.is_none() {
-            return;
-        }
         if self.tasks.iter().any(|t| t.in_flight) {
             return;
         }
@@ -1331,6 +1337,10 @@ impl Core {
             .filter(|(_, t)| !is_terminal(t.status))
             .map(|(i, _)| i)
             .collect();
+        // A paused run with work left waits for `resume`; one with nothing left ends.
+        if self.paused && self.cancelled.is_none() && !open.is_empty() {
+            return;
+        }
         if !open.is_empty() && self.stopped.is_none() {
             // Nothing can move, nothing runs, and the run is not stopped: a transition
             // the rules do not cover. Escalate instead of waiting forever.

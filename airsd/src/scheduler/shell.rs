@@ -361,9 +361,7 @@ impl Shell {
     ) -> Result<()> {
         // Agents recorded as running have no process any more: airsd restarted.
         let orphans = self.core.running_agents();
-        if !orphans.is_empty() {
-            self.interrupt_tool_runs().await?;
-        }
+        self.interrupt_tool_runs().await?;
         for (agent_id, _) in orphans {
             self.record(vec![self.event(
                 "agent.failed",
@@ -376,6 +374,8 @@ impl Shell {
             )?])
             .await?;
         }
+        // A budget spent before a restart or continuation stops dispatching at once.
+        self.budgets().await?;
         let mut tick = tokio::time::interval(self.config.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -439,7 +439,29 @@ impl Shell {
             .iter()
             .filter_map(|e| fact_of(&e.event_type, &e.payload))
             .collect();
-        self.ctx.session.store().append_batch(events).await?;
+        // A failed commit (a busy or full disk) is retried with backoff before the
+        // scheduler gives up; the run is then picked up by `air run --resume` or the
+        // next start of airsd.
+        let mut delay = Duration::from_millis(50);
+        let mut attempt = 1;
+        loop {
+            match self.ctx.session.store().append_batch(events.clone()).await {
+                Ok(_) => break,
+                Err(e)
+                    if attempt < 6
+                        && matches!(e, Error::Sqlite(_) | Error::Io { .. } | Error::Pool(_)) =>
+                {
+                    tracing::warn!(
+                        attempt,
+                        "cannot record the scheduler's events, retrying: {e}"
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(delay).await;
+            delay *= 2;
+            attempt += 1;
+        }
         let now = now_ms();
         for fact in &facts {
             self.core.apply(fact, now);
@@ -505,10 +527,10 @@ impl Shell {
                 Ok(())
             }
             Decision::Cancel { agent_id, reason } => {
-                self.stops
-                    .insert(agent_id.clone(), (AgentFailure::Cancelled, reason.clone()));
                 if let Some(w) = self.workers.get(&agent_id) {
                     w.cancel(&reason);
+                    self.stops
+                        .insert(agent_id, (AgentFailure::Cancelled, reason));
                 }
                 Ok(())
             }
@@ -517,21 +539,22 @@ impl Shell {
                 failure,
                 reason,
             } => {
-                self.stops.insert(agent_id.clone(), (failure, reason));
                 if let Some(w) = self.workers.get(&agent_id) {
                     w.kill();
+                    self.stops.insert(agent_id, (failure, reason));
                 }
                 Ok(())
             }
             Decision::Patrol { idle_ms, agents } => {
-                // Ask every worker for a sign of life: a dead pipe shows at once.
-                for w in self.workers.values() {
-                    if !w.control(ControlMessage::Resume) {
-                        tracing::warn!(agent = %w.agent_id, "patrol: the worker's stdin is closed");
-                    }
+                // Silent agents are killed as stalled by the timers; the patrol records
+                // where every agent stands, for people and for the log.
+                for a in &agents {
+                    tracing::info!(agent = %a.agent_id, silent_ms = a.silent_ms, "patrol");
                 }
                 let e = self.event("scheduler.patrol", &p::Patrol { idle_ms, agents })?;
-                self.ctx.session.store().append(e).await?;
+                if let Err(e) = self.ctx.session.store().append(e).await {
+                    tracing::warn!("cannot record the patrol: {e}");
+                }
                 Ok(())
             }
             Decision::RunComplete(outcome) => {
@@ -598,7 +621,9 @@ impl Shell {
                 },
             )?);
         }
-        self.dispatches.insert(d.agent_id.clone(), d);
+        if failure.is_none() {
+            self.dispatches.insert(d.agent_id.clone(), d);
+        }
         self.agents.store(self.workers.len(), Ordering::Relaxed);
         self.push(events);
         Ok(())
@@ -716,6 +741,16 @@ impl Shell {
     }
 
     async fn message(&mut self, agent_id: &str, message: IpcMessage) -> Result<()> {
+        if !self.workers.contains_key(agent_id) {
+            return Ok(());
+        }
+        // Anything a worker says shows it is alive; stalls are silences.
+        self.core.apply(
+            &Fact::Heartbeat {
+                agent_id: agent_id.to_string(),
+            },
+            now_ms(),
+        );
         let Some(worker) = self.workers.get(agent_id) else {
             return Ok(());
         };
@@ -759,14 +794,6 @@ impl Shell {
                         });
                     }
                     return Ok(());
-                }
-                if event.event_type == "agent.heartbeat" {
-                    self.core.apply(
-                        &Fact::Heartbeat {
-                            agent_id: agent_id.to_string(),
-                        },
-                        now_ms(),
-                    );
                 }
                 if let Err(e) = self.ctx.session.store().append(event).await {
                     tracing::warn!(agent = agent_id, "a worker's event was refused: {e}");
@@ -863,8 +890,16 @@ impl Shell {
                     failure: Some(AgentFailure::Cancelled),
                 },
             )?,
-            (Some(result), Some((AgentFailure::Timeout | AgentFailure::Stalled, _)))
-            | (Some(result), None) => self.event(
+            (Some(result), Some((AgentFailure::Timeout | AgentFailure::Stalled, _))) => self
+                .event(
+                    "agent.completed",
+                    &p::AgentCompleted {
+                        agent_id: agent_id.to_string(),
+                        exit_code: exit.code,
+                        result: Some(result),
+                    },
+                )?,
+            (Some(result), None) if exit.code == Some(0) => self.event(
                 "agent.completed",
                 &p::AgentCompleted {
                     agent_id: agent_id.to_string(),
@@ -884,7 +919,7 @@ impl Shell {
                     failure: Some(failure),
                 },
             )?,
-            (None, None) => {
+            (_, None) => {
                 let (failure, what) = match exit.code {
                     Some(0) => (
                         AgentFailure::Protocol,
@@ -894,7 +929,10 @@ impl Shell {
                         AgentFailure::Protocol,
                         "startup or protocol error (exit code 2)".into(),
                     ),
-                    Some(3) => (AgentFailure::Crash, "permission error (exit code 3)".into()),
+                    Some(3) => (
+                        AgentFailure::Permission,
+                        "permission error (exit code 3)".into(),
+                    ),
                     Some(4) => (
                         AgentFailure::Crash,
                         "exited as cancelled (exit code 4) unasked".into(),

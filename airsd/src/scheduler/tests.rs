@@ -860,3 +860,29 @@ proptest! {
         check_log(&case, &second.facts);
     }
 }
+
+#[test]
+fn a_paused_run_whose_last_task_ends_completes() {
+    let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
+    let exec = only(&sim.settle(), "executor").clone();
+    sim.finish(&exec.agent_id, ok(&exec));
+    let rev = only(&sim.settle(), "reviewer").clone();
+    sim.record(Fact::Paused);
+    sim.finish(&rev.agent_id, ok(&rev));
+    sim.settle();
+    assert_eq!(sim.outcome.unwrap().outcome, RunOutcome::Completed);
+}
+
+#[test]
+fn a_permission_error_blocks_instead_of_retrying() {
+    let mut sim = Sim::new(config(1), &plan("## Task A: a\n\n- retry_budget: 5\n"));
+    let exec = only(&sim.settle(), "executor").clone();
+    sim.finish(
+        &exec.agent_id,
+        Play::Fail(AgentFailure::Permission, "exit code 3".into()),
+    );
+    sim.settle();
+    let (status, reason) = finish_reason(&sim, "A");
+    assert_eq!(status, TaskStatus::Blocked);
+    assert!(reason.unwrap().contains("permission error"));
+}

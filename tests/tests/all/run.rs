@@ -422,7 +422,12 @@ air-test-sleep: 400
 #[test]
 fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
     let p = project();
-    write(&p, "slow.md", SLOW);
+    // Agents that take long enough for the kill to land while some run.
+    write(
+        &p,
+        "slow.md",
+        &SLOW.replace("air-test-sleep: 400", "air-test-sleep: 1500"),
+    );
     let out = air(&p, &["run", "--plan", "slow.md", "--detach"]);
     expect(&out, 0);
     let session = text(&out.stdout).trim().to_string();
@@ -455,6 +460,16 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
+    // What the database says was running when airsd died (it cannot change now).
+    assert!(until(5, || nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        None
+    )
+    .is_err()));
+    let running_at_kill = count(
+        &db(&p, &session),
+        "SELECT COUNT(*) FROM agents WHERE status = 'running'",
+    );
     // Workers whose parent died see their stdin close and exit.
     assert!(until(10, || running_pids.iter().all(|&w| {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(w as i32), None).is_err()
@@ -476,12 +491,15 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
         ),
         4
     );
-    assert!(
+    // Every agent that was running when airsd died is recorded as interrupted.
+    assert_eq!(
         count(
             &conn,
             "SELECT COUNT(*) FROM agents WHERE reason LIKE 'airsd stopped%'"
-        ) >= 1
+        ),
+        running_at_kill
     );
+    assert!(running_at_kill >= 1);
     assert_eq!(
         count(
             &conn,
@@ -541,6 +559,13 @@ fn pause_resume_and_cancel_reach_the_scheduler() {
     assert!(status.contains(", paused"), "{status}");
     let out = air(&p, &["resume", "-s", &session]);
     expect(&out, 0);
+    let out = air(&p, &["cancel", "S9", "-s", &session]);
+    expect(&out, 2);
+    assert!(
+        text(&out.stderr).contains("has no task `S9`"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = air(&p, &["cancel", "S4", "-s", &session]);
     expect(&out, 0);
     let out = air(&p, &["wait", &session]);
@@ -566,7 +591,7 @@ fn pause_resume_and_cancel_reach_the_scheduler() {
         1
     );
     let out = air(&p, &["pause", "-s", &session]);
-    assert_eq!(out.status.code(), Some(1), "no run in progress any more");
+    assert_eq!(out.status.code(), Some(2), "no run in progress any more");
     assert!(
         text(&out.stderr).contains("no run is in progress"),
         "{}",
@@ -623,7 +648,7 @@ fn the_user_config_sets_run_defaults_and_a_bad_one_is_named() {
     std::fs::write(home.join("config.yaml"), "run:\n  concurency: 1\n").unwrap();
     let _ = air(&p, &["daemon", "stop"]);
     let out = air(&p, &["run", "--plan", "slow.md"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("config.yaml:2"), "{stderr}");
     assert!(stderr.contains("unknown field `concurency`"), "{stderr}");
