@@ -102,6 +102,23 @@ enum Command {
         #[arg(long, short = 's', value_name = "ID")]
         session: Option<String>,
     },
+    /// Allow a pending permission request (the first answer wins).
+    Approve {
+        /// The request's id (`air events -t permission.requested` lists them).
+        request: String,
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Deny a pending permission request (the first answer wins).
+    Deny {
+        request: String,
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Check a plan or draw its task graph (no daemon needed).
     Plan {
         #[command(subcommand)]
@@ -268,6 +285,16 @@ async fn run(command: Command) -> CmdResult {
         Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
         Command::Pause { session } => run_cmd::control("pause", session, None).await,
+        Command::Approve {
+            request,
+            session,
+            reason,
+        } => run_cmd::respond(true, request, session, reason).await,
+        Command::Deny {
+            request,
+            session,
+            reason,
+        } => run_cmd::respond(false, request, session, reason).await,
         Command::Resume { session } => run_cmd::control("resume", session, None).await,
         Command::Version => {
             println!(

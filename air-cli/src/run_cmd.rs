@@ -244,6 +244,34 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
     Ok(())
 }
 
+/// `air approve` / `air deny`.
+pub async fn respond(
+    allow: bool,
+    request: String,
+    session: Option<String>,
+    reason: Option<String>,
+) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    let decision = if allow {
+        air_proto::payload::PermissionDecision::Allow
+    } else {
+        air_proto::payload::PermissionDecision::Deny
+    };
+    conn.client
+        .permission_respond(session.clone(), request.clone(), decision, reason)
+        .await
+        .map_err(rpc_failure)?;
+    println!(
+        "{} permission request {request} of session {session}",
+        if allow { "allowed" } else { "denied" }
+    );
+    Ok(())
+}
+
 /// Live view state.
 struct Progress {
     tty: bool,
@@ -429,6 +457,7 @@ async fn follow(
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
     let mut cancelled = false;
+    let mut ticks = 0u64;
     tokio::pin!(watcher);
     let report = loop {
         tokio::select! {
@@ -443,6 +472,28 @@ async fn follow(
                     p.ended
                 };
                 if !ended {
+                    // Every few seconds: is a scheduler still working on this run?
+                    ticks += 1;
+                    if ticks % 30 == 0 {
+                        let status = conn.client.status().await.map_err(rpc_failure)?;
+                        if !status.runs.iter().any(|r| r.session_id == session_id) {
+                            let snapshot = conn
+                                .client
+                                .session_snapshot(session_id.to_string())
+                                .await
+                                .map_err(rpc_failure)?;
+                            let over = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
+                            if !over {
+                                progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                                return Err(Failure {
+                                    code: exit::UNREACHABLE,
+                                    message: format!(
+                                        "no scheduler is working on the run of session {session_id} (see .air/local/logs/airsd.log); `air run --resume {session_id}` starts it again"
+                                    ),
+                                });
+                            }
+                        }
+                    }
                     continue;
                 }
                 let snapshot = conn

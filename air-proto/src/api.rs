@@ -63,6 +63,10 @@ pub const METHODS: &[(&str, &str)] = &[
         "Stop dispatching new agents; running ones go on",
     ),
     ("run.resume", "Dispatch again after a pause"),
+    (
+        "permission.respond",
+        "Answer a pending permission request; the first answer wins",
+    ),
 ];
 
 /// A run started or continued.
@@ -415,6 +419,15 @@ mod rpc {
 
         #[method(name = "run.resume", with_extensions, param_kind = map)]
         async fn run_resume(&self, session_id: String) -> RpcResult<bool>;
+
+        #[method(name = "permission.respond", with_extensions, param_kind = map)]
+        async fn permission_respond(
+            &self,
+            session_id: String,
+            request_id: String,
+            decision: crate::payload::PermissionDecision,
+            reason: Option<String>,
+        ) -> RpcResult<u64>;
     }
 }
 
@@ -506,6 +519,15 @@ pub mod params {
 
     #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
+    pub struct PermissionRespond {
+        pub session_id: String,
+        pub request_id: String,
+        pub decision: crate::payload::PermissionDecision,
+        pub reason: Option<String>,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
     pub struct RunCancel {
         pub session_id: String,
         pub task_id: Option<String>,
@@ -592,6 +614,11 @@ pub mod params {
         ),
         ("run.pause", &["session_id"], check::<Session>),
         ("run.resume", &["session_id"], check::<Session>),
+        (
+            "permission.respond",
+            &["session_id", "request_id", "decision", "reason"],
+            check::<PermissionRespond>,
+        ),
     ];
 
     /// The names of a method's params, in positional order.
@@ -732,6 +759,7 @@ pub fn openrpc() -> serde_json::Value {
     method!("run.cancel", params::RunCancel, bool, "accepted");
     method!("run.pause", params::Session, bool, "accepted");
     method!("run.resume", params::Session, bool, "accepted");
+    method!("permission.respond", params::PermissionRespond, u64, "seq");
     let update = generator.subschema_for::<SessionUpdate>().to_value();
     if let Some(subscribe) = methods
         .iter_mut()

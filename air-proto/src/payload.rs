@@ -195,6 +195,9 @@ pub struct CancelRequested {
     pub task_id: Option<String>,
     pub reason: Option<String>,
     pub by: Option<String>,
+    /// End the task as blocked rather than cancelled (the run's `on_ask: fail`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block: bool,
 }
 
 /// `agent.soft_timeout`: a worker passed its soft timeout and was warned.

@@ -46,6 +46,15 @@ struct Args {
         default_value_t = 120_000
     )]
     stall_ms: u64,
+    /// How long a permission request may wait for a person before it is denied
+    /// (milliseconds).
+    #[arg(
+        long,
+        value_name = "MS",
+        env = "AIR_ASK_TIMEOUT_MS",
+        default_value_t = 600_000
+    )]
+    ask_timeout_ms: u64,
     /// How long a cancelled worker has to exit before it is killed (milliseconds).
     #[arg(
         long,
@@ -108,6 +117,7 @@ fn main() -> ExitCode {
         queue: 1024,
     });
     shell.heartbeat_interval_ms = args.heartbeat_ms.max(10);
+    shell.ask_timeout = Duration::from_millis(args.ask_timeout_ms);
     // The user's defaults: $AIR_HOME/config.yaml, else ~/.air/config.yaml.
     let air_home = std::env::var_os("AIR_HOME")
         .map(PathBuf::from)

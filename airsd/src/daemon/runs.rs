@@ -168,6 +168,7 @@ impl DaemonState {
     ) -> RunHandle {
         let id = session.id().to_string();
         let ctx = RunContext {
+            humans: self.humans_watching(&id),
             session,
             paths: self.paths.clone(),
             project_id: self.project.project_id.clone(),
@@ -317,6 +318,60 @@ impl DaemonState {
         }
         briefs.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         briefs
+    }
+
+    /// A person's answer to a permission request. The first answer wins: a request
+    /// already answered (by a person or by the run's policy) is refused with a conflict.
+    pub async fn respond_permission(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        allow: bool,
+        reason: Option<String>,
+        by: Option<String>,
+    ) -> Result<u64> {
+        let session = self.session(session_id).await?;
+        let known = session.bus().read(|p, _| {
+            p.permission_requests
+                .iter()
+                .any(|r| r.request.request_id == request_id)
+        });
+        if !known {
+            // Either answered already or never asked: the store tells which.
+            let conn = session.readers().get()?;
+            let decided_by: Option<Option<String>> = conn
+                .query_row(
+                    "SELECT decided_by FROM permission_requests WHERE id = ?1",
+                    [request_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            return Err(match decided_by {
+                Some(by) => Error::Refused(format!(
+                    "permission request {request_id} was already answered{}",
+                    by.map(|b| format!(" by {b}")).unwrap_or_default()
+                )),
+                None => Error::NotFound(format!(
+                    "session {session_id} has no permission request {request_id}"
+                )),
+            });
+        }
+        let e = event(
+            session_id,
+            "permission.decision.recorded",
+            &air_proto::payload::PermissionDecisionRecorded {
+                request_id: Some(request_id.to_string()),
+                decision: if allow {
+                    air_proto::payload::PermissionDecision::Allow
+                } else {
+                    air_proto::payload::PermissionDecision::Deny
+                },
+                decided_by: by.unwrap_or_else(|| "a client".into()),
+                scope: Some(air_proto::payload::DecisionScope::Once),
+                reason,
+            },
+        )?;
+        Ok(session.store().append(e).await?.seq)
     }
 
     /// Runs whose scheduler is going (for idle checks and status).

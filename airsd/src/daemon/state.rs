@@ -29,7 +29,7 @@ pub struct DaemonState {
     sessions: tokio::sync::Mutex<HashMap<String, OpenSession>>,
     /// One gate per session being opened.
     opening: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    clients: Mutex<HashMap<u64, ClientInfo>>,
+    clients: Arc<Mutex<HashMap<u64, ClientInfo>>>,
     connections: AtomicUsize,
     /// When the last connection closed (or the daemon started).
     idle_since: Mutex<Instant>,
@@ -116,7 +116,7 @@ impl DaemonState {
             idle_timeout,
             sessions: tokio::sync::Mutex::new(HashMap::new()),
             opening: Mutex::new(HashMap::new()),
-            clients: Mutex::new(HashMap::new()),
+            clients: Arc::new(Mutex::new(HashMap::new())),
             connections: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
             replay_cache: Mutex::new(ReplayCache::default()),
@@ -188,6 +188,19 @@ impl DaemonState {
 
     pub fn register_client(&self, conn: u64, info: ClientInfo) {
         lock(&self.clients).insert(conn, info);
+    }
+
+    /// A test of whether a person who may answer prompts (a steering client) is attached
+    /// to `session_id`, for the run's ask policy.
+    pub fn humans_watching(&self, session_id: &str) -> Arc<dyn Fn() -> bool + Send + Sync> {
+        let clients = self.clients.clone();
+        let session_id = session_id.to_string();
+        Arc::new(move || {
+            lock(&clients).values().any(|c| {
+                c.mode == air_proto::api::ClientMode::Steering
+                    && c.session_id.as_deref().is_none_or(|s| s == session_id)
+            })
+        })
     }
 
     /// Who a connection is, for records of who asked (`air (pid 42)`).

@@ -108,6 +108,9 @@ pub enum Fact {
     CancelRequested {
         task_id: Option<String>,
         reason: String,
+        /// End the task as blocked rather than cancelled (a permission request the
+        /// run's policy turned into a failure).
+        block: bool,
     },
     RunCompleted(RunCompleted),
     /// An ended run goes on: these tasks start over as pending, with fresh budgets.
@@ -194,7 +197,8 @@ struct TaskState {
     under_review: Option<WorkerResult>,
     notes: Vec<String>,
     failures: HashMap<String, u32>,
-    cancel: Option<String>,
+    /// Why and how the task is to end early (cancelled, or blocked by the ask policy).
+    cancel: Option<(String, TaskStatus)>,
     started_by_role: HashMap<AgentType, u32>,
     /// Transient: a decision for this task is out and its fact has not come back.
     in_flight: bool,
@@ -381,7 +385,7 @@ impl Core {
                 });
                 if let Some(reason) = &self.cancelled {
                     let i = self.tasks.len() - 1;
-                    self.tasks[i].cancel = Some(reason.clone());
+                    self.tasks[i].cancel = Some((reason.clone(), TaskStatus::Cancelled));
                 }
             }
             Fact::TaskReady { task_id } => {
@@ -483,16 +487,26 @@ impl Core {
                     self.stopped = Some(reason.clone());
                 }
             }
-            Fact::CancelRequested { task_id, reason } => match task_id {
+            Fact::CancelRequested {
+                task_id,
+                reason,
+                block,
+            } => match task_id {
                 Some(id) => {
+                    let end = if *block {
+                        TaskStatus::Blocked
+                    } else {
+                        TaskStatus::Cancelled
+                    };
                     if let Some(t) = self.task_mut(id) {
-                        t.cancel.get_or_insert_with(|| reason.clone());
+                        t.cancel.get_or_insert_with(|| (reason.clone(), end));
                     }
                 }
                 None => {
                     self.cancelled.get_or_insert_with(|| reason.clone());
                     for t in &mut self.tasks {
-                        t.cancel.get_or_insert_with(|| reason.clone());
+                        t.cancel
+                            .get_or_insert_with(|| (reason.clone(), TaskStatus::Cancelled));
                     }
                 }
             },
@@ -545,8 +559,8 @@ impl Core {
         if is_terminal(t.status) {
             return None;
         }
-        if let Some(reason) = &t.cancel {
-            t.next = Next::Finish(TaskStatus::Cancelled, Some(reason.clone()));
+        if let Some((reason, end)) = &t.cancel {
+            t.next = Next::Finish(*end, Some(reason.clone()));
             return None;
         }
         Some((run.task, run.role))
@@ -961,7 +975,7 @@ impl Core {
 
     fn cancellations(&mut self, out: &mut Vec<Decision>) {
         for t in &mut self.tasks {
-            let Some(reason) = t.cancel.clone() else {
+            let Some((reason, end)) = t.cancel.clone() else {
                 continue;
             };
             if is_terminal(t.status) {
@@ -983,7 +997,7 @@ impl Core {
                 t.in_flight = true;
                 out.push(Decision::Finish {
                     task_id: t.spec.id.clone(),
-                    status: TaskStatus::Cancelled,
+                    status: end,
                     reason: Some(reason),
                 });
             }

@@ -37,6 +37,8 @@ pub struct ShellConfig {
     pub tick: Duration,
     /// The rules' tunables (the run's concurrency replaces `concurrency`).
     pub core: Config,
+    /// How long a permission request may wait for a person before it is denied.
+    pub ask_timeout: Duration,
     /// The user's defaults for runs (`~/.air/config.yaml`).
     pub defaults: air_proto::config::RunDefaults,
     /// Why the user's configuration could not be read; runs are refused with it.
@@ -50,6 +52,7 @@ impl ShellConfig {
             heartbeat_interval_ms: 5_000,
             tick: Duration::from_millis(200),
             core: Config::default(),
+            ask_timeout: Duration::from_secs(600),
             defaults: Default::default(),
             config_error: None,
         }
@@ -215,6 +218,7 @@ pub fn fact_of(event_type: &str, payload: &Value) -> Option<Fact> {
             Fact::CancelRequested {
                 task_id: pl.task_id,
                 reason: pl.reason.unwrap_or_else(|| "cancelled".into()),
+                block: pl.block,
             }
         }
         _ => return None,
@@ -292,6 +296,8 @@ pub struct RunContext {
     pub project_id: String,
     pub run: RunStarted,
     pub started_ms: u64,
+    /// Whether a person who may answer permission requests is attached now.
+    pub humans: Arc<dyn Fn() -> bool + Send + Sync>,
 }
 
 /// Starts the loop of a session's run. The core must already hold the recorded facts
@@ -315,6 +321,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         stopped_budget: false,
         buffer: Vec::new(),
         last_error: HashMap::new(),
+        asked: std::collections::HashSet::new(),
     };
     tokio::spawn(async move {
         if let Err(e) = shell.run(rx, worker_rx).await {
@@ -347,6 +354,8 @@ struct Shell {
     buffer: Vec<RuntimeEvent>,
     /// The last error a worker logged, to explain its failure.
     last_error: HashMap<String, String>,
+    /// Permission requests the policy has answered.
+    asked: std::collections::HashSet<String>,
 }
 
 impl Shell {
@@ -401,7 +410,10 @@ impl Shell {
                     }
                     self.flush().await?;
                 }
-                _ = tick.tick() => self.budgets().await?,
+                _ = tick.tick() => {
+                    self.budgets().await?;
+                    self.asks().await?;
+                }
             }
         }
     }
@@ -681,6 +693,7 @@ impl Shell {
                     task_id,
                     reason: Some(reason),
                     by,
+                    block: false,
                 },
             )?,
             Control::Pause { by } => self.event(
@@ -1059,6 +1072,91 @@ impl Shell {
         }
         if !events.is_empty() {
             self.record(events).await?;
+        }
+        Ok(())
+    }
+
+    /// Answers permission requests nobody is there to answer, by the run's `on_ask`
+    /// policy: `deny` refuses (the agent is told and adapts), `fail` refuses and ends the
+    /// task as blocked, `queue` waits for a person (`air approve`, the TUI). Whatever the
+    /// policy, a request older than the ask timeout is denied: a run never waits
+    /// forever, and never allows what nobody allowed.
+    async fn asks(&mut self) -> Result<()> {
+        let pending = self
+            .ctx
+            .session
+            .bus()
+            .read(|p, _| p.permission_requests.clone());
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let humans = (self.ctx.humans)();
+        let timeout = self.config.ask_timeout;
+        for request in pending {
+            let id = request.request.request_id.clone();
+            if self.asked.contains(&id) {
+                continue;
+            }
+            let age = air_proto::time::parse(&request.requested_at)
+                .and_then(|t| t.elapsed().ok())
+                .unwrap_or_default();
+            let policy = self.ctx.run.on_ask;
+            let (kind, reason) = if age >= timeout {
+                (
+                    "timeout",
+                    format!(
+                        "nobody answered within {}; denied",
+                        humantime::format_duration(timeout)
+                    ),
+                )
+            } else if humans {
+                continue;
+            } else {
+                match policy {
+                    air_proto::plan::OnAsk::Queue => continue,
+                    air_proto::plan::OnAsk::Deny => (
+                        "deny",
+                        "nobody is attached to answer, and the run's policy is on_ask=deny".to_string(),
+                    ),
+                    air_proto::plan::OnAsk::Fail => (
+                        "fail",
+                        "nobody is attached to answer, and the run's policy is on_ask=fail: the task is blocked".to_string(),
+                    ),
+                }
+            };
+            self.asked.insert(id.clone());
+            let decision = self.event(
+                "permission.decision.recorded",
+                &p::PermissionDecisionRecorded {
+                    request_id: Some(id.clone()),
+                    decision: p::PermissionDecision::Deny,
+                    decided_by: "policy".into(),
+                    scope: Some(p::DecisionScope::Once),
+                    reason: Some(reason.clone()),
+                },
+            )?;
+            // A person may have answered in the meantime: the first answer wins.
+            if let Err(e) = self.ctx.session.store().append(decision).await {
+                tracing::info!(request = %id, "the policy did not answer: {e}");
+                continue;
+            }
+            if kind == "fail" {
+                if let Some(task_id) = request.request.task_id.clone() {
+                    let e = self.event(
+                        "scheduler.cancel_requested",
+                        &p::CancelRequested {
+                            task_id: Some(task_id),
+                            reason: Some(format!(
+                                "permission to {} was needed and nobody could give it (on_ask=fail)",
+                                request.request.action
+                            )),
+                            by: Some("policy".into()),
+                            block: true,
+                        },
+                    )?;
+                    self.record(vec![e]).await?;
+                }
+            }
         }
         Ok(())
     }

@@ -453,6 +453,7 @@ fn cancelling_a_task_stops_its_agent_and_blocks_its_dependents() {
     sim.record(Fact::CancelRequested {
         task_id: Some("A".into()),
         reason: "by user".into(),
+        block: false,
     });
     sim.settle();
     assert!(sim
@@ -475,6 +476,7 @@ fn cancelling_a_task_stops_its_agent_and_blocks_its_dependents() {
     sim.record(Fact::CancelRequested {
         task_id: None,
         reason: "SIGINT".into(),
+        block: false,
     });
     sim.settle();
     let outcome = sim.outcome.unwrap();

@@ -559,6 +559,13 @@ fn pause_resume_and_cancel_reach_the_scheduler() {
     assert!(status.contains(", paused"), "{status}");
     let out = air(&p, &["resume", "-s", &session]);
     expect(&out, 0);
+    let out = air(&p, &["approve", "R1", "-s", &session]);
+    expect(&out, 2);
+    assert!(
+        text(&out.stderr).contains("has no permission request R1"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = air(&p, &["cancel", "S9", "-s", &session]);
     expect(&out, 2);
     assert!(
