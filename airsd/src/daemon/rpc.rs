@@ -348,27 +348,15 @@ impl AirApiServer for DaemonRpc {
         decision: air_proto::payload::PermissionDecision,
         reason: Option<String>,
     ) -> RpcResult<u64> {
-        self.respond(ext, session_id, request_id, decision, reason)
-            .await
-    }
-}
-
-impl DaemonRpc {
-    async fn respond(
-        &self,
-        ext: &Extensions,
-        session_id: String,
-        request_id: String,
-        decision: air_proto::payload::PermissionDecision,
-        reason: Option<String>,
-    ) -> RpcResult<u64> {
         let allow = decision == air_proto::payload::PermissionDecision::Allow;
         self.state
             .respond_permission(&session_id, &request_id, allow, reason, self.who(ext))
             .await
             .map_err(rpc_error)
     }
+}
 
+impl DaemonRpc {
     /// The client behind a request, for the record.
     fn who(&self, ext: &Extensions) -> Option<String> {
         let peer = ext.get::<Peer>()?;
