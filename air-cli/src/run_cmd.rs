@@ -185,7 +185,7 @@ pub async fn run(args: RunArgs) -> CmdResult {
             what
         );
     }
-    follow(&conn, &info.session_id, &args.follow, true).await
+    follow(conn, &info.session_id, &args.follow, true).await
 }
 
 /// `air wait SESSION`: follows a run (started with --detach, or by someone else) to its
@@ -196,7 +196,7 @@ pub async fn wait(session: Option<String>, args: FollowArgs) -> CmdResult {
         Some(s) => s,
         None => newest_session(&conn).await?,
     };
-    follow(&conn, &session, &args, false).await
+    follow(conn, &session, &args, false).await
 }
 
 async fn newest_session(conn: &Connection) -> Result<String, Failure> {
@@ -286,6 +286,8 @@ struct Progress {
     frame: usize,
     /// The last run event seen is `run.completed`.
     ended: bool,
+    /// The seq of the last event seen.
+    cursor: u64,
 }
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -417,7 +419,7 @@ fn elapsed(d: Duration) -> String {
 /// Follows a session's run to its end, then reports. `cancel_on_signal`: SIGINT/SIGTERM
 /// cancel the run (foreground `air run`); otherwise they only stop following.
 async fn follow(
-    conn: &Connection,
+    mut conn: Connection,
     session_id: &str,
     args: &FollowArgs,
     cancel_on_signal: bool,
@@ -434,21 +436,9 @@ async fn follow(
         drawn: 0,
         frame: 0,
         ended: false,
+        cursor: 0,
     }));
     let json = args.json;
-    let watcher = {
-        let progress = progress.clone();
-        follow_events(conn, session_id, 0, move |_, event| {
-            if json {
-                println!("{}", serde_json::to_string(event)?);
-            }
-            progress
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .event(event);
-            Ok(ControlFlow::Continue(()))
-        })
-    };
     // The stream says when the run ended (`run.completed` not followed by a
     // `run.continued`); the snapshot then gives the final state to report.
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
@@ -458,76 +448,127 @@ async fn follow(
         .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
     let mut cancelled = false;
     let mut ticks = 0u64;
-    tokio::pin!(watcher);
-    let report = loop {
-        tokio::select! {
-            result = &mut watcher => {
-                result?;
-                return Err(Failure { code: exit::UNREACHABLE, message: "the event stream ended".into() });
-            }
-            _ = ticker.tick() => {
-                let ended = {
+    let report = 'connection: loop {
+        let after = progress.lock().unwrap_or_else(|e| e.into_inner()).cursor;
+        let mut watcher = {
+            let progress = progress.clone();
+            Box::pin(follow_events(
+                &conn,
+                session_id,
+                after,
+                move |seq, event| {
+                    if json {
+                        println!("{}", serde_json::to_string(event)?);
+                    }
                     let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-                    p.draw();
-                    p.ended
-                };
-                if !ended {
-                    // Every few seconds: is a scheduler still working on this run?
-                    ticks += 1;
-                    if ticks % 30 == 0 {
-                        let status = conn.client.status().await.map_err(rpc_failure)?;
-                        if !status.runs.iter().any(|r| r.session_id == session_id) {
-                            let snapshot = conn
-                                .client
-                                .session_snapshot(session_id.to_string())
-                                .await
-                                .map_err(rpc_failure)?;
-                            let over = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
-                            if !over {
-                                progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
-                                return Err(Failure {
-                                    code: exit::UNREACHABLE,
-                                    message: format!(
-                                        "no scheduler is working on the run of session {session_id} (see .air/local/logs/airsd.log); `air run --resume {session_id}` starts it again"
-                                    ),
-                                });
+                    p.cursor = seq;
+                    p.event(event);
+                    Ok(ControlFlow::Continue(()))
+                },
+            ))
+        };
+        let lost = loop {
+            tokio::select! {
+                result = &mut watcher => {
+                    match result {
+                        Err(f) if f.code == exit::UNREACHABLE => break f,
+                        Err(f) => return Err(f),
+                        Ok(_) => break Failure { code: exit::UNREACHABLE, message: "the event stream ended".into() },
+                    }
+                }
+                _ = ticker.tick() => {
+                    let ended = {
+                        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+                        p.draw();
+                        p.ended
+                    };
+                    if !ended {
+                        // Every few seconds: is a scheduler still working on this run?
+                        ticks += 1;
+                        if ticks % 30 == 0 {
+                            let status = conn.client.status().await.map_err(rpc_failure)?;
+                            if !status.runs.iter().any(|r| r.session_id == session_id) {
+                                let snapshot = conn
+                                    .client
+                                    .session_snapshot(session_id.to_string())
+                                    .await
+                                    .map_err(rpc_failure)?;
+                                let over = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
+                                if !over {
+                                    progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                                    return Err(Failure {
+                                        code: exit::UNREACHABLE,
+                                        message: format!(
+                                            "no scheduler is working on the run of session {session_id} (see .air/local/logs/airsd.log); `air run --resume {session_id}` starts it again"
+                                        ),
+                                    });
+                                }
                             }
                         }
+                        continue;
                     }
-                    continue;
+                    let snapshot = conn
+                        .client
+                        .session_snapshot(session_id.to_string())
+                        .await
+                        .map_err(rpc_failure)?;
+                    let ended = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
+                    if snapshot.projection.run.is_none() {
+                        return Err(Failure::from(format!("session {session_id} has no plan run")));
+                    }
+                    if ended {
+                        break 'connection RunReport::from_projection(&snapshot.projection);
+                    }
                 }
-                let snapshot = conn
-                    .client
-                    .session_snapshot(session_id.to_string())
-                    .await
-                    .map_err(rpc_failure)?;
-                let ended = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
-                if snapshot.projection.run.is_none() {
-                    return Err(Failure::from(format!("session {session_id} has no plan run")));
-                }
-                if ended {
-                    break RunReport::from_projection(&snapshot.projection);
-                }
-            }
-            _ = sigint.recv() => {
-                if cancelled || !cancel_on_signal {
-                    progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
-                    eprintln!("air: stopped following; the run goes on in airsd (`air wait {session_id}`)");
-                    return Err(Failure { code: INTERRUPTED, message: "interrupted".into() });
-                }
-                cancelled = true;
-                progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("cancelling the run… (again to stop waiting; `air run --resume {session_id}` continues it)"));
-                let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGINT on air run".into())).await;
-            }
-            _ = sigterm.recv() => {
-                if cancel_on_signal && !cancelled {
+                _ = sigint.recv() => {
+                    if cancelled || !cancel_on_signal {
+                        progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                        eprintln!("air: stopped following; the run goes on in airsd (`air wait {session_id}`)");
+                        return Err(Failure { code: INTERRUPTED, message: "interrupted".into() });
+                    }
                     cancelled = true;
-                    let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGTERM on air run".into())).await;
-                } else {
-                    return Err(Failure { code: INTERRUPTED, message: "terminated".into() });
+                    progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("cancelling the run… (again to stop waiting; `air run --resume {session_id}` continues it)"));
+                    let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGINT on air run".into())).await;
+                }
+                _ = sigterm.recv() => {
+                    if cancel_on_signal && !cancelled {
+                        cancelled = true;
+                        let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGTERM on air run".into())).await;
+                    } else {
+                        return Err(Failure { code: INTERRUPTED, message: "terminated".into() });
+                    }
                 }
             }
-        }
+        };
+        // The daemon went away (a restart, a crash): start it again if needed (it picks
+        // the run up) and follow on from the last event seen.
+        drop(watcher);
+        progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .line(&format!(
+                "lost the daemon ({}); reconnecting…",
+                lost.message
+            ));
+        let mut delay = Duration::from_millis(200);
+        let mut tries = 0;
+        conn = loop {
+            match connect().await {
+                Ok(c) => break c,
+                Err(e) if tries < 8 => {
+                    tries += 1;
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                    let _ = e;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .line("reconnected");
+        continue 'connection;
     };
     progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
     let Some(report) = report else {
@@ -535,7 +576,7 @@ async fn follow(
             "session {session_id} has no plan run"
         )));
     };
-    finish(conn, session_id, &report, args).await
+    finish(&conn, session_id, &report, args).await
 }
 
 /// Prints the summary, writes the JUnit and Markdown reports, and maps the outcome to

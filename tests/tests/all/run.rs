@@ -706,3 +706,27 @@ fn a_worker_that_cannot_start_blocks_its_task_with_the_reason() {
     );
     assert!(stdout.contains("no-such-worker"), "{stdout}");
 }
+
+#[test]
+fn air_run_follows_the_run_across_a_daemon_restart() {
+    let p = project();
+    write(&p, "slow.md", SLOW);
+    let child = command(&p, &["run", "--plan", "slow.md"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // A graceful stop: the scheduler stops its workers and records nothing.
+    let out = air(&p, &["daemon", "stop"]);
+    expect(&out, 0);
+    let out = child.wait_with_output().unwrap();
+    expect(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("lost the daemon"), "{stdout}");
+    assert!(stdout.contains("reconnected"), "{stdout}");
+    assert!(stdout.contains("completed: 4 completed"), "{stdout}");
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    assert!(count(&conn, "SELECT COUNT(*) FROM agents WHERE reason LIKE 'airsd stopped%'") >= 1);
+}
