@@ -229,7 +229,8 @@ pub async fn follow_events(
                 Some(cursor),
                 Some(1000),
             )
-            .await?;
+            .await
+            .map_err(rpc_failure)?;
         for e in &page.events {
             cursor = e.seq;
             if on_event(e.seq, &e.event)?.is_break() {
@@ -248,7 +249,12 @@ pub async fn follow_events(
             .await
             .map_err(rpc_failure)?;
         while let Some(update) = sub.next().await {
-            match update? {
+            // A notification that does not parse: the connection is not trustworthy.
+            let update = update.map_err(|e| Failure {
+                code: crate::exit::UNREACHABLE,
+                message: format!("a bad notification from the daemon: {e}"),
+            })?;
+            match update {
                 update @ (SessionUpdate::Delta { .. } | SessionUpdate::Deltas { .. }) => {
                     for d in update.into_deltas() {
                         if d.durable && d.seq > cursor {
@@ -275,7 +281,8 @@ pub async fn follow_events(
                                 Some(cursor),
                                 Some(1000),
                             )
-                            .await?;
+                            .await
+                            .map_err(rpc_failure)?;
                         if page.events.is_empty() {
                             break;
                         }

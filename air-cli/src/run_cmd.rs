@@ -448,6 +448,16 @@ async fn follow(
         .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
     let mut cancelled = false;
     let mut ticks = 0u64;
+    let mut orphaned = 0u32;
+    // A session without a plan run has nothing to follow.
+    let snapshot = conn
+        .client
+        .session_snapshot(session_id.to_string())
+        .await
+        .map_err(rpc_failure)?;
+    if snapshot.projection.run.is_none() {
+        return Err(usage(format!("session {session_id} has no plan run")));
+    }
     let report = 'connection: loop {
         let after = progress.lock().unwrap_or_else(|e| e.into_inner()).cursor;
         let mut watcher = {
@@ -482,42 +492,31 @@ async fn follow(
                         p.draw();
                         p.ended
                     };
-                    if !ended {
-                        // Every few seconds: is a scheduler still working on this run?
-                        ticks += 1;
-                        if ticks % 30 == 0 {
-                            let status = conn.client.status().await.map_err(rpc_failure)?;
-                            if !status.runs.iter().any(|r| r.session_id == session_id) {
-                                let snapshot = conn
-                                    .client
-                                    .session_snapshot(session_id.to_string())
-                                    .await
-                                    .map_err(rpc_failure)?;
-                                let over = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
-                                if !over {
-                                    progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
-                                    return Err(Failure {
-                                        code: exit::UNREACHABLE,
-                                        message: format!(
-                                            "no scheduler is working on the run of session {session_id} (see .air/local/logs/airsd.log); `air run --resume {session_id}` starts it again"
-                                        ),
-                                    });
-                                }
-                            }
-                        }
+                    ticks += 1;
+                    if !ended && ticks % 30 != 0 {
                         continue;
                     }
-                    let snapshot = conn
-                        .client
-                        .session_snapshot(session_id.to_string())
-                        .await
-                        .map_err(rpc_failure)?;
-                    let ended = snapshot.projection.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
-                    if snapshot.projection.run.is_none() {
-                        return Err(Failure::from(format!("session {session_id} has no plan run")));
-                    }
-                    if ended {
-                        break 'connection RunReport::from_projection(&snapshot.projection);
+                    // Every few seconds, and once the stream says the run ended: ask
+                    // the daemon (a lost connection reconnects below).
+                    let checked = check_run(&conn, session_id, ended).await;
+                    match checked {
+                        Ok(RunCheck::Ended(report)) => break 'connection report.map(|b| *b),
+                        Ok(RunCheck::Going) => orphaned = 0,
+                        Ok(RunCheck::Orphaned) => {
+                            // Twice in a row, to step over a continuation being set up.
+                            orphaned += 1;
+                            if orphaned >= 2 {
+                                progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                                return Err(Failure {
+                                    code: exit::UNREACHABLE,
+                                    message: format!(
+                                        "no scheduler is working on the run of session {session_id} (see .air/local/logs/airsd.log); `air run --resume {session_id}` starts it again"
+                                    ),
+                                });
+                            }
+                        }
+                        Err(f) if f.code == exit::UNREACHABLE => break f,
+                        Err(f) => return Err(f),
                     }
                 }
                 _ = sigint.recv() => {
@@ -528,7 +527,9 @@ async fn follow(
                     }
                     cancelled = true;
                     progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("cancelling the run… (again to stop waiting; `air run --resume {session_id}` continues it)"));
-                    let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGINT on air run".into())).await;
+                    if let Err(e) = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGINT on air run".into())).await {
+                        progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("could not cancel: {}", rpc_failure(e).message));
+                    }
                 }
                 _ = sigterm.recv() => {
                     if cancel_on_signal && !cancelled {
@@ -552,14 +553,27 @@ async fn follow(
             ));
         let mut delay = Duration::from_millis(200);
         let mut tries = 0;
+        // Ctrl-C while reconnecting stops following (the run goes on in airsd).
+        let interrupted = || Failure {
+            code: INTERRUPTED,
+            message: format!(
+                "interrupted while reconnecting; `air wait {session_id}` follows the run"
+            ),
+        };
         conn = loop {
-            match connect().await {
+            let attempt = tokio::select! {
+                c = connect() => c,
+                _ = sigint.recv() => return Err(interrupted()),
+            };
+            match attempt {
                 Ok(c) => break c,
-                Err(e) if tries < 8 => {
+                Err(_) if tries < 8 => {
                     tries += 1;
-                    tokio::time::sleep(delay).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = sigint.recv() => return Err(interrupted()),
+                    }
                     delay = (delay * 2).min(Duration::from_secs(5));
-                    let _ = e;
                 }
                 Err(e) => return Err(e),
             }
@@ -577,6 +591,45 @@ async fn follow(
         )));
     };
     finish(&conn, session_id, &report, args).await
+}
+
+/// What the daemon says about a followed run.
+enum RunCheck {
+    /// It ended; its report.
+    Ended(Option<Box<RunReport>>),
+    /// A scheduler is working on it.
+    Going,
+    /// It has not ended, and no scheduler is working on it.
+    Orphaned,
+}
+
+async fn check_run(conn: &Connection, session_id: &str, ended: bool) -> Result<RunCheck, Failure> {
+    let snapshot = conn
+        .client
+        .session_snapshot(session_id.to_string())
+        .await
+        .map_err(rpc_failure)?;
+    let over = snapshot
+        .projection
+        .run
+        .as_ref()
+        .is_some_and(|r| r.status == air_proto::projection::RunState::Ended);
+    if over {
+        return Ok(RunCheck::Ended(
+            RunReport::from_projection(&snapshot.projection).map(Box::new),
+        ));
+    }
+    if ended {
+        // The stream saw run.completed but the snapshot lags or a continuation
+        // followed: keep going.
+        return Ok(RunCheck::Going);
+    }
+    let status = conn.client.status().await.map_err(rpc_failure)?;
+    Ok(if status.runs.iter().any(|r| r.session_id == session_id) {
+        RunCheck::Going
+    } else {
+        RunCheck::Orphaned
+    })
 }
 
 /// Prints the summary, writes the JUnit and Markdown reports, and maps the outcome to

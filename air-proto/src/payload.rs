@@ -406,6 +406,10 @@ pub struct PermissionRequested {
     pub reason: Option<String>,
 }
 
+/// `decided_by` of a request closed because the agent that asked ended (or its run):
+/// not an answer, and not counted as a denial.
+pub const EXPIRED: &str = "expired";
+
 /// `permission.decision.recorded`: an answer to a request, or a decision the policy took
 /// on its own (no `request_id`).
 #[serde_with::skip_serializing_none]

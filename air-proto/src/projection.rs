@@ -702,7 +702,7 @@ impl Projection {
             }
             "permission.decision.recorded" => {
                 if let Some(pl) = payload::<p::PermissionDecisionRecorded>(event) {
-                    if pl.decision == p::PermissionDecision::Deny {
+                    if pl.decision == p::PermissionDecision::Deny && pl.decided_by != p::EXPIRED {
                         self.counters.permission_denials += 1;
                     }
                     if let Some(id) = pl.request_id {

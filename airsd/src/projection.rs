@@ -222,7 +222,8 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
              (SELECT COALESCE(SUM(json_extract(usage_json, '$.cost_micro_usd')), 0)
                   FROM messages WHERE usage_json IS NOT NULL),
              (SELECT COUNT(*) FROM events WHERE type = 'permission.decision.recorded'
-                  AND json_extract(payload_json, '$.decision') = 'deny')",
+                  AND json_extract(payload_json, '$.decision') = 'deny'
+                  AND json_extract(payload_json, '$.decided_by') != 'expired')",
         [],
         |r| {
             Ok(Counters {

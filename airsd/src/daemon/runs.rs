@@ -331,11 +331,26 @@ impl DaemonState {
         by: Option<String>,
     ) -> Result<u64> {
         let session = self.session(session_id).await?;
-        let known = session.bus().read(|p, _| {
-            p.permission_requests
+        let (known, asker_gone) = session.bus().read(|p, _| {
+            let request = p
+                .permission_requests
                 .iter()
-                .any(|r| r.request.request_id == request_id)
+                .find(|r| r.request.request_id == request_id);
+            let gone = request
+                .and_then(|r| r.request.agent_id.as_deref())
+                .is_some_and(|a| {
+                    p.agents
+                        .iter()
+                        .find(|v| v.id == a)
+                        .is_none_or(|v| v.status != air_proto::projection::RunStatus::Running)
+                });
+            (request.is_some(), gone)
         });
+        if asker_gone {
+            return Err(Error::Refused(format!(
+                "the agent that asked for permission request {request_id} has ended; the answer would reach nobody"
+            )));
+        }
         if !known {
             // Either answered already or never asked: the store tells which.
             let conn = session.readers().get()?;

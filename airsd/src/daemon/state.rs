@@ -198,7 +198,7 @@ impl DaemonState {
         Arc::new(move || {
             lock(&clients).values().any(|c| {
                 c.mode == air_proto::api::ClientMode::Steering
-                    && c.session_id.as_deref().is_none_or(|s| s == session_id)
+                    && c.session_id.as_deref() == Some(session_id.as_str())
             })
         })
     }

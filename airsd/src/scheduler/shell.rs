@@ -375,13 +375,14 @@ impl Shell {
             self.record(vec![self.event(
                 "agent.failed",
                 &p::AgentFailed {
-                    agent_id,
+                    agent_id: agent_id.clone(),
                     reason: "airsd stopped while the agent ran".into(),
                     exit_code: None,
                     failure: Some(AgentFailure::Interrupted),
                 },
             )?])
             .await?;
+            self.expire_requests(Some(&agent_id)).await;
         }
         // A budget spent before a restart or continuation stops dispatching at once.
         self.budgets().await?;
@@ -572,6 +573,7 @@ impl Shell {
             Decision::RunComplete(outcome) => {
                 let e = self.event("run.completed", &outcome)?;
                 self.record(vec![e]).await?;
+                self.expire_requests(None).await;
                 self.write_report(&outcome);
                 Ok(())
             }
@@ -977,6 +979,7 @@ impl Shell {
         };
         self.last_error.remove(agent_id);
         self.push(vec![event]);
+        self.expire_requests(Some(agent_id)).await;
         Ok(())
     }
 
@@ -1092,6 +1095,7 @@ impl Shell {
         }
         let humans = (self.ctx.humans)();
         let timeout = self.config.ask_timeout;
+        let policy = self.ctx.run.on_ask;
         for request in pending {
             let id = request.request.request_id.clone();
             if self.asked.contains(&id) {
@@ -1100,65 +1104,104 @@ impl Shell {
             let age = air_proto::time::parse(&request.requested_at)
                 .and_then(|t| t.elapsed().ok())
                 .unwrap_or_default();
-            let policy = self.ctx.run.on_ask;
-            let (kind, reason) = if age >= timeout {
-                (
-                    "timeout",
-                    format!(
-                        "nobody answered within {}; denied",
-                        humantime::format_duration(timeout)
-                    ),
+            let reason = if age >= timeout {
+                format!(
+                    "nobody answered within {}; denied",
+                    humantime::format_duration(timeout)
                 )
             } else if humans {
                 continue;
             } else {
                 match policy {
                     air_proto::plan::OnAsk::Queue => continue,
-                    air_proto::plan::OnAsk::Deny => (
-                        "deny",
-                        "nobody is attached to answer, and the run's policy is on_ask=deny".to_string(),
-                    ),
-                    air_proto::plan::OnAsk::Fail => (
-                        "fail",
-                        "nobody is attached to answer, and the run's policy is on_ask=fail: the task is blocked".to_string(),
-                    ),
+                    air_proto::plan::OnAsk::Deny => {
+                        "nobody is attached to answer, and the run's policy is on_ask=deny".into()
+                    }
+                    air_proto::plan::OnAsk::Fail => "nobody is attached to answer, and the run's policy is on_ask=fail: the task is blocked".into(),
                 }
             };
-            self.asked.insert(id.clone());
-            let decision = self.event(
+            let mut events = vec![self.event(
                 "permission.decision.recorded",
                 &p::PermissionDecisionRecorded {
                     request_id: Some(id.clone()),
                     decision: p::PermissionDecision::Deny,
                     decided_by: "policy".into(),
                     scope: Some(p::DecisionScope::Once),
-                    reason: Some(reason.clone()),
+                    reason: Some(reason),
                 },
-            )?;
-            // A person may have answered in the meantime: the first answer wins.
-            if let Err(e) = self.ctx.session.store().append(decision).await {
-                tracing::info!(request = %id, "the policy did not answer: {e}");
-                continue;
+            )?];
+            // Under `fail` the task ends blocked, whether the request was refused at
+            // once or at the timeout.
+            let task_id = request.request.task_id.clone().or_else(|| {
+                let agent = request.request.agent_id.as_deref()?;
+                self.dispatches.get(agent).map(|d| d.task_id.clone())
+            });
+            if let (air_proto::plan::OnAsk::Fail, Some(task_id)) = (policy, task_id) {
+                events.push(self.event(
+                    "scheduler.cancel_requested",
+                    &p::CancelRequested {
+                        task_id: Some(task_id),
+                        reason: Some(format!(
+                            "permission to {} was needed and nobody gave it (on_ask=fail)",
+                            request.request.action
+                        )),
+                        by: Some("policy".into()),
+                        block: true,
+                    },
+                )?);
             }
-            if kind == "fail" {
-                if let Some(task_id) = request.request.task_id.clone() {
-                    let e = self.event(
-                        "scheduler.cancel_requested",
-                        &p::CancelRequested {
-                            task_id: Some(task_id),
-                            reason: Some(format!(
-                                "permission to {} was needed and nobody could give it (on_ask=fail)",
-                                request.request.action
-                            )),
-                            by: Some("policy".into()),
-                            block: true,
-                        },
-                    )?;
-                    self.record(vec![e]).await?;
+            let facts: Vec<Fact> = events
+                .iter()
+                .filter_map(|e| fact_of(&e.event_type, &e.payload))
+                .collect();
+            // One transaction: a person who answered first makes it fail as a
+            // conflict (the first answer wins), and then nothing is blocked either.
+            match self.ctx.session.store().append_batch(events).await {
+                Ok(_) => {
+                    self.asked.insert(id);
+                    let now = now_ms();
+                    for fact in &facts {
+                        self.core.apply(fact, now);
+                    }
                 }
+                Err(e) if e.kind() == air_proto::error::ErrorKind::Conflict => {
+                    self.asked.insert(id);
+                }
+                Err(e) => tracing::warn!(request = %id, "cannot answer by the policy yet: {e}"),
             }
         }
         Ok(())
+    }
+
+    /// Closes the pending permission requests of agents that ended (or of every agent,
+    /// when the run ends): nobody can use the answer any more. These closures are not
+    /// denials and do not count as such.
+    async fn expire_requests(&mut self, agent: Option<&str>) {
+        let pending = self.ctx.session.bus().read(|p, _| {
+            p.permission_requests
+                .iter()
+                .filter(|r| agent.is_none() || r.request.agent_id.as_deref() == agent)
+                .map(|r| r.request.request_id.clone())
+                .collect::<Vec<_>>()
+        });
+        for id in pending {
+            let Ok(e) = self.event(
+                "permission.decision.recorded",
+                &p::PermissionDecisionRecorded {
+                    request_id: Some(id.clone()),
+                    decision: p::PermissionDecision::Deny,
+                    decided_by: p::EXPIRED.into(),
+                    scope: Some(p::DecisionScope::Once),
+                    reason: Some("the agent that asked has ended".into()),
+                },
+            ) else {
+                continue;
+            };
+            self.asked.insert(id.clone());
+            if let Err(e) = self.ctx.session.store().append(e).await {
+                tracing::info!(request = %id, "not expired: {e}");
+            }
+        }
     }
 
     /// Stops dispatching when a budget of the run is spent.

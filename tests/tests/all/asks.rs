@@ -210,3 +210,41 @@ fn a_person_answers_first_and_a_second_answer_is_refused() {
         state.stop_runs().await;
     });
 }
+
+#[test]
+fn a_request_left_when_its_agent_ends_expires_without_counting_as_a_denial() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::rt().block_on(async {
+        let state = state(dir.path(), Duration::from_secs(600));
+        let session = start(&state, OnAsk::Queue).await;
+        ask(&state, &session).await;
+        let p = until(&state, &session, |p| {
+            p.run.as_ref().is_some_and(|r| r.outcome.is_some())
+        })
+        .await;
+        assert!(p.permission_requests.is_empty());
+        assert_eq!(
+            decision(&p, dir.path(), &session),
+            ("deny".into(), "expired".into())
+        );
+        assert_eq!(p.counters.permission_denials, 0);
+        assert_eq!(
+            state
+                .session(&session)
+                .await
+                .unwrap()
+                .rehydrate()
+                .unwrap()
+                .counters
+                .permission_denials,
+            0
+        );
+        let late = state
+            .respond_permission(&session, "R1", true, None, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(late.contains("already answered by expired"), "{late}");
+        state.stop_runs().await;
+    });
+}

@@ -728,5 +728,10 @@ fn air_run_follows_the_run_across_a_daemon_restart() {
     assert!(stdout.contains("completed: 4 completed"), "{stdout}");
     let session = newest_session(&p);
     let conn = db(&p, &session);
-    assert!(count(&conn, "SELECT COUNT(*) FROM agents WHERE reason LIKE 'airsd stopped%'") >= 1);
+    assert!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM agents WHERE reason LIKE 'airsd stopped%'"
+        ) >= 1
+    );
 }
