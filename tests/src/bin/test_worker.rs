@@ -15,7 +15,8 @@
 //! failed verification), `block`, `crash` (exit 1, no result), `hang` (heartbeats but
 //! never finishes), `silent` (no heartbeats, never finishes), `garbage` (a line that is
 //! not JSON), `flood` (10,000 log lines, then completes), `approve`, `changes`, `fix`,
-//! `giveup`. Defaults: executor `complete`, reviewers `approve`, debugger `fix`.
+//! `giveup`, `extend` (past the soft timeout, asks for more time and works past the
+//! hard one). Defaults: executor `complete`, reviewers `approve`, debugger `fix`.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -133,17 +134,24 @@ fn main() {
     let act = action(&spec.description, role, run);
 
     // Stdin: a cancel or EOF ends the process with code 4.
+    let (granted_tx, granted_rx) = std::sync::mpsc::channel::<u64>();
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin();
         let mut buf = [0u8; 8192];
         loop {
             while let Some(next) = decoder.next_message::<IpcMessage>() {
-                if let Ok(IpcMessage {
-                    body: IpcBody::Control(ControlMessage::Cancel { .. }),
-                    ..
-                }) = next
-                {
-                    std::process::exit(4);
+                match next {
+                    Ok(IpcMessage {
+                        body: IpcBody::Control(ControlMessage::Cancel { .. }),
+                        ..
+                    }) => std::process::exit(4),
+                    Ok(IpcMessage {
+                        body: IpcBody::Control(ControlMessage::ExtendTimeout { extra_ms, .. }),
+                        ..
+                    }) => {
+                        let _ = granted_tx.send(extra_ms);
+                    }
+                    _ => {}
                 }
             }
             match stdin.read(&mut buf) {
@@ -201,6 +209,33 @@ fn main() {
             r
         }
         "block" => result_for(&d, WorkerStatus::Blocked, false),
+        "extend" => {
+            // Past the soft timeout, ask for more time, then work past the original
+            // hard timeout on the extension.
+            let soft = d.spec.constraints.soft_timeout_ms;
+            let hard = d.spec.constraints.hard_timeout_ms;
+            std::thread::sleep(Duration::from_millis(soft + 300));
+            let ask =
+                serde_json::json!({ "agent_id": agent, "extra_ms": hard, "reason": "almost done" });
+            let event = RuntimeEvent::new(
+                "agent.timeout_extension.requested",
+                session.as_str(),
+                EventSource::agent(agent.as_str(), role),
+                ask,
+            );
+            send(&out, &session, &agent, IpcBody::Event(event));
+            match granted_rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(extra) if extra > 0 => {}
+                other => {
+                    eprintln!("air-test-worker: no extension granted ({other:?})");
+                    std::process::exit(1);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(
+                (hard + 500).saturating_sub(soft + 300),
+            ));
+            result_for(&d, WorkerStatus::Completed, true)
+        }
         "approve" => review(&d, ReviewDecision::Approved),
         "changes" => review(&d, ReviewDecision::ChangesRequested),
         "fix" => debug(&d, WorkerStatus::Completed),

@@ -90,7 +90,9 @@ fn newest_session(p: &Project) -> String {
 #[test]
 fn the_example_plan_runs_to_completion_with_reports() {
     let p = project();
-    let out = air(
+    let step_summary = p.dir.path().join("step-summary.md");
+    std::fs::write(&step_summary, "earlier steps\n").unwrap();
+    let out = command(
         &p,
         &[
             "run",
@@ -101,8 +103,16 @@ fn the_example_plan_runs_to_completion_with_reports() {
             "--summary",
             "summary.md",
         ],
-    );
+    )
+    .env("GITHUB_STEP_SUMMARY", &step_summary)
+    .output()
+    .unwrap();
     expect(&out, 0);
+    let step = std::fs::read_to_string(&step_summary).unwrap();
+    assert!(
+        step.starts_with("earlier steps\n## air run: Word counting library and CLI"),
+        "{step}"
+    );
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("T1 started (executor, attempt 1)"),
@@ -733,5 +743,30 @@ fn air_run_follows_the_run_across_a_daemon_restart() {
             &conn,
             "SELECT COUNT(*) FROM agents WHERE reason LIKE 'airsd stopped%'"
         ) >= 1
+    );
+}
+
+#[test]
+fn a_worker_past_its_soft_timeout_gets_more_time_when_it_asks() {
+    let p = project();
+    write(
+        &p,
+        "extend.md",
+        "## Task E: needs more time\n\n- soft_timeout: 1s\n- hard_timeout: 2s\n- retry_budget: 0\n\nair-test: executor=extend\n",
+    );
+    let out = air(&p, &["run", "--plan", "extend.md"]);
+    expect(&out, 0);
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM events WHERE type = 'agent.soft_timeout'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(&conn, "SELECT json_extract(payload_json, '$.extra_ms') FROM events WHERE type = 'agent.timeout_extended'"),
+        2000
     );
 }
