@@ -154,6 +154,24 @@ pub struct AgentView {
     pub ended_at: Option<IsoTime>,
     /// Live only (from `agent.heartbeat`).
     pub last_heartbeat: Option<HeartbeatView>,
+    /// The summary of its result, once it handed one back.
+    pub summary: Option<String>,
+    /// Its result's evidence, one line each (`type: claim (kind ref)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+}
+
+/// The evidence of a result as lines for people: `test_pass: the tests passed
+/// (command_run cmd-1)`.
+pub fn evidence_lines(result: &crate::result::WorkerResult) -> Vec<String> {
+    result
+        .evidence_refs
+        .iter()
+        .map(|e| {
+            let kind = e.evidence_type.map_or("evidence", |t| t.as_str());
+            format!("{kind}: {} ({} {})", e.claim, e.kind.as_str(), e.reference)
+        })
+        .collect()
 }
 
 #[serde_with::skip_serializing_none]
@@ -572,6 +590,8 @@ impl Projection {
                         started_at: ts.clone(),
                         ended_at: None,
                         last_heartbeat: None,
+                        summary: None,
+                        evidence: Vec::new(),
                     });
                 }
             }
@@ -581,6 +601,10 @@ impl Projection {
                         agent.status = RunStatus::Completed;
                         agent.exit_code = pl.exit_code;
                         agent.ended_at = Some(ts.clone());
+                        if let Some(result) = &pl.result {
+                            agent.summary = Some(result.summary.clone());
+                            agent.evidence = evidence_lines(result);
+                        }
                     }
                 }
             }

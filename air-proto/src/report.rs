@@ -63,8 +63,13 @@ pub struct TaskReport {
     pub agents: Vec<String>,
     pub started_at: Option<IsoTime>,
     pub updated_at: IsoTime,
-    /// Seconds from its creation to its last change.
+    /// From its first agent's start to its last change.
     pub duration_ms: Option<u64>,
+    /// The summary of the last executor (or single agent) result.
+    pub summary: Option<String>,
+    /// That result's evidence, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
 }
 
 fn ms_between(from: &str, to: &str) -> Option<u64> {
@@ -97,6 +102,20 @@ impl RunReport {
                     .filter(|a| a.task_id.as_deref() == Some(t.id.as_str()))
                     .collect();
                 let started_at = agents.first().map(|a| a.started_at.clone());
+                // The work's own account: the last result of an agent that did the
+                // task itself (not a reviewer or debugger), else the last result.
+                let worker = agents
+                    .iter()
+                    .rev()
+                    .find(|a| {
+                        a.summary.is_some()
+                            && !matches!(
+                                a.agent_type,
+                                crate::event::AgentType::Reviewer
+                                    | crate::event::AgentType::Debugger
+                            )
+                    })
+                    .or_else(|| agents.iter().rev().find(|a| a.summary.is_some()));
                 TaskReport {
                     id: t.id.clone(),
                     title: t.title.clone(),
@@ -111,6 +130,8 @@ impl RunReport {
                         .and_then(|s| ms_between(s, &t.updated_at)),
                     started_at,
                     updated_at: t.updated_at.clone(),
+                    summary: worker.and_then(|a| a.summary.clone()),
+                    evidence: worker.map(|a| a.evidence.clone()).unwrap_or_default(),
                 }
             })
             .collect();
@@ -184,7 +205,7 @@ impl RunReport {
                 secs(t.duration_ms)
             );
             let reason = t.reason.as_deref().unwrap_or("");
-            let detail = format!(
+            let mut detail = format!(
                 "task {} ({}), {} attempt(s), agents: {}\n{}",
                 t.id,
                 t.status.as_str(),
@@ -196,8 +217,20 @@ impl RunReport {
                 },
                 reason
             );
+            if let Some(summary) = &t.summary {
+                let _ = write!(detail, "\nsummary: {summary}");
+            }
+            for e in &t.evidence {
+                let _ = write!(detail, "\nevidence: {e}");
+            }
             match t.status {
-                TaskStatus::Completed => out.push_str("/>\n"),
+                TaskStatus::Completed => {
+                    let _ = writeln!(
+                        out,
+                        ">\n      <system-out>{}</system-out>\n    </testcase>",
+                        xml(&detail)
+                    );
+                }
                 TaskStatus::Failed => {
                     let _ = writeln!(
                         out,

@@ -105,11 +105,14 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
     p.agents = conn
         .prepare(
             "SELECT id, agent_type, task_id, status, model, pid, exit_code, reason, started_at,
-                 ended_at
+                 ended_at, result_json
              FROM agents ORDER BY seq",
         )?
         .query_map([], |r| {
             let ty: String = r.get(1)?;
+            let result: Option<air_proto::result::WorkerResult> = r
+                .get::<_, Option<String>>(10)?
+                .and_then(|json| serde_json::from_str(&json).ok());
             Ok(AgentView {
                 id: r.get(0)?,
                 agent_type: AgentType::parse(&ty).ok_or_else(|| bad_value(1, "agent type", &ty))?,
@@ -122,6 +125,11 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 started_at: r.get(8)?,
                 ended_at: r.get(9)?,
                 last_heartbeat: None,
+                summary: result.as_ref().map(|r| r.summary.clone()),
+                evidence: result
+                    .as_ref()
+                    .map(air_proto::projection::evidence_lines)
+                    .unwrap_or_default(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

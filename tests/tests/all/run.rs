@@ -143,6 +143,23 @@ fn the_example_plan_runs_to_completion_with_reports() {
         .collect();
     assert_eq!(cases.len(), 7);
     assert!(cases.contains(&"T1: Count words in a string".to_string()));
+    // A testcase carries the work's own summary and its evidence.
+    let t1 = doc
+        .descendants()
+        .find(|n| {
+            n.has_tag_name("testcase") && n.attribute("name") == Some("T1: Count words in a string")
+        })
+        .unwrap();
+    let out = t1
+        .children()
+        .find(|c| c.has_tag_name("system-out"))
+        .and_then(|c| c.text())
+        .unwrap();
+    assert!(out.contains("summary: executor completed of T1"), "{out}");
+    assert!(
+        out.contains("evidence: build_pass: build_pass holds (command_run command-run:1)"),
+        "{out}"
+    );
     assert!(cases.contains(&"core:milestone-1: Milestone review of phase core".to_string()));
 
     let summary = std::fs::read_to_string(p.root.join("summary.md")).unwrap();
@@ -254,7 +271,9 @@ fn crashes_hangs_garbage_and_lies_end_as_the_rules_say() {
                 .next()
                 .unwrap()
                 .to_string();
-            let child = n.children().find(|c| c.is_element());
+            let child = n
+                .children()
+                .find(|c| c.is_element() && c.tag_name().name() != "system-out");
             let kind = child
                 .map(|c| c.tag_name().name().to_string())
                 .unwrap_or_else(|| "passed".into());
