@@ -204,6 +204,48 @@ pub async fn events(
     Ok(())
 }
 
+/// Replays stored events after `*cursor` up to `upto`, a page at a time, advancing the
+/// cursor. True when `on_event` asked to stop.
+async fn replay_stored(
+    conn: &air_proto::client::Connection,
+    session_id: &str,
+    cursor: &mut u64,
+    upto: u64,
+    on_event: &mut impl FnMut(u64, &RuntimeEvent) -> Result<std::ops::ControlFlow<()>, Failure>,
+) -> Result<bool, Failure> {
+    while *cursor < upto {
+        let page = conn
+            .client
+            .events_list(
+                session_id.to_string(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some(*cursor),
+                Some(1000),
+            )
+            .await
+            .map_err(rpc_failure)?;
+        for e in &page.events {
+            if e.seq > upto {
+                // The live stream delivers what comes after `upto`.
+                return Ok(false);
+            }
+            *cursor = e.seq;
+            if on_event(e.seq, &e.event)?.is_break() {
+                return Ok(true);
+            }
+        }
+        match page.next_after_seq {
+            Some(next) if !page.events.is_empty() => *cursor = (*cursor).max(next.min(upto)),
+            _ => break,
+        }
+    }
+    Ok(false)
+}
+
 /// Calls `on_event` for every durable event of a session after `after`, stored ones
 /// first, then live ones as they commit, in order and without gaps (a subscriber that
 /// falls behind is resynced from the database), until it returns `Break`. Returns the
@@ -215,32 +257,8 @@ pub async fn follow_events(
     mut on_event: impl FnMut(u64, &RuntimeEvent) -> Result<std::ops::ControlFlow<()>, Failure>,
 ) -> Result<u64, Failure> {
     let mut cursor = after;
-    // Stored events, a page at a time.
-    loop {
-        let page = conn
-            .client
-            .events_list(
-                session_id.to_string(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                Some(cursor),
-                Some(1000),
-            )
-            .await
-            .map_err(rpc_failure)?;
-        for e in &page.events {
-            cursor = e.seq;
-            if on_event(e.seq, &e.event)?.is_break() {
-                return Ok(cursor);
-            }
-        }
-        match page.next_after_seq {
-            Some(next) => cursor = next.max(cursor),
-            None => break,
-        }
+    if replay_stored(conn, session_id, &mut cursor, u64::MAX, &mut on_event).await? {
+        return Ok(cursor);
     }
     loop {
         let mut sub: Subscription<SessionUpdate> = conn
@@ -268,33 +286,10 @@ pub async fn follow_events(
                 SessionUpdate::CaughtUp { .. } => {}
                 SessionUpdate::Resync { snapshot, .. } => {
                     // Events between the cursor and the snapshot are in the database.
-                    while snapshot.seq > cursor {
-                        let page = conn
-                            .client
-                            .events_list(
-                                session_id.to_string(),
-                                None,
-                                None,
-                                None,
-                                None,
-                                None,
-                                Some(cursor),
-                                Some(1000),
-                            )
-                            .await
-                            .map_err(rpc_failure)?;
-                        if page.events.is_empty() {
-                            break;
-                        }
-                        for e in page.events.iter().filter(|e| e.seq <= snapshot.seq) {
-                            cursor = e.seq;
-                            if on_event(e.seq, &e.event)?.is_break() {
-                                return Ok(cursor);
-                            }
-                        }
-                        if page.next_after_seq.is_none() {
-                            break;
-                        }
+                    if replay_stored(conn, session_id, &mut cursor, snapshot.seq, &mut on_event)
+                        .await?
+                    {
+                        return Ok(cursor);
                     }
                     cursor = cursor.max(snapshot.seq);
                 }

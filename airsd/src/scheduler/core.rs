@@ -825,29 +825,17 @@ impl Core {
                 Some(FollowUpType::Debug) => TaskType::Debug,
                 _ => TaskType::Execute,
             };
-            self.to_create.push(TaskSpec {
-                id: format!("{phase}:fix-{round}-{}", k + 1),
+            let mut spec = phase_task(
+                &phase,
+                format!("{phase}:fix-{round}-{}", k + 1),
                 task_type,
-                title: title.clone(),
-                description,
-                acceptance_criteria: vec![format!(
-                    "The milestone review finding is resolved: {title}"
-                )],
-                category: None,
-                phase: Some(phase.clone()),
-                scope: TaskScope::default(),
-                contracts: Contracts::default(),
-                dependencies: Vec::new(),
-                verification: Verification {
-                    commands: None,
-                    required: false,
-                    fallback_allowed: false,
-                    evidence_types: None,
-                },
-                constraints: template.clone(),
-                context_refs: ContextRefs::default(),
-                output_contract: task_type.output_contract(),
-            });
+                title.clone(),
+                template.clone(),
+            );
+            spec.description = description;
+            spec.acceptance_criteria =
+                vec![format!("The milestone review finding is resolved: {title}")];
+            self.to_create.push(spec);
         }
     }
 
@@ -1187,40 +1175,25 @@ impl Core {
             {
                 continue;
             }
-            out.push(Decision::CreateTask(Box::new(TaskSpec {
+            let mut spec = phase_task(
+                &phase,
                 id,
-                task_type: TaskType::Review,
-                title: format!("Milestone review of phase {phase}"),
-                description: format!(
-                    "Every task of phase {phase} is done. Review the phase as a whole against the plan: dependency directions between modules, consistency of public interfaces, module boundaries. Approve, or request changes with one follow-up task per problem."
-                ),
-                acceptance_criteria: vec![
-                    "Cross-module dependencies point the way the plan says".into(),
-                    "Public interfaces match the contracts tasks provide and require".into(),
-                ],
-                category: None,
-                phase: Some(phase.clone()),
-                scope: TaskScope::default(),
-                contracts: Contracts::default(),
-                dependencies: Vec::new(),
-                verification: Verification {
-                    commands: None,
-                    required: false,
-                    fallback_allowed: false,
-                    evidence_types: None,
-                },
-                constraints: Constraints {
-                    retry_budget: template.constraints.retry_budget,
-                    ..template.constraints
-                },
-                context_refs: ContextRefs {
-                    plan_ref: template.context_refs.plan_ref.map(|r| {
-                        r.split_once('#').map(|(f, _)| f.to_string()).unwrap_or(r)
-                    }),
-                    ..ContextRefs::default()
-                },
-                output_contract: TaskType::Review.output_contract(),
-            })));
+                TaskType::Review,
+                format!("Milestone review of phase {phase}"),
+                template.constraints,
+            );
+            spec.description = format!(
+                "Every task of phase {phase} is done. Review the phase as a whole against the plan: dependency directions between modules, consistency of public interfaces, module boundaries. Approve, or request changes with one follow-up task per problem."
+            );
+            spec.acceptance_criteria = vec![
+                "Cross-module dependencies point the way the plan says".into(),
+                "Public interfaces match the contracts tasks provide and require".into(),
+            ];
+            spec.context_refs.plan_ref = template
+                .context_refs
+                .plan_ref
+                .map(|r| r.split_once('#').map(|(f, _)| f.to_string()).unwrap_or(r));
+            out.push(Decision::CreateTask(Box::new(spec)));
         }
     }
 
@@ -1417,6 +1390,38 @@ fn repeated(t: &mut TaskState, kind: &str, what: &str, limit: u32) -> bool {
         return true;
     }
     false
+}
+
+/// A task the scheduler adds to a phase (a milestone review, or a follow-up of one):
+/// no scope, no dependencies, no required verification, the phase's constraints.
+fn phase_task(
+    phase: &str,
+    id: String,
+    task_type: TaskType,
+    title: String,
+    constraints: Constraints,
+) -> TaskSpec {
+    TaskSpec {
+        id,
+        task_type,
+        title,
+        description: String::new(),
+        acceptance_criteria: Vec::new(),
+        category: None,
+        phase: Some(phase.to_string()),
+        scope: TaskScope::default(),
+        contracts: Contracts::default(),
+        dependencies: Vec::new(),
+        verification: Verification {
+            commands: None,
+            required: false,
+            fallback_allowed: false,
+            evidence_types: None,
+        },
+        constraints,
+        context_refs: ContextRefs::default(),
+        output_contract: task_type.output_contract(),
+    }
 }
 
 /// The agent that works on a task of this type first.
