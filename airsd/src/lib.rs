@@ -17,6 +17,7 @@ pub mod projection;
 pub mod scheduler;
 pub mod session;
 pub mod supervisor;
+pub mod tools;
 
 pub use error::{Error, Result};
 pub use session::{Session, SessionConfig};

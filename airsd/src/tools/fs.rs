@@ -1,0 +1,711 @@
+//! File tools with Claude Code's semantics: `fs.read` (numbered lines, offsets,
+//! truncation with a note, binary files refused), `fs.write` (create or overwrite; an
+//! existing file must have been read by this agent and be unchanged since), `fs.edit`
+//! and `fs.multi_edit` (exact replacements, unique unless `replace_all`, all or
+//! nothing, a unified diff back). Files are written atomically, and bytes outside an
+//! edit are kept as they were (CRLF, encodings).
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// A tool refused or failed; the message says what and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+fn err(message: impl Into<String>) -> ToolError {
+    ToolError(message.into())
+}
+
+/// Lines `fs.read` returns when no limit is given.
+pub const DEFAULT_READ_LINES: u64 = 2_000;
+/// Characters of one line `fs.read` shows.
+pub const MAX_LINE_CHARS: usize = 2_000;
+/// Bytes of text `fs.read` returns at most.
+pub const MAX_READ_BYTES: usize = 256 * 1024;
+
+/// What each agent has read, by file and content hash: writes to an existing file need
+/// a read of its current content first.
+#[derive(Default)]
+pub struct ReadLedger {
+    seen: Mutex<HashMap<(String, PathBuf), [u8; 32]>>,
+}
+
+impl ReadLedger {
+    fn record(&self, agent: &str, path: &Path, hash: [u8; 32]) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((agent.to_string(), path.to_path_buf()), hash);
+    }
+
+    fn get(&self, agent: &str, path: &Path) -> Option<[u8; 32]> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(agent.to_string(), path.to_path_buf()))
+            .copied()
+    }
+
+    /// Forgets an agent (it ended).
+    pub fn forget(&self, agent: &str) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(a, _), _| a != agent);
+    }
+}
+
+/// Where the tools work and for whom.
+pub struct FsContext<'a> {
+    /// The project root, resolved (`std::fs::canonicalize`).
+    pub root: &'a Path,
+    pub agent_id: &'a str,
+    pub ledger: &'a ReadLedger,
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+fn hex(hash: &[u8; 32]) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl FsContext<'_> {
+    /// Resolves `path` (relative to the project, or absolute) physically: symlinks and
+    /// `..` are resolved on the real file system (for a new file, on its nearest
+    /// existing ancestor), so nothing escapes by a link. Paths outside the project are
+    /// refused here; the PermissionEngine widens this.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        if path.is_empty() {
+            return Err(err("path: empty"));
+        }
+        let joined = if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            self.root.join(path)
+        };
+        let mut existing = joined.as_path();
+        let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+        let real = loop {
+            match std::fs::canonicalize(existing) {
+                Ok(real) => break real,
+                Err(_) => {
+                    let Some(name) = existing.file_name() else {
+                        return Err(err(format!(
+                            "{path}: `..` after a missing directory cannot be resolved"
+                        )));
+                    };
+                    rest.push(name);
+                    existing = existing
+                        .parent()
+                        .ok_or_else(|| err(format!("{path}: cannot be resolved")))?;
+                }
+            }
+        };
+        let mut resolved = real;
+        for name in rest.iter().rev() {
+            match Path::new(name).components().next() {
+                Some(Component::Normal(_)) => resolved.push(name),
+                _ => return Err(err(format!("{path}: `..` after a missing directory"))),
+            }
+        }
+        if !resolved.starts_with(self.root) {
+            return Err(err(format!(
+                "{path}: resolves to {}, outside the project",
+                resolved.display()
+            )));
+        }
+        Ok(resolved)
+    }
+
+    fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(self.root)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.display().to_string())
+    }
+
+    /// Checks that this agent read the current content of an existing file.
+    fn check_read(&self, path: &Path, current: &[u8]) -> Result<(), ToolError> {
+        let shown = self.shown(path);
+        match self.ledger.get(self.agent_id, path) {
+            None => Err(err(format!(
+                "{shown}: read the file with fs.read before changing it"
+            ))),
+            Some(hash) if hash != sha256(current) => Err(err(format!(
+                "{shown}: the file changed since you read it; read it again"
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInput {
+    /// The file, relative to the project root or absolute.
+    pub path: String,
+    /// First line to show (1-based).
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// Most lines to show (default 2,000).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct ReadOutput {
+    pub path: String,
+    /// The lines, each as `number<TAB>text`.
+    pub content: String,
+    pub total_lines: u64,
+    pub first_line: u64,
+    pub last_line: u64,
+    /// What was left out or changed in the showing, for the agent to know.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub sha256: String,
+}
+
+/// `fs.read`.
+pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolError> {
+    let path = ctx.resolve(&input.path)?;
+    let shown = ctx.shown(&path);
+    let meta = std::fs::metadata(&path).map_err(|e| err(format!("{shown}: {e}")))?;
+    if meta.is_dir() {
+        return Err(err(format!(
+            "{shown}: is a directory; use fs.glob to list files"
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| err(format!("{shown}: {e}")))?;
+    let probe = &bytes[..bytes.len().min(8192)];
+    if probe.contains(&0) {
+        return Err(err(format!(
+            "{shown}: a binary file ({} bytes); it cannot be shown as text",
+            bytes.len()
+        )));
+    }
+    let hash = sha256(&bytes);
+    ctx.ledger.record(ctx.agent_id, &path, hash);
+    let mut notes = Vec::new();
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => {
+            notes.push("the file is not valid UTF-8; invalid bytes are shown as \u{FFFD} (edits keep the original bytes)".to_string());
+            String::from_utf8_lossy(&bytes)
+        }
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let total = lines.len() as u64;
+    let first = input.offset.unwrap_or(1).max(1);
+    let limit = input.limit.unwrap_or(DEFAULT_READ_LINES).max(1);
+    let mut content = String::new();
+    let mut last = first.saturating_sub(1);
+    for (i, line) in lines.iter().enumerate().skip((first - 1) as usize) {
+        let n = i as u64 + 1;
+        if n >= first + limit {
+            break;
+        }
+        let line = line.trim_end_matches('\n').trim_end_matches('\r');
+        let mut shown_line: String = line.chars().take(MAX_LINE_CHARS).collect();
+        if shown_line.len() < line.len() {
+            shown_line.push_str(" … [line truncated]");
+        }
+        let entry = format!("{n:>6}\t{shown_line}\n");
+        if content.len() + entry.len() > MAX_READ_BYTES {
+            notes.push(format!(
+                "output capped at {} KiB; continue with offset {n}",
+                MAX_READ_BYTES / 1024
+            ));
+            break;
+        }
+        content.push_str(&entry);
+        last = n;
+    }
+    if total == 0 {
+        notes.push("the file is empty".into());
+    } else if first > total {
+        notes.push(format!("the file has only {total} lines"));
+    } else if last < total && !notes.iter().any(|n| n.starts_with("output capped")) {
+        notes.push(format!(
+            "showing lines {first}–{last} of {total}; continue with offset {}",
+            last + 1
+        ));
+    }
+    Ok(ReadOutput {
+        path: shown,
+        content,
+        total_lines: total,
+        first_line: first,
+        last_line: last,
+        notes,
+        sha256: hex(&hash),
+    })
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteInput {
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct WriteOutput {
+    pub path: String,
+    pub created: bool,
+    pub bytes: u64,
+    /// What changed, for an existing file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file in the same directory,
+/// flushed, then renamed), keeping an existing file's permissions.
+fn write_atomic(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| err(format!("{shown}: no parent directory")))?;
+    std::fs::create_dir_all(dir).map_err(|e| err(format!("{shown}: {e}")))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.air-{}.tmp", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            std::fs::set_permissions(&tmp, meta.permissions())?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(err(format!("{shown}: {e}")));
+    }
+    Ok(())
+}
+
+fn unified_diff(shown: &str, old: &[u8], new: &[u8]) -> String {
+    let (old, new) = (String::from_utf8_lossy(old), String::from_utf8_lossy(new));
+    similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string()
+}
+
+/// `fs.write`.
+pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, ToolError> {
+    let path = ctx.resolve(&input.path)?;
+    let shown = ctx.shown(&path);
+    let old = match std::fs::read(&path) {
+        Ok(old) => {
+            ctx.check_read(&path, &old)?;
+            Some(old)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(err(format!("{shown}: {e}"))),
+    };
+    if path.is_dir() {
+        return Err(err(format!("{shown}: is a directory")));
+    }
+    let bytes = input.content.as_bytes();
+    write_atomic(&path, bytes, &shown)?;
+    ctx.ledger.record(ctx.agent_id, &path, sha256(bytes));
+    Ok(WriteOutput {
+        diff: old.as_ref().map(|o| unified_diff(&shown, o, bytes)),
+        path: shown,
+        created: old.is_none(),
+        bytes: bytes.len() as u64,
+    })
+}
+
+/// One exact replacement.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Edit {
+    pub old_string: String,
+    pub new_string: String,
+    /// Replace every occurrence (otherwise `old_string` must occur exactly once).
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditInput {
+    pub path: String,
+    pub old_string: String,
+    pub new_string: String,
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MultiEditInput {
+    pub path: String,
+    /// Applied in order, each to the result of the one before; all or nothing.
+    pub edits: Vec<Edit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct EditOutput {
+    pub path: String,
+    pub replacements: u64,
+    pub diff: String,
+}
+
+fn find_all(haystack: &[u8], needle: &[u8]) -> Vec<usize> {
+    if needle.is_empty() || needle.len() > haystack.len() {
+        return Vec::new();
+    }
+    let mut at = Vec::new();
+    let mut i = 0;
+    while i + needle.len() <= haystack.len() {
+        if &haystack[i..i + needle.len()] == needle {
+            at.push(i);
+            i += needle.len();
+        } else {
+            i += 1;
+        }
+    }
+    at
+}
+
+/// Applies one edit to `bytes`, returning the new bytes and the number of replacements.
+/// A file with CRLF line ends matches an `old_string` written with LF ones.
+fn apply(bytes: &[u8], edit: &Edit, n: usize, shown: &str) -> Result<(Vec<u8>, u64), ToolError> {
+    let which = if n == 0 {
+        String::new()
+    } else {
+        format!("edit {n}: ")
+    };
+    if edit.old_string.is_empty() {
+        return Err(err(format!(
+            "{shown}: {which}old_string is empty (use fs.write to create a file)"
+        )));
+    }
+    if edit.old_string == edit.new_string {
+        return Err(err(format!(
+            "{shown}: {which}old_string and new_string are the same"
+        )));
+    }
+    let crlf = bytes.windows(2).any(|w| w == b"\r\n");
+    let mut old = edit.old_string.as_bytes().to_vec();
+    let mut new = edit.new_string.as_bytes().to_vec();
+    let mut at = find_all(bytes, &old);
+    if at.is_empty() && crlf && !edit.old_string.contains('\r') {
+        old = edit.old_string.replace('\n', "\r\n").into_bytes();
+        new = edit.new_string.replace('\n', "\r\n").into_bytes();
+        at = find_all(bytes, &old);
+    }
+    match at.len() {
+        0 => {
+            return Err(err(format!(
+                "{shown}: {which}old_string was not found; it must match the file exactly, whitespace included"
+            )));
+        }
+        1 => {}
+        n if !edit.replace_all => {
+            return Err(err(format!(
+                "{shown}: {which}old_string occurs {n} times; give more context to make it unique, or set replace_all"
+            )));
+        }
+        _ => {}
+    }
+    let mut out = Vec::with_capacity(bytes.len() + at.len() * new.len());
+    let mut from = 0;
+    for &i in &at {
+        out.extend_from_slice(&bytes[from..i]);
+        out.extend_from_slice(&new);
+        from = i + old.len();
+    }
+    out.extend_from_slice(&bytes[from..]);
+    Ok((out, at.len() as u64))
+}
+
+/// `fs.multi_edit` (and `fs.edit`, a list of one).
+pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOutput, ToolError> {
+    let path = ctx.resolve(&input.path)?;
+    let shown = ctx.shown(&path);
+    if input.edits.is_empty() {
+        return Err(err(format!("{shown}: edits: empty")));
+    }
+    let original = std::fs::read(&path).map_err(|e| err(format!("{shown}: {e}")))?;
+    ctx.check_read(&path, &original)?;
+    let mut bytes = original.clone();
+    let mut replacements = 0;
+    for (i, edit) in input.edits.iter().enumerate() {
+        let n = if input.edits.len() == 1 { 0 } else { i + 1 };
+        let (next, count) = apply(&bytes, edit, n, &shown)?;
+        bytes = next;
+        replacements += count;
+    }
+    write_atomic(&path, &bytes, &shown)?;
+    ctx.ledger.record(ctx.agent_id, &path, sha256(&bytes));
+    Ok(EditOutput {
+        diff: unified_diff(&shown, &original, &bytes),
+        path: shown,
+        replacements,
+    })
+}
+
+/// `fs.edit`.
+pub fn edit(ctx: &FsContext<'_>, input: &EditInput) -> Result<EditOutput, ToolError> {
+    multi_edit(
+        ctx,
+        &MultiEditInput {
+            path: input.path.clone(),
+            edits: vec![Edit {
+                old_string: input.old_string.clone(),
+                new_string: input.new_string.clone(),
+                replace_all: input.replace_all,
+            }],
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        ledger: ReadLedger,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            ledger: ReadLedger::default(),
+        }
+    }
+
+    impl Fixture {
+        fn ctx<'a>(&'a self, agent: &'a str) -> FsContext<'a> {
+            FsContext {
+                root: &self.root,
+                agent_id: agent,
+                ledger: &self.ledger,
+            }
+        }
+        fn put(&self, name: &str, bytes: &[u8]) {
+            let p = self.root.join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        fn get(&self, name: &str) -> Vec<u8> {
+            std::fs::read(self.root.join(name)).unwrap()
+        }
+        fn read(&self, agent: &str, name: &str) -> ReadOutput {
+            read(
+                &self.ctx(agent),
+                &ReadInput {
+                    path: name.into(),
+                    offset: None,
+                    limit: None,
+                },
+            )
+            .unwrap()
+        }
+        fn edit(
+            &self,
+            agent: &str,
+            name: &str,
+            old: &str,
+            new: &str,
+            all: bool,
+        ) -> Result<EditOutput, ToolError> {
+            edit(
+                &self.ctx(agent),
+                &EditInput {
+                    path: name.into(),
+                    old_string: old.into(),
+                    new_string: new.into(),
+                    replace_all: all,
+                },
+            )
+        }
+    }
+
+    #[test]
+    fn read_numbers_lines_pages_and_refuses_binary() {
+        let f = fixture();
+        f.put("a.txt", b"one\ntwo\nthree\n");
+        let out = f.read("x", "a.txt");
+        assert_eq!(out.content, "     1\tone\n     2\ttwo\n     3\tthree\n");
+        assert_eq!(out.total_lines, 3);
+        let page = read(
+            &f.ctx("x"),
+            &ReadInput {
+                path: "a.txt".into(),
+                offset: Some(2),
+                limit: Some(1),
+            },
+        )
+        .unwrap();
+        assert_eq!(page.content, "     2\ttwo\n");
+        assert_eq!(
+            page.notes,
+            ["showing lines 2–2 of 3; continue with offset 3"]
+        );
+        f.put("long.txt", format!("{}\n", "x".repeat(5000)).as_bytes());
+        assert!(f
+            .read("x", "long.txt")
+            .content
+            .ends_with("… [line truncated]\n"));
+        f.put("bin", b"\x7fELF\x00\x01");
+        let e = read(
+            &f.ctx("x"),
+            &ReadInput {
+                path: "bin".into(),
+                offset: None,
+                limit: None,
+            },
+        )
+        .unwrap_err();
+        assert!(e.0.contains("a binary file (6 bytes)"), "{e}");
+        f.put("latin1.txt", b"caf\xe9\n");
+        let out = f.read("x", "latin1.txt");
+        assert!(out.notes[0].contains("not valid UTF-8"));
+    }
+
+    #[test]
+    fn writes_need_a_read_of_the_current_content() {
+        let f = fixture();
+        let w = |agent: &str, name: &str, content: &str| {
+            write(
+                &f.ctx(agent),
+                &WriteInput {
+                    path: name.into(),
+                    content: content.into(),
+                },
+            )
+        };
+        let created = w("x", "new/dir/file.txt", "hello\n").unwrap();
+        assert!(created.created);
+        assert_eq!(f.get("new/dir/file.txt"), b"hello\n");
+        // The writer may write again (it knows the content); another agent may not.
+        w("x", "new/dir/file.txt", "hello again\n").unwrap();
+        let e = w("y", "new/dir/file.txt", "mine\n").unwrap_err();
+        assert!(
+            e.0.contains("read the file with fs.read before changing it"),
+            "{e}"
+        );
+        f.read("y", "new/dir/file.txt");
+        f.put("new/dir/file.txt", b"changed behind its back\n");
+        let e = w("y", "new/dir/file.txt", "mine\n").unwrap_err();
+        assert!(e.0.contains("the file changed since you read it"), "{e}");
+        f.read("y", "new/dir/file.txt");
+        let out = w("y", "new/dir/file.txt", "mine\n").unwrap();
+        assert!(out
+            .diff
+            .unwrap()
+            .contains("-changed behind its back\n+mine\n"));
+    }
+
+    #[test]
+    fn edits_are_exact_unique_and_all_or_nothing() {
+        let f = fixture();
+        f.put("m.rs", b"let a = 1;\nlet b = 1;\n");
+        assert!(f
+            .edit("x", "m.rs", "a", "z", false)
+            .unwrap_err()
+            .0
+            .contains("read the file"));
+        f.read("x", "m.rs");
+        let e = f.edit("x", "m.rs", "= 1", "= 2", false).unwrap_err();
+        assert!(e.0.contains("occurs 2 times"), "{e}");
+        let e = f.edit("x", "m.rs", "nope", "x", false).unwrap_err();
+        assert!(e.0.contains("was not found"), "{e}");
+        let e = f.edit("x", "m.rs", "a", "a", false).unwrap_err();
+        assert!(e.0.contains("are the same"), "{e}");
+        let out = f.edit("x", "m.rs", "= 1", "= 2", true).unwrap();
+        assert_eq!(out.replacements, 2);
+        assert!(
+            out.diff.contains("-let a = 1;\n") && out.diff.contains("+let a = 2;\n"),
+            "{}",
+            out.diff
+        );
+        // A list where the second edit fails changes nothing.
+        let before = f.get("m.rs");
+        let e = multi_edit(
+            &f.ctx("x"),
+            &MultiEditInput {
+                path: "m.rs".into(),
+                edits: vec![
+                    Edit {
+                        old_string: "let a".into(),
+                        new_string: "let c".into(),
+                        replace_all: false,
+                    },
+                    Edit {
+                        old_string: "missing".into(),
+                        new_string: "x".into(),
+                        replace_all: false,
+                    },
+                ],
+            },
+        )
+        .unwrap_err();
+        assert!(e.0.contains("edit 2: old_string was not found"), "{e}");
+        assert_eq!(f.get("m.rs"), before);
+    }
+
+    #[test]
+    fn bytes_outside_an_edit_are_kept() {
+        let f = fixture();
+        f.put("crlf.txt", b"first\r\nsecond\r\nthird\r\n");
+        f.read("x", "crlf.txt");
+        f.edit("x", "crlf.txt", "first\nsecond", "1st\n2nd", false)
+            .unwrap();
+        assert_eq!(f.get("crlf.txt"), b"1st\r\n2nd\r\nthird\r\n");
+        f.put("latin1.txt", b"caf\xe9 = 1\nna\xefve = 2\n");
+        f.read("x", "latin1.txt");
+        f.edit("x", "latin1.txt", "= 2", "= 3", false).unwrap();
+        assert_eq!(f.get("latin1.txt"), b"caf\xe9 = 1\nna\xefve = 3\n");
+    }
+
+    #[test]
+    fn paths_cannot_escape_the_project() {
+        let f = fixture();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"s").unwrap();
+        std::os::unix::fs::symlink(outside.path(), f.root.join("link")).unwrap();
+        let ctx = f.ctx("x");
+        for p in [
+            "../x",
+            "link/secret",
+            "link/new-file",
+            "/etc/passwd",
+            "a/../../x",
+        ] {
+            let e = ctx.resolve(p).unwrap_err();
+            assert!(
+                e.0.contains("outside the project") || e.0.contains("`..`"),
+                "{p}: {e}"
+            );
+        }
+        assert_eq!(
+            ctx.resolve("src/new.rs").unwrap(),
+            f.root.join("src/new.rs")
+        );
+        assert!(ctx.resolve("").is_err());
+    }
+}
