@@ -116,7 +116,8 @@ impl std::fmt::Display for Exit {
     }
 }
 
-/// A running worker.
+/// A running worker (clones share the same process and pipe).
+#[derive(Clone)]
 pub struct Worker {
     pub agent_id: String,
     pub pid: u32,

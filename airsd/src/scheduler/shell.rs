@@ -304,6 +304,8 @@ pub struct RunContext {
 /// (a fresh run's or a recovered one's); agents it believes are running are recorded
 /// as interrupted first.
 pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
+    let ctx_root = ctx.paths.root().to_path_buf();
+    let ctx_root_fallback = ctx_root.clone();
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);
     let agents = Arc::new(AtomicUsize::new(0));
@@ -322,6 +324,8 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         buffer: Vec::new(),
         last_error: HashMap::new(),
         asked: std::collections::HashSet::new(),
+        ledger: Arc::new(crate::tools::ReadLedger::default()),
+        root: std::fs::canonicalize(ctx_root).unwrap_or(ctx_root_fallback),
     };
     tokio::spawn(async move {
         if let Err(e) = shell.run(rx, worker_rx).await {
@@ -356,6 +360,136 @@ struct Shell {
     last_error: HashMap<String, String>,
     /// Permission requests the policy has answered.
     asked: std::collections::HashSet<String>,
+    /// What each agent has read (writes need a read of the current content).
+    ledger: Arc<crate::tools::ReadLedger>,
+    /// The project root, resolved, for the tools.
+    root: PathBuf,
+}
+
+/// One tool call, run beside the scheduler loop.
+struct ToolJob {
+    session: Arc<Session>,
+    worker: Worker,
+    header: air_proto::ipc::IpcHeader,
+    call: air_proto::ipc::ToolCall,
+    agent_id: String,
+    role: AgentType,
+    task_id: String,
+    ledger: Arc<crate::tools::ReadLedger>,
+    root: PathBuf,
+}
+
+impl ToolJob {
+    async fn run(self) {
+        let tool_run_id = air_proto::ids::new_id();
+        let source = EventSource::agent(self.agent_id.as_str(), self.role);
+        let answer = |status: ToolResultStatus, output: Option<Value>, error: Option<String>| {
+            IpcBody::ToolResult(ToolResult {
+                tool_call_id: self.call.tool_call_id.clone(),
+                status,
+                output,
+                error: error.map(|message| air_proto::error::WireError {
+                    kind: air_proto::error::ErrorKind::InvalidInput,
+                    message,
+                    details: None,
+                }),
+                truncated: false,
+                artifact_ref: None,
+            })
+        };
+        let started = RuntimeEvent::typed(
+            "tool.started",
+            self.session.id(),
+            source.clone(),
+            &p::ToolStarted {
+                tool_run_id: tool_run_id.clone(),
+                tool: self.call.tool.clone(),
+                input: self.call.input.clone(),
+                agent_id: Some(self.agent_id.clone()),
+                task_id: Some(self.task_id.clone()),
+                origin_message_id: self.call.origin_message_id.clone(),
+            },
+        );
+        let recorded = match started {
+            Ok(e) => self
+                .session
+                .store()
+                .append(e)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = recorded {
+            self.worker.reply(
+                &self.header,
+                answer(
+                    ToolResultStatus::Error,
+                    None,
+                    Some(format!(
+                        "the call could not be recorded, so it did not run: {e}"
+                    )),
+                ),
+            );
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        let (root, agent, role, tool, input, ledger) = (
+            self.root.clone(),
+            self.agent_id.clone(),
+            self.role,
+            self.call.tool.clone(),
+            self.call.input.clone(),
+            self.ledger.clone(),
+        );
+        let result = tokio::task::spawn_blocking(move || {
+            let ctx = crate::tools::FsContext {
+                root: &root,
+                agent_id: &agent,
+                ledger: &ledger,
+            };
+            crate::tools::call(&ctx, role, &tool, input)
+        })
+        .await
+        .unwrap_or_else(|e| Err(crate::tools::ToolError(format!("the tool crashed: {e}"))));
+        let duration_ms = Some(u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX));
+        let (event, reply) = match result {
+            Ok(output) => (
+                RuntimeEvent::typed(
+                    "tool.completed",
+                    self.session.id(),
+                    source,
+                    &p::ToolCompleted {
+                        tool_run_id,
+                        output: Some(output.clone()),
+                        duration_ms,
+                    },
+                ),
+                answer(ToolResultStatus::Ok, Some(output), None),
+            ),
+            Err(e) => (
+                RuntimeEvent::typed(
+                    "tool.failed",
+                    self.session.id(),
+                    source,
+                    &p::ToolFailed {
+                        tool_run_id,
+                        error: e.0.clone(),
+                        duration_ms,
+                    },
+                ),
+                answer(ToolResultStatus::Error, None, Some(e.0)),
+            ),
+        };
+        match event {
+            Ok(e) => {
+                if let Err(e) = self.session.store().append(e).await {
+                    tracing::warn!("cannot record the end of a tool call: {e}");
+                }
+            }
+            Err(e) => tracing::warn!("cannot build the end of a tool call: {e}"),
+        }
+        self.worker.reply(&self.header, reply);
+    }
 }
 
 impl Shell {
@@ -829,19 +963,23 @@ impl Shell {
                 Ok(())
             }
             IpcBody::ToolCall(call) => {
-                let reply = IpcBody::ToolResult(ToolResult {
-                    tool_call_id: call.tool_call_id.clone(),
-                    status: ToolResultStatus::Error,
-                    output: None,
-                    error: Some(air_proto::error::WireError {
-                        kind: air_proto::error::ErrorKind::NotFound,
-                        message: format!("no tool `{}` is registered in this airsd", call.tool),
-                        details: None,
-                    }),
-                    truncated: false,
-                    artifact_ref: None,
-                });
-                worker.reply(&message.header, reply);
+                // Tools run beside the scheduler, never blocking it; each call is
+                // recorded (`tool.started` first: the write-ahead record) and answered.
+                let Some(d) = self.dispatches.get(agent_id) else {
+                    return Ok(());
+                };
+                let job = ToolJob {
+                    session: self.ctx.session.clone(),
+                    worker: worker.clone(),
+                    header: message.header.clone(),
+                    call,
+                    agent_id: agent_id.to_string(),
+                    role: d.role,
+                    task_id: d.task_id.clone(),
+                    ledger: self.ledger.clone(),
+                    root: self.root.clone(),
+                };
+                tokio::spawn(job.run());
                 Ok(())
             }
             IpcBody::WorkerResult(result) => {
@@ -888,6 +1026,7 @@ impl Shell {
 
     async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
         self.keep_stderr(agent_id)?;
+        self.ledger.forget(agent_id);
         self.workers.remove(agent_id);
         self.agents.store(self.workers.len(), Ordering::Relaxed);
         let result = self.results.remove(agent_id);

@@ -1,8 +1,217 @@
 //! Tools agents call through airsd (`tool.call`). Every effect an agent has on the
-//! project is one of these, checked and recorded by airsd.
-//!
-//! This module holds the tool implementations; the registry, the PermissionEngine and
-//! the recording of each call (`tool_runs`, `tool.started`/`completed`/`failed`) are
-//! built on them.
+//! project is one of these, checked and recorded by airsd: the agent's whitelist
+//! (seed 001 §4), the input against the tool's schema (the error names the field),
+//! then the tool itself.
 
 pub mod fs;
+
+use air_proto::event::AgentType;
+use air_proto::tool::{PathPolicy, ToolCategory, ToolDefinition, ToolPermissions};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use fs::{FsContext, ReadLedger, ToolError};
+
+/// A tool's name as offered to an LLM provider (`^[a-zA-Z0-9_-]{1,64}$`): `fs.read`
+/// goes out as `fs_read`.
+pub fn provider_name(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+/// The tool a provider-side name stands for.
+pub fn from_provider_name(name: &str) -> Option<&'static str> {
+    TOOLS
+        .iter()
+        .map(|t| t.name)
+        .find(|t| provider_name(t) == name)
+}
+
+struct Tool {
+    name: &'static str,
+    description: &'static str,
+    writes: bool,
+    input: fn() -> Value,
+    output: fn() -> Value,
+}
+
+fn schema<T: schemars::JsonSchema>() -> Value {
+    schemars::schema_for!(T).to_value()
+}
+
+const TOOLS: &[Tool] = &[
+    Tool {
+        name: "fs.read",
+        description: "Read a text file: numbered lines, with offset and limit for long files.",
+        writes: false,
+        input: schema::<fs::ReadInput>,
+        output: schema::<fs::ReadOutput>,
+    },
+    Tool {
+        name: "fs.write",
+        description: "Create a file or replace its whole content (read an existing file first).",
+        writes: true,
+        input: schema::<fs::WriteInput>,
+        output: schema::<fs::WriteOutput>,
+    },
+    Tool {
+        name: "fs.edit",
+        description:
+            "Replace an exact string in a file (unique unless replace_all); returns a diff.",
+        writes: true,
+        input: schema::<fs::EditInput>,
+        output: schema::<fs::EditOutput>,
+    },
+    Tool {
+        name: "fs.multi_edit",
+        description:
+            "Apply several exact replacements to one file, all or nothing; returns a diff.",
+        writes: true,
+        input: schema::<fs::MultiEditInput>,
+        output: schema::<fs::EditOutput>,
+    },
+];
+
+/// Every tool's definition (D-044), with schemas generated from the Rust types.
+pub fn definitions() -> Vec<ToolDefinition> {
+    TOOLS
+        .iter()
+        .map(|t| ToolDefinition {
+            name: t.name.to_string(),
+            version: 1,
+            description: t.description.to_string(),
+            input_schema: (t.input)(),
+            output_schema: (t.output)(),
+            category: ToolCategory::Filesystem,
+            permissions: ToolPermissions {
+                read_paths: Some(PathPolicy::Project),
+                write_paths: t.writes.then_some(PathPolicy::Project),
+                ..ToolPermissions::default()
+            },
+            streaming: false,
+        })
+        .collect()
+}
+
+/// Whether an agent of this type may call this tool at all (seed 001 §4: the
+/// reviewer and the architecture designer are read-only; the debugger reads until
+/// airsd has its evidence, which comes with the debugger's phase gate).
+pub fn allowed(agent: AgentType, tool: &str) -> Result<(), ToolError> {
+    let Some(t) = TOOLS.iter().find(|t| t.name == tool) else {
+        return Err(ToolError(format!(
+            "no tool `{tool}`; the tools are {}",
+            TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+        )));
+    };
+    let read_only = matches!(
+        agent,
+        AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Debugger
+    );
+    if t.writes && read_only {
+        return Err(ToolError(format!(
+            "`{tool}` is not allowed for a {}: its tools are read-only",
+            agent.as_str()
+        )));
+    }
+    Ok(())
+}
+
+fn input<T: DeserializeOwned>(tool: &str, value: Value) -> Result<T, ToolError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        ToolError(format!(
+            "invalid input for `{tool}` at `{path}`: {}",
+            e.inner()
+        ))
+    })
+}
+
+fn output<T: Serialize>(value: Result<T, ToolError>) -> Result<Value, ToolError> {
+    serde_json::to_value(value?).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+}
+
+/// Runs a tool for an agent (blocking file system work: call it off the async threads).
+pub fn call(
+    ctx: &FsContext<'_>,
+    agent: AgentType,
+    tool: &str,
+    args: Value,
+) -> Result<Value, ToolError> {
+    allowed(agent, tool)?;
+    match tool {
+        "fs.read" => output(fs::read(ctx, &input(tool, args)?)),
+        "fs.write" => output(fs::write(ctx, &input(tool, args)?)),
+        "fs.edit" => output(fs::edit(ctx, &input(tool, args)?)),
+        "fs.multi_edit" => output(fs::multi_edit(ctx, &input(tool, args)?)),
+        other => Err(ToolError(format!("no tool `{other}`"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn provider_names_fit_the_providers_rule() {
+        for d in definitions() {
+            let name = provider_name(&d.name);
+            assert!(
+                !name.is_empty()
+                    && name.len() <= 64
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{name}"
+            );
+            assert_eq!(from_provider_name(&name), Some(d.name.as_str()));
+            assert_eq!(d.input_schema["type"], "object", "{}", d.name);
+        }
+    }
+
+    #[test]
+    fn whitelists_and_input_errors_name_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let ledger = ReadLedger::default();
+        let ctx = FsContext {
+            root: &root,
+            agent_id: "r",
+            ledger: &ledger,
+        };
+        let e = call(
+            &ctx,
+            AgentType::Reviewer,
+            "fs.write",
+            serde_json::json!({"path": "a", "content": "x"}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("not allowed for a reviewer"), "{e}");
+        let e = call(
+            &ctx,
+            AgentType::Executor,
+            "fs.read",
+            serde_json::json!({"path": 3}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("invalid input for `fs.read` at `path`"), "{e}");
+        let e = call(
+            &ctx,
+            AgentType::Executor,
+            "fs.read",
+            serde_json::json!({"path": "a", "colour": 1}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("unknown field `colour`"), "{e}");
+        let e = call(&ctx, AgentType::Executor, "shell.rm", serde_json::json!({})).unwrap_err();
+        assert!(e.0.contains("no tool `shell.rm`"), "{e}");
+        let out = call(
+            &ctx,
+            AgentType::Executor,
+            "fs.write",
+            serde_json::json!({"path": "a.txt", "content": "x\n"}),
+        )
+        .unwrap();
+        assert_eq!(out["created"], true);
+    }
+}

@@ -16,7 +16,8 @@
 //! never finishes), `silent` (no heartbeats, never finishes), `garbage` (a line that is
 //! not JSON), `flood` (10,000 log lines, then completes), `approve`, `changes`, `fix`,
 //! `giveup`, `extend` (past the soft timeout, asks for more time and works past the
-//! hard one). Defaults: executor `complete`, reviewers `approve`, debugger `fix`.
+//! hard one), `tools` (writes, edits and reads a file through airsd's tools),
+//! `trywrite` (a reviewer that tries to write, then approves). Defaults: executor `complete`, reviewers `approve`, debugger `fix`.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -135,6 +136,7 @@ fn main() {
 
     // Stdin: a cancel or EOF ends the process with code 4.
     let (granted_tx, granted_rx) = std::sync::mpsc::channel::<u64>();
+    let (results_tx, results_rx) = std::sync::mpsc::channel::<air_proto::ipc::ToolResult>();
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin();
         let mut buf = [0u8; 8192];
@@ -150,6 +152,12 @@ fn main() {
                         ..
                     }) => {
                         let _ = granted_tx.send(extra_ms);
+                    }
+                    Ok(IpcMessage {
+                        body: IpcBody::ToolResult(result),
+                        ..
+                    }) => {
+                        let _ = results_tx.send(result);
                     }
                     _ => {}
                 }
@@ -195,7 +203,73 @@ fn main() {
         notes: start.context_pack.notes.clone().unwrap_or_default(),
         previous: start.context_pack.previous_result.clone().map(|b| *b),
     };
+    // Calls a tool through airsd and waits for its answer.
+    let call = |tool: &str, input: serde_json::Value| -> Result<serde_json::Value, String> {
+        let id = air_proto::ids::new_id();
+        send(
+            &out,
+            &session,
+            &agent,
+            IpcBody::ToolCall(air_proto::ipc::ToolCall {
+                tool_call_id: id.clone(),
+                tool: tool.to_string(),
+                input,
+                origin_message_id: None,
+            }),
+        );
+        loop {
+            let r = results_rx
+                .recv_timeout(Duration::from_secs(10))
+                .map_err(|e| format!("no answer to {tool}: {e}"))?;
+            if r.tool_call_id != id {
+                continue;
+            }
+            return match r.status {
+                air_proto::ipc::ToolResultStatus::Ok => Ok(r.output.unwrap_or_default()),
+                air_proto::ipc::ToolResultStatus::Error => {
+                    Err(r.error.map(|e| e.message).unwrap_or_default())
+                }
+            };
+        }
+    };
     let result: WorkerResult = match act.as_str() {
+        "tools" => {
+            let path = format!("out/{}.txt", d.task_id);
+            let steps = [
+                (
+                    "fs.write",
+                    serde_json::json!({ "path": path, "content": format!("hello from {}\n", d.task_id) }),
+                ),
+                (
+                    "fs.edit",
+                    serde_json::json!({ "path": path, "old_string": "hello", "new_string": "goodbye" }),
+                ),
+                ("fs.read", serde_json::json!({ "path": path })),
+            ];
+            for (tool, input) in steps {
+                if let Err(e) = call(tool, input) {
+                    eprintln!("air-test-worker: {tool} failed: {e}");
+                    std::process::exit(1);
+                }
+            }
+            let mut r = result_for(&d, WorkerStatus::Completed, true);
+            r.changed_files = vec![path];
+            r
+        }
+        "trywrite" => {
+            // A reviewer tries to write; it must be refused, then it approves.
+            match call(
+                "fs.write",
+                serde_json::json!({ "path": "reviewer.txt", "content": "no" }),
+            ) {
+                Ok(_) => {
+                    eprintln!("air-test-worker: a reviewer could write");
+                    std::process::exit(1);
+                }
+                Err(e) => eprintln!("air-test-worker: refused as expected: {e}"),
+            }
+            review(&d, ReviewDecision::Approved)
+        }
         "complete" => result_for(&d, WorkerStatus::Completed, true),
         "lie" => result_for(&d, WorkerStatus::Completed, false),
         "fail" => {

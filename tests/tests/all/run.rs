@@ -789,3 +789,52 @@ fn a_worker_past_its_soft_timeout_gets_more_time_when_it_asks() {
         2000
     );
 }
+
+#[test]
+fn agents_change_the_project_only_through_recorded_tool_calls() {
+    let p = project();
+    write(
+        &p,
+        "tools.md",
+        "## Task W: writes through the tools\n\nair-test: executor=tools reviewer=trywrite\n",
+    );
+    let out = air(&p, &["run", "--plan", "tools.md"]);
+    expect(&out, 0);
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("out/W.txt")).unwrap(),
+        "goodbye from W\n"
+    );
+    assert!(
+        !p.root.join("reviewer.txt").exists(),
+        "the reviewer could not write"
+    );
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    let rows: Vec<(String, String, String)> = {
+        let mut stmt = conn
+            .prepare("SELECT tool, status, COALESCE(agent_id, '') FROM tool_runs ORDER BY seq")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let expected: Vec<(String, String, String)> = [
+        ("fs.write", "completed", "W-executor-1"),
+        ("fs.edit", "completed", "W-executor-1"),
+        ("fs.read", "completed", "W-executor-1"),
+        ("fs.write", "failed", "W-reviewer-1"),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(rows, expected);
+    let error: String = conn
+        .query_row(
+            "SELECT error FROM tool_runs WHERE status = 'failed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(error.contains("not allowed for a reviewer"), "{error}");
+}
