@@ -4,6 +4,7 @@
 //! then the tool itself.
 
 pub mod fs;
+pub mod search;
 
 use air_proto::event::AgentType;
 use air_proto::tool::{PathPolicy, ToolCategory, ToolDefinition, ToolPermissions};
@@ -46,6 +47,21 @@ const TOOLS: &[Tool] = &[
         writes: false,
         input: schema::<fs::ReadInput>,
         output: schema::<fs::ReadOutput>,
+    },
+    Tool {
+        name: "fs.glob",
+        description: "Find files by glob (newest first); .gitignore is respected.",
+        writes: false,
+        input: schema::<search::GlobInput>,
+        output: schema::<search::GlobOutput>,
+    },
+    Tool {
+        name: "fs.grep",
+        description:
+            "Search file contents with a regex: matching files, lines with context, or counts.",
+        writes: false,
+        input: schema::<search::GrepInput>,
+        output: schema::<search::GrepOutput>,
     },
     Tool {
         name: "fs.write",
@@ -140,6 +156,8 @@ pub fn call(
     allowed(agent, tool)?;
     match tool {
         "fs.read" => output(fs::read(ctx, &input(tool, args)?)),
+        "fs.glob" => output(search::glob(ctx, &input(tool, args)?)),
+        "fs.grep" => output(search::grep(ctx, &input(tool, args)?)),
         "fs.write" => output(fs::write(ctx, &input(tool, args)?)),
         "fs.edit" => output(fs::edit(ctx, &input(tool, args)?)),
         "fs.multi_edit" => output(fs::multi_edit(ctx, &input(tool, args)?)),

@@ -1,0 +1,423 @@
+//! `fs.glob` and `fs.grep`, on ripgrep's crates: `.gitignore` respected, hidden files
+//! and `.git` skipped, binary files skipped, results capped with a note.
+
+use std::path::Path;
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use serde::{Deserialize, Serialize};
+
+use super::fs::{FsContext, ToolError};
+
+/// Most files `fs.glob` lists, and most lines or files `fs.grep` returns, by default.
+pub const DEFAULT_LIMIT: usize = 1_000;
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobInput {
+    /// A glob, e.g. `src/**/*.rs`, matched against paths relative to `path`.
+    pub pattern: String,
+    /// The directory to search (default: the project root).
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct GlobOutput {
+    /// Matching files, relative to the project root, newest first.
+    pub files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+fn walk(
+    ctx: &FsContext<'_>,
+    path: Option<&str>,
+) -> Result<(std::path::PathBuf, ignore::Walk), ToolError> {
+    let dir = match path {
+        Some(p) => ctx.resolve(p)?,
+        None => ctx.root.to_path_buf(),
+    };
+    if !dir.exists() {
+        return Err(ToolError(format!(
+            "{}: does not exist",
+            path.unwrap_or(".")
+        )));
+    }
+    let walk = ignore::WalkBuilder::new(&dir)
+        .hidden(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    Ok((dir, walk))
+}
+
+fn relative(ctx: &FsContext<'_>, path: &Path) -> String {
+    path.strip_prefix(ctx.root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// `fs.glob`.
+pub fn glob(ctx: &FsContext<'_>, input: &GlobInput) -> Result<GlobOutput, ToolError> {
+    let matcher = globset::GlobBuilder::new(&input.pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| {
+            ToolError(format!(
+                "pattern: bad glob `{}`: {}",
+                input.pattern,
+                e.kind()
+            ))
+        })?
+        .compile_matcher();
+    let (dir, walk) = walk(ctx, input.path.as_deref())?;
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
+    for entry in walk.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(&dir) else {
+            continue;
+        };
+        if matcher.is_match(rel) {
+            let modified = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            found.push((modified, relative(ctx, entry.path())));
+        }
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut notes = Vec::new();
+    if found.len() > limit {
+        notes.push(format!(
+            "{} files match; showing the {limit} newest (narrow the pattern or the path)",
+            found.len()
+        ));
+        found.truncate(limit);
+    }
+    if found.is_empty() {
+        notes.push("no file matches".into());
+    }
+    Ok(GlobOutput {
+        files: found.into_iter().map(|(_, f)| f).collect(),
+        notes,
+    })
+}
+
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum GrepMode {
+    /// Matching lines (with context lines when asked), as `file:line:text`.
+    Content,
+    /// The files that match (the default).
+    #[default]
+    FilesWithMatches,
+    /// How many matching lines each file has.
+    Count,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepInput {
+    /// A regular expression (Rust regex syntax, as ripgrep).
+    pub pattern: String,
+    /// The directory or file to search (default: the project root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only files whose path matches this glob, e.g. `*.rs`.
+    #[serde(default)]
+    pub glob: Option<String>,
+    #[serde(default)]
+    pub output_mode: GrepMode,
+    /// Lines of context before and after each match (content mode).
+    #[serde(default)]
+    pub context: Option<usize>,
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// Most lines (content) or files to return.
+    #[serde(default)]
+    pub head_limit: Option<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct GrepOutput {
+    /// Content mode: `file:line:text` for matches, `file-line-text` for context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
+    /// Files-with-matches mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// Count mode: (file, matching lines).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counts: Vec<(String, u64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Collects one file's matches and context lines.
+struct Collect<'a> {
+    file: &'a str,
+    lines: Vec<String>,
+    matches: u64,
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.matches += 1;
+        let text = String::from_utf8_lossy(m.bytes());
+        self.lines.push(format!(
+            "{}:{}:{}",
+            self.file,
+            m.line_number().unwrap_or(0),
+            text.trim_end_matches(['\n', '\r'])
+        ));
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        let text = String::from_utf8_lossy(c.bytes());
+        self.lines.push(format!(
+            "{}-{}-{}",
+            self.file,
+            c.line_number().unwrap_or(0),
+            text.trim_end_matches(['\n', '\r'])
+        ));
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        self.lines.push("--".into());
+        Ok(true)
+    }
+}
+
+/// `fs.grep`.
+pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolError> {
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(input.case_insensitive)
+        .build(&input.pattern)
+        .map_err(|e| ToolError(format!("pattern: not a valid regex: {e}")))?;
+    let filter = input
+        .glob
+        .as_deref()
+        .map(|g| {
+            globset::Glob::new(g)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| ToolError(format!("glob: bad glob `{g}`: {}", e.kind())))
+        })
+        .transpose()?;
+    let context = if input.output_mode == GrepMode::Content {
+        input.context.unwrap_or(0)
+    } else {
+        0
+    };
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .before_context(context)
+        .after_context(context)
+        .build();
+    let limit = input.head_limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let (_, walk) = walk(ctx, input.path.as_deref())?;
+    let mut out = GrepOutput {
+        lines: Vec::new(),
+        files: Vec::new(),
+        counts: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut capped = false;
+    for entry in walk.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let file = relative(ctx, entry.path());
+        if let Some(f) = &filter {
+            let name = entry.path().file_name().map(Path::new);
+            if !f.is_match(&file) && !name.is_some_and(|n| f.is_match(n)) {
+                continue;
+            }
+        }
+        let mut sink = Collect {
+            file: &file,
+            lines: Vec::new(),
+            matches: 0,
+        };
+        if searcher
+            .search_path(&matcher, entry.path(), &mut sink)
+            .is_err()
+            || sink.matches == 0
+        {
+            continue;
+        }
+        let (lines, matches) = (sink.lines, sink.matches);
+        let full = match input.output_mode {
+            GrepMode::Content => out.lines.len() >= limit,
+            GrepMode::FilesWithMatches => out.files.len() >= limit,
+            GrepMode::Count => out.counts.len() >= limit,
+        };
+        if full {
+            capped = true;
+            break;
+        }
+        match input.output_mode {
+            GrepMode::Content => {
+                let room = limit - out.lines.len();
+                if lines.len() > room {
+                    capped = true;
+                }
+                out.lines.extend(lines.into_iter().take(room));
+            }
+            GrepMode::FilesWithMatches => out.files.push(file),
+            GrepMode::Count => out.counts.push((file, matches)),
+        }
+    }
+    if capped {
+        out.notes.push(format!(
+            "results capped at {limit}; narrow the pattern, the path or the glob, or raise head_limit"
+        ));
+    }
+    if out.lines.is_empty() && out.files.is_empty() && out.counts.is_empty() {
+        out.notes.push("no match".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::tools::ReadLedger;
+
+    fn project() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for (name, text) in [
+            (
+                "src/main.rs",
+                "fn main() {\n    // TODO: greet\n    println!(\"hi\");\n}\n",
+            ),
+            ("src/lib.rs", "pub fn todo() {}\n"),
+            ("target/debug/junk.rs", "// TODO: ignored build output\n"),
+            (".hidden/x.rs", "// TODO hidden\n"),
+            ("README.md", "todo list\n"),
+        ] {
+            let p = root.join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        std::fs::write(root.join("src/blob.rs"), b"TODO\x00binary").unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn glob_respects_gitignore_and_hidden_files() {
+        let (_d, root) = project();
+        let ledger = ReadLedger::default();
+        let ctx = FsContext {
+            root: &root,
+            agent_id: "a",
+            ledger: &ledger,
+        };
+        let mut out = glob(
+            &ctx,
+            &GlobInput {
+                pattern: "**/*.rs".into(),
+                path: None,
+                limit: None,
+            },
+        )
+        .unwrap();
+        out.files.sort();
+        assert_eq!(out.files, ["src/blob.rs", "src/lib.rs", "src/main.rs"]);
+        let e = glob(
+            &ctx,
+            &GlobInput {
+                pattern: "src/[".into(),
+                path: None,
+                limit: None,
+            },
+        )
+        .unwrap_err();
+        assert!(e.0.contains("bad glob"), "{e}");
+        let capped = glob(
+            &ctx,
+            &GlobInput {
+                pattern: "**/*".into(),
+                path: None,
+                limit: Some(1),
+            },
+        )
+        .unwrap();
+        assert_eq!(capped.files.len(), 1);
+        assert!(capped.notes[0].contains("showing the 1 newest"));
+    }
+
+    #[test]
+    fn grep_modes_context_and_caps() {
+        let (_d, root) = project();
+        let ledger = ReadLedger::default();
+        let ctx = FsContext {
+            root: &root,
+            agent_id: "a",
+            ledger: &ledger,
+        };
+        let input = |mode, glob: Option<&str>| GrepInput {
+            pattern: "todo".into(),
+            path: None,
+            glob: glob.map(str::to_string),
+            output_mode: mode,
+            context: Some(1),
+            case_insensitive: true,
+            head_limit: None,
+        };
+        let mut files = grep(&ctx, &input(GrepMode::FilesWithMatches, None))
+            .unwrap()
+            .files;
+        files.sort();
+        assert_eq!(
+            files,
+            ["README.md", "src/lib.rs", "src/main.rs"],
+            "gitignored, hidden and binary files are skipped"
+        );
+        let counts = grep(&ctx, &input(GrepMode::Count, Some("*.rs")))
+            .unwrap()
+            .counts;
+        assert_eq!(counts.len(), 2);
+        let lines = grep(&ctx, &input(GrepMode::Content, Some("src/main.rs")))
+            .unwrap()
+            .lines;
+        assert_eq!(
+            lines,
+            [
+                "src/main.rs-1-fn main() {",
+                "src/main.rs:2:    // TODO: greet",
+                "src/main.rs-3-    println!(\"hi\");"
+            ]
+        );
+        let mut capped = input(GrepMode::Content, None);
+        capped.head_limit = Some(1);
+        let out = grep(&ctx, &capped).unwrap();
+        assert_eq!(out.lines.len(), 1);
+        assert!(out.notes[0].contains("capped at 1"));
+        let mut bad = input(GrepMode::Content, None);
+        bad.pattern = "(".into();
+        assert!(grep(&ctx, &bad)
+            .unwrap_err()
+            .0
+            .contains("not a valid regex"));
+    }
+}
