@@ -375,6 +375,7 @@ struct ToolJob {
     agent_id: String,
     role: AgentType,
     task_id: String,
+    scope: air_proto::task::TaskScope,
     ledger: Arc<crate::tools::ReadLedger>,
     root: PathBuf,
 }
@@ -433,19 +434,22 @@ impl ToolJob {
             return;
         }
         let t0 = std::time::Instant::now();
-        let (root, agent, role, tool, input, ledger) = (
+        let (root, agent, role, tool, input, ledger, scope) = (
             self.root.clone(),
             self.agent_id.clone(),
             self.role,
             self.call.tool.clone(),
             self.call.input.clone(),
             self.ledger.clone(),
+            self.scope.clone(),
         );
         let result = tokio::task::spawn_blocking(move || {
+            let scope = crate::tools::scope::Scope::new(&scope)?;
             let ctx = crate::tools::FsContext {
                 root: &root,
                 agent_id: &agent,
                 ledger: &ledger,
+                scope: &scope,
             };
             crate::tools::call(&ctx, role, &tool, input)
         })
@@ -976,6 +980,7 @@ impl Shell {
                     agent_id: agent_id.to_string(),
                     role: d.role,
                     task_id: d.task_id.clone(),
+                    scope: d.spec.scope.clone(),
                     ledger: self.ledger.clone(),
                     root: self.root.clone(),
                 };

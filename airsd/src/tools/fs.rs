@@ -67,6 +67,8 @@ pub struct FsContext<'a> {
     pub root: &'a Path,
     pub agent_id: &'a str,
     pub ledger: &'a ReadLedger,
+    /// The task's scope.
+    pub scope: &'a super::scope::Scope,
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -177,6 +179,7 @@ pub struct ReadOutput {
 pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolError> {
     let path = ctx.resolve(&input.path)?;
     let shown = ctx.shown(&path);
+    ctx.scope.check_read(&shown)?;
     let meta = std::fs::metadata(&path).map_err(|e| err(format!("{shown}: {e}")))?;
     if meta.is_dir() {
         return Err(err(format!(
@@ -308,6 +311,7 @@ fn unified_diff(shown: &str, old: &[u8], new: &[u8]) -> String {
 pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, ToolError> {
     let path = ctx.resolve(&input.path)?;
     let shown = ctx.shown(&path);
+    ctx.scope.check_write(&shown)?;
     let old = match std::fs::read(&path) {
         Ok(old) => {
             ctx.check_read(&path, &old)?;
@@ -439,6 +443,7 @@ fn apply(bytes: &[u8], edit: &Edit, n: usize, shown: &str) -> Result<(Vec<u8>, u
 pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOutput, ToolError> {
     let path = ctx.resolve(&input.path)?;
     let shown = ctx.shown(&path);
+    ctx.scope.check_write(&shown)?;
     if input.edits.is_empty() {
         return Err(err(format!("{shown}: edits: empty")));
     }
@@ -485,6 +490,7 @@ mod tests {
         _dir: tempfile::TempDir,
         root: PathBuf,
         ledger: ReadLedger,
+        scope: crate::tools::scope::Scope,
     }
 
     fn fixture() -> Fixture {
@@ -494,6 +500,7 @@ mod tests {
             _dir: dir,
             root,
             ledger: ReadLedger::default(),
+            scope: Default::default(),
         }
     }
 
@@ -503,6 +510,7 @@ mod tests {
                 root: &self.root,
                 agent_id: agent,
                 ledger: &self.ledger,
+                scope: &self.scope,
             }
         }
         fn put(&self, name: &str, bytes: &[u8]) {

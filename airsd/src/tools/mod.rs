@@ -4,6 +4,7 @@
 //! then the tool itself.
 
 pub mod fs;
+pub mod scope;
 pub mod search;
 
 use air_proto::event::AgentType;
@@ -196,6 +197,7 @@ mod tests {
             root: &root,
             agent_id: "r",
             ledger: &ledger,
+            scope: &crate::tools::scope::Scope::default(),
         };
         let e = call(
             &ctx,

@@ -244,6 +244,9 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
             continue;
         }
         let file = relative(ctx, entry.path());
+        if ctx.scope.check_read(&file).is_err() {
+            continue;
+        }
         if let Some(f) = &filter {
             let name = entry.path().file_name().map(Path::new);
             if !f.is_match(&file) && !name.is_some_and(|n| f.is_match(n)) {
@@ -331,6 +334,7 @@ mod tests {
             root: &root,
             agent_id: "a",
             ledger: &ledger,
+            scope: &crate::tools::scope::Scope::default(),
         };
         let mut out = glob(
             &ctx,
@@ -374,6 +378,7 @@ mod tests {
             root: &root,
             agent_id: "a",
             ledger: &ledger,
+            scope: &crate::tools::scope::Scope::default(),
         };
         let input = |mode, glob: Option<&str>| GrepInput {
             pattern: "todo".into(),

@@ -838,3 +838,21 @@ fn agents_change_the_project_only_through_recorded_tool_calls() {
         .unwrap();
     assert!(error.contains("not allowed for a reviewer"), "{error}");
 }
+
+#[test]
+fn a_task_cannot_write_outside_its_scope() {
+    let p = project();
+    write(
+        &p,
+        "scoped.md",
+        "## Task X: may only touch docs\n\n- allowed_paths: `docs/**`\n- retry_budget: 0\n\nair-test: executor=tools\n",
+    );
+    let out = air(&p, &["run", "--plan", "scoped.md"]);
+    expect(&out, 1);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("out/X.txt: outside the task's allowed_paths"),
+        "{stdout}"
+    );
+    assert!(!p.root.join("out/X.txt").exists());
+}
