@@ -4,6 +4,7 @@
 //! then the tool itself.
 
 pub mod fs;
+pub mod git;
 pub mod scope;
 pub mod search;
 
@@ -32,6 +33,7 @@ pub fn from_provider_name(name: &str) -> Option<&'static str> {
 struct Tool {
     name: &'static str,
     description: &'static str,
+    category: ToolCategory,
     writes: bool,
     input: fn() -> Value,
     output: fn() -> Value,
@@ -45,6 +47,7 @@ const TOOLS: &[Tool] = &[
     Tool {
         name: "fs.read",
         description: "Read a text file: numbered lines, with offset and limit for long files.",
+        category: ToolCategory::Filesystem,
         writes: false,
         input: schema::<fs::ReadInput>,
         output: schema::<fs::ReadOutput>,
@@ -52,6 +55,7 @@ const TOOLS: &[Tool] = &[
     Tool {
         name: "fs.glob",
         description: "Find files by glob (newest first); .gitignore is respected.",
+        category: ToolCategory::Filesystem,
         writes: false,
         input: schema::<search::GlobInput>,
         output: schema::<search::GlobOutput>,
@@ -60,13 +64,31 @@ const TOOLS: &[Tool] = &[
         name: "fs.grep",
         description:
             "Search file contents with a regex: matching files, lines with context, or counts.",
+        category: ToolCategory::Filesystem,
         writes: false,
         input: schema::<search::GrepInput>,
         output: schema::<search::GrepOutput>,
     },
     Tool {
+        name: "git.status",
+        description: "The working tree's status (branch, changed and untracked files).",
+        category: ToolCategory::Project,
+        writes: false,
+        input: schema::<git::StatusInput>,
+        output: schema::<git::StatusOutput>,
+    },
+    Tool {
+        name: "git.diff",
+        description: "The diff of the working tree (or the index, or against a revision).",
+        category: ToolCategory::Project,
+        writes: false,
+        input: schema::<git::DiffInput>,
+        output: schema::<git::DiffOutput>,
+    },
+    Tool {
         name: "fs.write",
         description: "Create a file or replace its whole content (read an existing file first).",
+        category: ToolCategory::Filesystem,
         writes: true,
         input: schema::<fs::WriteInput>,
         output: schema::<fs::WriteOutput>,
@@ -75,6 +97,7 @@ const TOOLS: &[Tool] = &[
         name: "fs.edit",
         description:
             "Replace an exact string in a file (unique unless replace_all); returns a diff.",
+        category: ToolCategory::Filesystem,
         writes: true,
         input: schema::<fs::EditInput>,
         output: schema::<fs::EditOutput>,
@@ -83,6 +106,7 @@ const TOOLS: &[Tool] = &[
         name: "fs.multi_edit",
         description:
             "Apply several exact replacements to one file, all or nothing; returns a diff.",
+        category: ToolCategory::Filesystem,
         writes: true,
         input: schema::<fs::MultiEditInput>,
         output: schema::<fs::EditOutput>,
@@ -99,7 +123,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
             description: t.description.to_string(),
             input_schema: (t.input)(),
             output_schema: (t.output)(),
-            category: ToolCategory::Filesystem,
+            category: t.category,
             permissions: ToolPermissions {
                 read_paths: Some(PathPolicy::Project),
                 write_paths: t.writes.then_some(PathPolicy::Project),
@@ -159,6 +183,8 @@ pub fn call(
         "fs.read" => output(fs::read(ctx, &input(tool, args)?)),
         "fs.glob" => output(search::glob(ctx, &input(tool, args)?)),
         "fs.grep" => output(search::grep(ctx, &input(tool, args)?)),
+        "git.status" => output(git::status(ctx, &input(tool, args)?)),
+        "git.diff" => output(git::diff(ctx, &input(tool, args)?)),
         "fs.write" => output(fs::write(ctx, &input(tool, args)?)),
         "fs.edit" => output(fs::edit(ctx, &input(tool, args)?)),
         "fs.multi_edit" => output(fs::multi_edit(ctx, &input(tool, args)?)),
