@@ -5,25 +5,14 @@
 //! Run: `cargo build --release --workspace && cargo bench -p air-tests --bench daemon`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use air_tests::release_bin;
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use air_proto::api::{AirApiClient, SessionUpdate};
 use air_proto::client::{connect, ConnectOptions};
-
-fn release_bin(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/release")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} missing: run `cargo build --release --workspace` first",
-        path.display()
-    );
-    path
-}
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]

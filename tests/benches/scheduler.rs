@@ -5,8 +5,9 @@
 //! Run: `cargo build --release --workspace && cargo bench -p air-tests --bench scheduler`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use air_tests::release_bin;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,18 +15,6 @@ use air_proto::ipc::{ControlMessage, Direction, IpcBody, IpcHeader, IpcMessage};
 use airsd::scheduler::sim::{diligent, Play};
 use airsd::scheduler::{Config, Core, Decision, Fact};
 use airsd::supervisor::{Worker, WorkerCommand, WorkerEvent};
-
-fn release_bin(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/release")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} missing: run `cargo build --release --workspace` first",
-        path.display()
-    );
-    path
-}
 
 /// A plan of `layers` × `width` tasks; each task after the first layer depends on two
 /// tasks of the layer before.

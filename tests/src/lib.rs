@@ -29,6 +29,19 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// The path of a release binary of this workspace, for the benchmarks.
+pub fn release_bin(name: &str) -> PathBuf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/release")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} missing: run `cargo build --release --workspace` first",
+        path.display()
+    );
+    path
+}
+
 /// A minimal valid TaskSpec.
 pub fn task_spec(id: &str, deps: &[&str]) -> TaskSpec {
     TaskSpec {

@@ -578,21 +578,14 @@ impl Core {
                     }
                     Err(reasons) => {
                         let reasons = reasons.join("; ");
-                        t.rejections += 1;
-                        if t.rejections > config.auto_rejections {
-                            t.next = Next::Finish(
-                                TaskStatus::Blocked,
-                                Some(format!(
-                                    "the result failed its evidence gate {} times in a row: {reasons}",
-                                    t.rejections
-                                )),
-                            );
-                        } else {
-                            t.notes.push(format!(
+                        rejected(
+                            t,
+                            config.auto_rejections,
+                            |n| format!("the result failed its evidence gate {n} times in a row: {reasons}"),
+                            format!(
                                 "Your previous result claimed completion but cannot complete the task: {reasons}. Produce the missing evidence or report the task as failed."
-                            ));
-                            t.next = Next::Dispatch(AgentType::Executor);
-                        }
+                            ),
+                        );
                     }
                 },
                 WorkerStatus::Failed | WorkerStatus::Blocked => {
@@ -681,27 +674,24 @@ impl Core {
                             );
                             return;
                         }
-                        t.rejections += 1;
-                        if t.rejections > config.auto_rejections {
-                            t.next = Next::Finish(
-                                TaskStatus::Blocked,
-                                Some(format!(
-                                    "the reviewer requested changes {} times in a row: {}",
-                                    t.rejections,
-                                    findings.join("; ")
-                                )),
-                            );
-                        } else {
-                            t.notes.push(format!(
+                        let joined = findings.join("; ");
+                        rejected(
+                            t,
+                            config.auto_rejections,
+                            |n| {
+                                format!(
+                                    "the reviewer requested changes {n} times in a row: {joined}"
+                                )
+                            },
+                            format!(
                                 "The reviewer requested changes: {}",
                                 if findings.is_empty() {
                                     result.summary.clone()
                                 } else {
                                     findings.join("\n")
                                 }
-                            ));
-                            t.next = Next::Dispatch(AgentType::Executor);
-                        }
+                            ),
+                        );
                     }
                 }
             }
@@ -1372,6 +1362,19 @@ impl Core {
             cancelled,
             unfinished,
         }));
+    }
+}
+
+/// Counts a consecutive rejection of an executor's result (by the evidence gate or the
+/// reviewer): within the automatic allowance the executor goes again with `note`;
+/// beyond it the task is blocked with `blocked(n)`.
+fn rejected(t: &mut TaskState, allowance: u32, blocked: impl FnOnce(u32) -> String, note: String) {
+    t.rejections += 1;
+    if t.rejections > allowance {
+        t.next = Next::Finish(TaskStatus::Blocked, Some(blocked(t.rejections)));
+    } else {
+        t.notes.push(note);
+        t.next = Next::Dispatch(AgentType::Executor);
     }
 }
 

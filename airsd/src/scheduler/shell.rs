@@ -526,9 +526,20 @@ impl Shell {
         self.budgets().await?;
         let mut tick = tokio::time::interval(self.config.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut mirrored = None;
         loop {
             self.settle().await?;
-            self.mirror();
+            // The mirror is rewritten only when the state moved, not on every tick.
+            let now_state = (
+                self.core.statuses(),
+                self.core.running_agents(),
+                self.core.is_paused(),
+                self.core.is_finished(),
+            );
+            if mirrored.as_ref() != Some(&now_state) {
+                self.mirror();
+                mirrored = Some(now_state);
+            }
             if self.core.is_finished() && self.workers.is_empty() {
                 return Ok(());
             }
