@@ -83,6 +83,109 @@ impl UserConfig {
     }
 }
 
+/// `permissions.yaml`: the user's (`~/.air/permissions.yaml`) and the project's
+/// (`.air/shared/permissions.yaml`, shareable through git). The project's file wins
+/// key by key; lists add up.
+///
+/// ```yaml
+/// profile: low            # low (default) | high: high asks nothing but what the
+///                         # security model always confirms (credentials, system paths)
+/// git_writes: ask         # ask (default) | allow: writes into .git/
+/// credentials: [~/.config/acme/token]   # more paths that always need confirmation
+/// system_paths: [/opt/appliance/]       # more system-sensitive paths
+/// writable_roots: [~/.m2]               # more places commands may write (sandbox)
+/// sandbox: true           # run commands under Landlock where the kernel has it
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    pub profile: Option<PermissionProfile>,
+    pub git_writes: Option<GitWrites>,
+    #[serde(default)]
+    pub credentials: Vec<String>,
+    #[serde(default)]
+    pub system_paths: Vec<String>,
+    #[serde(default)]
+    pub writable_roots: Vec<String>,
+    pub sandbox: Option<bool>,
+}
+
+wire_enum! {
+    /// The permission profiles (D-017): how much happens without asking.
+    pub enum PermissionProfile {
+        /// Risky actions ask (the `default` permission mode).
+        Low = "low",
+        /// Nothing asks except credentials and system-sensitive paths
+        /// (`bypass_permissions`).
+        High = "high",
+    }
+}
+
+wire_enum! {
+    /// Whether agents' writes into `.git/` ask first (D-027).
+    pub enum GitWrites {
+        Ask = "ask",
+        Allow = "allow",
+    }
+}
+
+impl PermissionProfile {
+    pub fn mode(self) -> PermissionMode {
+        match self {
+            PermissionProfile::Low => PermissionMode::Default,
+            PermissionProfile::High => PermissionMode::BypassPermissions,
+        }
+    }
+}
+
+impl PermissionsConfig {
+    /// Reads one `permissions.yaml`; a missing file is empty.
+    pub fn load_file(path: &Path) -> Result<PermissionsConfig, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        };
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<PermissionsConfig, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        yaml_serde::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: e
+                .location()
+                .map(|l| format!(":{}", l.line()))
+                .unwrap_or_default(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The user's file, then the project's over it.
+    pub fn load(air_home: &Path, project_shared: &Path) -> Result<PermissionsConfig, ConfigError> {
+        let user = Self::load_file(&air_home.join("permissions.yaml"))?;
+        let project = Self::load_file(&project_shared.join("permissions.yaml"))?;
+        Ok(user.overridden_by(project))
+    }
+
+    pub fn overridden_by(mut self, other: PermissionsConfig) -> PermissionsConfig {
+        self.profile = other.profile.or(self.profile);
+        self.git_writes = other.git_writes.or(self.git_writes);
+        self.sandbox = other.sandbox.or(self.sandbox);
+        self.credentials.extend(other.credentials);
+        self.system_paths.extend(other.system_paths);
+        self.writable_roots.extend(other.writable_roots);
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +206,21 @@ mod tests {
             .to_string();
         assert!(e.contains("maybe"), "{e}");
         assert_eq!(UserConfig::parse(p, "").unwrap(), UserConfig::default());
+    }
+
+    #[test]
+    fn permissions_merge_the_project_over_the_user() {
+        let p = Path::new("permissions.yaml");
+        let user = PermissionsConfig::parse(p, "profile: high\ncredentials: [~/.a]\n").unwrap();
+        let project =
+            PermissionsConfig::parse(p, "git_writes: allow\ncredentials: [~/.b]\n").unwrap();
+        let m = user.overridden_by(project);
+        assert_eq!(m.profile, Some(PermissionProfile::High));
+        assert_eq!(m.git_writes, Some(GitWrites::Allow));
+        assert_eq!(m.credentials, vec!["~/.a", "~/.b"]);
+        let e = PermissionsConfig::parse(p, "profile: high\ngit_write: allow\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("permissions.yaml:2"), "{e}");
     }
 }

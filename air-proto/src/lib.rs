@@ -10,6 +10,8 @@
 mod wire_enum;
 
 pub mod api;
+#[cfg(feature = "backup")]
+pub mod backup;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod codec;

@@ -122,6 +122,7 @@ fn main() -> ExitCode {
     let air_home = std::env::var_os("AIR_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")));
+    shell.air_home = air_home.clone();
     if let Some(home) = air_home {
         match air_proto::config::UserConfig::load(&home) {
             Ok(config) => shell.defaults = config.run,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use air_proto::api::{RunInfo, SessionCreate};
+use air_proto::config::PermissionsConfig;
 use air_proto::event::{EventSource, RuntimeEvent};
 use air_proto::payload::{RunContinued, RunStarted, TaskCreated};
 use air_proto::plan::{OnAsk, PermissionMode};
@@ -14,6 +15,7 @@ use super::state::DaemonState;
 use crate::error::{Error, Result};
 use crate::scheduler::shell::{self, Control, RunContext, RunHandle};
 use crate::scheduler::{Config, Core};
+use crate::tools::permission::Engine;
 use crate::Session;
 
 /// Concurrency when neither the plan nor the caller sets one.
@@ -75,6 +77,7 @@ impl DaemonState {
             )));
         }
         let defaults = shell_config.defaults.clone();
+        let permissions = self.permissions(&shell_config)?;
         let compiled = air_proto::plan::compile(&req.plan, &req.plan_text).map_err(Error::Plan)?;
         for (name, value) in [
             ("concurrency", req.concurrency.map(f64::from)),
@@ -104,6 +107,7 @@ impl DaemonState {
                 .permission_mode
                 .or(settings.permission_mode)
                 .or(defaults.permission_mode)
+                .or(permissions.profile.map(|p| p.mode()))
                 .unwrap_or(PermissionMode::Default),
             on_ask: req
                 .on_ask
@@ -146,7 +150,7 @@ impl DaemonState {
         if let Err(e) = air_proto::layout::write_atomic(&graph_path, &bytes) {
             tracing::warn!("cannot write {}: {e}", graph_path.display());
         }
-        self.spawn_run(session, run, now, core, shell_config);
+        self.spawn_run(session, run, now, core, shell_config)?;
         Ok(RunInfo {
             session_id: info.id,
             title,
@@ -158,6 +162,21 @@ impl DaemonState {
         })
     }
 
+    /// The permissions files: the user's, then the project's over it.
+    fn permissions(&self, config: &shell::ShellConfig) -> Result<PermissionsConfig> {
+        let user = match &config.air_home {
+            Some(home) => PermissionsConfig::load_file(&home.join("permissions.yaml")),
+            None => Ok(PermissionsConfig::default()),
+        };
+        let project = PermissionsConfig::load_file(&self.paths.shared().join("permissions.yaml"));
+        match (user, project) {
+            (Ok(user), Ok(project)) => Ok(user.overridden_by(project)),
+            (Err(e), _) | (_, Err(e)) => Err(Error::Refused(format!(
+                "cannot run plans until the permissions file is fixed: {e}"
+            ))),
+        }
+    }
+
     fn spawn_run(
         &self,
         session: Arc<Session>,
@@ -165,7 +184,17 @@ impl DaemonState {
         started_ms: u64,
         core: Core,
         config: shell::ShellConfig,
-    ) -> RunHandle {
+    ) -> Result<RunHandle> {
+        let permissions = self.permissions(&config)?;
+        let root = crate::scheduler::tooljob::resolved_root(self.paths.root());
+        let engine = Engine::new(
+            &root,
+            config.home.as_deref(),
+            config.air_home.as_deref(),
+            run.permission_mode,
+            &permissions,
+        )
+        .map_err(|e| Error::Refused(format!("cannot run plans: permissions: {e}")))?;
         let id = session.id().to_string();
         let ctx = RunContext {
             humans: self.humans_watching(&id),
@@ -174,10 +203,12 @@ impl DaemonState {
             project_id: self.project.project_id.clone(),
             run,
             started_ms,
+            engine: Arc::new(engine),
+            backups: Arc::new(air_proto::backup::Backups::new(self.paths.backups())),
         };
         let handle = shell::start(ctx, config, core);
         self.runs_lock().insert(id, handle.clone());
-        handle
+        Ok(handle)
     }
 
     fn run_handle(&self, session_id: &str) -> Option<RunHandle> {
@@ -258,7 +289,7 @@ impl DaemonState {
             recovered.started_ms,
             recovered.core,
             config,
-        );
+        )?;
         Ok(info)
     }
 

@@ -8,5 +8,6 @@ pub mod shell;
 pub mod sim;
 #[cfg(test)]
 mod tests;
+pub mod tooljob;
 
 pub use self::core::{Config, Core, Decision, Dispatch, Fact};

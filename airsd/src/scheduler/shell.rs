@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use air_proto::context::{AgentRuntimeContext, ContextPack, ContextPackRefs, PermissionTemplate};
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
-use air_proto::ipc::{
-    AgentStart, ControlMessage, IpcBody, IpcMessage, ToolResult, ToolResultStatus,
-};
+use air_proto::ipc::{AgentStart, ControlMessage, IpcBody, IpcMessage};
 use air_proto::layout::ProjectPaths;
 use air_proto::payload::{self as p, AgentFailure, RunCompleted, RunStarted};
 use air_proto::projection::TaskStatus;
@@ -43,6 +41,10 @@ pub struct ShellConfig {
     pub defaults: air_proto::config::RunDefaults,
     /// Why the user's configuration could not be read; runs are refused with it.
     pub config_error: Option<String>,
+    /// The user's home directory (where credential stores are looked for).
+    pub home: Option<PathBuf>,
+    /// `~/.air` (or `$AIR_HOME`): the user's permissions.yaml, and air's own files.
+    pub air_home: Option<PathBuf>,
 }
 
 impl ShellConfig {
@@ -55,6 +57,8 @@ impl ShellConfig {
             ask_timeout: Duration::from_secs(600),
             defaults: Default::default(),
             config_error: None,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            air_home: None,
         }
     }
 }
@@ -298,14 +302,22 @@ pub struct RunContext {
     pub started_ms: u64,
     /// Whether a person who may answer permission requests is attached now.
     pub humans: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// The run's PermissionEngine (its mode and the permissions files).
+    pub engine: Arc<crate::tools::permission::Engine>,
+    /// Where files outside the project are backed up before they change.
+    pub backups: Arc<air_proto::backup::Backups>,
 }
 
 /// Starts the loop of a session's run. The core must already hold the recorded facts
 /// (a fresh run's or a recovered one's); agents it believes are running are recorded
 /// as interrupted first.
 pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
-    let ctx_root = ctx.paths.root().to_path_buf();
-    let ctx_root_fallback = ctx_root.clone();
+    let tools = super::tooljob::ToolEnv {
+        session: ctx.session.clone(),
+        ledger: Arc::new(crate::tools::ReadLedger::default()),
+        engine: ctx.engine.clone(),
+        backups: ctx.backups.clone(),
+    };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);
     let agents = Arc::new(AtomicUsize::new(0));
@@ -324,8 +336,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         buffer: Vec::new(),
         last_error: HashMap::new(),
         asked: std::collections::HashSet::new(),
-        ledger: Arc::new(crate::tools::ReadLedger::default()),
-        root: std::fs::canonicalize(ctx_root).unwrap_or(ctx_root_fallback),
+        tools,
     };
     tokio::spawn(async move {
         if let Err(e) = shell.run(rx, worker_rx).await {
@@ -360,140 +371,8 @@ struct Shell {
     last_error: HashMap<String, String>,
     /// Permission requests the policy has answered.
     asked: std::collections::HashSet<String>,
-    /// What each agent has read (writes need a read of the current content).
-    ledger: Arc<crate::tools::ReadLedger>,
-    /// The project root, resolved, for the tools.
-    root: PathBuf,
-}
-
-/// One tool call, run beside the scheduler loop.
-struct ToolJob {
-    session: Arc<Session>,
-    worker: Worker,
-    header: air_proto::ipc::IpcHeader,
-    call: air_proto::ipc::ToolCall,
-    agent_id: String,
-    role: AgentType,
-    task_id: String,
-    scope: air_proto::task::TaskScope,
-    ledger: Arc<crate::tools::ReadLedger>,
-    root: PathBuf,
-}
-
-impl ToolJob {
-    async fn run(self) {
-        let tool_run_id = air_proto::ids::new_id();
-        let source = EventSource::agent(self.agent_id.as_str(), self.role);
-        let answer = |status: ToolResultStatus, output: Option<Value>, error: Option<String>| {
-            IpcBody::ToolResult(ToolResult {
-                tool_call_id: self.call.tool_call_id.clone(),
-                status,
-                output,
-                error: error.map(|message| air_proto::error::WireError {
-                    kind: air_proto::error::ErrorKind::InvalidInput,
-                    message,
-                    details: None,
-                }),
-                truncated: false,
-                artifact_ref: None,
-            })
-        };
-        let started = RuntimeEvent::typed(
-            "tool.started",
-            self.session.id(),
-            source.clone(),
-            &p::ToolStarted {
-                tool_run_id: tool_run_id.clone(),
-                tool: self.call.tool.clone(),
-                input: self.call.input.clone(),
-                agent_id: Some(self.agent_id.clone()),
-                task_id: Some(self.task_id.clone()),
-                origin_message_id: self.call.origin_message_id.clone(),
-            },
-        );
-        let recorded = match started {
-            Ok(e) => self
-                .session
-                .store()
-                .append(e)
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = recorded {
-            self.worker.reply(
-                &self.header,
-                answer(
-                    ToolResultStatus::Error,
-                    None,
-                    Some(format!(
-                        "the call could not be recorded, so it did not run: {e}"
-                    )),
-                ),
-            );
-            return;
-        }
-        let t0 = std::time::Instant::now();
-        let (root, agent, role, tool, input, ledger, scope) = (
-            self.root.clone(),
-            self.agent_id.clone(),
-            self.role,
-            self.call.tool.clone(),
-            self.call.input.clone(),
-            self.ledger.clone(),
-            self.scope.clone(),
-        );
-        let result = tokio::task::spawn_blocking(move || {
-            let scope = crate::tools::scope::Scope::new(&scope)?;
-            let ctx = crate::tools::FsContext {
-                root: &root,
-                agent_id: &agent,
-                ledger: &ledger,
-                scope: &scope,
-            };
-            crate::tools::call(&ctx, role, &tool, input)
-        })
-        .await
-        .unwrap_or_else(|e| Err(crate::tools::ToolError(format!("the tool crashed: {e}"))));
-        let duration_ms = Some(u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX));
-        let (event, reply) = match result {
-            Ok(output) => (
-                RuntimeEvent::typed(
-                    "tool.completed",
-                    self.session.id(),
-                    source,
-                    &p::ToolCompleted {
-                        tool_run_id,
-                        output: Some(output.clone()),
-                        duration_ms,
-                    },
-                ),
-                answer(ToolResultStatus::Ok, Some(output), None),
-            ),
-            Err(e) => (
-                RuntimeEvent::typed(
-                    "tool.failed",
-                    self.session.id(),
-                    source,
-                    &p::ToolFailed {
-                        tool_run_id,
-                        error: e.0.clone(),
-                        duration_ms,
-                    },
-                ),
-                answer(ToolResultStatus::Error, None, Some(e.0)),
-            ),
-        };
-        match event {
-            Ok(e) => {
-                if let Err(e) = self.session.store().append(e).await {
-                    tracing::warn!("cannot record the end of a tool call: {e}");
-                }
-            }
-            Err(e) => tracing::warn!("cannot build the end of a tool call: {e}"),
-        }
-        self.worker.reply(&self.header, reply);
-    }
+    /// What tool calls need: the read ledger, the PermissionEngine, the backups.
+    tools: super::tooljob::ToolEnv,
 }
 
 impl Shell {
@@ -983,8 +862,8 @@ impl Shell {
                 let Some(d) = self.dispatches.get(agent_id) else {
                     return Ok(());
                 };
-                let job = ToolJob {
-                    session: self.ctx.session.clone(),
+                let job = super::tooljob::ToolJob {
+                    env: self.tools.clone(),
                     worker: worker.clone(),
                     header: message.header.clone(),
                     call,
@@ -992,8 +871,6 @@ impl Shell {
                     role: d.role,
                     task_id: d.task_id.clone(),
                     scope: d.spec.scope.clone(),
-                    ledger: self.ledger.clone(),
-                    root: self.root.clone(),
                 };
                 tokio::spawn(job.run());
                 Ok(())
@@ -1042,7 +919,7 @@ impl Shell {
 
     async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
         self.keep_stderr(agent_id)?;
-        self.ledger.forget(agent_id);
+        self.tools.ledger.forget(agent_id);
         self.workers.remove(agent_id);
         self.agents.store(self.workers.len(), Ordering::Relaxed);
         let result = self.results.remove(agent_id);

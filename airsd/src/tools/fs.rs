@@ -69,6 +69,8 @@ pub struct FsContext<'a> {
     pub ledger: &'a ReadLedger,
     /// The task's scope.
     pub scope: &'a super::scope::Scope,
+    /// The PermissionEngine's say for this call.
+    pub perm: &'a super::permission::Permits<'a>,
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -82,8 +84,8 @@ fn hex(hash: &[u8; 32]) -> String {
 impl FsContext<'_> {
     /// Resolves `path` (relative to the project, or absolute) physically: symlinks and
     /// `..` are resolved on the real file system (for a new file, on its nearest
-    /// existing ancestor), so nothing escapes by a link. Paths outside the project are
-    /// refused here; the PermissionEngine widens this.
+    /// existing ancestor), so nothing escapes by a link. What may be done with the
+    /// result is the PermissionEngine's decision ([`FsContext::permit`]).
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
         if path.is_empty() {
             return Err(err("path: empty"));
@@ -118,13 +120,24 @@ impl FsContext<'_> {
                 _ => return Err(err(format!("{path}: `..` after a missing directory"))),
             }
         }
-        if !resolved.starts_with(self.root) {
-            return Err(err(format!(
-                "{path}: resolves to {}, outside the project",
-                resolved.display()
-            )));
-        }
         Ok(resolved)
+    }
+
+    /// Resolves `path` and checks the access with the task's scope and the
+    /// PermissionEngine (which may back the file up first, or raise a question).
+    pub fn permit(
+        &self,
+        path: &str,
+        access: super::permission::Access,
+    ) -> Result<(PathBuf, String), ToolError> {
+        let resolved = self.resolve(path)?;
+        let shown = self.shown(&resolved);
+        match access {
+            super::permission::Access::Read => self.scope.check_read(&shown)?,
+            super::permission::Access::Write => self.scope.check_write(&shown)?,
+        }
+        self.perm.check(&resolved, access)?;
+        Ok((resolved, shown))
     }
 
     fn shown(&self, path: &Path) -> String {
@@ -177,16 +190,14 @@ pub struct ReadOutput {
 
 /// `fs.read`.
 pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolError> {
-    let path = ctx.resolve(&input.path)?;
-    let shown = ctx.shown(&path);
-    ctx.scope.check_read(&shown)?;
+    let (path, shown) = ctx.permit(&input.path, super::permission::Access::Read)?;
     let meta = std::fs::metadata(&path).map_err(|e| err(format!("{shown}: {e}")))?;
     if meta.is_dir() {
         return Err(err(format!(
             "{shown}: is a directory; use fs.glob to list files"
         )));
     }
-    let bytes = std::fs::read(&path).map_err(|e| err(format!("{shown}: {e}")))?;
+    let bytes = read_nofollow(&path, &shown)?;
     let probe = &bytes[..bytes.len().min(8192)];
     if probe.contains(&0) {
         return Err(err(format!(
@@ -307,19 +318,45 @@ fn unified_diff(shown: &str, old: &[u8], new: &[u8]) -> String {
         .to_string()
 }
 
+/// Reads the file at a resolved path without following a symlink in its last
+/// component: a path that became a link after it was checked is refused.
+pub(crate) fn read_nofollow(path: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                err(format!(
+                    "{shown}: became a symbolic link after it was checked; refused"
+                ))
+            } else {
+                err(format!("{shown}: {e}"))
+            }
+        })?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(|e| err(format!("{shown}: {e}")))?;
+    Ok(bytes)
+}
+
 /// `fs.write`.
 pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, ToolError> {
     let path = ctx.resolve(&input.path)?;
     let shown = ctx.shown(&path);
     ctx.scope.check_write(&shown)?;
-    let old = match std::fs::read(&path) {
+    // The read-before-write rule first: a refused write never asks a person.
+    let old = match read_nofollow(&path, &shown) {
         Ok(old) => {
             ctx.check_read(&path, &old)?;
             Some(old)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(err(format!("{shown}: {e}"))),
+        Err(_) if std::fs::symlink_metadata(&path).is_err() => None,
+        Err(e) => return Err(e),
     };
+    ctx.perm.check(&path, super::permission::Access::Write)?;
     if path.is_dir() {
         return Err(err(format!("{shown}: is a directory")));
     }
@@ -447,7 +484,7 @@ pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOut
     if input.edits.is_empty() {
         return Err(err(format!("{shown}: edits: empty")));
     }
-    let original = std::fs::read(&path).map_err(|e| err(format!("{shown}: {e}")))?;
+    let original = read_nofollow(&path, &shown)?;
     ctx.check_read(&path, &original)?;
     let mut bytes = original.clone();
     let mut replacements = 0;
@@ -457,6 +494,7 @@ pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOut
         bytes = next;
         replacements += count;
     }
+    ctx.perm.check(&path, super::permission::Access::Write)?;
     write_atomic(&path, &bytes, &shown)?;
     ctx.ledger.record(ctx.agent_id, &path, sha256(&bytes));
     Ok(EditOutput {
@@ -511,6 +549,7 @@ mod tests {
                 agent_id: agent,
                 ledger: &self.ledger,
                 scope: &self.scope,
+                perm: crate::tools::permission::test_permits(&self.root),
             }
         }
         fn put(&self, name: &str, bytes: &[u8]) {
@@ -691,25 +730,21 @@ mod tests {
     }
 
     #[test]
-    fn paths_cannot_escape_the_project() {
+    fn paths_resolve_physically() {
         let f = fixture();
         let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret"), b"s").unwrap();
-        std::os::unix::fs::symlink(outside.path(), f.root.join("link")).unwrap();
+        let out = std::fs::canonicalize(outside.path()).unwrap();
+        std::fs::write(out.join("secret"), b"s").unwrap();
+        std::os::unix::fs::symlink(&out, f.root.join("link")).unwrap();
         let ctx = f.ctx("x");
-        for p in [
-            "../x",
-            "link/secret",
-            "link/new-file",
-            "/etc/passwd",
-            "a/../../x",
-        ] {
-            let e = ctx.resolve(p).unwrap_err();
-            assert!(
-                e.0.contains("outside the project") || e.0.contains("`..`"),
-                "{p}: {e}"
-            );
-        }
+        // A link is followed to where it leads: the engine judges that place.
+        assert_eq!(ctx.resolve("link/secret").unwrap(), out.join("secret"));
+        assert_eq!(ctx.resolve("link/new-file").unwrap(), out.join("new-file"));
+        assert_eq!(
+            ctx.resolve("../x").unwrap(),
+            f.root.parent().unwrap().join("x")
+        );
+        assert!(ctx.resolve("a/../../x").unwrap_err().0.contains("`..`"));
         assert_eq!(
             ctx.resolve("src/new.rs").unwrap(),
             f.root.join("src/new.rs")

@@ -97,14 +97,7 @@ pub fn diff(ctx: &FsContext<'_>, input: &DiffInput) -> Result<DiffOutput, ToolEr
     }
     args.push("--".into());
     for p in &input.paths {
-        let resolved = ctx.resolve(p)?;
-        ctx.scope.check_read(
-            &resolved
-                .strip_prefix(ctx.root)
-                .unwrap_or(&resolved)
-                .display()
-                .to_string(),
-        )?;
+        let (resolved, _) = ctx.permit(p, super::permission::Access::Read)?;
         args.push(resolved.display().to_string());
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -158,6 +151,7 @@ mod tests {
             agent_id: "r",
             ledger: &ledger,
             scope: &scope,
+            perm: crate::tools::permission::test_permits(&root),
         };
         let s = status(&ctx, &StatusInput {}).unwrap();
         assert_eq!(s.branch.as_deref(), Some("main"));

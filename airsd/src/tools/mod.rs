@@ -5,6 +5,7 @@
 
 pub mod fs;
 pub mod git;
+pub mod permission;
 pub mod scope;
 pub mod search;
 
@@ -224,6 +225,7 @@ mod tests {
             agent_id: "r",
             ledger: &ledger,
             scope: &crate::tools::scope::Scope::default(),
+            perm: crate::tools::permission::test_permits(&root),
         };
         let e = call(
             &ctx,

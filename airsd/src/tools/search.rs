@@ -37,7 +37,7 @@ fn walk(
     path: Option<&str>,
 ) -> Result<(std::path::PathBuf, ignore::Walk), ToolError> {
     let dir = match path {
-        Some(p) => ctx.resolve(p)?,
+        Some(p) => ctx.permit(p, super::permission::Access::Read)?.0,
         None => ctx.root.to_path_buf(),
     };
     if !dir.exists() {
@@ -244,7 +244,8 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
             continue;
         }
         let file = relative(ctx, entry.path());
-        if ctx.scope.check_read(&file).is_err() {
+        // Credential stores are never searched: their content needs a person's yes.
+        if ctx.scope.check_read(&file).is_err() || ctx.perm.engine.is_credential(entry.path()) {
             continue;
         }
         if let Some(f) = &filter {
@@ -335,6 +336,7 @@ mod tests {
             agent_id: "a",
             ledger: &ledger,
             scope: &crate::tools::scope::Scope::default(),
+            perm: crate::tools::permission::test_permits(&root),
         };
         let mut out = glob(
             &ctx,
@@ -379,6 +381,7 @@ mod tests {
             agent_id: "a",
             ledger: &ledger,
             scope: &crate::tools::scope::Scope::default(),
+            perm: crate::tools::permission::test_permits(&root),
         };
         let input = |mode, glob: Option<&str>| GrepInput {
             pattern: "todo".into(),

@@ -1,0 +1,579 @@
+//! The PermissionEngine (baseline §12, D-026…D-031): what an agent may read, write and
+//! run, decided on physical paths (symlinks and `..` resolved before this is asked).
+//!
+//! | path | read | write |
+//! |---|---|---|
+//! | credential stores (`~/.ssh`, `~/.aws`, `.env`, keychains …) | ask, always | ask, always |
+//! | the project | allow | allow |
+//! | the project's `.git/` | allow | ask (`git_writes: allow` in permissions.yaml) |
+//! | airsd's bookkeeping (`.air/local/`, `~/.air/`) | allow | refused |
+//! | system paths (`/etc`, `/boot`, `/usr` …) | allow | ask, always |
+//! | anywhere else | allow | back up, then allow |
+//!
+//! "Always" means even in the high-permission profile (`bypass_permissions`); the
+//! `plan` mode refuses every write. Task scopes narrow this further (`scope.rs`).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use air_proto::backup::{BackupTag, Backups};
+use air_proto::config::{GitWrites, PermissionsConfig};
+use air_proto::plan::PermissionMode;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::fs::ToolError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Why something needs a person (`permission.requested.risk`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Risk {
+    Credentials,
+    SystemSensitive,
+    GitMetadata,
+    DownloadsCode,
+    ForcePush,
+    DiskTools,
+    /// A command whose effect cannot be read from its text (`eval`, a command in a
+    /// variable).
+    Opaque,
+}
+
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Credentials => "credentials",
+            Risk::SystemSensitive => "system_sensitive",
+            Risk::GitMetadata => "git_metadata",
+            Risk::DownloadsCode => "downloads_code",
+            Risk::ForcePush => "force_push",
+            Risk::DiskTools => "disk_tools",
+            Risk::Opaque => "opaque_command",
+        }
+    }
+
+    /// Risks the security model confirms with a person whatever the profile.
+    pub fn always_asks(self) -> bool {
+        matches!(
+            self,
+            Risk::Credentials | Risk::SystemSensitive | Risk::DiskTools
+        )
+    }
+}
+
+/// A question for a person.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ask {
+    /// What a grant is keyed by, e.g. `write:/etc/hosts`.
+    pub key: String,
+    /// What is asked, e.g. `write /etc/hosts`.
+    pub action: String,
+    pub risk: Risk,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    /// Outside the project: back the file up first (D-030), then allow.
+    Backup,
+    Ask(Ask),
+    Deny(String),
+}
+
+/// Where the credential stores are (a person confirms any access).
+const CREDENTIALS: &[&str] = &[
+    "~/.ssh/**",
+    "~/.aws/**",
+    "~/.gnupg/**",
+    "~/.azure/**",
+    "~/.kube/**",
+    "~/.config/gcloud/**",
+    "~/.config/gh/hosts.yml",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.password-store/**",
+    "~/.local/share/keyrings/**",
+    "~/Library/Keychains/**",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/sudoers",
+    "/etc/sudoers.d/**",
+    "/root/.ssh/**",
+    "**/.env",
+    "**/.env.*",
+    "**/id_rsa",
+    "**/id_ecdsa",
+    "**/id_ed25519",
+    "**/*.keychain",
+    "**/*.keychain-db",
+];
+
+/// `.env` files meant to be shared, not secrets.
+const ENV_EXAMPLES: &[&str] = &[".env.example", ".env.sample", ".env.template", ".env.dist"];
+
+/// System paths (D-031): changing them needs a person, always.
+const SYSTEM: &[&str] = &[
+    "/etc/**",
+    "/boot/**",
+    "/efi/**",
+    "/usr/**",
+    "/bin/**",
+    "/sbin/**",
+    "/lib/**",
+    "/lib32/**",
+    "/lib64/**",
+    "/libx32/**",
+    "/sys/**",
+    "/proc/**",
+    "/dev/**",
+    "/var/**",
+    "/snap/**",
+    "/System/**",
+    "/Library/**",
+    "/private/etc/**",
+    "/private/var/**",
+];
+
+/// Devices anyone writes without a trace to keep (no backup, no question).
+pub const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/tty",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/full",
+];
+
+/// Under the system paths, places that are everyone's to write.
+const NOT_SYSTEM: &[&str] = &[
+    "/dev/shm/**",
+    "/var/tmp/**",
+    "/private/var/tmp/**",
+    "/private/var/folders/**",
+];
+
+fn globs(patterns: &[String], home: Option<&Path>, what: &str) -> Result<GlobSet, ToolError> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let expanded = expand_home(p, home);
+        let Some(expanded) = expanded else { continue };
+        let mut pats = vec![expanded.clone()];
+        // A directory covers what is inside it.
+        if !expanded.ends_with("/**") {
+            pats.push(format!("{}/**", expanded.trim_end_matches('/')));
+        }
+        for pat in pats {
+            let g = GlobBuilder::new(&pat)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| ToolError(format!("{what}: bad path pattern `{p}`: {}", e.kind())))?;
+            b.add(g);
+        }
+    }
+    b.build().map_err(|e| ToolError(format!("{what}: {e}")))
+}
+
+/// `~/x` → `<home>/x`; a `~` pattern without a home directory is dropped.
+fn expand_home(p: &str, home: Option<&Path>) -> Option<String> {
+    if p == "~" {
+        return home.map(|h| h.display().to_string());
+    }
+    match p.strip_prefix("~/") {
+        Some(rest) => {
+            home.map(|h| format!("{}/{rest}", h.display().to_string().trim_end_matches('/')))
+        }
+        None => Some(p.to_string()),
+    }
+}
+
+/// The engine of one run: the project, the person's home, the mode and the rules.
+#[derive(Debug)]
+pub struct Engine {
+    root: PathBuf,
+    home: Option<PathBuf>,
+    bookkeeping: Vec<PathBuf>,
+    mode: PermissionMode,
+    git_writes: GitWrites,
+    credentials: GlobSet,
+    system: GlobSet,
+    not_system: GlobSet,
+    writable_roots: Vec<PathBuf>,
+    sandbox: bool,
+}
+
+impl Engine {
+    /// `root` is the project root, resolved; `air_home` is `~/.air` (or `$AIR_HOME`).
+    pub fn new(
+        root: &Path,
+        home: Option<&Path>,
+        air_home: Option<&Path>,
+        mode: PermissionMode,
+        config: &PermissionsConfig,
+    ) -> Result<Engine, ToolError> {
+        let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let home = home.map(resolve);
+        let mut credentials: Vec<String> = CREDENTIALS.iter().map(|s| s.to_string()).collect();
+        credentials.extend(config.credentials.iter().cloned());
+        let mut system: Vec<String> = SYSTEM.iter().map(|s| s.to_string()).collect();
+        system.extend(config.system_paths.iter().cloned());
+        let not_system: Vec<String> = NOT_SYSTEM.iter().map(|s| s.to_string()).collect();
+        let mut bookkeeping = vec![root.join(".air").join("local")];
+        if let Some(a) = air_home {
+            bookkeeping.push(resolve(a));
+        }
+        let writable_roots = config
+            .writable_roots
+            .iter()
+            .filter_map(|p| expand_home(p, home.as_deref()))
+            .map(|p| resolve(Path::new(&p)))
+            .collect();
+        Ok(Engine {
+            root: root.to_path_buf(),
+            credentials: globs(&credentials, home.as_deref(), "credentials")?,
+            system: globs(&system, home.as_deref(), "system_paths")?,
+            not_system: globs(&not_system, None, "system paths")?,
+            home,
+            bookkeeping,
+            mode,
+            git_writes: config.git_writes.unwrap_or(GitWrites::Ask),
+            writable_roots,
+            sandbox: config.sandbox.unwrap_or(true),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
+    }
+
+    pub fn mode(&self) -> PermissionMode {
+        self.mode
+    }
+
+    pub fn sandbox(&self) -> bool {
+        self.sandbox
+    }
+
+    /// Extra places commands may write (permissions.yaml `writable_roots`).
+    pub fn writable_roots(&self) -> &[PathBuf] {
+        &self.writable_roots
+    }
+
+    /// Whether `path` is a credential store.
+    pub fn is_credential(&self, path: &Path) -> bool {
+        if self.credentials.is_match(path) {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            return !ENV_EXAMPLES.contains(&name);
+        }
+        false
+    }
+
+    /// Whether `path` is a system path.
+    pub fn is_system(&self, path: &Path) -> bool {
+        self.system.is_match(path) && !self.not_system.is_match(path)
+    }
+
+    pub fn in_project(&self, path: &Path) -> bool {
+        path.starts_with(&self.root)
+    }
+
+    fn ask(&self, access: Access, path: &Path, risk: Risk, reason: &str) -> Verdict {
+        let verb = match access {
+            Access::Read => "read",
+            Access::Write => "write",
+        };
+        Verdict::Ask(Ask {
+            key: format!("{verb}:{}", path.display()),
+            action: format!("{verb} {}", path.display()),
+            risk,
+            reason: reason.to_string(),
+        })
+    }
+
+    /// The decision for one access to `path` (absolute and physically resolved).
+    pub fn check(&self, path: &Path, access: Access) -> Verdict {
+        if self.is_credential(path) {
+            return self.ask(
+                access,
+                path,
+                Risk::Credentials,
+                "a credential store: a person confirms every access",
+            );
+        }
+        if access == Access::Read {
+            return Verdict::Allow;
+        }
+        if self.mode == PermissionMode::Plan {
+            return Verdict::Deny(format!(
+                "{}: the run is in plan mode, which is read-only",
+                path.display()
+            ));
+        }
+        if self.bookkeeping.iter().any(|b| path.starts_with(b)) {
+            return Verdict::Deny(format!(
+                "{}: air's own bookkeeping; agents may not write it",
+                path.display()
+            ));
+        }
+        if self.in_project(path) {
+            let git = self.root.join(".git");
+            if path.starts_with(&git)
+                && self.git_writes == GitWrites::Ask
+                && self.mode != PermissionMode::BypassPermissions
+            {
+                return self.ask(
+                    access,
+                    path,
+                    Risk::GitMetadata,
+                    "the repository's own data (.git/); git commands change it safely",
+                );
+            }
+            return Verdict::Allow;
+        }
+        if DEVICES.iter().any(|d| path == Path::new(d)) || path.starts_with("/dev/fd") {
+            return Verdict::Allow;
+        }
+        if self.is_system(path) {
+            return self.ask(
+                access,
+                path,
+                Risk::SystemSensitive,
+                "a system path: a person confirms every change",
+            );
+        }
+        Verdict::Backup
+    }
+}
+
+/// The permissions of one tool call: the engine, what a person granted for it, and
+/// the questions it raised.
+pub struct Permits<'a> {
+    pub engine: &'a Engine,
+    pub backups: Option<&'a Backups>,
+    pub tag: BackupTag,
+    /// Keys of asks a person allowed for this call.
+    pub granted: HashSet<String>,
+    asks: Mutex<Vec<Ask>>,
+}
+
+impl<'a> Permits<'a> {
+    pub fn new(
+        engine: &'a Engine,
+        backups: Option<&'a Backups>,
+        tag: BackupTag,
+        granted: HashSet<String>,
+    ) -> Permits<'a> {
+        Permits {
+            engine,
+            backups,
+            tag,
+            granted,
+            asks: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The questions this call raised (it refused to go on without answers).
+    pub fn take_asks(&self) -> Vec<Ask> {
+        std::mem::take(&mut *self.asks.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Records a question; the call stops with an error naming it.
+    pub fn raise(&self, ask: Ask) -> ToolError {
+        let message = format!(
+            "permission needed to {} ({}): {}",
+            ask.action,
+            ask.risk.as_str(),
+            ask.reason
+        );
+        let mut asks = self.asks.lock().unwrap_or_else(|p| p.into_inner());
+        if !asks.iter().any(|a| a.key == ask.key) {
+            asks.push(ask);
+        }
+        ToolError(message)
+    }
+
+    /// Checks one access, backing the file up first when the engine says so.
+    pub fn check(&self, path: &Path, access: Access) -> Result<(), ToolError> {
+        match self.engine.check(path, access) {
+            Verdict::Allow => Ok(()),
+            Verdict::Backup => self.backup(path),
+            Verdict::Deny(reason) => Err(ToolError(reason)),
+            Verdict::Ask(ask) if self.granted.contains(&ask.key) => {
+                if access == Access::Write && !self.engine.in_project(path) {
+                    self.backup(path)?;
+                }
+                Ok(())
+            }
+            Verdict::Ask(ask) => Err(self.raise(ask)),
+        }
+    }
+
+    /// Backs `path` up before it changes.
+    pub fn backup(&self, path: &Path) -> Result<(), ToolError> {
+        let Some(backups) = self.backups else {
+            return Err(ToolError(format!(
+                "{}: outside the project, and no backup store is set up; refused",
+                path.display()
+            )));
+        };
+        backups
+            .save(path, &self.tag)
+            .map(|_| ())
+            .map_err(|e| ToolError(format!("{}: not changed: {e}", path.display())))
+    }
+}
+
+/// Permits for unit tests: the default mode, no home, backups under the project's
+/// `.air/local/backups/`. Leaked: tests are short-lived processes.
+#[cfg(test)]
+pub(crate) fn test_permits(root: &Path) -> &'static Permits<'static> {
+    let engine = Box::leak(Box::new(
+        Engine::new(
+            root,
+            None,
+            None,
+            PermissionMode::Default,
+            &PermissionsConfig::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    ));
+    let backups = Box::leak(Box::new(Backups::new(
+        root.join(".air").join("local").join("backups"),
+    )));
+    Box::leak(Box::new(Permits::new(
+        engine,
+        Some(backups),
+        BackupTag::default(),
+        HashSet::new(),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn engine(mode: PermissionMode, config: &PermissionsConfig) -> Engine {
+        Engine::new(
+            Path::new("/p/proj"),
+            Some(Path::new("/home/u")),
+            Some(Path::new("/home/u/.air")),
+            mode,
+            config,
+        )
+        .unwrap()
+    }
+
+    fn risk(v: Verdict) -> Option<Risk> {
+        match v {
+            Verdict::Ask(a) => Some(a.risk),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_table() {
+        let e = engine(PermissionMode::Default, &PermissionsConfig::default());
+        let w = Access::Write;
+        let r = Access::Read;
+        assert_eq!(e.check(Path::new("/p/proj/src/a.rs"), w), Verdict::Allow);
+        assert_eq!(e.check(Path::new("/etc/passwd"), r), Verdict::Allow);
+        assert_eq!(
+            risk(e.check(Path::new("/etc/passwd"), w)),
+            Some(Risk::SystemSensitive)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/etc/shadow"), r)),
+            Some(Risk::Credentials)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/home/u/.ssh/id_rsa"), r)),
+            Some(Risk::Credentials)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.env"), r)),
+            Some(Risk::Credentials)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.env.local"), r)),
+            Some(Risk::Credentials)
+        );
+        assert_eq!(
+            e.check(Path::new("/p/proj/.env.example"), r),
+            Verdict::Allow
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.git/config"), w)),
+            Some(Risk::GitMetadata)
+        );
+        assert_eq!(e.check(Path::new("/p/proj/.git/config"), r), Verdict::Allow);
+        assert!(matches!(
+            e.check(Path::new("/p/proj/.air/local/x"), w),
+            Verdict::Deny(_)
+        ));
+        assert!(matches!(
+            e.check(Path::new("/home/u/.air/config.yaml"), w),
+            Verdict::Deny(_)
+        ));
+        assert_eq!(e.check(Path::new("/home/u/.bashrc"), w), Verdict::Backup);
+        assert_eq!(e.check(Path::new("/dev/null"), w), Verdict::Allow);
+        assert_eq!(e.check(Path::new("/var/tmp/x"), w), Verdict::Backup);
+        assert_eq!(
+            risk(e.check(Path::new("/boot/grub/grub.cfg"), w)),
+            Some(Risk::SystemSensitive)
+        );
+
+        // High permission: .git is allowed, credentials and system paths still ask.
+        let e = engine(
+            PermissionMode::BypassPermissions,
+            &PermissionsConfig::default(),
+        );
+        assert_eq!(e.check(Path::new("/p/proj/.git/config"), w), Verdict::Allow);
+        assert_eq!(
+            risk(e.check(Path::new("/etc/fstab"), w)),
+            Some(Risk::SystemSensitive)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/home/u/.aws/credentials"), r)),
+            Some(Risk::Credentials)
+        );
+
+        // Plan mode refuses writes; permissions.yaml adds credentials, allows .git.
+        let e = engine(PermissionMode::Plan, &PermissionsConfig::default());
+        assert!(matches!(
+            e.check(Path::new("/p/proj/a"), w),
+            Verdict::Deny(_)
+        ));
+        let config = PermissionsConfig {
+            git_writes: Some(GitWrites::Allow),
+            credentials: vec!["~/.config/acme/token".into()],
+            ..Default::default()
+        };
+        let e = engine(PermissionMode::Default, &config);
+        assert_eq!(
+            e.check(Path::new("/p/proj/.git/hooks/pre-commit"), w),
+            Verdict::Allow
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/home/u/.config/acme/token"), r)),
+            Some(Risk::Credentials)
+        );
+    }
+}
