@@ -5,6 +5,7 @@
 mod daemon_cmd;
 mod output;
 mod plan_cmd;
+mod restore_cmd;
 mod run_cmd;
 mod service;
 
@@ -124,6 +125,9 @@ enum Command {
         #[command(subcommand)]
         command: plan_cmd::PlanCommand,
     },
+    /// Bring back files outside the project that agents changed (they are backed up
+    /// before every such change); no daemon needed.
+    Restore(restore_cmd::RestoreArgs),
     /// Print air's version.
     Version,
     /// Print a shell completion script.
@@ -267,6 +271,7 @@ async fn run(command: Command) -> CmdResult {
             }
             Ok(())
         }
+        Command::Restore(args) => restore_cmd::run(args),
         Command::Root => {
             println!("{}", project()?.root().display());
             Ok(())

@@ -7,7 +7,11 @@
 //! ```text
 //! air-test: executor=crash,complete reviewer=changes,approve
 //! air-test-sleep: 200
+//! air-test-call: fs.write {"path": "/tmp/x", "content": "hi"}
 //! ```
+//!
+//! `air-test-call:` lines (any number) are tool calls the executor makes, in order,
+//! before its action; their answers go to stderr (the calls are recorded by airsd).
 //!
 //! The n-th run of a role on the task (the number at the end of its agent id) takes the
 //! n-th action of that role, or the last one. Actions: `complete` (honest, with the
@@ -219,7 +223,7 @@ fn main() {
         );
         loop {
             let r = results_rx
-                .recv_timeout(Duration::from_secs(10))
+                .recv_timeout(Duration::from_secs(60))
                 .map_err(|e| format!("no answer to {tool}: {e}"))?;
             if r.tool_call_id != id {
                 continue;
@@ -232,6 +236,19 @@ fn main() {
             };
         }
     };
+    if role == AgentType::Executor {
+        for line in d.spec.description.lines() {
+            let Some(rest) = line.trim().strip_prefix("air-test-call:") else {
+                continue;
+            };
+            let (tool, input) = rest.trim().split_once(' ').unwrap_or((rest.trim(), "{}"));
+            let input = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
+            match call(tool, input) {
+                Ok(out) => eprintln!("air-test-worker: {tool} answered: {out}"),
+                Err(e) => eprintln!("air-test-worker: {tool} failed: {e}"),
+            }
+        }
+    }
     let result: WorkerResult = match act.as_str() {
         "tools" => {
             let path = format!("out/{}.txt", d.task_id);

@@ -16,7 +16,7 @@ use airsd::supervisor::WorkerCommand;
 
 const PLAN: &str = "## Task A: works for a while\n\nair-test-sleep: 1500\n";
 
-fn state(dir: &std::path::Path, ask_timeout: Duration) -> Arc<DaemonState> {
+pub(crate) fn state(dir: &std::path::Path, ask_timeout: Duration) -> Arc<DaemonState> {
     air_proto::layout::init(dir, "2026-11-30T00:00:00Z").unwrap();
     let paths = ProjectPaths::new(dir);
     let project = paths.read_project().unwrap();
@@ -53,7 +53,11 @@ async fn start(state: &DaemonState, on_ask: OnAsk) -> String {
         .session_id
 }
 
-async fn until(state: &DaemonState, session: &str, f: impl Fn(&Projection) -> bool) -> Projection {
+pub(crate) async fn until(
+    state: &DaemonState,
+    session: &str,
+    f: impl Fn(&Projection) -> bool,
+) -> Projection {
     let end = Instant::now() + Duration::from_secs(20);
     loop {
         let p = state.session(session).await.unwrap().snapshot();

@@ -9,6 +9,7 @@ mod crash;
 mod daemon;
 mod deltas;
 mod init_cli;
+mod permissions;
 mod plan_cli;
 mod projection;
 mod robustness;

@@ -1,0 +1,234 @@
+//! The PermissionEngine end to end: real worker processes call airsd's tools; writes
+//! outside the project are backed up (and `air restore` brings them back), system
+//! paths and credentials wait for a person, and the answer decides.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use air_proto::layout::ProjectPaths;
+use air_proto::plan::{OnAsk, PermissionMode};
+use air_tests::bin;
+use airsd::daemon::{DaemonState, RunRequest};
+
+use crate::asks::{state, until};
+
+/// A plan of one task whose executor makes these tool calls.
+fn plan(calls: &[(&str, serde_json::Value)]) -> String {
+    let mut text = String::from("## Task A: calls tools\n\n");
+    for (tool, input) in calls {
+        text.push_str(&format!("air-test-call: {tool} {input}\n"));
+    }
+    text
+}
+
+async fn start(
+    state: &DaemonState,
+    plan_text: String,
+    on_ask: OnAsk,
+    mode: Option<PermissionMode>,
+) -> String {
+    state
+        .start_run(RunRequest {
+            plan: "plan.md".into(),
+            plan_text,
+            title: None,
+            concurrency: None,
+            on_ask: Some(on_ask),
+            permission_mode: mode,
+            max_cost: None,
+            max_tokens: None,
+            max_time_ms: None,
+            by: None,
+        })
+        .await
+        .unwrap()
+        .session_id
+}
+
+/// The status and error of each tool run, in order.
+fn tool_runs(project: &Path, session: &str) -> Vec<(String, String, Option<String>)> {
+    let conn = rusqlite::Connection::open(ProjectPaths::new(project).session_db(session)).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT tool, status, error FROM tool_runs ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+async fn ended(state: &DaemonState, session: &str) {
+    until(state, session, |p| {
+        p.run
+            .as_ref()
+            .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+    })
+    .await;
+}
+
+fn dirs() -> (tempfile::TempDir, PathBuf, tempfile::TempDir, PathBuf) {
+    let project = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(project.path()).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let out = std::fs::canonicalize(outside.path()).unwrap();
+    (project, root, outside, out)
+}
+
+#[test]
+fn an_outside_write_is_backed_up_and_air_restore_brings_it_back() {
+    let (_p, root, _o, out) = dirs();
+    let rc = out.join("rc");
+    std::fs::write(&rc, "v1\n").unwrap();
+    let created = out.join("new.conf");
+    crate::rt().block_on(async {
+        let state = state(&root, Duration::from_secs(600));
+        let text = plan(&[
+            ("fs.read", serde_json::json!({ "path": rc })),
+            (
+                "fs.write",
+                serde_json::json!({ "path": rc, "content": "v2\n" }),
+            ),
+            (
+                "fs.write",
+                serde_json::json!({ "path": created, "content": "x\n" }),
+            ),
+        ]);
+        let session = start(&state, text, OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        let runs = tool_runs(&root, &session);
+        assert!(runs.iter().all(|r| r.1 == "completed"), "{runs:?}");
+        assert_eq!(std::fs::read_to_string(&rc).unwrap(), "v2\n");
+        let backups = air_proto::backup::Backups::new(ProjectPaths::new(&root).backups());
+        let list = backups.list().unwrap();
+        assert_eq!(list.len(), 2, "{list:?}");
+        assert!(list
+            .iter()
+            .all(|e| e.session_id == session && e.agent_type == "executor"));
+        state.stop_runs().await;
+
+        // The CLI restores without a daemon.
+        let air = |args: &[&str]| {
+            let o = std::process::Command::new(bin("air"))
+                .args(args)
+                .current_dir(&root)
+                .output()
+                .unwrap();
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned()
+                    + &String::from_utf8_lossy(&o.stderr),
+            )
+        };
+        let (code, text) = air(&["restore", "--list"]);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(
+            text.contains(&rc.display().to_string()) && text.contains("(created)"),
+            "{text}"
+        );
+        let (code, text) = air(&["restore", "--file", &rc.display().to_string()]);
+        assert_eq!(code, Some(0), "{text}");
+        assert_eq!(std::fs::read_to_string(&rc).unwrap(), "v1\n");
+        std::fs::write(&rc, "v3\n").unwrap();
+        let (code, text) = air(&["restore", "--session", &session]);
+        assert_eq!(code, Some(0), "{text}");
+        assert_eq!(std::fs::read_to_string(&rc).unwrap(), "v1\n");
+        assert!(!created.exists(), "{text}");
+        let (code, text) = air(&["restore", "--at", "yesterday"]);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(
+            text.contains("--at: `yesterday` is not an RFC 3339 time"),
+            "{text}"
+        );
+    });
+}
+
+/// A system path (here one the project's permissions.yaml declares) waits for a
+/// person: an allow lets the write happen, a deny refuses it with the reason.
+#[test]
+fn a_system_path_waits_for_a_person_whose_answer_decides() {
+    for allow in [true, false] {
+        let (_p, root, _o, out) = dirs();
+        let target = out.join("sys").join("conf");
+        crate::rt().block_on(async {
+            let state = state(&root, Duration::from_secs(600));
+            std::fs::write(
+                ProjectPaths::new(&root).shared().join("permissions.yaml"),
+                format!("system_paths: [{}]\n", out.join("sys").display()),
+            )
+            .unwrap();
+            let text = plan(&[(
+                "fs.write",
+                serde_json::json!({ "path": target, "content": "set\n" }),
+            )]);
+            let session = start(&state, text, OnAsk::Queue, None).await;
+            let p = until(&state, &session, |p| !p.permission_requests.is_empty()).await;
+            let req = &p.permission_requests[0].request;
+            assert_eq!(req.risk.as_deref(), Some("system_sensitive"));
+            assert_eq!(req.action, format!("write {}", target.display()));
+            assert_eq!(req.task_id.as_deref(), Some("A"));
+            assert!(req.tool_run_id.is_some());
+            assert!(!target.exists(), "nothing happens before the answer");
+            state
+                .respond_permission(
+                    &session,
+                    &req.request_id,
+                    allow,
+                    Some("checked".into()),
+                    Some("tester".into()),
+                )
+                .await
+                .unwrap();
+            ended(&state, &session).await;
+            let runs = tool_runs(&root, &session);
+            if allow {
+                assert_eq!(runs[0].1, "completed", "{runs:?}");
+                assert_eq!(std::fs::read_to_string(&target).unwrap(), "set\n");
+            } else {
+                assert_eq!(runs[0].1, "failed", "{runs:?}");
+                let e = runs[0].2.clone().unwrap_or_default();
+                assert!(
+                    e.contains("was not given (denied by tester: checked)"),
+                    "{e}"
+                );
+                assert!(!target.exists());
+            }
+            state.stop_runs().await;
+        });
+    }
+}
+
+/// Credentials ask even in the high-permission mode; with nobody to answer, the run's
+/// policy refuses and the agent is told why.
+#[test]
+fn credentials_ask_even_with_bypass_permissions() {
+    let (_p, root, _o, _out) = dirs();
+    std::fs::write(root.join(".env"), "TOKEN=secret\n").unwrap();
+    crate::rt().block_on(async {
+        let state = state(&root, Duration::from_secs(600));
+        let text = plan(&[
+            ("fs.read", serde_json::json!({ "path": ".env" })),
+            (
+                "fs.write",
+                serde_json::json!({ "path": ".git/hooks/x", "content": "#!/bin/sh\n" }),
+            ),
+        ]);
+        let session = start(
+            &state,
+            text,
+            OnAsk::Deny,
+            Some(PermissionMode::BypassPermissions),
+        )
+        .await;
+        ended(&state, &session).await;
+        let runs = tool_runs(&root, &session);
+        assert_eq!(runs[0].1, "failed", "{runs:?}");
+        let e = runs[0].2.clone().unwrap_or_default();
+        assert!(
+            e.contains("permission to read") && e.contains("on_ask=deny"),
+            "{e}"
+        );
+        // .git/ asks only in the default mode: bypass writes it.
+        assert_eq!(runs[1].1, "completed", "{runs:?}");
+        state.stop_runs().await;
+    });
+}
