@@ -3,6 +3,7 @@
 //! (seed 001 §4), the input against the tool's schema (the error names the field),
 //! then the tool itself.
 
+pub mod command;
 pub mod fs;
 pub mod git;
 pub mod permission;
