@@ -7,6 +7,7 @@
 //!
 //! Must not: print, read the environment, or trust any input it did not check.
 
+pub mod artifacts;
 pub mod bus;
 pub mod daemon;
 pub mod db;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod event_store;
 pub mod logfile;
 pub mod projection;
+pub mod sandbox;
 pub mod scheduler;
 pub mod session;
 pub mod supervisor;

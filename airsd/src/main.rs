@@ -72,6 +72,12 @@ const LOG_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 const LOG_KEEP: usize = 3;
 
 fn main() -> ExitCode {
+    // `airsd __sandbox …`: the launcher of sandboxed commands, not the daemon.
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if raw.get(1).is_some_and(|a| a == airsd::sandbox::ARG) {
+        let code = airsd::sandbox::launch(&raw[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = Args::parse();
     if args.detached {
         // A new session: no controlling terminal, our own process group.
@@ -123,6 +129,7 @@ fn main() -> ExitCode {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")));
     shell.air_home = air_home.clone();
+    shell.sandbox_exe = std::env::current_exe().ok();
     if let Some(home) = air_home {
         match air_proto::config::UserConfig::load(&home) {
             Ok(config) => shell.defaults = config.run,

@@ -313,6 +313,11 @@ impl Worker {
     }
 
     /// Kills the worker's whole process group now.
+    /// Whether the worker process has ended.
+    pub fn exited(&self) -> bool {
+        self.exited.load(Ordering::SeqCst)
+    }
+
     pub fn kill(&self) {
         if !self.exited.load(Ordering::SeqCst) {
             let _ = kill_group(self.pid, Signal::SIGKILL);

@@ -45,6 +45,9 @@ pub struct ShellConfig {
     pub home: Option<PathBuf>,
     /// `~/.air` (or `$AIR_HOME`): the user's permissions.yaml, and air's own files.
     pub air_home: Option<PathBuf>,
+    /// The airsd executable, which launches commands under the OS sandbox
+    /// (`airsd __sandbox`); without it commands run unsandboxed.
+    pub sandbox_exe: Option<PathBuf>,
 }
 
 impl ShellConfig {
@@ -59,6 +62,7 @@ impl ShellConfig {
             config_error: None,
             home: std::env::var_os("HOME").map(PathBuf::from),
             air_home: None,
+            sandbox_exe: None,
         }
     }
 }
@@ -317,6 +321,15 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         ledger: Arc::new(crate::tools::ReadLedger::default()),
         engine: ctx.engine.clone(),
         backups: ctx.backups.clone(),
+        artifacts: Arc::new(crate::artifacts::ArtifactStore::new(
+            ctx.paths.artifacts(ctx.session.id()),
+            &ctx.project_id,
+            ctx.session.id(),
+        )),
+        sandbox_exe: config
+            .sandbox_exe
+            .clone()
+            .filter(|_| crate::sandbox::available()),
     };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);
@@ -1035,23 +1048,23 @@ impl Shell {
             let _ = std::fs::remove_file(&path);
             return Ok(());
         }
-        let id = air_proto::ids::new_id();
+        let rel = format!("workers/{agent_id}.stderr.log");
+        let stored = match self
+            .tools
+            .artifacts
+            .describe(&rel, air_proto::result::ArtifactType::Other)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(agent = agent_id, "cannot keep the worker's stderr: {e}");
+                return Ok(());
+            }
+        };
         let task_id = self.dispatches.get(agent_id).map(|d| d.task_id.clone());
         let e = self.event(
             "artifact.created",
             &p::ArtifactCreated {
-                artifact: air_proto::result::ArtifactRef {
-                    uri: format!(
-                        "artifact://project/{}/session/{}/{id}",
-                        self.ctx.project_id,
-                        self.session_id()
-                    ),
-                    id,
-                    artifact_type: air_proto::result::ArtifactType::Other,
-                    size_bytes: Some(size),
-                    sha256: None,
-                    created_at: air_proto::time::now_iso(),
-                },
+                artifact: stored.artifact,
                 path: Some(format!("workers/{agent_id}.stderr.log")),
                 original_name: Some("stderr".into()),
                 task_id,

@@ -26,6 +26,9 @@ use crate::tools::ToolError;
 /// Rounds of questions one call may raise (each round asks everything it found).
 const MAX_ASK_ROUNDS: usize = 4;
 
+/// A tool's work (or its checks) as it runs off the async threads.
+type Checked<T> = dyn Fn(&crate::tools::FsContext<'_>) -> Result<T, ToolError> + Send + Sync;
+
 /// What a tool call needs from the run.
 #[derive(Clone)]
 pub struct ToolEnv {
@@ -33,6 +36,10 @@ pub struct ToolEnv {
     pub ledger: Arc<crate::tools::ReadLedger>,
     pub engine: Arc<Engine>,
     pub backups: Arc<Backups>,
+    pub artifacts: Arc<crate::artifacts::ArtifactStore>,
+    /// `airsd`, to launch commands under the OS sandbox; `None` when the kernel has
+    /// none, the permissions turn it off, or airsd runs in-process without its binary.
+    pub sandbox_exe: Option<PathBuf>,
 }
 
 pub struct ToolJob {
@@ -61,6 +68,11 @@ impl ToolJob {
         output: Option<Value>,
         error: Option<String>,
     ) -> IpcBody {
+        let truncated = output
+            .as_ref()
+            .and_then(|o| o.get("truncated"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         IpcBody::ToolResult(ToolResult {
             tool_call_id: self.call.tool_call_id.clone(),
             status,
@@ -70,7 +82,7 @@ impl ToolJob {
                 message,
                 details: None,
             }),
-            truncated: false,
+            truncated,
             artifact_ref: None,
         })
     }
@@ -115,27 +127,14 @@ impl ToolJob {
             return;
         }
         let t0 = std::time::Instant::now();
-        let mut granted = HashSet::new();
-        let mut rounds = 0;
-        let result = loop {
-            let (result, asks) = self.attempt(&granted).await;
-            if asks.is_empty() {
-                break result;
-            }
-            if rounds == MAX_ASK_ROUNDS {
-                break Err(ToolError(format!(
-                    "the call kept needing new permissions ({}); stopped",
-                    asks.iter()
-                        .map(|a| a.action.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )));
-            }
-            rounds += 1;
-            match self.ask_person(&tool_run_id, &asks).await {
-                Ok(()) => granted.extend(asks.into_iter().map(|a| a.key)),
-                Err(refused) => break Err(ToolError(refused)),
-            }
+        let result = if self.call.tool == "shell.run" {
+            self.shell_run(&tool_run_id).await
+        } else {
+            let (role, tool, input) = (self.role, self.call.tool.clone(), self.call.input.clone());
+            self.with_permission(&tool_run_id, move |ctx| {
+                crate::tools::call(ctx, role, &tool, input.clone())
+            })
+            .await
         };
         let (recorded, reply) = match result {
             Ok(output) => (
@@ -169,15 +168,312 @@ impl ToolJob {
         self.worker.reply(&self.header, reply);
     }
 
-    /// Runs the tool once with what a person granted so far; returns its result and
-    /// the questions it raised (a call that raised one did nothing).
-    async fn attempt(&self, granted: &HashSet<String>) -> (Result<Value, ToolError>, Vec<Ask>) {
+    /// `shell.run`: judged (with questions when needed), recorded, run with its
+    /// output streamed and stored, and recorded again at its end.
+    async fn shell_run(&self, tool_run_id: &str) -> Result<Value, ToolError> {
+        use crate::tools::exec::{self, Channel};
+        crate::tools::allowed(self.role, "shell.run")?;
+        let input: exec::RunInput = crate::tools::input("shell.run", self.call.input.clone())?;
+        let role = self.role;
+        let sandbox_exe = self
+            .env
+            .sandbox_exe
+            .clone()
+            .filter(|_| self.env.engine.sandbox());
+        let sandboxed = sandbox_exe.is_some();
+        let prepared = self
+            .with_permission(tool_run_id, move |ctx| {
+                exec::prepare(ctx, &input, role, sandboxed)
+            })
+            .await?;
+        let command_run_id = air_proto::ids::new_id();
+        self.record(
+            "command.started",
+            &p::CommandStarted {
+                command_run_id: command_run_id.clone(),
+                command: prepared.command.clone(),
+                cwd: Some(prepared.cwd.display().to_string()),
+                tool_run_id: Some(tool_run_id.to_string()),
+                agent_id: Some(self.agent_id.clone()),
+                task_id: Some(self.task_id.clone()),
+                origin_message_id: self.call.origin_message_id.clone(),
+            },
+        )
+        .await
+        .map_err(|e| {
+            ToolError(format!(
+                "the command could not be recorded, so it did not run: {e}"
+            ))
+        })?;
+
+        let store = self.env.artifacts.clone();
+        let dir = format!("command-runs/{command_run_id}");
+        let mut logs = [
+            store.create(&format!("{dir}/stdout.log")).ok(),
+            store.create(&format!("{dir}/stderr.log")).ok(),
+        ];
+        let mut captures = [exec::Capture::default(), exec::Capture::default()];
+        let mut carry: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+        let mut streamed = 0u64;
+        let mut log_error: Option<String> = None;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Channel, String)>();
+        // Live output: ephemeral deltas for clients and tool.stream for the agent.
+        let forward = {
+            let (session, worker, header) = (
+                self.env.session.clone(),
+                self.worker.clone(),
+                self.header.clone(),
+            );
+            let (source, call_id, run_id) = (
+                self.source(),
+                self.call.tool_call_id.clone(),
+                command_run_id.clone(),
+            );
+            tokio::spawn(async move {
+                while let Some((channel, text)) = rx.recv().await {
+                    let (event_type, stream) = match channel {
+                        Channel::Stdout => ("stdout.delta", air_proto::ipc::StreamChannel::Stdout),
+                        Channel::Stderr => ("stderr.delta", air_proto::ipc::StreamChannel::Stderr),
+                    };
+                    if let Ok(e) = RuntimeEvent::typed(
+                        event_type,
+                        session.id(),
+                        source.clone(),
+                        &p::OutputDelta {
+                            command_run_id: run_id.clone(),
+                            data: text.clone(),
+                        },
+                    ) {
+                        let _ = session.store().append(e).await;
+                    }
+                    worker.reply(
+                        &header,
+                        IpcBody::ToolStream(air_proto::ipc::ToolStream {
+                            tool_call_id: call_id.clone(),
+                            channel: stream,
+                            text,
+                        }),
+                    );
+                }
+            })
+        };
+        let launch = exec::Launch {
+            launcher: sandbox_exe.as_deref(),
+            writable: crate::sandbox::writable(
+                self.env.engine.root(),
+                self.env.engine.home(),
+                &[
+                    self.env.engine.writable_roots(),
+                    &prepared.extra_writable[..],
+                ]
+                .concat(),
+            ),
+        };
+        let worker = self.worker.clone();
+        let ended = exec::execute(
+            &prepared,
+            &launch,
+            |channel, data| {
+                let i = usize::from(channel == Channel::Stderr);
+                if let Some(log) = logs[i].as_mut() {
+                    if let Err(e) = log.write(data) {
+                        log_error.get_or_insert(e.to_string());
+                    }
+                }
+                captures[i].push(data);
+                if streamed >= exec::STREAM_CAP {
+                    return;
+                }
+                streamed += data.len() as u64;
+                carry[i].extend_from_slice(data);
+                let valid = match std::str::from_utf8(&carry[i]) {
+                    Ok(_) => carry[i].len(),
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    Err(_) => carry[i].len(),
+                };
+                let text = String::from_utf8_lossy(&carry[i][..valid]).into_owned();
+                carry[i].drain(..valid);
+                let mut text = text;
+                if streamed >= exec::STREAM_CAP {
+                    text.push_str(
+                        "\n[live output stops here; the rest is kept in the command's artifacts]\n",
+                    );
+                }
+                let _ = tx.send((channel, text));
+            },
+            || worker.exited(),
+        )
+        .await;
+        drop(tx);
+        let _ = forward.await;
+        let ended = match ended {
+            Ok(e) => e,
+            Err(e) => {
+                for log in logs.into_iter().flatten() {
+                    log.discard();
+                }
+                let _ = self
+                    .record(
+                        "command.failed",
+                        &p::CommandFailed {
+                            command_run_id: command_run_id.clone(),
+                            error: e.0.clone(),
+                            exit_code: None,
+                            duration_ms: Some(0),
+                        },
+                    )
+                    .await;
+                return Err(e);
+            }
+        };
+        // The logs become artifacts (compressed when large; off the async threads).
+        let mut uris = [None, None];
+        for (i, log) in logs.into_iter().enumerate() {
+            let Some(log) = log else { continue };
+            if log.is_empty() {
+                log.discard();
+                continue;
+            }
+            let store = store.clone();
+            let stored = tokio::task::spawn_blocking(move || {
+                store.finish(log, air_proto::result::ArtifactType::Other, true)
+            })
+            .await;
+            match stored {
+                Ok(Ok(stored)) => {
+                    let name = if i == 0 { "stdout.log" } else { "stderr.log" };
+                    let recorded = self
+                        .record(
+                            "artifact.created",
+                            &p::ArtifactCreated {
+                                artifact: stored.artifact.clone(),
+                                path: Some(stored.rel.clone()),
+                                original_name: Some(name.into()),
+                                task_id: Some(self.task_id.clone()),
+                                agent_id: Some(self.agent_id.clone()),
+                                tool_run_id: Some(tool_run_id.to_string()),
+                                command_run_id: Some(command_run_id.clone()),
+                                entity_type: None,
+                                entity_id: None,
+                            },
+                        )
+                        .await;
+                    match recorded {
+                        Ok(()) => uris[i] = Some(stored.artifact.uri),
+                        Err(e) => {
+                            log_error.get_or_insert(e);
+                        }
+                    }
+                }
+                Ok(Err(e)) => {
+                    log_error.get_or_insert(e.to_string());
+                }
+                Err(e) => {
+                    log_error.get_or_insert(e.to_string());
+                }
+            }
+        }
+        let duration_ms = u64::try_from(ended.duration.as_millis()).unwrap_or(u64::MAX);
+        let failure = if ended.timed_out {
+            Some(format!(
+                "timed out after {}; the process group was killed",
+                humantime::format_duration(prepared.timeout)
+            ))
+        } else if ended.cancelled {
+            Some("cancelled: the agent ended; the process group was killed".to_string())
+        } else {
+            ended.signal.map(|s| format!("killed by signal {s}"))
+        };
+        let recorded = match &failure {
+            None => {
+                self.record(
+                    "command.completed",
+                    &p::CommandCompleted {
+                        command_run_id: command_run_id.clone(),
+                        exit_code: ended.exit_code.unwrap_or_default(),
+                        duration_ms: Some(duration_ms),
+                    },
+                )
+                .await
+            }
+            Some(error) => {
+                self.record(
+                    "command.failed",
+                    &p::CommandFailed {
+                        command_run_id: command_run_id.clone(),
+                        error: error.clone(),
+                        exit_code: ended.exit_code,
+                        duration_ms: Some(duration_ms),
+                    },
+                )
+                .await
+            }
+        };
+        if let Err(e) = recorded {
+            tracing::warn!("cannot record the end of command {command_run_id}: {e}");
+        }
+        let mut notes: Vec<String> = failure.into_iter().collect();
+        if let Some(e) = log_error {
+            notes.push(format!("the full output could not be kept: {e}"));
+        }
+        if !sandboxed {
+            notes.push("ran without an OS sandbox".into());
+        }
+        let out = exec::RunOutput {
+            command_run_id,
+            exit_code: ended.exit_code,
+            signal: ended.signal,
+            timed_out: ended.timed_out,
+            cancelled: ended.cancelled,
+            duration_ms,
+            stdout: captures[0].text(uris[0].as_deref()),
+            stderr: captures[1].text(uris[1].as_deref()),
+            stdout_bytes: captures[0].total,
+            stderr_bytes: captures[1].total,
+            truncated: captures.iter().any(exec::Capture::truncated),
+            artifacts: uris.into_iter().flatten().collect(),
+            sandbox: if sandboxed { "landlock" } else { "none" }.into(),
+            notes,
+        };
+        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+    }
+
+    /// Runs `f` (a tool's checks, or all of it) off the async threads with what a
+    /// person granted so far; when it raises questions, asks them and runs it again
+    /// with the answers. A refusal ends it.
+    async fn with_permission<T: Send + 'static>(
+        &self,
+        tool_run_id: &str,
+        f: impl Fn(&crate::tools::FsContext<'_>) -> Result<T, ToolError> + Send + Sync + 'static,
+    ) -> Result<T, ToolError> {
+        let f = Arc::new(f);
+        let mut granted = HashSet::new();
+        for _ in 0..=MAX_ASK_ROUNDS {
+            let (result, asks) = self.attempt(&granted, f.clone()).await;
+            if asks.is_empty() {
+                return result;
+            }
+            self.ask_person(tool_run_id, &asks)
+                .await
+                .map_err(ToolError)?;
+            granted.extend(asks.into_iter().map(|a| a.key));
+        }
+        Err(ToolError(
+            "the call kept needing new permissions; stopped".into(),
+        ))
+    }
+
+    /// One run of `f`: its result and the questions it raised (a call that raised
+    /// one did nothing).
+    async fn attempt<T: Send + 'static>(
+        &self,
+        granted: &HashSet<String>,
+        f: Arc<Checked<T>>,
+    ) -> (Result<T, ToolError>, Vec<Ask>) {
         let env = self.env.clone();
-        let (agent, role, tool, input, scope, granted) = (
+        let (agent, role, scope, granted) = (
             self.agent_id.clone(),
             self.role,
-            self.call.tool.clone(),
-            self.call.input.clone(),
             self.scope.clone(),
             granted.clone(),
         );
@@ -185,7 +481,7 @@ impl ToolJob {
             session_id: env.session.id().to_string(),
             agent_type: role.as_str().to_string(),
             agent_id: agent.clone(),
-            reason: format!("{tool} for task {}", self.task_id),
+            reason: format!("{} for task {}", self.call.tool, self.task_id),
         };
         tokio::task::spawn_blocking(move || {
             let scope = match crate::tools::scope::Scope::new(&scope) {
@@ -200,7 +496,7 @@ impl ToolJob {
                 scope: &scope,
                 perm: &permits,
             };
-            let result = crate::tools::call(&ctx, role, &tool, input);
+            let result = f(&ctx);
             (result, permits.take_asks())
         })
         .await

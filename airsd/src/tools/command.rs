@@ -215,9 +215,9 @@ fn effective(words: &[String]) -> &[String] {
             let takes_value = matches!(w.as_str(), "-u" | "-g" | "-n" | "-c" | "-p" | "-s" | "-k");
             if w.starts_with('-') {
                 i += if takes_value { 2 } else { 1 };
-            } else if w.contains('=') && name == "env" {
-                i += 1;
-            } else if name == "timeout" && w.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            } else if (w.contains('=') && name == "env")
+                || (name == "timeout" && w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+            {
                 i += 1;
             } else {
                 break;
@@ -510,11 +510,9 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
                     .push((Risk::Opaque, "eval of a computed string".into())),
             }
         }
-        "source" | "." => {
-            if plain(0).is_none() {
-                a.risks
-                    .push((Risk::Opaque, format!("{name} of a computed file")));
-            }
+        "source" | "." if plain(0).is_none() => {
+            a.risks
+                .push((Risk::Opaque, format!("{name} of a computed file")));
         }
         n if SHELLS.contains(&n) => {
             if let Some(i) = args.iter().position(|(_, l)| {
@@ -523,14 +521,13 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
                 })
             }) {
                 match args.get(i + 1) {
-                    Some((_, Some(script))) => {
-                        if walk_source(script, env, a, depth + 1).is_err() {
-                            a.risks.push((
-                                Risk::Opaque,
-                                format!("{name} -c: the script cannot be parsed"),
-                            ));
-                        }
+                    Some((_, Some(script))) if walk_source(script, env, a, depth + 1).is_err() => {
+                        a.risks.push((
+                            Risk::Opaque,
+                            format!("{name} -c: the script cannot be parsed"),
+                        ));
                     }
+                    Some((_, Some(_))) => {}
                     Some((raw, None)) => {
                         if raw.contains("curl") || raw.contains("wget") {
                             a.risks.push((

@@ -4,6 +4,7 @@
 //! then the tool itself.
 
 pub mod command;
+pub mod exec;
 pub mod fs;
 pub mod git;
 pub mod permission;
@@ -32,11 +33,20 @@ pub fn from_provider_name(name: &str) -> Option<&'static str> {
         .find(|t| provider_name(t) == name)
 }
 
+/// What a tool does to the machine, for the agents' whitelists.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+    /// Runs a command (`shell.run`).
+    Run,
+}
+
 struct Tool {
     name: &'static str,
     description: &'static str,
     category: ToolCategory,
-    writes: bool,
+    kind: Kind,
     input: fn() -> Value,
     output: fn() -> Value,
 }
@@ -50,7 +60,7 @@ const TOOLS: &[Tool] = &[
         name: "fs.read",
         description: "Read a text file: numbered lines, with offset and limit for long files.",
         category: ToolCategory::Filesystem,
-        writes: false,
+        kind: Kind::Read,
         input: schema::<fs::ReadInput>,
         output: schema::<fs::ReadOutput>,
     },
@@ -58,7 +68,7 @@ const TOOLS: &[Tool] = &[
         name: "fs.glob",
         description: "Find files by glob (newest first); .gitignore is respected.",
         category: ToolCategory::Filesystem,
-        writes: false,
+        kind: Kind::Read,
         input: schema::<search::GlobInput>,
         output: schema::<search::GlobOutput>,
     },
@@ -67,7 +77,7 @@ const TOOLS: &[Tool] = &[
         description:
             "Search file contents with a regex: matching files, lines with context, or counts.",
         category: ToolCategory::Filesystem,
-        writes: false,
+        kind: Kind::Read,
         input: schema::<search::GrepInput>,
         output: schema::<search::GrepOutput>,
     },
@@ -75,7 +85,7 @@ const TOOLS: &[Tool] = &[
         name: "git.status",
         description: "The working tree's status (branch, changed and untracked files).",
         category: ToolCategory::Project,
-        writes: false,
+        kind: Kind::Read,
         input: schema::<git::StatusInput>,
         output: schema::<git::StatusOutput>,
     },
@@ -83,7 +93,7 @@ const TOOLS: &[Tool] = &[
         name: "git.diff",
         description: "The diff of the working tree (or the index, or against a revision).",
         category: ToolCategory::Project,
-        writes: false,
+        kind: Kind::Read,
         input: schema::<git::DiffInput>,
         output: schema::<git::DiffOutput>,
     },
@@ -91,7 +101,7 @@ const TOOLS: &[Tool] = &[
         name: "fs.write",
         description: "Create a file or replace its whole content (read an existing file first).",
         category: ToolCategory::Filesystem,
-        writes: true,
+        kind: Kind::Write,
         input: schema::<fs::WriteInput>,
         output: schema::<fs::WriteOutput>,
     },
@@ -100,7 +110,7 @@ const TOOLS: &[Tool] = &[
         description:
             "Replace an exact string in a file (unique unless replace_all); returns a diff.",
         category: ToolCategory::Filesystem,
-        writes: true,
+        kind: Kind::Write,
         input: schema::<fs::EditInput>,
         output: schema::<fs::EditOutput>,
     },
@@ -109,9 +119,17 @@ const TOOLS: &[Tool] = &[
         description:
             "Apply several exact replacements to one file, all or nothing; returns a diff.",
         category: ToolCategory::Filesystem,
-        writes: true,
+        kind: Kind::Write,
         input: schema::<fs::MultiEditInput>,
         output: schema::<fs::EditOutput>,
+    },
+    Tool {
+        name: "shell.run",
+        description: "Run a command with bash in the project (cwd, timeout); output streams, and the full output is kept as an artifact.",
+        category: ToolCategory::Shell,
+        kind: Kind::Run,
+        input: schema::<exec::RunInput>,
+        output: schema::<exec::RunOutput>,
     },
 ];
 
@@ -128,17 +146,18 @@ pub fn definitions() -> Vec<ToolDefinition> {
             category: t.category,
             permissions: ToolPermissions {
                 read_paths: Some(PathPolicy::Project),
-                write_paths: t.writes.then_some(PathPolicy::Project),
+                write_paths: (t.kind != Kind::Read).then_some(PathPolicy::Project),
                 ..ToolPermissions::default()
             },
-            streaming: false,
+            streaming: t.kind == Kind::Run,
         })
         .collect()
 }
 
 /// Whether an agent of this type may call this tool at all (seed 001 §4: the
-/// reviewer and the architecture designer are read-only; the debugger reads until
-/// airsd has its evidence, which comes with the debugger's phase gate).
+/// reviewer and the architecture designer are read-only; the debugger reads and runs
+/// diagnostic commands, which may not write, until airsd has its evidence, which
+/// comes with the debugger's phase gate).
 pub fn allowed(agent: AgentType, tool: &str) -> Result<(), ToolError> {
     let Some(t) = TOOLS.iter().find(|t| t.name == tool) else {
         return Err(ToolError(format!(
@@ -146,11 +165,15 @@ pub fn allowed(agent: AgentType, tool: &str) -> Result<(), ToolError> {
             TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
         )));
     };
-    let read_only = matches!(
-        agent,
-        AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Debugger
-    );
-    if t.writes && read_only {
+    let refused = match t.kind {
+        Kind::Read => false,
+        Kind::Write => matches!(
+            agent,
+            AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Debugger
+        ),
+        Kind::Run => matches!(agent, AgentType::Reviewer | AgentType::ArchitectureDesigner),
+    };
+    if refused {
         return Err(ToolError(format!(
             "`{tool}` is not allowed for a {}: its tools are read-only",
             agent.as_str()
@@ -159,7 +182,8 @@ pub fn allowed(agent: AgentType, tool: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
-fn input<T: DeserializeOwned>(tool: &str, value: Value) -> Result<T, ToolError> {
+/// Reads a tool's input; the error names the field.
+pub fn input<T: DeserializeOwned>(tool: &str, value: Value) -> Result<T, ToolError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         ToolError(format!(
@@ -190,6 +214,9 @@ pub fn call(
         "fs.write" => output(fs::write(ctx, &input(tool, args)?)),
         "fs.edit" => output(fs::edit(ctx, &input(tool, args)?)),
         "fs.multi_edit" => output(fs::multi_edit(ctx, &input(tool, args)?)),
+        "shell.run" => Err(ToolError(
+            "shell.run streams and runs beside the scheduler; it is not a blocking tool".into(),
+        )),
         other => Err(ToolError(format!("no tool `{other}`"))),
     }
 }

@@ -39,6 +39,8 @@ pub enum Risk {
     DownloadsCode,
     ForcePush,
     DiskTools,
+    /// A command that changes a whole directory tree outside the project.
+    Destructive,
     /// A command whose effect cannot be read from its text (`eval`, a command in a
     /// variable).
     Opaque,
@@ -53,6 +55,7 @@ impl Risk {
             Risk::DownloadsCode => "downloads_code",
             Risk::ForcePush => "force_push",
             Risk::DiskTools => "disk_tools",
+            Risk::Destructive => "destructive",
             Risk::Opaque => "opaque_command",
         }
     }
@@ -61,7 +64,7 @@ impl Risk {
     pub fn always_asks(self) -> bool {
         matches!(
             self,
-            Risk::Credentials | Risk::SystemSensitive | Risk::DiskTools
+            Risk::Credentials | Risk::SystemSensitive | Risk::DiskTools | Risk::Destructive
         )
     }
 }
@@ -392,6 +395,15 @@ impl<'a> Permits<'a> {
     /// The questions this call raised (it refused to go on without answers).
     pub fn take_asks(&self) -> Vec<Ask> {
         std::mem::take(&mut *self.asks.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Whether this call raised a question.
+    pub fn pending(&self) -> bool {
+        !self
+            .asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
     }
 
     /// Records a question; the call stops with an error naming it.

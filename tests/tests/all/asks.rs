@@ -29,6 +29,8 @@ pub(crate) fn state(dir: &std::path::Path, ask_timeout: Duration) -> Arc<DaemonS
     });
     shell.heartbeat_interval_ms = 100;
     shell.ask_timeout = ask_timeout;
+    // Commands run under the OS sandbox, launched by the real airsd binary.
+    shell.sandbox_exe = Some(bin("airsd"));
     Arc::new(
         DaemonState::new(paths, project, dir.join("unused.sock"), Duration::ZERO).with_shell(shell),
     )

@@ -1,0 +1,518 @@
+//! `shell.run`: a command run by bash in its own process group, judged before it runs
+//! (the command analysis and the PermissionEngine) and confined while it runs (the
+//! OS sandbox where the kernel has one). Its output streams as it comes; all of it
+//! is kept as artifacts, and the agent gets the head and the tail with a pointer to
+//! the rest. A timeout or a cancel kills the whole process group, and so does the end
+//! of the command: nothing it started outlives it.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use air_proto::event::AgentType;
+use air_proto::plan::PermissionMode;
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncReadExt as _;
+
+use super::command::{self, Env};
+use super::fs::{FsContext, ToolError};
+use super::permission::{Access, Ask, Risk, Verdict};
+
+/// The timeout when the call gives none.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// The longest timeout a call may ask for.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Bytes of each stream the result shows from the start, and again from the end.
+pub const SHOWN_BYTES: usize = 16 * 1024;
+/// Bytes of output streamed live per command; the rest is in the artifacts.
+pub const STREAM_CAP: u64 = 1024 * 1024;
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunInput {
+    /// The command, as bash reads it.
+    pub command: String,
+    /// Where it runs (default: the project root).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Milliseconds before the command is killed (default 120,000; at most 600,000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// What the command is for, in a few words.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct RunOutput {
+    pub command_run_id: String,
+    /// The exit code; absent when the command was killed.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    pub duration_ms: u64,
+    /// The start and the end of stdout (the middle is in the artifact when long).
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// True when stdout or stderr is shown in part.
+    pub truncated: bool,
+    /// The full output, as artifact URIs (`artifact.read` reads them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    /// `landlock` when the command ran confined, `none` when not.
+    pub sandbox: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A command cleared to run.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub command: String,
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    /// Places outside the usual ones the command was allowed to write.
+    pub extra_writable: Vec<PathBuf>,
+}
+
+fn devices_or_temp(path: &Path) -> bool {
+    super::permission::DEVICES
+        .iter()
+        .any(|d| path == Path::new(d))
+        || path.starts_with("/dev/fd")
+        || path.starts_with(std::env::temp_dir())
+        || path.starts_with("/tmp")
+}
+
+/// Judges a command before it runs: what it writes (each path through the scope and
+/// the PermissionEngine, which backs files up or raises questions), and its other
+/// risks. `sandboxed` says whether the OS will confine it while it runs.
+pub fn prepare(
+    ctx: &FsContext<'_>,
+    input: &RunInput,
+    role: AgentType,
+    sandboxed: bool,
+) -> Result<Prepared, ToolError> {
+    let engine = ctx.perm.engine;
+    if engine.mode() == PermissionMode::Plan {
+        return Err(ToolError(
+            "the run is in plan mode, which is read-only: commands are not run".into(),
+        ));
+    }
+    if input.command.trim().is_empty() {
+        return Err(ToolError("command: empty".into()));
+    }
+    let timeout_ms = input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+        return Err(ToolError(format!(
+            "timeout_ms: {timeout_ms} is out of range (1..={MAX_TIMEOUT_MS})"
+        )));
+    }
+    let cwd = match &input.cwd {
+        Some(c) => ctx.permit(c, Access::Read)?.0,
+        None => ctx.root.to_path_buf(),
+    };
+    if !cwd.is_dir() {
+        return Err(ToolError(format!(
+            "cwd: {} is not a directory",
+            cwd.display()
+        )));
+    }
+    let analysis = command::analyze(
+        &input.command,
+        &Env {
+            cwd: &cwd,
+            home: engine.home(),
+        },
+    )?;
+    let bypass = engine.mode() == PermissionMode::BypassPermissions;
+    let shown_command: String = input.command.chars().take(200).collect();
+    let mut asked = None;
+    let mut ask = |risk: Risk, detail: String| {
+        let key = format!("command:{}:{detail}", risk.as_str());
+        if ctx.perm.granted.contains(&key) || (bypass && !risk.always_asks()) {
+            return;
+        }
+        asked = Some(ctx.perm.raise(Ask {
+            key,
+            action: format!("run `{shown_command}`"),
+            risk,
+            reason: detail,
+        }));
+    };
+    for (risk, detail) in analysis.risks {
+        ask(risk, detail);
+    }
+    if !analysis.dynamic.is_empty() && !sandboxed {
+        ask(
+            Risk::Opaque,
+            format!(
+                "writes to places known only when it runs ({}), and no OS sandbox confines it here",
+                analysis.dynamic.join(", ")
+            ),
+        );
+    }
+    let mut extra = Vec::new();
+    for t in &analysis.writes {
+        let path = ctx.resolve(&t.path.to_string_lossy())?;
+        if devices_or_temp(&path) {
+            continue;
+        }
+        if role == AgentType::Debugger {
+            return Err(ToolError(format!(
+                "`{}` would write {}: a debugger's commands only gather evidence",
+                t.by,
+                path.display()
+            )));
+        }
+        if engine.in_project(&path) {
+            let shown = path
+                .strip_prefix(engine.root())
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            ctx.scope
+                .check_write(if shown.is_empty() { "." } else { &shown })?;
+        }
+        let outside = !engine.in_project(&path);
+        if t.bulk && outside {
+            // A whole tree outside the project cannot be backed up file by file.
+            let verdict = engine.check(&path, Access::Write);
+            if let Verdict::Deny(reason) = verdict {
+                return Err(ToolError(reason));
+            }
+            let key = format!("write:{}", path.display());
+            if !ctx.perm.granted.contains(&key) {
+                asked = Some(ctx.perm.raise(Ask {
+                    key,
+                    action: format!("`{}` on all of {}", t.by, path.display()),
+                    risk: Risk::Destructive,
+                    reason: "changes a whole directory outside the project, which cannot be backed up".into(),
+                }));
+                continue;
+            }
+        } else if let Err(e) = ctx.perm.check(&path, Access::Write) {
+            if ctx.perm.pending() {
+                asked = Some(e);
+                continue;
+            }
+            return Err(e);
+        }
+        if outside {
+            extra.push(if path.exists() {
+                path.clone()
+            } else {
+                path.parent().map(Path::to_path_buf).unwrap_or(path.clone())
+            });
+        }
+    }
+    if let Some(e) = asked {
+        return Err(e);
+    }
+    Ok(Prepared {
+        command: input.command.clone(),
+        cwd,
+        timeout: Duration::from_millis(timeout_ms),
+        extra_writable: extra,
+    })
+}
+
+/// The start and the end of a stream, within a fixed size.
+#[derive(Default)]
+pub struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    pub total: u64,
+}
+
+impl Capture {
+    pub fn push(&mut self, data: &[u8]) {
+        self.total += data.len() as u64;
+        let room = SHOWN_BYTES.saturating_sub(self.head.len());
+        let (h, rest) = data.split_at(room.min(data.len()));
+        self.head.extend_from_slice(h);
+        self.tail.extend(rest);
+        let extra = self.tail.len().saturating_sub(SHOWN_BYTES);
+        self.tail.drain(..extra);
+    }
+
+    pub fn truncated(&self) -> bool {
+        self.total > (self.head.len() + self.tail.len()) as u64
+    }
+
+    /// The text shown to the agent: the head, a note of what is left out, the tail.
+    pub fn text(&self, artifact: Option<&str>) -> String {
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if self.truncated() {
+            let omitted = self.total - (self.head.len() + self.tail.len()) as u64;
+            out.push_str(&format!(
+                "\n[… {omitted} bytes left out{} …]\n",
+                artifact
+                    .map(|a| format!("; all of it is in {a}"))
+                    .unwrap_or_default()
+            ));
+        }
+        let (a, b) = self.tail.as_slices();
+        let mut tail = a.to_vec();
+        tail.extend_from_slice(b);
+        out.push_str(&String::from_utf8_lossy(&tail));
+        out
+    }
+}
+
+/// Which stream a chunk came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    Stdout,
+    Stderr,
+}
+
+/// How a command ended.
+#[derive(Debug, Default)]
+pub struct Ended {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    pub duration: Duration,
+}
+
+/// Environment variables a command never sees: the providers' keys.
+fn secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    n.ends_with("_API_KEY") || n == "AIR_PROVIDER_KEY" || n.starts_with("AIR_SECRET")
+}
+
+/// Kills the process group when dropped (the call was abandoned).
+struct Group(i32);
+
+impl Group {
+    fn kill(&self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// How to start bash: directly, or through the sandbox launcher.
+pub struct Launch<'a> {
+    /// `airsd` (it runs `airsd __sandbox --write … -- bash -c …`).
+    pub launcher: Option<&'a Path>,
+    pub writable: Vec<PathBuf>,
+}
+
+fn bash() -> &'static str {
+    if Path::new("/bin/bash").exists() {
+        "/bin/bash"
+    } else {
+        "/bin/sh"
+    }
+}
+
+/// Runs a prepared command to its end, handing each chunk of output to `output` as
+/// it comes. `cancelled` is polled; when it says so, the process group is killed.
+pub async fn execute(
+    p: &Prepared,
+    launch: &Launch<'_>,
+    mut output: impl FnMut(Channel, &[u8]),
+    cancelled: impl Fn() -> bool,
+) -> Result<Ended, ToolError> {
+    let script_args = vec!["-c".to_string(), p.command.clone()];
+    let mut cmd = match launch.launcher {
+        Some(exe) => {
+            let mut c = tokio::process::Command::new(exe);
+            c.args(crate::sandbox::launcher_args(
+                &launch.writable,
+                bash(),
+                &script_args,
+            ));
+            c
+        }
+        None => {
+            let mut c = tokio::process::Command::new(bash());
+            c.args(&script_args);
+            c
+        }
+    };
+    for (k, _) in std::env::vars_os() {
+        if secret(&k.to_string_lossy()) {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.current_dir(&p.cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let t0 = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ToolError(format!("cannot start {}: {e}", bash())))?;
+    let group = Group(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .unwrap_or_default(),
+    );
+    let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(ToolError(
+            "the command's output could not be captured".into(),
+        ));
+    };
+    let mut ended = Ended::default();
+    let (mut out_open, mut err_open) = (true, true);
+    let mut status = None;
+    let mut ob = vec![0u8; 64 * 1024];
+    let mut eb = vec![0u8; 64 * 1024];
+    let deadline = tokio::time::Instant::now() + p.timeout;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    while out_open || err_open || status.is_none() {
+        if let Some(until) = drain_until {
+            if tokio::time::Instant::now() >= until {
+                break;
+            }
+        }
+        tokio::select! {
+            n = out.read(&mut ob), if out_open => match n {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(n) => output(Channel::Stdout, &ob[..n]),
+            },
+            n = err.read(&mut eb), if err_open => match n {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(n) => output(Channel::Stderr, &eb[..n]),
+            },
+            s = child.wait(), if status.is_none() => {
+                status = Some(s);
+                // What the command left running may hold the pipes open: read what
+                // is there for a moment, then the group goes.
+                drain_until = Some(tokio::time::Instant::now() + Duration::from_millis(200));
+            }
+            _ = tokio::time::sleep_until(deadline), if status.is_none() => {
+                ended.timed_out = true;
+                group.kill();
+            }
+            _ = tick.tick() => {
+                if status.is_none() && !ended.cancelled && cancelled() {
+                    ended.cancelled = true;
+                    group.kill();
+                }
+            }
+        }
+    }
+    group.kill();
+    ended.duration = t0.elapsed();
+    if let Some(Ok(s)) = status {
+        use std::os::unix::process::ExitStatusExt as _;
+        ended.exit_code = s.code();
+        ended.signal = s.signal();
+    }
+    Ok(ended)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn capture_keeps_the_head_and_the_tail() {
+        let mut c = Capture::default();
+        c.push(b"start\n");
+        for _ in 0..10_000 {
+            c.push(b"middle line\n");
+        }
+        c.push(b"the end\n");
+        assert!(c.truncated());
+        let t = c.text(Some("artifact://x"));
+        assert!(t.starts_with("start\nmiddle"));
+        assert!(t.ends_with("middle line\nthe end\n"));
+        assert!(t.contains("bytes left out; all of it is in artifact://x"));
+        assert!(t.len() < 2 * SHOWN_BYTES + 200);
+        let mut small = Capture::default();
+        small.push(b"ok\n");
+        assert_eq!(small.text(None), "ok\n");
+    }
+
+    fn prepared(command: &str, timeout: Duration) -> Prepared {
+        Prepared {
+            command: command.into(),
+            cwd: std::env::temp_dir(),
+            timeout,
+            extra_writable: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn streams_in_order_and_kills_the_process_tree_on_timeout() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let launch = Launch {
+                launcher: None,
+                writable: Vec::new(),
+            };
+            let mut seen = Vec::new();
+            let ended = execute(
+                &prepared(
+                    "echo one; echo two >&2; echo three; exit 3",
+                    Duration::from_secs(10),
+                ),
+                &launch,
+                |c, d| seen.push((c, String::from_utf8_lossy(d).into_owned())),
+                || false,
+            )
+            .await
+            .unwrap();
+            assert_eq!(ended.exit_code, Some(3));
+            let out: String = seen
+                .iter()
+                .filter(|(c, _)| *c == Channel::Stdout)
+                .map(|(_, t)| t.as_str())
+                .collect();
+            assert_eq!(out, "one\nthree\n");
+
+            // A child that outlives the timeout is killed with its parent.
+            let dir = tempfile::tempdir().unwrap();
+            let pidfile = dir.path().join("pid");
+            let t0 = Instant::now();
+            let ended = execute(
+                &prepared(
+                    &format!("sleep 30 & echo $! > {}; wait", pidfile.display()),
+                    Duration::from_millis(300),
+                ),
+                &launch,
+                |_, _| {},
+                || false,
+            )
+            .await
+            .unwrap();
+            assert!(ended.timed_out);
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            let pid: i32 = std::fs::read_to_string(&pidfile)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .unwrap_or_default()
+                    .contains(") Z");
+            assert!(!alive, "the grandchild {pid} survived");
+        });
+    }
+}
