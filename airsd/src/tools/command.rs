@@ -27,6 +27,9 @@ pub struct Target {
     pub by: String,
     /// A directory tree or a glob (`rm -rf dir`, `cp x dir/*`), not one file.
     pub bulk: bool,
+    /// For a destination of `cp`, `mv`, `install`, `ln`: the names of what goes
+    /// there, which are the files written when the destination is a directory.
+    pub sources: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -36,6 +39,8 @@ pub struct Analysis {
     pub risks: Vec<(Risk, String)>,
     /// Write targets that depend on the run time (`> $OUT`, `rm -rf "$DIR"`).
     pub dynamic: Vec<String>,
+    /// Literal paths the command names (arguments, `<` inputs): what it may read.
+    pub mentions: Vec<PathBuf>,
 }
 
 /// Where paths are read from.
@@ -87,6 +92,8 @@ pub fn analyze(command: &str, env: &Env<'_>) -> Result<Analysis, ToolError> {
     walk_source(command, env, &mut a, 0)?;
     a.writes.dedup();
     a.risks.dedup();
+    a.mentions.sort();
+    a.mentions.dedup();
     Ok(a)
 }
 
@@ -323,11 +330,38 @@ fn target(text: &str, by: &str, bulk: bool, env: &Env<'_>, a: &mut Analysis) {
         path,
         by: by.to_string(),
         bulk,
+        sources: Vec::new(),
+    });
+}
+
+/// Records a literal word that looks like a path as something the command may read.
+fn mention(text: &str, env: &Env<'_>, a: &mut Analysis) {
+    let text = text.split_once('=').map(|(_, v)| v).unwrap_or(text);
+    if !(text.contains('/') || text.starts_with('.') || text.starts_with('~')) {
+        return;
+    }
+    let p = Path::new(text);
+    a.mentions.push(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        env.cwd.join(p)
     });
 }
 
 fn redirect_file(file: &[Value], env: &Env<'_>, a: &mut Analysis, depth: usize) {
     let kind = file.get(1).and_then(Value::as_str).unwrap_or_default();
+    if kind == "Read" {
+        if let Some(w) = file
+            .get(2)
+            .and_then(|t| t.pointer("/Filename/value"))
+            .and_then(Value::as_str)
+        {
+            if let Some(text) = literal(w, env, a, depth) {
+                mention(&text, env, a);
+            }
+        }
+        return;
+    }
     if !matches!(kind, "Write" | "Append" | "Clobber" | "ReadAndWrite") {
         return;
     }
@@ -367,6 +401,9 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
         .map(|raw| (raw.clone(), literal(raw, env, a, depth)))
         .collect();
     let plain = |i: usize| args.get(i).and_then(|(_, l)| l.clone());
+    for lit in args.iter().filter_map(|(_, l)| l.as_deref()) {
+        mention(lit, env, a);
+    }
     let mut operands: Vec<(String, Option<String>)> = Vec::new();
     let mut flags: Vec<String> = Vec::new();
     let mut options_done = false;
@@ -406,13 +443,42 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
             let t = args.iter().position(|(_, l)| {
                 l.as_deref() == Some("-t") || l.as_deref() == Some("--target-directory")
             });
-            if let Some(i) = t {
+            let names = |sources: &[(String, Option<String>)]| -> Vec<String> {
+                sources
+                    .iter()
+                    .filter_map(|(_, l)| l.as_deref())
+                    .filter_map(|l| Path::new(l.trim_end_matches('/')).file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .collect()
+            };
+            let before = a.writes.len();
+            let sources = if let Some(i) = t {
                 if let Some((raw, lit)) = args.get(i + 1) {
-                    write(raw, lit, true, a);
+                    write(raw, lit, recursive, a);
                 }
+                names(&operands)
             } else if operands.len() >= 2 {
                 if let Some((raw, lit)) = operands.last() {
                     write(raw, lit, recursive, a);
+                }
+                names(&operands[..operands.len() - 1])
+            } else {
+                Vec::new()
+            };
+            if a.writes.len() > before {
+                if let Some(last) = a.writes.last_mut() {
+                    last.sources = sources;
+                }
+            }
+            if n == "ln"
+                && flags.iter().any(|f| {
+                    f == "-s" || f == "--symbolic" || (!f.starts_with("--") && f.contains('s'))
+                })
+            {
+                // A link to a place is a way to write that place later: judged as a
+                // write to where it points.
+                for (raw, lit) in &operands[..operands.len().saturating_sub(1)] {
+                    write(raw, lit, false, a);
                 }
             }
             if n == "mv" {

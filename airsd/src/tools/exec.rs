@@ -156,10 +156,40 @@ pub fn prepare(
             ),
         );
     }
+    for m in &analysis.mentions {
+        let Ok(path) = ctx.resolve(&m.to_string_lossy()) else {
+            continue;
+        };
+        let key = format!("read:{}", path.display());
+        if engine.is_credential(&path) && !ctx.perm.granted.contains(&key) {
+            asked = Some(ctx.perm.raise(Ask {
+                key,
+                action: format!("read {}", path.display()),
+                risk: Risk::Credentials,
+                reason: "a credential store: a person confirms every access".into(),
+            }));
+        }
+    }
+    // A copy into an existing directory writes the files it names there.
+    let mut writes = Vec::new();
+    for t in analysis.writes {
+        if !t.bulk && !t.sources.is_empty() && t.path.is_dir() {
+            for name in &t.sources {
+                writes.push(command::Target {
+                    path: t.path.join(name),
+                    by: t.by.clone(),
+                    bulk: false,
+                    sources: Vec::new(),
+                });
+            }
+        } else {
+            writes.push(t);
+        }
+    }
     let mut extra = Vec::new();
-    for t in &analysis.writes {
+    for t in &writes {
         let path = ctx.resolve(&t.path.to_string_lossy())?;
-        if devices_or_temp(&path) {
+        if !engine.in_project(&path) && devices_or_temp(&path) {
             continue;
         }
         if role == AgentType::Debugger {
@@ -178,6 +208,20 @@ pub fn prepare(
                 .check_write(if shown.is_empty() { "." } else { &shown })?;
         }
         let outside = !engine.in_project(&path);
+        let linked = std::fs::metadata(&path).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt as _;
+            m.is_file() && m.nlink() > 1
+        });
+        let key = format!("hardlink:{}", path.display());
+        if linked && !bypass && !ctx.perm.granted.contains(&key) {
+            asked = Some(ctx.perm.raise(Ask {
+                key,
+                action: format!("`{}` writing {} in place", t.by, path.display()),
+                risk: Risk::HardLink,
+                reason: "the file has other hard links, which may be outside the project; writing it in place changes them all".into(),
+            }));
+            continue;
+        }
         if t.bulk && outside {
             // A whole tree outside the project cannot be backed up file by file.
             let verdict = engine.check(&path, Access::Write);

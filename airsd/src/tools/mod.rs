@@ -4,6 +4,8 @@
 //! then the tool itself.
 
 pub mod command;
+#[cfg(test)]
+mod escapes;
 pub mod exec;
 pub mod fs;
 pub mod git;

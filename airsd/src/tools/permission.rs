@@ -41,6 +41,9 @@ pub enum Risk {
     DiskTools,
     /// A command that changes a whole directory tree outside the project.
     Destructive,
+    /// A command writing in place to a file with other hard links (which may be
+    /// outside the project).
+    HardLink,
     /// A command whose effect cannot be read from its text (`eval`, a command in a
     /// variable).
     Opaque,
@@ -56,6 +59,7 @@ impl Risk {
             Risk::ForcePush => "force_push",
             Risk::DiskTools => "disk_tools",
             Risk::Destructive => "destructive",
+            Risk::HardLink => "hard_link",
             Risk::Opaque => "opaque_command",
         }
     }
@@ -172,9 +176,11 @@ fn globs(patterns: &[String], home: Option<&Path>, what: &str) -> Result<GlobSet
         let expanded = expand_home(p, home);
         let Some(expanded) = expanded else { continue };
         let mut pats = vec![expanded.clone()];
-        // A directory covers what is inside it.
-        if !expanded.ends_with("/**") {
-            pats.push(format!("{}/**", expanded.trim_end_matches('/')));
+        // A directory covers what is inside it, and `dir/**` covers `dir` itself.
+        match expanded.strip_suffix("/**") {
+            Some(dir) if !dir.is_empty() && !dir.ends_with("**") => pats.push(dir.to_string()),
+            Some(_) => {}
+            None => pats.push(format!("{}/**", expanded.trim_end_matches('/'))),
         }
         for pat in pats {
             let g = GlobBuilder::new(&pat)
@@ -213,6 +219,49 @@ pub struct Engine {
     not_system: GlobSet,
     writable_roots: Vec<PathBuf>,
     sandbox: bool,
+    /// The (device, inode) of each file in the credential stores of the home
+    /// directory, so a hard link to one is known for what it is.
+    credential_inodes: HashSet<(u64, u64)>,
+}
+
+/// Credential stores whose files are indexed by inode.
+const CREDENTIAL_DIRS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".azure",
+    ".kube",
+    ".config/gcloud",
+    ".password-store",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+];
+
+fn inodes(home: Option<&Path>) -> HashSet<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut out = HashSet::new();
+    let mut starts: Vec<PathBuf> = vec!["/etc/shadow".into(), "/etc/gshadow".into()];
+    if let Some(h) = home {
+        starts.extend(CREDENTIAL_DIRS.iter().map(|d| h.join(d)));
+    }
+    for start in starts {
+        let walk = ignore::WalkBuilder::new(&start)
+            .standard_filters(false)
+            .max_depth(Some(4))
+            .build();
+        for entry in walk.flatten().take(2_000) {
+            if let Ok(meta) = entry.metadata() {
+                if meta.is_file() {
+                    out.insert((meta.dev(), meta.ino()));
+                }
+            }
+        }
+    }
+    out
 }
 
 impl Engine {
@@ -235,6 +284,7 @@ impl Engine {
         if let Some(a) = air_home {
             bookkeeping.push(resolve(a));
         }
+        let credential_inodes = inodes(home.as_deref());
         let writable_roots = config
             .writable_roots
             .iter()
@@ -252,6 +302,7 @@ impl Engine {
             git_writes: config.git_writes.unwrap_or(GitWrites::Ask),
             writable_roots,
             sandbox: config.sandbox.unwrap_or(true),
+            credential_inodes,
         })
     }
 
@@ -276,8 +327,10 @@ impl Engine {
         &self.writable_roots
     }
 
-    /// Whether `path` is a credential store.
+    /// Whether `path` is a credential store (by its path, or as a hard link to a
+    /// file of one).
     pub fn is_credential(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
         if self.credentials.is_match(path) {
             let name = path
                 .file_name()
@@ -285,7 +338,9 @@ impl Engine {
                 .unwrap_or_default();
             return !ENV_EXAMPLES.contains(&name);
         }
-        false
+        std::fs::metadata(path).is_ok_and(|m| {
+            m.is_file() && m.nlink() > 1 && self.credential_inodes.contains(&(m.dev(), m.ino()))
+        })
     }
 
     /// Whether `path` is a system path.
