@@ -67,7 +67,51 @@ pub const METHODS: &[(&str, &str)] = &[
         "permission.respond",
         "Answer a pending permission request; the first answer wins",
     ),
+    (
+        "artifact.list",
+        "A session's artifacts (command logs, reports …), newest first, filtered",
+    ),
+    (
+        "artifact.read",
+        "A byte range of an artifact, gunzipped when stored compressed",
+    ),
 ];
+
+/// One stored artifact.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ArtifactInfo {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub artifact_type: String,
+    pub uri: String,
+    /// Relative to the session's `artifacts/` directory.
+    pub path: Option<String>,
+    pub original_name: Option<String>,
+    /// Stored size (compressed when the path ends in `.gz`).
+    pub size_bytes: Option<u64>,
+    pub sha256: Option<String>,
+    pub task_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub tool_run_id: Option<String>,
+    pub command_run_id: Option<String>,
+    pub created_at: String,
+}
+
+/// A piece of an artifact's content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ArtifactChunk {
+    pub artifact_id: String,
+    /// Byte offset of `data` in the (uncompressed) content.
+    pub offset: u64,
+    /// Bytes in this chunk.
+    pub bytes: u64,
+    /// `utf8` (text) or `base64` (binary content).
+    pub encoding: String,
+    pub data: String,
+    /// True when the content ends within this chunk.
+    pub eof: bool,
+}
 
 /// A run started or continued.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -428,6 +472,23 @@ mod rpc {
             decision: crate::payload::PermissionDecision,
             reason: Option<String>,
         ) -> RpcResult<u64>;
+
+        #[method(name = "artifact.list", param_kind = map)]
+        async fn artifact_list(
+            &self,
+            session_id: String,
+            task_id: Option<String>,
+            command_run_id: Option<String>,
+        ) -> RpcResult<Vec<ArtifactInfo>>;
+
+        #[method(name = "artifact.read", param_kind = map)]
+        async fn artifact_read(
+            &self,
+            session_id: String,
+            artifact_id: String,
+            offset: Option<u64>,
+            limit: Option<u64>,
+        ) -> RpcResult<ArtifactChunk>;
     }
 }
 
@@ -528,6 +589,25 @@ pub mod params {
 
     #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
+    pub struct ArtifactList {
+        pub session_id: String,
+        pub task_id: Option<String>,
+        pub command_run_id: Option<String>,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ArtifactRead {
+        pub session_id: String,
+        pub artifact_id: String,
+        /// Byte offset in the uncompressed content (default 0).
+        pub offset: Option<u64>,
+        /// Most bytes to return (default and maximum 1 MiB).
+        pub limit: Option<u64>,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
     pub struct RunCancel {
         pub session_id: String,
         pub task_id: Option<String>,
@@ -618,6 +698,16 @@ pub mod params {
             "permission.respond",
             &["session_id", "request_id", "decision", "reason"],
             check::<PermissionRespond>,
+        ),
+        (
+            "artifact.list",
+            &["session_id", "task_id", "command_run_id"],
+            check::<ArtifactList>,
+        ),
+        (
+            "artifact.read",
+            &["session_id", "artifact_id", "offset", "limit"],
+            check::<ArtifactRead>,
         ),
     ];
 
@@ -760,6 +850,18 @@ pub fn openrpc() -> serde_json::Value {
     method!("run.pause", params::Session, bool, "accepted");
     method!("run.resume", params::Session, bool, "accepted");
     method!("permission.respond", params::PermissionRespond, u64, "seq");
+    method!(
+        "artifact.list",
+        params::ArtifactList,
+        Vec<ArtifactInfo>,
+        "artifacts"
+    );
+    method!(
+        "artifact.read",
+        params::ArtifactRead,
+        ArtifactChunk,
+        "chunk"
+    );
     let update = generator.subschema_for::<SessionUpdate>().to_value();
     if let Some(subscribe) = methods
         .iter_mut()

@@ -5,6 +5,7 @@
 //! idle period with no clients and no running work. Stopping is graceful: no new
 //! connections, the socket file goes, clients are told, in-flight writes commit.
 
+mod artifacts;
 mod conn;
 mod lock;
 mod params;

@@ -354,6 +354,31 @@ impl AirApiServer for DaemonRpc {
             .await
             .map_err(rpc_error)
     }
+
+    async fn artifact_list(
+        &self,
+        session_id: String,
+        task_id: Option<String>,
+        command_run_id: Option<String>,
+    ) -> RpcResult<Vec<air_proto::api::ArtifactInfo>> {
+        self.state
+            .artifact_list(&session_id, task_id, command_run_id)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn artifact_read(
+        &self,
+        session_id: String,
+        artifact_id: String,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> RpcResult<air_proto::api::ArtifactChunk> {
+        self.state
+            .artifact_read(&session_id, &artifact_id, offset, limit)
+            .await
+            .map_err(rpc_error)
+    }
 }
 
 impl DaemonRpc {

@@ -300,6 +300,26 @@ fn shell_run_streams_keeps_its_output_and_records_the_exit() {
         .unwrap();
         assert_eq!(text.lines().count(), 100_002);
         assert_eq!(std::fs::metadata(&gz).unwrap().len() as i64, rows[1].1);
+        // Clients read them through airsd: listed by command, gunzipped by range.
+        let command_run_id = out["command_run_id"].as_str().unwrap().to_string();
+        let listed = state
+            .artifact_list(&session, None, Some(command_run_id))
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 2);
+        let stdout_log = listed.iter().find(|a| a.original_name.as_deref() == Some("stdout.log")).unwrap();
+        let chunk = state
+            .artifact_read(&session, &stdout_log.id, Some(6), Some(8))
+            .await
+            .unwrap();
+        assert_eq!((chunk.encoding.as_str(), chunk.data.as_str(), chunk.eof), ("utf8", "1\n2\n3\n4\n", false));
+        let end = state
+            .artifact_read(&session, &stdout_log.id, Some(text.len() as u64 - 5), None)
+            .await
+            .unwrap();
+        assert_eq!((end.data.as_str(), end.eof), ("last\n", true));
+        let missing = state.artifact_read(&session, "nope", None, None).await.unwrap_err().to_string();
+        assert!(missing.contains("has no artifact nope"), "{missing}");
         state.stop_runs().await;
     });
 }
