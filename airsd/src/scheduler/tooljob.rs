@@ -136,6 +136,9 @@ impl ToolJob {
             })
             .await
         };
+        let result = result.and_then(|output| {
+            crate::tools::validate_output(&self.call.tool, &output).map(|()| output)
+        });
         let (recorded, reply) = match result {
             Ok(output) => (
                 self.record(
@@ -477,6 +480,7 @@ impl ToolJob {
             self.scope.clone(),
             granted.clone(),
         );
+        let evidence = role == AgentType::Debugger && self.has_evidence();
         let tag = BackupTag {
             session_id: env.session.id().to_string(),
             agent_type: role.as_str().to_string(),
@@ -488,7 +492,8 @@ impl ToolJob {
                 Ok(s) => s,
                 Err(e) => return (Err(e), Vec::new()),
             };
-            let permits = Permits::new(&env.engine, Some(&env.backups), tag, granted);
+            let permits =
+                Permits::new(&env.engine, Some(&env.backups), tag, granted).with_evidence(evidence);
             let ctx = crate::tools::FsContext {
                 root: env.engine.root(),
                 agent_id: &agent,
@@ -536,6 +541,17 @@ impl ToolJob {
         .map_err(|e| {
             format!("permission to {action} is needed, and the question could not be recorded: {e}")
         })?;
+        // Watchers see why the call is still going (ephemeral).
+        let _ = self
+            .record(
+                "tool.progress",
+                &p::ToolProgress {
+                    tool_run_id: tool_run_id.to_string(),
+                    message: Some(format!("waiting for permission to {action}")),
+                    fraction: None,
+                },
+            )
+            .await;
         let verdict = |d: p::PermissionDecision, by: &str, reason: Option<&str>| match d {
             p::PermissionDecision::Allow => Ok(()),
             p::PermissionDecision::Deny => Err(format!(
@@ -584,6 +600,21 @@ impl ToolJob {
                 }
             }
         }
+    }
+
+    /// Whether this agent has run a command to its end (its recorded evidence).
+    fn has_evidence(&self) -> bool {
+        use rusqlite::OptionalExtension as _;
+        let Ok(conn) = self.env.session.readers().get() else {
+            return false;
+        };
+        conn.query_row(
+            "SELECT 1 FROM command_runs WHERE agent_id = ?1 AND status = 'completed' LIMIT 1",
+            [&self.agent_id],
+            |_| Ok(()),
+        )
+        .optional()
+        .is_ok_and(|r| r.is_some())
     }
 
     /// The recorded answer to a request, if there is one yet.

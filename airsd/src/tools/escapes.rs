@@ -267,7 +267,7 @@ fn cases() -> Vec<Case> {
             ..case(
                 "debugger writes before evidence",
                 write("src/a.rs"),
-                Refuse("not allowed for a debugger"),
+                Refuse("not allowed for a debugger yet"),
             )
         },
         Case {

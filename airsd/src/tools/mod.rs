@@ -135,6 +135,34 @@ const TOOLS: &[Tool] = &[
     },
 ];
 
+/// Checks a tool's output against its published output schema (D-044: outputs are
+/// validated as inputs are), naming the JSON path of the first mismatch.
+pub fn validate_output(tool: &str, output: &Value) -> Result<(), ToolError> {
+    static VALIDATORS: std::sync::OnceLock<Vec<(&'static str, Option<jsonschema::Validator>)>> =
+        std::sync::OnceLock::new();
+    let validators = VALIDATORS.get_or_init(|| {
+        TOOLS
+            .iter()
+            .map(|t| (t.name, jsonschema::validator_for(&(t.output)()).ok()))
+            .collect()
+    });
+    let Some((_, validator)) = validators.iter().find(|(n, _)| *n == tool) else {
+        return Err(ToolError(format!("no tool `{tool}`")));
+    };
+    let Some(validator) = validator else {
+        return Err(ToolError(format!(
+            "`{tool}`: its output schema does not compile"
+        )));
+    };
+    match validator.iter_errors(output).next() {
+        None => Ok(()),
+        Some(e) => Err(ToolError(format!(
+            "`{tool}` produced output that does not match its schema at `{}`: {e}",
+            e.instance_path()
+        ))),
+    }
+}
+
 /// Every tool's definition (D-044), with schemas generated from the Rust types.
 pub fn definitions() -> Vec<ToolDefinition> {
     TOOLS
@@ -158,9 +186,13 @@ pub fn definitions() -> Vec<ToolDefinition> {
 
 /// Whether an agent of this type may call this tool at all (seed 001 §4: the
 /// reviewer and the architecture designer are read-only; the debugger reads and runs
-/// diagnostic commands, which may not write, until airsd has its evidence, which
-/// comes with the debugger's phase gate).
+/// diagnostic commands, which may not write, until airsd has recorded its evidence).
 pub fn allowed(agent: AgentType, tool: &str) -> Result<(), ToolError> {
+    allowed_with(agent, tool, false)
+}
+
+/// [`allowed`], knowing whether airsd has recorded the (debugging) agent's evidence.
+pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), ToolError> {
     let Some(t) = TOOLS.iter().find(|t| t.name == tool) else {
         return Err(ToolError(format!(
             "no tool `{tool}`; the tools are {}",
@@ -169,12 +201,18 @@ pub fn allowed(agent: AgentType, tool: &str) -> Result<(), ToolError> {
     };
     let refused = match t.kind {
         Kind::Read => false,
-        Kind::Write => matches!(
-            agent,
-            AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Debugger
-        ),
+        Kind::Write => match agent {
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => true,
+            AgentType::Debugger => !evidence,
+            _ => false,
+        },
         Kind::Run => matches!(agent, AgentType::Reviewer | AgentType::ArchitectureDesigner),
     };
+    if refused && agent == AgentType::Debugger {
+        return Err(ToolError(format!(
+            "`{tool}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the reproduction or diagnostics with shell.run first)"
+        )));
+    }
     if refused {
         return Err(ToolError(format!(
             "`{tool}` is not allowed for a {}: its tools are read-only",
@@ -206,7 +244,7 @@ pub fn call(
     tool: &str,
     args: Value,
 ) -> Result<Value, ToolError> {
-    allowed(agent, tool)?;
+    allowed_with(agent, tool, ctx.perm.evidence)?;
     match tool {
         "fs.read" => output(fs::read(ctx, &input(tool, args)?)),
         "fs.glob" => output(search::glob(ctx, &input(tool, args)?)),
@@ -243,6 +281,36 @@ mod tests {
             assert_eq!(from_provider_name(&name), Some(d.name.as_str()));
             assert_eq!(d.input_schema["type"], "object", "{}", d.name);
         }
+    }
+
+    #[test]
+    fn outputs_are_checked_against_their_schemas() {
+        for d in definitions() {
+            assert!(
+                jsonschema::validator_for(&d.output_schema).is_ok(),
+                "{}",
+                d.name
+            );
+        }
+        let good = serde_json::json!({"path": "a", "created": true, "bytes": 1});
+        assert!(validate_output("fs.write", &good).is_ok());
+        let bad = serde_json::json!({"path": "a", "created": "yes", "bytes": 1});
+        let e = validate_output("fs.write", &bad).unwrap_err();
+        assert!(e.0.contains("at `/created`"), "{e}");
+    }
+
+    #[test]
+    fn the_debugger_fixes_only_after_its_evidence() {
+        let before = allowed_with(AgentType::Debugger, "fs.edit", false).unwrap_err();
+        assert!(
+            before.0.contains("after airsd has recorded its evidence"),
+            "{before}"
+        );
+        assert!(allowed_with(AgentType::Debugger, "fs.edit", true).is_ok());
+        assert!(allowed_with(AgentType::Debugger, "shell.run", false).is_ok());
+        assert!(allowed_with(AgentType::Reviewer, "fs.edit", true).is_err());
+        assert!(allowed_with(AgentType::Reviewer, "shell.run", true).is_err());
+        assert!(allowed_with(AgentType::Executor, "shell.run", false).is_ok());
     }
 
     #[test]

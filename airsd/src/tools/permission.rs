@@ -428,6 +428,9 @@ pub struct Permits<'a> {
     pub tag: BackupTag,
     /// Keys of asks a person allowed for this call.
     pub granted: HashSet<String>,
+    /// For a debugger: airsd has recorded its evidence (a diagnostic command it ran
+    /// to its end), so it is past gathering and may fix (seed 001 §4).
+    pub evidence: bool,
     asks: Mutex<Vec<Ask>>,
 }
 
@@ -443,8 +446,15 @@ impl<'a> Permits<'a> {
             backups,
             tag,
             granted,
+            evidence: false,
             asks: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Says whether the (debugging) agent has recorded evidence.
+    pub fn with_evidence(mut self, evidence: bool) -> Self {
+        self.evidence = evidence;
+        self
     }
 
     /// The questions this call raised (it refused to go on without answers).
