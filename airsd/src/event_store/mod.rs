@@ -65,6 +65,24 @@ pub struct EventStore {
     publisher: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// An event handed to the writer ([`EventStore::enqueue`]).
+pub struct Queued(Option<oneshot::Receiver<Result<Vec<u64>>>>);
+
+impl Queued {
+    /// An event already committed.
+    pub fn done() -> Queued {
+        Queued(None)
+    }
+
+    /// Waits until the event is committed (or refused).
+    pub async fn committed(self) -> Result<()> {
+        match self.0 {
+            None => Ok(()),
+            Some(done) => done.await.map_err(|_| Error::WriterClosed)?.map(drop),
+        }
+    }
+}
+
 impl EventStore {
     /// Starts the writer thread on `conn` and the checkpoint thread on `checkpoint_conn`;
     /// `last_seq` is the highest stored seq.
@@ -170,6 +188,28 @@ impl EventStore {
             .copied()
             .ok_or_else(|| Error::Internal("writer returned no seq".into()))?;
         Ok(Appended { seq, durable: true })
+    }
+
+    /// Queues one event for the writer without waiting for its commit: events queued
+    /// one after another are committed in that order. [`Queued::committed`] waits for
+    /// it (and reports a refusal); dropping it leaves the event to commit on its own.
+    pub async fn enqueue(&self, mut event: RuntimeEvent) -> Result<Queued> {
+        self.complete(&mut event);
+        let spec = check(&event, &self.session_id)?;
+        if !spec.is_durable() {
+            self.bus.publish_ephemeral(Arc::new(event));
+            return Ok(Queued(None));
+        }
+        let prepared = prepare(event)?;
+        let (ack, done) = oneshot::channel();
+        self.sender()?
+            .send(WriteRequest {
+                op: WriteOp::Events(vec![prepared]),
+                ack,
+            })
+            .await
+            .map_err(|_| Error::WriterClosed)?;
+        Ok(Queued(Some(done)))
     }
 
     /// Appends durable events atomically: all are committed, or none. Returns their seqs.

@@ -87,6 +87,22 @@ impl ToolJob {
         })
     }
 
+    /// Hands an event to the writer without waiting for its commit.
+    async fn queue<T: serde::Serialize>(
+        &self,
+        event_type: &str,
+        payload: &T,
+    ) -> Result<crate::event_store::Queued, String> {
+        let e = RuntimeEvent::typed(event_type, self.env.session.id(), self.source(), payload)
+            .map_err(|e| e.to_string())?;
+        self.env
+            .session
+            .store()
+            .enqueue(e)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
     async fn record<T: serde::Serialize>(
         &self,
         event_type: &str,
@@ -113,19 +129,35 @@ impl ToolJob {
             task_id: Some(self.task_id.clone()),
             origin_message_id: self.call.origin_message_id.clone(),
         };
-        if let Err(e) = self.record("tool.started", &started).await {
-            self.worker.reply(
-                &self.header,
-                self.answer(
-                    ToolResultStatus::Error,
-                    None,
-                    Some(format!(
-                        "the call could not be recorded, so it did not run: {e}"
-                    )),
-                ),
-            );
-            return;
-        }
+        // The write-ahead record: a tool with effects runs only once `tool.started`
+        // is committed. A read has nothing to recover, so it does not wait for its
+        // records, which commit in order behind it.
+        let reads_only = crate::tools::reads_only(&self.call.tool);
+        let queued = match self.queue("tool.started", &started).await {
+            Ok(q) if reads_only => Ok(q),
+            Ok(q) => q
+                .committed()
+                .await
+                .map(|()| crate::event_store::Queued::done())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        let started_queued = match queued {
+            Ok(q) => q,
+            Err(e) => {
+                self.worker.reply(
+                    &self.header,
+                    self.answer(
+                        ToolResultStatus::Error,
+                        None,
+                        Some(format!(
+                            "the call could not be recorded, so it did not run: {e}"
+                        )),
+                    ),
+                );
+                return;
+            }
+        };
         let t0 = std::time::Instant::now();
         let result = if self.call.tool == "shell.run" {
             self.shell_run(&tool_run_id).await
@@ -139,9 +171,9 @@ impl ToolJob {
         let result = result.and_then(|output| {
             crate::tools::validate_output(&self.call.tool, &output).map(|()| output)
         });
-        let (recorded, reply) = match result {
+        let (ended, reply) = match result {
             Ok(output) => (
-                self.record(
+                self.queue(
                     "tool.completed",
                     &p::ToolCompleted {
                         tool_run_id,
@@ -153,7 +185,7 @@ impl ToolJob {
                 self.answer(ToolResultStatus::Ok, Some(output), None),
             ),
             Err(e) => (
-                self.record(
+                self.queue(
                     "tool.failed",
                     &p::ToolFailed {
                         tool_run_id,
@@ -165,10 +197,27 @@ impl ToolJob {
                 self.answer(ToolResultStatus::Error, None, Some(e.0)),
             ),
         };
-        if let Err(e) = recorded {
-            tracing::warn!("cannot record the end of a tool call: {e}");
+        let settle = async move {
+            if let Err(e) = started_queued.committed().await {
+                tracing::warn!("cannot record the start of a tool call: {e}");
+            }
+            match ended {
+                Ok(q) => {
+                    if let Err(e) = q.committed().await {
+                        tracing::warn!("cannot record the end of a tool call: {e}");
+                    }
+                }
+                Err(e) => tracing::warn!("cannot record the end of a tool call: {e}"),
+            }
+        };
+        if reads_only {
+            self.worker.reply(&self.header, reply);
+            tokio::spawn(settle);
+        } else {
+            // An effect is answered once its end is on record.
+            settle.await;
+            self.worker.reply(&self.header, reply);
         }
-        self.worker.reply(&self.header, reply);
     }
 
     /// `shell.run`: judged (with questions when needed), recorded, run with its

@@ -135,6 +135,11 @@ const TOOLS: &[Tool] = &[
     },
 ];
 
+/// Whether a tool has no effect on the machine (a read).
+pub fn reads_only(tool: &str) -> bool {
+    TOOLS.iter().any(|t| t.name == tool && t.kind == Kind::Read)
+}
+
 /// Checks a tool's output against its published output schema (D-044: outputs are
 /// validated as inputs are), naming the JSON path of the first mismatch.
 pub fn validate_output(tool: &str, output: &Value) -> Result<(), ToolError> {

@@ -12,6 +12,8 @@
 //!
 //! `air-test-call:` lines (any number) are tool calls the executor makes, in order,
 //! before its action; their answers go to stderr (the calls are recorded by airsd).
+//! `air-test-bench: TOOL N OUTFILE {json}` makes the call N times and writes each
+//! round trip's microseconds to OUTFILE, one per line (for the benchmarks).
 //!
 //! The n-th run of a role on the task (the number at the end of its agent id) takes the
 //! n-th action of that role, or the last one. Actions: `complete` (honest, with the
@@ -237,6 +239,29 @@ fn main() {
         }
     };
     if role == AgentType::Executor {
+        for line in d.spec.description.lines() {
+            let Some(rest) = line.trim().strip_prefix("air-test-bench:") else {
+                continue;
+            };
+            let mut parts = rest.trim().splitn(4, ' ');
+            let (Some(tool), Some(n), Some(outfile), Some(input)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                eprintln!("air-test-worker: air-test-bench needs TOOL N OUTFILE JSON");
+                std::process::exit(2);
+            };
+            let input: serde_json::Value = serde_json::from_str(input).unwrap_or_default();
+            let mut micros = Vec::new();
+            for _ in 0..n.parse::<usize>().unwrap_or(0) {
+                let t = std::time::Instant::now();
+                if let Err(e) = call(tool, input.clone()) {
+                    eprintln!("air-test-worker: {tool} failed: {e}");
+                    std::process::exit(1);
+                }
+                micros.push(t.elapsed().as_micros().to_string());
+            }
+            let _ = std::fs::write(outfile, micros.join("\n"));
+        }
         for line in d.spec.description.lines() {
             let Some(rest) = line.trim().strip_prefix("air-test-call:") else {
                 continue;
