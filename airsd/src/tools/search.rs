@@ -32,10 +32,10 @@ pub struct GlobOutput {
     pub notes: Vec<String>,
 }
 
-fn walk(
+fn walker(
     ctx: &FsContext<'_>,
     path: Option<&str>,
-) -> Result<(std::path::PathBuf, ignore::Walk), ToolError> {
+) -> Result<(std::path::PathBuf, ignore::WalkBuilder), ToolError> {
     let dir = match path {
         Some(p) => ctx.permit(p, super::permission::Access::Read)?.0,
         None => ctx.root.to_path_buf(),
@@ -46,14 +46,21 @@ fn walk(
             path.unwrap_or(".")
         )));
     }
-    let walk = ignore::WalkBuilder::new(&dir)
-        .hidden(true)
+    let mut walk = ignore::WalkBuilder::new(&dir);
+    walk.hidden(true)
         .git_ignore(true)
         .git_exclude(true)
         .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+        .filter_entry(|e| e.file_name() != ".git");
     Ok((dir, walk))
+}
+
+fn walk(
+    ctx: &FsContext<'_>,
+    path: Option<&str>,
+) -> Result<(std::path::PathBuf, ignore::Walk), ToolError> {
+    let (dir, builder) = walker(ctx, path)?;
+    Ok((dir, builder.build()))
 }
 
 fn relative(ctx: &FsContext<'_>, path: &Path) -> String {
@@ -224,14 +231,74 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
     } else {
         0
     };
-    let mut searcher = SearcherBuilder::new()
+    let searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
         .before_context(context)
         .after_context(context)
         .build();
     let limit = input.head_limit.unwrap_or(DEFAULT_LIMIT).max(1);
-    let (_, walk) = walk(ctx, input.path.as_deref())?;
+    let (_, mut builder) = walker(ctx, input.path.as_deref())?;
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    // Every core searches (as rg does); results are put in path order afterwards, so
+    // the answer does not depend on which thread came first.
+    let found: std::sync::Mutex<Vec<(String, Vec<String>, u64)>> = Default::default();
+    let items = std::sync::atomic::AtomicUsize::new(0);
+    builder.threads(threads).build_parallel().run(|| {
+        let mut searcher = searcher.clone();
+        let (found, items, filter, matcher) = (&found, &items, &filter, &matcher);
+        Box::new(move |entry| {
+            use ignore::WalkState;
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let file = relative(ctx, entry.path());
+            // Credential stores are never searched: their content needs a person's yes.
+            if ctx.scope.check_read(&file).is_err() || ctx.perm.engine.is_credential(entry.path()) {
+                return WalkState::Continue;
+            }
+            if let Some(f) = filter {
+                let name = entry.path().file_name().map(Path::new);
+                if !f.is_match(&file) && !name.is_some_and(|n| f.is_match(n)) {
+                    return WalkState::Continue;
+                }
+            }
+            let mut sink = Collect {
+                file: &file,
+                lines: Vec::new(),
+                matches: 0,
+            };
+            if searcher
+                .search_path(matcher, entry.path(), &mut sink)
+                .is_err()
+                || sink.matches == 0
+            {
+                return WalkState::Continue;
+            }
+            let (lines, matches) = (sink.lines, sink.matches);
+            let n = if input.output_mode == GrepMode::Content {
+                lines.len()
+            } else {
+                1
+            };
+            found
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((file, lines, matches));
+            // Far past the limit, the rest cannot change the answer's size.
+            if items.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n
+                > limit.saturating_mul(4)
+            {
+                return WalkState::Quit;
+            }
+            WalkState::Continue
+        })
+    });
+    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    found.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = GrepOutput {
         lines: Vec::new(),
         files: Vec::new(),
@@ -239,34 +306,7 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
         notes: Vec::new(),
     };
     let mut capped = false;
-    for entry in walk.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let file = relative(ctx, entry.path());
-        // Credential stores are never searched: their content needs a person's yes.
-        if ctx.scope.check_read(&file).is_err() || ctx.perm.engine.is_credential(entry.path()) {
-            continue;
-        }
-        if let Some(f) = &filter {
-            let name = entry.path().file_name().map(Path::new);
-            if !f.is_match(&file) && !name.is_some_and(|n| f.is_match(n)) {
-                continue;
-            }
-        }
-        let mut sink = Collect {
-            file: &file,
-            lines: Vec::new(),
-            matches: 0,
-        };
-        if searcher
-            .search_path(&matcher, entry.path(), &mut sink)
-            .is_err()
-            || sink.matches == 0
-        {
-            continue;
-        }
-        let (lines, matches) = (sink.lines, sink.matches);
+    for (file, lines, matches) in found {
         let full = match input.output_mode {
             GrepMode::Content => out.lines.len() >= limit,
             GrepMode::FilesWithMatches => out.files.len() >= limit,
