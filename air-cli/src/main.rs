@@ -55,8 +55,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the project's sessions, newest first.
+    /// List the project's sessions, newest first; or archive or delete one.
     Sessions {
+        #[command(subcommand)]
+        action: Option<SessionsAction>,
         #[arg(long)]
         json: bool,
     },
@@ -134,6 +136,23 @@ enum Command {
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SessionsAction {
+    /// Mark a session archived; its artifacts are kept.
+    Archive {
+        session: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Mark a session deleted and purge its artifacts (logs, reports); its event
+    /// history stays.
+    Delete {
+        session: String,
+        #[arg(long)]
+        reason: Option<String>,
     },
 }
 
@@ -278,7 +297,11 @@ async fn run(command: Command) -> CmdResult {
         }
         Command::Daemon { command } => daemon_cmd::run(command).await,
         Command::Status { json } => output::status(json).await,
-        Command::Sessions { json } => output::sessions(json).await,
+        Command::Sessions { action: None, json } => output::sessions(json).await,
+        Command::Sessions {
+            action: Some(action),
+            ..
+        } => output::retire(action).await,
         Command::Events {
             session,
             types,

@@ -112,6 +112,28 @@ pub async fn sessions(json: bool) -> CmdResult {
     Ok(())
 }
 
+/// `air sessions archive|delete ID`.
+pub async fn retire(action: crate::SessionsAction) -> CmdResult {
+    let conn = connect().await?;
+    match action {
+        crate::SessionsAction::Archive { session, reason } => {
+            conn.client
+                .session_archive(session.clone(), reason)
+                .await
+                .map_err(crate::rpc_failure)?;
+            println!("session {session} archived; its artifacts are kept");
+        }
+        crate::SessionsAction::Delete { session, reason } => {
+            conn.client
+                .session_delete(session.clone(), reason)
+                .await
+                .map_err(crate::rpc_failure)?;
+            println!("session {session} deleted; its artifacts were purged");
+        }
+    }
+    Ok(())
+}
+
 fn print_event(seq: u64, event: &RuntimeEvent, json: bool) -> CmdResult {
     if json {
         println!(

@@ -30,6 +30,14 @@ pub const METHODS: &[(&str, &str)] = &[
     ("session.list", "Every session of the project, newest first"),
     ("session.get", "One session"),
     (
+        "session.archive",
+        "Mark a session archived; its artifacts are kept",
+    ),
+    (
+        "session.delete",
+        "Mark a session deleted and purge its artifacts",
+    ),
+    (
         "session.snapshot",
         "The session's projection and the seq it reflects",
     ),
@@ -398,6 +406,20 @@ mod rpc {
         #[method(name = "session.get", param_kind = map)]
         async fn session_get(&self, session_id: String) -> RpcResult<SessionInfo>;
 
+        #[method(name = "session.archive", param_kind = map)]
+        async fn session_archive(
+            &self,
+            session_id: String,
+            reason: Option<String>,
+        ) -> RpcResult<u64>;
+
+        #[method(name = "session.delete", param_kind = map)]
+        async fn session_delete(
+            &self,
+            session_id: String,
+            reason: Option<String>,
+        ) -> RpcResult<u64>;
+
         #[method(name = "session.snapshot", param_kind = map)]
         async fn session_snapshot(&self, session_id: String) -> RpcResult<Snapshot>;
 
@@ -589,6 +611,13 @@ pub mod params {
 
     #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
+    pub struct SessionRetire {
+        pub session_id: String,
+        pub reason: Option<String>,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
     pub struct ArtifactList {
         pub session_id: String,
         pub task_id: Option<String>,
@@ -640,6 +669,16 @@ pub mod params {
         ),
         ("session.list", &[], check::<NoParams>),
         ("session.get", &["session_id"], check::<Session>),
+        (
+            "session.archive",
+            &["session_id", "reason"],
+            check::<SessionRetire>,
+        ),
+        (
+            "session.delete",
+            &["session_id", "reason"],
+            check::<SessionRetire>,
+        ),
         ("session.snapshot", &["session_id"], check::<Session>),
         (
             "session.subscribe",
@@ -834,6 +873,8 @@ pub fn openrpc() -> serde_json::Value {
         "sessions"
     );
     method!("session.get", params::Session, SessionInfo, "session");
+    method!("session.archive", params::SessionRetire, u64, "seq");
+    method!("session.delete", params::SessionRetire, u64, "seq");
     method!("session.snapshot", params::Session, Snapshot, "snapshot");
     method!(
         "session.subscribe",

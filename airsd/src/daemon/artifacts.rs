@@ -56,6 +56,13 @@ impl DaemonState {
         offset: Option<u64>,
         limit: Option<u64>,
     ) -> Result<ArtifactChunk> {
+        if self.session_info(session_id).await?.status
+            == air_proto::projection::SessionStatus::Deleted
+        {
+            return Err(Error::NotFound(format!(
+                "session {session_id} was deleted; its artifacts were purged"
+            )));
+        }
         let session = self.session(session_id).await?;
         let info = {
             use rusqlite::OptionalExtension as _;

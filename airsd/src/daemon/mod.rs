@@ -7,6 +7,7 @@
 
 mod artifacts;
 mod conn;
+mod lifecycle;
 mod lock;
 mod params;
 mod rpc;

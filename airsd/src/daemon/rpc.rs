@@ -355,6 +355,20 @@ impl AirApiServer for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn session_archive(&self, session_id: String, reason: Option<String>) -> RpcResult<u64> {
+        self.state
+            .archive_session(&session_id, reason)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn session_delete(&self, session_id: String, reason: Option<String>) -> RpcResult<u64> {
+        self.state
+            .delete_session(&session_id, reason)
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn artifact_list(
         &self,
         session_id: String,

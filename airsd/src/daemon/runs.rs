@@ -211,6 +211,11 @@ impl DaemonState {
         Ok(handle)
     }
 
+    /// Whether a run of this session is going on now.
+    pub(super) fn run_in_progress(&self, session_id: &str) -> bool {
+        self.run_handle(session_id).is_some()
+    }
+
     fn run_handle(&self, session_id: &str) -> Option<RunHandle> {
         let mut runs = self.runs_lock();
         runs.retain(|_, h| !h.is_done());

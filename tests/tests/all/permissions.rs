@@ -320,6 +320,21 @@ fn shell_run_streams_keeps_its_output_and_records_the_exit() {
         assert_eq!((end.data.as_str(), end.eof), ("last\n", true));
         let missing = state.artifact_read(&session, "nope", None, None).await.unwrap_err().to_string();
         assert!(missing.contains("has no artifact nope"), "{missing}");
+        // Archived, the artifacts stay; deleted, they are purged.
+        state.archive_session(&session, None).await.unwrap();
+        assert!(gz.exists());
+        state
+            .delete_session(&session, Some("done with it".into()))
+            .await
+            .unwrap();
+        assert!(!ProjectPaths::new(&root).artifacts(&session).exists());
+        let gone = state
+            .artifact_read(&session, &stdout_log.id, None, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(gone.contains("was deleted; its artifacts were purged"), "{gone}");
+        assert!(state.archive_session(&session, None).await.is_err());
         state.stop_runs().await;
     });
 }
