@@ -180,8 +180,10 @@ pub fn definitions() -> Vec<ToolDefinition> {
             output_schema: (t.output)(),
             category: t.category,
             permissions: ToolPermissions {
-                read_paths: Some(PathPolicy::Project),
-                write_paths: (t.kind != Kind::Read).then_some(PathPolicy::Project),
+                read_paths: Some(PathPolicy::Anywhere),
+                write_paths: (t.kind != Kind::Read).then_some(PathPolicy::Anywhere),
+                execute: (t.kind == Kind::Run).then_some(true),
+                network: (t.kind == Kind::Run).then_some(true),
                 ..ToolPermissions::default()
             },
             streaming: t.kind == Kind::Run,

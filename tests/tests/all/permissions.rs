@@ -384,3 +384,44 @@ fn the_sandbox_holds_what_the_analysis_cannot_see() {
         state.stop_runs().await;
     });
 }
+
+fn vm(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// 100 MB of output: all of it kept, a bounded part shown, and the memory of the
+/// process running the daemon's side barely moves.
+#[test]
+fn a_hundred_megabytes_of_output_keep_memory_bounded() {
+    let (_p, root, _o, _out) = dirs();
+    crate::rt().block_on(async {
+        let state = state(&root, Duration::from_secs(600));
+        let text = plan(&[(
+            "shell.run",
+            serde_json::json!({ "command": "head -c 100000000 /dev/zero | tr '\\0' x | fold -w 99", "timeout_ms": 300000 }),
+        )]);
+        let before = vm("VmRSS:");
+        let session = start(&state, text, OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        let peak = vm("VmHWM:");
+        let out = &outputs(&root, &session)[0];
+        assert_eq!(out["stdout_bytes"], 101_010_101, "{out}");
+        assert!(out["stdout"].as_str().unwrap().len() < 40_000);
+        let growth_mib = peak.saturating_sub(before) / 1024;
+        assert!(growth_mib < 64, "peak memory grew by {growth_mib} MiB");
+        let listed = state.artifact_list(&session, None, None).await.unwrap();
+        let log = listed.iter().find(|a| a.original_name.as_deref() == Some("stdout.log")).unwrap();
+        assert!(log.path.as_deref().unwrap().ends_with(".gz"));
+        let end = state
+            .artifact_read(&session, &log.id, Some(101_010_101 - 100), None)
+            .await
+            .unwrap();
+        assert_eq!((end.bytes, end.eof), (100, true));
+        state.stop_runs().await;
+    });
+}
