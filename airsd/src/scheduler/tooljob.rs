@@ -601,10 +601,11 @@ impl ToolJob {
                 },
             )
             .await;
+        let risk = risks.join(",");
         let verdict = |d: p::PermissionDecision, by: &str, reason: Option<&str>| match d {
             p::PermissionDecision::Allow => Ok(()),
             p::PermissionDecision::Deny => Err(format!(
-                "permission to {action} was not given ({}{})",
+                "permission to {action} [{risk}] was not given ({}{})",
                 if by == p::EXPIRED {
                     "the question expired".to_string()
                 } else {
