@@ -460,16 +460,26 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
     let out = air(&p, &["run", "--plan", "slow.md", "--detach"]);
     expect(&out, 0);
     let session = text(&out.stdout).trim().to_string();
-    // Wait until something has completed and something is running.
+    // Wait until something has completed and an agent has just started (it has more
+    // than a second of work left, so it is surely running when the kill lands).
     let progressed = until(20, || {
         let conn = db(&p, &session);
-        count(
-            &conn,
-            "SELECT COUNT(*) FROM tasks WHERE status = 'completed'",
-        ) >= 1
+        let fresh = {
+            let mut stmt = conn
+                .prepare("SELECT started_at FROM agents WHERE status = 'running'")
+                .unwrap();
+            let fresh = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .filter_map(|t| air_proto::time::parse(&t))
+                .any(|t| t.elapsed().is_ok_and(|e| e < Duration::from_millis(500)));
+            fresh
+        };
+        fresh
             && count(
                 &conn,
-                "SELECT COUNT(*) FROM agents WHERE status = 'running'",
+                "SELECT COUNT(*) FROM tasks WHERE status = 'completed'",
             ) >= 1
     });
     assert!(progressed);
