@@ -70,9 +70,28 @@ fn outputs(project: &Path, session: &str) -> Vec<serde_json::Value> {
 }
 
 /// A directory outside the project and outside the temporary directories (which
-/// commands may always write).
+/// commands may always write): in the home directory, or the build's own temporary
+/// directory when that is not under /tmp.
 fn elsewhere() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    let temp = [
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+    ];
+    let candidates = [
+        std::env::var_os("HOME").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+    ];
+    let dir = candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .find(|d| !temp.iter().any(|t| d.starts_with(t)))
+        .expect("a directory outside /tmp for the sandbox test (HOME or the target directory)");
+    tempfile::Builder::new()
+        .prefix(".air-test-")
+        .tempdir_in(dir)
+        .unwrap()
 }
 
 async fn ended(state: &DaemonState, session: &str) {
