@@ -25,6 +25,7 @@ pub mod ids;
 pub mod ipc;
 #[cfg(feature = "layout")]
 pub mod layout;
+pub mod message;
 pub mod payload;
 pub mod plan;
 pub mod projection;

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod mock_provider;
+
 use air_proto::event::{EventSource, RuntimeEvent};
 use air_proto::payload as p;
 use air_proto::task::{

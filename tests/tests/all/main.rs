@@ -12,6 +12,7 @@ mod init_cli;
 mod permissions;
 mod plan_cli;
 mod projection;
+mod provider;
 mod robustness;
 mod run;
 mod schema;

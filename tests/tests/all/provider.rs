@@ -1,0 +1,240 @@
+//! The Anthropic adapter of `air-worker` against the loopback mock provider, which
+//! speaks the real wire protocol: a streamed turn with text, thinking and a tool call
+//! folded into canonical blocks; the request's shape; and each fault (429 with
+//! retry-after, 529, a stream cut off, malformed SSE, an error event, a slow stream,
+//! a key refused) ending in success or a clear failure, never a hang.
+
+use std::time::{Duration, Instant};
+
+use air_proto::message::{ContentBlock, Message, StopReason};
+use air_tests::mock_provider::{text_events, Exchange, Expect, MockProvider, Reply};
+use serde_json::json;
+use worker::provider::anthropic::Anthropic;
+use worker::provider::{Delta, ProviderError, RetryPolicy, Timeouts, ToolSpec, TurnRequest};
+
+fn request() -> TurnRequest {
+    TurnRequest {
+        model: "claude-test".into(),
+        system: vec![
+            "You are the executor.".into(),
+            "Project rules: be brief.".into(),
+        ],
+        messages: vec![Message::user(vec![ContentBlock::text("Add a README.")])],
+        tools: vec![ToolSpec {
+            name: "fs_read".into(),
+            description: "Read a file".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+        max_tokens: 1024,
+    }
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 4,
+        base_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(100),
+        max_retry_after: Duration::from_secs(5),
+    }
+}
+
+fn client(mock: &MockProvider) -> Anthropic {
+    Anthropic::new(
+        &mock.url,
+        "sk-test-key",
+        Timeouts {
+            connect: Duration::from_secs(2),
+            first_byte: Duration::from_secs(5),
+            idle: Duration::from_millis(800),
+        },
+        fast_retries(),
+    )
+    .unwrap()
+}
+
+fn tool_turn() -> Vec<serde_json::Value> {
+    serde_json::from_value(json!([
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-test", "stop_reason": null, "usage": {"input_tokens": 120, "output_tokens": 1, "cache_read_input_tokens": 100}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Read it "}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "first."}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig=="}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "ping"},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Let me "}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "look."}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "fs_read", "input": {}}},
+        {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"path\": "}},
+        {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "\"README.md\"}"}},
+        {"type": "content_block_stop", "index": 2},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 42}},
+        {"type": "message_stop"}
+    ]))
+    .unwrap()
+}
+
+#[test]
+fn a_streamed_turn_becomes_canonical_blocks() {
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![Exchange {
+            expect: Expect {
+                contains: vec!["Add a README.".into()],
+                tools: vec!["fs_read".into()],
+            },
+            reply: Reply::Events(tool_turn()),
+        }])
+        .await;
+        let mut deltas = Vec::new();
+        let turn = client(&mock)
+            .turn(&request(), &mut |d| {
+                deltas.push(format!("{d:?}"));
+            })
+            .await
+            .unwrap();
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(
+            turn.content,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "Read it first.".into(),
+                    signature: "sig==".into()
+                },
+                ContentBlock::text("Let me look."),
+                ContentBlock::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "fs_read".into(),
+                    input: json!({"path": "README.md"})
+                },
+            ]
+        );
+        assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
+        assert_eq!(
+            (
+                turn.usage.input_tokens,
+                turn.usage.output_tokens,
+                turn.usage.cache_read_input_tokens
+            ),
+            (120, 42, 100)
+        );
+        assert_eq!(turn.attempts, 1);
+        assert_eq!(deltas.len(), 6, "{deltas:?}");
+        // The request as the API takes it.
+        let r = &mock.received()[0];
+        assert_eq!(r.header("x-api-key"), Some("sk-test-key"));
+        assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(r.body["stream"], true);
+        assert_eq!(r.body["max_tokens"], 1024);
+        assert_eq!(r.body["system"][1]["cache_control"]["type"], "ephemeral");
+        assert!(r.body["system"][0].get("cache_control").is_none());
+        assert_eq!(r.body["tools"][0]["input_schema"]["type"], "object");
+        assert_eq!(r.body["messages"][0]["content"][0]["text"], "Add a README.");
+    });
+}
+
+#[test]
+fn transient_faults_are_retried_and_the_turn_succeeds() {
+    crate::rt().block_on(async {
+        let mut cut = tool_turn();
+        cut.truncate(9);
+        let mock = MockProvider::start(vec![
+            Exchange {
+                expect: Expect::default(),
+                reply: Reply::Status {
+                    status: 429,
+                    retry_after: Some(1),
+                    error_type: None,
+                },
+            },
+            Exchange {
+                expect: Expect::default(),
+                reply: Reply::Status {
+                    status: 529,
+                    retry_after: None,
+                    error_type: None,
+                },
+            },
+            Exchange {
+                expect: Expect::default(),
+                reply: Reply::Dropped(cut),
+            },
+            Exchange {
+                expect: Expect::default(),
+                reply: Reply::Events(text_events("done")),
+            },
+        ])
+        .await;
+        let t0 = Instant::now();
+        let mut restarts = 0;
+        let turn = client(&mock)
+            .turn(&request(), &mut |d| {
+                if matches!(d, Delta::Restart { .. }) {
+                    restarts += 1;
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!(turn.content, vec![ContentBlock::text("done")]);
+        assert_eq!(turn.attempts, 4);
+        assert_eq!(restarts, 3);
+        assert_eq!(mock.received().len(), 4);
+        // retry-after: 1 was honoured.
+        assert!(t0.elapsed() >= Duration::from_secs(1), "{:?}", t0.elapsed());
+    });
+}
+
+#[test]
+fn faults_that_cannot_pass_fail_clearly_and_quickly() {
+    crate::rt().block_on(async {
+        // A refused key is not retried.
+        let mock = MockProvider::start(vec![Exchange { expect: Expect::default(), reply: Reply::Status { status: 401, retry_after: None, error_type: None } }]).await;
+        let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err();
+        assert!(matches!(e, ProviderError::Status { status: 401, .. }), "{e}");
+        assert_eq!(mock.received().len(), 1);
+
+        // Malformed SSE is a protocol error, named.
+        let mock = MockProvider::start(vec![Exchange { expect: Expect::default(), reply: Reply::Malformed("event: message_start\ndata: {not json\n\n".into()) }]).await;
+        let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err().to_string();
+        assert!(e.contains("malformed stream") && e.contains("message_start"), "{e}");
+
+        // An overloaded error inside the stream is retried until the budget ends.
+        let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        let mock = MockProvider::start(
+            (0..4).map(|_| Exchange { expect: Expect::default(), reply: Reply::Events(vec![overloaded.clone()]) }).collect(),
+        )
+        .await;
+        let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err();
+        assert!(matches!(&e, ProviderError::Exhausted { attempts: 4, .. }), "{e}");
+        assert!(e.to_string().contains("overloaded_error"), "{e}");
+
+        // A stream that goes silent times out (idle 800 ms) instead of hanging.
+        let mut slow = text_events("late");
+        slow.truncate(2);
+        let mock = MockProvider::start(vec![
+            Exchange { expect: Expect::default(), reply: Reply::Slow { events: slow, gap_ms: 2_000 } },
+            Exchange { expect: Expect::default(), reply: Reply::Events(text_events("on time")) },
+        ])
+        .await;
+        let t0 = Instant::now();
+        let turn = client(&mock).turn(&request(), &mut |_| {}).await.unwrap();
+        assert_eq!(turn.content, vec![ContentBlock::text("on time")]);
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+
+        // A request that does not match the recording is refused and reported.
+        let mock = MockProvider::start(vec![Exchange {
+            expect: Expect { contains: vec!["Something else".into()], tools: vec![] },
+            reply: Reply::Events(text_events("x")),
+        }])
+        .await;
+        let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err();
+        assert!(matches!(e, ProviderError::Status { status: 400, .. }), "{e}");
+        assert_eq!(mock.mismatches(), vec!["request 1: the request does not contain \"Something else\"".to_string()]);
+
+        // No key: a configuration error before any request.
+        assert!(matches!(
+            Anthropic::new(&mock.url, "", Timeouts::default(), RetryPolicy::default()),
+            Err(ProviderError::Config(_))
+        ));
+    });
+}

@@ -1,0 +1,3 @@
+//! The worker's library: what `air-worker` is made of, and what tests drive directly.
+
+pub mod provider;

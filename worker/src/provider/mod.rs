@@ -1,0 +1,213 @@
+//! LLM providers. The conversation is kept in the canonical format (Anthropic content
+//! blocks, `air_proto::message`); each adapter converts at its boundary (D-046).
+//! A turn streams: deltas reach the caller as they arrive, and the finished turn is
+//! returned whole. Transient failures (429 with `retry-after`, 5xx and 529/overloaded,
+//! connection resets, a stream cut off mid-way) are retried with exponential backoff
+//! and jitter, within a budget; a retried turn starts over, and since tools run only
+//! after a turn is complete, no tool call is ever made twice.
+
+pub mod anthropic;
+
+use std::time::Duration;
+
+use air_proto::message::{ContentBlock, Message, StopReason};
+use serde_json::Value;
+
+/// Makes ring the TLS crypto of this process (one crypto stack, no C build step);
+/// harmless when it is already installed.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A tool offered to the model (its provider-side name).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// One request for a turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnRequest {
+    pub model: String,
+    /// System prompt layers, most stable first: the last stable layer gets the
+    /// prompt-cache marker.
+    pub system: Vec<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+/// Tokens a turn used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TurnUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+/// A finished turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Turn {
+    pub content: Vec<ContentBlock>,
+    pub stop_reason: Option<StopReason>,
+    pub usage: TurnUsage,
+    /// Attempts it took (1 when nothing was retried).
+    pub attempts: u32,
+}
+
+/// A piece of a turn as it streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delta<'a> {
+    Text {
+        index: usize,
+        text: &'a str,
+    },
+    Thinking {
+        index: usize,
+        text: &'a str,
+    },
+    InputJson {
+        index: usize,
+        json: &'a str,
+    },
+    /// The turn is being tried again from the start (after a transient failure).
+    Restart {
+        attempt: u32,
+    },
+}
+
+/// Why a turn failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider answered with an error status (or an error event).
+    #[error("{provider} answered {status}: {message}")]
+    Status {
+        provider: &'static str,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed or the stream was cut off.
+    #[error("{provider}: {message}")]
+    Transport {
+        provider: &'static str,
+        message: String,
+    },
+    /// The provider sent something that is not its protocol.
+    #[error("{provider} sent a malformed stream: {message}")]
+    Protocol {
+        provider: &'static str,
+        message: String,
+    },
+    /// No answer in time.
+    #[error("{provider}: {message}")]
+    Timeout {
+        provider: &'static str,
+        message: String,
+    },
+    /// The configuration cannot work (no key, a bad base URL).
+    #[error("{0}")]
+    Config(String),
+    /// Retries ran out; the last failure is kept.
+    #[error("gave up after {attempts} attempts: {last}")]
+    Exhausted {
+        attempts: u32,
+        last: Box<ProviderError>,
+    },
+}
+
+impl ProviderError {
+    /// Whether trying the turn again may succeed.
+    pub fn retryable(&self) -> bool {
+        match self {
+            ProviderError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529)
+            }
+            ProviderError::Transport { .. } | ProviderError::Timeout { .. } => true,
+            ProviderError::Protocol { .. }
+            | ProviderError::Config(_)
+            | ProviderError::Exhausted { .. } => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// How long to wait for what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// From the request sent to the response's headers.
+    pub first_byte: Duration,
+    /// Longest silence inside a stream (the providers send pings).
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(90),
+        }
+    }
+}
+
+/// The retry budget of a turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_attempts: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// A `retry-after` longer than this is not waited for: the turn fails.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 6,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `attempt + 1` (exponential, with up to 50 % jitter,
+    /// or what the provider asked for).
+    pub fn delay(&self, attempt: u32, error: &ProviderError) -> Duration {
+        if let Some(after) = error.retry_after() {
+            return after;
+        }
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+            .min(self.max_delay);
+        let jitter = jitter_fraction();
+        exp + exp.mul_f64(jitter * 0.5)
+    }
+}
+
+/// A number in [0, 1) from the clock and the process id: enough to keep retrying
+/// workers from moving in lockstep, with no random-number dependency.
+fn jitter_fraction() -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let mut x = u64::from(nanos) ^ (u64::from(std::process::id()) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    (x % 1_000_000) as f64 / 1_000_000.0
+}
