@@ -26,6 +26,8 @@ pub mod ipc;
 #[cfg(feature = "layout")]
 pub mod layout;
 pub mod message;
+#[cfg(feature = "config")]
+pub mod models;
 pub mod payload;
 pub mod plan;
 pub mod projection;

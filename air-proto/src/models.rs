@@ -1,0 +1,425 @@
+//! Which LLM each agent talks to: `~/.air/models.yaml` over the providers air knows
+//! and the capability table shipped in `resources/models.yaml`.
+//!
+//! ```yaml
+//! providers:                      # more providers, or other settings for known ones
+//!   local:
+//!     kind: openai_chat           # anthropic | openai_chat | openai_responses
+//!     base_url: http://localhost:8080/v1
+//!     api_key_env: LOCAL_KEY      # the variable holding the key (none: no key)
+//! models:                         # "provider/model", or a model of the table
+//!   default: anthropic/claude-sonnet-4-5
+//!   reviewer: openai/gpt-5
+//! capabilities:
+//!   my-model: { context_window: 32768, max_output: 8192 }
+//! ```
+//!
+//! Keys are never in a file: a provider names the environment variable that holds
+//! its key (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENROUTER_API_KEY` for the known
+//! ones), and base URLs follow the SDKs' variables (`ANTHROPIC_BASE_URL`,
+//! `OPENAI_BASE_URL`) unless the file sets one.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::ConfigError;
+
+wire_enum! {
+    /// The wire protocol of a provider.
+    pub enum ProviderKind {
+        Anthropic = "anthropic",
+        OpenaiChat = "openai_chat",
+        OpenaiResponses = "openai_responses",
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub kind: Option<ProviderKind>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+/// The model of each agent type (`provider/model`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelAssignment {
+    pub default: Option<String>,
+    pub executor: Option<String>,
+    pub reviewer: Option<String>,
+    pub debugger: Option<String>,
+    pub architecture_designer: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capability {
+    pub context_window: u64,
+    pub max_output: u32,
+}
+
+/// `models.yaml` (the user's), or the shipped table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelsConfig {
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    pub models: ModelAssignment,
+    /// The model each provider uses when nothing names one.
+    #[serde(default)]
+    pub defaults: BTreeMap<String, String>,
+    #[serde(default)]
+    pub capabilities: BTreeMap<String, Capability>,
+}
+
+/// What an agent talks to, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedModel {
+    pub provider: String,
+    pub kind: ProviderKind,
+    pub base_url: String,
+    /// The variable holding the key (`None`: the provider takes none).
+    pub api_key_env: Option<String>,
+    pub model: String,
+    pub capability: Capability,
+}
+
+/// The shipped capability table.
+pub const SHIPPED: &str = include_str!("../../resources/models.yaml");
+
+/// Used for a model the table does not know.
+pub const UNKNOWN_MODEL: Capability = Capability {
+    context_window: 128_000,
+    max_output: 8_192,
+};
+
+/// A provider air knows: name, protocol, base URL, the variable that may replace
+/// the URL, the variable holding the key.
+type Known = (
+    &'static str,
+    ProviderKind,
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
+/// The providers air knows, in the order it looks for a key.
+const KNOWN: &[Known] = &[
+    (
+        "anthropic",
+        ProviderKind::Anthropic,
+        "https://api.anthropic.com",
+        Some("ANTHROPIC_BASE_URL"),
+        Some("ANTHROPIC_API_KEY"),
+    ),
+    (
+        "openai",
+        ProviderKind::OpenaiResponses,
+        "https://api.openai.com/v1",
+        Some("OPENAI_BASE_URL"),
+        Some("OPENAI_API_KEY"),
+    ),
+    (
+        "openrouter",
+        ProviderKind::OpenaiChat,
+        "https://openrouter.ai/api/v1",
+        None,
+        Some("OPENROUTER_API_KEY"),
+    ),
+    (
+        "ollama",
+        ProviderKind::OpenaiChat,
+        "http://localhost:11434/v1",
+        Some("OLLAMA_BASE_URL"),
+        None,
+    ),
+];
+
+fn parse(path: &Path, text: &str) -> Result<ModelsConfig, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(ModelsConfig::default());
+    }
+    yaml_serde::from_str(text).map_err(|e| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: e
+            .location()
+            .map(|l| format!(":{}", l.line()))
+            .unwrap_or_default(),
+        message: e.to_string(),
+    })
+}
+
+impl ModelsConfig {
+    /// The shipped table with `~/.air/models.yaml` (in `air_home`) over it.
+    pub fn load(air_home: Option<&Path>) -> Result<ModelsConfig, ConfigError> {
+        let shipped = parse(Path::new("resources/models.yaml"), SHIPPED)?;
+        let Some(home) = air_home else {
+            return Ok(shipped);
+        };
+        let path = home.join("models.yaml");
+        let user = match std::fs::read_to_string(&path) {
+            Ok(text) => parse(&path, &text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ModelsConfig::default(),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Ok(shipped.overridden_by(user))
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<ModelsConfig, ConfigError> {
+        parse(path, text)
+    }
+
+    pub fn overridden_by(mut self, other: ModelsConfig) -> ModelsConfig {
+        self.providers.extend(other.providers);
+        self.defaults.extend(other.defaults);
+        self.capabilities.extend(other.capabilities);
+        let (m, o) = (&mut self.models, other.models);
+        m.default = o.default.or(m.default.take());
+        m.executor = o.executor.or(m.executor.take());
+        m.reviewer = o.reviewer.or(m.reviewer.take());
+        m.debugger = o.debugger.or(m.debugger.take());
+        m.architecture_designer = o.architecture_designer.or(m.architecture_designer.take());
+        self
+    }
+
+    /// A provider's settings: the file's over the known ones', with the SDKs'
+    /// base-URL variables in between.
+    fn provider(
+        &self,
+        name: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<(ProviderKind, String, Option<String>)> {
+        let known = KNOWN.iter().find(|k| k.0 == name);
+        let file = self.providers.get(name);
+        if known.is_none() && file.is_none() {
+            return None;
+        }
+        let kind = file
+            .and_then(|f| f.kind)
+            .or(known.map(|k| k.1))
+            .unwrap_or(ProviderKind::OpenaiChat);
+        let base_url = file
+            .and_then(|f| f.base_url.clone())
+            .or_else(|| {
+                known
+                    .and_then(|k| k.3)
+                    .and_then(env)
+                    .filter(|v| !v.is_empty())
+            })
+            .or(known.map(|k| k.2.to_string()))?;
+        let key_env = file
+            .and_then(|f| f.api_key_env.clone())
+            .or(known.and_then(|k| k.4).map(str::to_string));
+        Some((kind, base_url, key_env))
+    }
+
+    fn capability(&self, model: &str) -> Capability {
+        self.capabilities
+            .get(model)
+            .copied()
+            .unwrap_or(UNKNOWN_MODEL)
+    }
+
+    /// The model for an agent type (`executor`, `reviewer`, …): `wanted` (a flag or
+    /// the plan) first, then the assignment in the file, then the first provider with
+    /// a key in the environment and its default model. `env` reads variables (so keys
+    /// are only checked for, never kept).
+    pub fn resolve(
+        &self,
+        agent_type: &str,
+        wanted: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ResolvedModel, String> {
+        let m = &self.models;
+        let assigned = match agent_type {
+            "executor" => m.executor.as_deref(),
+            "reviewer" => m.reviewer.as_deref(),
+            "debugger" => m.debugger.as_deref(),
+            "architecture_designer" => m.architecture_designer.as_deref(),
+            _ => None,
+        };
+        let has_key = |key_env: &Option<String>| {
+            key_env
+                .as_deref()
+                .is_none_or(|v| env(v).is_some_and(|k| !k.is_empty()))
+        };
+        let spec = wanted.or(assigned).or(m.default.as_deref());
+        let (provider, model) = match spec {
+            Some(spec) => match spec.split_once('/') {
+                Some((p, model)) if self.provider(p, env).is_some() => {
+                    (p.to_string(), model.to_string())
+                }
+                // A bare model: the first provider with a key whose default it is, or
+                // the first provider with a key.
+                _ => {
+                    let provider = KNOWN
+                        .iter()
+                        .map(|k| k.0.to_string())
+                        .chain(self.providers.keys().cloned())
+                        .filter(|p| {
+                            self.provider(p, env)
+                                .is_some_and(|(_, _, k)| k.is_some() && has_key(&k))
+                        })
+                        .min_by_key(|p| self.defaults.get(p).map(String::as_str) != Some(spec))
+                        .ok_or_else(|| no_provider(Some(spec)))?;
+                    (provider, spec.to_string())
+                }
+            },
+            None => {
+                let provider = KNOWN
+                    .iter()
+                    .map(|k| k.0.to_string())
+                    .chain(self.providers.keys().cloned())
+                    .find(|p| {
+                        self.provider(p, env)
+                            .is_some_and(|(_, _, k)| k.is_some() && has_key(&k))
+                    })
+                    .ok_or_else(|| no_provider(None))?;
+                let model = self.defaults.get(&provider).cloned().ok_or_else(|| {
+                    format!("provider `{provider}` has no default model; name one in models.yaml (`models.default: {provider}/MODEL`)")
+                })?;
+                (provider, model)
+            }
+        };
+        let Some((kind, base_url, api_key_env)) = self.provider(&provider, env) else {
+            return Err(format!(
+                "no provider `{provider}` (known: {})",
+                self.provider_names().join(", ")
+            ));
+        };
+        if !has_key(&api_key_env) {
+            return Err(format!(
+                "provider `{provider}` needs its key in {}, which is not set",
+                api_key_env.as_deref().unwrap_or_default()
+            ));
+        }
+        Ok(ResolvedModel {
+            capability: self.capability(&model),
+            provider,
+            kind,
+            base_url,
+            api_key_env,
+            model,
+        })
+    }
+
+    fn provider_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = KNOWN.iter().map(|k| k.0.to_string()).collect();
+        names.extend(
+            self.providers
+                .keys()
+                .filter(|k| !names.contains(k))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        names
+    }
+}
+
+fn no_provider(model: Option<&str>) -> String {
+    format!(
+        "no LLM provider is configured{}: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or add a provider to ~/.air/models.yaml",
+        model.map(|m| format!(" for `{m}`")).unwrap_or_default()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    fn shipped() -> ModelsConfig {
+        ModelsConfig::load(None).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_shipped_table_parses_and_names_defaults() {
+        let c = shipped();
+        assert_eq!(
+            c.defaults.get("anthropic").map(String::as_str),
+            Some("claude-sonnet-4-5")
+        );
+        assert!(c.capabilities.contains_key("claude-sonnet-4-5"));
+    }
+
+    #[test]
+    fn the_first_provider_with_a_key_is_used_and_base_urls_follow_the_sdks() {
+        let c = shipped();
+        let r = c
+            .resolve(
+                "executor",
+                None,
+                &env(&[
+                    ("OPENAI_API_KEY", "k"),
+                    ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+                ]),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (r.provider.as_str(), r.kind),
+            ("openai", ProviderKind::OpenaiResponses)
+        );
+        assert_eq!(r.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(r.model, "gpt-5");
+        assert_eq!(r.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        let r = c
+            .resolve(
+                "reviewer",
+                None,
+                &env(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "k")]),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.provider, "anthropic");
+        assert_eq!(r.capability.context_window, 200_000);
+    }
+
+    #[test]
+    fn assignments_flags_and_missing_keys() {
+        let user = ModelsConfig::parse(
+            Path::new("models.yaml"),
+            "providers:\n  local:\n    kind: openai_chat\n    base_url: http://localhost:8080/v1\nmodels:\n  default: anthropic/claude-haiku-4-5\n  reviewer: local/qwen3\n",
+        )
+        .unwrap_or_default();
+        let c = shipped().overridden_by(user);
+        let e = env(&[("ANTHROPIC_API_KEY", "k")]);
+        let r = c
+            .resolve("executor", None, &e)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.model, "claude-haiku-4-5");
+        let r = c
+            .resolve("reviewer", None, &e)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (r.provider.as_str(), r.model.as_str(), r.api_key_env),
+            ("local", "qwen3", None)
+        );
+        assert_eq!(r.capability, UNKNOWN_MODEL);
+        let r = c
+            .resolve("executor", Some("anthropic/claude-opus-4-5"), &e)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.model, "claude-opus-4-5");
+        let missing = c.resolve("executor", Some("openai/gpt-5"), &e).unwrap_err();
+        assert!(
+            missing.contains("needs its key in OPENAI_API_KEY"),
+            "{missing}"
+        );
+        let none = shipped().resolve("executor", None, &env(&[])).unwrap_err();
+        assert!(
+            none.starts_with("no LLM provider is configured: set ANTHROPIC_API_KEY"),
+            "{none}"
+        );
+        let bad = ModelsConfig::parse(Path::new("m.yaml"), "models:\n  executer: x\n").unwrap_err();
+        assert!(bad.to_string().starts_with("m.yaml:2"), "{bad}");
+    }
+}
