@@ -1,6 +1,6 @@
 //! A loopback LLM provider for tests: an HTTP/1.1 server on 127.0.0.1 that speaks the
-//! Anthropic Messages streaming protocol (SSE) and replays recorded exchanges in
-//! order, checking what each request must contain. Faults are exchanges too: an
+//! Anthropic Messages streaming protocol and OpenAI Chat Completions streaming (both
+//! SSE) and replays recorded exchanges in order, checking what each request must contain. Faults are exchanges too: an
 //! error status with `retry-after`, a stream cut off mid-way, malformed SSE, a slow
 //! stream. A request that does not match is answered 400 with what differed, and
 //! kept for the test to report.
@@ -28,8 +28,10 @@ pub struct Expect {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Reply {
-    /// A complete stream of these events.
+    /// A complete stream of these events (Anthropic: `event:` lines named by type).
     Events(Vec<Value>),
+    /// A complete stream of these chunks, then `[DONE]` (OpenAI: `data:` lines only).
+    Chunks(Vec<Value>),
     /// An error status, with an Anthropic error body.
     Status {
         status: u16,
@@ -79,6 +81,9 @@ impl Received {
     }
 }
 
+/// The paths the mock answers.
+const ENDPOINTS: &[&str] = &["/v1/messages", "/v1/chat/completions"];
+
 #[derive(Default)]
 struct State {
     next: usize,
@@ -122,7 +127,12 @@ fn check(expect: &Expect, body: &Value, raw: &str) -> Result<(), String> {
     let offered: Vec<&str> = body
         .get("tools")
         .and_then(Value::as_array)
-        .map(|t| t.iter().filter_map(|t| t.get("name")?.as_str()).collect())
+        .map(|t| {
+            t.iter()
+                // Anthropic: tools[].name; OpenAI: tools[].function.name.
+                .filter_map(|t| t.get("name").or(t.pointer("/function/name"))?.as_str())
+                .collect()
+        })
         .unwrap_or_default();
     for tool in &expect.tools {
         if !offered.contains(&tool.as_str()) {
@@ -182,6 +192,15 @@ async fn respond(stream: &mut tokio::net::TcpStream, reply: &Reply) -> std::io::
         Reply::Events(events) => {
             stream.write_all(SSE_HEAD.as_bytes()).await?;
             stream.write_all(&sse(events)).await?;
+        }
+        Reply::Chunks(chunks) => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            for c in chunks {
+                stream
+                    .write_all(format!("data: {c}\n\n").as_bytes())
+                    .await?;
+            }
+            stream.write_all(b"data: [DONE]\n\n").await?;
         }
         Reply::Slow { events, gap_ms } => {
             stream.write_all(SSE_HEAD.as_bytes()).await?;
@@ -273,9 +292,9 @@ impl MockProvider {
                                     error_type: Some("api_error".into()),
                                 }
                             }
-                            Some(x) if path != "/v1/messages" => {
+                            Some(x) if !ENDPOINTS.contains(&path.as_str()) => {
                                 st.mismatches.push(format!(
-                                    "request {}: path {path}, not /v1/messages",
+                                    "request {}: path {path} is not a provider endpoint ({ENDPOINTS:?})",
                                     i + 1
                                 ));
                                 let _ = x;

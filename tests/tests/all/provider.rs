@@ -10,7 +10,9 @@ use air_proto::message::{ContentBlock, Message, StopReason};
 use air_tests::mock_provider::{text_events, Exchange, Expect, MockProvider, Reply};
 use serde_json::json;
 use worker::provider::anthropic::Anthropic;
-use worker::provider::{Delta, ProviderError, RetryPolicy, Timeouts, ToolSpec, TurnRequest};
+use worker::provider::{
+    Adapter as _, Delta, ProviderError, RetryPolicy, Timeouts, ToolSpec, TurnRequest,
+};
 
 fn request() -> TurnRequest {
     TurnRequest {
@@ -236,5 +238,67 @@ fn faults_that_cannot_pass_fail_clearly_and_quickly() {
             Anthropic::new(&mock.url, "", Timeouts::default(), RetryPolicy::default()),
             Err(ProviderError::Config(_))
         ));
+    });
+}
+
+/// OpenAI Chat Completions (and compatible endpoints): canonical blocks converted at
+/// the boundary, streamed tool-call arguments folded back, usage from the last chunk.
+#[test]
+fn openai_chat_converts_at_the_boundary_and_folds_tool_calls() {
+    use worker::provider::openai::OpenAiChat;
+    crate::rt().block_on(async {
+        let chunks: Vec<serde_json::Value> = serde_json::from_value(json!([
+            {"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Reading "}, "finish_reason": null}]},
+            {"id": "c1", "choices": [{"index": 0, "delta": {"content": "it."}, "finish_reason": null}]},
+            {"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "fs_read", "arguments": ""}}]}, "finish_reason": null}]},
+            {"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}, "finish_reason": null}]},
+            {"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "\"a.rs\"}"}}]}, "finish_reason": "tool_calls"}]},
+            {"id": "c1", "choices": [], "usage": {"prompt_tokens": 77, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 64}}}
+        ]))
+        .unwrap();
+        let mock = MockProvider::start(vec![
+            Exchange { expect: Expect::default(), reply: Reply::Status { status: 503, retry_after: None, error_type: None } },
+            Exchange {
+                expect: Expect { contains: vec!["\"role\":\"tool\"".into(), "call_0".into()], tools: vec!["fs_read".into()] },
+                reply: Reply::Chunks(chunks),
+            },
+        ])
+        .await;
+        let client = OpenAiChat::new(&format!("{}/v1", mock.url), Some("sk-openai"), Timeouts::default(), fast_retries()).unwrap();
+        // A conversation with an earlier tool round, to see the conversion.
+        let mut req = request();
+        req.messages.push(Message::assistant(vec![
+            ContentBlock::Thinking { thinking: "private".into(), signature: "s".into() },
+            ContentBlock::text("Listing."),
+            ContentBlock::ToolUse { id: "call_0".into(), name: "fs_glob".into(), input: json!({"pattern": "*.rs"}) },
+        ]));
+        req.messages.push(Message::user(vec![
+            ContentBlock::ToolResult { tool_use_id: "call_0".into(), content: "a.rs".into(), is_error: false },
+            ContentBlock::text("Go on."),
+        ]));
+        let turn = client.turn(&req, &mut |_| {}).await.unwrap();
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(turn.attempts, 2);
+        assert_eq!(
+            turn.content,
+            vec![
+                ContentBlock::text("Reading it."),
+                ContentBlock::ToolUse { id: "call_1".into(), name: "fs_read".into(), input: json!({"path": "a.rs"}) },
+            ]
+        );
+        assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
+        assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cache_read_input_tokens), (77, 12, 64));
+        let r = &mock.received()[1];
+        assert_eq!(r.path, "/v1/chat/completions");
+        assert_eq!(r.header("authorization"), Some("Bearer sk-openai"));
+        let m = r.body["messages"].as_array().unwrap();
+        assert_eq!(m[0], json!({"role": "system", "content": "You are the executor.\n\nProject rules: be brief."}));
+        assert_eq!(m[2]["tool_calls"][0]["function"]["arguments"], "{\"pattern\":\"*.rs\"}");
+        assert_eq!(m[2]["content"], "Listing.");
+        assert!(!r.body.to_string().contains("private"), "thinking is not sent to another protocol");
+        assert_eq!(m[3], json!({"role": "tool", "tool_call_id": "call_0", "content": "a.rs"}));
+        assert_eq!(m[4], json!({"role": "user", "content": "Go on."}));
+        assert_eq!(r.body["tools"][0]["function"]["name"], "fs_read");
+        assert_eq!(r.body["stream_options"]["include_usage"], true);
     });
 }

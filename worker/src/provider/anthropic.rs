@@ -4,11 +4,7 @@
 //! input JSON) / `_stop`, `message_delta` (stop reason, usage), `message_stop`,
 //! `ping`, `error`. The stable system prefix carries a prompt-cache marker.
 
-use std::time::Duration;
-
 use air_proto::message::{ContentBlock, StopReason};
-use eventsource_stream::Eventsource as _;
-use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 
 use super::{Delta, ProviderError, RetryPolicy, Timeouts, Turn, TurnRequest, TurnUsage};
@@ -25,27 +21,6 @@ pub struct Anthropic {
     api_key: String,
     timeouts: Timeouts,
     retry: RetryPolicy,
-}
-
-fn transport(message: impl Into<String>) -> ProviderError {
-    ProviderError::Transport {
-        provider: NAME,
-        message: message.into(),
-    }
-}
-
-fn protocol(message: impl Into<String>) -> ProviderError {
-    ProviderError::Protocol {
-        provider: NAME,
-        message: message.into(),
-    }
-}
-
-fn timeout(message: impl Into<String>) -> ProviderError {
-    ProviderError::Timeout {
-        provider: NAME,
-        message: message.into(),
-    }
 }
 
 impl Anthropic {
@@ -73,9 +48,10 @@ impl Anthropic {
             retry,
         })
     }
+}
 
-    /// The request body, as the API takes it.
-    pub fn body(request: &TurnRequest) -> Value {
+impl super::Adapter for Anthropic {
+    fn body(&self, request: &TurnRequest) -> Value {
         let n = request.system.len();
         let system: Vec<Value> = request
             .system
@@ -110,38 +86,8 @@ impl Anthropic {
         body
     }
 
-    /// Runs one turn, retrying transient failures; `on_delta` sees the stream.
-    pub async fn turn(
-        &self,
-        request: &TurnRequest,
-        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
-    ) -> Result<Turn, ProviderError> {
-        let body = Self::body(request);
-        let mut attempt = 1;
-        loop {
-            match self.attempt(&body, on_delta).await {
-                Ok(mut turn) => {
-                    turn.attempts = attempt;
-                    return Ok(turn);
-                }
-                Err(e) if e.retryable() && attempt < self.retry.max_attempts => {
-                    let wait = self.retry.delay(attempt, &e);
-                    if wait > self.retry.max_retry_after {
-                        return Err(e);
-                    }
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                    on_delta(Delta::Restart { attempt });
-                }
-                Err(e) if e.retryable() => {
-                    return Err(ProviderError::Exhausted {
-                        attempts: attempt,
-                        last: Box::new(e),
-                    })
-                }
-                Err(e) => return Err(e),
-            }
-        }
+    fn retry(&self) -> &RetryPolicy {
+        &self.retry
     }
 
     async fn attempt(
@@ -149,68 +95,23 @@ impl Anthropic {
         body: &Value,
         on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Turn, ProviderError> {
-        let send = self
+        let post = self
             .client
             .post(format!("{}/v1/messages", self.base_url))
             .header("x-api-key", &self.api_key)
             .header("anthropic-version", VERSION)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
-            .body(body.to_string())
-            .send();
-        let response = tokio::time::timeout(self.timeouts.first_byte, send)
-            .await
-            .map_err(|_| {
-                timeout(format!(
-                    "no response within {} s",
-                    self.timeouts.first_byte.as_secs()
-                ))
-            })?
-            .map_err(|e| transport(format!("request failed: {e}")))?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .map(Duration::from_secs_f64);
-            let text = response.text().await.unwrap_or_default();
-            let message = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| {
-                    v.pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
-                .unwrap_or_else(|| text.chars().take(300).collect());
-            return Err(ProviderError::Status {
-                provider: NAME,
-                status,
-                message,
-                retry_after,
-            });
-        }
-        let mut events = response.bytes_stream().eventsource();
+            .body(body.to_string());
+        let mut sse = super::Sse::open(NAME, &self.timeouts, post).await?;
         let mut fold = Fold::default();
         loop {
-            let next = tokio::time::timeout(self.timeouts.idle, events.next())
-                .await
-                .map_err(|_| {
-                    timeout(format!(
-                        "the stream was silent for {} s",
-                        self.timeouts.idle.as_secs()
-                    ))
-                })?;
-            let Some(event) = next else {
-                return Err(transport("the stream ended before message_stop"));
+            let Some(event) = sse.next().await? else {
+                return Err(ProviderError::transport(
+                    NAME,
+                    "the stream ended before message_stop",
+                ));
             };
-            let event = event.map_err(|e| match e {
-                eventsource_stream::EventStreamError::Transport(e) => {
-                    transport(format!("the stream broke: {e}"))
-                }
-                other => protocol(other.to_string()),
-            })?;
             if fold.event(&event.event, &event.data, on_delta)? {
                 return fold.finish();
             }
@@ -246,7 +147,7 @@ struct Fold {
 fn field<'a>(v: &'a Value, path: &str) -> Result<&'a str, ProviderError> {
     v.pointer(path)
         .and_then(Value::as_str)
-        .ok_or_else(|| protocol(format!("`{path}` is missing")))
+        .ok_or_else(|| ProviderError::protocol(NAME, format!("`{path}` is missing")))
 }
 
 fn index(v: &Value) -> Result<usize, ProviderError> {
@@ -254,7 +155,7 @@ fn index(v: &Value) -> Result<usize, ProviderError> {
         .and_then(Value::as_u64)
         .and_then(|i| usize::try_from(i).ok())
         .filter(|&i| i < 4096)
-        .ok_or_else(|| protocol("a content block event has no valid `index`"))
+        .ok_or_else(|| ProviderError::protocol(NAME, "a content block event has no valid `index`"))
 }
 
 fn tokens(v: &Value, key: &str) -> Option<u64> {
@@ -269,8 +170,9 @@ impl Fold {
         data: &str,
         on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<bool, ProviderError> {
-        let v: Value = serde_json::from_str(data)
-            .map_err(|e| protocol(format!("event `{name}`: data is not JSON ({e})")))?;
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            ProviderError::protocol(NAME, format!("event `{name}`: data is not JSON ({e})"))
+        })?;
         let kind = v.get("type").and_then(Value::as_str).unwrap_or(name);
         match kind {
             "ping" => {}
@@ -287,9 +189,9 @@ impl Fold {
             }
             "content_block_start" => {
                 let i = index(&v)?;
-                let block = v
-                    .get("content_block")
-                    .ok_or_else(|| protocol("content_block_start without a content_block"))?;
+                let block = v.get("content_block").ok_or_else(|| {
+                    ProviderError::protocol(NAME, "content_block_start without a content_block")
+                })?;
                 let building = match field(block, "/type")? {
                     "text" => Building::Text(
                         block
@@ -312,7 +214,12 @@ impl Fold {
                         name: field(block, "/name")?.to_string(),
                         json: String::new(),
                     },
-                    other => return Err(protocol(format!("unknown content block type `{other}`"))),
+                    other => {
+                        return Err(ProviderError::protocol(
+                            NAME,
+                            format!("unknown content block type `{other}`"),
+                        ))
+                    }
                 };
                 if self.blocks.len() <= i {
                     self.blocks.resize_with(i + 1, || None);
@@ -321,13 +228,14 @@ impl Fold {
             }
             "content_block_delta" => {
                 let i = index(&v)?;
-                let delta = v
-                    .get("delta")
-                    .ok_or_else(|| protocol("content_block_delta without a delta"))?;
+                let delta = v.get("delta").ok_or_else(|| {
+                    ProviderError::protocol(NAME, "content_block_delta without a delta")
+                })?;
                 let Some(Some(building)) = self.blocks.get_mut(i) else {
-                    return Err(protocol(format!(
-                        "a delta for block {i}, which was not started"
-                    )));
+                    return Err(ProviderError::protocol(
+                        NAME,
+                        format!("a delta for block {i}, which was not started"),
+                    ));
                 };
                 match (field(delta, "/type")?, building) {
                     ("text_delta", Building::Text(text)) => {
@@ -349,16 +257,20 @@ impl Fold {
                         on_delta(Delta::InputJson { index: i, json: t });
                     }
                     (other, _) => {
-                        return Err(protocol(format!(
-                            "a `{other}` delta does not fit content block {i}"
-                        )))
+                        return Err(ProviderError::protocol(
+                            NAME,
+                            format!("a `{other}` delta does not fit content block {i}"),
+                        ))
                     }
                 }
             }
             "content_block_stop" => {
                 let i = index(&v)?;
                 let Some(building) = self.blocks.get_mut(i).and_then(Option::take) else {
-                    return Err(protocol(format!("block {i} stopped without being started")));
+                    return Err(ProviderError::protocol(
+                        NAME,
+                        format!("block {i} stopped without being started"),
+                    ));
                 };
                 let block = match building {
                     Building::Text(text) => ContentBlock::Text { text },
@@ -372,7 +284,10 @@ impl Fold {
                             json!({})
                         } else {
                             serde_json::from_str(&json).map_err(|e| {
-                                protocol(format!("tool_use {id}: its input is not JSON ({e})"))
+                                ProviderError::protocol(
+                                    NAME,
+                                    format!("tool_use {id}: its input is not JSON ({e})"),
+                                )
                             })?
                         };
                         ContentBlock::ToolUse { id, name, input }
@@ -385,10 +300,10 @@ impl Fold {
             }
             "message_delta" => {
                 if let Some(reason) = v.pointer("/delta/stop_reason").filter(|r| !r.is_null()) {
-                    self.stop_reason = Some(
-                        serde_json::from_value(reason.clone())
-                            .map_err(|_| protocol(format!("unknown stop_reason {reason}")))?,
-                    );
+                    self.stop_reason =
+                        Some(serde_json::from_value(reason.clone()).map_err(|_| {
+                            ProviderError::protocol(NAME, format!("unknown stop_reason {reason}"))
+                        })?);
                 }
                 if let Some(out) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
                     self.usage.output_tokens = out;
@@ -424,17 +339,28 @@ impl Fold {
                     retry_after: None,
                 });
             }
-            other => return Err(protocol(format!("unknown event `{other}`"))),
+            other => {
+                return Err(ProviderError::protocol(
+                    NAME,
+                    format!("unknown event `{other}`"),
+                ))
+            }
         }
         Ok(false)
     }
 
     fn finish(self) -> Result<Turn, ProviderError> {
         if !self.started {
-            return Err(protocol("message_stop before message_start"));
+            return Err(ProviderError::protocol(
+                NAME,
+                "message_stop before message_start",
+            ));
         }
         if self.blocks.iter().any(Option::is_some) {
-            return Err(protocol("message_stop with a content block still open"));
+            return Err(ProviderError::protocol(
+                NAME,
+                "message_stop with a content block still open",
+            ));
         }
         Ok(Turn {
             content: self.done.into_iter().flatten().collect(),

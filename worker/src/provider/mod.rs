@@ -7,6 +7,7 @@
 //! after a turn is complete, no tool call is ever made twice.
 
 pub mod anthropic;
+pub mod openai;
 
 use std::time::Duration;
 
@@ -120,6 +121,27 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    pub(crate) fn transport(provider: &'static str, message: impl Into<String>) -> Self {
+        ProviderError::Transport {
+            provider,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn protocol(provider: &'static str, message: impl Into<String>) -> Self {
+        ProviderError::Protocol {
+            provider,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn timeout(provider: &'static str, message: impl Into<String>) -> Self {
+        ProviderError::Timeout {
+            provider,
+            message: message.into(),
+        }
+    }
+
     /// Whether trying the turn again may succeed.
     pub fn retryable(&self) -> bool {
         match self {
@@ -195,6 +217,169 @@ impl RetryPolicy {
             .min(self.max_delay);
         let jitter = jitter_fraction();
         exp + exp.mul_f64(jitter * 0.5)
+    }
+}
+
+/// A provider's wire protocol: how a request body is made, and one attempt at a turn.
+/// [`Adapter::turn`] adds the retries.
+pub trait Adapter: Sync {
+    /// The request body of a turn, as the provider's API takes it.
+    fn body(&self, request: &TurnRequest) -> Value;
+
+    fn retry(&self) -> &RetryPolicy;
+
+    /// One attempt: the request sent, the stream folded into a turn.
+    fn attempt<'a>(
+        &'a self,
+        body: &'a Value,
+        on_delta: &'a mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> impl std::future::Future<Output = Result<Turn, ProviderError>> + Send + 'a;
+
+    /// Runs one turn, retrying transient failures; `on_delta` sees the stream.
+    fn turn<'a>(
+        &'a self,
+        request: &'a TurnRequest,
+        on_delta: &'a mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> impl std::future::Future<Output = Result<Turn, ProviderError>> + Send + 'a
+    where
+        Self: Sized,
+    {
+        async move { turn_with_retries(self, self.retry(), &self.body(request), on_delta).await }
+    }
+}
+
+/// Runs a turn, trying again after transient failures within the retry budget; a
+/// retry starts the turn over (the caller sees `Delta::Restart`).
+async fn turn_with_retries(
+    adapter: &impl Adapter,
+    retry: &RetryPolicy,
+    body: &Value,
+    on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
+) -> Result<Turn, ProviderError> {
+    let mut attempt = 1;
+    loop {
+        match adapter.attempt(body, on_delta).await {
+            Ok(mut turn) => {
+                turn.attempts = attempt;
+                return Ok(turn);
+            }
+            Err(e) if e.retryable() && attempt < retry.max_attempts => {
+                let wait = retry.delay(attempt, &e);
+                if wait > retry.max_retry_after {
+                    return Err(e);
+                }
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+                on_delta(Delta::Restart { attempt });
+            }
+            Err(e) if e.retryable() => {
+                return Err(ProviderError::Exhausted {
+                    attempts: attempt,
+                    last: Box::new(e),
+                })
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reads an error response: its status, `retry-after`, and the message in its body.
+pub(crate) async fn status_error(
+    provider: &'static str,
+    response: reqwest::Response,
+) -> ProviderError {
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64);
+    let text = response.text().await.unwrap_or_default();
+    let message = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| text.chars().take(300).collect());
+    ProviderError::Status {
+        provider,
+        status,
+        message,
+        retry_after,
+    }
+}
+
+type EventStream = std::pin::Pin<
+    Box<
+        dyn futures_util::Stream<
+                Item = Result<
+                    eventsource_stream::Event,
+                    eventsource_stream::EventStreamError<reqwest::Error>,
+                >,
+            > + Send,
+    >,
+>;
+
+/// A provider's server-sent event stream, read under the timeouts.
+pub(crate) struct Sse {
+    provider: &'static str,
+    idle: Duration,
+    events: EventStream,
+}
+
+impl Sse {
+    /// Sends the request; an answer other than 200 is the provider's error.
+    pub(crate) async fn open(
+        provider: &'static str,
+        timeouts: &Timeouts,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Sse, ProviderError> {
+        use eventsource_stream::Eventsource as _;
+        let response = tokio::time::timeout(timeouts.first_byte, request.send())
+            .await
+            .map_err(|_| {
+                ProviderError::timeout(
+                    provider,
+                    format!("no response within {} s", timeouts.first_byte.as_secs()),
+                )
+            })?
+            .map_err(|e| ProviderError::transport(provider, format!("request failed: {e}")))?;
+        if response.status().as_u16() != 200 {
+            return Err(status_error(provider, response).await);
+        }
+        Ok(Sse {
+            provider,
+            idle: timeouts.idle,
+            events: Box::pin(response.bytes_stream().eventsource()),
+        })
+    }
+
+    /// The next event; `None` when the stream ended.
+    pub(crate) async fn next(
+        &mut self,
+    ) -> Result<Option<eventsource_stream::Event>, ProviderError> {
+        use futures_util::StreamExt as _;
+        let provider = self.provider;
+        let next = tokio::time::timeout(self.idle, self.events.next())
+            .await
+            .map_err(|_| {
+                ProviderError::timeout(
+                    provider,
+                    format!("the stream was silent for {} s", self.idle.as_secs()),
+                )
+            })?;
+        match next {
+            None => Ok(None),
+            Some(Ok(event)) => Ok(Some(event)),
+            Some(Err(eventsource_stream::EventStreamError::Transport(e))) => Err(
+                ProviderError::transport(provider, format!("the stream broke: {e}")),
+            ),
+            Some(Err(other)) => Err(ProviderError::protocol(provider, other.to_string())),
+        }
     }
 }
 
