@@ -392,6 +392,39 @@ impl Progress {
             "agent.soft_timeout" => {
                 self.line(&format!("agent {} passed its soft timeout", s("agent_id")))
             }
+            "permission.requested" => {
+                let id = s("request_id");
+                let task = p["task_id"]
+                    .as_str()
+                    .map(|t| format!(" for task {t}"))
+                    .unwrap_or_default();
+                let risk = p["risk"]
+                    .as_str()
+                    .map(|r| format!(" [{r}]"))
+                    .unwrap_or_default();
+                self.line(&format!(
+                    "permission needed{task}: {}{risk}; answer with `air approve {id}` or `air deny {id}`",
+                    s("action")
+                ));
+            }
+            "permission.decision.recorded" => {
+                let by = s("decided_by");
+                if by != air_proto::payload::EXPIRED {
+                    let reason = p["reason"]
+                        .as_str()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default();
+                    self.line(&format!(
+                        "permission {} {} by {by}{reason}",
+                        s("request_id"),
+                        if s("decision") == "allow" {
+                            "allowed"
+                        } else {
+                            "denied"
+                        }
+                    ));
+                }
+            }
             "scheduler.stopped" => self.line(&format!("stopping: {}", s("reason"))),
             "scheduler.paused" => self.line("paused"),
             "scheduler.resumed" => self.line("resumed"),

@@ -866,3 +866,29 @@ fn a_task_cannot_write_outside_its_scope() {
     );
     assert!(!p.root.join("out/X.txt").exists());
 }
+
+/// `air run` shows a permission question with how to answer it, and the answer.
+#[test]
+fn air_run_shows_permission_questions_and_their_answers() {
+    let p = project();
+    write(
+        &p,
+        "ask.md",
+        "## Task Q: touches the repository's data\n\nair-test-call: fs.write {\"path\": \".git/info/exclude\", \"content\": \"x\\n\"}\n",
+    );
+    let out = air(&p, &["run", "--plan", "ask.md", "--on-ask", "deny"]);
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert!(
+        all.contains("permission needed for task Q: write ")
+            && all.contains(".git/info/exclude [git_metadata]; answer with `air approve "),
+        "{all}"
+    );
+    assert!(
+        all.contains("denied by policy: nobody is attached"),
+        "{all}"
+    );
+    assert!(
+        !p.root.join(".git/info/exclude").exists()
+            || std::fs::read_to_string(p.root.join(".git/info/exclude")).unwrap() != "x\n"
+    );
+}
