@@ -242,6 +242,9 @@ pub struct AgentStart {
     pub task_spec: TaskSpec,
     pub context_pack: ContextPack,
     pub runtime: AgentRuntimeContext,
+    /// The tools this agent may call (its whitelist), with their schemas; airsd
+    /// still checks every call.
+    pub tools: Vec<crate::tool::ToolDefinition>,
 }
 
 impl ControlMessage {
@@ -484,6 +487,8 @@ struct ControlWireRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     runtime: Option<&'a AgentRuntimeContext>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a [crate::tool::ToolDefinition]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     extra_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
@@ -502,6 +507,8 @@ struct ControlWire {
     #[serde(default)]
     runtime: Option<AgentRuntimeContext>,
     #[serde(default)]
+    tools: Option<Vec<crate::tool::ToolDefinition>>,
+    #[serde(default)]
     extra_ms: Option<u64>,
     #[serde(default)]
     reason: Option<String>,
@@ -515,6 +522,7 @@ impl Serialize for ControlMessage {
             task_spec: None,
             context_pack: None,
             runtime: None,
+            tools: None,
             extra_ms: None,
             reason: None,
         };
@@ -525,6 +533,7 @@ impl Serialize for ControlMessage {
                 wire.task_spec = Some(&start.task_spec);
                 wire.context_pack = Some(&start.context_pack);
                 wire.runtime = Some(&start.runtime);
+                wire.tools = (!start.tools.is_empty()).then_some(start.tools.as_slice());
             }
             ControlMessage::Cancel { reason } => {
                 wire.control_type = ControlType::Cancel;
@@ -565,7 +574,7 @@ impl TryFrom<ControlWire> for ControlMessage {
         };
         let missing = |field: &str| format!("control `{name}` requires field `{field}`");
         let allowed: &[&str] = match w.control_type {
-            ControlType::Start => &["version", "task_spec", "context_pack", "runtime"],
+            ControlType::Start => &["version", "task_spec", "context_pack", "runtime", "tools"],
             ControlType::Cancel | ControlType::Pause => &["reason"],
             ControlType::Resume => &[],
             ControlType::ExtendTimeout => &["extra_ms", "reason"],
@@ -575,6 +584,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ("task_spec", w.task_spec.is_some()),
             ("context_pack", w.context_pack.is_some()),
             ("runtime", w.runtime.is_some()),
+            ("tools", w.tools.is_some()),
             ("extra_ms", w.extra_ms.is_some()),
             ("reason", w.reason.is_some()),
         ];
@@ -596,6 +606,7 @@ impl TryFrom<ControlWire> for ControlMessage {
                     task_spec: w.task_spec.ok_or_else(|| missing("task_spec"))?,
                     context_pack: w.context_pack.ok_or_else(|| missing("context_pack"))?,
                     runtime: w.runtime.ok_or_else(|| missing("runtime"))?,
+                    tools: w.tools.unwrap_or_default(),
                 }))
             }
             ControlType::Cancel => ControlMessage::Cancel {

@@ -713,6 +713,7 @@ impl Shell {
                 attempt: Some(d.attempt),
                 heartbeat_interval_ms: Some(self.config.heartbeat_interval_ms),
             },
+            tools: crate::tools::offered(d.role),
         };
         IpcMessage {
             header: air_proto::ipc::IpcHeader::new(

@@ -191,6 +191,16 @@ pub fn definitions() -> Vec<ToolDefinition> {
         .collect()
 }
 
+/// The tools offered to an agent of this type: its whitelist. A debugger is offered
+/// its fixing tools too; airsd refuses them until its evidence is recorded, and says
+/// so.
+pub fn offered(agent: AgentType) -> Vec<ToolDefinition> {
+    definitions()
+        .into_iter()
+        .filter(|d| allowed_with(agent, &d.name, true).is_ok())
+        .collect()
+}
+
 /// Whether an agent of this type may call this tool at all (seed 001 §4: the
 /// reviewer and the architecture designer are read-only; the debugger reads and runs
 /// diagnostic commands, which may not write, until airsd has recorded its evidence).
@@ -304,6 +314,21 @@ mod tests {
         let bad = serde_json::json!({"path": "a", "created": "yes", "bytes": 1});
         let e = validate_output("fs.write", &bad).unwrap_err();
         assert!(e.0.contains("at `/created`"), "{e}");
+    }
+
+    #[test]
+    fn each_agent_is_offered_its_whitelist() {
+        let names = |a| offered(a).into_iter().map(|d| d.name).collect::<Vec<_>>();
+        assert_eq!(names(AgentType::Executor).len(), TOOLS.len());
+        assert_eq!(
+            names(AgentType::Reviewer),
+            ["fs.read", "fs.glob", "fs.grep", "git.status", "git.diff"]
+        );
+        assert_eq!(
+            names(AgentType::ArchitectureDesigner),
+            names(AgentType::Reviewer)
+        );
+        assert_eq!(names(AgentType::Debugger).len(), TOOLS.len());
     }
 
     #[test]
