@@ -1,3 +1,4 @@
 //! The worker's library: what `air-worker` is made of, and what tests drive directly.
 
 pub mod provider;
+pub mod submit;

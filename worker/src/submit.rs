@@ -1,0 +1,208 @@
+//! `submit_result`: the tool every agent loop ends with. Its input schema is the
+//! WorkerResult the agent type must hand back (D-042) — the reviewer's `result` is a
+//! ReviewerOutput, the debugger's a DebuggerOutput — so the model fills exactly the
+//! contract. A submission that does not fit is answered with what is wrong and where
+//! (a JSON path), for the model to correct within its turns.
+
+use air_proto::event::AgentType;
+use air_proto::result::{
+    DebuggerOutput, EvidenceRef, FollowUpTask, ReviewerOutput, Risk, VerificationResult,
+    WorkerResult, WorkerStatus,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::provider::ToolSpec;
+
+/// The tool's name, as offered to every provider.
+pub const SUBMIT: &str = "submit_result";
+
+/// What the model fills; airsd's ids are added by the worker.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Submission {
+    /// `completed` only when the work is done and its checks ran; otherwise say
+    /// `failed` or `blocked` and why.
+    status: WorkerStatus,
+    /// What was done, in a few sentences.
+    summary: String,
+    /// Files changed, relative to the project root.
+    #[serde(default)]
+    changed_files: Vec<String>,
+    /// Each check that ran, with its outcome (never one that did not run).
+    #[serde(default)]
+    verification: Vec<VerificationResult>,
+    #[serde(default)]
+    risks: Vec<Risk>,
+    #[serde(default)]
+    follow_up_tasks: Vec<FollowUpTask>,
+    /// What supports the claims: command runs, artifacts, diffs.
+    #[serde(default)]
+    evidence_refs: Vec<EvidenceRef>,
+    /// The agent type's own result.
+    #[serde(default)]
+    result: Value,
+}
+
+fn description(agent: AgentType) -> &'static str {
+    match agent {
+        AgentType::Reviewer => "Hand back the review: `result` is {decision: approved | changes_requested | blocked, findings}. Call it once, last.",
+        AgentType::Debugger => "Hand back the debugging: `result` is {analysis, root_cause?, fixed}. Call it once, last.",
+        _ => "Hand back the task's result with the checks you ran and their evidence. Call it once, last.",
+    }
+}
+
+/// The `submit_result` tool for an agent type.
+pub fn tool(agent: AgentType) -> ToolSpec {
+    let mut schema = schemars::schema_for!(Submission).to_value();
+    let result = match agent {
+        AgentType::Reviewer => Some(schemars::schema_for!(ReviewerOutput).to_value()),
+        AgentType::Debugger => Some(schemars::schema_for!(DebuggerOutput).to_value()),
+        _ => None,
+    };
+    if let Some(mut result) = result {
+        // The agent's own schema in place of the free `result`, its definitions moved
+        // up to the root where its references point.
+        if let Some(defs) = result.as_object_mut().and_then(|o| o.remove("$defs")) {
+            if let (Some(root), Value::Object(defs)) = (schema.as_object_mut(), defs) {
+                let all = root
+                    .entry("$defs")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(all) = all.as_object_mut() {
+                    all.extend(defs);
+                }
+            }
+        }
+        if let Some(o) = result.as_object_mut() {
+            o.remove("$schema");
+            o.remove("title");
+        }
+        schema["properties"]["result"] = result;
+        if let Some(required) = schema["required"].as_array_mut() {
+            required.push(Value::String("result".into()));
+        }
+    }
+    if let Some(o) = schema.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    ToolSpec {
+        name: SUBMIT.to_string(),
+        description: description(agent).to_string(),
+        input_schema: schema,
+    }
+}
+
+/// Reads a submission into the WorkerResult airsd expects, or says what is wrong.
+pub fn accept(
+    agent: AgentType,
+    task_id: &str,
+    agent_id: &str,
+    input: &Value,
+) -> Result<WorkerResult, String> {
+    let s: Submission = serde_path_to_error::deserialize(input).map_err(|e| {
+        let path = e.path().to_string();
+        format!("submit_result at `{path}`: {}", e.inner())
+    })?;
+    let typed = |path: &str, e: serde_json::Error| format!("submit_result at `result{path}`: {e}");
+    match agent {
+        AgentType::Reviewer => {
+            serde_json::from_value::<ReviewerOutput>(s.result.clone())
+                .map_err(|e| typed(" (a review)", e))?;
+        }
+        AgentType::Debugger => {
+            serde_json::from_value::<DebuggerOutput>(s.result.clone())
+                .map_err(|e| typed(" (a debugging result)", e))?;
+        }
+        _ => {}
+    }
+    if s.summary.trim().is_empty() {
+        return Err("submit_result at `summary`: say what was done".into());
+    }
+    Ok(WorkerResult {
+        task_id: task_id.to_string(),
+        agent_id: agent_id.to_string(),
+        agent_type: agent,
+        status: s.status,
+        summary: s.summary,
+        changed_files: s.changed_files,
+        diff_ref: None,
+        artifacts: Vec::new(),
+        verification: s.verification,
+        risks: s.risks,
+        follow_up_tasks: s.follow_up_tasks,
+        evidence_refs: s.evidence_refs,
+        result: s.result,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_schema_is_the_contract_of_each_agent_type() {
+        let executor = tool(AgentType::Executor).input_schema;
+        assert_eq!(executor["type"], "object");
+        assert_eq!(executor["additionalProperties"], false);
+        let reviewer = tool(AgentType::Reviewer).input_schema;
+        let decision = reviewer["properties"]["result"].to_string();
+        assert!(decision.contains("decision"), "{decision}");
+        assert!(reviewer["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("result")));
+        // Every reference resolves in the document the provider sees.
+        let text = reviewer.to_string();
+        for r in text.split("\"$ref\":\"#/$defs/").skip(1) {
+            let name = r.split('"').next().unwrap();
+            assert!(
+                reviewer["$defs"].get(name).is_some(),
+                "{name} missing from $defs"
+            );
+        }
+    }
+
+    #[test]
+    fn submissions_are_checked_and_errors_name_the_path() {
+        let ok = accept(
+            AgentType::Executor,
+            "T1",
+            "a1",
+            &json!({"status": "completed", "summary": "Added README.md", "changed_files": ["README.md"]}),
+        )
+        .unwrap();
+        assert_eq!(
+            (ok.task_id.as_str(), ok.agent_type, ok.status),
+            ("T1", AgentType::Executor, WorkerStatus::Completed)
+        );
+        let e = accept(
+            AgentType::Executor,
+            "T1",
+            "a1",
+            &json!({"status": "done", "summary": "x"}),
+        )
+        .unwrap_err();
+        assert!(e.starts_with("submit_result at `status`"), "{e}");
+        let e = accept(
+            AgentType::Executor,
+            "T1",
+            "a1",
+            &json!({"status": "completed", "summary": "x", "colour": 1}),
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+        let e = accept(
+            AgentType::Reviewer,
+            "T1",
+            "r1",
+            &json!({"status": "completed", "summary": "x", "result": {"decision": "maybe"}}),
+        )
+        .unwrap_err();
+        assert!(e.starts_with("submit_result at `result (a review)`"), "{e}");
+        let r = accept(AgentType::Reviewer, "T1", "r1", &json!({"status": "completed", "summary": "Looks right", "result": {"decision": "approved", "findings": []}})).unwrap();
+        assert_eq!(r.result["decision"], "approved");
+    }
+}
