@@ -29,6 +29,33 @@ pub struct WorkerResult {
     pub result: Value,
 }
 
+impl WorkerResult {
+    /// A result with only its identity, status and summary (every list empty).
+    pub fn new(
+        task_id: &str,
+        agent_id: &str,
+        agent_type: AgentType,
+        status: WorkerStatus,
+        summary: String,
+    ) -> WorkerResult {
+        WorkerResult {
+            task_id: task_id.to_string(),
+            agent_id: agent_id.to_string(),
+            agent_type,
+            status,
+            summary,
+            changed_files: Vec::new(),
+            diff_ref: None,
+            artifacts: Vec::new(),
+            verification: Vec::new(),
+            risks: Vec::new(),
+            follow_up_tasks: Vec::new(),
+            evidence_refs: Vec::new(),
+            result: Value::Null,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerStatus {

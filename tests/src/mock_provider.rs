@@ -109,6 +109,22 @@ pub fn text_events(text: &str) -> Vec<Value> {
     .unwrap_or_default()
 }
 
+/// The events of an answer that calls one tool (its input streamed in two pieces).
+pub fn tool_use_events(id: &str, name: &str, input: &Value) -> Vec<Value> {
+    let json = input.to_string();
+    let (a, b) = json.split_at(json.len() / 2);
+    serde_json::from_value(serde_json::json!([
+        {"type": "message_start", "message": {"id": "msg_t", "type": "message", "role": "assistant", "content": [], "model": "mock", "stop_reason": null, "usage": {"input_tokens": 50, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": a}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": b}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}},
+        {"type": "message_stop"}
+    ]))
+    .unwrap_or_default()
+}
+
 fn sse(events: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
     for e in events {

@@ -1,4 +1,5 @@
 //! The worker's library: what `air-worker` is made of, and what tests drive directly.
 
+pub mod agent;
 pub mod provider;
 pub mod submit;

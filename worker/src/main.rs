@@ -1,24 +1,36 @@
 //! `air-worker`: one agent process. It speaks NDJSON on stdin/stdout with airsd (D-039):
-//! stdout carries protocol messages only, stderr only crash text.
+//! stdout carries protocol messages only, stderr only crash text. After `agent.start`
+//! it runs the agent loop (`worker::agent`) and ends with `worker.result`.
 //!
 //! Exit codes (D-039): 0 protocol-level completion, 1 uncaught error, 2 startup or
 //! protocol error, 3 permission error, 4 cancelled by the parent (or the parent went
 //! away: stdin closed), 5 killed on hard timeout.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use air_proto::codec::{self, NdjsonDecoder, DEFAULT_MAX_LINE};
+use air_proto::event::{EventSource, RuntimeEvent};
 use air_proto::ipc::{
-    ControlMessage, Direction, IpcBody, IpcHeader, IpcMessage, LogLevel, LogRecord,
+    AgentStart, ControlMessage, Direction, IpcBody, IpcHeader, IpcMessage, ProtocolError, ToolCall,
+    ToolResult, ToolResultStatus,
 };
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 
 const EXIT_PROTOCOL: u8 = 2;
 const EXIT_CANCELLED: u8 = 4;
 
+/// The pipe to airsd.
 struct Peer {
     session_id: String,
     agent_id: String,
+    out: Mutex<std::io::Stdout>,
+    /// Tool calls waiting for their answer, by id.
+    waiting: Mutex<HashMap<String, oneshot::Sender<ToolResult>>>,
 }
 
 impl Peer {
@@ -29,79 +41,230 @@ impl Peer {
         };
         let line = codec::encode(&IpcMessage { header, body }, DEFAULT_MAX_LINE)
             .map_err(std::io::Error::other)?;
-        let mut out = std::io::stdout().lock();
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         out.write_all(&line)?;
         out.flush()
     }
 }
 
-fn main() -> ExitCode {
-    let mut peer = Peer {
-        session_id: String::new(),
-        agent_id: String::new(),
-    };
+impl worker::agent::Link for Peer {
+    fn event(&self, event: RuntimeEvent) {
+        let _ = self.send(IpcBody::Event(event), None);
+    }
+
+    async fn call_tool(
+        &self,
+        tool_call_id: &str,
+        tool: &str,
+        input: Value,
+        origin_message_id: &str,
+    ) -> ToolResult {
+        let (tx, rx) = oneshot::channel();
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tool_call_id.to_string(), tx);
+        let sent = self.send(
+            IpcBody::ToolCall(ToolCall {
+                tool_call_id: tool_call_id.to_string(),
+                tool: tool.to_string(),
+                input,
+                origin_message_id: Some(origin_message_id.to_string()),
+            }),
+            None,
+        );
+        let failed = |message: String| ToolResult {
+            tool_call_id: tool_call_id.to_string(),
+            status: ToolResultStatus::Error,
+            output: None,
+            error: Some(air_proto::error::WireError {
+                kind: air_proto::error::ErrorKind::Internal,
+                message,
+                details: None,
+            }),
+            truncated: false,
+            artifact_ref: None,
+        };
+        if let Err(e) = sent {
+            return failed(format!("the call could not be sent to airsd: {e}"));
+        }
+        rx.await
+            .unwrap_or_else(|_| failed("airsd went away before answering".into()))
+    }
+}
+
+/// What comes in on stdin.
+enum Incoming {
+    Message(Box<IpcMessage>),
+    Malformed(ProtocolError),
+    Closed,
+}
+
+fn read_stdin(tx: mpsc::UnboundedSender<Incoming>) {
     let mut decoder = NdjsonDecoder::new(DEFAULT_MAX_LINE);
     let mut stdin = std::io::stdin().lock();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match stdin.read(&mut buf) {
-            Ok(0) => return ExitCode::from(EXIT_CANCELLED),
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                eprintln!("air-worker: cannot read stdin: {e}");
-                return ExitCode::from(EXIT_PROTOCOL);
+            Ok(0) | Err(_) => {
+                let _ = tx.send(Incoming::Closed);
+                return;
             }
+            Ok(n) => n,
         };
         decoder.push(&buf[..n]);
         while let Some(next) = decoder.next_message::<IpcMessage>() {
-            let message = match next {
-                Ok(m) => m,
-                Err(e) => {
-                    let _ = peer.send(IpcBody::ProtocolError(e.to_protocol_error()), None);
-                    return ExitCode::from(EXIT_PROTOCOL);
-                }
+            let item = match next {
+                Ok(m) => Incoming::Message(Box::new(m)),
+                Err(e) => Incoming::Malformed(e.to_protocol_error()),
             };
-            if let Some(code) = handle(&mut peer, message) {
-                return ExitCode::from(code);
+            if tx.send(item).is_err() {
+                return;
             }
         }
     }
 }
 
-/// Handles one message; `Some(code)` ends the process with that exit code.
-fn handle(peer: &mut Peer, message: IpcMessage) -> Option<u8> {
-    match message.body {
-        IpcBody::Control(ControlMessage::Start(start)) => {
-            peer.session_id = start.runtime.session_id.clone();
-            peer.agent_id = start.runtime.agent_id.clone();
-            let _ = peer.send(
-                IpcBody::Log(LogRecord {
-                    level: LogLevel::Error,
-                    message: format!(
-                        "this air-worker has no agent loop for task type `{}`",
-                        start.task_spec.task_type.as_str()
-                    ),
-                    data: None,
-                }),
-                Some(&message.header),
-            );
-            Some(EXIT_PROTOCOL)
+fn unexpected(kind: &str) -> ProtocolError {
+    ProtocolError {
+        code: air_proto::ipc::ProtocolErrorCode::UnexpectedMessage,
+        message: format!("a worker does not accept `{kind}` messages"),
+        line: None,
+        path: Some("kind".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("air-worker: cannot start: {e}");
+            return ExitCode::from(EXIT_PROTOCOL);
         }
-        IpcBody::Control(ControlMessage::Cancel { .. }) => Some(EXIT_CANCELLED),
-        IpcBody::Control(_) => None,
-        other => {
-            let kind = other.kind();
-            let _ = peer.send(
-                IpcBody::ProtocolError(air_proto::ipc::ProtocolError {
-                    code: air_proto::ipc::ProtocolErrorCode::UnexpectedMessage,
-                    message: format!("a worker does not accept `{}` messages", kind.as_str()),
-                    line: None,
-                    path: Some("kind".into()),
-                }),
-                Some(&message.header),
-            );
-            Some(EXIT_PROTOCOL)
+    };
+    ExitCode::from(rt.block_on(run()))
+}
+
+async fn run() -> u8 {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || read_stdin(tx));
+    let mut peer = Peer {
+        session_id: String::new(),
+        agent_id: String::new(),
+        out: Mutex::new(std::io::stdout()),
+        waiting: Mutex::new(HashMap::new()),
+    };
+    // The first message must be `agent.start`.
+    let start: Box<AgentStart> = loop {
+        match rx.recv().await {
+            None | Some(Incoming::Closed) => return EXIT_CANCELLED,
+            Some(Incoming::Malformed(e)) => {
+                let _ = peer.send(IpcBody::ProtocolError(e), None);
+                return EXIT_PROTOCOL;
+            }
+            Some(Incoming::Message(m)) => match m.body {
+                IpcBody::Control(ControlMessage::Start(start)) => break start,
+                IpcBody::Control(ControlMessage::Cancel { .. }) => return EXIT_CANCELLED,
+                IpcBody::Control(_) => {}
+                other => {
+                    let _ = peer.send(
+                        IpcBody::ProtocolError(unexpected(other.kind().as_str())),
+                        Some(&m.header),
+                    );
+                    return EXIT_PROTOCOL;
+                }
+            },
         }
+    };
+    peer.session_id = start.runtime.session_id.clone();
+    peer.agent_id = start.runtime.agent_id.clone();
+    let peer = Arc::new(peer);
+    let role = start
+        .runtime
+        .agent_type
+        .unwrap_or(air_proto::event::AgentType::Executor);
+
+    // Everything after the start: answers to tool calls, cancels, and violations.
+    let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<u8>();
+    {
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            while let Some(item) = rx.recv().await {
+                let code = match item {
+                    Incoming::Closed => Some(EXIT_CANCELLED),
+                    Incoming::Malformed(e) => {
+                        let _ = peer.send(IpcBody::ProtocolError(e), None);
+                        Some(EXIT_PROTOCOL)
+                    }
+                    Incoming::Message(m) => match m.body {
+                        IpcBody::ToolResult(result) => {
+                            let waiter = peer
+                                .waiting
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .remove(&result.tool_call_id);
+                            if let Some(w) = waiter {
+                                let _ = w.send(result);
+                            }
+                            None
+                        }
+                        IpcBody::ToolStream(_) => None,
+                        IpcBody::Control(ControlMessage::Cancel { .. }) => Some(EXIT_CANCELLED),
+                        IpcBody::Control(_) => None,
+                        other => {
+                            let _ = peer.send(
+                                IpcBody::ProtocolError(unexpected(other.kind().as_str())),
+                                Some(&m.header),
+                            );
+                            Some(EXIT_PROTOCOL)
+                        }
+                    },
+                };
+                if let Some(code) = code {
+                    let _ = stop_tx.send(code);
+                    return;
+                }
+            }
+        });
+    }
+
+    // Heartbeats, as airsd asks.
+    {
+        let peer = peer.clone();
+        let every =
+            Duration::from_millis(start.runtime.heartbeat_interval_ms.unwrap_or(5_000).max(10));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                if let Ok(e) = RuntimeEvent::typed(
+                    "agent.heartbeat",
+                    peer.session_id.as_str(),
+                    EventSource::agent(peer.agent_id.as_str(), role),
+                    &air_proto::payload::AgentHeartbeat {
+                        agent_id: peer.agent_id.clone(),
+                        state: Some("WORKING".into()),
+                        turn: None,
+                        input_tokens: None,
+                        output_tokens: None,
+                    },
+                ) {
+                    let _ = peer.send(IpcBody::Event(e), None);
+                }
+            }
+        });
+    }
+
+    tokio::select! {
+        result = worker::agent::run(&start, peer.as_ref()) => {
+            if peer.send(IpcBody::WorkerResult(result), None).is_err() {
+                return EXIT_CANCELLED;
+            }
+            0
+        }
+        code = stop_rx.recv() => code.unwrap_or(EXIT_CANCELLED),
     }
 }

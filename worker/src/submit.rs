@@ -119,21 +119,14 @@ pub fn accept(
     if s.summary.trim().is_empty() {
         return Err("submit_result at `summary`: say what was done".into());
     }
-    Ok(WorkerResult {
-        task_id: task_id.to_string(),
-        agent_id: agent_id.to_string(),
-        agent_type: agent,
-        status: s.status,
-        summary: s.summary,
-        changed_files: s.changed_files,
-        diff_ref: None,
-        artifacts: Vec::new(),
-        verification: s.verification,
-        risks: s.risks,
-        follow_up_tasks: s.follow_up_tasks,
-        evidence_refs: s.evidence_refs,
-        result: s.result,
-    })
+    let mut r = WorkerResult::new(task_id, agent_id, agent, s.status, s.summary);
+    r.changed_files = s.changed_files;
+    r.verification = s.verification;
+    r.risks = s.risks;
+    r.follow_up_tasks = s.follow_up_tasks;
+    r.evidence_refs = s.evidence_refs;
+    r.result = s.result;
+    Ok(r)
 }
 
 #[cfg(test)]

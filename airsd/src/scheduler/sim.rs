@@ -191,26 +191,19 @@ impl Sim {
 
 /// A result of `d`'s agent with `status`, passing its evidence gate when `honest`.
 pub fn result_for(d: &Dispatch, status: WorkerStatus, honest: bool) -> WorkerResult {
-    let mut r = WorkerResult {
-        task_id: d.task_id.clone(),
-        agent_id: d.agent_id.clone(),
-        agent_type: d.role,
+    let mut r = WorkerResult::new(
+        &d.task_id,
+        &d.agent_id,
+        d.role,
         status,
-        summary: format!(
+        format!(
             "{} {} of {}",
             d.role.as_str(),
             status_word(status),
             d.task_id
         ),
-        changed_files: vec![format!("src/{}.rs", d.task_id)],
-        diff_ref: None,
-        artifacts: Vec::new(),
-        verification: Vec::new(),
-        risks: Vec::new(),
-        follow_up_tasks: Vec::new(),
-        evidence_refs: Vec::new(),
-        result: serde_json::Value::Null,
-    };
+    );
+    r.changed_files = vec![format!("src/{}.rs", d.task_id)];
     if honest {
         for kind in gate::required_evidence(&d.spec, &r) {
             r.evidence_refs.push(evidence(kind));

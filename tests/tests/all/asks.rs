@@ -37,14 +37,24 @@ pub(crate) fn state(dir: &std::path::Path, ask_timeout: Duration) -> Arc<DaemonS
 }
 
 async fn start(state: &DaemonState, on_ask: OnAsk) -> String {
+    start_plan(state, PLAN, on_ask, None).await
+}
+
+/// Starts a run of `plan_text` (as `plan.md`) and returns its session.
+pub(crate) async fn start_plan(
+    state: &DaemonState,
+    plan_text: &str,
+    on_ask: OnAsk,
+    mode: Option<air_proto::plan::PermissionMode>,
+) -> String {
     state
         .start_run(RunRequest {
             plan: "plan.md".into(),
-            plan_text: PLAN.into(),
+            plan_text: plan_text.into(),
             title: None,
             concurrency: None,
             on_ask: Some(on_ask),
-            permission_mode: None,
+            permission_mode: mode,
             max_cost: None,
             max_tokens: None,
             max_time_ms: None,

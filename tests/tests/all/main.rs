@@ -3,6 +3,7 @@
 //! real threads, real processes and the real binaries.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agents;
 mod asks;
 mod bus;
 mod crash;

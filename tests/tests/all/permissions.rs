@@ -8,7 +8,7 @@ use std::time::Duration;
 use air_proto::layout::ProjectPaths;
 use air_proto::plan::{OnAsk, PermissionMode};
 use air_tests::bin;
-use airsd::daemon::{DaemonState, RunRequest};
+use airsd::daemon::DaemonState;
 
 use crate::asks::{state, until};
 
@@ -27,22 +27,7 @@ async fn start(
     on_ask: OnAsk,
     mode: Option<PermissionMode>,
 ) -> String {
-    state
-        .start_run(RunRequest {
-            plan: "plan.md".into(),
-            plan_text,
-            title: None,
-            concurrency: None,
-            on_ask: Some(on_ask),
-            permission_mode: mode,
-            max_cost: None,
-            max_tokens: None,
-            max_time_ms: None,
-            by: None,
-        })
-        .await
-        .unwrap()
-        .session_id
+    crate::asks::start_plan(state, &plan_text, on_ask, mode).await
 }
 
 /// The status and error of each tool run, in order.

@@ -1,0 +1,137 @@
+//! The real `air-worker` running its agent loop against the loopback mock provider,
+//! under the real scheduler: the executor writes a file through airsd's tools and
+//! submits; the reviewer approves; the task completes. And with no provider, the
+//! worker says so honestly instead of pretending.
+
+use std::time::Duration;
+
+use air_proto::layout::ProjectPaths;
+use air_proto::plan::OnAsk;
+use air_proto::projection::TaskStatus;
+use air_tests::bin;
+use air_tests::mock_provider::{tool_use_events, Exchange, Expect, MockProvider, Reply};
+use airsd::daemon::DaemonState;
+use airsd::scheduler::shell::ShellConfig;
+use airsd::supervisor::WorkerCommand;
+use serde_json::json;
+
+use crate::asks::until;
+
+/// A daemon whose workers are the real `air-worker`, with this environment.
+fn state(dir: &std::path::Path, env: &[(&str, String)]) -> std::sync::Arc<DaemonState> {
+    air_proto::layout::init(dir, "2026-11-30T00:00:00Z").unwrap();
+    let paths = ProjectPaths::new(dir);
+    let project = paths.read_project().unwrap();
+    let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+        ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+        ("HOME".into(), dir.join("home").into()),
+    ];
+    vars.extend(env.iter().map(|(k, v)| ((*k).into(), v.into())));
+    let mut shell = ShellConfig::new(WorkerCommand {
+        program: bin("air-worker"),
+        args: Vec::new(),
+        env: vars,
+        cancel_grace: Duration::from_millis(300),
+        queue: 64,
+    });
+    shell.heartbeat_interval_ms = 200;
+    shell.sandbox_exe = Some(bin("airsd"));
+    std::sync::Arc::new(
+        DaemonState::new(paths, project, dir.join("unused.sock"), Duration::ZERO).with_shell(shell),
+    )
+}
+
+async fn start(state: &DaemonState, plan: &str) -> String {
+    crate::asks::start_plan(state, plan, OnAsk::Deny, None).await
+}
+
+const PLAN: &str = "## Task A: write a greeting\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n";
+
+#[test]
+fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange {
+                expect: Expect {
+                    contains: vec!["Task A: write a greeting".into(), "hello.txt says hello".into()],
+                    tools: vec!["fs_write".into(), "shell_run".into(), "submit_result".into()],
+                },
+                reply: Reply::Events(tool_use_events("toolu_1", "fs_write", &json!({"path": "hello.txt", "content": "hello\n"}))),
+            },
+            Exchange {
+                expect: Expect { contains: vec!["\"tool_use_id\":\"toolu_1\"".into(), r#"\"created\":true"#.into()], tools: vec![] },
+                reply: Reply::Events(tool_use_events("toolu_2", "submit_result", &json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]}))),
+            },
+            Exchange {
+                expect: Expect {
+                    contains: vec!["The executor's result under review".into(), "Wrote hello.txt".into()],
+                    tools: vec!["fs_read".into(), "git_diff".into(), "submit_result".into()],
+                },
+                reply: Reply::Events(tool_use_events("toolu_3", "submit_result", &json!({
+                    "status": "completed",
+                    "summary": "hello.txt says hello",
+                    "evidence_refs": [{"id": "e1", "kind": "message", "ref": "review", "claim": "the file says hello", "evidence_type": "explanation"}],
+                    "result": {"decision": "approved", "findings": []}
+                }))),
+            },
+        ])
+        .await;
+        let state = state(
+            &root,
+            &[
+                ("ANTHROPIC_API_KEY", "sk-test".into()),
+                ("ANTHROPIC_BASE_URL", mock.url.clone()),
+            ],
+        );
+        let session = start(&state, PLAN).await;
+        let p = until(&state, &session, |p| {
+            p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+        })
+        .await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
+        // The request carried the key and the tools with provider-safe names.
+        let first = &mock.received()[0];
+        assert_eq!(first.header("x-api-key"), Some("sk-test"));
+        // Each turn's message is on record, and the write was a recorded tool call.
+        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let messages: i64 = conn
+            .query_row("SELECT COUNT(*) FROM events WHERE type = 'assistant.message.created'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(messages, 3);
+        let (tool, status): (String, String) = conn
+            .query_row("SELECT tool, status FROM tool_runs", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap();
+        assert_eq!((tool.as_str(), status.as_str()), ("fs.write", "completed"));
+        state.stop_runs().await;
+    });
+}
+
+#[test]
+fn without_a_provider_the_worker_says_so_and_the_task_does_not_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let state = state(&root, &[]);
+        let session = start(&state, PLAN).await;
+        let p = until(&state, &session, |p| {
+            p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+        })
+        .await;
+        let task = p.task("A").unwrap();
+        assert_ne!(task.status, TaskStatus::Completed);
+        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let summary: String = conn
+            .query_row(
+                "SELECT json_extract(payload_json, '$.result.summary') FROM events WHERE type = 'agent.completed' LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or_default();
+        assert!(summary.contains("no LLM provider is configured"), "{summary:?} {p:#?}");
+        state.stop_runs().await;
+    });
+}

@@ -1,0 +1,313 @@
+//! The agent loop (D-006): the conversation with the model, turn after turn. Each
+//! turn streams (token deltas to airsd as they come, the finished assistant message
+//! recorded); each tool call the model makes goes to airsd as a `tool.call`, and its
+//! answer comes back as a `tool_result`; the loop ends when the model calls
+//! `submit_result` with a result that fits the contract, or honestly — `failed` or
+//! `blocked` with the reason — when turns run out or the provider cannot be reached.
+//! It never makes up a success.
+
+use std::future::Future;
+
+use air_proto::event::{AgentType, EventSource, RuntimeEvent};
+use air_proto::ipc::{AgentStart, ToolResult, ToolResultStatus};
+use air_proto::message::{ContentBlock, Message, StopReason};
+use air_proto::models::{ModelsConfig, ProviderKind, ResolvedModel};
+use air_proto::payload as p;
+use air_proto::result::{WorkerResult, WorkerStatus};
+use serde_json::Value;
+
+use crate::provider::anthropic::Anthropic;
+use crate::provider::openai::OpenAiChat;
+use crate::provider::{Adapter, Delta, RetryPolicy, Timeouts, ToolSpec, TurnRequest};
+use crate::submit;
+
+/// Turns a task may take when its spec does not say.
+pub const DEFAULT_MAX_TURNS: u32 = 40;
+/// Output tokens asked for per turn, at most.
+pub const MAX_OUTPUT: u32 = 16_384;
+
+const SYSTEM: &str = include_str!("../../resources/prompts/system.md");
+
+fn role_prompt(role: AgentType) -> &'static str {
+    match role {
+        AgentType::Reviewer => include_str!("../../resources/prompts/reviewer.md"),
+        AgentType::Debugger => include_str!("../../resources/prompts/debugger.md"),
+        AgentType::ArchitectureDesigner => {
+            include_str!("../../resources/prompts/architecture_designer.md")
+        }
+        _ => include_str!("../../resources/prompts/executor.md"),
+    }
+}
+
+/// What the loop needs from its surroundings: sending events to airsd and calling
+/// its tools (the real worker speaks NDJSON on its pipes; tests may do otherwise).
+pub trait Link: Sync {
+    fn event(&self, event: RuntimeEvent);
+    fn call_tool(
+        &self,
+        tool_call_id: &str,
+        tool: &str,
+        input: Value,
+        origin_message_id: &str,
+    ) -> impl Future<Output = ToolResult> + Send;
+}
+
+/// A provider client of either protocol.
+enum Client {
+    Anthropic(Anthropic),
+    Chat(OpenAiChat),
+}
+
+impl Client {
+    fn new(m: &ResolvedModel, key: Option<String>) -> Result<Client, String> {
+        let (timeouts, retry) = (Timeouts::default(), RetryPolicy::default());
+        match m.kind {
+            ProviderKind::Anthropic => {
+                Anthropic::new(&m.base_url, key.as_deref().unwrap_or(""), timeouts, retry)
+                    .map(Client::Anthropic)
+            }
+            // The Responses API adapter is not written yet; OpenAI's endpoint also
+            // serves Chat Completions.
+            ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses => {
+                OpenAiChat::new(&m.base_url, key.as_deref(), timeouts, retry).map(Client::Chat)
+            }
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    async fn turn(
+        &self,
+        request: &TurnRequest,
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> Result<crate::provider::Turn, crate::provider::ProviderError> {
+        match self {
+            Client::Anthropic(c) => c.turn(request, on_delta).await,
+            Client::Chat(c) => c.turn(request, on_delta).await,
+        }
+    }
+}
+
+/// The model this agent talks to, from `~/.air/models.yaml`, the environment and
+/// `AIR_MODEL` (a `provider/model` override).
+pub fn resolve_model(role: AgentType) -> Result<ResolvedModel, String> {
+    let air_home = std::env::var_os("AIR_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
+    let models = ModelsConfig::load(air_home.as_deref()).map_err(|e| e.to_string())?;
+    let wanted = std::env::var("AIR_MODEL").ok().filter(|m| !m.is_empty());
+    models.resolve(role.as_str(), wanted.as_deref(), &|k| std::env::var(k).ok())
+}
+
+/// The task as the model first reads it.
+fn brief(start: &AgentStart) -> String {
+    let t = &start.task_spec;
+    let mut s = format!("Task {}: {}\n\n{}\n", t.id, t.title, t.description.trim());
+    if !t.acceptance_criteria.is_empty() {
+        s.push_str("\nAcceptance criteria:\n");
+        for c in &t.acceptance_criteria {
+            s.push_str(&format!("- {c}\n"));
+        }
+    }
+    if let Some(cmds) = t.verification.commands.as_ref().filter(|c| !c.is_empty()) {
+        s.push_str("\nVerification commands:\n");
+        for c in cmds {
+            s.push_str(&format!("- `{c}`\n"));
+        }
+    }
+    let scope = serde_json::to_string(&t.scope).unwrap_or_default();
+    if scope != "{}" {
+        s.push_str(&format!("\nScope: {scope}\n"));
+    }
+    for n in start.context_pack.notes.iter().flatten() {
+        s.push_str(&format!("\nNote: {n}\n"));
+    }
+    if let Some(prev) = &start.context_pack.previous_result {
+        s.push_str(&format!(
+            "\nThe executor's result under review:\n{}\n",
+            serde_json::to_string_pretty(prev).unwrap_or_default()
+        ));
+    }
+    s
+}
+
+/// An honest end without a submission.
+fn ended(start: &AgentStart, role: AgentType, status: WorkerStatus, why: String) -> WorkerResult {
+    WorkerResult::new(
+        &start.task_spec.id,
+        &start.runtime.agent_id,
+        role,
+        status,
+        why,
+    )
+}
+
+/// Runs the agent to its result.
+pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
+    let role = start.runtime.agent_type.unwrap_or(AgentType::Executor);
+    let model = match resolve_model(role) {
+        Ok(m) => m,
+        Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
+    };
+    let key = model
+        .api_key_env
+        .as_deref()
+        .and_then(|v| std::env::var(v).ok());
+    let client = match Client::new(&model, key) {
+        Ok(c) => c,
+        Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
+    };
+    run_with(start, link, &client, &model.model, role).await
+}
+
+async fn run_with(
+    start: &AgentStart,
+    link: &impl Link,
+    client: &Client,
+    model: &str,
+    role: AgentType,
+) -> WorkerResult {
+    let session = start.runtime.session_id.clone();
+    let agent_id = start.runtime.agent_id.clone();
+    let task_id = start.task_spec.id.clone();
+    let source = EventSource::agent(agent_id.as_str(), role);
+    // Provider-side names (`fs.read` goes out as `fs_read`) and back.
+    let mut names = Vec::new();
+    let mut tools: Vec<ToolSpec> = start
+        .tools
+        .iter()
+        .map(|d| {
+            let wire = d.name.replace('.', "_");
+            names.push((wire.clone(), d.name.clone()));
+            ToolSpec {
+                name: wire,
+                description: d.description.clone(),
+                input_schema: d.input_schema.clone(),
+            }
+        })
+        .collect();
+    tools.push(submit::tool(role));
+    let mut request = TurnRequest {
+        model: model.to_string(),
+        system: vec![SYSTEM.to_string(), role_prompt(role).to_string()],
+        messages: vec![Message::user(vec![ContentBlock::text(brief(start))])],
+        tools,
+        max_tokens: MAX_OUTPUT,
+    };
+    let max_turns = match start.task_spec.constraints.max_turns {
+        0 => DEFAULT_MAX_TURNS,
+        n => n,
+    };
+    for _ in 0..max_turns {
+        let message_id = air_proto::ids::new_id();
+        let mut deltas = |d: Delta<'_>| {
+            let (kind, index, text) = match d {
+                Delta::Text { index, text } => (p::DeltaKind::Text, index, text),
+                Delta::Thinking { index, text } => (p::DeltaKind::Thinking, index, text),
+                Delta::InputJson { index, json } => (p::DeltaKind::InputJson, index, json),
+                Delta::Restart { .. } => return,
+            };
+            if let Ok(e) = RuntimeEvent::typed(
+                "token.delta",
+                session.as_str(),
+                source.clone(),
+                &p::TokenDelta {
+                    message_id: message_id.clone(),
+                    block_index: u32::try_from(index).unwrap_or(u32::MAX),
+                    kind,
+                    text: text.to_string(),
+                    agent_id: Some(agent_id.clone()),
+                },
+            ) {
+                link.event(e);
+            }
+        };
+        let turn = match client.turn(&request, &mut deltas).await {
+            Ok(t) => t,
+            Err(e) => {
+                return ended(
+                    start,
+                    role,
+                    WorkerStatus::Blocked,
+                    format!("the model could not be reached: {e}"),
+                )
+            }
+        };
+        if let Ok(e) = RuntimeEvent::typed(
+            "assistant.message.created",
+            session.as_str(),
+            source.clone(),
+            &p::MessageCreated {
+                message_id: message_id.clone(),
+                content: serde_json::to_value(&turn.content).unwrap_or_default(),
+                agent_id: Some(agent_id.clone()),
+                task_id: Some(task_id.clone()),
+                model: Some(model.to_string()),
+                usage: Some(p::Usage {
+                    input_tokens: turn.usage.input_tokens,
+                    output_tokens: turn.usage.output_tokens,
+                    cache_read_input_tokens: Some(turn.usage.cache_read_input_tokens),
+                    cache_creation_input_tokens: Some(turn.usage.cache_creation_input_tokens),
+                    cost_micro_usd: None,
+                }),
+            },
+        ) {
+            link.event(e);
+        }
+        let assistant = Message::assistant(turn.content);
+        let mut answers = Vec::new();
+        for (id, name, input) in assistant.tool_uses() {
+            if name == submit::SUBMIT {
+                match submit::accept(role, &task_id, &agent_id, input) {
+                    Ok(result) => return result,
+                    Err(why) => answers.push(ContentBlock::ToolResult {
+                        tool_use_id: id.to_string(),
+                        content: why,
+                        is_error: true,
+                    }),
+                }
+                continue;
+            }
+            let Some((_, tool)) = names.iter().find(|(wire, _)| wire == name) else {
+                answers.push(ContentBlock::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content: format!("there is no tool `{name}` for this agent"),
+                    is_error: true,
+                });
+                continue;
+            };
+            let answer = link.call_tool(id, tool, input.clone(), &message_id).await;
+            answers.push(match answer.status {
+                ToolResultStatus::Ok => ContentBlock::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content: answer.output.map(|o| o.to_string()).unwrap_or_default(),
+                    is_error: false,
+                },
+                ToolResultStatus::Error => ContentBlock::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content: answer.error.map(|e| e.message).unwrap_or_default(),
+                    is_error: true,
+                },
+            });
+        }
+        let stopped = turn.stop_reason;
+        request.messages.push(assistant);
+        if answers.is_empty() {
+            if stopped == Some(StopReason::MaxTokens) {
+                answers.push(ContentBlock::text(
+                    "Your answer was cut off at the output limit. Go on in smaller steps.",
+                ));
+            } else {
+                answers.push(ContentBlock::text(
+                    "Call submit_result to hand back your result (completed, failed or blocked, with the reason).",
+                ));
+            }
+        }
+        request.messages.push(Message::user(answers));
+    }
+    ended(
+        start,
+        role,
+        WorkerStatus::Failed,
+        format!("ran out of turns ({max_turns}) before submitting a result"),
+    )
+}
