@@ -193,6 +193,7 @@ async fn run_with(
         tools,
         max_tokens: MAX_OUTPUT,
     };
+    let mut ran: Vec<submit::Ran> = Vec::new();
     let max_turns = match start.task_spec.constraints.max_turns {
         0 => DEFAULT_MAX_TURNS,
         n => n,
@@ -257,7 +258,7 @@ async fn run_with(
         let mut answers = Vec::new();
         for (id, name, input) in assistant.tool_uses() {
             if name == submit::SUBMIT {
-                match submit::accept(role, &task_id, &agent_id, input) {
+                match submit::accept(role, &task_id, &agent_id, input, &ran) {
                     Ok(result) => return result,
                     Err(why) => answers.push(ContentBlock::ToolResult {
                         tool_use_id: id.to_string(),
@@ -276,6 +277,26 @@ async fn run_with(
                 continue;
             };
             let answer = link.call_tool(id, tool, input.clone(), &message_id).await;
+            // What ran is what a passed check may cite.
+            if tool == "shell.run" {
+                if let (Some(out), Some(command)) = (
+                    answer.output.as_ref(),
+                    input.get("command").and_then(Value::as_str),
+                ) {
+                    ran.push(submit::Ran {
+                        command: command.to_string(),
+                        exit_code: out
+                            .get("exit_code")
+                            .and_then(Value::as_i64)
+                            .and_then(|c| i32::try_from(c).ok()),
+                        command_run_id: out
+                            .get("command_run_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    });
+                }
+            }
             answers.push(match answer.status {
                 ToolResultStatus::Ok => ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),

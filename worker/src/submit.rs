@@ -93,14 +93,65 @@ pub fn tool(agent: AgentType) -> ToolSpec {
     }
 }
 
+/// A command this agent ran through `shell.run`, as airsd answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ran {
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub command_run_id: String,
+}
+
+/// Checks that each verification reported as passed is backed by a command this
+/// agent ran that exited 0 — named by its command text or cited by its
+/// `command_run_id` — and ties the two together (D-041: report the commands actually
+/// run, never a check that did not run).
+fn check_verification(verification: &mut [VerificationResult], ran: &[Ran]) -> Result<(), String> {
+    use air_proto::result::VerificationStatus;
+    for (i, v) in verification.iter_mut().enumerate() {
+        if v.status != VerificationStatus::Passed {
+            continue;
+        }
+        let cited = v.evidence_refs.iter().flatten().collect::<Vec<_>>();
+        let backing = ran.iter().find(|r| {
+            r.exit_code == Some(0)
+                && (r.command.trim() == v.name.trim()
+                    || cited.iter().any(|c| c.ends_with(r.command_run_id.as_str())))
+        });
+        let Some(r) = backing else {
+            let failed = ran
+                .iter()
+                .find(|r| r.command.trim() == v.name.trim())
+                .and_then(|r| r.exit_code.filter(|c| *c != 0));
+            return Err(match failed {
+                Some(code) => format!(
+                    "submit_result at `verification[{i}]`: `{}` is reported passed, but it exited {code} when you ran it",
+                    v.name
+                ),
+                None => format!(
+                    "submit_result at `verification[{i}]`: `{}` is reported passed, but no command you ran shows it; run it with shell_run and name it by its command (or cite its command_run_id)",
+                    v.name
+                ),
+            });
+        };
+        let reference = format!("command-run:{}", r.command_run_id);
+        let refs = v.evidence_refs.get_or_insert_with(Vec::new);
+        if !refs.iter().any(|c| c.ends_with(r.command_run_id.as_str())) {
+            refs.push(reference);
+        }
+    }
+    Ok(())
+}
+
 /// Reads a submission into the WorkerResult airsd expects, or says what is wrong.
+/// `ran` is what this agent ran through `shell.run`.
 pub fn accept(
     agent: AgentType,
     task_id: &str,
     agent_id: &str,
     input: &Value,
+    ran: &[Ran],
 ) -> Result<WorkerResult, String> {
-    let s: Submission = serde_path_to_error::deserialize(input).map_err(|e| {
+    let mut s: Submission = serde_path_to_error::deserialize(input).map_err(|e| {
         let path = e.path().to_string();
         format!("submit_result at `{path}`: {}", e.inner())
     })?;
@@ -119,6 +170,7 @@ pub fn accept(
     if s.summary.trim().is_empty() {
         return Err("submit_result at `summary`: say what was done".into());
     }
+    check_verification(&mut s.verification, ran)?;
     let mut r = WorkerResult::new(task_id, agent_id, agent, s.status, s.summary);
     r.changed_files = s.changed_files;
     r.verification = s.verification;
@@ -165,6 +217,7 @@ mod tests {
             "T1",
             "a1",
             &json!({"status": "completed", "summary": "Added README.md", "changed_files": ["README.md"]}),
+            &[],
         )
         .unwrap();
         assert_eq!(
@@ -176,6 +229,7 @@ mod tests {
             "T1",
             "a1",
             &json!({"status": "done", "summary": "x"}),
+            &[],
         )
         .unwrap_err();
         assert!(e.starts_with("submit_result at `status`"), "{e}");
@@ -184,6 +238,7 @@ mod tests {
             "T1",
             "a1",
             &json!({"status": "completed", "summary": "x", "colour": 1}),
+            &[],
         )
         .unwrap_err();
         assert!(e.contains("unknown field `colour`"), "{e}");
@@ -192,10 +247,52 @@ mod tests {
             "T1",
             "r1",
             &json!({"status": "completed", "summary": "x", "result": {"decision": "maybe"}}),
+            &[],
         )
         .unwrap_err();
         assert!(e.starts_with("submit_result at `result (a review)`"), "{e}");
-        let r = accept(AgentType::Reviewer, "T1", "r1", &json!({"status": "completed", "summary": "Looks right", "result": {"decision": "approved", "findings": []}})).unwrap();
+        let r = accept(AgentType::Reviewer, "T1", "r1", &json!({"status": "completed", "summary": "Looks right", "result": {"decision": "approved", "findings": []}}), &[]).unwrap();
         assert_eq!(r.result["decision"], "approved");
+    }
+
+    #[test]
+    fn a_passed_check_must_be_a_command_that_ran_and_exited_0() {
+        let ran = vec![
+            Ran {
+                command: "cargo test".into(),
+                exit_code: Some(0),
+                command_run_id: "c1".into(),
+            },
+            Ran {
+                command: "cargo clippy".into(),
+                exit_code: Some(1),
+                command_run_id: "c2".into(),
+            },
+        ];
+        let submit = |v: serde_json::Value| {
+            accept(
+                AgentType::Executor,
+                "T1",
+                "a1",
+                &json!({"status": "completed", "summary": "done", "changed_files": ["a.rs"], "verification": v}),
+                &ran,
+            )
+        };
+        let r = submit(json!([{"name": "cargo test", "status": "passed"}])).unwrap();
+        assert_eq!(
+            r.verification[0].evidence_refs,
+            Some(vec!["command-run:c1".to_string()])
+        );
+        let r = submit(json!([{"name": "unit tests", "status": "passed", "evidence_refs": ["command-run:c1"]}])).unwrap();
+        assert_eq!(
+            r.verification[0].evidence_refs,
+            Some(vec!["command-run:c1".to_string()])
+        );
+        let e = submit(json!([{"name": "cargo clippy", "status": "passed"}])).unwrap_err();
+        assert!(e.contains("it exited 1 when you ran it"), "{e}");
+        let e = submit(json!([{"name": "ctest", "status": "passed"}])).unwrap_err();
+        assert!(e.contains("no command you ran shows it"), "{e}");
+        // A failed check needs no backing: it is honest as it is.
+        assert!(submit(json!([{"name": "ctest", "status": "failed"}])).is_ok());
     }
 }
