@@ -135,3 +135,122 @@ fn without_a_provider_the_worker_says_so_and_the_task_does_not_complete() {
         state.stop_runs().await;
     });
 }
+
+fn call(id: &str, tool: &str, input: serde_json::Value) -> Reply {
+    Reply::Events(tool_use_events(id, tool, &input))
+}
+
+fn any() -> Expect {
+    Expect::default()
+}
+
+fn review(decision: &str, findings: serde_json::Value) -> Reply {
+    call(
+        "toolu_r",
+        "submit_result",
+        json!({
+            "status": "completed",
+            "summary": format!("review: {decision}"),
+            "evidence_refs": [{"id": "e1", "kind": "message", "ref": "review", "claim": "read the change", "evidence_type": "explanation"}],
+            "result": {"decision": decision, "findings": findings}
+        }),
+    )
+}
+
+fn ended(p: &air_proto::projection::Projection) -> bool {
+    p.run
+        .as_ref()
+        .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+}
+
+fn key(mock: &MockProvider) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_API_KEY", "sk-test".into()),
+        ("ANTHROPIC_BASE_URL", mock.url.clone()),
+    ]
+}
+
+/// The reviewer asks for a change once; the executor's second attempt gets the
+/// finding, fixes it, and the second review approves. A 429 and a cut-off stream on
+/// the way are retried without repeating a tool call.
+#[test]
+fn changes_requested_once_then_fixed_and_approved_through_provider_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mut cut = tool_use_events("toolu_x", "fs_write", &json!({"path": "hello.txt", "content": "never\n"}));
+        cut.truncate(3);
+        let mock = MockProvider::start(vec![
+            Exchange { expect: any(), reply: Reply::Status { status: 429, retry_after: Some(0), error_type: None } },
+            Exchange { expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "helo\n"})) },
+            Exchange { expect: any(), reply: call("t2", "submit_result", json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]})) },
+            Exchange { expect: any(), reply: review("changes_requested", json!([{"severity": "high", "summary": "hello is misspelled", "file": "hello.txt", "line": 1}])) },
+            Exchange {
+                expect: Expect { contains: vec!["hello is misspelled".into()], tools: vec![] },
+                reply: Reply::Dropped(cut),
+            },
+            Exchange { expect: any(), reply: call("t3", "fs_read", json!({"path": "hello.txt"})) },
+            Exchange { expect: any(), reply: call("t4", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"})) },
+            Exchange { expect: any(), reply: call("t5", "submit_result", json!({"status": "completed", "summary": "Fixed the spelling", "changed_files": ["hello.txt"]})) },
+            Exchange { expect: Expect { contains: vec!["Fixed the spelling".into()], tools: vec![] }, reply: review("approved", json!([])) },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = start(&state, PLAN).await;
+        let p = until(&state, &session, ended).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
+        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let writes: i64 = conn
+            .query_row("SELECT COUNT(*) FROM tool_runs WHERE tool = 'fs.write'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(writes, 1, "the cut-off stream's tool call never ran");
+        state.stop_runs().await;
+    });
+}
+
+/// A task whose verification is required cannot complete on a claim: the model says
+/// a check passed without running anything and the worker sends it back; when it then
+/// submits with no check at all, the evidence gate refuses completion and the next
+/// attempt is told why.
+#[test]
+fn a_claimed_check_that_never_ran_cannot_complete_the_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let claim = json!({"status": "completed", "summary": "Done and tested", "changed_files": ["hello.txt"], "verification": [{"name": "cargo test", "status": "passed"}]});
+        let mock = MockProvider::start(vec![
+            Exchange { expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})) },
+            Exchange { expect: any(), reply: call("t2", "submit_result", claim.clone()) },
+            Exchange {
+                expect: Expect { contains: vec!["no command you ran shows it".into()], tools: vec![] },
+                reply: call("t3", "submit_result", json!({"status": "completed", "summary": "Done", "changed_files": ["hello.txt"]})),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let plan = "## Task A: write a greeting\n\n- verify: `cargo test`\n\nCreate hello.txt.\n";
+        let session = start(&state, plan).await;
+        // The evidence gate refuses the claim, and the next attempt is told why.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while mock.received().len() < 4 {
+            assert!(std::time::Instant::now() < deadline, "no second attempt; {:?}", mock.mismatches());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let again = mock.received()[3].body.to_string();
+        assert!(
+            again.contains("cannot complete the task") && again.contains("verification is required"),
+            "{again}"
+        );
+        let p = state.session(&session).await.unwrap().snapshot();
+        assert_ne!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed));
+        let early: Vec<String> = mock
+            .mismatches()
+            .into_iter()
+            .filter(|m| !m.contains("came after the recording ended"))
+            .collect();
+        assert!(early.is_empty(), "{early:?}");
+        state.stop_runs().await;
+    });
+}
