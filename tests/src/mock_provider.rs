@@ -67,6 +67,8 @@ pub struct Recording {
 /// A request the provider received.
 #[derive(Clone, Debug)]
 pub struct Received {
+    /// When the request's body had arrived.
+    pub at: std::time::SystemTime,
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
@@ -290,6 +292,7 @@ impl MockProvider {
                     let reply = {
                         let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                         st.received.push(Received {
+                            at: std::time::SystemTime::now(),
                             path: path.clone(),
                             headers,
                             body: json.clone(),
