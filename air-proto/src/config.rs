@@ -48,6 +48,37 @@ pub enum ConfigError {
     },
 }
 
+/// Reads a YAML configuration file's text; an empty file is the default. An error
+/// names the file and the line.
+pub fn parse_yaml<T: serde::de::DeserializeOwned + Default>(
+    path: &Path,
+    text: &str,
+) -> Result<T, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    yaml_serde::from_str(text).map_err(|e| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: e
+            .location()
+            .map(|l| format!(":{}", l.line()))
+            .unwrap_or_default(),
+        message: e.to_string(),
+    })
+}
+
+/// Reads a YAML configuration file; a missing file is the default.
+pub fn load_yaml<T: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<T, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_yaml(path, &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 impl UserConfig {
     /// Reads `config.yaml` in `air_home`; a missing file is the default configuration.
     pub fn load(air_home: &Path) -> Result<UserConfig, ConfigError> {
@@ -61,17 +92,7 @@ impl UserConfig {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<UserConfig, ConfigError> {
-        if text.trim().is_empty() {
-            return Ok(Self::default());
-        }
-        let config: UserConfig = yaml_serde::from_str(text).map_err(|e| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            line: e
-                .location()
-                .map(|l| format!(":{}", l.line()))
-                .unwrap_or_default(),
-            message: e.to_string(),
-        })?;
+        let config: UserConfig = parse_yaml(path, text)?;
         if config.run.concurrency == Some(0) {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -141,31 +162,11 @@ impl PermissionProfile {
 impl PermissionsConfig {
     /// Reads one `permissions.yaml`; a missing file is empty.
     pub fn load_file(path: &Path) -> Result<PermissionsConfig, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                })
-            }
-        };
-        Self::parse(path, &text)
+        load_yaml(path)
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<PermissionsConfig, ConfigError> {
-        if text.trim().is_empty() {
-            return Ok(Self::default());
-        }
-        yaml_serde::from_str(text).map_err(|e| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            line: e
-                .location()
-                .map(|l| format!(":{}", l.line()))
-                .unwrap_or_default(),
-            message: e.to_string(),
-        })
+        parse_yaml(path, text)
     }
 
     /// The user's file, then the project's over it.

@@ -140,17 +140,7 @@ const KNOWN: &[Known] = &[
 ];
 
 fn parse(path: &Path, text: &str) -> Result<ModelsConfig, ConfigError> {
-    if text.trim().is_empty() {
-        return Ok(ModelsConfig::default());
-    }
-    yaml_serde::from_str(text).map_err(|e| ConfigError::Invalid {
-        path: path.to_path_buf(),
-        line: e
-            .location()
-            .map(|l| format!(":{}", l.line()))
-            .unwrap_or_default(),
-        message: e.to_string(),
-    })
+    crate::config::parse_yaml(path, text)
 }
 
 impl ModelsConfig {
@@ -160,12 +150,7 @@ impl ModelsConfig {
         let Some(home) = air_home else {
             return Ok(shipped);
         };
-        let path = home.join("models.yaml");
-        let user = match std::fs::read_to_string(&path) {
-            Ok(text) => parse(&path, &text)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ModelsConfig::default(),
-            Err(source) => return Err(ConfigError::Read { path, source }),
-        };
+        let user = crate::config::load_yaml(&home.join("models.yaml"))?;
         Ok(shipped.overridden_by(user))
     }
 
