@@ -87,14 +87,18 @@ impl Client {
     }
 }
 
-/// The model this agent talks to, from `~/.air/models.yaml`, the environment and
-/// `AIR_MODEL` (a `provider/model` override).
-pub fn resolve_model(role: AgentType) -> Result<ResolvedModel, String> {
+/// The model this agent talks to: `AIR_MODEL` (a `provider/model` override, as a flag
+/// would be), else the task's `model` from the plan, else `~/.air/models.yaml` and the
+/// environment.
+pub fn resolve_model(role: AgentType, task_model: Option<&str>) -> Result<ResolvedModel, String> {
     let air_home = std::env::var_os("AIR_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
     let models = ModelsConfig::load(air_home.as_deref()).map_err(|e| e.to_string())?;
-    let wanted = std::env::var("AIR_MODEL").ok().filter(|m| !m.is_empty());
+    let wanted = std::env::var("AIR_MODEL")
+        .ok()
+        .filter(|m| !m.is_empty())
+        .or_else(|| task_model.map(str::to_string));
     models.resolve(role.as_str(), wanted.as_deref(), &|k| std::env::var(k).ok())
 }
 
@@ -144,7 +148,7 @@ fn ended(start: &AgentStart, role: AgentType, status: WorkerStatus, why: String)
 /// Runs the agent to its result.
 pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
     let role = start.runtime.agent_type.unwrap_or(AgentType::Executor);
-    let model = match resolve_model(role) {
+    let model = match resolve_model(role, start.task_spec.constraints.model_id.as_deref()) {
         Ok(m) => m,
         Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
     };

@@ -45,7 +45,7 @@ async fn start(state: &DaemonState, plan: &str) -> String {
     crate::asks::start_plan(state, plan, OnAsk::Deny, None).await
 }
 
-const PLAN: &str = "## Task A: write a greeting\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n";
+const PLAN: &str = "## Task A: write a greeting\n\n- model: anthropic/claude-haiku-4-5\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n";
 
 #[test]
 fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
@@ -55,7 +55,12 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
         let mock = MockProvider::start(vec![
             Exchange {
                 expect: Expect {
-                    contains: vec!["Task A: write a greeting".into(), "hello.txt says hello".into()],
+                    contains: vec![
+                        "Task A: write a greeting".into(),
+                        "hello.txt says hello".into(),
+                        // The plan's model for the task.
+                        "\"model\":\"claude-haiku-4-5\"".into(),
+                    ],
                     tools: vec!["fs_write".into(), "shell_run".into(), "submit_result".into()],
                 },
                 reply: Reply::Events(tool_use_events("toolu_1", "fs_write", &json!({"path": "hello.txt", "content": "hello\n"}))),
@@ -131,7 +136,11 @@ fn without_a_provider_the_worker_says_so_and_the_task_does_not_complete() {
                 |r| r.get(0),
             )
             .unwrap_or_default();
-        assert!(summary.contains("no LLM provider is configured"), "{summary:?} {p:#?}");
+        // The plan names an Anthropic model, so the key it needs is named.
+        assert!(
+            summary.contains("needs its key in ANTHROPIC_API_KEY, which is not set"),
+            "{summary:?} {p:#?}"
+        );
         state.stop_runs().await;
     });
 }
