@@ -529,7 +529,6 @@ impl ToolJob {
             self.scope.clone(),
             granted.clone(),
         );
-        let evidence = role == AgentType::Debugger && self.has_evidence();
         let tag = BackupTag {
             session_id: env.session.id().to_string(),
             agent_type: role.as_str().to_string(),
@@ -541,6 +540,8 @@ impl ToolJob {
                 Ok(s) => s,
                 Err(e) => return (Err(e), Vec::new()),
             };
+            // Off the async threads too: the debugger's evidence is a database read.
+            let evidence = role == AgentType::Debugger && has_evidence(&env.session, &agent);
             let permits =
                 Permits::new(&env.engine, Some(&env.backups), tag, granted).with_evidence(evidence);
             let ctx = crate::tools::FsContext {
@@ -652,21 +653,6 @@ impl ToolJob {
         }
     }
 
-    /// Whether this agent has run a command to its end (its recorded evidence).
-    fn has_evidence(&self) -> bool {
-        use rusqlite::OptionalExtension as _;
-        let Ok(conn) = self.env.session.readers().get() else {
-            return false;
-        };
-        conn.query_row(
-            "SELECT 1 FROM command_runs WHERE agent_id = ?1 AND status = 'completed' LIMIT 1",
-            [&self.agent_id],
-            |_| Ok(()),
-        )
-        .optional()
-        .is_ok_and(|r| r.is_some())
-    }
-
     /// The recorded answer to a request, if there is one yet.
     fn decided(
         &self,
@@ -693,4 +679,19 @@ impl ToolJob {
 /// The project root as the tools see it (resolved).
 pub fn resolved_root(root: &std::path::Path) -> PathBuf {
     std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
+}
+
+/// Whether this agent has run a command to its end (its recorded evidence).
+fn has_evidence(session: &Session, agent_id: &str) -> bool {
+    use rusqlite::OptionalExtension as _;
+    let Ok(conn) = session.readers().get() else {
+        return false;
+    };
+    conn.query_row(
+        "SELECT 1 FROM command_runs WHERE agent_id = ?1 AND status = 'completed' LIMIT 1",
+        [agent_id],
+        |_| Ok(()),
+    )
+    .optional()
+    .is_ok_and(|r| r.is_some())
 }

@@ -327,10 +327,9 @@ impl Engine {
         &self.writable_roots
     }
 
-    /// Whether `path` is a credential store (by its path, or as a hard link to a
-    /// file of one).
-    pub fn is_credential(&self, path: &Path) -> bool {
-        use std::os::unix::fs::MetadataExt as _;
+    /// Whether `path` names a credential store (by its path alone: no file system
+    /// access).
+    pub fn is_credential_path(&self, path: &Path) -> bool {
         if self.credentials.is_match(path) {
             let name = path
                 .file_name()
@@ -338,9 +337,17 @@ impl Engine {
                 .unwrap_or_default();
             return !ENV_EXAMPLES.contains(&name);
         }
-        std::fs::metadata(path).is_ok_and(|m| {
-            m.is_file() && m.nlink() > 1 && self.credential_inodes.contains(&(m.dev(), m.ino()))
-        })
+        false
+    }
+
+    /// Whether `path` is a credential store, by its path or as a hard link to a file
+    /// of one (which takes a `stat`).
+    pub fn is_credential(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        self.is_credential_path(path)
+            || std::fs::metadata(path).is_ok_and(|m| {
+                m.is_file() && m.nlink() > 1 && self.credential_inodes.contains(&(m.dev(), m.ino()))
+            })
     }
 
     /// Whether `path` is a system path.

@@ -257,7 +257,9 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
             }
             let file = relative(ctx, entry.path());
             // Credential stores are never searched: their content needs a person's yes.
-            if ctx.scope.check_read(&file).is_err() || ctx.perm.engine.is_credential(entry.path()) {
+            if ctx.scope.check_read(&file).is_err()
+                || ctx.perm.engine.is_credential_path(entry.path())
+            {
                 return WalkState::Continue;
             }
             if let Some(f) = filter {
@@ -275,6 +277,9 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
                 .search_path(matcher, entry.path(), &mut sink)
                 .is_err()
                 || sink.matches == 0
+                // A hard link to a credential file: known only by its inode, checked
+                // for the few files that match rather than for every file walked.
+                || ctx.perm.engine.is_credential(entry.path())
             {
                 return WalkState::Continue;
             }
