@@ -78,6 +78,14 @@ pub struct RunArgs {
     /// The session's title (default: the plan's).
     #[arg(long)]
     pub title: Option<String>,
+    /// The model every agent uses: `provider/model` or a model name (before
+    /// AIR_MODEL, the plan's task models and ~/.air/models.yaml).
+    #[arg(long, value_name = "MODEL", conflicts_with = "resume")]
+    pub model: Option<String>,
+    /// The provider every agent uses (anthropic, openai, openrouter, ollama or one
+    /// of models.yaml), with its default model unless --model names one.
+    #[arg(long, value_name = "NAME", conflicts_with = "resume")]
+    pub provider: Option<String>,
     #[command(flatten)]
     pub follow: FollowArgs,
 }
@@ -99,6 +107,26 @@ pub enum ModeArg {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 90s, 30m, 2h)"))
+}
+
+/// `--provider` and `--model` as one model spec (`provider/model`, `model` or
+/// `provider/`).
+fn model_spec(provider: Option<&str>, model: Option<&str>) -> Result<Option<String>, Failure> {
+    let provider = provider.map(str::trim).filter(|p| !p.is_empty());
+    let model = model.map(str::trim).filter(|m| !m.is_empty());
+    Ok(match (provider, model) {
+        (None, m) => m.map(str::to_string),
+        (Some(p), _) if p.contains('/') => {
+            return Err(usage(format!(
+                "--provider `{p}`: a provider name has no `/` (give the model with --model)"
+            )))
+        }
+        (Some(p), None) => Some(format!("{p}/")),
+        (Some(p), Some(m)) => match m.split_once('/') {
+            Some((mp, _)) if mp == p => Some(m.to_string()),
+            _ => Some(format!("{p}/{m}")),
+        },
+    })
 }
 
 fn usage(message: String) -> Failure {
@@ -140,6 +168,7 @@ pub async fn run(args: RunArgs) -> CmdResult {
                     args.max_tokens,
                     args.max_time
                         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    model_spec(args.provider.as_deref(), args.model.as_deref())?,
                 )
                 .await
                 .map_err(rpc_failure)?

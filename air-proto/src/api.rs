@@ -461,6 +461,7 @@ mod rpc {
             max_cost: Option<f64>,
             max_tokens: Option<u64>,
             max_time_ms: Option<u64>,
+            model: Option<String>,
         ) -> RpcResult<RunInfo>;
 
         #[method(name = "run.continue", with_extensions, param_kind = map)]
@@ -588,6 +589,9 @@ pub mod params {
         pub max_cost: Option<f64>,
         pub max_tokens: Option<u64>,
         pub max_time_ms: Option<u64>,
+        /// The model every agent uses: `provider/model`, `model` or `provider/` (the
+        /// provider's default model). Before `AIR_MODEL` and the plan's task models.
+        pub model: Option<String>,
     }
 
     #[derive(Deserialize, schemars::JsonSchema)]
@@ -718,6 +722,7 @@ pub mod params {
                 "max_cost",
                 "max_tokens",
                 "max_time_ms",
+                "model",
             ],
             check::<RunStart>,
         ),

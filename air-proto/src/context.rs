@@ -15,6 +15,9 @@ pub struct AgentRuntimeContext {
     pub agent_type: Option<crate::event::AgentType>,
     /// The executor attempt of the task this agent belongs to (1-based).
     pub attempt: Option<u32>,
+    /// The run's model override (`--model`/`--provider`), which comes before
+    /// `AIR_MODEL` and the task's model.
+    pub model: Option<String>,
     /// How often the worker must push `agent.heartbeat`; silence for much longer
     /// gets it killed as stalled.
     pub heartbeat_interval_ms: Option<u64>,
@@ -40,6 +43,9 @@ pub struct ContextPack {
     pub notes: Option<Vec<String>>,
     /// The executor result a reviewer reviews or a debugger investigates.
     pub previous_result: Option<Box<crate::result::WorkerResult>>,
+    /// The starting context airsd's ContextAssembler built for this agent (a few KB,
+    /// so it travels inline; `assembled_context_ref` is for larger ones).
+    pub assembled: Option<Box<AssembledContext>>,
 }
 
 #[serde_with::skip_serializing_none]
@@ -50,4 +56,90 @@ pub struct ContextPackRefs {
     pub task_refs: Option<Vec<String>>,
     pub artifact_refs: Option<Vec<String>>,
     pub rule_refs: Option<Vec<String>>,
+}
+
+/// An agent's starting context (D-046): Anthropic canonical messages, what went
+/// into them, what was left out and why, and the token estimate against the model's
+/// budget.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AssembledContext {
+    pub request_id: String,
+    /// The system prompt, layer by layer (system, agent type, project rules).
+    pub system: Vec<String>,
+    pub messages: Vec<crate::message::Message>,
+    #[serde(flatten)]
+    pub summary: ContextSummary,
+}
+
+/// Everything about an assembled context except its text: recorded with
+/// `agent.started`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ContextSummary {
+    pub included_refs: IncludedRefs,
+    pub token_estimate: TokenEstimate,
+    pub budget: BudgetPolicy,
+    pub compaction: CompactionNeed,
+    #[serde(default)]
+    pub omissions: Vec<Omission>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IncludedRefs {
+    #[serde(default)]
+    pub messages: Vec<String>,
+    #[serde(default)]
+    pub summaries: Vec<String>,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    #[serde(default)]
+    pub rules: Vec<String>,
+    #[serde(default)]
+    pub tasks: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TokenEstimate {
+    pub total: u64,
+    /// Section name (`system`, `role`, `rules`, `task`, `plan`, `neighbours`,
+    /// `parents`, `notes`, `previous`, `tools`) to its estimate.
+    pub by_section: std::collections::BTreeMap<String, u64>,
+    pub model_id: String,
+}
+
+/// How much of the model's window a context may use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BudgetPolicy {
+    pub context_window_tokens: u64,
+    pub reserved_output_tokens: u64,
+    pub safety_margin_tokens: u64,
+    /// Above this share of the usable window, compaction is requested.
+    pub target_usage_ratio: f64,
+}
+
+impl BudgetPolicy {
+    /// Tokens the context may take before compaction is requested.
+    pub fn threshold(&self) -> u64 {
+        let usable = self
+            .context_window_tokens
+            .saturating_sub(self.reserved_output_tokens)
+            .saturating_sub(self.safety_margin_tokens);
+        // Window sizes are far below 2^52, so the float round trip is exact enough.
+        (usable as f64 * self.target_usage_ratio) as u64
+    }
+}
+
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CompactionNeed {
+    pub needed: bool,
+    pub reason: Option<String>,
+    pub requested_event_id: Option<String>,
+}
+
+/// Something left out of a context, and why (so the agent knows to look for it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Omission {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub reason: String,
 }

@@ -247,6 +247,41 @@ pub struct AgentStart {
     pub tools: Vec<crate::tool::ToolDefinition>,
 }
 
+/// `air-worker --resolve JSON`: which model an agent would talk to. airsd asks the
+/// worker binary before a run starts, because the worker is what reads the keys and
+/// talks to providers (and inherits airsd's environment); a run whose agents could
+/// not reach a model is refused before any task starts.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelQuery {
+    pub agent_type: crate::event::AgentType,
+    /// The run's `--model`/`--provider` override (`provider/model`, `model` or
+    /// `provider/`): before `AIR_MODEL`.
+    pub flag: Option<String>,
+    /// The task's `model` from the plan: after `AIR_MODEL`.
+    pub task: Option<String>,
+}
+
+/// The answer to one [`ModelQuery`]: exactly one of `resolved` and `error`.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelReply {
+    pub resolved: Option<ModelChoice>,
+    pub error: Option<String>,
+}
+
+/// A resolved model, without its key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelChoice {
+    pub provider: String,
+    pub model: String,
+    pub context_window: u64,
+    pub max_output: u32,
+}
+
 impl ControlMessage {
     pub fn type_name(&self) -> &'static str {
         match self {

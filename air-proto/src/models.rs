@@ -235,6 +235,19 @@ impl ModelsConfig {
         let spec = wanted.or(assigned).or(m.default.as_deref());
         let (provider, model) = match spec {
             Some(spec) => match spec.split_once('/') {
+                // `provider/`: the provider's default model.
+                Some((p, "")) => {
+                    if self.provider(p, env).is_none() {
+                        return Err(format!(
+                            "no provider `{p}` (known: {})",
+                            self.provider_names().join(", ")
+                        ));
+                    }
+                    let model = self.defaults.get(p).cloned().ok_or_else(|| {
+                        format!("provider `{p}` has no default model; name one (`--model {p}/MODEL`, or `defaults:` in models.yaml)")
+                    })?;
+                    (p.to_string(), model)
+                }
                 Some((p, model)) if self.provider(p, env).is_some() => {
                     (p.to_string(), model.to_string())
                 }
@@ -307,7 +320,7 @@ impl ModelsConfig {
 
 fn no_provider(model: Option<&str>) -> String {
     format!(
-        "no LLM provider is configured{}: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or add a provider to ~/.air/models.yaml",
+        "no LLM provider is configured{}: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or add a provider to ~/.air/models.yaml (`air doctor` shows what air finds)",
         model.map(|m| format!(" for `{m}`")).unwrap_or_default()
     )
 }
@@ -404,6 +417,19 @@ mod tests {
             none.starts_with("no LLM provider is configured: set ANTHROPIC_API_KEY"),
             "{none}"
         );
+        // `provider/`: that provider's default model.
+        let r = c
+            .resolve(
+                "executor",
+                Some("openai/"),
+                &env(&[("OPENAI_API_KEY", "k")]),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((r.provider.as_str(), r.model.as_str()), ("openai", "gpt-5"));
+        let e2 = c.resolve("executor", Some("local/"), &e).unwrap_err();
+        assert!(e2.contains("`local` has no default model"), "{e2}");
+        let e3 = c.resolve("executor", Some("nope/"), &e).unwrap_err();
+        assert!(e3.starts_with("no provider `nope`"), "{e3}");
         let bad = ModelsConfig::parse(Path::new("m.yaml"), "models:\n  executer: x\n").unwrap_err();
         assert!(bad.to_string().starts_with("m.yaml:2"), "{bad}");
     }

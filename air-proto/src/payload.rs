@@ -63,6 +63,20 @@ pub struct AgentStarted {
     pub task_id: Option<String>,
     pub pid: Option<u32>,
     pub model: Option<String>,
+    /// What the agent's starting context holds, left out and costs (D-046).
+    pub context: Option<crate::context::ContextSummary>,
+}
+
+/// `context.compaction.requested`: a context passed its model's compaction threshold.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CompactionRequested {
+    pub agent_id: Option<String>,
+    pub task_id: Option<String>,
+    pub reason: String,
+    pub estimated_tokens: u64,
+    pub threshold_tokens: u64,
+    pub context_window_tokens: u64,
 }
 
 /// `agent.completed`: the worker exited after a protocol-level completion.
@@ -123,6 +137,12 @@ pub struct RunStarted {
     /// The phases in plan order (each ends with a milestone review).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<String>,
+    /// The model every agent of the run uses (`--model`/`--provider`), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The plan's text outside any task, for the agents' context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overview: Option<String>,
 }
 
 wire_enum! {

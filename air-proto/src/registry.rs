@@ -373,6 +373,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(
         "context.compaction.requested",
         "context",
+        CompactionRequested,
         "Context usage passed the compaction threshold."
     ),
     durable!(

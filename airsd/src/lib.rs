@@ -9,11 +9,13 @@
 
 pub mod artifacts;
 pub mod bus;
+pub mod context;
 pub mod daemon;
 pub mod db;
 pub mod error;
 pub mod event_store;
 pub mod logfile;
+pub mod models;
 pub mod projection;
 pub mod sandbox;
 pub mod scheduler;

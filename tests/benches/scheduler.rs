@@ -164,6 +164,7 @@ fn spawn_cost(dir: &Path) {
                             agent_type: Some(air_proto::event::AgentType::Executor),
                             attempt: Some(1),
                             heartbeat_interval_ms: Some(60_000),
+                            model: None,
                         },
                         tools: Vec::new(),
                     },

@@ -113,6 +113,7 @@ pub fn work_unit(session: &str, n: u64) -> Vec<RuntimeEvent> {
                 task_id: Some(task.clone()),
                 pid: Some(4242),
                 model: None,
+                context: None,
             },
         ),
         event(

@@ -9,7 +9,9 @@
 use std::future::Future;
 
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
-use air_proto::ipc::{AgentStart, ToolResult, ToolResultStatus};
+use air_proto::ipc::{
+    AgentStart, ModelChoice, ModelQuery, ModelReply, ToolResult, ToolResultStatus,
+};
 use air_proto::message::{ContentBlock, Message, StopReason};
 use air_proto::models::{ModelsConfig, ProviderKind, ResolvedModel};
 use air_proto::payload as p;
@@ -25,19 +27,6 @@ use crate::submit;
 pub const DEFAULT_MAX_TURNS: u32 = 40;
 /// Output tokens asked for per turn, at most.
 pub const MAX_OUTPUT: u32 = 16_384;
-
-const SYSTEM: &str = include_str!("../../resources/prompts/system.md");
-
-fn role_prompt(role: AgentType) -> &'static str {
-    match role {
-        AgentType::Reviewer => include_str!("../../resources/prompts/reviewer.md"),
-        AgentType::Debugger => include_str!("../../resources/prompts/debugger.md"),
-        AgentType::ArchitectureDesigner => {
-            include_str!("../../resources/prompts/architecture_designer.md")
-        }
-        _ => include_str!("../../resources/prompts/executor.md"),
-    }
-}
 
 /// What the loop needs from its surroundings: sending events to airsd and calling
 /// its tools (the real worker speaks NDJSON on its pipes; tests may do otherwise).
@@ -87,51 +76,42 @@ impl Client {
     }
 }
 
-/// The model this agent talks to: `AIR_MODEL` (a `provider/model` override, as a flag
-/// would be), else the task's `model` from the plan, else `~/.air/models.yaml` and the
-/// environment.
-pub fn resolve_model(role: AgentType, task_model: Option<&str>) -> Result<ResolvedModel, String> {
+/// The model an agent talks to: the run's override (`--model`/`--provider`), else
+/// `AIR_MODEL`, else the task's `model` from the plan, else `~/.air/models.yaml` and
+/// the environment.
+pub fn resolve_model(
+    role: AgentType,
+    flag: Option<&str>,
+    task_model: Option<&str>,
+) -> Result<ResolvedModel, String> {
     let air_home = std::env::var_os("AIR_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
     let models = ModelsConfig::load(air_home.as_deref()).map_err(|e| e.to_string())?;
-    let wanted = std::env::var("AIR_MODEL")
-        .ok()
-        .filter(|m| !m.is_empty())
-        .or_else(|| task_model.map(str::to_string));
+    let nonempty = |m: Option<&str>| m.filter(|m| !m.is_empty()).map(str::to_string);
+    let wanted = nonempty(flag)
+        .or_else(|| nonempty(std::env::var("AIR_MODEL").ok().as_deref()))
+        .or_else(|| nonempty(task_model));
     models.resolve(role.as_str(), wanted.as_deref(), &|k| std::env::var(k).ok())
 }
 
-/// The task as the model first reads it.
-fn brief(start: &AgentStart) -> String {
-    let t = &start.task_spec;
-    let mut s = format!("Task {}: {}\n\n{}\n", t.id, t.title, t.description.trim());
-    if !t.acceptance_criteria.is_empty() {
-        s.push_str("\nAcceptance criteria:\n");
-        for c in &t.acceptance_criteria {
-            s.push_str(&format!("- {c}\n"));
-        }
+/// The answer to `air-worker --resolve`.
+pub fn answer(q: &ModelQuery) -> ModelReply {
+    match resolve_model(q.agent_type, q.flag.as_deref(), q.task.as_deref()) {
+        Ok(m) => ModelReply {
+            resolved: Some(ModelChoice {
+                provider: m.provider,
+                model: m.model,
+                context_window: m.capability.context_window,
+                max_output: m.capability.max_output,
+            }),
+            error: None,
+        },
+        Err(e) => ModelReply {
+            resolved: None,
+            error: Some(e),
+        },
     }
-    if let Some(cmds) = t.verification.commands.as_ref().filter(|c| !c.is_empty()) {
-        s.push_str("\nVerification commands:\n");
-        for c in cmds {
-            s.push_str(&format!("- `{c}`\n"));
-        }
-    }
-    let scope = serde_json::to_string(&t.scope).unwrap_or_default();
-    if scope != "{}" {
-        s.push_str(&format!("\nScope: {scope}\n"));
-    }
-    for n in start.context_pack.notes.iter().flatten() {
-        s.push_str(&format!("\nNote: {n}\n"));
-    }
-    if let Some(prev) = &start.context_pack.previous_result {
-        s.push_str(&format!(
-            "\nThe executor's result under review:\n{}\n",
-            serde_json::to_string_pretty(prev).unwrap_or_default()
-        ));
-    }
-    s
 }
 
 /// An honest end without a submission.
@@ -148,7 +128,11 @@ fn ended(start: &AgentStart, role: AgentType, status: WorkerStatus, why: String)
 /// Runs the agent to its result.
 pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
     let role = start.runtime.agent_type.unwrap_or(AgentType::Executor);
-    let model = match resolve_model(role, start.task_spec.constraints.model_id.as_deref()) {
+    let model = match resolve_model(
+        role,
+        start.runtime.model.as_deref(),
+        start.task_spec.constraints.model_id.as_deref(),
+    ) {
         Ok(m) => m,
         Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
     };
@@ -190,19 +174,29 @@ async fn run_with(
         })
         .collect();
     tools.push(submit::tool(role));
+    let Some(context) = start.context_pack.assembled.as_deref() else {
+        return ended(
+            start,
+            role,
+            WorkerStatus::Blocked,
+            "agent.start carried no assembled context (context_pack.assembled)".into(),
+        );
+    };
     let mut request = TurnRequest {
         model: model.to_string(),
-        system: vec![SYSTEM.to_string(), role_prompt(role).to_string()],
-        messages: vec![Message::user(vec![ContentBlock::text(brief(start))])],
+        system: context.system.clone(),
+        messages: context.messages.clone(),
         tools,
         max_tokens: MAX_OUTPUT,
     };
+    let threshold = context.summary.budget.threshold();
+    let mut compaction_asked = context.summary.compaction.needed;
     let mut ran: Vec<submit::Ran> = Vec::new();
     let max_turns = match start.task_spec.constraints.max_turns {
         0 => DEFAULT_MAX_TURNS,
         n => n,
     };
-    for _ in 0..max_turns {
+    for turn_no in 0..max_turns {
         let message_id = air_proto::ids::new_id();
         let mut deltas = |d: Delta<'_>| {
             let (kind, index, text) = match d {
@@ -257,6 +251,32 @@ async fn run_with(
             },
         ) {
             link.event(e);
+        }
+        // The conversation outgrew its budget: ask for compaction (once; the
+        // Compactor does it, not the agent).
+        let used = turn.usage.input_tokens
+            + turn.usage.cache_read_input_tokens
+            + turn.usage.cache_creation_input_tokens;
+        if !compaction_asked && threshold > 0 && used > threshold {
+            compaction_asked = true;
+            if let Ok(e) = RuntimeEvent::typed(
+                "context.compaction.requested",
+                session.as_str(),
+                source.clone(),
+                &p::CompactionRequested {
+                    agent_id: Some(agent_id.clone()),
+                    task_id: Some(task_id.clone()),
+                    reason: format!(
+                        "the conversation took {used} input tokens on turn {}, over the threshold of {threshold}",
+                        turn_no + 1
+                    ),
+                    estimated_tokens: used,
+                    threshold_tokens: threshold,
+                    context_window_tokens: context.summary.budget.context_window_tokens,
+                },
+            ) {
+                link.event(e);
+            }
         }
         let assistant = Message::assistant(turn.content);
         let mut answers = Vec::new();

@@ -134,7 +134,44 @@ fn unexpected(kind: &str) -> ProtocolError {
     }
 }
 
+/// `air-worker --resolve JSON`: answers which model each [`ModelQuery`] would use,
+/// as a JSON array of [`ModelReply`] on stdout (exit 0), or names the bad input
+/// (exit 2).
+///
+/// [`ModelQuery`]: air_proto::ipc::ModelQuery
+/// [`ModelReply`]: air_proto::ipc::ModelReply
+fn resolve(json: &str) -> ExitCode {
+    let queries: Vec<air_proto::ipc::ModelQuery> =
+        match serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(json)) {
+            Ok(q) => q,
+            Err(e) => {
+                eprintln!("air-worker --resolve: {}: {}", e.path(), e.inner());
+                return ExitCode::from(EXIT_PROTOCOL);
+            }
+        };
+    let replies: Vec<_> = queries.iter().map(worker::agent::answer).collect();
+    match serde_json::to_string(&replies) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("air-worker --resolve: {e}");
+            ExitCode::from(EXIT_PROTOCOL)
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {}
+        [flag, json] if flag == "--resolve" => return resolve(json),
+        _ => {
+            eprintln!("usage: air-worker (started by airsd, NDJSON on stdin/stdout) | air-worker --resolve JSON");
+            return ExitCode::from(EXIT_PROTOCOL);
+        }
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -264,6 +264,7 @@ impl AirApiServer for DaemonRpc {
         max_cost: Option<f64>,
         max_tokens: Option<u64>,
         max_time_ms: Option<u64>,
+        model: Option<String>,
     ) -> RpcResult<RunInfo> {
         self.state
             .start_run(RunRequest {
@@ -276,6 +277,7 @@ impl AirApiServer for DaemonRpc {
                 max_cost,
                 max_tokens,
                 max_time_ms,
+                model,
                 by: self.who(ext),
             })
             .await

@@ -32,6 +32,8 @@ pub struct RunRequest {
     pub max_cost: Option<f64>,
     pub max_tokens: Option<u64>,
     pub max_time_ms: Option<u64>,
+    /// The model override: `provider/model`, `model` or `provider/`.
+    pub model: Option<String>,
     pub by: Option<String>,
 }
 
@@ -120,7 +122,15 @@ impl DaemonState {
                 max_time_ms: req.max_time_ms.or(settings.budgets.max_time_ms),
             },
             phases: graph.phases.iter().map(|p| p.id.clone()).collect(),
+            model: req.model.clone().filter(|m| !m.is_empty()),
+            overview: graph.overview.clone(),
         };
+        // Every agent must be able to reach a model before anything is recorded.
+        let queries =
+            crate::models::queries(&graph.tasks, !graph.phases.is_empty(), run.model.as_deref());
+        let models = crate::models::resolve(&shell_config.worker, queries, run.model.clone())
+            .await
+            .map_err(Error::Refused)?;
         let info = self
             .create_session(SessionCreate {
                 title: title.clone(),
@@ -150,7 +160,7 @@ impl DaemonState {
         if let Err(e) = air_proto::layout::write_atomic(&graph_path, &bytes) {
             tracing::warn!("cannot write {}: {e}", graph_path.display());
         }
-        self.spawn_run(session, run, now, core, shell_config)?;
+        self.spawn_run(session, run, now, core, shell_config, models)?;
         Ok(RunInfo {
             session_id: info.id,
             title,
@@ -184,8 +194,23 @@ impl DaemonState {
         started_ms: u64,
         core: Core,
         config: shell::ShellConfig,
+        models: crate::models::Models,
     ) -> Result<RunHandle> {
         let permissions = self.permissions(&config)?;
+        let rules = crate::context::Sources::load_rules(
+            self.paths.root(),
+            &self.paths.shared().join("rules"),
+        )
+        .map_err(|e| {
+            Error::Refused(format!(
+                "cannot run plans until the rules file is fixed: {e}"
+            ))
+        })?;
+        let sources = crate::context::Sources {
+            plan_title: run.title.clone(),
+            overview: run.overview.clone(),
+            rules,
+        };
         let root = crate::scheduler::tooljob::resolved_root(self.paths.root());
         let engine = Engine::new(
             &root,
@@ -205,6 +230,8 @@ impl DaemonState {
             started_ms,
             engine: Arc::new(engine),
             backups: Arc::new(air_proto::backup::Backups::new(self.paths.backups())),
+            sources: Arc::new(sources),
+            models: Arc::new(models),
         };
         let handle = shell::start(ctx, config, core);
         self.runs_lock().insert(id, handle.clone());
@@ -288,12 +315,22 @@ impl DaemonState {
             recovered.started_ms = now_ms();
             info.reopened = reopen;
         }
+        let queries = crate::models::queries(
+            &recovered.core.specs(),
+            !recovered.started.phases.is_empty(),
+            recovered.started.model.as_deref(),
+        );
+        let models =
+            crate::models::resolve(&config.worker, queries, recovered.started.model.clone())
+                .await
+                .map_err(Error::Refused)?;
         self.spawn_run(
             session,
             recovered.started,
             recovered.started_ms,
             recovered.core,
             config,
+            models,
         )?;
         Ok(info)
     }

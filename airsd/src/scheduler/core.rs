@@ -321,6 +321,53 @@ impl Core {
     }
 
     /// Every task with its status, in creation order.
+    /// The tasks next to `task_id` in the graph: those it depends on (with their
+    /// accepted results when the run holds them) and those that depend on it.
+    pub fn neighbours(&self, task_id: &str) -> Vec<crate::context::Neighbour> {
+        use crate::context::{Neighbour, Relation};
+        let Some(t) = self.index.get(task_id).map(|&i| &self.tasks[i]) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for d in &t.spec.dependencies {
+            if let Some(n) = self
+                .index
+                .get(&d.depends_on_task_id)
+                .map(|&i| &self.tasks[i])
+            {
+                out.push(Neighbour {
+                    spec: n.spec.clone(),
+                    status: n.status,
+                    relation: Relation::Dependency(d.dependency_type),
+                    result: n
+                        .under_review
+                        .clone()
+                        .filter(|_| n.status == TaskStatus::Completed),
+                });
+            }
+        }
+        for n in &self.tasks {
+            if n.spec
+                .dependencies
+                .iter()
+                .any(|d| d.depends_on_task_id == task_id)
+            {
+                out.push(Neighbour {
+                    spec: n.spec.clone(),
+                    status: n.status,
+                    relation: Relation::Dependent,
+                    result: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// Every task's spec, in plan order.
+    pub fn specs(&self) -> Vec<TaskSpec> {
+        self.tasks.iter().map(|t| t.spec.clone()).collect()
+    }
+
     pub fn statuses(&self) -> Vec<(String, TaskStatus)> {
         self.tasks
             .iter()

@@ -310,6 +310,10 @@ pub struct RunContext {
     pub engine: Arc<crate::tools::permission::Engine>,
     /// Where files outside the project are backed up before they change.
     pub backups: Arc<air_proto::backup::Backups>,
+    /// What agents' contexts are assembled from besides the task graph.
+    pub sources: Arc<crate::context::Sources>,
+    /// Each agent's model, resolved before the run started.
+    pub models: Arc<crate::models::Models>,
 }
 
 /// Starts the loop of a session's run. The core must already hold the recorded facts
@@ -630,7 +634,30 @@ impl Shell {
             AgentType::Debugger => "task.debugging",
             _ => "task.started",
         };
-        let start = self.start_message(&d);
+        let (mut context, model) = self.assemble(&d);
+        let mut compaction = None;
+        if context.summary.compaction.needed {
+            let e = self.event(
+                "context.compaction.requested",
+                &p::CompactionRequested {
+                    agent_id: Some(d.agent_id.clone()),
+                    task_id: Some(d.task_id.clone()),
+                    reason: context
+                        .summary
+                        .compaction
+                        .reason
+                        .clone()
+                        .unwrap_or_default(),
+                    estimated_tokens: context.summary.token_estimate.total,
+                    threshold_tokens: context.summary.budget.threshold(),
+                    context_window_tokens: context.summary.budget.context_window_tokens,
+                },
+            )?;
+            context.summary.compaction.requested_event_id = Some(e.id.clone());
+            compaction = Some(e);
+        }
+        let summary = context.summary.clone();
+        let start = self.start_message(&d, context);
         let stderr = self
             .ctx
             .paths
@@ -661,10 +688,12 @@ impl Shell {
                     agent_type: d.role,
                     task_id: Some(d.task_id.clone()),
                     pid,
-                    model: d.spec.constraints.model_id.clone(),
+                    model,
+                    context: Some(summary),
                 },
             )?,
         ];
+        events.extend(compaction);
         if let Some(reason) = &failure {
             events.push(self.event(
                 "agent.failed",
@@ -684,7 +713,55 @@ impl Shell {
         Ok(())
     }
 
-    fn start_message(&self, d: &Dispatch) -> IpcMessage {
+    /// The agent's starting context (D-046) and its model (`provider/model`), as far
+    /// as the run knows it.
+    fn assemble(&self, d: &Dispatch) -> (air_proto::context::AssembledContext, Option<String>) {
+        let task_model = d.spec.constraints.model_id.as_deref();
+        let choice = self.ctx.models.choice(d.role, task_model);
+        let (model_id, budget) = match choice {
+            Some(c) => (
+                format!("{}/{}", c.provider, c.model),
+                crate::context::budget(c.context_window, c.max_output),
+            ),
+            None => (
+                self.ctx
+                    .models
+                    .flag
+                    .clone()
+                    .or_else(|| task_model.map(str::to_string))
+                    .unwrap_or_else(|| "unknown".into()),
+                crate::context::budget(
+                    air_proto::models::UNKNOWN_MODEL.context_window,
+                    air_proto::models::UNKNOWN_MODEL.max_output,
+                ),
+            ),
+        };
+        let neighbours = self.core.neighbours(&d.task_id);
+        let tools = crate::tools::offered(d.role);
+        let context = crate::context::assemble(
+            &self.ctx.sources,
+            &crate::context::Request {
+                role: d.role,
+                spec: &d.spec,
+                notes: &d.notes,
+                previous: d.previous.as_ref(),
+                neighbours: &neighbours,
+                tools: &tools,
+                model_id: &model_id,
+                budget,
+            },
+        );
+        let model = choice
+            .map(|_| model_id)
+            .or_else(|| task_model.map(str::to_string));
+        (context, model)
+    }
+
+    fn start_message(
+        &self,
+        d: &Dispatch,
+        context: air_proto::context::AssembledContext,
+    ) -> IpcMessage {
         let template = match d.role {
             AgentType::Executor => PermissionTemplate::Executor,
             AgentType::Reviewer | AgentType::ArchitectureDesigner => PermissionTemplate::Reviewer,
@@ -702,6 +779,7 @@ impl Shell {
                 assembled_context_ref: None,
                 notes: (!d.notes.is_empty()).then(|| d.notes.clone()),
                 previous_result: d.previous.clone().map(Box::new),
+                assembled: Some(Box::new(context)),
             },
             runtime: AgentRuntimeContext {
                 session_id: self.session_id().to_string(),
@@ -712,6 +790,7 @@ impl Shell {
                 agent_type: Some(d.role),
                 attempt: Some(d.attempt),
                 heartbeat_interval_ms: Some(self.config.heartbeat_interval_ms),
+                model: self.ctx.models.flag.clone(),
             },
             tools: crate::tools::offered(d.role),
         };

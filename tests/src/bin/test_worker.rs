@@ -108,7 +108,43 @@ fn sleep_ms(description: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// `--resolve JSON`: every agent gets the scripted "model" (the real worker's
+/// answer shape, so airsd's preflight runs as in production).
+fn resolve(json: &str) {
+    let queries: Vec<air_proto::ipc::ModelQuery> = match serde_json::from_str(json) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("air-test-worker --resolve: {e}");
+            std::process::exit(2);
+        }
+    };
+    let replies: Vec<air_proto::ipc::ModelReply> = queries
+        .iter()
+        .map(|q| air_proto::ipc::ModelReply {
+            resolved: Some(air_proto::ipc::ModelChoice {
+                provider: "test".into(),
+                model: q
+                    .flag
+                    .clone()
+                    .or(q.task.clone())
+                    .unwrap_or_else(|| "scripted".into()),
+                context_window: 200_000,
+                max_output: 16_384,
+            }),
+            error: None,
+        })
+        .collect();
+    println!("{}", serde_json::to_string(&replies).unwrap_or_default());
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, json] = args.as_slice() {
+        if flag == "--resolve" {
+            resolve(json);
+            return;
+        }
+    }
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
     let mut decoder = NdjsonDecoder::new(DEFAULT_MAX_LINE);
     let Some(start) = read_start(&mut decoder) else {

@@ -60,6 +60,12 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
                         "hello.txt says hello".into(),
                         // The plan's model for the task.
                         "\"model\":\"claude-haiku-4-5\"".into(),
+                        // The context layers: the system and executor prompts, the
+                        // project rules, the plan's overview.
+                        "You are the executor of one task".into(),
+                        "Files end with a newline.".into(),
+                        "A tiny project that greets people.".into(),
+                        "Left out of this context".into(),
                     ],
                     tools: vec!["fs_write".into(), "shell_run".into(), "submit_result".into()],
                 },
@@ -90,7 +96,15 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
                 ("ANTHROPIC_BASE_URL", mock.url.clone()),
             ],
         );
-        let session = start(&state, PLAN).await;
+        let rules = root.join(".air/shared/rules");
+        std::fs::create_dir_all(&rules).unwrap();
+        std::fs::write(rules.join("style.md"), "Files end with a newline.\n").unwrap();
+        std::fs::write(rules.join("web.md"), "---\npaths: [\"web/**\"]\n---\nNo inline scripts.\n").unwrap();
+        let plan = format!("# Greeting\n\nA tiny project that greets people.\n\n{PLAN}").replace(
+            "- model: anthropic/claude-haiku-4-5\n",
+            "- model: anthropic/claude-haiku-4-5\n- expected_files: `hello.txt`\n",
+        );
+        let session = start(&state, &plan).await;
         let p = until(&state, &session, |p| {
             p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
         })
@@ -101,6 +115,9 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
         // The request carried the key and the tools with provider-safe names.
         let first = &mock.received()[0];
         assert_eq!(first.header("x-api-key"), Some("sk-test"));
+        // The rule for other files was left out, and the system prompt is in layers.
+        assert!(!first.body.to_string().contains("No inline scripts"));
+        assert!(first.body["system"].as_array().is_some_and(|s| s.len() == 3), "{}", first.body["system"]);
         // Each turn's message is on record, and the write was a recorded tool call.
         let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
         let messages: i64 = conn
@@ -111,37 +128,81 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
             .query_row("SELECT tool, status FROM tool_runs", [], |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap();
         assert_eq!((tool.as_str(), status.as_str()), ("fs.write", "completed"));
+        // What each agent's context held and left out is on record with its start.
+        let (model, omitted, total, rules): (String, String, i64, String) = conn
+            .query_row(
+                "SELECT json_extract(payload_json, '$.model'), json_extract(payload_json, '$.context.omissions[0].ref'),
+                        json_extract(payload_json, '$.context.token_estimate.total'), json_extract(payload_json, '$.context.included_refs.rules')
+                 FROM events WHERE type = 'agent.started' ORDER BY seq LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(model, "anthropic/claude-haiku-4-5");
+        assert_eq!(omitted, ".air/shared/rules/web.md");
+        assert_eq!(rules, r#"[".air/shared/rules/style.md"]"#);
+        assert!((200..5_000).contains(&total), "{total}");
         state.stop_runs().await;
     });
 }
 
 #[test]
-fn without_a_provider_the_worker_says_so_and_the_task_does_not_complete() {
+fn without_a_provider_the_run_is_refused_before_any_task_starts() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     crate::rt().block_on(async {
         let state = state(&root, &[]);
-        let session = start(&state, PLAN).await;
-        let p = until(&state, &session, |p| {
-            p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
-        })
-        .await;
-        let task = p.task("A").unwrap();
-        assert_ne!(task.status, TaskStatus::Completed);
-        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
-        let summary: String = conn
-            .query_row(
-                "SELECT json_extract(payload_json, '$.result.summary') FROM events WHERE type = 'agent.completed' LIMIT 1",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap_or_default();
-        // The plan names an Anthropic model, so the key it needs is named.
-        assert!(
-            summary.contains("needs its key in ANTHROPIC_API_KEY, which is not set"),
-            "{summary:?} {p:#?}"
-        );
-        state.stop_runs().await;
+        let e = state
+            .start_run(airsd::daemon::RunRequest {
+                plan: "plan.md".into(),
+                plan_text: PLAN.into(),
+                title: None,
+                concurrency: None,
+                on_ask: None,
+                permission_mode: None,
+                max_cost: None,
+                max_tokens: None,
+                max_time_ms: None,
+                model: None,
+                by: None,
+            })
+            .await
+            .unwrap_err()
+            .to_string();
+        // The plan names an Anthropic model, so the key it needs is named, with the
+        // way to find out more.
+        for part in [
+            "no task was started",
+            "the executor (task model `anthropic/claude-haiku-4-5`): provider `anthropic` needs its key in ANTHROPIC_API_KEY, which is not set",
+            "the reviewer",
+            "OPENAI_API_KEY",
+            "air doctor",
+        ] {
+            assert!(e.contains(part), "{part:?} missing from {e}");
+        }
+        // Nothing was recorded: no session was created.
+        let sessions = ProjectPaths::new(&root).sessions();
+        let n = std::fs::read_dir(&sessions).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(n, 0, "a session was created in {}", sessions.display());
+        // A provider named on the command line that has no key is refused the same way.
+        let e = state
+            .start_run(airsd::daemon::RunRequest {
+                plan: "plan.md".into(),
+                plan_text: PLAN.into(),
+                title: None,
+                concurrency: None,
+                on_ask: None,
+                permission_mode: None,
+                max_cost: None,
+                max_tokens: None,
+                max_time_ms: None,
+                model: Some("openai/".into()),
+                by: None,
+            })
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs its key in OPENAI_API_KEY"), "{e}");
     });
 }
 

@@ -58,6 +58,7 @@ pub(crate) async fn start_plan(
             max_cost: None,
             max_tokens: None,
             max_time_ms: None,
+            model: None,
             by: None,
         })
         .await

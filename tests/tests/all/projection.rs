@@ -160,6 +160,7 @@ impl Gen {
                         task_id: task.map(tid),
                         pid: Some(7),
                         model: None,
+                        context: None,
                     },
                 )
             }
@@ -396,6 +397,8 @@ impl Gen {
                         on_ask: air_proto::plan::OnAsk::Deny,
                         budgets: Default::default(),
                         phases: Vec::new(),
+                        model: None,
+                        overview: None,
                     },
                 ),
                 1 => event(&s, "scheduler.paused", &p::SchedulerControl::default()),

@@ -1,0 +1,742 @@
+//! The ContextAssembler (D-046, seed 001 §9): each agent's starting context, built
+//! from layers as Anthropic canonical messages.
+//!
+//! - System layers: the system prompt and the agent type's prompt (`resources/prompts/`),
+//!   then the project rules from `.air/shared/rules/*.md` that apply to the task's
+//!   files.
+//! - One user message in sections: the task (its spec), the plan's overview, the
+//!   direct neighbours in the task graph, the results of the tasks it depends on, the
+//!   notes from earlier attempts, the result under review.
+//!
+//! Every section gets a token estimate; the total is held against the model's budget.
+//! Above it, optional sections are left out in a fixed order, each omission recorded
+//! with its reason and told to the agent; if the context still does not fit,
+//! compaction is requested (`context.compaction.requested`). The assembler never
+//! compacts anything itself.
+//!
+//! Assembly is pure work on what the run already holds (the rules are read once, when
+//! the run starts), so the scheduler can do it as it dispatches.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use air_proto::context::{
+    AssembledContext, BudgetPolicy, CompactionNeed, ContextSummary, IncludedRefs, Omission,
+    TokenEstimate,
+};
+use air_proto::event::AgentType;
+use air_proto::message::{ContentBlock, Message};
+use air_proto::projection::TaskStatus;
+use air_proto::result::WorkerResult;
+use air_proto::task::{DependencyType, TaskSpec};
+use air_proto::tool::ToolDefinition;
+use serde::Deserialize;
+
+const SYSTEM: &str = include_str!("../../resources/prompts/system.md");
+
+fn role_prompt(role: AgentType) -> &'static str {
+    match role {
+        AgentType::Reviewer => include_str!("../../resources/prompts/reviewer.md"),
+        AgentType::Debugger => include_str!("../../resources/prompts/debugger.md"),
+        AgentType::ArchitectureDesigner => {
+            include_str!("../../resources/prompts/architecture_designer.md")
+        }
+        _ => include_str!("../../resources/prompts/executor.md"),
+    }
+}
+
+/// Output tokens reserved for the answer when the model allows more (the worker asks
+/// for at most this much per turn).
+pub const RESERVED_OUTPUT: u64 = 16_384;
+/// Slack for the estimate's error.
+pub const SAFETY_MARGIN: u64 = 2_048;
+/// Compaction is requested above this share of the usable window (seed 001 §10.1).
+pub const TARGET_USAGE: f64 = 0.7;
+
+/// The budget for a model with this window and output limit.
+pub fn budget(context_window: u64, max_output: u32) -> BudgetPolicy {
+    BudgetPolicy {
+        context_window_tokens: context_window,
+        reserved_output_tokens: RESERVED_OUTPUT.min(u64::from(max_output)),
+        safety_margin_tokens: SAFETY_MARGIN,
+        target_usage_ratio: TARGET_USAGE,
+    }
+}
+
+/// Tokens a text costs, estimated: about four bytes a token for English prose and
+/// code, rounded up.
+pub fn estimate(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+/// A project rule file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    /// Its path from the project root.
+    pub name: String,
+    /// The files it applies to (globs); empty: every task.
+    pub paths: Vec<String>,
+    pub body: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFrontMatter {
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+/// What a run's contexts are made of besides each task's own state.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    pub plan_title: Option<String>,
+    /// The plan's text outside any task.
+    pub overview: Option<String>,
+    pub rules: Vec<Rule>,
+}
+
+impl Sources {
+    /// Reads the project rules: every `*.md` in `rules_dir`, by name. A rule file may
+    /// start with YAML front matter naming the files it applies to (`paths:` globs).
+    pub fn load_rules(root: &Path, rules_dir: &Path) -> Result<Vec<Rule>, String> {
+        let entries = match std::fs::read_dir(rules_dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("{}: {e}", rules_dir.display())),
+        };
+        let mut files: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "md") && p.is_file())
+            .collect();
+        files.sort();
+        let mut rules = Vec::new();
+        for path in files {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            let (front, body) = split_front_matter(&text);
+            let front: RuleFrontMatter = match front {
+                Some((yaml, first_line)) => air_proto::config::parse_yaml(&path, yaml)
+                    .map_err(|e| format!("{e} (front matter from line {first_line})"))?,
+                None => RuleFrontMatter::default(),
+            };
+            for glob in &front.paths {
+                globset::Glob::new(glob)
+                    .map_err(|e| format!("{name}: `paths`: bad glob `{glob}`: {e}"))?;
+            }
+            rules.push(Rule {
+                name,
+                paths: front.paths,
+                body: body.trim().to_string(),
+            });
+        }
+        Ok(rules)
+    }
+}
+
+/// `(front matter, its first line)` and the body.
+fn split_front_matter(text: &str) -> (Option<(&str, usize)>, &str) {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return (None, text);
+    };
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return (Some((&rest[..offset], 2)), &rest[offset + line.len()..]);
+        }
+        offset += line.len();
+    }
+    (None, text)
+}
+
+/// How a neighbour relates to the task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relation {
+    /// The task depends on it.
+    Dependency(DependencyType),
+    /// It depends on the task.
+    Dependent,
+}
+
+/// A task next to this one in the graph.
+#[derive(Clone, Debug)]
+pub struct Neighbour {
+    pub spec: TaskSpec,
+    pub status: TaskStatus,
+    pub relation: Relation,
+    /// Its accepted result, when it completed and the run still holds it.
+    pub result: Option<WorkerResult>,
+}
+
+/// What to assemble a context for.
+pub struct Request<'a> {
+    pub role: AgentType,
+    pub spec: &'a TaskSpec,
+    pub notes: &'a [String],
+    pub previous: Option<&'a WorkerResult>,
+    pub neighbours: &'a [Neighbour],
+    pub tools: &'a [ToolDefinition],
+    pub model_id: &'a str,
+    pub budget: BudgetPolicy,
+}
+
+/// A section of the user message, in the order it appears.
+struct Section {
+    name: &'static str,
+    text: String,
+    /// Left out first when the budget is short (lower goes first); `None`: never.
+    drop_rank: Option<u8>,
+    refs: Vec<String>,
+}
+
+/// Builds an agent's starting context.
+pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
+    let spec = req.spec;
+    let mut omissions = Vec::new();
+    let mut included = IncludedRefs::default();
+
+    // Rules that apply to the task's files.
+    let files: Vec<&str> = spec
+        .scope
+        .expected_files
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let mut rules: Vec<&Rule> = Vec::new();
+    for rule in &sources.rules {
+        if applies(rule, &files) {
+            rules.push(rule);
+        } else {
+            omissions.push(Omission {
+                reference: rule.name.clone(),
+                reason: format!(
+                    "the rule applies to {}, none of the task's expected files",
+                    rule.paths.join(", ")
+                ),
+            });
+        }
+    }
+
+    let mut sections = vec![Section {
+        name: "task",
+        text: task_text(spec),
+        drop_rank: None,
+        refs: vec![spec.id.clone()],
+    }];
+    if let Some(overview) = sources.overview.as_deref().filter(|o| !o.trim().is_empty()) {
+        let mut text = String::from("## The plan\n\n");
+        if let Some(title) = &sources.plan_title {
+            let _ = writeln!(text, "{title}\n");
+        }
+        text.push_str(overview.trim());
+        text.push('\n');
+        sections.push(Section {
+            name: "plan",
+            text,
+            drop_rank: Some(2),
+            refs: spec.context_refs.plan_ref.iter().cloned().collect(),
+        });
+    }
+    if !req.neighbours.is_empty() {
+        sections.push(Section {
+            name: "neighbours",
+            text: neighbours_text(req.neighbours),
+            drop_rank: Some(0),
+            refs: req.neighbours.iter().map(|n| n.spec.id.clone()).collect(),
+        });
+    }
+    let parents: Vec<&Neighbour> = req
+        .neighbours
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.relation,
+                Relation::Dependency(DependencyType::Hard | DependencyType::Soft)
+            ) && n.result.is_some()
+        })
+        .collect();
+    if !parents.is_empty() {
+        sections.push(Section {
+            name: "parents",
+            text: parents_text(&parents),
+            drop_rank: Some(1),
+            refs: parents
+                .iter()
+                .map(|n| format!("result:{}", n.spec.id))
+                .collect(),
+        });
+    }
+    if !req.notes.is_empty() {
+        let mut text = String::from("## From earlier attempts\n\n");
+        for n in req.notes {
+            let _ = writeln!(text, "- {}", n.trim());
+        }
+        sections.push(Section {
+            name: "notes",
+            text,
+            drop_rank: None,
+            refs: Vec::new(),
+        });
+    }
+    if let Some(prev) = req.previous {
+        let heading = match req.role {
+            AgentType::Debugger => "## The executor's result to investigate",
+            _ => "## The executor's result under review",
+        };
+        sections.push(Section {
+            name: "previous",
+            text: format!(
+                "{heading}\n\n```json\n{}\n```\n",
+                serde_json::to_string_pretty(prev).unwrap_or_default()
+            ),
+            drop_rank: None,
+            refs: vec![format!("result:{}", prev.agent_id)],
+        });
+    }
+
+    // The estimate, and what to leave out when it is over budget.
+    let rules_text = rules_text(&rules);
+    let tools_json = serde_json::to_string(req.tools).unwrap_or_default();
+    let mut by_section = BTreeMap::new();
+    by_section.insert("system".to_string(), estimate(SYSTEM));
+    by_section.insert("role".to_string(), estimate(role_prompt(req.role)));
+    if !rules_text.is_empty() {
+        by_section.insert("rules".to_string(), estimate(&rules_text));
+    }
+    by_section.insert("tools".to_string(), estimate(&tools_json));
+    for s in &sections {
+        by_section.insert(s.name.to_string(), estimate(&s.text));
+    }
+    let threshold = req.budget.threshold();
+    let total = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
+    let mut ranked: Vec<usize> = (0..sections.len())
+        .filter(|&i| sections[i].drop_rank.is_some())
+        .collect();
+    ranked.sort_by_key(|&i| sections[i].drop_rank);
+    let mut dropped = vec![false; sections.len()];
+    for i in ranked {
+        let now = total(&by_section);
+        if now <= threshold {
+            break;
+        }
+        let s = &sections[i];
+        by_section.remove(s.name);
+        dropped[i] = true;
+        omissions.push(Omission {
+            reference: s.name.to_string(),
+            reason: format!(
+                "left out to fit the budget: the context came to ~{now} tokens, over the {threshold} allowed for {}",
+                req.model_id
+            ),
+        });
+    }
+    let estimated = total(&by_section);
+    let compaction = if estimated > threshold {
+        CompactionNeed {
+            needed: true,
+            reason: Some(format!(
+                "the starting context is ~{estimated} tokens with every optional section left out, over the threshold of {threshold} ({}% of {}'s usable window)",
+                (req.budget.target_usage_ratio * 100.0).round(),
+                req.model_id
+            )),
+            requested_event_id: None,
+        }
+    } else {
+        CompactionNeed::default()
+    };
+
+    // The user message.
+    let mut user = String::new();
+    for (s, gone) in sections.iter().zip(&dropped) {
+        if *gone {
+            continue;
+        }
+        if !user.is_empty() {
+            user.push('\n');
+        }
+        user.push_str(&s.text);
+        for r in &s.refs {
+            if r.starts_with("result:") {
+                included.summaries.push(r.clone());
+            } else if s.name == "plan" {
+                included.artifacts.push(r.clone());
+            } else if !included.tasks.contains(r) {
+                included.tasks.push(r.clone());
+            }
+        }
+    }
+    if !omissions.is_empty() {
+        user.push_str("\n## Left out of this context\n\n");
+        for o in &omissions {
+            let _ = writeln!(user, "- {}: {}", o.reference, o.reason);
+        }
+        user.push_str("Read what you need of it with the file tools.\n");
+    }
+    included.rules = rules.iter().map(|r| r.name.clone()).collect();
+
+    let mut system = vec![
+        SYSTEM.trim().to_string(),
+        role_prompt(req.role).trim().to_string(),
+    ];
+    if !rules_text.is_empty() {
+        system.push(rules_text);
+    }
+    AssembledContext {
+        request_id: air_proto::ids::new_id(),
+        system,
+        messages: vec![Message::user(vec![ContentBlock::text(user)])],
+        summary: ContextSummary {
+            included_refs: included,
+            token_estimate: TokenEstimate {
+                total: estimated,
+                by_section,
+                model_id: req.model_id.to_string(),
+            },
+            budget: req.budget,
+            compaction,
+            omissions,
+        },
+    }
+}
+
+fn applies(rule: &Rule, files: &[&str]) -> bool {
+    if rule.paths.is_empty() || files.is_empty() {
+        return true;
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for p in &rule.paths {
+        // Checked when the rules were read.
+        if let Ok(g) = globset::Glob::new(p) {
+            set.add(g);
+        }
+    }
+    match set.build() {
+        Ok(set) => files.iter().any(|f| set.is_match(f)),
+        Err(_) => true,
+    }
+}
+
+fn rules_text(rules: &[&Rule]) -> String {
+    let mut text = String::new();
+    for r in rules {
+        if r.body.is_empty() {
+            continue;
+        }
+        if text.is_empty() {
+            text.push_str("# Project rules\n");
+        }
+        let _ = write!(text, "\n## {}\n\n{}\n", r.name, r.body);
+    }
+    text
+}
+
+fn task_text(t: &TaskSpec) -> String {
+    let mut s = format!("# Task {}: {}\n\n{}\n", t.id, t.title, t.description.trim());
+    if !t.acceptance_criteria.is_empty() {
+        s.push_str("\nAcceptance criteria:\n");
+        for c in &t.acceptance_criteria {
+            let _ = writeln!(s, "- {c}");
+        }
+    }
+    if let Some(cmds) = t.verification.commands.as_ref().filter(|c| !c.is_empty()) {
+        s.push_str("\nVerification commands:\n");
+        for c in cmds {
+            let _ = writeln!(s, "- `{c}`");
+        }
+    }
+    let scope = &t.scope;
+    let lists = [
+        ("Expected files", &scope.expected_files),
+        ("Allowed paths", &scope.allowed_paths),
+        ("Denied paths", &scope.denied_paths),
+        ("Preserved paths", &scope.preserved_paths),
+    ];
+    for (label, list) in lists {
+        if let Some(list) = list.as_ref().filter(|l| !l.is_empty()) {
+            let _ = writeln!(s, "\n{label}: {}", quoted(list));
+        }
+    }
+    for (label, list) in [
+        ("Provides", &t.contracts.provides),
+        ("Requires", &t.contracts.requires),
+    ] {
+        if let Some(list) = list.as_ref().filter(|l| !l.is_empty()) {
+            let _ = writeln!(s, "\n{label}:");
+            for c in list {
+                let _ = writeln!(s, "- {}", serde_json::to_string(c).unwrap_or_default());
+            }
+        }
+    }
+    s
+}
+
+fn quoted(list: &[String]) -> String {
+    list.iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn neighbours_text(neighbours: &[Neighbour]) -> String {
+    let mut s = String::from("## Neighbouring tasks\n\n");
+    for n in neighbours {
+        let relation = match n.relation {
+            Relation::Dependency(DependencyType::Hard) => "this task depends on it",
+            Relation::Dependency(DependencyType::Conflict) => {
+                "it must not run at the same time as this task"
+            }
+            Relation::Dependency(_) => "this task runs after it",
+            Relation::Dependent => "it depends on this task",
+        };
+        let _ = writeln!(
+            s,
+            "- {} \"{}\" ({}; {relation})",
+            n.spec.id,
+            n.spec.title,
+            n.status.as_str()
+        );
+        if let Some(files) = n
+            .spec
+            .scope
+            .expected_files
+            .as_ref()
+            .filter(|f| !f.is_empty())
+        {
+            let _ = writeln!(s, "  files: {}", quoted(files));
+        }
+    }
+    s
+}
+
+fn parents_text(parents: &[&Neighbour]) -> String {
+    let mut s = String::from("## Results of the tasks this one builds on\n");
+    for n in parents {
+        let Some(r) = &n.result else { continue };
+        let _ = write!(
+            s,
+            "\n### {}: {}\n\n{}\n",
+            n.spec.id,
+            n.spec.title,
+            r.summary.trim()
+        );
+        if !r.changed_files.is_empty() {
+            let _ = writeln!(s, "Changed files: {}", quoted(&r.changed_files));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use air_proto::result::WorkerStatus;
+
+    fn spec(id: &str, files: &[&str]) -> TaskSpec {
+        let mut plan = format!("# P\n\n### Task {id}: title of {id}\n\n- verify: `make test`\n");
+        if !files.is_empty() {
+            let list: Vec<String> = files.iter().map(|f| format!("`{f}`")).collect();
+            plan.push_str(&format!("- expected_files: {}\n", list.join(", ")));
+        }
+        plan.push_str("\nDo the thing.\n\nAcceptance criteria:\n- it works\n");
+        let compiled = air_proto::plan::compile("plan.md", &plan).unwrap();
+        compiled.graph.tasks.into_iter().next().unwrap()
+    }
+
+    fn request<'a>(
+        spec: &'a TaskSpec,
+        neighbours: &'a [Neighbour],
+        budget: BudgetPolicy,
+    ) -> Request<'a> {
+        Request {
+            role: AgentType::Executor,
+            spec,
+            notes: &[],
+            previous: None,
+            neighbours,
+            tools: &[],
+            model_id: "test-model",
+            budget,
+        }
+    }
+
+    fn sources() -> Sources {
+        Sources {
+            plan_title: Some("A plan".into()),
+            overview: Some("Build a small thing. ".repeat(40)),
+            rules: vec![
+                Rule {
+                    name: ".air/shared/rules/style.md".into(),
+                    paths: Vec::new(),
+                    body: "Use tabs.".into(),
+                },
+                Rule {
+                    name: ".air/shared/rules/web.md".into(),
+                    paths: vec!["web/**".into()],
+                    body: "Never inline scripts.".into(),
+                },
+            ],
+        }
+    }
+
+    fn neighbour(id: &str, relation: Relation, summary: &str) -> Neighbour {
+        Neighbour {
+            spec: spec(id, &["lib/a.py"]),
+            status: TaskStatus::Completed,
+            relation,
+            result: Some(WorkerResult::new(
+                id,
+                "a",
+                AgentType::Executor,
+                WorkerStatus::Completed,
+                summary.into(),
+            )),
+        }
+    }
+
+    #[test]
+    fn layers_sections_and_estimates() {
+        let t = spec("T2", &["src/main.rs"]);
+        let n = [
+            neighbour(
+                "T1",
+                Relation::Dependency(DependencyType::Hard),
+                "Added count.",
+            ),
+            neighbour("T3", Relation::Dependent, "n/a"),
+        ];
+        let c = assemble(&sources(), &request(&t, &n, budget(200_000, 64_000)));
+        assert_eq!(c.system.len(), 3, "system, role, rules");
+        assert!(c.system[2].contains("Use tabs."));
+        assert!(!c.system[2].contains("Never inline"));
+        assert_eq!(
+            c.summary.included_refs.rules,
+            [".air/shared/rules/style.md"]
+        );
+        assert_eq!(c.summary.omissions.len(), 1);
+        assert!(c.summary.omissions[0].reason.contains("web/**"));
+        let ContentBlock::Text { text } = &c.messages[0].content[0] else {
+            panic!("text")
+        };
+        for part in [
+            "# Task T2",
+            "make test",
+            "`src/main.rs`",
+            "Build a small thing",
+            "T1 \"title of T1\" (completed; this task depends on it)",
+            "it depends on this task",
+            "Added count.",
+            "Left out of this context",
+        ] {
+            assert!(text.contains(part), "{part} missing from {text}");
+        }
+        let e = &c.summary.token_estimate;
+        assert_eq!(e.total, e.by_section.values().sum::<u64>());
+        assert_eq!(e.by_section["system"], estimate(SYSTEM));
+        assert_eq!(
+            e.by_section["plan"],
+            estimate(&format!(
+                "## The plan\n\nA plan\n\n{}\n",
+                "Build a small thing. ".repeat(40).trim()
+            ))
+        );
+        assert!(!c.summary.compaction.needed);
+        assert_eq!(c.summary.included_refs.summaries, ["result:T1"]);
+        assert_eq!(c.summary.included_refs.tasks, ["T2", "T1", "T3"]);
+    }
+
+    #[test]
+    fn optional_sections_go_first_then_compaction_is_requested() {
+        let t = spec("T2", &[]);
+        let n = [neighbour(
+            "T1",
+            Relation::Dependency(DependencyType::Hard),
+            &"long summary ".repeat(400),
+        )];
+        let full = assemble(&sources(), &request(&t, &n, budget(200_000, 64_000)));
+        let full_total = full.summary.token_estimate.total;
+        // A window whose threshold the full context just misses: the neighbours go
+        // first, then the parents' results.
+        let by = &full.summary.token_estimate.by_section;
+        let without_neighbours = full_total - by["neighbours"];
+        let window = |threshold: u64| {
+            ((threshold as f64 / TARGET_USAGE).ceil() as u64) + RESERVED_OUTPUT + SAFETY_MARGIN
+        };
+        let c = assemble(
+            &sources(),
+            &request(&t, &n, budget(window(without_neighbours), 64_000)),
+        );
+        let gone: Vec<&str> = c
+            .summary
+            .omissions
+            .iter()
+            .map(|o| o.reference.as_str())
+            .collect();
+        assert_eq!(gone, ["neighbours"]);
+        assert!(!c.summary.compaction.needed);
+        assert!(c.summary.token_estimate.total <= c.summary.budget.threshold());
+
+        // A tiny window: every optional section goes, and compaction is requested.
+        let c = assemble(&sources(), &request(&t, &n, budget(6_500, 4_096)));
+        let gone: Vec<&str> = c
+            .summary
+            .omissions
+            .iter()
+            .map(|o| o.reference.as_str())
+            .collect();
+        assert_eq!(gone, ["neighbours", "parents", "plan"]);
+        assert!(c.summary.compaction.needed);
+        assert!(c
+            .summary
+            .compaction
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("threshold"));
+        let ContentBlock::Text { text } = &c.messages[0].content[0] else {
+            panic!("text")
+        };
+        assert!(!text.contains("long summary"));
+        assert!(text.contains("- parents: left out to fit the budget"));
+    }
+
+    #[test]
+    fn rule_files_with_front_matter() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join(".air/shared/rules");
+        std::fs::create_dir_all(&rules).unwrap();
+        std::fs::write(
+            rules.join("b.md"),
+            "---\npaths: [\"src/**\"]\n---\n# B\nbody b\n",
+        )
+        .unwrap();
+        std::fs::write(rules.join("a.md"), "plain rule\n").unwrap();
+        std::fs::write(rules.join("notes.txt"), "ignored").unwrap();
+        let got = Sources::load_rules(dir.path(), &rules).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].name, ".air/shared/rules/a.md");
+        assert_eq!(got[1].paths, ["src/**"]);
+        assert_eq!(got[1].body, "# B\nbody b");
+
+        std::fs::write(rules.join("c.md"), "---\npaths: 3\n---\n").unwrap();
+        let e = Sources::load_rules(dir.path(), &rules).unwrap_err();
+        assert!(e.contains("c.md"), "{e}");
+        std::fs::write(rules.join("c.md"), "---\nwhen: always\n---\n").unwrap();
+        let e = Sources::load_rules(dir.path(), &rules).unwrap_err();
+        assert!(e.contains("c.md") && e.contains("when"), "{e}");
+        std::fs::write(rules.join("c.md"), "---\npaths: [\"src/[\"]\n---\n").unwrap();
+        let e = Sources::load_rules(dir.path(), &rules).unwrap_err();
+        assert!(e.contains("bad glob"), "{e}");
+    }
+}
