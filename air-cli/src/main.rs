@@ -3,6 +3,7 @@
 //! runs.
 
 mod daemon_cmd;
+mod doctor;
 mod output;
 mod plan_cmd;
 mod restore_cmd;
@@ -45,6 +46,13 @@ enum Command {
     },
     /// Print the root of the project containing the current directory.
     Root,
+    /// What air finds here: the project, the daemon, the configuration files, the
+    /// providers and the model each agent would use (exit 1 when a run could not
+    /// start).
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
     /// Start, stop or inspect the project's daemon (airsd).
     Daemon {
         #[command(subcommand)]
@@ -191,7 +199,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn current_dir() -> Result<PathBuf, Failure> {
+pub fn current_dir() -> Result<PathBuf, Failure> {
     std::env::current_dir()
         .map_err(|e| Failure::from(format!("cannot read the current directory: {e}")))
 }
@@ -291,6 +299,7 @@ async fn run(command: Command) -> CmdResult {
             Ok(())
         }
         Command::Restore(args) => restore_cmd::run(args),
+        Command::Doctor { json } => doctor::run(json).await,
         Command::Root => {
             println!("{}", project()?.root().display());
             Ok(())

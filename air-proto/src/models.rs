@@ -88,6 +88,18 @@ pub struct ResolvedModel {
     pub capability: Capability,
 }
 
+/// A provider as `air doctor` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProviderStatus {
+    pub name: String,
+    pub kind: ProviderKind,
+    pub base_url: String,
+    /// The variable that holds its key (`None`: it takes none).
+    pub key_env: Option<String>,
+    pub key_set: bool,
+    pub default_model: Option<String>,
+}
+
 /// The shipped capability table.
 pub const SHIPPED: &str = include_str!("../../resources/models.yaml");
 
@@ -303,6 +315,28 @@ impl ModelsConfig {
             api_key_env,
             model,
         })
+    }
+
+    /// Every provider air knows or the file adds, as it stands in this environment
+    /// (whether its key variable is set; never the key).
+    pub fn provider_statuses(&self, env: &dyn Fn(&str) -> Option<String>) -> Vec<ProviderStatus> {
+        self.provider_names()
+            .into_iter()
+            .filter_map(|name| {
+                let (kind, base_url, key_env) = self.provider(&name, env)?;
+                let key_set = key_env
+                    .as_deref()
+                    .is_some_and(|v| env(v).is_some_and(|k| !k.is_empty()));
+                Some(ProviderStatus {
+                    default_model: self.defaults.get(&name).cloned(),
+                    name,
+                    kind,
+                    base_url,
+                    key_env,
+                    key_set,
+                })
+            })
+            .collect()
     }
 
     fn provider_names(&self) -> Vec<String> {

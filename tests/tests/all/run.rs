@@ -893,3 +893,74 @@ fn air_run_shows_permission_questions_and_their_answers() {
             || std::fs::read_to_string(p.root.join(".git/info/exclude")).unwrap() != "x\n"
     );
 }
+
+#[test]
+fn air_doctor_names_what_is_missing_and_a_run_without_a_model_is_refused() {
+    let p = project();
+    let keys = [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "AIR_MODEL",
+    ];
+    let real = |args: &[&str]| {
+        let mut c = command(&p, args);
+        c.env("AIR_WORKER", bin("air-worker"));
+        for k in keys {
+            c.env_remove(k);
+        }
+        c
+    };
+    let out = real(&["doctor"]).output().unwrap();
+    expect(&out, 1);
+    let stdout = text(&out.stdout);
+    for part in [
+        "ANTHROPIC_API_KEY not set",
+        "daemon: not running",
+        "executor               none: no LLM provider is configured",
+        "to fix:",
+    ] {
+        assert!(stdout.contains(part), "{part:?} missing from {stdout}");
+    }
+    // A broken models.yaml is named with its line.
+    std::fs::create_dir_all(p.dir.path().join("air-home")).unwrap();
+    std::fs::write(
+        p.dir.path().join("air-home/models.yaml"),
+        "models:\n  executer: x\n",
+    )
+    .unwrap();
+    let out = real(&["doctor", "--json"]).output().unwrap();
+    expect(&out, 1);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = v["files"].to_string();
+    assert!(files.contains("models.yaml:2"), "{files}");
+    std::fs::remove_file(p.dir.path().join("air-home/models.yaml")).unwrap();
+
+    // The same environment cannot run a plan: refused before any task, exit 2.
+    let out = real(&["run", "--plan", "plan.md"]).output().unwrap();
+    expect(&out, 2);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("no task was started"), "{stderr}");
+    assert!(stderr.contains("air doctor"), "{stderr}");
+    let _ = air(&p, &["daemon", "stop"]);
+
+    // With a key, each agent type has a model (the key itself is never printed).
+    let out = real(&["doctor"])
+        .env("ANTHROPIC_API_KEY", "sk-secret-value")
+        .output()
+        .unwrap();
+    expect(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("ANTHROPIC_API_KEY set"), "{stdout}");
+    assert!(
+        stdout.contains("reviewer               anthropic/claude-sonnet-4-5"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("sk-secret-value"));
+    // --provider with a model names both; a provider with a slash is a usage error.
+    let out = real(&["run", "--plan", "plan.md", "--provider", "anthropic/x"])
+        .output()
+        .unwrap();
+    expect(&out, 2);
+    assert!(text(&out.stderr).contains("--provider `anthropic/x`"));
+}

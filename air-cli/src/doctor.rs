@@ -1,0 +1,243 @@
+//! `air doctor`: what air finds on this machine — the project, the daemon, the
+//! configuration files, the providers and the model each agent would use — and what
+//! to do about what is missing. Exit 0 when a run could start, 1 otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use air_proto::api::AirApiClient;
+use air_proto::client::connect_running;
+use air_proto::event::AgentType;
+use air_proto::ipc::{ModelQuery, ModelReply};
+use air_proto::models::ModelsConfig;
+use serde_json::json;
+
+use crate::{connect_options, exit, CmdResult, Failure};
+
+/// `~/.air`, or `$AIR_HOME`.
+fn air_home() -> Option<PathBuf> {
+    std::env::var_os("AIR_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")))
+}
+
+/// The worker airsd would start: `AIR_WORKER`, or `air-worker` beside airsd.
+fn worker_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("AIR_WORKER") {
+        return PathBuf::from(p);
+    }
+    let airsd = std::env::var_os("AIR_AIRSD")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .map(|e| air_proto::client::airsd_beside(&e))
+        })
+        .unwrap_or_else(|| PathBuf::from("airsd"));
+    airsd
+        .parent()
+        .map(|d| d.join("air-worker"))
+        .unwrap_or_else(|| PathBuf::from("air-worker"))
+}
+
+const ROLES: [AgentType; 4] = [
+    AgentType::Executor,
+    AgentType::Reviewer,
+    AgentType::Debugger,
+    AgentType::ArchitectureDesigner,
+];
+
+/// Asks the worker which model each agent type would use, as airsd does before a run.
+fn resolve(worker: &Path) -> Result<Vec<ModelReply>, String> {
+    let queries: Vec<ModelQuery> = ROLES
+        .iter()
+        .map(|r| ModelQuery {
+            agent_type: *r,
+            flag: None,
+            task: None,
+        })
+        .collect();
+    let json = serde_json::to_string(&queries).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(worker)
+        .arg("--resolve")
+        .arg(json)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", worker.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} --resolve failed ({}): {}",
+            worker.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{} --resolve answered unreadably: {e}", worker.display()))
+}
+
+fn check_file<T>(
+    label: &str,
+    path: &Path,
+    loaded: Result<T, impl std::fmt::Display>,
+) -> (String, bool) {
+    match loaded {
+        Ok(_) if path.exists() => (format!("{label}: {} ok", path.display()), true),
+        Ok(_) => (
+            format!("{label}: {} (none; defaults)", path.display()),
+            true,
+        ),
+        Err(e) => (format!("{label}: {e}"), false),
+    }
+}
+
+pub async fn run(json_out: bool) -> CmdResult {
+    let mut ok = true;
+    let mut lines: Vec<String> = Vec::new();
+
+    // The project and its daemon.
+    let cwd = crate::current_dir()?;
+    let project = air_proto::layout::find_root(&cwd).ok();
+    let mut daemon = json!(null);
+    match &project {
+        Some(paths) => {
+            lines.push(format!("project: {}", paths.root().display()));
+            match connect_running(&connect_options(paths.clone())).await {
+                Ok(conn) => match conn.client.status().await {
+                    Ok(s) => {
+                        lines.push(format!(
+                            "daemon: running (pid {}, version {}); it gives workers the environment it was started with — `air daemon restart` to use this shell's",
+                            s.pid, s.version
+                        ));
+                        daemon = json!({"running": true, "pid": s.pid, "version": s.version});
+                    }
+                    Err(e) => lines.push(format!("daemon: answers, but status failed: {e}")),
+                },
+                Err(_) => {
+                    lines.push("daemon: not running (air starts it when needed)".into());
+                    daemon = json!({"running": false});
+                }
+            }
+        }
+        None => lines.push(format!(
+            "project: none at or above {} (`air init` makes one)",
+            cwd.display()
+        )),
+    }
+
+    // Configuration files.
+    let home = air_home();
+    let mut files = Vec::new();
+    if let Some(home) = &home {
+        files.push(check_file(
+            "config",
+            &home.join("config.yaml"),
+            air_proto::config::UserConfig::load(home),
+        ));
+        files.push(check_file(
+            "permissions",
+            &home.join("permissions.yaml"),
+            air_proto::config::PermissionsConfig::load_file(&home.join("permissions.yaml")),
+        ));
+        files.push(check_file(
+            "models",
+            &home.join("models.yaml"),
+            air_proto::config::load_yaml::<ModelsConfig>(&home.join("models.yaml")),
+        ));
+    }
+    if let Some(paths) = &project {
+        let p = paths.shared().join("permissions.yaml");
+        files.push(check_file(
+            "project permissions",
+            &p,
+            air_proto::config::PermissionsConfig::load_file(&p),
+        ));
+    }
+    for (line, good) in &files {
+        ok &= good;
+        lines.push(line.clone());
+    }
+
+    // Providers, as this shell's environment has them.
+    let models = ModelsConfig::load(home.as_deref()).unwrap_or_default();
+    let env = |k: &str| std::env::var(k).ok();
+    let providers = models.provider_statuses(&env);
+    lines.push("providers (this shell's environment):".into());
+    for p in &providers {
+        let key = match (&p.key_env, p.key_set) {
+            (None, _) => "no key needed".to_string(),
+            (Some(v), true) => format!("{v} set"),
+            (Some(v), false) => format!("{v} not set"),
+        };
+        lines.push(format!(
+            "  {:<11} {:<28} {} ({})",
+            p.name,
+            key,
+            p.base_url,
+            p.kind.as_str()
+        ));
+    }
+
+    // The model of each agent type, as the worker resolves it.
+    let worker = worker_path();
+    let mut resolved = Vec::new();
+    lines.push(format!("models (as {} resolves them):", worker.display()));
+    match resolve(&worker) {
+        Ok(replies) => {
+            for (role, r) in ROLES.iter().zip(replies) {
+                match (&r.resolved, &r.error) {
+                    (Some(c), _) => lines.push(format!(
+                        "  {:<22} {}/{} ({} tokens in, {} out)",
+                        role.as_str(),
+                        c.provider,
+                        c.model,
+                        c.context_window,
+                        c.max_output
+                    )),
+                    (None, e) => {
+                        ok = false;
+                        lines.push(format!(
+                            "  {:<22} none: {}",
+                            role.as_str(),
+                            e.as_deref().unwrap_or("no answer")
+                        ));
+                    }
+                }
+                resolved.push(json!({"agent_type": role.as_str(), "resolved": r.resolved.as_ref().map(|c| json!({"provider": c.provider, "model": c.model, "context_window": c.context_window, "max_output": c.max_output})), "error": r.error}));
+            }
+        }
+        Err(e) => {
+            ok = false;
+            lines.push(format!("  {e}"));
+        }
+    }
+    if !ok {
+        lines.push(
+            "to fix: set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY), or add a provider to ~/.air/models.yaml; then `air daemon restart` if a daemon runs".into(),
+        );
+    }
+
+    if json_out {
+        let out = json!({
+            "ok": ok,
+            "project": project.as_ref().map(|p| p.root().display().to_string()),
+            "daemon": daemon,
+            "files": files.iter().map(|(l, g)| json!({"check": l, "ok": g})).collect::<Vec<_>>(),
+            "providers": providers,
+            "models": resolved,
+        });
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        for l in &lines {
+            println!("{l}");
+        }
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure {
+            code: exit::FAILED,
+            message: "a run could not start: see above".into(),
+        })
+    }
+}
