@@ -1,6 +1,6 @@
 //! A loopback LLM provider for tests: an HTTP/1.1 server on 127.0.0.1 that speaks the
-//! Anthropic Messages streaming protocol and OpenAI Chat Completions streaming (both
-//! SSE) and replays recorded exchanges in order, checking what each request must contain. Faults are exchanges too: an
+//! Anthropic Messages streaming protocol, OpenAI Chat Completions streaming and the
+//! OpenAI Responses API's semantic events (all SSE) and replays recorded exchanges in order, checking what each request must contain. Faults are exchanges too: an
 //! error status with `retry-after`, a stream cut off mid-way, malformed SSE, a slow
 //! stream. A request that does not match is answered 400 with what differed, and
 //! kept for the test to report.
@@ -28,7 +28,8 @@ pub struct Expect {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Reply {
-    /// A complete stream of these events (Anthropic: `event:` lines named by type).
+    /// A complete stream of these events (`event:` lines named by their type: the
+    /// Anthropic and Responses API streams).
     Events(Vec<Value>),
     /// A complete stream of these chunks, then `[DONE]` (OpenAI: `data:` lines only).
     Chunks(Vec<Value>),
@@ -84,7 +85,7 @@ impl Received {
 }
 
 /// The paths the mock answers.
-const ENDPOINTS: &[&str] = &["/v1/messages", "/v1/chat/completions"];
+const ENDPOINTS: &[&str] = &["/v1/messages", "/v1/chat/completions", "/v1/responses"];
 
 #[derive(Default)]
 struct State {

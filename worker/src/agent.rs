@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::provider::anthropic::Anthropic;
 use crate::provider::openai::OpenAiChat;
+use crate::provider::responses::OpenAiResponses;
 use crate::provider::{Adapter, Delta, RetryPolicy, Timeouts, ToolSpec, TurnRequest};
 use crate::submit;
 
@@ -41,10 +42,11 @@ pub trait Link: Sync {
     ) -> impl Future<Output = ToolResult> + Send;
 }
 
-/// A provider client of either protocol.
+/// A provider client of any protocol.
 enum Client {
     Anthropic(Anthropic),
     Chat(OpenAiChat),
+    Responses(OpenAiResponses),
 }
 
 impl Client {
@@ -55,10 +57,12 @@ impl Client {
                 Anthropic::new(&m.base_url, key.as_deref().unwrap_or(""), timeouts, retry)
                     .map(Client::Anthropic)
             }
-            // The Responses API adapter is not written yet; OpenAI's endpoint also
-            // serves Chat Completions.
-            ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses => {
+            ProviderKind::OpenaiChat => {
                 OpenAiChat::new(&m.base_url, key.as_deref(), timeouts, retry).map(Client::Chat)
+            }
+            ProviderKind::OpenaiResponses => {
+                OpenAiResponses::new(&m.base_url, key.as_deref(), timeouts, retry)
+                    .map(Client::Responses)
             }
         }
         .map_err(|e| e.to_string())
@@ -72,6 +76,7 @@ impl Client {
         match self {
             Client::Anthropic(c) => c.turn(request, on_delta).await,
             Client::Chat(c) => c.turn(request, on_delta).await,
+            Client::Responses(c) => c.turn(request, on_delta).await,
         }
     }
 }

@@ -302,3 +302,103 @@ fn openai_chat_converts_at_the_boundary_and_folds_tool_calls() {
         assert_eq!(r.body["stream_options"]["include_usage"], true);
     });
 }
+
+/// The OpenAI Responses API: canonical blocks become input items at the boundary
+/// (instructions, input_text, function_call, function_call_output); the semantic
+/// events fold back into blocks with the usage; an error event is retried; an
+/// incomplete response is a turn cut at the output limit.
+#[test]
+fn openai_responses_converts_at_the_boundary_and_folds_events() {
+    use worker::provider::responses::OpenAiResponses;
+    crate::rt().block_on(async {
+        let events: Vec<serde_json::Value> = serde_json::from_value(json!([
+            {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+            {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}},
+            {"type": "response.reasoning_summary_text.delta", "sequence_number": 2, "output_index": 0, "item_id": "rs_1", "delta": "Thinking."},
+            {"type": "response.output_item.added", "sequence_number": 3, "output_index": 1, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}},
+            {"type": "response.output_text.delta", "sequence_number": 4, "output_index": 1, "item_id": "msg_1", "content_index": 0, "delta": "Reading "},
+            {"type": "response.output_text.delta", "sequence_number": 5, "output_index": 1, "item_id": "msg_1", "content_index": 0, "delta": "it."},
+            {"type": "response.output_item.added", "sequence_number": 6, "output_index": 2, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "fs_read", "arguments": ""}},
+            {"type": "response.function_call_arguments.delta", "sequence_number": 7, "output_index": 2, "item_id": "fc_1", "delta": "{\"path\":"},
+            {"type": "response.function_call_arguments.delta", "sequence_number": 8, "output_index": 2, "item_id": "fc_1", "delta": "\"a.rs\"}"},
+            {"type": "response.output_item.done", "sequence_number": 9, "output_index": 2, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "fs_read", "arguments": "{\"path\":\"a.rs\"}"}},
+            {"type": "response.completed", "sequence_number": 10, "response": {"id": "resp_1", "status": "completed", "usage": {"input_tokens": 90, "output_tokens": 14, "input_tokens_details": {"cached_tokens": 64}}}}
+        ]))
+        .unwrap();
+        let mock = MockProvider::start(vec![
+            Exchange {
+                expect: Expect::default(),
+                reply: Reply::Events(vec![json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow down"})]),
+            },
+            Exchange {
+                expect: Expect { contains: vec!["function_call_output".into(), "call_0".into()], tools: vec!["fs_read".into()] },
+                reply: Reply::Events(events),
+            },
+            Exchange {
+                expect: Expect::default(),
+                reply: Reply::Events(vec![
+                    json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "content": []}}),
+                    json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Half an ans"}),
+                    json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}}),
+                ]),
+            },
+            Exchange {
+                expect: Expect::default(),
+                reply: Reply::Events(vec![json!({"type": "response.failed", "response": {"status": "failed", "error": {"code": "invalid_prompt", "message": "no"}}})]),
+            },
+        ])
+        .await;
+        let client = OpenAiResponses::new(&format!("{}/v1", mock.url), Some("sk-openai"), Timeouts::default(), fast_retries()).unwrap();
+        let mut req = request();
+        req.messages.push(Message::assistant(vec![
+            ContentBlock::Thinking { thinking: "private".into(), signature: "s".into() },
+            ContentBlock::text("Listing."),
+            ContentBlock::ToolUse { id: "call_0".into(), name: "fs_glob".into(), input: json!({"pattern": "*.rs"}) },
+        ]));
+        req.messages.push(Message::user(vec![
+            ContentBlock::ToolResult { tool_use_id: "call_0".into(), content: "a.rs".into(), is_error: false },
+            ContentBlock::text("Go on."),
+        ]));
+        let mut thinking = String::new();
+        let turn = client
+            .turn(&req, &mut |d| {
+                if let Delta::Thinking { text, .. } = d {
+                    thinking.push_str(text)
+                }
+            })
+            .await
+            .unwrap();
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(turn.attempts, 2, "the rate-limit error event was retried");
+        assert_eq!(thinking, "Thinking.");
+        assert_eq!(
+            turn.content,
+            vec![
+                ContentBlock::text("Reading it."),
+                ContentBlock::ToolUse { id: "call_1".into(), name: "fs_read".into(), input: json!({"path": "a.rs"}) },
+            ]
+        );
+        assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
+        assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cache_read_input_tokens), (90, 14, 64));
+        let r = &mock.received()[1];
+        assert_eq!(r.path, "/v1/responses");
+        assert_eq!(r.header("authorization"), Some("Bearer sk-openai"));
+        assert_eq!(r.body["instructions"], "You are the executor.\n\nProject rules: be brief.");
+        assert_eq!(r.body["store"], false);
+        let input = r.body["input"].as_array().unwrap();
+        assert_eq!(input[0], json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Add a README."}]}));
+        assert_eq!(input[1], json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]}));
+        assert_eq!(input[2], json!({"type": "function_call", "call_id": "call_0", "name": "fs_glob", "arguments": "{\"pattern\":\"*.rs\"}"}));
+        assert_eq!(input[3], json!({"type": "function_call_output", "call_id": "call_0", "output": "a.rs"}));
+        assert_eq!(input[4]["content"][0]["text"], "Go on.");
+        assert!(!r.body.to_string().contains("private"), "thinking is not sent to another protocol");
+        assert_eq!(r.body["tools"][0], json!({"type": "function", "name": "fs_read", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}));
+
+        let cut = client.turn(&request(), &mut |_| {}).await.unwrap();
+        assert_eq!(cut.stop_reason, Some(StopReason::MaxTokens));
+        assert_eq!(cut.content, vec![ContentBlock::text("Half an ans")]);
+        let failed = client.turn(&request(), &mut |_| {}).await.unwrap_err().to_string();
+        assert!(failed.contains("no (in the stream, invalid_prompt)"), "{failed}");
+        assert_eq!(mock.received().len(), 4, "a refused prompt is not retried");
+    });
+}

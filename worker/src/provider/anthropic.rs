@@ -35,11 +35,7 @@ impl Anthropic {
                 "anthropic: no API key (set ANTHROPIC_API_KEY)".into(),
             ));
         }
-        super::install_crypto();
-        let client = reqwest::Client::builder()
-            .connect_timeout(timeouts.connect)
-            .build()
-            .map_err(|e| ProviderError::Config(format!("anthropic: cannot make a client: {e}")))?;
+        let client = super::http_client("anthropic", &timeouts)?;
         Ok(Anthropic {
             client,
             base_url: base_url.trim_end_matches('/').to_string(),

@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 
 use std::time::Duration;
 
@@ -18,6 +19,18 @@ use serde_json::Value;
 /// harmless when it is already installed.
 pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The HTTP client of an adapter (rustls with ring, the connect timeout).
+pub(crate) fn http_client(
+    provider: &str,
+    timeouts: &Timeouts,
+) -> Result<reqwest::Client, ProviderError> {
+    install_crypto();
+    reqwest::Client::builder()
+        .connect_timeout(timeouts.connect)
+        .build()
+        .map_err(|e| ProviderError::Config(format!("{provider}: cannot make a client: {e}")))
 }
 
 /// A tool offered to the model (its provider-side name).

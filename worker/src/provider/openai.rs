@@ -85,11 +85,7 @@ impl OpenAiChat {
         timeouts: Timeouts,
         retry: RetryPolicy,
     ) -> Result<OpenAiChat, ProviderError> {
-        super::install_crypto();
-        let client = reqwest::Client::builder()
-            .connect_timeout(timeouts.connect)
-            .build()
-            .map_err(|e| ProviderError::Config(format!("openai: cannot make a client: {e}")))?;
+        let client = super::http_client("openai", &timeouts)?;
         Ok(OpenAiChat {
             client,
             base_url: base_url.trim_end_matches('/').to_string(),
