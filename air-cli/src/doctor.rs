@@ -55,6 +55,7 @@ fn resolve(worker: &Path) -> Result<Vec<ModelReply>, String> {
             agent_type: *r,
             flag: None,
             task: None,
+            replay: None,
         })
         .collect();
     let json = serde_json::to_string(&queries).map_err(|e| e.to_string())?;

@@ -87,7 +87,7 @@ enum Command {
     },
     /// Run a plan: start (or continue) it in the daemon and follow it to the end.
     #[command(after_help = run_cmd::RUN_EXIT_CODES)]
-    Run(run_cmd::RunArgs),
+    Run(Box<run_cmd::RunArgs>),
     /// Follow a session's run to its end (default: the newest session), then report
     /// as `air run` does.
     #[command(after_help = run_cmd::RUN_EXIT_CODES)]
@@ -318,7 +318,7 @@ async fn run(command: Command) -> CmdResult {
             json,
         } => output::events(session, types, follow, json).await,
         Command::Plan { command } => plan_cmd::run(command),
-        Command::Run(args) => run_cmd::run(args).await,
+        Command::Run(args) => run_cmd::run(*args).await,
         Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
         Command::Pause { session } => run_cmd::control("pause", session, None).await,

@@ -86,6 +86,24 @@ pub struct RunArgs {
     /// of models.yaml), with its default model unless --model names one.
     #[arg(long, value_name = "NAME", conflicts_with = "resume")]
     pub provider: Option<String>,
+    /// Save every provider exchange of the run into DIR, one file per agent (env
+    /// AIR_RECORD), to replay it later with --replay.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "AIR_RECORD",
+        conflicts_with = "resume"
+    )]
+    pub record: Option<PathBuf>,
+    /// Run the plan against the recording in DIR instead of a live provider (no key
+    /// needed); a request that no longer matches the recording fails with what
+    /// changed.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["resume", "record", "model", "provider"]
+    )]
+    pub replay: Option<PathBuf>,
     #[command(flatten)]
     pub follow: FollowArgs,
 }
@@ -107,6 +125,22 @@ pub enum ModeArg {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 90s, 30m, 2h)"))
+}
+
+/// A directory as an absolute path (made from the current directory).
+fn absolute(dir: &std::path::Path) -> Result<String, Failure> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| usage(format!("cannot read the current directory: {e}")))?;
+    Ok(cwd.join(dir).display().to_string())
+}
+
+/// A recording directory, which must exist.
+fn existing_dir(dir: &std::path::Path) -> Result<String, Failure> {
+    std::fs::canonicalize(dir)
+        .ok()
+        .filter(|d| d.is_dir())
+        .map(|d| d.display().to_string())
+        .ok_or_else(|| usage(format!("--replay {}: no such directory", dir.display())))
 }
 
 /// `--provider` and `--model` as one model spec (`provider/model`, `model` or
@@ -169,6 +203,8 @@ pub async fn run(args: RunArgs) -> CmdResult {
                     args.max_time
                         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
                     model_spec(args.provider.as_deref(), args.model.as_deref())?,
+                    args.record.as_deref().map(absolute).transpose()?,
+                    args.replay.as_deref().map(existing_dir).transpose()?,
                 )
                 .await
                 .map_err(rpc_failure)?

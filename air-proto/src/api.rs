@@ -462,6 +462,8 @@ mod rpc {
             max_tokens: Option<u64>,
             max_time_ms: Option<u64>,
             model: Option<String>,
+            record: Option<String>,
+            replay: Option<String>,
         ) -> RpcResult<RunInfo>;
 
         #[method(name = "run.continue", with_extensions, param_kind = map)]
@@ -592,6 +594,11 @@ pub mod params {
         /// The model every agent uses: `provider/model`, `model` or `provider/` (the
         /// provider's default model). Before `AIR_MODEL` and the plan's task models.
         pub model: Option<String>,
+        /// An absolute directory to record every provider exchange of the run into.
+        pub record: Option<String>,
+        /// An absolute directory holding a recording to replay instead of a live
+        /// provider.
+        pub replay: Option<String>,
     }
 
     #[derive(Deserialize, schemars::JsonSchema)]
@@ -723,6 +730,8 @@ pub mod params {
                 "max_tokens",
                 "max_time_ms",
                 "model",
+                "record",
+                "replay",
             ],
             check::<RunStart>,
         ),

@@ -18,6 +18,11 @@ pub struct AgentRuntimeContext {
     /// The run's model override (`--model`/`--provider`), which comes before
     /// `AIR_MODEL` and the task's model.
     pub model: Option<String>,
+    /// Record the agent's provider exchanges into this directory (`--record`).
+    pub record: Option<String>,
+    /// Answer the agent from the recording in this directory instead of a live
+    /// provider (`--replay`).
+    pub replay: Option<String>,
     /// How often the worker must push `agent.heartbeat`; silence for much longer
     /// gets it killed as stalled.
     pub heartbeat_interval_ms: Option<u64>,

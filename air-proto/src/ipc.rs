@@ -261,6 +261,8 @@ pub struct ModelQuery {
     pub flag: Option<String>,
     /// The task's `model` from the plan: after `AIR_MODEL`.
     pub task: Option<String>,
+    /// The run replays the recording in this directory (`--replay`).
+    pub replay: Option<String>,
 }
 
 /// The answer to one [`ModelQuery`]: exactly one of `resolved` and `error`.

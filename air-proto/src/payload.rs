@@ -143,6 +143,12 @@ pub struct RunStarted {
     /// The plan's text outside any task, for the agents' context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overview: Option<String>,
+    /// The directory the agents record their provider exchanges into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// The directory of the recording the run replays instead of a live provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
 }
 
 wire_enum! {

@@ -40,7 +40,12 @@ impl Models {
 /// The agents a plan's run will start, each with its task's model: executors,
 /// reviewers and debuggers on every model the tasks name, and the Architecture
 /// Designer when there are phases to review.
-pub fn queries(tasks: &[TaskSpec], phases: bool, flag: Option<&str>) -> Vec<ModelQuery> {
+pub fn queries(
+    tasks: &[TaskSpec],
+    phases: bool,
+    flag: Option<&str>,
+    replay: Option<&str>,
+) -> Vec<ModelQuery> {
     let mut task_models: Vec<Option<String>> = Vec::new();
     for t in tasks {
         if !task_models.contains(&t.constraints.model_id) {
@@ -62,6 +67,7 @@ pub fn queries(tasks: &[TaskSpec], phases: bool, flag: Option<&str>) -> Vec<Mode
                 agent_type: *role,
                 flag: flag.map(str::to_string),
                 task: m.clone(),
+                replay: replay.map(str::to_string),
             });
         }
     }

@@ -26,6 +26,7 @@ fn main() {
             MockProvider::start(
                 (0..3)
                     .map(|_| Exchange {
+                        request: None,
                         expect: Expect::default(),
                         reply: Reply::Events(text_events("thinking")),
                     })

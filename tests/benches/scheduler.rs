@@ -165,6 +165,8 @@ fn spawn_cost(dir: &Path) {
                             attempt: Some(1),
                             heartbeat_interval_ms: Some(60_000),
                             model: None,
+                            record: None,
+                            replay: None,
                         },
                         tools: Vec::new(),
                     },

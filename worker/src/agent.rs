@@ -22,6 +22,7 @@ use crate::provider::anthropic::Anthropic;
 use crate::provider::openai::OpenAiChat;
 use crate::provider::responses::OpenAiResponses;
 use crate::provider::{Adapter, Delta, RetryPolicy, Timeouts, ToolSpec, TurnRequest};
+use crate::replay::{self, Recorder, Recording, Server};
 use crate::submit;
 
 /// Turns a task may take when its spec does not say.
@@ -68,6 +69,15 @@ impl Client {
         .map_err(|e| e.to_string())
     }
 
+    /// The request body of a turn, as this client sends it.
+    fn body(&self, request: &TurnRequest) -> Value {
+        match self {
+            Client::Anthropic(c) => c.body(request),
+            Client::Chat(c) => c.body(request),
+            Client::Responses(c) => c.body(request),
+        }
+    }
+
     async fn turn(
         &self,
         request: &TurnRequest,
@@ -100,8 +110,42 @@ pub fn resolve_model(
     models.resolve(role.as_str(), wanted.as_deref(), &|k| std::env::var(k).ok())
 }
 
+/// The model a replayed run uses: the one its recordings name.
+fn replayed_model(dir: &str) -> Result<ModelChoice, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("the recording {dir}: {e}"))?;
+    let mut files: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let first = files
+        .first()
+        .ok_or_else(|| format!("the recording {dir} holds no conversations (*.json)"))?;
+    let recording = Recording::load(first)?;
+    let (_, model) =
+        replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", first.display()))?;
+    Ok(ModelChoice {
+        provider: "replay".into(),
+        model,
+        context_window: air_proto::models::UNKNOWN_MODEL.context_window,
+        max_output: air_proto::models::UNKNOWN_MODEL.max_output,
+    })
+}
+
 /// The answer to `air-worker --resolve`.
 pub fn answer(q: &ModelQuery) -> ModelReply {
+    if let Some(dir) = q.replay.as_deref() {
+        return match replayed_model(dir) {
+            Ok(c) => ModelReply {
+                resolved: Some(c),
+                error: None,
+            },
+            Err(e) => ModelReply {
+                resolved: None,
+                error: Some(e),
+            },
+        };
+    }
     match resolve_model(q.agent_type, q.flag.as_deref(), q.task.as_deref()) {
         Ok(m) => ModelReply {
             resolved: Some(ModelChoice {
@@ -133,23 +177,96 @@ fn ended(start: &AgentStart, role: AgentType, status: WorkerStatus, why: String)
 /// Runs the agent to its result.
 pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
     let role = start.runtime.agent_type.unwrap_or(AgentType::Executor);
-    let model = match resolve_model(
-        role,
-        start.runtime.model.as_deref(),
-        start.task_spec.constraints.model_id.as_deref(),
-    ) {
-        Ok(m) => m,
-        Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
+    // The worker runs in the project directory, which recordings call ${PROJECT}.
+    let root = std::env::current_dir()
+        .ok()
+        .map(|p| p.display().to_string());
+    let (model, key, _replay) = match start.runtime.replay.as_deref() {
+        Some(dir) => match replaying(dir, &start.runtime.agent_id, root.clone()).await {
+            Ok((model, server)) => (model, Some("replay".to_string()), Some(server)),
+            Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
+        },
+        None => {
+            let model = match resolve_model(
+                role,
+                start.runtime.model.as_deref(),
+                start.task_spec.constraints.model_id.as_deref(),
+            ) {
+                Ok(m) => m,
+                Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
+            };
+            let key = model
+                .api_key_env
+                .as_deref()
+                .and_then(|v| std::env::var(v).ok());
+            (model, key, None)
+        }
     };
-    let key = model
-        .api_key_env
-        .as_deref()
-        .and_then(|v| std::env::var(v).ok());
     let client = match Client::new(&model, key) {
         Ok(c) => c,
         Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
     };
-    run_with(start, link, &client, &model.model, role).await
+    let record = start.runtime.record.clone().or_else(|| {
+        std::env::var("AIR_RECORD")
+            .ok()
+            .filter(|d| !d.is_empty() && start.runtime.replay.is_none())
+    });
+    let recorder = match record {
+        Some(dir) => match Recorder::new(
+            std::path::Path::new(&dir),
+            &start.runtime.agent_id,
+            model.kind,
+            root,
+        ) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                return ended(
+                    start,
+                    role,
+                    WorkerStatus::Blocked,
+                    format!("cannot record the conversation: {e}"),
+                )
+            }
+        },
+        None => None,
+    };
+    run_with(start, link, &client, &model.model, role, recorder).await
+}
+
+/// The model an agent replays: a loopback server answering from its recording.
+async fn replaying(
+    dir: &str,
+    agent_id: &str,
+    root: Option<String>,
+) -> Result<(ResolvedModel, Server), String> {
+    let file = replay::file_for(std::path::Path::new(dir), agent_id);
+    if !file.exists() {
+        return Err(format!(
+            "the recording has no conversation for agent {agent_id} ({} is missing): the run took a path the recorded one did not",
+            file.display()
+        ));
+    }
+    let recording = Recording::load(&file)?;
+    let (kind, model) =
+        replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", file.display()))?;
+    let server = Server::start(recording.exchanges, root)
+        .await
+        .map_err(|e| format!("cannot serve the recording: {e}"))?;
+    let base_url = match kind {
+        ProviderKind::Anthropic => server.url.clone(),
+        _ => format!("{}/v1", server.url),
+    };
+    Ok((
+        ResolvedModel {
+            provider: "replay".into(),
+            kind,
+            base_url,
+            api_key_env: None,
+            model,
+            capability: air_proto::models::UNKNOWN_MODEL,
+        },
+        server,
+    ))
 }
 
 async fn run_with(
@@ -158,6 +275,7 @@ async fn run_with(
     client: &Client,
     model: &str,
     role: AgentType,
+    mut recorder: Option<Recorder>,
 ) -> WorkerResult {
     let session = start.runtime.session_id.clone();
     let agent_id = start.runtime.agent_id.clone();
@@ -225,7 +343,7 @@ async fn run_with(
                 link.event(e);
             }
         };
-        let turn = match client.turn(&request, &mut deltas).await {
+        let mut turn = match client.turn(&request, &mut deltas).await {
             Ok(t) => t,
             Err(e) => {
                 return ended(
@@ -236,6 +354,17 @@ async fn run_with(
                 )
             }
         };
+        if let Some(r) = recorder.as_mut() {
+            let wire = std::mem::take(&mut turn.wire);
+            if let Err(e) = r.push(&client.body(&request), &wire) {
+                return ended(
+                    start,
+                    role,
+                    WorkerStatus::Blocked,
+                    format!("cannot record the conversation: {e}"),
+                );
+            }
+        }
         if let Ok(e) = RuntimeEvent::typed(
             "assistant.message.created",
             session.as_str(),

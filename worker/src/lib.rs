@@ -2,4 +2,5 @@
 
 pub mod agent;
 pub mod provider;
+pub mod replay;
 pub mod submit;

@@ -265,6 +265,8 @@ impl AirApiServer for DaemonRpc {
         max_tokens: Option<u64>,
         max_time_ms: Option<u64>,
         model: Option<String>,
+        record: Option<String>,
+        replay: Option<String>,
     ) -> RpcResult<RunInfo> {
         self.state
             .start_run(RunRequest {
@@ -278,6 +280,8 @@ impl AirApiServer for DaemonRpc {
                 max_tokens,
                 max_time_ms,
                 model,
+                record,
+                replay,
                 by: self.who(ext),
             })
             .await

@@ -34,6 +34,10 @@ pub struct RunRequest {
     pub max_time_ms: Option<u64>,
     /// The model override: `provider/model`, `model` or `provider/`.
     pub model: Option<String>,
+    /// Record every provider exchange into this (absolute) directory.
+    pub record: Option<String>,
+    /// Replay the recording in this (absolute) directory.
+    pub replay: Option<String>,
     pub by: Option<String>,
 }
 
@@ -124,10 +128,28 @@ impl DaemonState {
             phases: graph.phases.iter().map(|p| p.id.clone()).collect(),
             model: req.model.clone().filter(|m| !m.is_empty()),
             overview: graph.overview.clone(),
+            record: req.record.clone().filter(|d| !d.is_empty()),
+            replay: req.replay.clone().filter(|d| !d.is_empty()),
         };
+        for (name, dir) in [("record", &run.record), ("replay", &run.replay)] {
+            if dir
+                .as_deref()
+                .is_some_and(|d| !std::path::Path::new(d).is_absolute())
+            {
+                return Err(Error::Invalid {
+                    event_type: "run.start".into(),
+                    field: name.into(),
+                    message: "must be an absolute directory".into(),
+                });
+            }
+        }
         // Every agent must be able to reach a model before anything is recorded.
-        let queries =
-            crate::models::queries(&graph.tasks, !graph.phases.is_empty(), run.model.as_deref());
+        let queries = crate::models::queries(
+            &graph.tasks,
+            !graph.phases.is_empty(),
+            run.model.as_deref(),
+            run.replay.as_deref(),
+        );
         let models = crate::models::resolve(&shell_config.worker, queries, run.model.clone())
             .await
             .map_err(Error::Refused)?;
@@ -319,6 +341,7 @@ impl DaemonState {
             &recovered.core.specs(),
             !recovered.started.phases.is_empty(),
             recovered.started.model.as_deref(),
+            recovered.started.replay.as_deref(),
         );
         let models =
             crate::models::resolve(&config.worker, queries, recovered.started.model.clone())

@@ -791,6 +791,8 @@ impl Shell {
                 attempt: Some(d.attempt),
                 heartbeat_interval_ms: Some(self.config.heartbeat_interval_ms),
                 model: self.ctx.models.flag.clone(),
+                record: self.ctx.run.record.clone(),
+                replay: self.ctx.run.replay.clone(),
             },
             tools: crate::tools::offered(d.role),
         };

@@ -53,7 +53,7 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
     let root = std::fs::canonicalize(dir.path()).unwrap();
     crate::rt().block_on(async {
         let mock = MockProvider::start(vec![
-            Exchange {
+            Exchange { request: None,
                 expect: Expect {
                     contains: vec![
                         "Task A: write a greeting".into(),
@@ -71,11 +71,11 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
                 },
                 reply: Reply::Events(tool_use_events("toolu_1", "fs_write", &json!({"path": "hello.txt", "content": "hello\n"}))),
             },
-            Exchange {
+            Exchange { request: None,
                 expect: Expect { contains: vec!["\"tool_use_id\":\"toolu_1\"".into(), r#"\"created\":true"#.into()], tools: vec![] },
                 reply: Reply::Events(tool_use_events("toolu_2", "submit_result", &json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]}))),
             },
-            Exchange {
+            Exchange { request: None,
                 expect: Expect {
                     contains: vec!["The executor's result under review".into(), "Wrote hello.txt".into()],
                     tools: vec!["fs_read".into(), "git_diff".into(), "submit_result".into()],
@@ -164,6 +164,8 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 max_tokens: None,
                 max_time_ms: None,
                 model: None,
+                record: None,
+                replay: None,
                 by: None,
             })
             .await
@@ -197,6 +199,8 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 max_tokens: None,
                 max_time_ms: None,
                 model: Some("openai/".into()),
+                record: None,
+                replay: None,
                 by: None,
             })
             .await
@@ -251,18 +255,18 @@ fn changes_requested_once_then_fixed_and_approved_through_provider_faults() {
         let mut cut = tool_use_events("toolu_x", "fs_write", &json!({"path": "hello.txt", "content": "never\n"}));
         cut.truncate(3);
         let mock = MockProvider::start(vec![
-            Exchange { expect: any(), reply: Reply::Status { status: 429, retry_after: Some(0), error_type: None } },
-            Exchange { expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "helo\n"})) },
-            Exchange { expect: any(), reply: call("t2", "submit_result", json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]})) },
-            Exchange { expect: any(), reply: review("changes_requested", json!([{"severity": "high", "summary": "hello is misspelled", "file": "hello.txt", "line": 1}])) },
-            Exchange {
+            Exchange { request: None, expect: any(), reply: Reply::Status { status: 429, retry_after: Some(0), error_type: None } },
+            Exchange { request: None, expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "helo\n"})) },
+            Exchange { request: None, expect: any(), reply: call("t2", "submit_result", json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]})) },
+            Exchange { request: None, expect: any(), reply: review("changes_requested", json!([{"severity": "high", "summary": "hello is misspelled", "file": "hello.txt", "line": 1}])) },
+            Exchange { request: None,
                 expect: Expect { contains: vec!["hello is misspelled".into()], tools: vec![] },
                 reply: Reply::Dropped(cut),
             },
-            Exchange { expect: any(), reply: call("t3", "fs_read", json!({"path": "hello.txt"})) },
-            Exchange { expect: any(), reply: call("t4", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"})) },
-            Exchange { expect: any(), reply: call("t5", "submit_result", json!({"status": "completed", "summary": "Fixed the spelling", "changed_files": ["hello.txt"]})) },
-            Exchange { expect: Expect { contains: vec!["Fixed the spelling".into()], tools: vec![] }, reply: review("approved", json!([])) },
+            Exchange { request: None, expect: any(), reply: call("t3", "fs_read", json!({"path": "hello.txt"})) },
+            Exchange { request: None, expect: any(), reply: call("t4", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"})) },
+            Exchange { request: None, expect: any(), reply: call("t5", "submit_result", json!({"status": "completed", "summary": "Fixed the spelling", "changed_files": ["hello.txt"]})) },
+            Exchange { request: None, expect: Expect { contains: vec!["Fixed the spelling".into()], tools: vec![] }, reply: review("approved", json!([])) },
         ])
         .await;
         let state = state(&root, &key(&mock));
@@ -291,9 +295,9 @@ fn a_claimed_check_that_never_ran_cannot_complete_the_task() {
     crate::rt().block_on(async {
         let claim = json!({"status": "completed", "summary": "Done and tested", "changed_files": ["hello.txt"], "verification": [{"name": "cargo test", "status": "passed"}]});
         let mock = MockProvider::start(vec![
-            Exchange { expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})) },
-            Exchange { expect: any(), reply: call("t2", "submit_result", claim.clone()) },
-            Exchange {
+            Exchange { request: None, expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})) },
+            Exchange { request: None, expect: any(), reply: call("t2", "submit_result", claim.clone()) },
+            Exchange { request: None,
                 expect: Expect { contains: vec!["no command you ran shows it".into()], tools: vec![] },
                 reply: call("t3", "submit_result", json!({"status": "completed", "summary": "Done", "changed_files": ["hello.txt"]})),
             },
@@ -322,5 +326,103 @@ fn a_claimed_check_that_never_ran_cannot_complete_the_task() {
             .collect();
         assert!(early.is_empty(), "{early:?}");
         state.stop_runs().await;
+    });
+}
+
+/// Runs PLAN (with `plan_extra` appended to its task) on a fresh project with these
+/// record/replay settings; the run's task status and the executor's summary.
+async fn run_recorded(
+    env: &[(&str, String)],
+    plan_extra: &str,
+    record: Option<String>,
+    replay: Option<String>,
+) -> (TaskStatus, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let state = state(&root, env);
+    let session = state
+        .start_run(airsd::daemon::RunRequest {
+            plan: "plan.md".into(),
+            plan_text: format!("{PLAN}{plan_extra}"),
+            title: None,
+            concurrency: None,
+            on_ask: Some(OnAsk::Deny),
+            permission_mode: None,
+            max_cost: None,
+            max_tokens: None,
+            max_time_ms: None,
+            model: None,
+            record,
+            replay,
+            by: None,
+        })
+        .await
+        .unwrap()
+        .session_id;
+    let p = until(&state, &session, |p| {
+        p.run
+            .as_ref()
+            .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+    })
+    .await;
+    state.stop_runs().await;
+    let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+    let summary: String = conn
+        .query_row(
+            "SELECT json_extract(payload_json, '$.result.summary') FROM events WHERE type = 'agent.completed' ORDER BY seq LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or_default();
+    if let Some(status) = p.task("A").map(|t| t.status) {
+        if status == TaskStatus::Completed {
+            assert_eq!(
+                std::fs::read_to_string(root.join("hello.txt")).unwrap(),
+                "hello\n"
+            );
+        }
+        return (status, summary);
+    }
+    panic!("no task A: {p:#?}")
+}
+
+#[test]
+fn a_recorded_run_replays_without_a_provider_and_a_changed_request_is_named() {
+    let rec = tempfile::tempdir().unwrap();
+    let rec_dir = rec.path().join("recording");
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange { request: None, expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})) },
+            Exchange { request: None, expect: any(), reply: call("t2", "submit_result", json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]})) },
+            Exchange { request: None, expect: any(), reply: review("approved", json!([])) },
+        ])
+        .await;
+        let env = [
+            ("ANTHROPIC_API_KEY", "sk-test".to_string()),
+            ("ANTHROPIC_BASE_URL", mock.url.clone()),
+        ];
+        let recorded = run_recorded(&env, "", Some(rec_dir.display().to_string()), None).await;
+        assert_eq!(recorded.0, TaskStatus::Completed, "{recorded:?}");
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        // One conversation per agent, in the mock provider's fixture format.
+        let executor = air_tests::mock_provider::Recording::load(&rec_dir.join("A-executor-1.json")).unwrap();
+        assert_eq!(executor.provider, "anthropic");
+        assert_eq!(executor.exchanges.len(), 2);
+        let first = executor.exchanges[0].request.as_ref().unwrap();
+        assert_eq!(first["model"], "claude-haiku-4-5");
+        assert!(!first.to_string().contains(&*std::env::temp_dir().display().to_string()), "the project path is not kept");
+        assert!(rec_dir.join("A-reviewer-1.json").exists());
+
+        // Replayed on another project, with no key and no provider: the same end.
+        let replayed = run_recorded(&[], "", None, Some(rec_dir.display().to_string())).await;
+        assert_eq!(replayed.0, TaskStatus::Completed, "{replayed:?}");
+
+        // The plan changed: the executor's first request no longer matches, and the
+        // agent says where.
+        let changed = run_recorded(&[], "- hello.txt ends with a newline\n", None, Some(rec_dir.display().to_string())).await;
+        assert_ne!(changed.0, TaskStatus::Completed);
+        for part in ["no longer matches the recording", "at messages[0].content[0].text", "hello.txt ends with a newline"] {
+            assert!(changed.1.contains(part), "{part:?} missing from {:?}", changed.1);
+        }
     });
 }

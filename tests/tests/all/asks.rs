@@ -59,6 +59,8 @@ pub(crate) async fn start_plan(
             max_tokens: None,
             max_time_ms: None,
             model: None,
+            record: None,
+            replay: None,
             by: None,
         })
         .await

@@ -399,6 +399,8 @@ impl Gen {
                         phases: Vec::new(),
                         model: None,
                         overview: None,
+                        record: None,
+                        replay: None,
                     },
                 ),
                 1 => event(&s, "scheduler.paused", &p::SchedulerControl::default()),

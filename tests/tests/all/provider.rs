@@ -81,6 +81,7 @@ fn tool_turn() -> Vec<serde_json::Value> {
 fn a_streamed_turn_becomes_canonical_blocks() {
     crate::rt().block_on(async {
         let mock = MockProvider::start(vec![Exchange {
+            request: None,
             expect: Expect {
                 contains: vec!["Add a README.".into()],
                 tools: vec!["fs_read".into()],
@@ -142,6 +143,7 @@ fn transient_faults_are_retried_and_the_turn_succeeds() {
         cut.truncate(9);
         let mock = MockProvider::start(vec![
             Exchange {
+                request: None,
                 expect: Expect::default(),
                 reply: Reply::Status {
                     status: 429,
@@ -150,6 +152,7 @@ fn transient_faults_are_retried_and_the_turn_succeeds() {
                 },
             },
             Exchange {
+                request: None,
                 expect: Expect::default(),
                 reply: Reply::Status {
                     status: 529,
@@ -158,10 +161,12 @@ fn transient_faults_are_retried_and_the_turn_succeeds() {
                 },
             },
             Exchange {
+                request: None,
                 expect: Expect::default(),
                 reply: Reply::Dropped(cut),
             },
             Exchange {
+                request: None,
                 expect: Expect::default(),
                 reply: Reply::Events(text_events("done")),
             },
@@ -190,20 +195,20 @@ fn transient_faults_are_retried_and_the_turn_succeeds() {
 fn faults_that_cannot_pass_fail_clearly_and_quickly() {
     crate::rt().block_on(async {
         // A refused key is not retried.
-        let mock = MockProvider::start(vec![Exchange { expect: Expect::default(), reply: Reply::Status { status: 401, retry_after: None, error_type: None } }]).await;
+        let mock = MockProvider::start(vec![Exchange { request: None, expect: Expect::default(), reply: Reply::Status { status: 401, retry_after: None, error_type: None } }]).await;
         let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err();
         assert!(matches!(e, ProviderError::Status { status: 401, .. }), "{e}");
         assert_eq!(mock.received().len(), 1);
 
         // Malformed SSE is a protocol error, named.
-        let mock = MockProvider::start(vec![Exchange { expect: Expect::default(), reply: Reply::Malformed("event: message_start\ndata: {not json\n\n".into()) }]).await;
+        let mock = MockProvider::start(vec![Exchange { request: None, expect: Expect::default(), reply: Reply::Malformed("event: message_start\ndata: {not json\n\n".into()) }]).await;
         let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err().to_string();
         assert!(e.contains("malformed stream") && e.contains("message_start"), "{e}");
 
         // An overloaded error inside the stream is retried until the budget ends.
         let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
         let mock = MockProvider::start(
-            (0..4).map(|_| Exchange { expect: Expect::default(), reply: Reply::Events(vec![overloaded.clone()]) }).collect(),
+            (0..4).map(|_| Exchange { request: None, expect: Expect::default(), reply: Reply::Events(vec![overloaded.clone()]) }).collect(),
         )
         .await;
         let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err();
@@ -214,8 +219,8 @@ fn faults_that_cannot_pass_fail_clearly_and_quickly() {
         let mut slow = text_events("late");
         slow.truncate(2);
         let mock = MockProvider::start(vec![
-            Exchange { expect: Expect::default(), reply: Reply::Slow { events: slow, gap_ms: 2_000 } },
-            Exchange { expect: Expect::default(), reply: Reply::Events(text_events("on time")) },
+            Exchange { request: None, expect: Expect::default(), reply: Reply::Slow { events: slow, gap_ms: 2_000 } },
+            Exchange { request: None, expect: Expect::default(), reply: Reply::Events(text_events("on time")) },
         ])
         .await;
         let t0 = Instant::now();
@@ -224,7 +229,7 @@ fn faults_that_cannot_pass_fail_clearly_and_quickly() {
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
 
         // A request that does not match the recording is refused and reported.
-        let mock = MockProvider::start(vec![Exchange {
+        let mock = MockProvider::start(vec![Exchange { request: None,
             expect: Expect { contains: vec!["Something else".into()], tools: vec![] },
             reply: Reply::Events(text_events("x")),
         }])
@@ -257,8 +262,8 @@ fn openai_chat_converts_at_the_boundary_and_folds_tool_calls() {
         ]))
         .unwrap();
         let mock = MockProvider::start(vec![
-            Exchange { expect: Expect::default(), reply: Reply::Status { status: 503, retry_after: None, error_type: None } },
-            Exchange {
+            Exchange { request: None, expect: Expect::default(), reply: Reply::Status { status: 503, retry_after: None, error_type: None } },
+            Exchange { request: None,
                 expect: Expect { contains: vec!["\"role\":\"tool\"".into(), "call_0".into()], tools: vec!["fs_read".into()] },
                 reply: Reply::Chunks(chunks),
             },
@@ -326,15 +331,15 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
         ]))
         .unwrap();
         let mock = MockProvider::start(vec![
-            Exchange {
+            Exchange { request: None,
                 expect: Expect::default(),
                 reply: Reply::Events(vec![json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow down"})]),
             },
-            Exchange {
+            Exchange { request: None,
                 expect: Expect { contains: vec!["function_call_output".into(), "call_0".into()], tools: vec!["fs_read".into()] },
                 reply: Reply::Events(events),
             },
-            Exchange {
+            Exchange { request: None,
                 expect: Expect::default(),
                 reply: Reply::Events(vec![
                     json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "content": []}}),
@@ -342,7 +347,7 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
                     json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}}),
                 ]),
             },
-            Exchange {
+            Exchange { request: None,
                 expect: Expect::default(),
                 reply: Reply::Events(vec![json!({"type": "response.failed", "response": {"status": "failed", "error": {"code": "invalid_prompt", "message": "no"}}})]),
             },

@@ -109,7 +109,9 @@ impl super::Adapter for Anthropic {
                 ));
             };
             if fold.event(&event.event, &event.data, on_delta)? {
-                return fold.finish();
+                let mut turn = fold.finish()?;
+                turn.wire = sse.take_wire();
+                return Ok(turn);
             }
         }
     }
@@ -363,6 +365,7 @@ impl Fold {
             stop_reason: self.stop_reason,
             usage: self.usage,
             attempts: 1,
+            wire: Vec::new(),
         })
     }
 }

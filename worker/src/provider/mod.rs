@@ -70,6 +70,23 @@ pub struct Turn {
     pub usage: TurnUsage,
     /// Attempts it took (1 when nothing was retried).
     pub attempts: u32,
+    /// The stream's events as they came, when they are being kept
+    /// ([`keep_wire`], for recordings); empty otherwise.
+    pub wire: Vec<RawEvent>,
+}
+
+/// One server-sent event as it came over the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawEvent {
+    pub event: String,
+    pub data: String,
+}
+
+static KEEP_WIRE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Keep every turn's raw events in [`Turn::wire`] (for recording a run).
+pub fn keep_wire(on: bool) {
+    KEEP_WIRE.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A piece of a turn as it streams.
@@ -342,6 +359,7 @@ pub(crate) struct Sse {
     provider: &'static str,
     idle: Duration,
     events: EventStream,
+    wire: Option<Vec<RawEvent>>,
 }
 
 impl Sse {
@@ -368,7 +386,15 @@ impl Sse {
             provider,
             idle: timeouts.idle,
             events: Box::pin(response.bytes_stream().eventsource()),
+            wire: KEEP_WIRE
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .then(Vec::new),
         })
+    }
+
+    /// The events kept so far (see [`keep_wire`]).
+    pub(crate) fn take_wire(&mut self) -> Vec<RawEvent> {
+        self.wire.take().unwrap_or_default()
     }
 
     /// The next event; `None` when the stream ended.
@@ -387,7 +413,15 @@ impl Sse {
             })?;
         match next {
             None => Ok(None),
-            Some(Ok(event)) => Ok(Some(event)),
+            Some(Ok(event)) => {
+                if let Some(w) = &mut self.wire {
+                    w.push(RawEvent {
+                        event: event.event.clone(),
+                        data: event.data.clone(),
+                    });
+                }
+                Ok(Some(event))
+            }
             Some(Err(eventsource_stream::EventStreamError::Transport(e))) => Err(
                 ProviderError::transport(provider, format!("the stream broke: {e}")),
             ),

@@ -144,7 +144,9 @@ impl super::Adapter for OpenAiChat {
                 ));
             };
             if event.data.trim() == "[DONE]" {
-                return fold.finish();
+                let mut turn = fold.finish()?;
+                turn.wire = sse.take_wire();
+                return Ok(turn);
             }
             fold.chunk(&event.data, on_delta)?;
         }
@@ -293,6 +295,7 @@ impl Fold {
             stop_reason: self.finish,
             usage: self.usage,
             attempts: 1,
+            wire: Vec::new(),
         })
     }
 }

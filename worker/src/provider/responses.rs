@@ -152,7 +152,8 @@ impl super::Adapter for OpenAiResponses {
                     "the stream ended before response.completed",
                 ));
             };
-            if let Some(turn) = fold.event(&event.data, on_delta)? {
+            if let Some(mut turn) = fold.event(&event.data, on_delta)? {
+                turn.wire = sse.take_wire();
                 return Ok(turn);
             }
         }
@@ -356,6 +357,7 @@ impl Fold {
             stop_reason: Some(stop_reason),
             usage,
             attempts: 1,
+            wire: Vec::new(),
         })
     }
 }
