@@ -101,7 +101,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "DIR",
-        conflicts_with_all = ["resume", "record", "model", "provider"]
+        conflicts_with_all = ["resume", "model", "provider"]
     )]
     pub replay: Option<PathBuf>,
     #[command(flatten)]

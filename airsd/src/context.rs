@@ -237,7 +237,11 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     }];
     if let Some(overview) = sources.overview.as_deref().filter(|o| !o.trim().is_empty()) {
         let mut text = String::from("## The plan\n\n");
-        if let Some(title) = &sources.plan_title {
+        if let Some(title) = sources
+            .plan_title
+            .as_ref()
+            .filter(|t| !overview.contains(t.as_str()))
+        {
             let _ = writeln!(text, "{title}\n");
         }
         text.push_str(overview.trim());
@@ -261,10 +265,9 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         .neighbours
         .iter()
         .filter(|n| {
-            matches!(
-                n.relation,
-                Relation::Dependency(DependencyType::Hard | DependencyType::Soft)
-            ) && n.result.is_some()
+            // A hard dependency has always completed; a soft one may or may not have
+            // by now, and the context must not depend on that race.
+            n.relation == Relation::Dependency(DependencyType::Hard) && n.result.is_some()
         })
         .collect();
     if !parents.is_empty() {
@@ -492,21 +495,19 @@ fn quoted(list: &[String]) -> String {
 fn neighbours_text(neighbours: &[Neighbour]) -> String {
     let mut s = String::from("## Neighbouring tasks\n\n");
     for n in neighbours {
+        // Only a hard dependency's state is settled (it completed); the others'
+        // change as the run goes, so they are not shown.
         let relation = match n.relation {
-            Relation::Dependency(DependencyType::Hard) => "this task depends on it",
-            Relation::Dependency(DependencyType::Conflict) => {
-                "it must not run at the same time as this task"
+            Relation::Dependency(DependencyType::Hard) => {
+                format!("{}; this task depends on it", n.status.as_str())
             }
-            Relation::Dependency(_) => "this task runs after it",
-            Relation::Dependent => "it depends on this task",
+            Relation::Dependency(DependencyType::Conflict) => {
+                "it must not run at the same time as this task".into()
+            }
+            Relation::Dependency(_) => "this task should run after it".into(),
+            Relation::Dependent => "it depends on this task".into(),
         };
-        let _ = writeln!(
-            s,
-            "- {} \"{}\" ({}; {relation})",
-            n.spec.id,
-            n.spec.title,
-            n.status.as_str()
-        );
+        let _ = writeln!(s, "- {} \"{}\" ({relation})", n.spec.id, n.spec.title);
         if let Some(files) = n
             .spec
             .scope

@@ -181,8 +181,10 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
     let root = std::env::current_dir()
         .ok()
         .map(|p| p.display().to_string());
+    // Replaying while recording re-records: today's requests are taken as they are.
+    let rerecord = start.runtime.record.is_some();
     let (model, key, _replay) = match start.runtime.replay.as_deref() {
-        Some(dir) => match replaying(dir, &start.runtime.agent_id, root.clone()).await {
+        Some(dir) => match replaying(dir, &start.runtime.agent_id, root.clone(), rerecord).await {
             Ok((model, server)) => (model, Some("replay".to_string()), Some(server)),
             Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
         },
@@ -238,6 +240,7 @@ async fn replaying(
     dir: &str,
     agent_id: &str,
     root: Option<String>,
+    unchecked: bool,
 ) -> Result<(ResolvedModel, Server), String> {
     let file = replay::file_for(std::path::Path::new(dir), agent_id);
     if !file.exists() {
@@ -246,7 +249,12 @@ async fn replaying(
             file.display()
         ));
     }
-    let recording = Recording::load(&file)?;
+    let mut recording = Recording::load(&file)?;
+    if unchecked {
+        for x in &mut recording.exchanges {
+            x.request = None;
+        }
+    }
     let (kind, model) =
         replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", file.display()))?;
     let server = Server::start(recording.exchanges, root)

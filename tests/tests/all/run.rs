@@ -964,3 +964,59 @@ fn air_doctor_names_what_is_missing_and_a_run_without_a_model_is_refused() {
     expect(&out, 2);
     assert!(text(&out.stderr).contains("--provider `anthropic/x`"));
 }
+
+/// The README's quick start: the example plan replayed from the recording shipped
+/// with it, by the real `air-worker`, with no key and no provider.
+#[test]
+fn the_shipped_recording_replays_the_example_plan_with_no_key() {
+    let real = |p: &Project, args: &[&str]| {
+        let mut c = command(p, args);
+        c.env("AIR_WORKER", bin("air-worker"));
+        for k in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "AIR_MODEL",
+            "AIR_RECORD",
+        ] {
+            c.env_remove(k);
+        }
+        c.output().unwrap()
+    };
+    let p = project();
+    let out = real(&p, &["run", "--plan", "plan.md", "--replay", "recording"]);
+    expect(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("completed: 7 completed"), "{stdout}");
+    // The work is really there: the project's own tests pass.
+    let tests = Command::new("python3")
+        .args(["-m", "unittest", "discover", "-s", "tests"])
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(tests.status.success(), "{}", text(&tests.stderr));
+    assert!(p.root.join("wordcount/__main__.py").exists());
+    let _ = air(&p, &["daemon", "stop"]);
+
+    // Replaying while recording re-records: a fresh recording of the same run.
+    let q = project();
+    let out = real(
+        &q,
+        &[
+            "run",
+            "--plan",
+            "plan.md",
+            "--replay",
+            "recording",
+            "--record",
+            "again",
+        ],
+    );
+    expect(&out, 0);
+    let files = std::fs::read_dir(q.root.join("again")).unwrap().count();
+    assert_eq!(
+        files,
+        std::fs::read_dir(q.root.join("recording")).unwrap().count()
+    );
+    let _ = air(&q, &["daemon", "stop"]);
+}

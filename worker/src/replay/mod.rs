@@ -40,6 +40,27 @@ static TIME: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
 /// What stands for the project directory in recordings.
 pub const PROJECT: &str = "${PROJECT}";
 
+/// Parts of a request that stay the same through a conversation; after the first
+/// exchange a recording keeps them as [`SAME`].
+const STABLE: &[&str] = &["system", "instructions", "tools"];
+/// "As in the conversation's first request."
+pub const SAME: &str = "<as in request 1>";
+
+/// A recorded request with its [`SAME`] parts filled in from the first one.
+pub fn expanded(recorded: &Value, first: Option<&Value>) -> Value {
+    let mut r = recorded.clone();
+    if let (Some(o), Some(first)) = (r.as_object_mut(), first) {
+        for k in STABLE {
+            if o.get(*k).and_then(Value::as_str) == Some(SAME) {
+                if let Some(v) = first.get(*k) {
+                    o.insert((*k).to_string(), v.clone());
+                }
+            }
+        }
+    }
+    r
+}
+
 fn mask(text: &str, root: Option<&str>) -> String {
     let mut s = match root.filter(|r| r.len() > 1) {
         Some(r) => text.replace(r, PROJECT),
@@ -260,12 +281,26 @@ impl Recorder {
                     .collect()
             })
             .unwrap_or_default();
+        let mut request = normalize(body, self.root.as_deref());
+        if let (Some(first), Some(o)) = (
+            self.recording
+                .exchanges
+                .first()
+                .and_then(|x| x.request.as_ref()),
+            request.as_object_mut(),
+        ) {
+            for k in STABLE {
+                if o.contains_key(*k) && o.get(*k) == first.get(*k) {
+                    o.insert((*k).to_string(), Value::String(SAME.into()));
+                }
+            }
+        }
         self.recording.exchanges.push(Exchange {
             expect: Expect {
                 contains: Vec::new(),
                 tools,
             },
-            request: Some(normalize(body, self.root.as_deref())),
+            request: Some(request),
             reply,
         });
         let text = serde_json::to_vec_pretty(&self.recording).map_err(|e| e.to_string())?;
@@ -280,9 +315,11 @@ pub fn recorded_model(recording: &Recording) -> Result<(ProviderKind, String), S
         "anthropic" => ProviderKind::Anthropic,
         "openai_chat" => ProviderKind::OpenaiChat,
         "openai_responses" => ProviderKind::OpenaiResponses,
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "`provider`: `{other}` is not a protocol (anthropic, openai_chat or openai_responses)"
-        )),
+        ))
+        }
     };
     let model = recording
         .exchanges

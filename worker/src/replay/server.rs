@@ -313,7 +313,9 @@ impl Server {
                                 .and_then(|()| match &x.request {
                                     Some(recorded) => {
                                         let now = super::normalize(&json, root.as_deref());
-                                        match super::diff(recorded, &now) {
+                                        let first = exchanges.first().and_then(|f| f.request.as_ref());
+                                        let recorded = super::expanded(recorded, first);
+                                        match super::diff(&recorded, &now) {
                                             None => Ok(()),
                                             Some(d) => Err(format!(
                                                 "the request no longer matches the recording:\n{d}"
