@@ -239,16 +239,29 @@ impl EventStore {
         task_id: Option<&str>,
         content: &Value,
     ) -> Result<()> {
-        let content_json = serde_json::to_string(content)
-            .map_err(|e| Error::Internal(format!("draft content: {e}")))?;
-        self.submit(WriteOp::PutDraft {
-            message_id: message_id.to_string(),
-            agent_id: agent_id.map(str::to_string),
-            task_id: task_id.map(str::to_string),
-            content_json,
-        })
-        .await
-        .map(drop)
+        self.submit(draft_op(message_id, agent_id, task_id, content)?)
+            .await
+            .map(drop)
+    }
+
+    /// Queues a draft behind what is queued before it, without waiting for its
+    /// commit (the writer deletes it when the finished message is recorded, so the
+    /// order is what matters).
+    pub async fn queue_draft(
+        &self,
+        message_id: &str,
+        agent_id: Option<&str>,
+        task_id: Option<&str>,
+        content: &Value,
+    ) -> Result<()> {
+        let (ack, _done) = oneshot::channel();
+        self.sender()?
+            .send(WriteRequest {
+                op: draft_op(message_id, agent_id, task_id, content)?,
+                ack,
+            })
+            .await
+            .map_err(|_| Error::WriterClosed)
     }
 
     /// Stores one key of UI recovery state (D-053).
@@ -288,6 +301,22 @@ impl EventStore {
             tx.take();
         }
     }
+}
+
+fn draft_op(
+    message_id: &str,
+    agent_id: Option<&str>,
+    task_id: Option<&str>,
+    content: &Value,
+) -> Result<WriteOp> {
+    let content_json = serde_json::to_string(content)
+        .map_err(|e| Error::Internal(format!("draft content: {e}")))?;
+    Ok(WriteOp::PutDraft {
+        message_id: message_id.to_string(),
+        agent_id: agent_id.map(str::to_string),
+        task_id: task_id.map(str::to_string),
+        content_json,
+    })
 }
 
 impl Drop for EventStore {

@@ -3,6 +3,7 @@
 //! async shell that records decisions as events and drives worker processes.
 
 pub mod core;
+pub mod drafts;
 pub mod gate;
 pub mod shell;
 pub mod sim;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use air_proto::context::{AgentRuntimeContext, ContextPack, ContextPackRefs, PermissionTemplate};
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
@@ -354,6 +354,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         last_error: HashMap::new(),
         asked: std::collections::HashSet::new(),
         tools,
+        drafts: Default::default(),
     };
     tokio::spawn(async move {
         if let Err(e) = shell.run(rx, worker_rx).await {
@@ -390,6 +391,8 @@ struct Shell {
     asked: std::collections::HashSet<String>,
     /// What tool calls need: the read ledger, the PermissionEngine, the backups.
     tools: super::tooljob::ToolEnv,
+    /// The messages streaming now, stored as drafts as they go.
+    drafts: super::drafts::Drafts,
 }
 
 impl Shell {
@@ -933,6 +936,38 @@ impl Shell {
                     }
                     return Ok(());
                 }
+                match event.event_type.as_str() {
+                    "token.delta" => {
+                        if let Ok(d) =
+                            serde_json::from_value::<p::TokenDelta>(event.payload.clone())
+                        {
+                            let task = self.dispatches.get(agent_id).map(|d| d.task_id.clone());
+                            if let Some((message, agent, task, content)) =
+                                self.drafts
+                                    .delta(&d, agent_id, task.as_deref(), Instant::now())
+                            {
+                                if let Err(e) = self
+                                    .ctx
+                                    .session
+                                    .store()
+                                    .queue_draft(&message, Some(&agent), task.as_deref(), &content)
+                                    .await
+                                {
+                                    tracing::warn!(
+                                        agent = agent_id,
+                                        "a message draft was not stored: {e}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    "assistant.message.created" => {
+                        if let Some(m) = event.payload.get("message_id").and_then(Value::as_str) {
+                            self.drafts.finished(m);
+                        }
+                    }
+                    _ => {}
+                }
                 if let Err(e) = self.ctx.session.store().append(event).await {
                     tracing::warn!(agent = agent_id, "a worker's event was refused: {e}");
                 }
@@ -1015,6 +1050,7 @@ impl Shell {
     async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
         self.keep_stderr(agent_id)?;
         self.tools.ledger.forget(agent_id);
+        self.drafts.agent_ended(agent_id);
         self.workers.remove(agent_id);
         self.agents.store(self.workers.len(), Ordering::Relaxed);
         let result = self.results.remove(agent_id);

@@ -426,3 +426,59 @@ fn a_recorded_run_replays_without_a_provider_and_a_changed_request_is_named() {
         }
     });
 }
+
+/// A message streaming slowly is stored as a draft while it streams (what a crash
+/// would leave), and the draft goes when the finished message is recorded.
+#[test]
+fn a_streaming_message_is_kept_as_a_draft_until_it_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mut slow = vec![
+            json!({"type": "message_start", "message": {"id": "msg_s", "type": "message", "role": "assistant", "content": [], "model": "mock", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ];
+        for i in 0..8 {
+            slow.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": format!("Looking, part {i}. ")}}));
+        }
+        slow.push(json!({"type": "content_block_stop", "index": 0}));
+        slow.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 40}}));
+        slow.push(json!({"type": "message_stop"}));
+        let mock = MockProvider::start(vec![
+            Exchange { request: None, expect: any(), reply: Reply::Slow { events: slow, gap_ms: 150 } },
+            Exchange { request: None, expect: any(), reply: call("t1", "submit_result", json!({
+                "status": "completed", "summary": "Nothing needed changing.",
+                "evidence_refs": [{"id": "e1", "kind": "message", "ref": "look", "claim": "hello.txt is not needed", "evidence_type": "explanation"}]
+            })) },
+            Exchange { request: None, expect: any(), reply: review("approved", json!([])) },
+        ])
+        .await;
+        let state = state(&root, &[("ANTHROPIC_API_KEY", "sk-test".into()), ("ANTHROPIC_BASE_URL", mock.url.clone())]);
+        let session = start(&state, PLAN).await;
+        let db = ProjectPaths::new(&root).session_db(&session);
+        let drafts = |db: &std::path::Path| -> Vec<String> {
+            let conn = rusqlite::Connection::open(db).unwrap();
+            let mut st = conn.prepare("SELECT content_json FROM message_drafts").unwrap();
+            st.query_map([], |r| r.get::<_, String>(0)).unwrap().map(Result::unwrap).collect()
+        };
+        // While it streams, a draft holds what came so far.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let seen = loop {
+            let d = drafts(&db);
+            if let Some(text) = d.iter().find(|t| t.contains("Looking, part 2.")) {
+                break text.clone();
+            }
+            assert!(std::time::Instant::now() < deadline, "no draft appeared: {d:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(seen.starts_with(r#"[{"text":"Looking, part 0. "#), "{seen}");
+        assert!(!seen.contains("part 7"), "the draft was stored only at the end: {seen}");
+        let p = until(&state, &session, |p| {
+            p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+        })
+        .await;
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        assert!(drafts(&db).is_empty(), "the recorded message's draft is gone");
+        state.stop_runs().await;
+    });
+}
