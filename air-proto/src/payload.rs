@@ -67,6 +67,23 @@ pub struct AgentStarted {
     pub context: Option<crate::context::ContextSummary>,
 }
 
+/// `debug.record.created`: what a debugger found — the symptom, its analysis and root
+/// cause, whether and how it fixed it, and the command runs that show it.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DebugRecordCreated {
+    pub task_id: String,
+    pub agent_id: String,
+    pub symptom: String,
+    pub analysis: String,
+    pub root_cause: Option<String>,
+    pub fixed: bool,
+    #[serde(default)]
+    pub changed_files: Vec<String>,
+    #[serde(default)]
+    pub command_run_ids: Vec<String>,
+}
+
 /// `context.compaction.requested`: a context passed its model's compaction threshold.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

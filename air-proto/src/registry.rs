@@ -451,6 +451,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(
         "debug.record.created",
         "debug",
+        DebugRecordCreated,
         "A debugging record (symptom, cause, fix, evidence) was stored."
     ),
     ephemeral!(

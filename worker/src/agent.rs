@@ -34,6 +34,9 @@ pub const MAX_OUTPUT: u32 = 16_384;
 /// its tools (the real worker speaks NDJSON on its pipes; tests may do otherwise).
 pub trait Link: Sync {
     fn event(&self, event: RuntimeEvent);
+    /// The loop moved on: its state, the turn, and the tokens used so far (the real
+    /// worker reports it in its heartbeats, at once when the state changes).
+    fn progress(&self, _state: LoopState, _turn: u32, _tokens: (u64, u64)) {}
     fn call_tool(
         &self,
         tool_call_id: &str,
@@ -41,6 +44,50 @@ pub trait Link: Sync {
         input: Value,
         origin_message_id: &str,
     ) -> impl Future<Output = ToolResult> + Send;
+}
+
+/// Where an agent's loop is (D-006), per agent type: the executor LOADING →
+/// THINKING → ACTING → OBSERVING (again and again) → FINALIZING; the reviewer and the
+/// Architecture Designer LOADING → REVIEWING → DECIDING; the debugger GATHERING →
+/// ANALYZING → FIXING → RECORDING, or ESCALATING when it cannot fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopState {
+    Loading,
+    Thinking,
+    Acting,
+    Observing,
+    Finalizing,
+    Reviewing,
+    Deciding,
+    Gathering,
+    Analyzing,
+    Fixing,
+    Recording,
+    Escalating,
+}
+
+impl LoopState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopState::Loading => "LOADING",
+            LoopState::Thinking => "THINKING",
+            LoopState::Acting => "ACTING",
+            LoopState::Observing => "OBSERVING",
+            LoopState::Finalizing => "FINALIZING",
+            LoopState::Reviewing => "REVIEWING",
+            LoopState::Deciding => "DECIDING",
+            LoopState::Gathering => "GATHERING",
+            LoopState::Analyzing => "ANALYZING",
+            LoopState::Fixing => "FIXING",
+            LoopState::Recording => "RECORDING",
+            LoopState::Escalating => "ESCALATING",
+        }
+    }
+}
+
+/// Tools that change files (the debugger's FIXING starts with the first).
+fn writes(tool: &str) -> bool {
+    matches!(tool, "fs.write" | "fs.edit" | "fs.multi_edit")
 }
 
 /// A provider client of any protocol.
@@ -160,6 +207,51 @@ pub fn answer(q: &ModelQuery) -> ModelReply {
             resolved: None,
             error: Some(e),
         },
+    }
+}
+
+/// The debugger's record of what it found (`debug.record.created`): the symptom (the
+/// executor's failed checks or summary), the analysis and cause, the fix, and the
+/// commands that show it.
+fn debug_record(
+    start: &AgentStart,
+    result: &WorkerResult,
+    ran: &[submit::Ran],
+) -> p::DebugRecordCreated {
+    let output: Option<air_proto::result::DebuggerOutput> =
+        serde_json::from_value(result.result.clone()).ok();
+    let symptom = match start.context_pack.previous_result.as_deref() {
+        Some(prev) => {
+            let failed: Vec<String> = prev
+                .verification
+                .iter()
+                .filter(|v| v.status == air_proto::result::VerificationStatus::Failed)
+                .map(|v| format!("`{}` failed", v.name))
+                .collect();
+            if failed.is_empty() {
+                prev.summary.clone()
+            } else {
+                failed.join("; ")
+            }
+        }
+        None => start.task_spec.title.clone(),
+    };
+    p::DebugRecordCreated {
+        task_id: result.task_id.clone(),
+        agent_id: result.agent_id.clone(),
+        symptom,
+        analysis: output
+            .as_ref()
+            .map(|o| o.analysis.clone())
+            .unwrap_or_default(),
+        root_cause: output.as_ref().and_then(|o| o.root_cause.clone()),
+        fixed: output.as_ref().is_some_and(|o| o.fixed),
+        changed_files: result.changed_files.clone(),
+        command_run_ids: ran
+            .iter()
+            .filter(|r| !r.command_run_id.is_empty())
+            .map(|r| r.command_run_id.clone())
+            .collect(),
     }
 }
 
@@ -327,7 +419,28 @@ async fn run_with(
         0 => DEFAULT_MAX_TURNS,
         n => n,
     };
+    let debugging = role == AgentType::Debugger;
+    let reviewing = matches!(role, AgentType::Reviewer | AgentType::ArchitectureDesigner);
+    let mut state = LoopState::Loading;
+    let mut tokens = (0u64, 0u64);
+    let mut fixing = false;
+    link.progress(state, 0, tokens);
     for turn_no in 0..max_turns {
+        // Before the model's turn: what the loop is doing now.
+        state = if debugging {
+            if fixing {
+                LoopState::Fixing
+            } else if ran.iter().any(|r| r.exit_code.is_some()) {
+                LoopState::Analyzing
+            } else {
+                LoopState::Gathering
+            }
+        } else if reviewing {
+            LoopState::Reviewing
+        } else {
+            LoopState::Thinking
+        };
+        link.progress(state, turn_no + 1, tokens);
         let message_id = air_proto::ids::new_id();
         let mut deltas = |d: Delta<'_>| {
             let (kind, index, text) = match d {
@@ -420,12 +533,39 @@ async fn run_with(
                 link.event(e);
             }
         }
+        tokens.0 += turn.usage.input_tokens;
+        tokens.1 += turn.usage.output_tokens;
         let assistant = Message::assistant(turn.content);
         let mut answers = Vec::new();
         for (id, name, input) in assistant.tool_uses() {
             if name == submit::SUBMIT {
                 match submit::accept(role, &task_id, &agent_id, input, &ran) {
-                    Ok(result) => return result,
+                    Ok(result) => {
+                        let end = match role {
+                            AgentType::Debugger => {
+                                let record = debug_record(start, &result, &ran);
+                                let state = if record.fixed {
+                                    LoopState::Recording
+                                } else {
+                                    LoopState::Escalating
+                                };
+                                link.progress(state, turn_no + 1, tokens);
+                                if let Ok(e) = RuntimeEvent::typed(
+                                    "debug.record.created",
+                                    session.as_str(),
+                                    source.clone(),
+                                    &record,
+                                ) {
+                                    link.event(e);
+                                }
+                                state
+                            }
+                            _ if reviewing => LoopState::Deciding,
+                            _ => LoopState::Finalizing,
+                        };
+                        link.progress(end, turn_no + 1, tokens);
+                        return result;
+                    }
                     Err(why) => answers.push(ContentBlock::ToolResult {
                         tool_use_id: id.to_string(),
                         content: why,
@@ -442,6 +582,19 @@ async fn run_with(
                 });
                 continue;
             };
+            if debugging && writes(tool) {
+                fixing = true;
+            }
+            let acting = match (debugging, reviewing) {
+                (true, _) if fixing => LoopState::Fixing,
+                (true, _) => state,
+                (_, true) => LoopState::Reviewing,
+                _ => LoopState::Acting,
+            };
+            if acting != state {
+                state = acting;
+                link.progress(state, turn_no + 1, tokens);
+            }
             let answer = link.call_tool(id, tool, input.clone(), &message_id).await;
             // What ran is what a passed check may cite.
             if tool == "shell.run" {
@@ -476,6 +629,10 @@ async fn run_with(
                 },
             });
         }
+        if !debugging && !reviewing && !answers.is_empty() {
+            state = LoopState::Observing;
+            link.progress(state, turn_no + 1, tokens);
+        }
         let stopped = turn.stop_reason;
         request.messages.push(assistant);
         if answers.is_empty() {
@@ -497,4 +654,142 @@ async fn run_with(
         WorkerStatus::Failed,
         format!("ran out of turns ({max_turns}) before submitting a result"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use air_proto::ipc::ToolResultStatus;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A link that answers tool calls from a script and keeps what the loop says.
+    #[derive(Default)]
+    struct Script {
+        states: Mutex<Vec<&'static str>>,
+        events: Mutex<Vec<RuntimeEvent>>,
+        shell_exits: Mutex<Vec<i64>>,
+    }
+
+    impl Link for Script {
+        fn event(&self, event: RuntimeEvent) {
+            self.events.lock().unwrap().push(event);
+        }
+
+        fn progress(&self, state: LoopState, _turn: u32, _tokens: (u64, u64)) {
+            let mut s = self.states.lock().unwrap();
+            if s.last() != Some(&state.as_str()) {
+                s.push(state.as_str());
+            }
+        }
+
+        async fn call_tool(
+            &self,
+            id: &str,
+            tool: &str,
+            _input: Value,
+            _origin: &str,
+        ) -> ToolResult {
+            let output = match tool {
+                "shell.run" => {
+                    let code = self.shell_exits.lock().unwrap().remove(0);
+                    json!({"exit_code": code, "command_run_id": format!("run-{code}")})
+                }
+                _ => json!({"ok": true}),
+            };
+            ToolResult {
+                tool_call_id: id.into(),
+                status: ToolResultStatus::Ok,
+                output: Some(output),
+                error: None,
+                truncated: false,
+                artifact_ref: None,
+            }
+        }
+    }
+
+    fn tool_turn(id: &str, name: &str, input: Value) -> Value {
+        json!({"reply": {"events": [
+            {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x", "stop_reason": null, "usage": {"input_tokens": 5, "output_tokens": 1}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
+            {"type": "message_stop"}
+        ]}})
+    }
+
+    /// The debugger's loop goes GATHERING → ANALYZING → FIXING → RECORDING and leaves
+    /// a DebugRecord naming the failed check, the cause and the command runs.
+    #[test]
+    fn the_debugger_gathers_analyzes_fixes_and_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = "grep -qx hello hello.txt";
+        let recording = json!({"provider": "anthropic", "exchanges": [
+            tool_turn("d1", "shell_run", json!({"command": check})),
+            tool_turn("d2", "fs_read", json!({"path": "hello.txt"})),
+            tool_turn("d3", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"})),
+            tool_turn("d4", "shell_run", json!({"command": check})),
+            tool_turn("d5", "submit_result", json!({
+                "status": "completed", "summary": "Fixed the typo.", "changed_files": ["hello.txt"],
+                "verification": [{"name": check, "status": "passed"}],
+                "result": {"analysis": "hello.txt says helo", "root_cause": "a typo", "fixed": true}
+            })),
+        ]});
+        std::fs::write(dir.path().join("T1-debugger-1.json"), recording.to_string()).unwrap();
+        let tools: Vec<Value> = ["fs.read", "fs.edit", "shell.run"]
+            .iter()
+            .map(|n| json!({"name": n, "version": 1, "description": n, "category": "filesystem", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}, "permissions": {}, "streaming": false}))
+            .collect();
+        let control: air_proto::ipc::ControlMessage = serde_json::from_value(json!({
+            "type": "agent.start",
+            "version": 1,
+            "task_spec": {"id": "T1", "type": "execute", "title": "Greet", "description": "Write hello.txt.",
+                "acceptance_criteria": [], "scope": {}, "dependencies": [],
+                "verification": {"commands": [check], "required": true, "fallback_allowed": false},
+                "constraints": {"max_turns": 10, "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "retry_budget": 1, "model_policy": "agent_select"},
+                "context_refs": {}, "output_contract": "DebuggerResult"},
+            "context_pack": {"refs": {},
+                "previous_result": {"task_id": "T1", "agent_id": "T1-executor-1", "agent_type": "executor", "status": "failed",
+                    "summary": "The check fails.", "changed_files": [], "artifacts": [], "risks": [], "follow_up_tasks": [], "evidence_refs": [],
+                    "verification": [{"name": check, "status": "failed"}], "result": null},
+                "assembled": {"request_id": "r", "system": ["You debug."], "messages": [{"role": "user", "content": [{"type": "text", "text": "Find out why."}]}],
+                    "included_refs": {}, "token_estimate": {"total": 10, "by_section": {}, "model_id": "x"},
+                    "budget": {"context_window_tokens": 100000, "reserved_output_tokens": 1000, "safety_margin_tokens": 100, "target_usage_ratio": 0.7},
+                    "compaction": {"needed": false}}},
+            "runtime": {"session_id": "s", "project_id": "p", "agent_id": "T1-debugger-1", "permission_template": "debugger",
+                "agent_type": "debugger", "replay": dir.path().display().to_string()},
+            "tools": tools
+        }))
+        .unwrap();
+        let air_proto::ipc::ControlMessage::Start(start) = control else {
+            panic!("not a start")
+        };
+        let link = Script {
+            shell_exits: Mutex::new(vec![1, 0]),
+            ..Default::default()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let result = rt.block_on(run(&start, &link));
+        assert_eq!(result.status, WorkerStatus::Completed, "{}", result.summary);
+        assert_eq!(
+            *link.states.lock().unwrap(),
+            ["LOADING", "GATHERING", "ANALYZING", "FIXING", "RECORDING"]
+        );
+        let events = link.events.lock().unwrap();
+        let record = events
+            .iter()
+            .find(|e| e.event_type == "debug.record.created")
+            .map(|e| e.payload.clone())
+            .unwrap();
+        assert_eq!(record["symptom"], format!("`{check}` failed"));
+        assert_eq!(record["root_cause"], "a typo");
+        assert_eq!(record["fixed"], true);
+        assert_eq!(record["command_run_ids"], json!(["run-1", "run-0"]));
+    }
 }

@@ -31,6 +31,29 @@ struct Peer {
     out: Mutex<std::io::Stdout>,
     /// Tool calls waiting for their answer, by id.
     waiting: Mutex<HashMap<String, oneshot::Sender<ToolResult>>>,
+    /// Where the loop is, for the heartbeats: state, turn, tokens in and out.
+    progress: Mutex<(&'static str, u32, (u64, u64))>,
+    role: air_proto::event::AgentType,
+}
+
+impl Peer {
+    fn heartbeat(&self) {
+        let (state, turn, tokens) = *self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(e) = RuntimeEvent::typed(
+            "agent.heartbeat",
+            self.session_id.as_str(),
+            EventSource::agent(self.agent_id.as_str(), self.role),
+            &air_proto::payload::AgentHeartbeat {
+                agent_id: self.agent_id.clone(),
+                state: Some(state.into()),
+                turn: (turn > 0).then_some(turn),
+                input_tokens: (tokens.0 > 0).then_some(tokens.0),
+                output_tokens: (tokens.1 > 0).then_some(tokens.1),
+            },
+        ) {
+            let _ = self.send(IpcBody::Event(e), None);
+        }
+    }
 }
 
 impl Peer {
@@ -50,6 +73,18 @@ impl Peer {
 impl worker::agent::Link for Peer {
     fn event(&self, event: RuntimeEvent) {
         let _ = self.send(IpcBody::Event(event), None);
+    }
+
+    fn progress(&self, state: worker::agent::LoopState, turn: u32, tokens: (u64, u64)) {
+        let changed = {
+            let mut p = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+            let changed = p.0 != state.as_str();
+            *p = (state.as_str(), turn, tokens);
+            changed
+        };
+        if changed {
+            self.heartbeat();
+        }
     }
 
     async fn call_tool(
@@ -193,6 +228,8 @@ async fn run() -> u8 {
         agent_id: String::new(),
         out: Mutex::new(std::io::stdout()),
         waiting: Mutex::new(HashMap::new()),
+        progress: Mutex::new(("LOADING", 0, (0, 0))),
+        role: air_proto::event::AgentType::Executor,
     };
     // The first message must be `agent.start`.
     let start: Box<AgentStart> = loop {
@@ -218,11 +255,11 @@ async fn run() -> u8 {
     };
     peer.session_id = start.runtime.session_id.clone();
     peer.agent_id = start.runtime.agent_id.clone();
-    let peer = Arc::new(peer);
-    let role = start
+    peer.role = start
         .runtime
         .agent_type
         .unwrap_or(air_proto::event::AgentType::Executor);
+    let peer = Arc::new(peer);
 
     // Everything after the start: answers to tool calls, cancels, and violations.
     let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<u8>();
@@ -277,20 +314,7 @@ async fn run() -> u8 {
             let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
-                if let Ok(e) = RuntimeEvent::typed(
-                    "agent.heartbeat",
-                    peer.session_id.as_str(),
-                    EventSource::agent(peer.agent_id.as_str(), role),
-                    &air_proto::payload::AgentHeartbeat {
-                        agent_id: peer.agent_id.clone(),
-                        state: Some("WORKING".into()),
-                        turn: None,
-                        input_tokens: None,
-                        output_tokens: None,
-                    },
-                ) {
-                    let _ = peer.send(IpcBody::Event(e), None);
-                }
+                peer.heartbeat();
             }
         });
     }

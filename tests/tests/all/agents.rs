@@ -482,3 +482,88 @@ fn a_streaming_message_is_kept_as_a_draft_until_it_is_recorded() {
         state.stop_runs().await;
     });
 }
+
+const VERIFIED: &str = "## Task A: write a greeting\n\n- model: anthropic/claude-haiku-4-5\n- verify: `grep -qx hello hello.txt`\n- retry_budget: 2\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n";
+
+/// The executor's check fails; the debugger may not write before it has gathered
+/// evidence, gathers it, fixes, checks, and records what it found; the next attempt
+/// passes and is approved.
+#[test]
+fn a_failed_check_goes_to_the_debugger_which_gathers_evidence_then_fixes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let check = "grep -qx hello hello.txt";
+    crate::rt().block_on(async {
+        let x = |reply: Reply| Exchange { request: None, expect: any(), reply };
+        let mock = MockProvider::start(vec![
+            // The executor: a typo, the check fails, and it says so.
+            x(call("e1", "fs_write", json!({"path": "hello.txt", "content": "helo\n"}))),
+            x(call("e2", "shell_run", json!({"command": check}))),
+            x(call("e3", "submit_result", json!({
+                "status": "failed", "summary": "The check fails.",
+                "changed_files": ["hello.txt"],
+                "verification": [{"name": check, "status": "failed"}]
+            }))),
+            // The debugger: a write before any evidence is refused.
+            x(call("d1", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"}))),
+            Exchange {
+                request: None,
+                expect: Expect { contains: vec!["evidence".into()], tools: vec![] },
+                reply: call("d2", "shell_run", json!({"command": check})),
+            },
+            x(call("d3", "fs_read", json!({"path": "hello.txt"}))),
+            x(call("d4", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"}))),
+            x(call("d5", "shell_run", json!({"command": check}))),
+            x(call("d6", "submit_result", json!({
+                "status": "completed", "summary": "hello.txt said helo; fixed.",
+                "changed_files": ["hello.txt"],
+                "verification": [{"name": check, "status": "passed"}],
+                "result": {"analysis": "The check failed because hello.txt says helo.", "root_cause": "a typo in hello.txt", "fixed": true}
+            }))),
+            // The executor's next attempt checks and submits; the reviewer approves.
+            x(call("e4", "shell_run", json!({"command": check}))),
+            x(call("e5", "submit_result", json!({
+                "status": "completed", "summary": "hello.txt says hello; the check passes.",
+                "changed_files": ["hello.txt"],
+                "verification": [{"name": check, "status": "passed"}],
+                "evidence_refs": [{"id": "e1", "kind": "command_run", "ref": check, "claim": "the check passes", "evidence_type": "test_pass"}]
+            }))),
+            x(review("approved", json!([]))),
+        ])
+        .await;
+        let state = state(&root, &[("ANTHROPIC_API_KEY", "sk-test".into()), ("ANTHROPIC_BASE_URL", mock.url.clone())]);
+        let session = start(&state, VERIFIED).await;
+        let p = until(&state, &session, |p| {
+            p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+        })
+        .await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
+        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        // The early write was refused and recorded as such.
+        let refused: String = conn
+            .query_row(
+                "SELECT error FROM tool_runs WHERE agent_id = 'A-debugger-1' AND tool = 'fs.edit' ORDER BY seq LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(refused.contains("evidence"), "{refused}");
+        // What the debugger found is on record.
+        let (symptom, cause, fixed, runs): (String, String, bool, i64) = conn
+            .query_row(
+                "SELECT json_extract(payload_json, '$.symptom'), json_extract(payload_json, '$.root_cause'),
+                        json_extract(payload_json, '$.fixed'), json_array_length(json_extract(payload_json, '$.command_run_ids'))
+                 FROM events WHERE type = 'debug.record.created'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(symptom, format!("`{check}` failed"));
+        assert_eq!(cause, "a typo in hello.txt");
+        assert!(fixed);
+        assert_eq!(runs, 2);
+        state.stop_runs().await;
+    });
+}
