@@ -199,14 +199,11 @@ pub fn prepare(
                 path.display()
             )));
         }
-        if engine.in_project(&path) {
-            let shown = path
-                .strip_prefix(engine.root())
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            ctx.scope
-                .check_write(if shown.is_empty() { "." } else { &shown })?;
-        }
+        // The scope, as for the file tools: a path outside the project is named in
+        // full, so `allowed_paths` (relative to the project) never admits it.
+        let shown = ctx.shown(&path);
+        ctx.scope
+            .check_write(if shown.is_empty() { "." } else { &shown })?;
         let outside = !engine.in_project(&path);
         let linked = std::fs::metadata(&path).is_ok_and(|m| {
             use std::os::unix::fs::MetadataExt as _;

@@ -140,7 +140,7 @@ impl FsContext<'_> {
         Ok((resolved, shown))
     }
 
-    fn shown(&self, path: &Path) -> String {
+    pub(crate) fn shown(&self, path: &Path) -> String {
         path.strip_prefix(self.root)
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| path.display().to_string())

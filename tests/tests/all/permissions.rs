@@ -57,7 +57,7 @@ fn outputs(project: &Path, session: &str) -> Vec<serde_json::Value> {
 /// A directory outside the project and outside the temporary directories (which
 /// commands may always write): in the home directory, or the build's own temporary
 /// directory when that is not under /tmp.
-fn elsewhere() -> tempfile::TempDir {
+pub(crate) fn elsewhere() -> tempfile::TempDir {
     let temp = [
         std::env::temp_dir(),
         PathBuf::from("/tmp"),
