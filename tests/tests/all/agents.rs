@@ -635,3 +635,52 @@ fn denied_paths_git_and_outside_writes_are_refused_and_the_task_cannot_ignore_th
         assert!(next.contains("verification is required but no verification result was reported"), "{next}");
     });
 }
+
+/// The real thing: a one-task plan carried out by a live provider (whichever key the
+/// environment has). Ignored — reported as skipped — unless `tests/run` finds a key
+/// and runs the ignored tests.
+#[test]
+#[ignore = "talks to a live LLM provider: tests/run runs it when ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY is set"]
+fn live_provider_carries_out_a_small_plan() {
+    let keys = [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENROUTER_API_KEY",
+        "AIR_MODEL",
+    ];
+    let env: Vec<(&str, String)> = keys
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()).map(|v| (*k, v)))
+        .collect();
+    assert!(
+        env.iter().any(|(k, _)| k.ends_with("_API_KEY")),
+        "no provider key in the environment: this test runs only with one"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let plan = "## Task A: write a greeting\n\n- category: logic\n- expected_files: `hello.txt`\n- verify: `grep -qx hello hello.txt`\n\nCreate the file hello.txt whose only line is the word hello.\n\nAcceptance criteria:\n- hello.txt holds exactly one line: hello\n";
+    crate::rt().block_on(async {
+        let state = state(&root, &env);
+        let session = crate::asks::start_plan(
+            &state,
+            plan,
+            OnAsk::Deny,
+            Some(air_proto::plan::PermissionMode::AcceptEdits),
+        )
+        .await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(600);
+        let p = loop {
+            let p = state.session(&session).await.unwrap().snapshot();
+            if p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended) {
+                break p;
+            }
+            assert!(std::time::Instant::now() < deadline, "the live run took over 10 minutes: {p:#?}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        state.stop_runs().await;
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap().trim(), "hello");
+    });
+}
