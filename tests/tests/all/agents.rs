@@ -652,7 +652,12 @@ fn live_provider_carries_out_a_small_plan() {
     ];
     let env: Vec<(&str, String)> = keys
         .iter()
-        .filter_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()).map(|v| (*k, v)))
+        .filter_map(|k| {
+            std::env::var(k)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(|v| (*k, v))
+        })
         .collect();
     assert!(
         env.iter().any(|(k, _)| k.ends_with("_API_KEY")),
@@ -673,14 +678,29 @@ fn live_provider_carries_out_a_small_plan() {
         let deadline = std::time::Instant::now() + Duration::from_secs(600);
         let p = loop {
             let p = state.session(&session).await.unwrap().snapshot();
-            if p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended) {
+            if p.run
+                .as_ref()
+                .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+            {
                 break p;
             }
-            assert!(std::time::Instant::now() < deadline, "the live run took over 10 minutes: {p:#?}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the live run took over 10 minutes: {p:#?}"
+            );
             tokio::time::sleep(Duration::from_millis(500)).await;
         };
         state.stop_runs().await;
-        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
-        assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap().trim(), "hello");
+        assert_eq!(
+            p.task("A").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("hello.txt"))
+                .unwrap()
+                .trim(),
+            "hello"
+        );
     });
 }
