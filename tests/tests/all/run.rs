@@ -996,6 +996,28 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
         .unwrap();
     assert!(tests.status.success(), "{}", text(&tests.stderr));
     assert!(p.root.join("wordcount/__main__.py").exists());
+    // The report lists each task's evidence: the commands the agents ran.
+    let session = newest_session(&p);
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            p.paths()
+                .artifacts(&session)
+                .join("reports/run-report.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let t1 = report["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "T1")
+        .unwrap();
+    let evidence = t1["evidence"].to_string();
+    assert!(
+        evidence.contains("test_pass: `python3 -m unittest discover -s tests` exited 0"),
+        "{evidence}"
+    );
     let _ = air(&p, &["daemon", "stop"]);
 
     // Replaying while recording re-records: a fresh recording of the same run.
