@@ -203,6 +203,24 @@ pub struct ReviewFinding {
     pub line: Option<u64>,
 }
 
+/// The `result` of the Architecture Designer consulted by the scheduler about a task
+/// that is about to end blocked or failed (seed 001 §4.3: LLM judgement where the
+/// rules run out).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConsultOutput {
+    /// `retry`: one more executor attempt, with `advice` as its guidance; `stop`: the
+    /// task ends as the scheduler said, with `advice` for the person who picks it up.
+    pub decision: ConsultDecision,
+    pub advice: String,
+}
+
+wire_enum! {
+    pub enum ConsultDecision {
+        Retry = "retry",
+        Stop = "stop",
+    }
+}
+
 /// The `result` of a debugger's WorkerResult.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

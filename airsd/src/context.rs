@@ -35,8 +35,13 @@ use serde::Deserialize;
 
 const SYSTEM: &str = include_str!("../../resources/prompts/system.md");
 
-fn role_prompt(role: AgentType) -> &'static str {
+/// The agent type's prompt; the Architecture Designer consulted about a task (an
+/// `execute` task, not a milestone review) has its own.
+fn role_prompt(role: AgentType, consulted: bool) -> &'static str {
     match role {
+        AgentType::ArchitectureDesigner if consulted => {
+            include_str!("../../resources/prompts/consult.md")
+        }
         AgentType::Reviewer => include_str!("../../resources/prompts/reviewer.md"),
         AgentType::Debugger => include_str!("../../resources/prompts/debugger.md"),
         AgentType::ArchitectureDesigner => {
@@ -203,6 +208,8 @@ struct Section {
 /// Builds an agent's starting context.
 pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     let spec = req.spec;
+    let consulted = req.role == AgentType::ArchitectureDesigner
+        && spec.task_type == air_proto::task::TaskType::Execute;
     let mut omissions = Vec::new();
     let mut included = IncludedRefs::default();
 
@@ -296,6 +303,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     if let Some(prev) = req.previous {
         let heading = match req.role {
             AgentType::Debugger => "## The executor's result to investigate",
+            AgentType::ArchitectureDesigner => "## The executor's latest result",
             _ => "## The executor's result under review",
         };
         sections.push(Section {
@@ -314,7 +322,10 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     let tools_json = serde_json::to_string(req.tools).unwrap_or_default();
     let mut by_section = BTreeMap::new();
     by_section.insert("system".to_string(), estimate(SYSTEM));
-    by_section.insert("role".to_string(), estimate(role_prompt(req.role)));
+    by_section.insert(
+        "role".to_string(),
+        estimate(role_prompt(req.role, consulted)),
+    );
     if !rules_text.is_empty() {
         by_section.insert("rules".to_string(), estimate(&rules_text));
     }
@@ -391,7 +402,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
 
     let mut system = vec![
         SYSTEM.trim().to_string(),
-        role_prompt(req.role).trim().to_string(),
+        role_prompt(req.role, consulted).trim().to_string(),
     ];
     if !rules_text.is_empty() {
         system.push(rules_text);
@@ -645,6 +656,10 @@ mod tests {
         let e = &c.summary.token_estimate;
         assert_eq!(e.total, e.by_section.values().sum::<u64>());
         assert_eq!(e.by_section["system"], estimate(SYSTEM));
+        assert_eq!(
+            e.by_section["role"],
+            estimate(role_prompt(AgentType::Executor, false))
+        );
         assert_eq!(
             e.by_section["plan"],
             estimate(&format!(

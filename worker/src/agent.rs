@@ -396,7 +396,10 @@ async fn run_with(
             }
         })
         .collect();
-    tools.push(submit::tool(role));
+    let consulted = role == AgentType::ArchitectureDesigner
+        && start.task_spec.task_type == air_proto::task::TaskType::Execute;
+    let output = submit::Output::of(role, consulted);
+    tools.push(submit::tool_for(output));
     let Some(context) = start.context_pack.assembled.as_deref() else {
         return ended(
             start,
@@ -539,7 +542,7 @@ async fn run_with(
         let mut answers = Vec::new();
         for (id, name, input) in assistant.tool_uses() {
             if name == submit::SUBMIT {
-                match submit::accept(role, &task_id, &agent_id, input, &ran) {
+                match submit::accept_as(output, role, &task_id, &agent_id, input, &ran) {
                     Ok(result) => {
                         let end = match role {
                             AgentType::Debugger => {

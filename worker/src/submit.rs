@@ -6,8 +6,8 @@
 
 use air_proto::event::AgentType;
 use air_proto::result::{
-    DebuggerOutput, EvidenceRef, FollowUpTask, ReviewerOutput, Risk, VerificationResult,
-    WorkerResult, WorkerStatus,
+    ConsultOutput, DebuggerOutput, EvidenceRef, FollowUpTask, ReviewerOutput, Risk,
+    VerificationResult, WorkerResult, WorkerStatus,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -44,21 +44,54 @@ struct Submission {
     result: Value,
 }
 
-fn description(agent: AgentType) -> &'static str {
-    match agent {
-        AgentType::Reviewer => "Hand back the review: `result` is {decision: approved | changes_requested | blocked, findings}. Call it once, last.",
-        AgentType::Debugger => "Hand back the debugging: `result` is {analysis, root_cause?, fixed}. Call it once, last.",
-        _ => "Hand back the task's result with the checks you ran and their evidence. Call it once, last.",
+/// What an agent's `result` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// An executor's: free.
+    Task,
+    /// A reviewer's, or the Architecture Designer's milestone review: ReviewerOutput.
+    Review,
+    /// A debugger's: DebuggerOutput.
+    Debugging,
+    /// The Architecture Designer consulted about a task: ConsultOutput.
+    Consult,
+}
+
+impl Output {
+    /// The output of `agent`; `consulted` when it is the Architecture Designer asked
+    /// about a task rather than reviewing a milestone.
+    pub fn of(agent: AgentType, consulted: bool) -> Output {
+        match agent {
+            AgentType::ArchitectureDesigner if consulted => Output::Consult,
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => Output::Review,
+            AgentType::Debugger => Output::Debugging,
+            _ => Output::Task,
+        }
     }
 }
 
-/// The `submit_result` tool for an agent type.
+fn description(output: Output) -> &'static str {
+    match output {
+        Output::Review => "Hand back the review: `result` is {decision: approved | changes_requested | blocked, findings}. Call it once, last.",
+        Output::Debugging => "Hand back the debugging: `result` is {analysis, root_cause?, fixed}. Call it once, last.",
+        Output::Consult => "Hand back your advice: `result` is {decision: retry | stop, advice}. Call it once, last.",
+        Output::Task => "Hand back the task's result with the checks you ran and their evidence. Call it once, last.",
+    }
+}
+
+/// The `submit_result` tool for an agent type (not consulted).
 pub fn tool(agent: AgentType) -> ToolSpec {
+    tool_for(Output::of(agent, false))
+}
+
+/// The `submit_result` tool for an output.
+pub fn tool_for(output: Output) -> ToolSpec {
     let mut schema = schemars::schema_for!(Submission).to_value();
-    let result = match agent {
-        AgentType::Reviewer => Some(schemars::schema_for!(ReviewerOutput).to_value()),
-        AgentType::Debugger => Some(schemars::schema_for!(DebuggerOutput).to_value()),
-        _ => None,
+    let result = match output {
+        Output::Review => Some(schemars::schema_for!(ReviewerOutput).to_value()),
+        Output::Debugging => Some(schemars::schema_for!(DebuggerOutput).to_value()),
+        Output::Consult => Some(schemars::schema_for!(ConsultOutput).to_value()),
+        Output::Task => None,
     };
     if let Some(mut result) = result {
         // The agent's own schema in place of the free `result`, its definitions moved
@@ -88,7 +121,7 @@ pub fn tool(agent: AgentType) -> ToolSpec {
     }
     ToolSpec {
         name: SUBMIT.to_string(),
-        description: description(agent).to_string(),
+        description: description(output).to_string(),
         input_schema: schema,
     }
 }
@@ -151,21 +184,44 @@ pub fn accept(
     input: &Value,
     ran: &[Ran],
 ) -> Result<WorkerResult, String> {
+    accept_as(
+        Output::of(agent, false),
+        agent,
+        task_id,
+        agent_id,
+        input,
+        ran,
+    )
+}
+
+/// [`accept`] for an agent whose output is `output`.
+pub fn accept_as(
+    output: Output,
+    agent: AgentType,
+    task_id: &str,
+    agent_id: &str,
+    input: &Value,
+    ran: &[Ran],
+) -> Result<WorkerResult, String> {
     let mut s: Submission = serde_path_to_error::deserialize(input).map_err(|e| {
         let path = e.path().to_string();
         format!("submit_result at `{path}`: {}", e.inner())
     })?;
     let typed = |path: &str, e: serde_json::Error| format!("submit_result at `result{path}`: {e}");
-    match agent {
-        AgentType::Reviewer => {
+    match output {
+        Output::Review => {
             serde_json::from_value::<ReviewerOutput>(s.result.clone())
                 .map_err(|e| typed(" (a review)", e))?;
         }
-        AgentType::Debugger => {
+        Output::Debugging => {
             serde_json::from_value::<DebuggerOutput>(s.result.clone())
                 .map_err(|e| typed(" (a debugging result)", e))?;
         }
-        _ => {}
+        Output::Consult => {
+            serde_json::from_value::<ConsultOutput>(s.result.clone())
+                .map_err(|e| typed(" (advice)", e))?;
+        }
+        Output::Task => {}
     }
     if s.summary.trim().is_empty() {
         return Err("submit_result at `summary`: say what was done".into());

@@ -16,7 +16,8 @@ use air_proto::event::AgentType;
 use air_proto::payload::{AgentFailure, PatrolEntry, RunCompleted, RunOutcome};
 use air_proto::projection::TaskStatus;
 use air_proto::result::{
-    DebuggerOutput, FollowUpType, ReviewDecision, ReviewerOutput, WorkerResult, WorkerStatus,
+    ConsultDecision, ConsultOutput, DebuggerOutput, FollowUpType, ReviewDecision, ReviewerOutput,
+    WorkerResult, WorkerStatus,
 };
 use air_proto::task::{
     Constraints, ContextRefs, Contracts, DependencyType, TaskScope, TaskSpec, TaskType,
@@ -43,6 +44,10 @@ pub struct Config {
     pub milestone_rounds: u32,
     /// Most extra time granted to one agent, as a share of its hard timeout (1 = 100 %).
     pub max_extension_ratio: u32,
+    /// Before a task ends blocked or failed because its attempts ran out (rejections,
+    /// the same failure again, the retry budget), consult the Architecture Designer
+    /// once: it may grant one more attempt with its advice.
+    pub consult: bool,
 }
 
 impl Default for Config {
@@ -55,6 +60,7 @@ impl Default for Config {
             same_failure_limit: 3,
             milestone_rounds: 2,
             max_extension_ratio: 1,
+            consult: true,
         }
     }
 }
@@ -202,6 +208,10 @@ struct TaskState {
     started_by_role: HashMap<AgentType, u32>,
     /// Transient: a decision for this task is out and its fact has not come back.
     in_flight: bool,
+    /// The Architecture Designer was consulted about this task (once at most).
+    consulted: bool,
+    /// How the task ends unless the consulted Architecture Designer grants a retry.
+    escalation: Option<(TaskStatus, String)>,
 }
 
 #[derive(Clone, Debug)]
@@ -429,6 +439,8 @@ impl Core {
                     cancel: None,
                     started_by_role: HashMap::new(),
                     in_flight: false,
+                    consulted: false,
+                    escalation: None,
                 });
                 if let Some(reason) = &self.cancelled {
                     let i = self.tasks.len() - 1;
@@ -628,6 +640,7 @@ impl Core {
                         rejected(
                             t,
                             config.auto_rejections,
+                            config.consult,
                             |n| format!("the result failed its evidence gate {n} times in a row: {reasons}"),
                             format!(
                                 "Your previous result claimed completion but cannot complete the task: {reasons}. Produce the missing evidence or report the task as failed."
@@ -642,7 +655,8 @@ impl Core {
                     } else {
                         ("verification failed", failed.join(", "))
                     };
-                    if repeated(t, kind, &what, config.same_failure_limit) {
+                    if repeated(t, kind, &what, config.same_failure_limit, config.consult) {
+                        t.under_review = Some(result.clone());
                         return;
                     }
                     t.under_review = Some(result.clone());
@@ -655,6 +669,48 @@ impl Core {
                     );
                 }
             },
+            AgentType::ArchitectureDesigner
+                if t.milestone_of.is_none() && t.spec.task_type == TaskType::Execute =>
+            {
+                let (end, reason) = t.escalation.take().unwrap_or((
+                    TaskStatus::Blocked,
+                    "the scheduler consulted the Architecture Designer".into(),
+                ));
+                let output: Option<ConsultOutput> =
+                    serde_json::from_value(result.result.clone()).ok();
+                match output {
+                    Some(o)
+                        if o.decision == ConsultDecision::Retry
+                            && result.status == WorkerStatus::Completed =>
+                    {
+                        t.rejections = 0;
+                        t.failures.clear();
+                        t.notes.push(format!(
+                            "The Architecture Designer, consulted after this task ran out of attempts ({reason}), advises: {}",
+                            o.advice
+                        ));
+                        t.next = Next::Dispatch(AgentType::Executor);
+                    }
+                    Some(o) => {
+                        t.next = Next::Finish(
+                            end,
+                            Some(format!(
+                                "{reason} (the Architecture Designer, consulted, advised stopping: {})",
+                                o.advice
+                            )),
+                        );
+                    }
+                    None => {
+                        t.next = Next::Finish(
+                            end,
+                            Some(format!(
+                                "{reason} (the Architecture Designer, consulted, gave no advice: {})",
+                                result.summary
+                            )),
+                        );
+                    }
+                }
+            }
             AgentType::Reviewer | AgentType::ArchitectureDesigner => {
                 let output: Option<ReviewerOutput> =
                     serde_json::from_value(result.result.clone()).ok();
@@ -725,6 +781,7 @@ impl Core {
                         rejected(
                             t,
                             config.auto_rejections,
+                            config.consult,
                             |n| {
                                 format!(
                                     "the reviewer requested changes {n} times in a row: {joined}"
@@ -764,13 +821,11 @@ impl Core {
                             t.notes.push(format!("The debugger's analysis: {analysis}"));
                             t.next = Next::Dispatch(AgentType::Executor);
                         } else {
-                            t.next = Next::Finish(
-                                TaskStatus::Failed,
-                                Some(format!(
-                                    "retry budget ({}) spent; debugger analysis: {analysis}",
-                                    t.spec.constraints.retry_budget
-                                )),
+                            let reason = format!(
+                                "retry budget ({}) spent; debugger analysis: {analysis}",
+                                t.spec.constraints.retry_budget
                             );
+                            escalate(t, config.consult, TaskStatus::Failed, reason);
                         }
                     }
                     WorkerStatus::Blocked => {
@@ -912,7 +967,7 @@ impl Core {
             | AgentFailure::Timeout
             | AgentFailure::Stalled
             | AgentFailure::Protocol => {
-                if repeated(t, failure.as_str(), reason, limit) {
+                if repeated(t, failure.as_str(), reason, limit, false) {
                     return;
                 }
                 if t.retries_used < t.spec.constraints.retry_budget {
@@ -1300,6 +1355,9 @@ impl Core {
                 notes: t.notes.clone(),
                 previous: match role {
                     AgentType::Reviewer | AgentType::Debugger => t.under_review.clone(),
+                    AgentType::ArchitectureDesigner if t.milestone_of.is_none() => {
+                        t.under_review.clone()
+                    }
                     _ => None,
                 },
             })));
@@ -1415,10 +1473,33 @@ impl Core {
 /// Counts a consecutive rejection of an executor's result (by the evidence gate or the
 /// reviewer): within the automatic allowance the executor goes again with `note`;
 /// beyond it the task is blocked with `blocked(n)`.
-fn rejected(t: &mut TaskState, allowance: u32, blocked: impl FnOnce(u32) -> String, note: String) {
+/// The task has run out of attempts: it ends as `end`, unless the Architecture
+/// Designer is to be consulted first (once, when `consult`).
+fn escalate(t: &mut TaskState, consult: bool, end: TaskStatus, reason: String) {
+    if consult && !t.consulted && t.spec.task_type == TaskType::Execute && t.cancel.is_none() {
+        t.consulted = true;
+        t.notes.push(format!(
+            "The scheduler is about to end this task as {}: {reason}. Advise `retry` (one more executor attempt, with your advice as its guidance) or `stop`.",
+            end.as_str()
+        ));
+        t.escalation = Some((end, reason));
+        t.next = Next::Dispatch(AgentType::ArchitectureDesigner);
+    } else {
+        t.next = Next::Finish(end, Some(reason));
+    }
+}
+
+fn rejected(
+    t: &mut TaskState,
+    allowance: u32,
+    consult: bool,
+    blocked: impl FnOnce(u32) -> String,
+    note: String,
+) {
     t.rejections += 1;
     if t.rejections > allowance {
-        t.next = Next::Finish(TaskStatus::Blocked, Some(blocked(t.rejections)));
+        let reason = blocked(t.rejections);
+        escalate(t, consult, TaskStatus::Blocked, reason);
     } else {
         t.notes.push(note);
         t.next = Next::Dispatch(AgentType::Executor);
@@ -1427,16 +1508,12 @@ fn rejected(t: &mut TaskState, allowance: u32, blocked: impl FnOnce(u32) -> Stri
 
 /// Counts a failure by its signature; at the limit the task escalates, with the
 /// latest failure's own words (returns true).
-fn repeated(t: &mut TaskState, kind: &str, what: &str, limit: u32) -> bool {
+fn repeated(t: &mut TaskState, kind: &str, what: &str, limit: u32, consult: bool) -> bool {
     let n = t.failures.entry(signature(kind, what)).or_insert(0);
     *n += 1;
     if *n >= limit {
-        t.next = Next::Finish(
-            TaskStatus::Blocked,
-            Some(format!(
-                "the same failure {n} times, escalated: {kind}: {what}"
-            )),
-        );
+        let reason = format!("the same failure {n} times, escalated: {kind}: {what}");
+        escalate(t, consult, TaskStatus::Blocked, reason);
         return true;
     }
     false

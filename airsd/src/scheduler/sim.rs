@@ -5,10 +5,10 @@
 use air_proto::event::AgentType;
 use air_proto::payload::{AgentFailure, RunCompleted};
 use air_proto::result::{
-    DebuggerOutput, EvidenceKind, EvidenceRef, ReviewDecision, ReviewerOutput, VerificationResult,
-    VerificationStatus, WorkerResult, WorkerStatus,
+    ConsultDecision, ConsultOutput, DebuggerOutput, EvidenceKind, EvidenceRef, ReviewDecision,
+    ReviewerOutput, VerificationResult, VerificationStatus, WorkerResult, WorkerStatus,
 };
-use air_proto::task::{EvidenceType, TaskSpec};
+use air_proto::task::{EvidenceType, TaskSpec, TaskType};
 
 use super::gate;
 use super::{Config, Core, Decision, Dispatch, Fact};
@@ -253,6 +253,24 @@ pub fn review(d: &Dispatch, decision: ReviewDecision) -> WorkerResult {
     r
 }
 
+/// The consulted Architecture Designer's result with `decision`.
+pub fn consult(d: &Dispatch, decision: ConsultDecision) -> WorkerResult {
+    let mut r = result_for(d, WorkerStatus::Completed, false);
+    r.changed_files.clear();
+    r.result = serde_json::to_value(ConsultOutput {
+        decision,
+        advice: format!("advice on {}", d.task_id),
+    })
+    .unwrap_or_default();
+    r
+}
+
+/// Whether `d` is the Architecture Designer consulted about a task (not a milestone
+/// review).
+pub fn is_consult(d: &Dispatch) -> bool {
+    d.role == AgentType::ArchitectureDesigner && d.spec.task_type == TaskType::Execute
+}
+
 /// A debugger's result: `fixed` completes (retry follows), otherwise it fails.
 pub fn debug(d: &Dispatch, status: WorkerStatus) -> WorkerResult {
     let mut r = result_for(d, status, false);
@@ -271,6 +289,7 @@ pub fn debug(d: &Dispatch, status: WorkerStatus) -> WorkerResult {
 /// reviewers approve, debuggers fix.
 pub fn diligent(d: &Dispatch) -> Play {
     Play::Result(Box::new(match d.role {
+        _ if is_consult(d) => consult(d, ConsultDecision::Stop),
         AgentType::Reviewer | AgentType::ArchitectureDesigner => {
             review(d, ReviewDecision::Approved)
         }

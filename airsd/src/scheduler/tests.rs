@@ -48,6 +48,26 @@ fn finish_reason(sim: &Sim, task: &str) -> (TaskStatus, Option<String>) {
         .unwrap()
 }
 
+/// The Architecture Designer the scheduler consults when a task runs out of attempts:
+/// dispatched once, told how the task would end, answering `decision`.
+fn consulted(sim: &mut Sim, decision: air_proto::result::ConsultDecision, end: &str) -> Dispatch {
+    let ad = only(&sim.settle(), "the consult").clone();
+    assert_eq!(ad.role, AgentType::ArchitectureDesigner);
+    assert_eq!(
+        ad.agent_id,
+        format!("{}-architecture_designer-1", ad.task_id)
+    );
+    assert!(
+        ad.notes
+            .iter()
+            .any(|n| n.contains(&format!("about to end this task as {end}"))),
+        "{:?}",
+        ad.notes
+    );
+    sim.finish(&ad.agent_id, res(super::sim::consult(&ad, decision)));
+    ad
+}
+
 fn ok(d: &Dispatch) -> Play {
     diligent(d)
 }
@@ -109,12 +129,23 @@ fn changes_requested_twice_are_redispatched_and_the_third_escalates() {
         .unwrap();
         sim.finish(&rev.agent_id, res(r));
     }
+    consulted(
+        &mut sim,
+        air_proto::result::ConsultDecision::Stop,
+        "blocked",
+    );
     sim.settle();
     let (status, reason) = finish_reason(&sim, "A");
     assert_eq!(status, TaskStatus::Blocked);
-    assert!(reason
-        .unwrap()
-        .contains("requested changes 3 times in a row"));
+    let reason = reason.unwrap();
+    assert!(
+        reason.contains("requested changes 3 times in a row"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("the Architecture Designer, consulted, advised stopping: advice on A"),
+        "{reason}"
+    );
     assert_eq!(sim.outcome.unwrap().outcome, RunOutcome::Blocked);
 }
 
@@ -143,6 +174,11 @@ fn a_result_without_its_evidence_cannot_complete_the_task() {
             res(result_for(&exec, WorkerStatus::Completed, false)),
         );
     }
+    consulted(
+        &mut sim,
+        air_proto::result::ConsultDecision::Stop,
+        "blocked",
+    );
     sim.settle();
     let (status, reason) = finish_reason(&sim, "A");
     assert_eq!(status, TaskStatus::Blocked);
@@ -233,6 +269,7 @@ fn a_failure_goes_to_the_debugger_and_retries_while_the_budget_lasts() {
     let dbg = only(&sim.settle(), "debugger 2").clone();
     assert_eq!(dbg.agent_id, "A-debugger-2");
     sim.finish(&dbg.agent_id, res(debug(&dbg, WorkerStatus::Completed)));
+    consulted(&mut sim, air_proto::result::ConsultDecision::Stop, "failed");
     sim.settle();
     let (status, reason) = finish_reason(&sim, "A");
     assert_eq!(status, TaskStatus::Failed);
@@ -887,4 +924,52 @@ fn a_permission_error_blocks_instead_of_retrying() {
     let (status, reason) = finish_reason(&sim, "A");
     assert_eq!(status, TaskStatus::Blocked);
     assert!(reason.unwrap().contains("permission error"));
+}
+
+/// Consulted when a task runs out of attempts, the Architecture Designer may grant one
+/// more, with its advice as the executor's guidance; the task is not consulted about
+/// twice.
+#[test]
+fn the_consulted_architecture_designer_may_grant_one_more_attempt() {
+    let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
+    let changes = |sim: &mut Sim| {
+        let exec = only(&sim.settle(), "executor").clone();
+        sim.finish(&exec.agent_id, ok(&exec));
+        let rev = only(&sim.settle(), "reviewer").clone();
+        sim.finish(
+            &rev.agent_id,
+            res(review(&rev, ReviewDecision::ChangesRequested)),
+        );
+        exec
+    };
+    for _ in 0..3 {
+        changes(&mut sim);
+    }
+    let ad = consulted(
+        &mut sim,
+        air_proto::result::ConsultDecision::Retry,
+        "blocked",
+    );
+    // The consult saw the latest executor result.
+    assert!(ad.previous.is_some());
+    let exec = changes(&mut sim);
+    assert_eq!(exec.attempt, 4);
+    assert!(
+        exec.notes.iter().any(|n| n
+            .contains("The Architecture Designer, consulted after this task ran out of attempts")
+            && n.contains("advises: advice on A")),
+        "{:?}",
+        exec.notes
+    );
+    // Its rejections count again from zero: two more are re-dispatched …
+    changes(&mut sim);
+    changes(&mut sim);
+    // … and the next escalation ends the task, with no second consult.
+    sim.settle();
+    let (status, reason) = finish_reason(&sim, "A");
+    assert_eq!(status, TaskStatus::Blocked);
+    assert!(reason
+        .unwrap()
+        .contains("requested changes 3 times in a row"));
+    assert!(!sim.facts.iter().any(|f| matches!(f, Fact::Dispatched { agent_id, .. } if agent_id == "A-architecture_designer-2")));
 }

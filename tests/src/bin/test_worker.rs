@@ -75,8 +75,9 @@ fn read_start(decoder: &mut NdjsonDecoder) -> Option<Box<AgentStart>> {
     }
 }
 
-fn action(description: &str, role: AgentType, run: usize) -> String {
+fn action(description: &str, role: AgentType, run: usize, consulted: bool) -> String {
     let default = match role {
+        AgentType::ArchitectureDesigner if consulted => "stop",
         AgentType::Executor => "complete",
         AgentType::Reviewer | AgentType::ArchitectureDesigner => "approve",
         AgentType::Debugger => "fix",
@@ -174,7 +175,9 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(1);
     let spec = start.task_spec.clone();
-    let act = action(&spec.description, role, run);
+    let consulted = role == AgentType::ArchitectureDesigner
+        && spec.task_type == air_proto::task::TaskType::Execute;
+    let act = action(&spec.description, role, run, consulted);
 
     // Stdin: a cancel or EOF ends the process with code 4.
     let (granted_tx, granted_rx) = std::sync::mpsc::channel::<u64>();
@@ -389,6 +392,8 @@ fn main() {
             result_for(&d, WorkerStatus::Completed, true)
         }
         "approve" => review(&d, ReviewDecision::Approved),
+        "retry" => airsd::scheduler::sim::consult(&d, air_proto::result::ConsultDecision::Retry),
+        "stop" => airsd::scheduler::sim::consult(&d, air_proto::result::ConsultDecision::Stop),
         "changes" => review(&d, ReviewDecision::ChangesRequested),
         "fix" => debug(&d, WorkerStatus::Completed),
         "giveup" => debug(&d, WorkerStatus::Failed),

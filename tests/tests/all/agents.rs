@@ -750,3 +750,57 @@ fn a_cancel_stops_a_streaming_turn_at_once() {
         state.stop_runs().await;
     });
 }
+
+/// A task whose reviews keep asking for changes runs out of attempts; the scheduler
+/// consults the Architecture Designer (read-only, with the history), which grants one
+/// more attempt with advice the executor then gets; the task completes.
+#[test]
+fn the_architecture_designer_is_consulted_before_a_task_is_given_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let x = |reply: Reply| Exchange { request: None, expect: any(), reply };
+        let done = || {
+            call("s", "submit_result", json!({
+                "status": "completed", "summary": "Nothing to change, I think.",
+                "evidence_refs": [{"id": "e", "kind": "message", "ref": "x", "claim": "no change needed", "evidence_type": "explanation"}]
+            }))
+        };
+        let mut script = Vec::new();
+        for _ in 0..3 {
+            script.push(x(done()));
+            script.push(x(review("changes_requested", json!([{"severity": "high", "summary": "hello.txt is missing"}]))));
+        }
+        script.push(Exchange {
+            request: None,
+            expect: Expect {
+                contains: vec!["about to end this task as blocked".into(), "requested changes 3 times in a row".into(), "\"retry\"".into()],
+                tools: vec!["fs_read".into(), "submit_result".into()],
+            },
+            reply: call("c", "submit_result", json!({
+                "status": "completed", "summary": "One more attempt can work.",
+                "evidence_refs": [{"id": "e", "kind": "message", "ref": "x", "claim": "the file was never written", "evidence_type": "explanation"}],
+                "result": {"decision": "retry", "advice": "Write hello.txt with fs_write before submitting."}
+            })),
+        });
+        script.push(Exchange {
+            request: None,
+            expect: Expect { contains: vec!["advises: Write hello.txt with fs_write before submitting.".into()], tools: vec![] },
+            reply: call("w", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})),
+        });
+        script.push(x(call("s2", "submit_result", json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]}))));
+        script.push(x(review("approved", json!([]))));
+        let mock = MockProvider::start(script).await;
+        let state = state(&root, &[("ANTHROPIC_API_KEY", "sk-test".into()), ("ANTHROPIC_BASE_URL", mock.url.clone())]);
+        let session = start(&state, PLAN).await;
+        let p = until(&state, &session, |p| {
+            p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+        })
+        .await;
+        state.stop_runs().await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        assert!(p.agents.iter().any(|a| a.id == "A-architecture_designer-1"));
+        assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
+    });
+}
