@@ -46,6 +46,21 @@ pub fn text_events(text: &str) -> Vec<Value> {
     .unwrap_or_default()
 }
 
+/// The events of a text answer streamed in these pieces.
+pub fn text_pieces(pieces: impl IntoIterator<Item = String>) -> Vec<Value> {
+    let mut events = vec![
+        serde_json::json!({"type": "message_start", "message": {"id": "msg_p", "type": "message", "role": "assistant", "content": [], "model": "mock", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ];
+    for text in pieces {
+        events.push(serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}));
+    }
+    events.push(serde_json::json!({"type": "content_block_stop", "index": 0}));
+    events.push(serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 40}}));
+    events.push(serde_json::json!({"type": "message_stop"}));
+    events
+}
+
 /// The events of an answer that calls one tool (its input streamed in two pieces).
 pub fn tool_use_events(id: &str, name: &str, input: &Value) -> Vec<Value> {
     let json = input.to_string();

@@ -434,16 +434,7 @@ fn a_streaming_message_is_kept_as_a_draft_until_it_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     crate::rt().block_on(async {
-        let mut slow = vec![
-            json!({"type": "message_start", "message": {"id": "msg_s", "type": "message", "role": "assistant", "content": [], "model": "mock", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ];
-        for i in 0..8 {
-            slow.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": format!("Looking, part {i}. ")}}));
-        }
-        slow.push(json!({"type": "content_block_stop", "index": 0}));
-        slow.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 40}}));
-        slow.push(json!({"type": "message_stop"}));
+        let slow = air_tests::mock_provider::text_pieces((0..8).map(|i| format!("Looking, part {i}. ")));
         let mock = MockProvider::start(vec![
             Exchange { request: None, expect: any(), reply: Reply::Slow { events: slow, gap_ms: 150 } },
             Exchange { request: None, expect: any(), reply: call("t1", "submit_result", json!({
@@ -712,39 +703,60 @@ fn a_cancel_stops_a_streaming_turn_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     crate::rt().block_on(async {
-        let mut slow = vec![
-            json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "mock", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ];
         // 40 pieces half a second apart: 20 s of streaming.
-        for i in 0..40 {
-            slow.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": format!("piece {i} ")}}));
-        }
-        slow.push(json!({"type": "content_block_stop", "index": 0}));
-        slow.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 40}}));
-        slow.push(json!({"type": "message_stop"}));
-        let mock = MockProvider::start(vec![Exchange { request: None, expect: any(), reply: Reply::Slow { events: slow, gap_ms: 500 } }]).await;
-        let state = state(&root, &[("ANTHROPIC_API_KEY", "sk-test".into()), ("ANTHROPIC_BASE_URL", mock.url.clone())]);
+        let slow = air_tests::mock_provider::text_pieces((0..40).map(|i| format!("piece {i} ")));
+        let mock = MockProvider::start(vec![Exchange {
+            request: None,
+            expect: any(),
+            reply: Reply::Slow {
+                events: slow,
+                gap_ms: 500,
+            },
+        }])
+        .await;
+        let state = state(
+            &root,
+            &[
+                ("ANTHROPIC_API_KEY", "sk-test".into()),
+                ("ANTHROPIC_BASE_URL", mock.url.clone()),
+            ],
+        );
         let session = start(&state, PLAN).await;
-        until(&state, &session, |p| !mock.received().is_empty() && p.agents.iter().any(|a| a.id == "A-executor-1")).await;
+        until(&state, &session, |p| {
+            !mock.received().is_empty() && p.agents.iter().any(|a| a.id == "A-executor-1")
+        })
+        .await;
         tokio::time::sleep(Duration::from_millis(600)).await;
         let asked = std::time::Instant::now();
         state
             .control_run(
                 &session,
-                airsd::scheduler::shell::Control::Cancel { task_id: Some("A".into()), reason: "the user changed their mind".into(), by: None },
+                airsd::scheduler::shell::Control::Cancel {
+                    task_id: Some("A".into()),
+                    reason: "the user changed their mind".into(),
+                    by: None,
+                },
             )
             .await
             .unwrap();
         let p = until(&state, &session, |p| {
-            p.task("A").is_some_and(|t| t.status == TaskStatus::Cancelled)
-                && p.agents.iter().all(|a| a.status != air_proto::projection::RunStatus::Running)
+            p.task("A")
+                .is_some_and(|t| t.status == TaskStatus::Cancelled)
+                && p.agents
+                    .iter()
+                    .all(|a| a.status != air_proto::projection::RunStatus::Running)
         })
         .await;
         let took = asked.elapsed();
-        assert!(took < Duration::from_secs(3), "the cancel took {took:?}: {p:#?}");
-        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
-        let runs: i64 = conn.query_row("SELECT COUNT(*) FROM tool_runs", [], |r| r.get(0)).unwrap();
+        assert!(
+            took < Duration::from_secs(3),
+            "the cancel took {took:?}: {p:#?}"
+        );
+        let conn =
+            rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let runs: i64 = conn
+            .query_row("SELECT COUNT(*) FROM tool_runs", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(runs, 0);
         assert_eq!(mock.received().len(), 1, "the turn was not retried");
         state.stop_runs().await;

@@ -392,6 +392,27 @@ impl Sse {
         })
     }
 
+    /// Opens an OpenAI-style stream: the body POSTed as JSON with the key (if any)
+    /// as a bearer token.
+    pub(crate) async fn post_bearer(
+        provider: &'static str,
+        client: &reqwest::Client,
+        url: &str,
+        key: Option<&str>,
+        body: &Value,
+        timeouts: &Timeouts,
+    ) -> Result<Sse, ProviderError> {
+        let mut post = client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(body.to_string());
+        if let Some(key) = key {
+            post = post.bearer_auth(key);
+        }
+        Sse::open(provider, timeouts, post).await
+    }
+
     /// The events kept so far (see [`keep_wire`]).
     pub(crate) fn take_wire(&mut self) -> Vec<RawEvent> {
         self.wire.take().unwrap_or_default()

@@ -125,16 +125,16 @@ impl super::Adapter for OpenAiChat {
         body: &Value,
         on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Turn, ProviderError> {
-        let mut post = self
-            .client
-            .post(format!("{}/chat/completions", self.base_url))
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .body(body.to_string());
-        if let Some(key) = &self.api_key {
-            post = post.bearer_auth(key);
-        }
-        let mut sse = super::Sse::open(NAME, &self.timeouts, post).await?;
+        let url = format!("{}/chat/completions", self.base_url);
+        let mut sse = super::Sse::post_bearer(
+            NAME,
+            &self.client,
+            &url,
+            self.api_key.as_deref(),
+            body,
+            &self.timeouts,
+        )
+        .await?;
         let mut fold = Fold::default();
         loop {
             let Some(event) = sse.next().await? else {
