@@ -46,6 +46,17 @@ enum Command {
     },
     /// Print the root of the project containing the current directory.
     Root,
+    /// The terminal UI: the session's tasks, agents and events, live; answer
+    /// permission requests, cancel, pause. Several terminals may attach to one
+    /// session; detaching (q) stops nothing.
+    Attach {
+        /// The session (default: the newest with a run going, else the newest).
+        #[arg(short, long, value_name = "ID")]
+        session: Option<String>,
+        /// dark, light, or a theme of ~/.air/themes/NAME.json.
+        #[arg(long, value_name = "NAME", default_value = "dark")]
+        theme: String,
+    },
     /// What air finds here: the project, the daemon, the configuration files, the
     /// providers and the model each agent would use (exit 1 when a run could not
     /// start).
@@ -300,6 +311,19 @@ async fn run(command: Command) -> CmdResult {
         }
         Command::Restore(args) => restore_cmd::run(args),
         Command::Doctor { json } => doctor::run(json).await,
+        Command::Attach { session, theme } => {
+            let options = air_tui::run::Options {
+                connect: connect_options(project()?),
+                session,
+                theme,
+                air_home: std::env::var_os("AIR_HOME")
+                    .map(PathBuf::from)
+                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air"))),
+            };
+            let session = air_tui::run::attach(options).await?;
+            eprintln!("air: detached from session {session}; the run goes on (`air attach -s {session}` to come back)");
+            Ok(())
+        }
         Command::Root => {
             println!("{}", project()?.root().display());
             Ok(())

@@ -2,5 +2,15 @@
 //! it renders a [`Projection`](air_proto::projection::Projection) snapshot advanced by
 //! live deltas, and never opens SQLite or spawns workers.
 //!
-//! The views land with the attach issue; this crate exists now so the workspace has its
-//! final shape and the dependency direction (tui → proto only) is fixed from the start.
+//! - [`app`]: the state — the projection and the UI's own (selection, focus, dialogs)
+//!   — and what keys do to it;
+//! - [`view`]: rendering, a pure function of the state and the [`theme`];
+//! - [`run`]: the attached terminal — connection, subscription, keys, reconnects.
+
+pub mod app;
+pub mod run;
+pub mod theme;
+pub mod view;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,345 @@
+//! The TUI's state: the session's projection (a snapshot advanced by the live
+//! deltas, exactly as airsd folds them) and the UI's own state (selection, focus,
+//! scroll, dialogs). Rendering is a pure function of it (`view`), and keys turn into
+//! changes of the UI state or into commands for airsd.
+
+use std::collections::{HashMap, VecDeque};
+
+use air_proto::api::{SessionUpdate, Snapshot};
+use air_proto::event::RuntimeEvent;
+use air_proto::payload as p;
+use air_proto::projection::{Projection, TaskStatus};
+
+/// Event-log lines kept in memory (older ones are read back with `events.list`).
+pub const LOG_LINES: usize = 10_000;
+/// Characters of an agent's live token stream kept (its tail).
+pub const STREAM_CHARS: usize = 16 * 1024;
+
+/// Which pane has the keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pane {
+    #[default]
+    Tasks,
+    Detail,
+    Log,
+}
+
+/// The daemon connection as the user sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Link {
+    #[default]
+    Connected,
+    /// Lost; trying again (attempt n), with why it was lost.
+    Reconnecting { attempt: u32, reason: String },
+}
+
+/// What a key asks airsd to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Detach,
+    Approve { request_id: String },
+    Deny { request_id: String },
+    CancelTask { task_id: String },
+    Pause,
+    Resume,
+}
+
+/// A key, as the TUI reads it (independent of the terminal library).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Ctrl(char),
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Tab,
+    Enter,
+    Esc,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ui {
+    /// Index into the task list.
+    pub selected: usize,
+    pub focus: Pane,
+    /// Lines scrolled up from the end of the event log.
+    pub log_scroll: usize,
+    pub help: bool,
+    /// A task cancel waiting for `y`.
+    pub confirm_cancel: Option<String>,
+    /// The last message for the user (an answer, an error).
+    pub toast: Option<String>,
+}
+
+pub struct App {
+    pub projection: Projection,
+    pub ui: Ui,
+    pub link: Link,
+    /// The event log, one line per event (durable and ephemeral), newest last.
+    pub log: VecDeque<String>,
+    /// The live text of each agent's current message, by agent id.
+    pub streams: HashMap<String, String>,
+    /// Frames drawn (drives the spinner).
+    pub frame: u64,
+}
+
+impl App {
+    pub fn new(snapshot: Snapshot) -> App {
+        App {
+            projection: snapshot.projection,
+            ui: Ui::default(),
+            link: Link::Connected,
+            log: VecDeque::new(),
+            streams: HashMap::new(),
+            frame: 0,
+        }
+    }
+
+    /// Puts stored events (older than the snapshot) at the top of the log, so an
+    /// attach shows what happened before it.
+    pub fn history(&mut self, events: &[RuntimeEvent]) {
+        for e in events.iter().rev() {
+            if !matches!(e.event_type.as_str(), "token.delta" | "agent.heartbeat") {
+                self.log.push_front(log_line(e));
+            }
+        }
+        self.trim_log();
+    }
+
+    /// The seq the state reflects.
+    pub fn seq(&self) -> u64 {
+        self.projection.seq
+    }
+
+    /// Starts over from a snapshot (after a resync or a reconnect), keeping the
+    /// user's place: the selected task stays selected if it still exists.
+    pub fn reset(&mut self, snapshot: Snapshot) {
+        let selected = self.selected_task().map(|t| t.id.clone());
+        self.projection = snapshot.projection;
+        self.streams.clear();
+        if let Some(id) = selected {
+            if let Some(i) = self.projection.tasks.iter().position(|t| t.id == id) {
+                self.ui.selected = i;
+            }
+        }
+        self.clamp();
+    }
+
+    /// Applies one notification of the subscription.
+    pub fn update(&mut self, update: SessionUpdate) {
+        match update {
+            SessionUpdate::Resync { reason, snapshot } => {
+                self.log.push_back(format!("— resynchronized: {reason}"));
+                self.reset(*snapshot);
+            }
+            SessionUpdate::CaughtUp { .. } => {}
+            other => {
+                for d in other.into_deltas() {
+                    self.event(d.seq, &d.event, d.durable);
+                }
+            }
+        }
+        self.trim_log();
+    }
+
+    fn event(&mut self, seq: u64, event: &RuntimeEvent, durable: bool) {
+        if durable && seq <= self.projection.seq {
+            return;
+        }
+        self.projection.apply(seq, event, durable);
+        match event.event_type.as_str() {
+            "token.delta" => {
+                if let Ok(d) = serde_json::from_value::<p::TokenDelta>(event.payload.clone()) {
+                    if d.kind == p::DeltaKind::Text {
+                        let agent = d.agent_id.unwrap_or_default();
+                        let s = self.streams.entry(agent).or_default();
+                        s.push_str(&d.text);
+                        if s.len() > STREAM_CHARS {
+                            let mut cut = s.len() - STREAM_CHARS;
+                            while !s.is_char_boundary(cut) {
+                                cut += 1;
+                            }
+                            s.drain(..cut);
+                        }
+                    }
+                }
+                return;
+            }
+            "assistant.message.created" => {
+                if let Some(agent) = event.payload.get("agent_id").and_then(|a| a.as_str()) {
+                    self.streams.remove(agent);
+                }
+            }
+            "agent.heartbeat" | "stdout.delta" | "stderr.delta" | "tool.stream" => return,
+            "permission.decision.recorded" => {
+                // Every attached terminal says who answered, as its dialog closes.
+                let field = |k: &str| event.payload.get(k).and_then(|v| v.as_str()).unwrap_or("");
+                self.ui.toast = Some(format!(
+                    "{} {} by {}",
+                    field("request_id"),
+                    match field("decision") {
+                        "allow" => "approved",
+                        "deny" => "denied",
+                        other => other,
+                    },
+                    field("decided_by")
+                ));
+            }
+            _ => {}
+        }
+        self.log.push_back(log_line(event));
+    }
+
+    fn trim_log(&mut self) {
+        while self.log.len() > LOG_LINES {
+            self.log.pop_front();
+        }
+    }
+
+    /// The tasks in display order (plan order).
+    pub fn tasks(&self) -> &[air_proto::projection::TaskView] {
+        &self.projection.tasks
+    }
+
+    pub fn selected_task(&self) -> Option<&air_proto::projection::TaskView> {
+        self.projection.tasks.get(self.ui.selected)
+    }
+
+    /// The permission request the dialog shows (the oldest open one).
+    pub fn open_request(&self) -> Option<&air_proto::projection::PermissionRequestView> {
+        self.projection.permission_requests.first()
+    }
+
+    fn clamp(&mut self) {
+        let n = self.projection.tasks.len();
+        if n == 0 {
+            self.ui.selected = 0;
+        } else if self.ui.selected >= n {
+            self.ui.selected = n - 1;
+        }
+    }
+
+    /// Handles a key: changes the UI state, or returns a command for airsd.
+    pub fn key(&mut self, key: Key) -> Option<Command> {
+        self.ui.toast = None;
+        if let Some(task) = self.ui.confirm_cancel.take() {
+            return matches!(key, Key::Char('y') | Key::Char('Y'))
+                .then_some(Command::CancelTask { task_id: task });
+        }
+        if self.ui.help {
+            self.ui.help = false;
+            return None;
+        }
+        if let Some(req) = self.open_request() {
+            let request_id = req.request.request_id.clone();
+            match key {
+                Key::Char('a') | Key::Char('y') => return Some(Command::Approve { request_id }),
+                Key::Char('d') | Key::Char('n') => return Some(Command::Deny { request_id }),
+                Key::Char('q') | Key::Ctrl('d') | Key::Ctrl('c') => return Some(Command::Detach),
+                _ => return None,
+            }
+        }
+        let n = self.projection.tasks.len();
+        match key {
+            Key::Char('q') | Key::Ctrl('d') | Key::Ctrl('c') => return Some(Command::Detach),
+            Key::Char('?') => self.ui.help = true,
+            Key::Tab => {
+                self.ui.focus = match self.ui.focus {
+                    Pane::Tasks => Pane::Detail,
+                    Pane::Detail => Pane::Log,
+                    Pane::Log => Pane::Tasks,
+                }
+            }
+            Key::Char('j') | Key::Down => match self.ui.focus {
+                Pane::Log => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(1),
+                _ => self.ui.selected = (self.ui.selected + 1).min(n.saturating_sub(1)),
+            },
+            Key::Char('k') | Key::Up => match self.ui.focus {
+                Pane::Log => {
+                    self.ui.log_scroll =
+                        (self.ui.log_scroll + 1).min(self.log.len().saturating_sub(1))
+                }
+                _ => self.ui.selected = self.ui.selected.saturating_sub(1),
+            },
+            Key::PageUp => {
+                self.ui.log_scroll = (self.ui.log_scroll + 10).min(self.log.len().saturating_sub(1))
+            }
+            Key::PageDown => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(10),
+            Key::Home | Key::Char('g') => self.ui.selected = 0,
+            Key::End | Key::Char('G') => self.ui.selected = n.saturating_sub(1),
+            Key::Char('c') => {
+                if let Some(t) = self.selected_task().filter(|t| !t.status.is_terminal()) {
+                    self.ui.confirm_cancel = Some(t.id.clone());
+                }
+            }
+            Key::Char('p') => {
+                let paused = self.projection.run.as_ref().is_some_and(|r| r.paused);
+                return Some(if paused {
+                    Command::Resume
+                } else {
+                    Command::Pause
+                });
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Counts of tasks by state, in the order the status bar shows them.
+    pub fn counts(&self) -> Vec<(TaskStatus, usize)> {
+        let order = [
+            TaskStatus::Running,
+            TaskStatus::Reviewing,
+            TaskStatus::Debugging,
+            TaskStatus::Ready,
+            TaskStatus::Pending,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Blocked,
+            TaskStatus::Cancelled,
+        ];
+        order
+            .iter()
+            .map(|s| {
+                (
+                    *s,
+                    self.projection
+                        .tasks
+                        .iter()
+                        .filter(|t| t.status == *s)
+                        .count(),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}
+
+/// One event as a line of the log: time, type, and what matters in it.
+fn log_line(e: &RuntimeEvent) -> String {
+    let time = e.timestamp.get(11..19).unwrap_or("");
+    let who = e
+        .payload
+        .get("task_id")
+        .and_then(|v| v.as_str())
+        .or_else(|| e.payload.get("agent_id").and_then(|v| v.as_str()))
+        .unwrap_or("");
+    let detail = ["reason", "tool", "command", "action", "summary"]
+        .iter()
+        .find_map(|k| e.payload.get(*k).and_then(|v| v.as_str()))
+        .unwrap_or("");
+    let mut line = format!("{time} {:<24} {who}", e.event_type);
+    if !detail.is_empty() {
+        line.push_str("  ");
+        line.extend(
+            detail
+                .chars()
+                .take(160)
+                .map(|c| if c == '\n' { ' ' } else { c }),
+        );
+    }
+    line
+}

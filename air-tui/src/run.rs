@@ -1,0 +1,340 @@
+//! The attached terminal: connect (starting the daemon if needed), pick the session,
+//! take its snapshot, follow its deltas, draw, and turn keys into API calls. A lost
+//! connection is said on screen and retried; the state restarts from a fresh snapshot
+//! with the user's place kept. Detaching stops nothing. The terminal is restored on
+//! every way out: detach, error, SIGTERM, panic.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use air_proto::api::{AirApiClient, ClientMode, SessionUpdate};
+use air_proto::client::{ConnectOptions, Connection};
+use air_proto::payload::PermissionDecision;
+use jsonrpsee::core::client::Subscription;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::Terminal;
+use tokio::sync::mpsc;
+
+use crate::app::{App, Command, Key, Link};
+use crate::theme::{Palette, Theme};
+
+/// Stored events put in the log at attach.
+const HISTORY: u64 = 500;
+
+/// How `air attach` was asked to run.
+pub struct Options {
+    pub connect: ConnectOptions,
+    /// The session to attach to; default: the newest with a run going, else the
+    /// newest.
+    pub session: Option<String>,
+    /// A theme name (built in, or `~/.air/themes/NAME.json`).
+    pub theme: String,
+    pub air_home: Option<PathBuf>,
+}
+
+/// Puts the terminal back as it was (raw mode off, main screen) when dropped.
+struct Screen;
+
+impl Screen {
+    fn enter() -> std::io::Result<Screen> {
+        enable_raw_mode()?;
+        execute!(std::io::stdout(), EnterAlternateScreen)?;
+        Ok(Screen)
+    }
+}
+
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(std::io::stdout(), LeaveAlternateScreen);
+    let _ = std::io::stdout().flush();
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+fn key_of(e: &event::KeyEvent) -> Option<Key> {
+    if e.kind == KeyEventKind::Release {
+        return None;
+    }
+    Some(match e.code {
+        KeyCode::Char(c) if e.modifiers.contains(KeyModifiers::CONTROL) => Key::Ctrl(c),
+        KeyCode::Char(c) => Key::Char(c),
+        KeyCode::Up => Key::Up,
+        KeyCode::Down => Key::Down,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::Home => Key::Home,
+        KeyCode::End => Key::End,
+        KeyCode::Tab => Key::Tab,
+        KeyCode::Enter => Key::Enter,
+        KeyCode::Esc => Key::Esc,
+        _ => return None,
+    })
+}
+
+/// What the terminal sends.
+enum Input {
+    Key(Key),
+    Resize,
+}
+
+/// Reads the terminal on its own thread (crossterm's reads block).
+fn read_input(tx: mpsc::Sender<Input>) {
+    loop {
+        let input = match event::read() {
+            Ok(Event::Key(k)) => match key_of(&k) {
+                Some(key) => Input::Key(key),
+                None => continue,
+            },
+            Ok(Event::Resize(..)) => Input::Resize,
+            Ok(_) => continue,
+            Err(_) => return,
+        };
+        if tx.blocking_send(input).is_err() {
+            return;
+        }
+    }
+}
+
+/// The session to attach to.
+async fn pick_session(conn: &Connection, wanted: Option<&str>) -> Result<String, String> {
+    if let Some(id) = wanted {
+        return conn
+            .client
+            .session_get(id.to_string())
+            .await
+            .map(|s| s.id)
+            .map_err(|e| format!("session {id}: {e}"));
+    }
+    let sessions = conn
+        .client
+        .session_list()
+        .await
+        .map_err(|e| format!("cannot list the sessions: {e}"))?;
+    for s in &sessions {
+        if let Ok(snap) = conn.client.session_snapshot(s.id.clone()).await {
+            let running = snap
+                .projection
+                .run
+                .as_ref()
+                .is_some_and(|r| r.status == air_proto::projection::RunState::Running);
+            if running {
+                return Ok(s.id.clone());
+            }
+        }
+    }
+    sessions.first().map(|s| s.id.clone()).ok_or_else(|| {
+        "this project has no sessions yet: start one with `air run --plan FILE`".into()
+    })
+}
+
+/// Connects and subscribes; the snapshot and the subscription after it.
+async fn follow(
+    options: &ConnectOptions,
+    session: &str,
+) -> Result<
+    (
+        Connection,
+        air_proto::api::Snapshot,
+        Subscription<SessionUpdate>,
+    ),
+    String,
+> {
+    let conn = air_proto::client::connect(options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let snapshot = conn
+        .client
+        .session_snapshot(session.to_string())
+        .await
+        .map_err(|e| format!("snapshot: {e}"))?;
+    let sub = conn
+        .client
+        .session_subscribe(session.to_string(), Some(snapshot.seq))
+        .await
+        .map_err(|e| format!("subscribe: {e}"))?;
+    Ok((conn, snapshot, sub))
+}
+
+async fn perform(conn: &Connection, session: &str, command: Command) -> Option<String> {
+    let c = &conn.client;
+    let s = session.to_string();
+    let result = match command {
+        Command::Detach => return None,
+        Command::Approve { request_id } => c
+            .permission_respond(s, request_id.clone(), PermissionDecision::Allow, None)
+            .await
+            .map(|_| format!("approved {request_id}")),
+        Command::Deny { request_id } => c
+            .permission_respond(s, request_id.clone(), PermissionDecision::Deny, None)
+            .await
+            .map(|_| format!("denied {request_id}")),
+        Command::CancelTask { task_id } => c
+            .run_cancel(
+                s,
+                Some(task_id.clone()),
+                Some("cancelled from air attach".into()),
+            )
+            .await
+            .map(|_| format!("cancelling {task_id}")),
+        Command::Pause => c.run_pause(s).await.map(|_| "pausing the run".to_string()),
+        Command::Resume => c
+            .run_resume(s)
+            .await
+            .map(|_| "resuming the run".to_string()),
+    };
+    Some(match result {
+        Ok(done) => done,
+        Err(e) => format!("refused: {e}"),
+    })
+}
+
+/// Runs the attached terminal until the user detaches. Returns the session it was
+/// attached to.
+pub async fn attach(mut options: Options) -> Result<String, String> {
+    let palette = Palette::detect(&|k| std::env::var(k).ok());
+    let theme = Theme::load(&options.theme, options.air_home.as_deref(), palette)?;
+    options.connect.mode = ClientMode::Steering;
+    let conn = air_proto::client::connect(&options.connect)
+        .await
+        .map_err(|e| e.to_string())?;
+    let session = pick_session(&conn, options.session.as_deref()).await?;
+    drop(conn);
+    options.connect.session_id = Some(session.clone());
+    let (mut conn, snapshot, mut sub) = follow(&options.connect, &session).await?;
+    let seq = snapshot.seq;
+    let mut app = App::new(snapshot);
+    // What happened before: the last events, for the log (more are a scroll away in
+    // `air events`).
+    if let Ok(page) = conn
+        .client
+        .events_list(
+            session.clone(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(seq.saturating_sub(HISTORY)),
+            Some(HISTORY as u32),
+        )
+        .await
+    {
+        let events: Vec<_> = page
+            .events
+            .into_iter()
+            .filter(|e| e.seq <= seq)
+            .map(|e| e.event)
+            .collect();
+        app.history(&events);
+    }
+
+    // The terminal: restored on panic (before the message prints) and on every exit.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+    let _screen = Screen::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
+        .map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let (input_tx, mut input) = mpsc::channel(64);
+    std::thread::spawn(move || read_input(input_tx));
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot handle signals: {e}"))?;
+    // Deltas only mark the screen stale; it is drawn on the next frame (30 a second at
+    // most), so a fast stream costs one draw per frame, not one per delta. Keys draw
+    // at once.
+    let mut tick = tokio::time::interval(Duration::from_millis(33));
+    let mut ticks: u64 = 0;
+    let mut dirty = true;
+    let mut connected = true;
+    let draw = |terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, app: &App| {
+        terminal
+            .draw(|f| crate::view::render(f, app, &theme))
+            .map(drop)
+            .map_err(|e| format!("cannot draw: {e}"))
+    };
+    draw(&mut terminal, &app)?;
+    loop {
+        tokio::select! {
+            update = sub.next(), if connected => {
+                match update {
+                    Some(Ok(u)) => app.update(u),
+                    Some(Err(e)) => {
+                        connected = false;
+                        app.link = Link::Reconnecting { attempt: 0, reason: format!("a bad notification: {e}") };
+                    }
+                    None => {
+                        connected = false;
+                        app.link = Link::Reconnecting { attempt: 0, reason: "the daemon closed the connection".into() };
+                    }
+                }
+                dirty = true;
+            }
+            key = input.recv() => {
+                match key {
+                    Some(Input::Key(k)) => {
+                        if let Some(command) = app.key(k) {
+                            if command == Command::Detach {
+                                break;
+                            }
+                            if connected {
+                                app.ui.toast = perform(&conn, &session, command).await;
+                            } else {
+                                app.ui.toast = Some("not connected: the action was not sent".into());
+                            }
+                        }
+                    }
+                    Some(Input::Resize) => {}
+                    None => break,
+                }
+                draw(&mut terminal, &app)?;
+                dirty = false;
+            }
+            _ = tick.tick() => {
+                ticks += 1;
+                if ticks % 3 == 0 {
+                    // The spinner's pace.
+                    app.frame += 1;
+                    dirty = true;
+                }
+                if dirty {
+                    draw(&mut terminal, &app)?;
+                    dirty = false;
+                }
+                if !connected && ticks % 12 == 0 {
+                    if let Link::Reconnecting { attempt, reason } = &app.link {
+                        let (attempt, reason) = (*attempt + 1, reason.clone());
+                        match follow(&options.connect, &session).await {
+                            Ok((c, snapshot, s)) => {
+                                conn = c;
+                                sub = s;
+                                app.reset(snapshot);
+                                app.link = Link::Connected;
+                                app.log.push_back("— reconnected; the state is fresh from a snapshot".into());
+                                connected = true;
+                            }
+                            Err(e) => {
+                                app.link = Link::Reconnecting { attempt, reason: format!("{reason}; {e}") .chars().take(120).collect() };
+                            }
+                        }
+                    }
+                    dirty = true;
+                }
+            }
+            _ = sigterm.recv() => break,
+        }
+    }
+    drop(terminal);
+    Ok(session)
+}

@@ -1,0 +1,271 @@
+//! Render tests: a session built from real events, drawn into ratatui's `TestBackend`
+//! at 80×24 and 160×48 and compared with insta snapshots; and the state test — the
+//! deltas applied one by one give the same screen as the snapshot taken at the end.
+
+use air_proto::api::{DeltaItem, SessionUpdate, Snapshot};
+use air_proto::event::{AgentType, EventSource, RuntimeEvent};
+use air_proto::payload as p;
+use air_proto::projection::Projection;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use serde_json::json;
+
+use crate::app::{App, Command, Key};
+use crate::theme::{Palette, Theme};
+
+const S: &str = "01SESSION";
+
+fn spec(id: &str, title: &str, deps: &[&str]) -> serde_json::Value {
+    json!({
+        "id": id, "type": "execute", "title": title, "description": format!("{title}."),
+        "acceptance_criteria": [], "scope": {},
+        "dependencies": deps.iter().map(|d| json!({"depends_on_task_id": d, "dependency_type": "hard"})).collect::<Vec<_>>(),
+        "verification": {"required": false, "fallback_allowed": true},
+        "constraints": {"max_turns": 10, "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "retry_budget": 1, "model_policy": "agent_select"},
+        "context_refs": {}, "output_contract": "ExecutorResult"
+    })
+}
+
+/// The events of a small run, timestamps fixed: three tasks, one completed with its
+/// evidence, one running with a live stream and tool calls, one waiting; a
+/// permission request open.
+fn events() -> Vec<(RuntimeEvent, bool)> {
+    let mut n = 0;
+    let mut ev = |ty: &str, payload: serde_json::Value, durable: bool| {
+        n += 1;
+        let mut e = RuntimeEvent::typed(ty, S, EventSource::scheduler(), &payload).unwrap();
+        e.timestamp = format!("2026-11-30T12:00:{:02}.000000Z", n % 60);
+        (e, durable)
+    };
+    vec![
+        ev("session.created", json!({"title": "Word counting"}), true),
+        ev(
+            "run.started",
+            json!({"plan": "plan.md", "title": "Word counting library and CLI", "concurrency": 2, "permission_mode": "default", "on_ask": "queue"}),
+            true,
+        ),
+        ev(
+            "task.created",
+            json!({"task": spec("T1", "Count words in a string", &[])}),
+            true,
+        ),
+        ev(
+            "task.created",
+            json!({"task": spec("T2", "Top words", &["T1"])}),
+            true,
+        ),
+        ev(
+            "task.created",
+            json!({"task": spec("T3", "Command-line tool", &["T2"])}),
+            true,
+        ),
+        ev(
+            "agent.started",
+            json!({"agent_id": "T1-executor-1", "agent_type": "executor", "task_id": "T1", "model": "anthropic/claude-sonnet-4-5"}),
+            true,
+        ),
+        ev(
+            "task.started",
+            json!({"task_id": "T1", "agent_id": "T1-executor-1", "attempt": 1}),
+            true,
+        ),
+        ev(
+            "agent.completed",
+            json!({"agent_id": "T1-executor-1", "exit_code": 0, "result": {
+            "task_id": "T1", "agent_id": "T1-executor-1", "agent_type": "executor", "status": "completed",
+            "summary": "Added count_words; both checks pass.", "changed_files": ["wordcount/counter.py"], "artifacts": [],
+            "verification": [], "risks": [], "follow_up_tasks": [], "result": null,
+            "evidence_refs": [{"id": "e1", "kind": "command_run", "ref": "python3 -m unittest", "claim": "the tests pass", "evidence_type": "test_pass"}]}}),
+            true,
+        ),
+        ev("task.completed", json!({"task_id": "T1"}), true),
+        ev(
+            "agent.started",
+            json!({"agent_id": "T2-executor-1", "agent_type": "executor", "task_id": "T2", "model": "anthropic/claude-sonnet-4-5"}),
+            true,
+        ),
+        ev(
+            "task.started",
+            json!({"task_id": "T2", "agent_id": "T2-executor-1", "attempt": 1}),
+            true,
+        ),
+        ev(
+            "agent.heartbeat",
+            json!({"agent_id": "T2-executor-1", "state": "ACTING", "turn": 3, "input_tokens": 12400, "output_tokens": 900}),
+            false,
+        ),
+        ev(
+            "tool.started",
+            json!({"tool_run_id": "R1", "tool": "fs.read", "input": {"path": "wordcount/counter.py"}, "agent_id": "T2-executor-1", "task_id": "T2"}),
+            true,
+        ),
+        ev(
+            "tool.completed",
+            json!({"tool_run_id": "R1", "duration_ms": 1}),
+            true,
+        ),
+        ev(
+            "tool.started",
+            json!({"tool_run_id": "R2", "tool": "fs.edit", "input": {"path": "wordcount/counter.py"}, "agent_id": "T2-executor-1", "task_id": "T2"}),
+            true,
+        ),
+        ev(
+            "token.delta",
+            json!({"message_id": "m1", "block_index": 0, "kind": "text", "text": "Adding top_words after count_words,\nthen I run the tests.", "agent_id": "T2-executor-1"}),
+            false,
+        ),
+        ev(
+            "permission.requested",
+            json!({"request_id": "P1", "action": "write /etc/hosts", "tool": "fs.write", "agent_id": "T2-executor-1", "task_id": "T2", "risk": "system_sensitive", "reason": "a system path"}),
+            true,
+        ),
+    ]
+}
+
+/// The state after every event, applied as the subscription delivers them.
+fn live() -> App {
+    let mut app = App::new(Snapshot {
+        session_id: S.into(),
+        seq: 0,
+        projection: Projection::new(S),
+    });
+    let mut seq = 0;
+    for (event, durable) in events() {
+        if durable {
+            seq += 1;
+        }
+        app.update(SessionUpdate::Deltas {
+            deltas: vec![DeltaItem {
+                seq,
+                durable,
+                event,
+            }],
+        });
+    }
+    app.ui.selected = 1;
+    app
+}
+
+fn draw(app: &App, width: u16, height: u16, palette: Palette) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+    let theme = Theme::dark(palette);
+    t.draw(|f| crate::view::render(f, app, &theme)).unwrap();
+    t
+}
+
+#[test]
+fn the_session_view_at_80x24_and_160x48() {
+    let app = live();
+    insta::assert_snapshot!(
+        "permission_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    insta::assert_snapshot!(
+        "permission_160x48",
+        draw(&app, 160, 48, Palette::TrueColor).backend()
+    );
+}
+
+#[test]
+fn the_task_detail_help_and_cancel_dialogs() {
+    let mut app = live();
+    // Deny the request: it closes when its answer comes back.
+    assert_eq!(
+        app.key(Key::Char('d')),
+        Some(Command::Deny {
+            request_id: "P1".into()
+        })
+    );
+    let mut e = RuntimeEvent::typed(
+        "permission.decision.recorded",
+        S,
+        EventSource::agent("someone", AgentType::Executor),
+        &json!({"request_id": "P1", "decision": "deny", "decided_by": "client:other", "reason": "no"}),
+    )
+    .unwrap();
+    e.timestamp = "2026-11-30T12:01:00.000000Z".into();
+    app.update(SessionUpdate::Delta {
+        seq: app.seq() + 1,
+        durable: true,
+        event: e,
+    });
+    assert!(app.open_request().is_none());
+    assert_eq!(app.ui.toast.as_deref(), Some("P1 denied by client:other"));
+    insta::assert_snapshot!(
+        "detail_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    insta::assert_snapshot!(
+        "detail_160x48",
+        draw(&app, 160, 48, Palette::TrueColor).backend()
+    );
+    assert_eq!(app.key(Key::Char('?')), None);
+    insta::assert_snapshot!("help_80x24", draw(&app, 80, 24, Palette::Mono).backend());
+    app.key(Key::Esc);
+    assert_eq!(app.key(Key::Char('c')), None);
+    insta::assert_snapshot!(
+        "cancel_80x24",
+        draw(&app, 80, 24, Palette::Ansi16).backend()
+    );
+    assert_eq!(
+        app.key(Key::Char('y')),
+        Some(Command::CancelTask {
+            task_id: "T2".into()
+        })
+    );
+    assert_eq!(app.key(Key::Char('q')), Some(Command::Detach));
+}
+
+/// The deltas applied to an empty state give the same screen as the final snapshot
+/// (the projection airsd would serve) — live updates and resyncs agree.
+#[test]
+fn deltas_and_the_final_snapshot_draw_the_same_screen() {
+    let app = live();
+    let mut projection = Projection::new(S);
+    let mut seq = 0;
+    for (e, durable) in events() {
+        if durable {
+            seq += 1;
+        }
+        projection.apply(seq, &e, durable);
+    }
+    let mut fresh = App::new(Snapshot {
+        session_id: S.into(),
+        seq,
+        projection,
+    });
+    fresh.ui = app.ui.clone();
+    fresh.log = app.log.clone();
+    fresh.streams = app.streams.clone();
+    let a = draw(&app, 120, 30, Palette::TrueColor);
+    let b = draw(&fresh, 120, 30, Palette::TrueColor);
+    assert_eq!(a.backend().buffer(), b.backend().buffer());
+    // A resync keeps the user's place.
+    let mut moved = live();
+    let snapshot = Snapshot {
+        session_id: S.into(),
+        seq,
+        projection: fresh.projection.clone(),
+    };
+    moved.update(SessionUpdate::Resync {
+        reason: "fell behind".into(),
+        snapshot: Box::new(snapshot),
+    });
+    assert_eq!(moved.selected_task().map(|t| t.id.as_str()), Some("T2"));
+    assert!(moved
+        .log
+        .back()
+        .is_some_and(|l| l.contains("resynchronized: fell behind")));
+    // History from `events.list` goes above what streamed in.
+    let first = events().remove(0).0;
+    moved.history(&[first]);
+    assert!(
+        moved
+            .log
+            .front()
+            .is_some_and(|l| l.contains("session.created")),
+        "{:?}",
+        moved.log.front()
+    );
+    let _ = p::DeltaKind::Text;
+}

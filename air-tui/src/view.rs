@@ -1,0 +1,466 @@
+//! Rendering: a pure function of the state ([`App`]) and the theme, so every screen
+//! can be snapshot-tested with ratatui's `TestBackend`.
+//!
+//! ```text
+//!  air · title · 2 running 1 ready 3 completed · tokens 12.3k/1.2k · connected
+//! ┌Tasks─────────────────┐┌T2 Top words──────────────────────────────┐
+//! │⠋ T2  running    1 Top││running · attempt 1 · T2-executor-1      │
+//! │✓ T1  completed  1 Cou││live: I will add the function …           │
+//! └──────────────────────┘└──────────────────────────────────────────┘
+//! ┌Events─────────────────────────────────────────────────────────────┐
+//! │12:00:01 task.started   T2                                         │
+//! └───────────────────────────────────────────────────────────────────┘
+//!  q detach · ↑↓ select · tab pane · c cancel · p pause · ? keys
+//! ```
+
+use air_proto::projection::{RunStatus, TaskStatus};
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
+use ratatui::Frame;
+
+use crate::app::{App, Link, Pane};
+use crate::theme::Theme;
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+fn icon(status: TaskStatus, frame: u64) -> char {
+    match status {
+        TaskStatus::Running | TaskStatus::Reviewing | TaskStatus::Debugging => {
+            SPINNER[(frame % SPINNER.len() as u64) as usize]
+        }
+        TaskStatus::Completed => '✓',
+        TaskStatus::Failed => '✗',
+        TaskStatus::Blocked => '!',
+        TaskStatus::Cancelled => '-',
+        TaskStatus::Ready => '•',
+        TaskStatus::Pending => '·',
+    }
+}
+
+fn short(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Draws the whole screen.
+pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
+    let area = f.area();
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Length(1),
+            Constraint::Min(6),
+            Constraint::Length(if area.height >= 40 { 12 } else { 7 }),
+            Constraint::Length(1),
+        ])
+        .split(area);
+    status_bar(f, rows[0], app, theme);
+    let wide = area.width >= 120;
+    let cols = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([
+            Constraint::Length(if wide { 56 } else { 34 }),
+            Constraint::Min(20),
+        ])
+        .split(rows[1]);
+    task_list(f, cols[0], app, theme);
+    detail(f, cols[1], app, theme);
+    event_log(f, rows[2], app, theme);
+    footer(f, rows[3], app, theme);
+    if let Some(task) = &app.ui.confirm_cancel {
+        dialog(
+            f,
+            area,
+            theme,
+            "Cancel task",
+            vec![
+                Line::from(format!("Cancel {task}? Its agent is stopped.")),
+                Line::from(""),
+                Line::from(Span::styled(
+                    "y cancel it · any other key keeps it",
+                    theme.muted_style(),
+                )),
+            ],
+        );
+    } else if let Some(req) = app.open_request() {
+        let r = &req.request;
+        let mut lines = vec![
+            Line::from(Span::styled(
+                r.action.clone(),
+                theme.text_style().add_modifier(Modifier::BOLD),
+            )),
+            Line::from(""),
+        ];
+        for (label, value) in [
+            ("task", r.task_id.as_deref()),
+            ("agent", r.agent_id.as_deref()),
+            ("risk", r.risk.as_deref()),
+            ("why", r.reason.as_deref()),
+        ] {
+            if let Some(v) = value {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("{label:>5}  "), theme.muted_style()),
+                    Span::raw(v.to_string()),
+                ]));
+            }
+        }
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            format!("a approve · d deny   ({})", r.request_id),
+            theme.muted_style(),
+        )));
+        let open = app.projection.permission_requests.len();
+        let title = if open > 1 {
+            format!("Permission ({open} waiting)")
+        } else {
+            "Permission".into()
+        };
+        dialog(f, area, theme, &title, lines);
+    } else if app.ui.help {
+        dialog(f, area, theme, "Keys", help_lines(theme));
+    }
+}
+
+fn status_bar(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
+    let p = &app.projection;
+    let title = p
+        .run
+        .as_ref()
+        .and_then(|r| r.title.clone())
+        .or_else(|| p.session.as_ref().and_then(|s| s.title.clone()))
+        .unwrap_or_else(|| p.session_id.chars().take(8).collect());
+    let link = match &app.link {
+        Link::Connected => Span::styled("● ", Style::default().fg(theme.success)),
+        Link::Reconnecting { .. } => Span::styled("○ ", Style::default().fg(theme.error)),
+    };
+    let mut spans = vec![
+        Span::styled(" air ", theme.text_style().add_modifier(Modifier::BOLD)),
+        link,
+        Span::styled(title, theme.text_style()),
+        Span::styled(" · ", theme.muted_style()),
+    ];
+    for (status, n) in app.counts() {
+        spans.push(Span::styled(
+            format!("{n} {} ", status.as_str()),
+            Style::default().fg(theme.status(status)),
+        ));
+    }
+    let running = p
+        .agents
+        .iter()
+        .filter(|a| a.status == RunStatus::Running)
+        .count();
+    spans.push(Span::styled(
+        format!(
+            "· agents {running} · tokens {}/{}",
+            short(p.counters.input_tokens),
+            short(p.counters.output_tokens)
+        ),
+        theme.muted_style(),
+    ));
+    if p.counters.cost_micro_usd > 0 {
+        spans.push(Span::styled(
+            format!(" · ${:.2}", p.counters.cost_micro_usd as f64 / 1e6),
+            theme.muted_style(),
+        ));
+    }
+    if let Some(r) = &p.run {
+        if r.paused {
+            spans.push(Span::styled(
+                " · paused",
+                Style::default().fg(theme.warning),
+            ));
+        }
+        if let Some(o) = r.outcome {
+            spans.push(Span::styled(
+                format!(" · run {}", o.as_str()),
+                Style::default().fg(theme.accent),
+            ));
+        }
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
+    let focused = app.ui.focus == Pane::Tasks;
+    let id_width = app
+        .tasks()
+        .iter()
+        .map(|t| t.id.chars().count())
+        .max()
+        .unwrap_or(2)
+        .min(18);
+    let items: Vec<ListItem> = app
+        .tasks()
+        .iter()
+        .map(|t| {
+            let color = theme.status(t.status);
+            ListItem::new(Line::from(vec![
+                Span::styled(
+                    format!("{} ", icon(t.status, app.frame)),
+                    Style::default().fg(color),
+                ),
+                Span::styled(format!("{:<id_width$} ", t.id), theme.text_style()),
+                Span::styled(
+                    format!("{:<9} ", t.status.as_str()),
+                    Style::default().fg(color),
+                ),
+                Span::styled(t.title.clone(), theme.muted_style()),
+            ]))
+        })
+        .collect();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border_style(focused))
+        .title(format!("Tasks ({})", app.tasks().len()));
+    let mut state =
+        ListState::default().with_selected((!items.is_empty()).then_some(app.ui.selected));
+    f.render_stateful_widget(
+        List::new(items)
+            .block(block)
+            .highlight_style(theme.selected_style()),
+        area,
+        &mut state,
+    );
+}
+
+fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
+    let focused = app.ui.focus == Pane::Detail;
+    let Some(t) = app.selected_task() else {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border_style(focused))
+            .title("Detail");
+        f.render_widget(
+            Paragraph::new(Span::styled(
+                "No tasks in this session.",
+                theme.muted_style(),
+            ))
+            .block(block),
+            area,
+        );
+        return;
+    };
+    let p = &app.projection;
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            t.status.as_str().to_string(),
+            Style::default().fg(theme.status(t.status)),
+        ),
+        Span::styled(format!(" · attempt {}", t.attempts), theme.muted_style()),
+        Span::styled(
+            t.agent_id
+                .as_ref()
+                .map(|a| format!(" · {a}"))
+                .unwrap_or_default(),
+            theme.muted_style(),
+        ),
+    ])];
+    if let Some(agent) = t
+        .agent_id
+        .as_ref()
+        .and_then(|a| p.agents.iter().find(|x| &x.id == a))
+    {
+        if let Some(h) = &agent.last_heartbeat {
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "{} · turn {} · {} tokens in, {} out{}",
+                    h.state.as_deref().unwrap_or("working"),
+                    h.turn.unwrap_or(0),
+                    short(h.input_tokens.unwrap_or(0)),
+                    short(h.output_tokens.unwrap_or(0)),
+                    agent
+                        .model
+                        .as_ref()
+                        .map(|m| format!(" · {m}"))
+                        .unwrap_or_default()
+                ),
+                theme.muted_style(),
+            )));
+        }
+    }
+    if let Some(reason) = &t.reason {
+        lines.push(Line::from(Span::styled(
+            reason.clone(),
+            Style::default().fg(theme.warning),
+        )));
+    }
+    if let Some(text) = t
+        .agent_id
+        .as_ref()
+        .and_then(|a| app.streams.get(a))
+        .filter(|s| !s.is_empty())
+    {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            "live",
+            theme.muted_style().add_modifier(Modifier::ITALIC),
+        )));
+        for l in text
+            .lines()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            lines.push(Line::from(l.to_string()));
+        }
+    }
+    let tools: Vec<_> = p
+        .tool_runs
+        .iter()
+        .filter(|r| r.task_id.as_deref() == Some(t.id.as_str()))
+        .rev()
+        .take(6)
+        .collect();
+    if !tools.is_empty() {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            "tools",
+            theme.muted_style().add_modifier(Modifier::ITALIC),
+        )));
+        for r in tools.into_iter().rev() {
+            let (mark, color) = match r.status {
+                RunStatus::Running => (SPINNER[(app.frame % 10) as usize], theme.accent),
+                RunStatus::Completed => ('✓', theme.success),
+                RunStatus::Failed => ('✗', theme.error),
+            };
+            let mut spans = vec![
+                Span::styled(format!("{mark} "), Style::default().fg(color)),
+                Span::raw(r.tool.clone()),
+            ];
+            if let Some(ms) = r.duration_ms {
+                spans.push(Span::styled(format!(" {ms} ms"), theme.muted_style()));
+            }
+            if let Some(e) = &r.error {
+                spans.push(Span::styled(
+                    format!("  {}", e.lines().next().unwrap_or("")),
+                    Style::default().fg(theme.error),
+                ));
+            }
+            lines.push(Line::from(spans));
+        }
+    }
+    let done: Vec<_> = p
+        .agents
+        .iter()
+        .filter(|a| a.task_id.as_deref() == Some(t.id.as_str()) && a.summary.is_some())
+        .collect();
+    if let Some(last) = done.last() {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            format!("{} said", last.id),
+            theme.muted_style().add_modifier(Modifier::ITALIC),
+        )));
+        lines.push(Line::from(last.summary.clone().unwrap_or_default()));
+        for e in &last.evidence {
+            lines.push(Line::from(Span::styled(
+                format!("• {e}"),
+                theme.muted_style(),
+            )));
+        }
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border_style(focused))
+        .title(format!("{} {}", t.id, t.title));
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn event_log(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
+    let focused = app.ui.focus == Pane::Log;
+    let height = area.height.saturating_sub(2) as usize;
+    let end = app.log.len().saturating_sub(app.ui.log_scroll);
+    let start = end.saturating_sub(height);
+    let lines: Vec<Line> = app
+        .log
+        .range(start..end)
+        .map(|l| Line::from(Span::styled(l.clone(), theme.text_style())))
+        .collect();
+    let title = if app.ui.log_scroll > 0 {
+        format!("Events ({} more below)", app.ui.log_scroll)
+    } else {
+        "Events".into()
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border_style(focused))
+        .title(title);
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
+    let line = match (&app.link, &app.ui.toast) {
+        (Link::Reconnecting { attempt, reason }, _) => Span::styled(
+            format!(" lost the daemon ({reason}); reconnecting, attempt {attempt} · q detach"),
+            Style::default().fg(theme.error),
+        ),
+        (_, Some(t)) => Span::styled(format!(" {t}"), Style::default().fg(theme.accent)),
+        _ => Span::styled(
+            " q detach · ↑↓ select · tab pane · c cancel · p pause · ? keys",
+            theme.muted_style(),
+        ),
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+fn help_lines(theme: &Theme) -> Vec<Line<'static>> {
+    [
+        ("q, Ctrl-D", "detach (the run goes on)"),
+        ("↑ ↓, j k", "select a task, or scroll the events"),
+        ("g G", "first, last task"),
+        ("Tab", "next pane: tasks, detail, events"),
+        ("PgUp PgDn", "scroll the events"),
+        ("c", "cancel the selected task (asks first)"),
+        ("p", "pause or resume the run"),
+        ("a, d", "approve or deny a permission request"),
+        ("?", "this help"),
+    ]
+    .into_iter()
+    .map(|(k, what)| {
+        Line::from(vec![
+            Span::styled(
+                format!("{k:>10}  "),
+                theme.text_style().add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(what, theme.muted_style()),
+        ])
+    })
+    .collect()
+}
+
+/// A centred box over the screen.
+fn dialog(f: &mut Frame<'_>, area: Rect, theme: &Theme, title: &str, lines: Vec<Line<'_>>) {
+    let width = area.width.saturating_sub(4).min(72);
+    let height = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
+    let rect = Rect {
+        x: area.x + (area.width.saturating_sub(width)) / 2,
+        y: area.y + (area.height.saturating_sub(height)) / 2,
+        width,
+        height,
+    };
+    f.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border_style(true))
+        .title(title.to_string());
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        rect,
+    );
+}
