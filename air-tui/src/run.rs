@@ -204,6 +204,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let palette = Palette::detect(&|k| std::env::var(k).ok());
     let theme = Theme::load(&options.theme, options.air_home.as_deref(), palette)?;
     options.connect.mode = ClientMode::Steering;
+    options.connect.client = "air attach".into();
     let conn = air_proto::client::connect(&options.connect)
         .await
         .map_err(|e| e.to_string())?;

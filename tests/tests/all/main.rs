@@ -18,6 +18,7 @@ mod robustness;
 mod run;
 mod schema;
 mod store;
+mod tui;
 mod worker_pipe;
 
 use air_proto::layout::ProjectPaths;

@@ -1,0 +1,186 @@
+//! `air attach`, the real binary in real terminals: tmux windows driven with
+//! send-keys and read with capture-pane. Two terminals attach to one run; a
+//! permission request shows in both; approved in one, it closes in both with who
+//! answered; both detach and the run finishes anyway; a new attach shows the end.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use air_tests::bin;
+
+use crate::daemon::Project;
+
+/// A tmux server of its own (its own socket), killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new() -> Tmux {
+        Tmux {
+            socket: format!("air-test-{}-{}", std::process::id(), rand_suffix()),
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// A window running `air attach` in `root`, 100×32.
+    fn attach(&self, name: &str, root: &Path) {
+        let air = bin("air");
+        let shell = format!(
+            "cd '{}' && AIR_WORKER='{}' NO_COLOR=1 '{}' attach; echo DETACHED; sleep 30",
+            root.display(),
+            bin("air-test-worker").display(),
+            air.display()
+        );
+        let out = if self.cmd(&["has-session", "-t", "air"]).status.success() {
+            self.cmd(&["new-window", "-t", "air", "-n", name, &shell])
+        } else {
+            self.cmd(&[
+                "new-session",
+                "-d",
+                "-s",
+                "air",
+                "-n",
+                name,
+                "-x",
+                "100",
+                "-y",
+                "32",
+                &shell,
+            ])
+        };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn screen(&self, name: &str) -> String {
+        String::from_utf8_lossy(
+            &self
+                .cmd(&["capture-pane", "-p", "-t", &format!("air:{name}")])
+                .stdout,
+        )
+        .into_owned()
+    }
+
+    fn keys(&self, name: &str, keys: &str) {
+        assert!(self
+            .cmd(&["send-keys", "-t", &format!("air:{name}"), keys])
+            .status
+            .success());
+    }
+
+    /// Waits until the window shows `what`.
+    fn wait_for(&self, name: &str, what: &dyn Fn(&str) -> bool, why: &str) -> String {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.screen(name);
+            if what(&s) {
+                return s;
+            }
+            assert!(Instant::now() < end, "{name}: {why}; the screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn rand_suffix() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0)
+}
+
+#[test]
+fn two_terminals_share_a_run_and_its_permission_dialog() {
+    let p = Project::new();
+    assert!(Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&p.root)
+        .status()
+        .unwrap()
+        .success());
+    // The executor writes into .git/, which asks a person; nobody but the terminals
+    // may answer (queue).
+    std::fs::write(
+        p.root.join("p.md"),
+        "---\non_ask: queue\n---\n## Task A: touch git\n\nair-test-call: fs.write {\"path\": \".git/air-note\", \"content\": \"hi\\n\"}\n",
+    )
+    .unwrap();
+    let run = Command::new(bin("air"))
+        .args(["run", "--plan", "p.md", "--detach"])
+        .current_dir(&p.root)
+        .env("AIR_WORKER", bin("air-test-worker"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let session = String::from_utf8_lossy(&run.stdout).trim().to_string();
+
+    let tmux = Tmux::new();
+    tmux.attach("one", &p.root);
+    tmux.attach("two", &p.root);
+    let asks = |s: &str| s.contains("Permission") && s.contains(".git/air-note");
+    tmux.wait_for("one", &asks, "no permission dialog");
+    tmux.wait_for("two", &asks, "no permission dialog");
+
+    // Approved in one terminal: the dialog closes in both, each saying who answered.
+    tmux.keys("one", "a");
+    let closed = |s: &str| !s.contains("Permission") && s.contains("approved by");
+    tmux.wait_for("one", &closed, "the dialog did not close");
+    let two = tmux.wait_for(
+        "two",
+        &closed,
+        "the dialog did not close in the other terminal",
+    );
+    assert!(two.contains("approved by air attach (pid"), "{two}");
+
+    // Both detach; the run goes on to its end without them.
+    tmux.keys("one", "q");
+    tmux.keys("two", "q");
+    tmux.wait_for("one", &|s| s.contains("DETACHED"), "did not detach");
+    tmux.wait_for("two", &|s| s.contains("DETACHED"), "did not detach");
+    let wait = Command::new(bin("air"))
+        .args(["wait", &session])
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(
+        wait.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wait.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root.join(".git/air-note")).unwrap(),
+        "hi\n"
+    );
+
+    // A new terminal shows the end.
+    tmux.attach("three", &p.root);
+    let end = tmux.wait_for(
+        "three",
+        &|s| s.contains("A completed"),
+        "the final state is not shown",
+    );
+    assert!(end.contains("run completed"), "{end}");
+    tmux.keys("three", "q");
+}
