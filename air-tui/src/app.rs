@@ -343,3 +343,58 @@ fn log_line(e: &RuntimeEvent) -> String {
     }
     line
 }
+
+/// One session of the picker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PickerRow {
+    pub id: String,
+    pub title: String,
+    /// What its run is doing: `running`, `completed`, … or `no run`.
+    pub state: String,
+    pub created_at: String,
+}
+
+/// The session picker `air attach` shows when there are several sessions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Picker {
+    pub rows: Vec<PickerRow>,
+    pub selected: usize,
+}
+
+/// What the picker ends with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Picked {
+    Session(String),
+    Quit,
+}
+
+impl Picker {
+    /// The rows newest first; the newest with a run going is preselected.
+    pub fn new(rows: Vec<PickerRow>) -> Picker {
+        let selected = rows.iter().position(|r| r.state == "running").unwrap_or(0);
+        Picker { rows, selected }
+    }
+
+    pub fn key(&mut self, key: Key) -> Option<Picked> {
+        let n = self.rows.len();
+        match key {
+            Key::Char('q') | Key::Esc | Key::Ctrl('c') | Key::Ctrl('d') => {
+                return Some(Picked::Quit)
+            }
+            Key::Enter => {
+                return self
+                    .rows
+                    .get(self.selected)
+                    .map(|r| Picked::Session(r.id.clone()))
+            }
+            Key::Char('j') | Key::Down => {
+                self.selected = (self.selected + 1).min(n.saturating_sub(1))
+            }
+            Key::Char('k') | Key::Up => self.selected = self.selected.saturating_sub(1),
+            Key::Home | Key::Char('g') => self.selected = 0,
+            Key::End | Key::Char('G') => self.selected = n.saturating_sub(1),
+            _ => {}
+        }
+        None
+    }
+}

@@ -21,7 +21,7 @@ use ratatui::crossterm::terminal::{
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
-use crate::app::{App, Command, Key, Link};
+use crate::app::{App, Command, Key, Link, Picked, Picker, PickerRow};
 use crate::theme::{Palette, Theme};
 
 /// Stored events put in the log at attach.
@@ -105,14 +105,19 @@ fn read_input(tx: mpsc::Sender<Input>) {
     }
 }
 
-/// The session to attach to.
-async fn pick_session(conn: &Connection, wanted: Option<&str>) -> Result<String, String> {
+/// The session to attach to, or the picker to choose it with.
+enum Choice {
+    Session(String),
+    Pick(Picker),
+}
+
+async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choice, String> {
     if let Some(id) = wanted {
         return conn
             .client
             .session_get(id.to_string())
             .await
-            .map(|s| s.id)
+            .map(|s| Choice::Session(s.id))
             .map_err(|e| format!("session {id}: {e}"));
     }
     let sessions = conn
@@ -120,21 +125,34 @@ async fn pick_session(conn: &Connection, wanted: Option<&str>) -> Result<String,
         .session_list()
         .await
         .map_err(|e| format!("cannot list the sessions: {e}"))?;
-    for s in &sessions {
-        if let Ok(snap) = conn.client.session_snapshot(s.id.clone()).await {
-            let running = snap
-                .projection
-                .run
-                .as_ref()
-                .is_some_and(|r| r.status == air_proto::projection::RunState::Running);
-            if running {
-                return Ok(s.id.clone());
-            }
-        }
+    if sessions.len() <= 1 {
+        return sessions
+            .first()
+            .map(|s| Choice::Session(s.id.clone()))
+            .ok_or_else(|| {
+                "this project has no sessions yet: start one with `air run --plan FILE`".into()
+            });
     }
-    sessions.first().map(|s| s.id.clone()).ok_or_else(|| {
-        "this project has no sessions yet: start one with `air run --plan FILE`".into()
-    })
+    let running: Vec<String> = conn
+        .client
+        .status()
+        .await
+        .map(|s| s.runs.into_iter().map(|r| r.session_id).collect())
+        .unwrap_or_default();
+    let rows = sessions
+        .into_iter()
+        .map(|s| PickerRow {
+            state: if running.contains(&s.id) {
+                "running".into()
+            } else {
+                s.status.as_str().to_string()
+            },
+            title: s.title.clone().or(s.plan_ref.clone()).unwrap_or_default(),
+            created_at: s.created_at.to_string(),
+            id: s.id,
+        })
+        .collect();
+    Ok(Choice::Pick(Picker::new(rows)))
 }
 
 /// Connects and subscribes; the snapshot and the subscription after it.
@@ -208,8 +226,36 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let conn = air_proto::client::connect(&options.connect)
         .await
         .map_err(|e| e.to_string())?;
-    let session = pick_session(&conn, options.session.as_deref()).await?;
+    let choice = choose_session(&conn, options.session.as_deref()).await?;
     drop(conn);
+    // The terminal: restored on panic (before the message prints) and on every exit.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+    let _screen = Screen::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
+        .map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let (input_tx, mut input) = mpsc::channel(64);
+    std::thread::spawn(move || read_input(input_tx));
+    let session = match choice {
+        Choice::Session(id) => id,
+        Choice::Pick(mut picker) => loop {
+            terminal
+                .draw(|f| crate::view::render_picker(f, &picker, &theme))
+                .map_err(|e| format!("cannot draw: {e}"))?;
+            match input.recv().await {
+                Some(Input::Key(k)) => match picker.key(k) {
+                    Some(Picked::Session(id)) => break id,
+                    Some(Picked::Quit) => return Err("no session chosen".into()),
+                    None => {}
+                },
+                Some(Input::Resize) => {}
+                None => return Err("the terminal closed".into()),
+            }
+        },
+    };
     options.connect.session_id = Some(session.clone());
     let (mut conn, snapshot, mut sub) = follow(&options.connect, &session).await?;
     let seq = snapshot.seq;
@@ -238,18 +284,6 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
             .collect();
         app.history(&events);
     }
-
-    // The terminal: restored on panic (before the message prints) and on every exit.
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        restore();
-        previous(info);
-    }));
-    let _screen = Screen::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
-    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
-        .map_err(|e| format!("cannot set up the terminal: {e}"))?;
-    let (input_tx, mut input) = mpsc::channel(64);
-    std::thread::spawn(move || read_input(input_tx));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot handle signals: {e}"))?;
     // Deltas only mark the screen stale; it is drawn on the next frame (30 a second at

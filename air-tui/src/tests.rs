@@ -269,3 +269,28 @@ fn deltas_and_the_final_snapshot_draw_the_same_screen() {
     );
     let _ = p::DeltaKind::Text;
 }
+
+#[test]
+fn the_session_picker_preselects_the_newest_running_session() {
+    use crate::app::{Picked, Picker, PickerRow};
+    let row = |id: &str, title: &str, state: &str| PickerRow {
+        id: id.into(),
+        title: title.into(),
+        state: state.into(),
+        created_at: "2026-11-30T12:00:00.000000Z".into(),
+    };
+    let mut picker = Picker::new(vec![
+        row("01C", "Docs pass", "completed"),
+        row("01B", "Word counting library and CLI", "running"),
+        row("01A", "First try", "failed"),
+    ]);
+    assert_eq!(picker.selected, 1);
+    let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let theme = Theme::dark(Palette::TrueColor);
+    t.draw(|f| crate::view::render_picker(f, &picker, &theme))
+        .unwrap();
+    insta::assert_snapshot!("picker_80x24", t.backend());
+    assert_eq!(picker.key(Key::Down), None);
+    assert_eq!(picker.key(Key::Enter), Some(Picked::Session("01A".into())));
+    assert_eq!(picker.key(Key::Char('q')), Some(Picked::Quit));
+}

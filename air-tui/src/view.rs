@@ -464,3 +464,60 @@ fn dialog(f: &mut Frame<'_>, area: Rect, theme: &Theme, title: &str, lines: Vec<
         rect,
     );
 }
+
+/// The session picker.
+pub fn render_picker(f: &mut Frame<'_>, picker: &crate::app::Picker, theme: &Theme) {
+    let area = f.area();
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Min(3), Constraint::Length(1)])
+        .split(area);
+    let items: Vec<ListItem> = picker
+        .rows
+        .iter()
+        .map(|r| {
+            let color = match r.state.as_str() {
+                "running" => theme.status(TaskStatus::Running),
+                "completed" => theme.status(TaskStatus::Completed),
+                "failed" => theme.status(TaskStatus::Failed),
+                "blocked" => theme.status(TaskStatus::Blocked),
+                _ => theme.muted,
+            };
+            ListItem::new(Line::from(vec![
+                Span::styled(format!("{:<10} ", r.state), Style::default().fg(color)),
+                Span::styled(
+                    format!(
+                        "{} ",
+                        r.created_at
+                            .get(..16)
+                            .unwrap_or(&r.created_at)
+                            .replace('T', " ")
+                    ),
+                    theme.muted_style(),
+                ),
+                Span::styled(r.title.clone(), theme.text_style()),
+                Span::styled(format!("  {}", r.id), theme.muted_style()),
+            ]))
+        })
+        .collect();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border_style(true))
+        .title(format!("Sessions ({})", picker.rows.len()));
+    let mut state =
+        ListState::default().with_selected((!items.is_empty()).then_some(picker.selected));
+    f.render_stateful_widget(
+        List::new(items)
+            .block(block)
+            .highlight_style(theme.selected_style()),
+        rows[0],
+        &mut state,
+    );
+    f.render_widget(
+        Paragraph::new(Span::styled(
+            " ↑↓ choose · Enter attach · q quit",
+            theme.muted_style(),
+        )),
+        rows[1],
+    );
+}
