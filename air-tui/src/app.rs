@@ -58,6 +58,64 @@ pub enum Key {
     Tab,
     Enter,
     Esc,
+    Backspace,
+}
+
+/// Every action, as the command palette lists it: its name and the key that does it.
+pub const ACTIONS: &[(&str, Key)] = &[
+    ("Approve the permission request", Key::Char('a')),
+    ("Deny the permission request", Key::Char('d')),
+    ("Cancel the selected task", Key::Char('c')),
+    ("Pause or resume the run", Key::Char('p')),
+    ("Next pane", Key::Tab),
+    ("First task", Key::Char('g')),
+    ("Last task", Key::Char('G')),
+    ("Scroll the events up", Key::PageUp),
+    ("Scroll the events down", Key::PageDown),
+    ("Show the keys", Key::Char('?')),
+    ("Detach (the run goes on)", Key::Char('q')),
+];
+
+/// How well `query` matches `name` as a subsequence, case-insensitive (higher is
+/// better; `None`: no match). Consecutive letters and word starts count more.
+pub fn fuzzy(query: &str, name: &str) -> Option<u32> {
+    let name: Vec<char> = name.to_lowercase().chars().collect();
+    let mut score = 0;
+    let mut at = 0;
+    let mut last: Option<usize> = None;
+    for q in query.to_lowercase().chars().filter(|c| !c.is_whitespace()) {
+        let i = (at..name.len()).find(|&i| name[i] == q)?;
+        score += 1;
+        if last.is_some_and(|l| l + 1 == i) {
+            score += 3;
+        }
+        if i == 0 || name[i - 1] == ' ' {
+            score += 2;
+        }
+        last = Some(i);
+        at = i + 1;
+    }
+    Some(score)
+}
+
+/// The command palette (Ctrl-P): a query and the actions that match it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandPalette {
+    pub query: String,
+    pub selected: usize,
+}
+
+impl CommandPalette {
+    /// The matching actions, best first (all of them for an empty query).
+    pub fn matches(&self) -> Vec<(&'static str, Key)> {
+        let mut m: Vec<(u32, usize)> = ACTIONS
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (name, _))| fuzzy(&self.query, name).map(|s| (s, i)))
+            .collect();
+        m.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        m.into_iter().map(|(_, i)| ACTIONS[i]).collect()
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -72,6 +130,8 @@ pub struct Ui {
     pub confirm_cancel: Option<String>,
     /// The last message for the user (an answer, an error).
     pub toast: Option<String>,
+    /// The command palette, when open.
+    pub palette: Option<CommandPalette>,
 }
 
 pub struct App {
@@ -225,6 +285,42 @@ impl App {
     /// Handles a key: changes the UI state, or returns a command for airsd.
     pub fn key(&mut self, key: Key) -> Option<Command> {
         self.ui.toast = None;
+        if let Some(mut palette) = self.ui.palette.take() {
+            match key {
+                Key::Esc | Key::Ctrl('p') => {}
+                Key::Enter => {
+                    return palette
+                        .matches()
+                        .get(palette.selected)
+                        .and_then(|(_, k)| self.key(*k));
+                }
+                Key::Up => {
+                    palette.selected = palette.selected.saturating_sub(1);
+                    self.ui.palette = Some(palette);
+                }
+                Key::Down => {
+                    palette.selected =
+                        (palette.selected + 1).min(palette.matches().len().saturating_sub(1));
+                    self.ui.palette = Some(palette);
+                }
+                Key::Backspace => {
+                    palette.query.pop();
+                    palette.selected = 0;
+                    self.ui.palette = Some(palette);
+                }
+                Key::Char(c) => {
+                    palette.query.push(c);
+                    palette.selected = 0;
+                    self.ui.palette = Some(palette);
+                }
+                _ => self.ui.palette = Some(palette),
+            }
+            return None;
+        }
+        if key == Key::Ctrl('p') {
+            self.ui.palette = Some(CommandPalette::default());
+            return None;
+        }
         if let Some(task) = self.ui.confirm_cancel.take() {
             return matches!(key, Key::Char('y') | Key::Char('Y'))
                 .then_some(Command::CancelTask { task_id: task });

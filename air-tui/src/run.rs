@@ -77,6 +77,7 @@ fn key_of(e: &event::KeyEvent) -> Option<Key> {
         KeyCode::Tab => Key::Tab,
         KeyCode::Enter => Key::Enter,
         KeyCode::Esc => Key::Esc,
+        KeyCode::Backspace => Key::Backspace,
         _ => return None,
     })
 }

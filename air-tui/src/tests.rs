@@ -294,3 +294,31 @@ fn the_session_picker_preselects_the_newest_running_session() {
     assert_eq!(picker.key(Key::Enter), Some(Picked::Session("01A".into())));
     assert_eq!(picker.key(Key::Char('q')), Some(Picked::Quit));
 }
+
+#[test]
+fn the_command_palette_finds_actions_as_you_type() {
+    use crate::app::fuzzy;
+    assert!(fuzzy("cancel", "Cancel the selected task").is_some());
+    assert!(fuzzy("xyz", "Cancel the selected task").is_none());
+    assert!(fuzzy("pr", "Pause or resume the run") > fuzzy("pr", "Approve the permission request"));
+    let mut app = live();
+    // Close the permission dialog first (the palette works over it too).
+    app.projection.permission_requests.clear();
+    assert_eq!(app.key(Key::Ctrl('p')), None);
+    for c in "pause".chars() {
+        assert_eq!(app.key(Key::Char(c)), None);
+    }
+    insta::assert_snapshot!(
+        "palette_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    assert_eq!(app.key(Key::Enter), Some(Command::Pause));
+    assert!(app.ui.palette.is_none());
+    // Esc closes it without doing anything; Backspace edits the query.
+    app.key(Key::Ctrl('p'));
+    app.key(Key::Char('z'));
+    app.key(Key::Backspace);
+    assert_eq!(app.ui.palette.as_ref().map(|p| p.query.as_str()), Some(""));
+    assert_eq!(app.key(Key::Esc), None);
+    assert!(app.ui.palette.is_none());
+}

@@ -126,6 +126,35 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
     } else if app.ui.help {
         dialog(f, area, theme, "Keys", help_lines(theme));
     }
+    if let Some(palette) = &app.ui.palette {
+        let mut lines = vec![
+            Line::from(vec![
+                Span::styled("> ", Style::default().fg(theme.accent)),
+                Span::styled(palette.query.clone(), theme.text_style()),
+                Span::styled("▏", Style::default().fg(theme.accent)),
+            ]),
+            Line::from(""),
+        ];
+        let matches = palette.matches();
+        if matches.is_empty() {
+            lines.push(Line::from(Span::styled(
+                "no action matches",
+                theme.muted_style(),
+            )));
+        }
+        for (i, (name, key)) in matches.iter().enumerate() {
+            let style = if i == palette.selected {
+                theme.selected_style()
+            } else {
+                theme.text_style()
+            };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{name:<40}"), style),
+                Span::styled(key_name(*key), theme.muted_style()),
+            ]));
+        }
+        dialog(f, area, theme, "Actions (Ctrl-P)", lines);
+    }
 }
 
 fn status_bar(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
@@ -410,11 +439,29 @@ fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         ),
         (_, Some(t)) => Span::styled(format!(" {t}"), Style::default().fg(theme.accent)),
         _ => Span::styled(
-            " q detach · ↑↓ select · tab pane · c cancel · p pause · ? keys",
+            " q detach · ↑↓ select · tab pane · c cancel · p pause · ^P actions · ? keys",
             theme.muted_style(),
         ),
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+fn key_name(k: crate::app::Key) -> String {
+    use crate::app::Key;
+    match k {
+        Key::Char(c) => c.to_string(),
+        Key::Ctrl(c) => format!("Ctrl-{}", c.to_ascii_uppercase()),
+        Key::Up => "↑".into(),
+        Key::Down => "↓".into(),
+        Key::PageUp => "PgUp".into(),
+        Key::PageDown => "PgDn".into(),
+        Key::Home => "Home".into(),
+        Key::End => "End".into(),
+        Key::Tab => "Tab".into(),
+        Key::Enter => "Enter".into(),
+        Key::Esc => "Esc".into(),
+        Key::Backspace => "Backspace".into(),
+    }
 }
 
 fn help_lines(theme: &Theme) -> Vec<Line<'static>> {
@@ -427,6 +474,7 @@ fn help_lines(theme: &Theme) -> Vec<Line<'static>> {
         ("c", "cancel the selected task (asks first)"),
         ("p", "pause or resume the run"),
         ("a, d", "approve or deny a permission request"),
+        ("Ctrl-P", "every action, searched as you type"),
         ("?", "this help"),
     ]
     .into_iter()
