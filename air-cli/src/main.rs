@@ -53,9 +53,10 @@ enum Command {
         /// The session (default: the newest with a run going, else the newest).
         #[arg(short, long, value_name = "ID")]
         session: Option<String>,
-        /// dark, light, or a theme of ~/.air/themes/NAME.json.
-        #[arg(long, value_name = "NAME", default_value = "dark")]
-        theme: String,
+        /// dark, light, or a theme of ~/.air/themes/NAME.json (default: `attach.theme`
+        /// in ~/.air/config.yaml, else dark).
+        #[arg(long, value_name = "NAME")]
+        theme: Option<String>,
     },
     /// What air finds here: the project, the daemon, the configuration files, the
     /// providers and the model each agent would use (exit 1 when a run could not

@@ -21,6 +21,9 @@ use crate::plan::{OnAsk, PermissionMode};
 pub struct UserConfig {
     #[serde(default)]
     pub run: RunDefaults,
+    /// The terminal UI's section (theme, keys), read by `air attach`.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub attach: serde_json::Value,
 }
 
 /// Defaults for plan runs; the plan's front matter and `air run` flags override them.

@@ -10,6 +10,8 @@ use air_proto::event::RuntimeEvent;
 use air_proto::payload as p;
 use air_proto::projection::{Projection, TaskStatus};
 
+use crate::keymap::{Action, Keymap};
+
 /// Event-log lines kept in memory (older ones are read back with `events.list`).
 pub const LOG_LINES: usize = 10_000;
 /// Characters of an agent's live token stream kept (its tail).
@@ -61,21 +63,6 @@ pub enum Key {
     Backspace,
 }
 
-/// Every action, as the command palette lists it: its name and the key that does it.
-pub const ACTIONS: &[(&str, Key)] = &[
-    ("Approve the permission request", Key::Char('a')),
-    ("Deny the permission request", Key::Char('d')),
-    ("Cancel the selected task", Key::Char('c')),
-    ("Pause or resume the run", Key::Char('p')),
-    ("Next pane", Key::Tab),
-    ("First task", Key::Char('g')),
-    ("Last task", Key::Char('G')),
-    ("Scroll the events up", Key::PageUp),
-    ("Scroll the events down", Key::PageDown),
-    ("Show the keys", Key::Char('?')),
-    ("Detach (the run goes on)", Key::Char('q')),
-];
-
 /// How well `query` matches `name` as a subsequence, case-insensitive (higher is
 /// better; `None`: no match). Consecutive letters and word starts count more.
 pub fn fuzzy(query: &str, name: &str) -> Option<u32> {
@@ -107,14 +94,15 @@ pub struct CommandPalette {
 
 impl CommandPalette {
     /// The matching actions, best first (all of them for an empty query).
-    pub fn matches(&self) -> Vec<(&'static str, Key)> {
-        let mut m: Vec<(u32, usize)> = ACTIONS
+    pub fn matches(&self) -> Vec<Action> {
+        let mut m: Vec<(u32, usize)> = Action::ALL
             .iter()
             .enumerate()
-            .filter_map(|(i, (name, _))| fuzzy(&self.query, name).map(|s| (s, i)))
+            .filter(|(_, a)| a.0 != Action::Palette)
+            .filter_map(|(i, a)| fuzzy(&self.query, a.2).map(|s| (s, i)))
             .collect();
         m.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        m.into_iter().map(|(_, i)| ACTIONS[i]).collect()
+        m.into_iter().map(|(_, i)| Action::ALL[i].0).collect()
     }
 }
 
@@ -132,6 +120,10 @@ pub struct Ui {
     pub toast: Option<String>,
     /// The command palette, when open.
     pub palette: Option<CommandPalette>,
+    /// The event filter being typed (`/`).
+    pub filter_input: Option<String>,
+    /// The event log shows only lines containing this (case-insensitive).
+    pub filter: Option<String>,
 }
 
 pub struct App {
@@ -144,6 +136,7 @@ pub struct App {
     pub streams: HashMap<String, String>,
     /// Frames drawn (drives the spinner).
     pub frame: u64,
+    pub keymap: Keymap,
 }
 
 impl App {
@@ -155,6 +148,7 @@ impl App {
             log: VecDeque::new(),
             streams: HashMap::new(),
             frame: 0,
+            keymap: Keymap::default(),
         }
     }
 
@@ -285,40 +279,53 @@ impl App {
     /// Handles a key: changes the UI state, or returns a command for airsd.
     pub fn key(&mut self, key: Key) -> Option<Command> {
         self.ui.toast = None;
+        // Modal input first: the palette's query, the filter being typed, a
+        // confirmation, the help screen.
         if let Some(mut palette) = self.ui.palette.take() {
             match key {
-                Key::Esc | Key::Ctrl('p') => {}
+                Key::Esc => return None,
                 Key::Enter => {
                     return palette
                         .matches()
                         .get(palette.selected)
-                        .and_then(|(_, k)| self.key(*k));
+                        .and_then(|a| self.act(*a));
                 }
-                Key::Up => {
-                    palette.selected = palette.selected.saturating_sub(1);
-                    self.ui.palette = Some(palette);
-                }
+                Key::Up => palette.selected = palette.selected.saturating_sub(1),
                 Key::Down => {
                     palette.selected =
-                        (palette.selected + 1).min(palette.matches().len().saturating_sub(1));
-                    self.ui.palette = Some(palette);
+                        (palette.selected + 1).min(palette.matches().len().saturating_sub(1))
                 }
                 Key::Backspace => {
                     palette.query.pop();
                     palette.selected = 0;
-                    self.ui.palette = Some(palette);
                 }
                 Key::Char(c) => {
                     palette.query.push(c);
                     palette.selected = 0;
-                    self.ui.palette = Some(palette);
                 }
-                _ => self.ui.palette = Some(palette),
+                _ if self.keymap.action(key) == Some(Action::Palette) => return None,
+                _ => {}
             }
+            self.ui.palette = Some(palette);
             return None;
         }
-        if key == Key::Ctrl('p') {
-            self.ui.palette = Some(CommandPalette::default());
+        if let Some(mut text) = self.ui.filter_input.take() {
+            match key {
+                Key::Esc => {}
+                Key::Enter => {
+                    self.ui.filter = (!text.trim().is_empty()).then(|| text.trim().to_string());
+                    self.ui.log_scroll = 0;
+                }
+                Key::Backspace => {
+                    text.pop();
+                    self.ui.filter_input = Some(text);
+                }
+                Key::Char(c) => {
+                    text.push(c);
+                    self.ui.filter_input = Some(text);
+                }
+                _ => self.ui.filter_input = Some(text),
+            }
             return None;
         }
         if let Some(task) = self.ui.confirm_cancel.take() {
@@ -329,49 +336,61 @@ impl App {
             self.ui.help = false;
             return None;
         }
+        let action = self.keymap.action(key)?;
+        self.act(action)
+    }
+
+    /// Does what an action does.
+    pub fn act(&mut self, action: Action) -> Option<Command> {
         if let Some(req) = self.open_request() {
+            // A permission question is open: answer it, or detach, or search the
+            // actions; nothing else until it is answered.
             let request_id = req.request.request_id.clone();
-            match key {
-                Key::Char('a') | Key::Char('y') => return Some(Command::Approve { request_id }),
-                Key::Char('d') | Key::Char('n') => return Some(Command::Deny { request_id }),
-                Key::Char('q') | Key::Ctrl('d') | Key::Ctrl('c') => return Some(Command::Detach),
-                _ => return None,
-            }
+            return match action {
+                Action::Approve => Some(Command::Approve { request_id }),
+                Action::Deny => Some(Command::Deny { request_id }),
+                Action::Detach => Some(Command::Detach),
+                Action::Palette => {
+                    self.ui.palette = Some(CommandPalette::default());
+                    None
+                }
+                _ => None,
+            };
         }
         let n = self.projection.tasks.len();
-        match key {
-            Key::Char('q') | Key::Ctrl('d') | Key::Ctrl('c') => return Some(Command::Detach),
-            Key::Char('?') => self.ui.help = true,
-            Key::Tab => {
+        let log_end = self.log.len().saturating_sub(1);
+        match action {
+            Action::Detach => return Some(Command::Detach),
+            Action::Help => self.ui.help = true,
+            Action::Palette => self.ui.palette = Some(CommandPalette::default()),
+            Action::Filter => {
+                self.ui.filter_input = Some(self.ui.filter.clone().unwrap_or_default());
+            }
+            Action::NextPane => {
                 self.ui.focus = match self.ui.focus {
                     Pane::Tasks => Pane::Detail,
                     Pane::Detail => Pane::Log,
                     Pane::Log => Pane::Tasks,
                 }
             }
-            Key::Char('j') | Key::Down => match self.ui.focus {
+            Action::Down => match self.ui.focus {
                 Pane::Log => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(1),
                 _ => self.ui.selected = (self.ui.selected + 1).min(n.saturating_sub(1)),
             },
-            Key::Char('k') | Key::Up => match self.ui.focus {
-                Pane::Log => {
-                    self.ui.log_scroll =
-                        (self.ui.log_scroll + 1).min(self.log.len().saturating_sub(1))
-                }
+            Action::Up => match self.ui.focus {
+                Pane::Log => self.ui.log_scroll = (self.ui.log_scroll + 1).min(log_end),
                 _ => self.ui.selected = self.ui.selected.saturating_sub(1),
             },
-            Key::PageUp => {
-                self.ui.log_scroll = (self.ui.log_scroll + 10).min(self.log.len().saturating_sub(1))
-            }
-            Key::PageDown => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(10),
-            Key::Home | Key::Char('g') => self.ui.selected = 0,
-            Key::End | Key::Char('G') => self.ui.selected = n.saturating_sub(1),
-            Key::Char('c') => {
+            Action::PageUp => self.ui.log_scroll = (self.ui.log_scroll + 10).min(log_end),
+            Action::PageDown => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(10),
+            Action::First => self.ui.selected = 0,
+            Action::Last => self.ui.selected = n.saturating_sub(1),
+            Action::Cancel => {
                 if let Some(t) = self.selected_task().filter(|t| !t.status.is_terminal()) {
                     self.ui.confirm_cancel = Some(t.id.clone());
                 }
             }
-            Key::Char('p') => {
+            Action::Pause => {
                 let paused = self.projection.run.as_ref().is_some_and(|r| r.paused);
                 return Some(if paused {
                     Command::Resume
@@ -379,9 +398,26 @@ impl App {
                     Command::Pause
                 });
             }
-            _ => {}
+            Action::Approve | Action::Deny => {
+                self.ui.toast = Some("no permission request is waiting".into());
+            }
         }
         None
+    }
+
+    /// The event-log lines shown: all, or those matching the filter.
+    pub fn visible_log(&self) -> Vec<&str> {
+        match &self.ui.filter {
+            Some(f) => {
+                let f = f.to_lowercase();
+                self.log
+                    .iter()
+                    .filter(|l| l.to_lowercase().contains(&f))
+                    .map(String::as_str)
+                    .collect()
+            }
+            None => self.log.iter().map(String::as_str).collect(),
+        }
     }
 
     /// Counts of tasks by state, in the order the status bar shows them.

@@ -33,8 +33,9 @@ pub struct Options {
     /// The session to attach to; default: the newest with a run going, else the
     /// newest.
     pub session: Option<String>,
-    /// A theme name (built in, or `~/.air/themes/NAME.json`).
-    pub theme: String,
+    /// A theme name (built in, or `~/.air/themes/NAME.json`); default: `attach.theme`
+    /// in `~/.air/config.yaml`, else dark.
+    pub theme: Option<String>,
     pub air_home: Option<PathBuf>,
 }
 
@@ -221,7 +222,17 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
 /// attached to.
 pub async fn attach(mut options: Options) -> Result<String, String> {
     let palette = Palette::detect(&|k| std::env::var(k).ok());
-    let theme = Theme::load(&options.theme, options.air_home.as_deref(), palette)?;
+    let config = match options.air_home.as_deref() {
+        Some(home) => crate::keymap::AttachConfig::load(home)?,
+        None => crate::keymap::AttachConfig::default(),
+    };
+    let keymap = crate::keymap::Keymap::with(&config.keys)?;
+    let theme_name = options
+        .theme
+        .clone()
+        .or(config.theme.clone())
+        .unwrap_or_else(|| "dark".into());
+    let theme = Theme::load(&theme_name, options.air_home.as_deref(), palette)?;
     options.connect.mode = ClientMode::Steering;
     options.connect.client = "air attach".into();
     let conn = air_proto::client::connect(&options.connect)
@@ -261,6 +272,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let (mut conn, snapshot, mut sub) = follow(&options.connect, &session).await?;
     let seq = snapshot.seq;
     let mut app = App::new(snapshot);
+    app.keymap = keymap;
     // What happened before: the last events, for the log (more are a scroll away in
     // `air events`).
     if let Ok(page) = conn

@@ -322,3 +322,28 @@ fn the_command_palette_finds_actions_as_you_type() {
     assert_eq!(app.key(Key::Esc), None);
     assert!(app.ui.palette.is_none());
 }
+
+#[test]
+fn the_event_filter_and_rebound_keys() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    app.key(Key::Char('/'));
+    for c in "tool.s".chars() {
+        app.key(Key::Char(c));
+    }
+    app.key(Key::Enter);
+    assert_eq!(app.ui.filter.as_deref(), Some("tool.s"));
+    assert_eq!(app.visible_log().len(), 2);
+    insta::assert_snapshot!(
+        "filter_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    // Keys from the config replace the defaults.
+    let mut keys = std::collections::BTreeMap::new();
+    keys.insert("cancel".to_string(), crate::keymap::Keys::One("x".into()));
+    app.keymap = crate::keymap::Keymap::with(&keys).unwrap();
+    assert_eq!(app.key(Key::Char('c')), None);
+    assert!(app.ui.confirm_cancel.is_none());
+    app.key(Key::Char('x'));
+    assert_eq!(app.ui.confirm_cancel.as_deref(), Some("T2"));
+}

@@ -124,7 +124,7 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         };
         dialog(f, area, theme, &title, lines);
     } else if app.ui.help {
-        dialog(f, area, theme, "Keys", help_lines(theme));
+        dialog(f, area, theme, "Keys", help_lines(app, theme));
     }
     if let Some(palette) = &app.ui.palette {
         let mut lines = vec![
@@ -142,15 +142,15 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
                 theme.muted_style(),
             )));
         }
-        for (i, (name, key)) in matches.iter().enumerate() {
+        for (i, action) in matches.iter().enumerate() {
             let style = if i == palette.selected {
                 theme.selected_style()
             } else {
                 theme.text_style()
             };
             lines.push(Line::from(vec![
-                Span::styled(format!("{name:<40}"), style),
-                Span::styled(key_name(*key), theme.muted_style()),
+                Span::styled(format!("{:<40}", action.title()), style),
+                Span::styled(app.keymap.keys_of(*action), theme.muted_style()),
             ]));
         }
         dialog(f, area, theme, "Actions (Ctrl-P)", lines);
@@ -412,18 +412,28 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
 fn event_log(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let focused = app.ui.focus == Pane::Log;
     let height = area.height.saturating_sub(2) as usize;
-    let end = app.log.len().saturating_sub(app.ui.log_scroll);
+    let shown = app.visible_log();
+    let end = shown.len().saturating_sub(app.ui.log_scroll);
     let start = end.saturating_sub(height);
-    let lines: Vec<Line> = app
-        .log
-        .range(start..end)
-        .map(|l| Line::from(Span::styled(l.clone(), theme.text_style())))
+    let lines: Vec<Line> = shown[start..end]
+        .iter()
+        .map(|l| Line::from(Span::styled(l.to_string(), theme.text_style())))
         .collect();
-    let title = if app.ui.log_scroll > 0 {
-        format!("Events ({} more below)", app.ui.log_scroll)
-    } else {
-        "Events".into()
-    };
+    let mut title = String::from("Events");
+    match (&app.ui.filter_input, &app.ui.filter) {
+        (Some(typing), _) => {
+            title.push_str(&format!(" — filter: {typing}▏ (Enter apply, Esc keep)"))
+        }
+        (None, Some(f)) => title.push_str(&format!(
+            " — matching \"{f}\" ({} of {})",
+            shown.len(),
+            app.log.len()
+        )),
+        _ => {}
+    }
+    if app.ui.log_scroll > 0 {
+        title.push_str(&format!(" ({} more below)", app.ui.log_scroll));
+    }
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border_style(focused))
@@ -446,48 +456,19 @@ fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     f.render_widget(Paragraph::new(line), area);
 }
 
-fn key_name(k: crate::app::Key) -> String {
-    use crate::app::Key;
-    match k {
-        Key::Char(c) => c.to_string(),
-        Key::Ctrl(c) => format!("Ctrl-{}", c.to_ascii_uppercase()),
-        Key::Up => "↑".into(),
-        Key::Down => "↓".into(),
-        Key::PageUp => "PgUp".into(),
-        Key::PageDown => "PgDn".into(),
-        Key::Home => "Home".into(),
-        Key::End => "End".into(),
-        Key::Tab => "Tab".into(),
-        Key::Enter => "Enter".into(),
-        Key::Esc => "Esc".into(),
-        Key::Backspace => "Backspace".into(),
-    }
-}
-
-fn help_lines(theme: &Theme) -> Vec<Line<'static>> {
-    [
-        ("q, Ctrl-D", "detach (the run goes on)"),
-        ("↑ ↓, j k", "select a task, or scroll the events"),
-        ("g G", "first, last task"),
-        ("Tab", "next pane: tasks, detail, events"),
-        ("PgUp PgDn", "scroll the events"),
-        ("c", "cancel the selected task (asks first)"),
-        ("p", "pause or resume the run"),
-        ("a, d", "approve or deny a permission request"),
-        ("Ctrl-P", "every action, searched as you type"),
-        ("?", "this help"),
-    ]
-    .into_iter()
-    .map(|(k, what)| {
-        Line::from(vec![
-            Span::styled(
-                format!("{k:>10}  "),
-                theme.text_style().add_modifier(Modifier::BOLD),
-            ),
-            Span::styled(what, theme.muted_style()),
-        ])
-    })
-    .collect()
+fn help_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    crate::keymap::Action::ALL
+        .iter()
+        .map(|(action, _, title, _)| {
+            Line::from(vec![
+                Span::styled(
+                    format!("{:>16}  ", app.keymap.keys_of(*action)),
+                    theme.text_style().add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(*title, theme.muted_style()),
+            ])
+        })
+        .collect()
 }
 
 /// A centred box over the screen.
