@@ -106,8 +106,20 @@ impl CommandPalette {
     }
 }
 
+/// How the tasks are shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    #[default]
+    List,
+    /// Grouped by wave (the order their hard dependencies allow).
+    Waves,
+    /// Boxes and edges (falls back to waves when the terminal is narrow).
+    Graph,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ui {
+    pub layout: Layout,
     /// Index into the task list.
     pub selected: usize,
     pub focus: Pane,
@@ -363,6 +375,13 @@ impl App {
             Action::Detach => return Some(Command::Detach),
             Action::Help => self.ui.help = true,
             Action::Palette => self.ui.palette = Some(CommandPalette::default()),
+            Action::View => {
+                self.ui.layout = match self.ui.layout {
+                    Layout::List => Layout::Waves,
+                    Layout::Waves => Layout::Graph,
+                    Layout::Graph => Layout::List,
+                }
+            }
             Action::Filter => {
                 self.ui.filter_input = Some(self.ui.filter.clone().unwrap_or_default());
             }

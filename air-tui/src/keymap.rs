@@ -36,6 +36,7 @@ pub enum Action {
     Approve,
     Deny,
     Filter,
+    View,
 }
 
 impl Action {
@@ -70,6 +71,12 @@ impl Action {
             "filter",
             "Filter the events",
             &[Key::Char('/')],
+        ),
+        (
+            Action::View,
+            "view",
+            "Tasks as a list, in waves, or as a graph",
+            &[Key::Char('v')],
         ),
         (Action::NextPane, "next_pane", "Next pane", &[Key::Tab]),
         (

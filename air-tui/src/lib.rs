@@ -8,6 +8,7 @@
 //! - [`run`]: the attached terminal — connection, subscription, keys, reconnects.
 
 pub mod app;
+pub mod graph;
 pub mod keymap;
 pub mod run;
 pub mod theme;

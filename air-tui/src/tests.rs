@@ -347,3 +347,62 @@ fn the_event_filter_and_rebound_keys() {
     app.key(Key::Char('x'));
     assert_eq!(app.ui.confirm_cancel.as_deref(), Some("T2"));
 }
+
+#[test]
+fn the_tasks_in_waves_and_as_a_graph() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    app.key(Key::Char('v'));
+    insta::assert_snapshot!(
+        "waves_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    app.key(Key::Char('v'));
+    insta::assert_snapshot!(
+        "graph_160x48",
+        draw(&app, 160, 48, Palette::TrueColor).backend()
+    );
+    // Too narrow for the graph: the waves instead.
+    let narrow = draw(&app, 80, 24, Palette::TrueColor);
+    assert!(format!("{:?}", narrow.backend()).contains("in waves"));
+    app.key(Key::Char('v'));
+    assert_eq!(app.ui.layout, crate::app::Layout::List);
+}
+
+#[test]
+fn a_diamond_graph_routes_its_edges_between_the_columns() {
+    let mut app = App::new(Snapshot {
+        session_id: S.into(),
+        seq: 0,
+        projection: Projection::new(S),
+    });
+    let mut seq = 0;
+    for (id, deps) in [
+        ("A", vec![]),
+        ("B", vec!["A"]),
+        ("C", vec!["A"]),
+        ("D", vec!["B", "C"]),
+        ("E", vec![]),
+    ] {
+        seq += 1;
+        let mut e = RuntimeEvent::typed(
+            "task.created",
+            S,
+            EventSource::scheduler(),
+            &json!({"task": spec(id, &format!("task {id}"), &deps)}),
+        )
+        .unwrap();
+        e.timestamp = "2026-11-30T12:00:00.000000Z".into();
+        app.update(SessionUpdate::Delta {
+            seq,
+            durable: true,
+            event: e,
+        });
+    }
+    app.ui.layout = crate::app::Layout::Graph;
+    app.ui.selected = 3;
+    insta::assert_snapshot!(
+        "diamond_120x30",
+        draw(&app, 120, 30, Palette::TrueColor).backend()
+    );
+}

@@ -25,7 +25,7 @@ use crate::theme::Theme;
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
-fn icon(status: TaskStatus, frame: u64) -> char {
+pub(crate) fn icon(status: TaskStatus, frame: u64) -> char {
     match status {
         TaskStatus::Running | TaskStatus::Reviewing | TaskStatus::Debugging => {
             SPINNER[(frame % SPINNER.len() as u64) as usize]
@@ -63,15 +63,43 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         .split(area);
     status_bar(f, rows[0], app, theme);
     let wide = area.width >= 120;
+    let graph = app.ui.layout == crate::app::Layout::Graph && area.width >= 100;
+    let left = if graph {
+        rows[1].width.saturating_sub(if wide { 48 } else { 0 })
+    } else if wide {
+        56
+    } else {
+        34
+    };
     let cols = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([
-            Constraint::Length(if wide { 56 } else { 34 }),
-            Constraint::Min(20),
-        ])
+        .constraints([Constraint::Length(left), Constraint::Min(0)])
         .split(rows[1]);
-    task_list(f, cols[0], app, theme);
-    detail(f, cols[1], app, theme);
+    if graph {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border_style(app.ui.focus == Pane::Tasks))
+            .title(format!(
+                "Task graph ({} tasks, v: next view)",
+                app.tasks().len()
+            ));
+        let inner = block.inner(cols[0]);
+        f.render_widget(block, cols[0]);
+        crate::graph::draw(
+            f.buffer_mut(),
+            inner,
+            app.tasks(),
+            &app.projection.edges,
+            app.ui.selected,
+            app.frame,
+            theme,
+        );
+    } else {
+        task_list(f, cols[0], app, theme);
+    }
+    if cols[1].width > 0 {
+        detail(f, cols[1], app, theme);
+    }
     event_log(f, rows[2], app, theme);
     footer(f, rows[3], app, theme);
     if let Some(task) = &app.ui.confirm_cancel {
@@ -226,31 +254,54 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         .max()
         .unwrap_or(2)
         .min(18);
-    let items: Vec<ListItem> = app
-        .tasks()
-        .iter()
-        .map(|t| {
-            let color = theme.status(t.status);
-            ListItem::new(Line::from(vec![
-                Span::styled(
-                    format!("{} ", icon(t.status, app.frame)),
-                    Style::default().fg(color),
-                ),
-                Span::styled(format!("{:<id_width$} ", t.id), theme.text_style()),
-                Span::styled(
-                    format!("{:<9} ", t.status.as_str()),
-                    Style::default().fg(color),
-                ),
-                Span::styled(t.title.clone(), theme.muted_style()),
-            ]))
-        })
-        .collect();
+    let row = |t: &air_proto::projection::TaskView| {
+        let color = theme.status(t.status);
+        ListItem::new(Line::from(vec![
+            Span::styled(
+                format!("{} ", icon(t.status, app.frame)),
+                Style::default().fg(color),
+            ),
+            Span::styled(format!("{:<id_width$} ", t.id), theme.text_style()),
+            Span::styled(
+                format!("{:<9} ", t.status.as_str()),
+                Style::default().fg(color),
+            ),
+            Span::styled(t.title.clone(), theme.muted_style()),
+        ]))
+    };
+    // In waves: a heading before each wave; the selection maps to its row.
+    let (items, selected): (Vec<ListItem>, usize) = if app.ui.layout == crate::app::Layout::List {
+        (app.tasks().iter().map(row).collect(), app.ui.selected)
+    } else {
+        let mut items = Vec::new();
+        let mut selected = 0;
+        for (w, wave) in crate::graph::waves(app.tasks(), &app.projection.edges)
+            .iter()
+            .enumerate()
+        {
+            items.push(ListItem::new(Line::from(Span::styled(
+                format!("wave {}", w + 1),
+                theme.muted_style().add_modifier(Modifier::ITALIC),
+            ))));
+            for &i in wave {
+                if i == app.ui.selected {
+                    selected = items.len();
+                }
+                items.push(row(&app.tasks()[i]));
+            }
+        }
+        (items, selected)
+    };
+    let view = match app.ui.layout {
+        crate::app::Layout::List => "",
+        _ => ", in waves",
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border_style(focused))
-        .title(format!("Tasks ({})", app.tasks().len()));
-    let mut state =
-        ListState::default().with_selected((!items.is_empty()).then_some(app.ui.selected));
+        .title(format!("Tasks ({}{view})", app.tasks().len()));
+    let mut state = ListState::default().with_selected((!items.is_empty()).then_some(selected));
+
     f.render_stateful_widget(
         List::new(items)
             .block(block)

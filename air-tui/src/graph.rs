@@ -1,0 +1,218 @@
+//! The task graph as the TUI draws it: tasks placed in waves (a task's wave is one
+//! after the latest of its hard dependencies), drawn as boxes coloured by state in
+//! one column per wave, with an edge from each dependency to its dependent routed
+//! through the gaps between the columns.
+
+use air_proto::projection::{EdgeView, TaskView};
+use air_proto::task::DependencyType;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+
+use crate::theme::Theme;
+
+/// A box's width, and the gap between columns (where the edges run).
+pub const BOX_WIDTH: u16 = 20;
+pub const GAP: u16 = 5;
+/// A box's height, and the space between boxes in a column.
+pub const BOX_HEIGHT: u16 = 3;
+pub const ROW: u16 = BOX_HEIGHT + 1;
+
+/// The waves of the tasks (indices into `tasks`, in plan order within a wave).
+pub fn waves(tasks: &[TaskView], edges: &[EdgeView]) -> Vec<Vec<usize>> {
+    let index = |id: &str| tasks.iter().position(|t| t.id == id);
+    let mut level = vec![0usize; tasks.len()];
+    // Longest path over hard edges; a plan has no cycles, and the pass count bounds a
+    // bad graph.
+    for _ in 0..tasks.len() {
+        let mut changed = false;
+        for e in edges
+            .iter()
+            .filter(|e| e.dependency_type == DependencyType::Hard)
+        {
+            if let (Some(child), Some(parent)) = (index(&e.task_id), index(&e.depends_on_task_id)) {
+                if level[child] < level[parent] + 1 {
+                    level[child] = level[parent] + 1;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let depth = level.iter().max().map_or(0, |m| m + 1);
+    let mut out = vec![Vec::new(); depth];
+    for (i, l) in level.iter().enumerate() {
+        out[*l].push(i);
+    }
+    out
+}
+
+/// Where each task's box is, in graph coordinates (column, row) → (x, y).
+fn positions(waves: &[Vec<usize>], n: usize) -> Vec<(u16, u16)> {
+    let mut pos = vec![(0, 0); n];
+    for (c, wave) in waves.iter().enumerate() {
+        for (r, &i) in wave.iter().enumerate() {
+            let x = u16::try_from(c)
+                .unwrap_or(u16::MAX)
+                .saturating_mul(BOX_WIDTH + GAP);
+            let y = u16::try_from(r).unwrap_or(u16::MAX).saturating_mul(ROW);
+            pos[i] = (x, y);
+        }
+    }
+    pos
+}
+
+/// The graph's size in cells.
+pub fn size(waves: &[Vec<usize>]) -> (u16, u16) {
+    let cols = u16::try_from(waves.len()).unwrap_or(u16::MAX);
+    let rows = u16::try_from(waves.iter().map(Vec::len).max().unwrap_or(0)).unwrap_or(u16::MAX);
+    (
+        cols.saturating_mul(BOX_WIDTH + GAP).saturating_sub(GAP),
+        rows.saturating_mul(ROW).saturating_sub(1),
+    )
+}
+
+/// Draws the graph into `area`, scrolled so the selected task is in view.
+pub fn draw(
+    buf: &mut Buffer,
+    area: Rect,
+    tasks: &[TaskView],
+    edges: &[EdgeView],
+    selected: usize,
+    frame: u64,
+    theme: &Theme,
+) {
+    let waves = waves(tasks, edges);
+    let pos = positions(&waves, tasks.len());
+    // Scroll: keep the selected box in view.
+    let (sx, sy) = pos.get(selected).copied().unwrap_or((0, 0));
+    let ox = (sx + BOX_WIDTH).saturating_sub(area.width);
+    let oy = (sy + BOX_HEIGHT).saturating_sub(area.height);
+    let put = |buf: &mut Buffer, x: u16, y: u16, s: &str, style: Style, over: bool| {
+        let (Some(x), Some(y)) = (x.checked_sub(ox), y.checked_sub(oy)) else {
+            return;
+        };
+        if x >= area.width || y >= area.height {
+            return;
+        }
+        let (x, y) = (area.x + x, area.y + y);
+        if !over && buf[(x, y)].symbol() != " " {
+            return;
+        }
+        buf.set_string(x, y, s, style);
+    };
+    // Boxes first; edges go only where nothing is drawn.
+    for (i, t) in tasks.iter().enumerate() {
+        let (x, y) = pos[i];
+        let color = theme.status(t.status);
+        let mut border = Style::default().fg(color);
+        if i == selected {
+            border = border.add_modifier(Modifier::BOLD | Modifier::REVERSED);
+        }
+        let w = usize::from(BOX_WIDTH) - 2;
+        let id: String = t.id.chars().take(w - 1).collect();
+        put(
+            buf,
+            x,
+            y,
+            &format!("┌{id}{}┐", "─".repeat(w.saturating_sub(id.chars().count()))),
+            border,
+            true,
+        );
+        let line: String = format!(
+            "{} {}",
+            crate::view::icon(t.status, frame),
+            t.status.as_str()
+        );
+        let attempts = if t.attempts > 1 {
+            format!(" ×{}", t.attempts)
+        } else {
+            String::new()
+        };
+        let body: String = format!("{line}{attempts}").chars().take(w).collect();
+        put(buf, x, y + 1, "│", border, true);
+        put(
+            buf,
+            x + 1,
+            y + 1,
+            &format!("{body:<w$}"),
+            Style::default().fg(color),
+            true,
+        );
+        put(buf, x + BOX_WIDTH - 1, y + 1, "│", border, true);
+        put(buf, x, y + 2, &format!("└{}┘", "─".repeat(w)), border, true);
+    }
+    let edge = theme.muted_style();
+    for e in edges {
+        let (Some(c), Some(p)) = (
+            tasks.iter().position(|t| t.id == e.task_id),
+            tasks.iter().position(|t| t.id == e.depends_on_task_id),
+        ) else {
+            continue;
+        };
+        let ((px, py), (cx, cy)) = (pos[p], pos[c]);
+        if cx <= px {
+            continue;
+        }
+        // Out of the parent's right side, down or up in the gap before the child's
+        // column, into the child's left side.
+        let (from_y, to_y) = (py + 1, cy + 1);
+        let turn = cx - 2;
+        for x in px + BOX_WIDTH..turn {
+            put(buf, x, from_y, "─", edge, false);
+        }
+        let (top, bottom) = (from_y.min(to_y), from_y.max(to_y));
+        for y in top..=bottom {
+            let s = match (y == from_y, y == to_y) {
+                (true, true) => "─",
+                (true, false) if to_y > from_y => "┐",
+                (true, false) => "┘",
+                (false, true) if to_y > from_y => "└",
+                (false, true) => "┌",
+                _ => "│",
+            };
+            put(buf, turn, y, s, edge, false);
+        }
+        put(buf, turn + 1, to_y, "▶", edge, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waves_follow_the_longest_hard_path() {
+        let task = |id: &str| TaskView {
+            id: id.into(),
+            title: id.into(),
+            task_type: "execute".into(),
+            category: None,
+            phase: None,
+            write_area: None,
+            status: air_proto::projection::TaskStatus::Pending,
+            attempts: 0,
+            agent_id: None,
+            reason: None,
+            created_at: "2026-11-30T00:00:00Z".into(),
+            updated_at: "2026-11-30T00:00:00Z".into(),
+            progress: None,
+        };
+        let edge = |a: &str, b: &str, t: DependencyType| EdgeView {
+            task_id: a.into(),
+            depends_on_task_id: b.into(),
+            dependency_type: t,
+        };
+        let tasks = ["A", "B", "C", "D"].map(task).to_vec();
+        let edges = vec![
+            edge("B", "A", DependencyType::Hard),
+            edge("C", "B", DependencyType::Hard),
+            edge("C", "A", DependencyType::Hard),
+            edge("D", "C", DependencyType::Soft),
+        ];
+        assert_eq!(waves(&tasks, &edges), vec![vec![0, 3], vec![1], vec![2]]);
+        assert_eq!(size(&waves(&tasks, &edges)), (3 * 25 - 5, 2 * 4 - 1));
+    }
+}
