@@ -376,15 +376,13 @@ fn a_diamond_graph_routes_its_edges_between_the_columns() {
         seq: 0,
         projection: Projection::new(S),
     });
-    let mut seq = 0;
-    for (id, deps) in [
+    for (seq, (id, deps)) in (1u64..).zip([
         ("A", vec![]),
         ("B", vec!["A"]),
         ("C", vec!["A"]),
         ("D", vec!["B", "C"]),
         ("E", vec![]),
-    ] {
-        seq += 1;
+    ]) {
         let mut e = RuntimeEvent::typed(
             "task.created",
             S,
