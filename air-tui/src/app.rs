@@ -16,6 +16,10 @@ use crate::keymap::{Action, Keymap};
 pub const LOG_LINES: usize = 10_000;
 /// Characters of an agent's live token stream kept (its tail).
 pub const STREAM_CHARS: usize = 16 * 1024;
+/// Lines of a task's latest command output kept.
+pub const OUTPUT_LINES: usize = 200;
+/// Characters of a task's latest diff kept.
+pub const DIFF_CHARS: usize = 32 * 1024;
 
 /// Which pane has the keys.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -146,6 +150,10 @@ pub struct App {
     pub log: VecDeque<String>,
     /// The live text of each agent's current message, by agent id.
     pub streams: HashMap<String, String>,
+    /// The latest file change of each task: the path and its unified diff.
+    pub diffs: HashMap<String, (String, String)>,
+    /// The latest command output of each task (its last lines), with the command.
+    pub output: HashMap<String, (String, VecDeque<String>)>,
     /// Frames drawn (drives the spinner).
     pub frame: u64,
     pub keymap: Keymap,
@@ -159,6 +167,8 @@ impl App {
             link: Link::Connected,
             log: VecDeque::new(),
             streams: HashMap::new(),
+            diffs: HashMap::new(),
+            output: HashMap::new(),
             frame: 0,
             keymap: Keymap::default(),
         }
@@ -239,7 +249,60 @@ impl App {
                     self.streams.remove(agent);
                 }
             }
-            "agent.heartbeat" | "stdout.delta" | "stderr.delta" | "tool.stream" => return,
+            "stdout.delta" | "stderr.delta" => {
+                if let Ok(d) = serde_json::from_value::<p::OutputDelta>(event.payload.clone()) {
+                    let run = self
+                        .projection
+                        .command_runs
+                        .iter()
+                        .rev()
+                        .find(|c| c.id == d.command_run_id);
+                    if let Some((task, command)) =
+                        run.and_then(|c| Some((c.task_id.clone()?, c.command.clone())))
+                    {
+                        let (cmd, lines) = self
+                            .output
+                            .entry(task)
+                            .or_insert_with(|| (command.clone(), VecDeque::new()));
+                        if *cmd != command {
+                            *cmd = command;
+                            lines.clear();
+                        }
+                        for l in d.data.lines() {
+                            lines.push_back(l.chars().take(300).collect());
+                        }
+                        while lines.len() > OUTPUT_LINES {
+                            lines.pop_front();
+                        }
+                    }
+                }
+                return;
+            }
+            "tool.completed" => {
+                let diff = event
+                    .payload
+                    .pointer("/output/diff")
+                    .and_then(|d| d.as_str());
+                let path = event
+                    .payload
+                    .pointer("/output/path")
+                    .and_then(|d| d.as_str());
+                let run = event.payload.get("tool_run_id").and_then(|r| r.as_str());
+                if let (Some(diff), Some(path), Some(run)) = (diff, path, run) {
+                    let task = self
+                        .projection
+                        .tool_runs
+                        .iter()
+                        .rev()
+                        .find(|t| t.id == run)
+                        .and_then(|t| t.task_id.clone());
+                    if let Some(task) = task {
+                        let kept: String = diff.chars().take(DIFF_CHARS).collect();
+                        self.diffs.insert(task, (path.to_string(), kept));
+                    }
+                }
+            }
+            "agent.heartbeat" | "tool.stream" => return,
             "permission.decision.recorded" => {
                 // Every attached terminal says who answered, as its dialog closes.
                 let field = |k: &str| event.payload.get(k).and_then(|v| v.as_str()).unwrap_or("");

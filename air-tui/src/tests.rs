@@ -110,6 +110,21 @@ fn events() -> Vec<(RuntimeEvent, bool)> {
             true,
         ),
         ev(
+            "tool.completed",
+            json!({"tool_run_id": "R2", "duration_ms": 3, "output": {"path": "wordcount/counter.py", "replacements": 1, "diff": "--- a/wordcount/counter.py\n+++ b/wordcount/counter.py\n@@ -9,3 +9,8 @@\n     return counts\n+\n+\n+def top_words(text, n):\n+    return sorted(count_words(text).items(), key=lambda kv: (-kv[1], kv[0]))[:n]\n"}}),
+            true,
+        ),
+        ev(
+            "command.started",
+            json!({"command_run_id": "C1", "command": "python3 -m unittest", "agent_id": "T2-executor-1", "task_id": "T2"}),
+            true,
+        ),
+        ev(
+            "stdout.delta",
+            json!({"command_run_id": "C1", "data": "..\n----------------------------------------------------------------------\nRan 2 tests in 0.001s\n\nOK\n"}),
+            false,
+        ),
+        ev(
             "token.delta",
             json!({"message_id": "m1", "block_index": 0, "kind": "text", "text": "Adding top_words after count_words,\nthen I run the tests.", "agent_id": "T2-executor-1"}),
             false,
@@ -237,6 +252,8 @@ fn deltas_and_the_final_snapshot_draw_the_same_screen() {
     fresh.ui = app.ui.clone();
     fresh.log = app.log.clone();
     fresh.streams = app.streams.clone();
+    fresh.diffs = app.diffs.clone();
+    fresh.output = app.output.clone();
     let a = draw(&app, 120, 30, Palette::TrueColor);
     let b = draw(&fresh, 120, 30, Palette::TrueColor);
     assert_eq!(a.backend().buffer(), b.backend().buffer());

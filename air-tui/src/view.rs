@@ -429,6 +429,38 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             lines.push(Line::from(spans));
         }
     }
+    if let Some((path, diff)) = app.diffs.get(&t.id) {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            format!("diff {path}"),
+            theme.muted_style().add_modifier(Modifier::ITALIC),
+        )));
+        let shown: Vec<&str> = diff
+            .lines()
+            .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
+            .take(14)
+            .collect();
+        for l in shown {
+            let style = match l.chars().next() {
+                Some('+') => Style::default().fg(theme.success),
+                Some('-') => Style::default().fg(theme.error),
+                Some('@') => Style::default().fg(theme.accent),
+                _ => theme.muted_style(),
+            };
+            lines.push(Line::from(Span::styled(l.to_string(), style)));
+        }
+    }
+    if let Some((command, out)) = app.output.get(&t.id) {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            format!("$ {command}"),
+            theme.muted_style().add_modifier(Modifier::ITALIC),
+        )));
+        let skip = out.len().saturating_sub(8);
+        for l in out.iter().skip(skip) {
+            lines.push(Line::from(Span::styled(l.clone(), theme.text_style())));
+        }
+    }
     let done: Vec<_> = p
         .agents
         .iter()
