@@ -51,6 +51,14 @@ pub const METHODS: &[(&str, &str)] = &[
     ),
     ("events.list", "Stored events, filtered and paginated"),
     (
+        "ui_state.get",
+        "A client's UI recovery state stored under a key (D-053); null when none",
+    ),
+    (
+        "ui_state.put",
+        "Store a client's UI recovery state under a key (selection, panes, filters)",
+    ),
+    (
         "clients.list",
         "Who is attached, to which session, since when",
     ),
@@ -433,6 +441,21 @@ mod rpc {
         #[method(name = "message.send", param_kind = map)]
         async fn message_send(&self, session_id: String, text: String) -> RpcResult<MessageSent>;
 
+        #[method(name = "ui_state.get", param_kind = map)]
+        async fn ui_state_get(
+            &self,
+            session_id: String,
+            key: String,
+        ) -> RpcResult<Option<serde_json::Value>>;
+
+        #[method(name = "ui_state.put", param_kind = map)]
+        async fn ui_state_put(
+            &self,
+            session_id: String,
+            key: String,
+            value: serde_json::Value,
+        ) -> RpcResult<bool>;
+
         #[method(name = "events.list", param_kind = map)]
         async fn events_list(
             &self,
@@ -562,6 +585,23 @@ pub mod params {
     pub struct MessageSend {
         pub session_id: String,
         pub text: String,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct UiStateGet {
+        pub session_id: String,
+        /// The client's key, e.g. `attach`.
+        pub key: String,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct UiStatePut {
+        pub session_id: String,
+        pub key: String,
+        /// Any JSON, up to 64 KiB.
+        pub value: serde_json::Value,
     }
 
     #[derive(Deserialize, schemars::JsonSchema)]
@@ -701,6 +741,12 @@ pub mod params {
             "message.send",
             &["session_id", "text"],
             check::<MessageSend>,
+        ),
+        ("ui_state.get", &["session_id", "key"], check::<UiStateGet>),
+        (
+            "ui_state.put",
+            &["session_id", "key", "value"],
+            check::<UiStatePut>,
         ),
         (
             "events.list",
@@ -898,6 +944,13 @@ pub fn openrpc() -> serde_json::Value {
     );
     method!("message.send", params::MessageSend, MessageSent, "sent");
     method!("events.list", params::EventsList, EventsPage, "page");
+    method!(
+        "ui_state.get",
+        params::UiStateGet,
+        Option<serde_json::Value>,
+        "value"
+    );
+    method!("ui_state.put", params::UiStatePut, bool, "stored");
     method!("clients.list", params::NoParams, Vec<ClientInfo>, "clients");
     method!("run.start", params::RunStart, RunInfo, "run");
     method!("run.continue", params::RunContinue, RunInfo, "run");

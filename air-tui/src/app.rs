@@ -487,6 +487,41 @@ impl App {
         None
     }
 
+    /// What of the UI is kept for next time (`ui_state` under `attach`, D-053): the
+    /// selected task, the layout, the focused pane, the event filter.
+    pub fn saved_ui(&self) -> serde_json::Value {
+        serde_json::json!({
+            "selected_task": self.selected_task().map(|t| t.id.clone()),
+            "layout": match self.ui.layout { Layout::List => "list", Layout::Waves => "waves", Layout::Graph => "graph" },
+            "focus": match self.ui.focus { Pane::Tasks => "tasks", Pane::Detail => "detail", Pane::Log => "log" },
+            "filter": self.ui.filter,
+        })
+    }
+
+    /// Takes back what [`App::saved_ui`] kept (unknown values are ignored).
+    pub fn restore_ui(&mut self, v: &serde_json::Value) {
+        if let Some(id) = v.get("selected_task").and_then(|s| s.as_str()) {
+            if let Some(i) = self.projection.tasks.iter().position(|t| t.id == id) {
+                self.ui.selected = i;
+            }
+        }
+        self.ui.layout = match v.get("layout").and_then(|s| s.as_str()) {
+            Some("waves") => Layout::Waves,
+            Some("graph") => Layout::Graph,
+            _ => Layout::List,
+        };
+        self.ui.focus = match v.get("focus").and_then(|s| s.as_str()) {
+            Some("detail") => Pane::Detail,
+            Some("log") => Pane::Log,
+            _ => Pane::Tasks,
+        };
+        self.ui.filter = v
+            .get("filter")
+            .and_then(|s| s.as_str())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+    }
+
     /// The event-log lines shown: all, or those matching the filter.
     pub fn visible_log(&self) -> Vec<&str> {
         match &self.ui.filter {

@@ -24,6 +24,9 @@ use tokio::sync::mpsc;
 use crate::app::{App, Command, Key, Link, Picked, Picker, PickerRow};
 use crate::theme::{Palette, Theme};
 
+/// The `ui_state` key the TUI keeps its place under.
+const UI_KEY: &str = "attach";
+
 /// Stored events put in the log at attach.
 const HISTORY: u64 = 500;
 
@@ -273,6 +276,15 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let seq = snapshot.seq;
     let mut app = App::new(snapshot);
     app.keymap = keymap;
+    // Where the user was last time.
+    if let Ok(Some(saved)) = conn
+        .client
+        .ui_state_get(session.clone(), UI_KEY.into())
+        .await
+    {
+        app.restore_ui(&saved);
+    }
+    let mut saved = app.saved_ui();
     // What happened before: the last events, for the log (more are a scroll away in
     // `air events`).
     if let Ok(page) = conn
@@ -360,6 +372,14 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                     draw(&mut terminal, &app)?;
                     dirty = false;
                 }
+                // Every 5 s: keep the user's place if it moved.
+                if connected && ticks % 150 == 0 {
+                    let now = app.saved_ui();
+                    if now != saved {
+                        let _ = conn.client.ui_state_put(session.clone(), UI_KEY.into(), now.clone()).await;
+                        saved = now;
+                    }
+                }
                 if !connected && ticks % 12 == 0 {
                     if let Link::Reconnecting { attempt, reason } = &app.link {
                         let (attempt, reason) = (*attempt + 1, reason.clone());
@@ -382,6 +402,12 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
             }
             _ = sigterm.recv() => break,
         }
+    }
+    if connected {
+        let _ = conn
+            .client
+            .ui_state_put(session.clone(), UI_KEY.into(), app.saved_ui())
+            .await;
     }
     drop(terminal);
     Ok(session)

@@ -421,3 +421,27 @@ fn a_diamond_graph_routes_its_edges_between_the_columns() {
         draw(&app, 120, 30, Palette::TrueColor).backend()
     );
 }
+
+#[test]
+fn the_users_place_is_saved_and_restored() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    app.key(Key::Char('v'));
+    app.key(Key::Tab);
+    app.key(Key::Char('/'));
+    app.key(Key::Char('x'));
+    app.key(Key::Enter);
+    let saved = app.saved_ui();
+    assert_eq!(
+        saved,
+        json!({"selected_task": "T2", "layout": "waves", "focus": "detail", "filter": "x"})
+    );
+    let mut other = live();
+    other.restore_ui(&saved);
+    assert_eq!(other.ui.selected, 1);
+    assert_eq!(other.ui.layout, crate::app::Layout::Waves);
+    assert_eq!(other.ui.focus, crate::app::Pane::Detail);
+    assert_eq!(other.ui.filter.as_deref(), Some("x"));
+    other.restore_ui(&json!({"layout": 3, "selected_task": "gone"}));
+    assert_eq!(other.ui.layout, crate::app::Layout::List);
+}

@@ -215,6 +215,30 @@ impl AirApiServer for DaemonRpc {
         self.state.events(query).await.map_err(rpc_error)
     }
 
+    async fn ui_state_get(
+        &self,
+        session_id: String,
+        key: String,
+    ) -> RpcResult<Option<serde_json::Value>> {
+        self.state
+            .ui_state_get(&session_id, &key)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn ui_state_put(
+        &self,
+        session_id: String,
+        key: String,
+        value: serde_json::Value,
+    ) -> RpcResult<bool> {
+        self.state
+            .ui_state_put(&session_id, &key, value)
+            .await
+            .map(|()| true)
+            .map_err(rpc_error)
+    }
+
     async fn message_send(&self, session_id: String, text: String) -> RpcResult<MessageSent> {
         if text.trim().is_empty() {
             return Err(rpc_error(Error::invalid(

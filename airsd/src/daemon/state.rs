@@ -410,6 +410,49 @@ impl DaemonState {
         let session = self.session(&query.session_id).await?;
         blocking(move || list_events(&session, &query)).await
     }
+
+    /// A client's UI state under `key` (D-053), if stored.
+    pub async fn ui_state_get(
+        &self,
+        session_id: &str,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        check_ui_key("ui_state.get", key)?;
+        let session = self.session(session_id).await?;
+        let key = key.to_string();
+        blocking(move || {
+            let conn = session.readers().get()?;
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT value_json FROM ui_state WHERE key = ?1",
+                    [&key],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+        })
+        .await
+    }
+
+    /// Stores a client's UI state under `key`.
+    pub async fn ui_state_put(
+        &self,
+        session_id: &str,
+        key: &str,
+        value: serde_json::Value,
+    ) -> Result<()> {
+        check_ui_key("ui_state.put", key)?;
+        let size = value.to_string().len();
+        if size > UI_STATE_MAX {
+            return Err(Error::invalid(
+                "ui_state.put",
+                "value",
+                format!("{size} bytes; at most {UI_STATE_MAX}"),
+            ));
+        }
+        let session = self.session(session_id).await?;
+        session.store().put_ui_state(key, &value).await
+    }
 }
 
 fn info_of(session: &Session) -> SessionInfo {
@@ -522,6 +565,20 @@ fn replay_encoded(
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1_000;
+
+/// The largest UI state a client may store under one key.
+const UI_STATE_MAX: usize = 64 * 1024;
+
+fn check_ui_key(method: &str, key: &str) -> Result<()> {
+    if key.is_empty() || key.len() > 200 || key.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            method,
+            "key",
+            "1 to 200 characters, no control characters".to_string(),
+        ));
+    }
+    Ok(())
+}
 
 fn list_events(session: &Session, q: &EventsQuery) -> Result<EventsPage> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);

@@ -689,3 +689,65 @@ fn clients_arriving_while_the_daemon_stops_are_always_answered() {
         "the stopped daemon was replaced"
     );
 }
+
+/// A client keeps its UI state under a key (D-053): stored, read back, replaced; a bad
+/// key or an oversized value is refused naming the param.
+#[test]
+fn ui_state_is_kept_per_session_and_key() {
+    let p = Project::new();
+    assert!(p.air(&["daemon", "start"]).status.success());
+    let reply =
+        p.curl(r#"{"jsonrpc":"2.0","id":1,"method":"session.create","params":{"title":"ui"}}"#);
+    let id = serde_json::from_str::<serde_json::Value>(&reply).unwrap()["result"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let call = |method: &str, params: String| -> serde_json::Value {
+        let r = p.curl(&format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"{method}","params":{params}}}"#
+        ));
+        serde_json::from_str(&r).unwrap()
+    };
+    let get = call(
+        "ui_state.get",
+        format!(r#"{{"session_id":"{id}","key":"attach"}}"#),
+    );
+    assert_eq!(get["result"], serde_json::Value::Null, "{get}");
+    let put = call(
+        "ui_state.put",
+        format!(r#"{{"session_id":"{id}","key":"attach","value":{{"selected_task":"T2"}}}}"#),
+    );
+    assert_eq!(put["result"], true, "{put}");
+    call(
+        "ui_state.put",
+        format!(r#"{{"session_id":"{id}","key":"attach","value":{{"selected_task":"T3"}}}}"#),
+    );
+    let get = call(
+        "ui_state.get",
+        format!(r#"{{"session_id":"{id}","key":"attach"}}"#),
+    );
+    assert_eq!(get["result"]["selected_task"], "T3", "{get}");
+    let bad = call(
+        "ui_state.put",
+        format!(r#"{{"session_id":"{id}","key":"","value":1}}"#),
+    );
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("key"),
+        "{bad}"
+    );
+    let big = "x".repeat(70_000);
+    let bad = call(
+        "ui_state.put",
+        format!(r#"{{"session_id":"{id}","key":"k","value":"{big}"}}"#),
+    );
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at most 65536"),
+        "{bad}"
+    );
+}
