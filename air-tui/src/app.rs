@@ -43,11 +43,28 @@ pub enum Link {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Detach,
-    Approve { request_id: String },
-    Deny { request_id: String },
-    CancelTask { task_id: String },
+    Approve {
+        request_id: String,
+    },
+    Deny {
+        request_id: String,
+    },
+    CancelTask {
+        task_id: String,
+    },
+    CancelRun,
+    /// Continue an ended run: its failed and blocked tasks run again.
+    Retry,
     Pause,
     Resume,
+    /// Open a file in `$EDITOR` (the TUI steps aside until it exits).
+    Edit {
+        path: String,
+    },
+    /// Put text on the clipboard (OSC 52, which terminals and tmux pass on).
+    Copy {
+        text: String,
+    },
 }
 
 /// A key, as the TUI reads it (independent of the terminal library).
@@ -132,6 +149,8 @@ pub struct Ui {
     pub help: bool,
     /// A task cancel waiting for `y`.
     pub confirm_cancel: Option<String>,
+    /// A whole-run cancel waiting for `y`.
+    pub confirm_cancel_run: bool,
     /// The last message for the user (an answer, an error).
     pub toast: Option<String>,
     /// The command palette, when open.
@@ -177,6 +196,11 @@ impl App {
     /// Puts stored events (older than the snapshot) at the top of the log, so an
     /// attach shows what happened before it.
     pub fn history(&mut self, events: &[RuntimeEvent]) {
+        for e in events {
+            if e.event_type == "tool.completed" {
+                self.note_diff(e);
+            }
+        }
         for e in events.iter().rev() {
             if !matches!(e.event_type.as_str(), "token.delta" | "agent.heartbeat") {
                 self.log.push_front(log_line(e));
@@ -278,30 +302,7 @@ impl App {
                 }
                 return;
             }
-            "tool.completed" => {
-                let diff = event
-                    .payload
-                    .pointer("/output/diff")
-                    .and_then(|d| d.as_str());
-                let path = event
-                    .payload
-                    .pointer("/output/path")
-                    .and_then(|d| d.as_str());
-                let run = event.payload.get("tool_run_id").and_then(|r| r.as_str());
-                if let (Some(diff), Some(path), Some(run)) = (diff, path, run) {
-                    let task = self
-                        .projection
-                        .tool_runs
-                        .iter()
-                        .rev()
-                        .find(|t| t.id == run)
-                        .and_then(|t| t.task_id.clone());
-                    if let Some(task) = task {
-                        let kept: String = diff.chars().take(DIFF_CHARS).collect();
-                        self.diffs.insert(task, (path.to_string(), kept));
-                    }
-                }
-            }
+            "tool.completed" => self.note_diff(event),
             "agent.heartbeat" | "tool.stream" => return,
             "permission.decision.recorded" => {
                 // Every attached terminal says who answered, as its dialog closes.
@@ -320,6 +321,36 @@ impl App {
             _ => {}
         }
         self.log.push_back(log_line(event));
+    }
+
+    /// Keeps a completed edit's diff as its task's latest change.
+    fn note_diff(&mut self, event: &RuntimeEvent) {
+        // An edit's diff; a file the agent created has none, and counts as changed.
+        let created =
+            event.payload.pointer("/output/created") == Some(&serde_json::Value::Bool(true));
+        let diff = event
+            .payload
+            .pointer("/output/diff")
+            .and_then(|d| d.as_str())
+            .or(created.then_some("+ (a new file)"));
+        let path = event
+            .payload
+            .pointer("/output/path")
+            .and_then(|d| d.as_str());
+        let run = event.payload.get("tool_run_id").and_then(|r| r.as_str());
+        if let (Some(diff), Some(path), Some(run)) = (diff, path, run) {
+            let task = self
+                .projection
+                .tool_runs
+                .iter()
+                .rev()
+                .find(|t| t.id == run)
+                .and_then(|t| t.task_id.clone());
+            if let Some(task) = task {
+                let kept: String = diff.chars().take(DIFF_CHARS).collect();
+                self.diffs.insert(task, (path.to_string(), kept));
+            }
+        }
     }
 
     fn trim_log(&mut self) {
@@ -407,6 +438,9 @@ impl App {
             return matches!(key, Key::Char('y') | Key::Char('Y'))
                 .then_some(Command::CancelTask { task_id: task });
         }
+        if std::mem::take(&mut self.ui.confirm_cancel_run) {
+            return matches!(key, Key::Char('y') | Key::Char('Y')).then_some(Command::CancelRun);
+        }
         if self.ui.help {
             self.ui.help = false;
             return None;
@@ -482,6 +516,60 @@ impl App {
             }
             Action::Approve | Action::Deny => {
                 self.ui.toast = Some("no permission request is waiting".into());
+            }
+            Action::CancelRun => {
+                if self
+                    .projection
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.ended_at.is_none())
+                {
+                    self.ui.confirm_cancel_run = true;
+                } else {
+                    self.ui.toast = Some("the run has ended".into());
+                }
+            }
+            Action::Retry => {
+                let ended = self
+                    .projection
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.ended_at.is_some());
+                let unfinished = self.projection.tasks.iter().any(|t| {
+                    matches!(
+                        t.status,
+                        TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
+                    )
+                });
+                match (ended, unfinished) {
+                    (true, true) => return Some(Command::Retry),
+                    (true, false) => {
+                        self.ui.toast = Some("nothing to retry: every task completed".into())
+                    }
+                    (false, _) => {
+                        self.ui.toast = Some(
+                            "the run is still going; retry its failed tasks once it has ended"
+                                .into(),
+                        )
+                    }
+                }
+            }
+            Action::Edit => {
+                let path = self
+                    .selected_task()
+                    .and_then(|t| self.diffs.get(&t.id))
+                    .map(|(p, _)| p.clone());
+                match path {
+                    Some(path) => return Some(Command::Edit { path }),
+                    None => {
+                        self.ui.toast = Some("no changed file to open for this task yet".into())
+                    }
+                }
+            }
+            Action::Copy => {
+                if let Some(t) = self.selected_task() {
+                    return Some(Command::Copy { text: t.id.clone() });
+                }
             }
         }
         None

@@ -37,6 +37,10 @@ pub enum Action {
     Deny,
     Filter,
     View,
+    CancelRun,
+    Retry,
+    Edit,
+    Copy,
 }
 
 impl Action {
@@ -77,6 +81,30 @@ impl Action {
             "view",
             "Tasks as a list, in waves, or as a graph",
             &[Key::Char('v')],
+        ),
+        (
+            Action::Retry,
+            "retry",
+            "Retry the failed and blocked tasks (once the run has ended)",
+            &[Key::Char('r')],
+        ),
+        (
+            Action::CancelRun,
+            "cancel_run",
+            "Cancel the whole run",
+            &[Key::Char('C')],
+        ),
+        (
+            Action::Edit,
+            "edit",
+            "Open the task's latest changed file in $EDITOR",
+            &[Key::Char('e')],
+        ),
+        (
+            Action::Copy,
+            "copy",
+            "Copy the selected task's id",
+            &[Key::Char('y')],
         ),
         (Action::NextPane, "next_pane", "Next pane", &[Key::Tab]),
         (

@@ -110,6 +110,49 @@ fn read_input(tx: mpsc::Sender<Input>) {
     }
 }
 
+/// Opens `path` (relative to the project) in `$VISUAL` or `$EDITOR` (else `vi`) in
+/// this terminal, the TUI stepping aside until it exits.
+fn edit(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    root: &std::path::Path,
+    path: &str,
+) -> String {
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".into());
+    let full = root.join(path);
+    restore();
+    // The editor may carry arguments (`code --wait`): run it through the shell, the
+    // path passed as an argument, never spliced into the command.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&full)
+        .status();
+    let _ = enable_raw_mode();
+    let _ = execute!(std::io::stdout(), EnterAlternateScreen);
+    let _ = terminal.clear();
+    match status {
+        Ok(s) if s.success() => format!("edited {path}"),
+        Ok(s) => format!("{editor} exited {s}"),
+        Err(e) => format!("cannot start {editor}: {e}"),
+    }
+}
+
+/// Puts `text` on the clipboard with OSC 52 (terminals and tmux with
+/// `set-clipboard` pass it on; nothing needs installing).
+fn copy(text: &str) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b]52;c;{encoded}\x07");
+    let _ = out.flush();
+    format!("copied {text}")
+}
+
 /// The session to attach to, or the picker to choose it with.
 enum Choice {
     Session(String),
@@ -209,6 +252,15 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
             )
             .await
             .map(|_| format!("cancelling {task_id}")),
+        Command::CancelRun => c
+            .run_cancel(s, None, Some("cancelled from air attach".into()))
+            .await
+            .map(|_| "cancelling the run".to_string()),
+        Command::Retry => c
+            .run_continue(s, None, None, None)
+            .await
+            .map(|info| format!("retrying {}", info.reopened.join(", "))),
+        Command::Edit { .. } | Command::Copy { .. } => return None,
         Command::Pause => c.run_pause(s).await.map(|_| "pausing the run".to_string()),
         Command::Resume => c
             .run_resume(s)
@@ -272,6 +324,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
         },
     };
     options.connect.session_id = Some(session.clone());
+    let root = options.connect.paths.root().to_path_buf();
     let (mut conn, snapshot, mut sub) = follow(&options.connect, &session).await?;
     let seq = snapshot.seq;
     let mut app = App::new(snapshot);
@@ -347,6 +400,16 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                         if let Some(command) = app.key(k) {
                             if command == Command::Detach {
                                 break;
+                            }
+                            if let Command::Edit { path } = &command {
+                                app.ui.toast = Some(edit(&mut terminal, &root, path));
+                                draw(&mut terminal, &app)?;
+                                continue;
+                            }
+                            if let Command::Copy { text } = &command {
+                                app.ui.toast = Some(copy(text));
+                                draw(&mut terminal, &app)?;
+                                continue;
                             }
                             if connected {
                                 app.ui.toast = perform(&conn, &session, command).await;

@@ -445,3 +445,66 @@ fn the_users_place_is_saved_and_restored() {
     other.restore_ui(&json!({"layout": 3, "selected_task": "gone"}));
     assert_eq!(other.ui.layout, crate::app::Layout::List);
 }
+
+#[test]
+fn retry_cancel_run_edit_and_copy() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    // The run is going: retry waits for its end; a whole-run cancel asks first.
+    assert_eq!(app.key(Key::Char('r')), None);
+    assert!(app
+        .ui
+        .toast
+        .as_deref()
+        .unwrap_or("")
+        .contains("still going"));
+    assert_eq!(app.key(Key::Char('C')), None);
+    insta::assert_snapshot!(
+        "cancel_run_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    assert_eq!(app.key(Key::Char('y')), Some(Command::CancelRun));
+    // The latest changed file opens in the editor; the id is copied.
+    assert_eq!(
+        app.key(Key::Char('e')),
+        Some(Command::Edit {
+            path: "wordcount/counter.py".into()
+        })
+    );
+    assert_eq!(
+        app.key(Key::Char('y')),
+        Some(Command::Copy { text: "T2".into() })
+    );
+    app.key(Key::Char('k'));
+    assert_eq!(app.key(Key::Char('e')), None);
+    assert!(app
+        .ui
+        .toast
+        .as_deref()
+        .unwrap_or("")
+        .contains("no changed file"));
+    // Once the run has ended with a failed task, retry continues it.
+    let mut ended = |ty: &str, payload: serde_json::Value| {
+        let mut e = RuntimeEvent::typed(ty, S, EventSource::scheduler(), &payload).unwrap();
+        e.timestamp = "2026-11-30T12:02:00.000000Z".into();
+        app.update(SessionUpdate::Delta {
+            seq: app.seq() + 1,
+            durable: true,
+            event: e,
+        });
+    };
+    ended(
+        "task.failed",
+        json!({"task_id": "T2", "reason": "checks failed"}),
+    );
+    ended(
+        "run.completed",
+        json!({"outcome": "failed", "completed": 1, "failed": 1, "blocked": 0, "cancelled": 0, "unfinished": 1}),
+    );
+    assert_eq!(
+        app.key(Key::Char('r')),
+        Some(Command::Retry),
+        "{:?}",
+        app.projection.run
+    );
+}

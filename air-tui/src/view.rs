@@ -102,7 +102,22 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
     }
     event_log(f, rows[2], app, theme);
     footer(f, rows[3], app, theme);
-    if let Some(task) = &app.ui.confirm_cancel {
+    if app.ui.confirm_cancel_run {
+        dialog(
+            f,
+            area,
+            theme,
+            "Cancel the run",
+            vec![
+                Line::from("Cancel the whole run? Every running agent is stopped."),
+                Line::from(""),
+                Line::from(Span::styled(
+                    "y cancel it · any other key keeps it",
+                    theme.muted_style(),
+                )),
+            ],
+        );
+    } else if let Some(task) = &app.ui.confirm_cancel {
         dialog(
             f,
             area,

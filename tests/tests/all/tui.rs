@@ -33,9 +33,14 @@ impl Tmux {
 
     /// A window running `air attach` in `root`, 100×32.
     fn attach(&self, name: &str, root: &Path) {
+        self.attach_with(name, root, "");
+    }
+
+    /// The same, with more environment (`NAME=value …`).
+    fn attach_with(&self, name: &str, root: &Path, env: &str) {
         let air = bin("air");
         let shell = format!(
-            "cd '{}' && AIR_WORKER='{}' NO_COLOR=1 '{}' attach; echo DETACHED; sleep 30",
+            "cd '{}' && {env} AIR_WORKER='{}' NO_COLOR=1 '{}' attach; echo DETACHED; sleep 30",
             root.display(),
             bin("air-test-worker").display(),
             air.display()
@@ -174,13 +179,27 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         "hi\n"
     );
 
-    // A new terminal shows the end.
-    tmux.attach("three", &p.root);
+    // A new terminal shows the end, and opens the file the task wrote in $EDITOR.
+    let editor = p.dir.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\necho \"opened $1\" > \"$1.opened\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    tmux.attach_with("three", &p.root, &format!("EDITOR='{}'", editor.display()));
     let end = tmux.wait_for(
         "three",
         &|s| s.contains("A completed"),
         "the final state is not shown",
     );
     assert!(end.contains("run completed"), "{end}");
+    tmux.keys("three", "e");
+    tmux.wait_for(
+        "three",
+        &|s| s.contains("edited .git/air-note"),
+        "the editor was not run",
+    );
+    let opened = std::fs::read_to_string(p.root.join(".git/air-note.opened")).unwrap();
+    assert!(
+        opened.starts_with("opened /") && opened.trim_end().ends_with(".git/air-note"),
+        "{opened}"
+    );
     tmux.keys("three", "q");
 }
