@@ -10,6 +10,7 @@
 pub mod app;
 pub mod graph;
 pub mod keymap;
+pub mod markdown;
 pub mod run;
 pub mod theme;
 pub mod view;

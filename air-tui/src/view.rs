@@ -398,16 +398,10 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             "live",
             theme.muted_style().add_modifier(Modifier::ITALIC),
         )));
-        for l in text
-            .lines()
-            .rev()
-            .take(6)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
-            lines.push(Line::from(l.to_string()));
-        }
+        // The end of the text, as Markdown.
+        let md = crate::markdown::lines(text, theme);
+        let skip = md.len().saturating_sub(8);
+        lines.extend(md.into_iter().skip(skip));
     }
     let tools: Vec<_> = p
         .tool_runs
@@ -487,7 +481,10 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             format!("{} said", last.id),
             theme.muted_style().add_modifier(Modifier::ITALIC),
         )));
-        lines.push(Line::from(last.summary.clone().unwrap_or_default()));
+        lines.extend(crate::markdown::lines(
+            last.summary.as_deref().unwrap_or_default(),
+            theme,
+        ));
         for e in &last.evidence {
             lines.push(Line::from(Span::styled(
                 format!("• {e}"),
