@@ -16,6 +16,8 @@ use crate::keymap::{Action, Keymap};
 pub const LOG_LINES: usize = 10_000;
 /// Characters of an agent's live token stream kept (its tail).
 pub const STREAM_CHARS: usize = 16 * 1024;
+/// Stored events fetched per page when the user reads back through the log.
+pub const PAGE: u32 = 500;
 /// Lines of a task's latest command output kept.
 pub const OUTPUT_LINES: usize = 200;
 /// Characters of a task's latest diff kept.
@@ -159,6 +161,8 @@ pub struct Ui {
     pub filter_input: Option<String>,
     /// The event log shows only lines containing this (case-insensitive).
     pub filter: Option<String>,
+    /// The user scrolled to the top of the log: fetch older events.
+    pub want_older: bool,
 }
 
 pub struct App {
@@ -173,6 +177,9 @@ pub struct App {
     pub diffs: HashMap<String, (String, String)>,
     /// The latest command output of each task (its last lines), with the command.
     pub output: HashMap<String, (String, VecDeque<String>)>,
+    /// The seq of the oldest stored event the log holds (older ones are fetched on
+    /// demand).
+    pub oldest_seq: Option<u64>,
     /// Frames drawn (drives the spinner).
     pub frame: u64,
     pub keymap: Keymap,
@@ -188,6 +195,7 @@ impl App {
             streams: HashMap::new(),
             diffs: HashMap::new(),
             output: HashMap::new(),
+            oldest_seq: None,
             frame: 0,
             keymap: Keymap::default(),
         }
@@ -195,18 +203,34 @@ impl App {
 
     /// Puts stored events (older than the snapshot) at the top of the log, so an
     /// attach shows what happened before it.
-    pub fn history(&mut self, events: &[RuntimeEvent]) {
-        for e in events {
+    /// `events` are stored events (`(seq, event)`, oldest first), all older than what
+    /// the log holds.
+    pub fn history(&mut self, events: &[(u64, RuntimeEvent)]) {
+        for (_, e) in events {
             if e.event_type == "tool.completed" {
                 self.note_diff(e);
             }
         }
-        for e in events.iter().rev() {
+        for (_, e) in events.iter().rev() {
             if !matches!(e.event_type.as_str(), "token.delta" | "agent.heartbeat") {
                 self.log.push_front(log_line(e));
             }
         }
+        if let Some((seq, _)) = events.first() {
+            self.oldest_seq = Some(*seq);
+        }
+        self.ui.want_older = false;
         self.trim_log();
+    }
+
+    /// The page of older events the log wants next (`after_seq`, `limit`), when the
+    /// user has scrolled to its top and there are older events.
+    pub fn older_page(&self) -> Option<(u64, u32)> {
+        let oldest = self.oldest_seq?;
+        (self.ui.want_older && oldest > 1).then(|| {
+            let after = oldest.saturating_sub(u64::from(PAGE) + 1);
+            (after, u32::try_from(oldest - 1 - after).unwrap_or(PAGE))
+        })
     }
 
     /// The seq the state reflects.
@@ -353,9 +377,22 @@ impl App {
         }
     }
 
+    /// Keeps the log bounded: to [`LOG_LINES`] while the user follows its end; while
+    /// they read back through older pages, up to four times that.
     fn trim_log(&mut self) {
-        while self.log.len() > LOG_LINES {
+        let bound = if self.ui.log_scroll == 0 {
+            LOG_LINES
+        } else {
+            LOG_LINES * 4
+        };
+        let mut dropped = false;
+        while self.log.len() > bound {
             self.log.pop_front();
+            dropped = true;
+        }
+        if dropped {
+            // What was dropped must be fetched again to be seen.
+            self.oldest_seq = Some(self.projection.seq.saturating_sub(self.log.len() as u64));
         }
     }
 
@@ -494,10 +531,16 @@ impl App {
                 _ => self.ui.selected = (self.ui.selected + 1).min(n.saturating_sub(1)),
             },
             Action::Up => match self.ui.focus {
-                Pane::Log => self.ui.log_scroll = (self.ui.log_scroll + 1).min(log_end),
+                Pane::Log => {
+                    self.ui.log_scroll = (self.ui.log_scroll + 1).min(log_end);
+                    self.ui.want_older = self.ui.log_scroll >= log_end;
+                }
                 _ => self.ui.selected = self.ui.selected.saturating_sub(1),
             },
-            Action::PageUp => self.ui.log_scroll = (self.ui.log_scroll + 10).min(log_end),
+            Action::PageUp => {
+                self.ui.log_scroll = (self.ui.log_scroll + 10).min(log_end);
+                self.ui.want_older = self.ui.log_scroll >= log_end;
+            }
             Action::PageDown => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(10),
             Action::First => self.ui.selected = 0,
             Action::Last => self.ui.selected = n.saturating_sub(1),

@@ -358,7 +358,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
             .events
             .into_iter()
             .filter(|e| e.seq <= seq)
-            .map(|e| e.event)
+            .map(|e| (e.seq, e.event))
             .collect();
         app.history(&events);
     }
@@ -434,6 +434,25 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                 if dirty {
                     draw(&mut terminal, &app)?;
                     dirty = false;
+                }
+                // The user read back to the top of the log: the page before it.
+                if let (true, Some((after, limit))) = (connected, app.older_page()) {
+                    let oldest = app.oldest_seq.unwrap_or(0);
+                    if let Ok(page) = conn
+                        .client
+                        .events_list(session.clone(), None, None, None, None, None, Some(after), Some(limit))
+                        .await
+                    {
+                        let events: Vec<_> = page
+                            .events
+                            .into_iter()
+                            .filter(|e| e.seq < oldest)
+                            .map(|e| (e.seq, e.event))
+                            .collect();
+                        app.history(&events);
+                        dirty = true;
+                    }
+                    app.ui.want_older = false;
                 }
                 // Every 5 s: keep the user's place if it moved.
                 if connected && ticks % 150 == 0 {

@@ -275,7 +275,7 @@ fn deltas_and_the_final_snapshot_draw_the_same_screen() {
         .is_some_and(|l| l.contains("resynchronized: fell behind")));
     // History from `events.list` goes above what streamed in.
     let first = events().remove(0).0;
-    moved.history(&[first]);
+    moved.history(&[(1, first)]);
     assert!(
         moved
             .log
@@ -507,4 +507,48 @@ fn retry_cancel_run_edit_and_copy() {
         "{:?}",
         app.projection.run
     );
+}
+
+#[test]
+fn reading_back_to_the_top_of_the_log_asks_for_the_page_before() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    // History from seq 900 on is in the log; nothing older yet.
+    let old: Vec<_> = (900..905)
+        .map(|n| {
+            let mut e = RuntimeEvent::typed(
+                "task.progress",
+                S,
+                EventSource::scheduler(),
+                &json!({"task_id": "T1", "message": format!("step {n}")}),
+            )
+            .unwrap();
+            e.timestamp = "2026-11-30T11:00:00.000000Z".into();
+            (n, e)
+        })
+        .collect();
+    app.history(&old);
+    assert_eq!(app.oldest_seq, Some(900));
+    assert_eq!(app.older_page(), None, "not scrolled up");
+    app.key(Key::Tab);
+    app.key(Key::Tab);
+    for _ in 0..100 {
+        app.key(Key::PageUp);
+    }
+    assert!(app.ui.want_older);
+    assert_eq!(app.older_page(), Some((399, 500)));
+    let before = app.log.len();
+    let mut e = RuntimeEvent::typed(
+        "task.progress",
+        S,
+        EventSource::scheduler(),
+        &json!({"task_id": "T1", "message": "step 899"}),
+    )
+    .unwrap();
+    e.timestamp = "2026-11-30T10:59:00.000000Z".into();
+    app.history(&[(899, e)]);
+    assert_eq!(app.log.len(), before + 1);
+    assert!(app.log.front().is_some_and(|l| l.contains("task.progress")));
+    assert_eq!(app.oldest_seq, Some(899));
+    assert!(!app.ui.want_older);
 }
