@@ -110,6 +110,37 @@ fn read_input(tx: mpsc::Sender<Input>) {
     }
 }
 
+/// Stored events after `after` (at most `limit`), those before `below`, for the log.
+async fn stored(
+    conn: &Connection,
+    session: &str,
+    after: u64,
+    limit: u32,
+    below: u64,
+) -> Option<Vec<(u64, air_proto::event::RuntimeEvent)>> {
+    let page = conn
+        .client
+        .events_list(
+            session.to_string(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(after),
+            Some(limit),
+        )
+        .await
+        .ok()?;
+    Some(
+        page.events
+            .into_iter()
+            .filter(|e| e.seq < below)
+            .map(|e| (e.seq, e.event))
+            .collect(),
+    )
+}
+
 /// Opens `path` (relative to the project) in `$VISUAL` or `$EDITOR` (else `vi`) in
 /// this terminal, the TUI stepping aside until it exits.
 fn edit(
@@ -340,26 +371,15 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let mut saved = app.saved_ui();
     // What happened before: the last events, for the log (more are a scroll away in
     // `air events`).
-    if let Ok(page) = conn
-        .client
-        .events_list(
-            session.clone(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            Some(seq.saturating_sub(HISTORY)),
-            Some(HISTORY as u32),
-        )
-        .await
+    if let Some(events) = stored(
+        &conn,
+        &session,
+        seq.saturating_sub(HISTORY),
+        HISTORY as u32,
+        seq + 1,
+    )
+    .await
     {
-        let events: Vec<_> = page
-            .events
-            .into_iter()
-            .filter(|e| e.seq <= seq)
-            .map(|e| (e.seq, e.event))
-            .collect();
         app.history(&events);
     }
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -438,17 +458,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                 // The user read back to the top of the log: the page before it.
                 if let (true, Some((after, limit))) = (connected, app.older_page()) {
                     let oldest = app.oldest_seq.unwrap_or(0);
-                    if let Ok(page) = conn
-                        .client
-                        .events_list(session.clone(), None, None, None, None, None, Some(after), Some(limit))
-                        .await
-                    {
-                        let events: Vec<_> = page
-                            .events
-                            .into_iter()
-                            .filter(|e| e.seq < oldest)
-                            .map(|e| (e.seq, e.event))
-                            .collect();
+                    if let Some(events) = stored(&conn, &session, after, limit, oldest).await {
                         app.history(&events);
                         dirty = true;
                     }

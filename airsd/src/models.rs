@@ -74,6 +74,22 @@ pub fn queries(
     out
 }
 
+/// Resolves the models of a run of these tasks (its phases, `--model` and `--replay`
+/// from `run.started`), or says why the run cannot start.
+pub async fn for_run(
+    worker: &WorkerCommand,
+    tasks: &[TaskSpec],
+    run: &air_proto::payload::RunStarted,
+) -> Result<Models, String> {
+    let queries = queries(
+        tasks,
+        !run.phases.is_empty(),
+        run.model.as_deref(),
+        run.replay.as_deref(),
+    );
+    resolve(worker, queries, run.model.clone()).await
+}
+
 /// Asks the worker binary; `Err` names what went wrong with the asking itself.
 pub async fn ask(
     worker: &WorkerCommand,

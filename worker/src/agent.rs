@@ -552,7 +552,6 @@ async fn run_with(
                                 } else {
                                     LoopState::Escalating
                                 };
-                                link.progress(state, turn_no + 1, tokens);
                                 if let Ok(e) = RuntimeEvent::typed(
                                     "debug.record.created",
                                     session.as_str(),

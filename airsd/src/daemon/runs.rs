@@ -144,13 +144,7 @@ impl DaemonState {
             }
         }
         // Every agent must be able to reach a model before anything is recorded.
-        let queries = crate::models::queries(
-            &graph.tasks,
-            !graph.phases.is_empty(),
-            run.model.as_deref(),
-            run.replay.as_deref(),
-        );
-        let models = crate::models::resolve(&shell_config.worker, queries, run.model.clone())
+        let models = crate::models::for_run(&shell_config.worker, &graph.tasks, &run)
             .await
             .map_err(Error::Refused)?;
         let info = self
@@ -315,6 +309,11 @@ impl DaemonState {
             }
             return Ok(info);
         }
+        // Before anything is recorded: the agents must be able to reach a model.
+        let models =
+            crate::models::for_run(&config.worker, &recovered.core.specs(), &recovered.started)
+                .await
+                .map_err(Error::Refused)?;
         if recovered.core.is_finished() {
             let reopen = recovered.core.unfinished();
             if reopen.is_empty() {
@@ -337,16 +336,6 @@ impl DaemonState {
             recovered.started_ms = now_ms();
             info.reopened = reopen;
         }
-        let queries = crate::models::queries(
-            &recovered.core.specs(),
-            !recovered.started.phases.is_empty(),
-            recovered.started.model.as_deref(),
-            recovered.started.replay.as_deref(),
-        );
-        let models =
-            crate::models::resolve(&config.worker, queries, recovered.started.model.clone())
-                .await
-                .map_err(Error::Refused)?;
         self.spawn_run(
             session,
             recovered.started,

@@ -637,7 +637,8 @@ impl Shell {
             AgentType::Debugger => "task.debugging",
             _ => "task.started",
         };
-        let (mut context, model) = self.assemble(&d);
+        let tools = crate::tools::offered(d.role);
+        let (mut context, model) = self.assemble(&d, &tools);
         let mut compaction = None;
         if context.summary.compaction.needed {
             let e = self.event(
@@ -660,7 +661,7 @@ impl Shell {
             compaction = Some(e);
         }
         let summary = context.summary.clone();
-        let start = self.start_message(&d, context);
+        let start = self.start_message(&d, context, tools);
         let stderr = self
             .ctx
             .paths
@@ -718,7 +719,11 @@ impl Shell {
 
     /// The agent's starting context (D-046) and its model (`provider/model`), as far
     /// as the run knows it.
-    fn assemble(&self, d: &Dispatch) -> (air_proto::context::AssembledContext, Option<String>) {
+    fn assemble(
+        &self,
+        d: &Dispatch,
+        tools: &[air_proto::tool::ToolDefinition],
+    ) -> (air_proto::context::AssembledContext, Option<String>) {
         let task_model = d.spec.constraints.model_id.as_deref();
         let choice = self.ctx.models.choice(d.role, task_model);
         let (model_id, budget) = match choice {
@@ -740,7 +745,6 @@ impl Shell {
             ),
         };
         let neighbours = self.core.neighbours(&d.task_id);
-        let tools = crate::tools::offered(d.role);
         let context = crate::context::assemble(
             &self.ctx.sources,
             &crate::context::Request {
@@ -749,7 +753,7 @@ impl Shell {
                 notes: &d.notes,
                 previous: d.previous.as_ref(),
                 neighbours: &neighbours,
-                tools: &tools,
+                tools,
                 model_id: &model_id,
                 budget,
             },
@@ -764,6 +768,7 @@ impl Shell {
         &self,
         d: &Dispatch,
         context: air_proto::context::AssembledContext,
+        tools: Vec<air_proto::tool::ToolDefinition>,
     ) -> IpcMessage {
         let template = match d.role {
             AgentType::Executor => PermissionTemplate::Executor,
@@ -797,7 +802,7 @@ impl Shell {
                 record: self.ctx.run.record.clone(),
                 replay: self.ctx.run.replay.clone(),
             },
-            tools: crate::tools::offered(d.role),
+            tools,
         };
         IpcMessage {
             header: air_proto::ipc::IpcHeader::new(
