@@ -159,6 +159,90 @@ pub struct AgentView {
     /// Its result's evidence, one line each (`type: claim (kind ref)`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
+    /// Its result's verification results, one line each (`passed: name — notes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verification: Vec<String>,
+    /// The risks its result names (`high: summary`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub risks: Vec<String>,
+    /// The follow-up tasks its result proposes (`title`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follow_ups: Vec<String>,
+}
+
+impl AgentView {
+    /// Takes in the result the agent handed back: its summary, evidence,
+    /// verification, risks and follow-ups, as lines for people.
+    pub fn set_result(&mut self, result: &crate::result::WorkerResult) {
+        self.summary = Some(result.summary.clone());
+        self.evidence = evidence_lines(result);
+        self.verification = result
+            .verification
+            .iter()
+            .map(|v| {
+                let status = serde_json::to_value(v.status)
+                    .ok()
+                    .and_then(|s| s.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                match v.notes.as_deref().filter(|n| !n.is_empty()) {
+                    Some(notes) => format!("{status}: {} — {notes}", v.name),
+                    None => format!("{status}: {}", v.name),
+                }
+            })
+            .collect();
+        self.risks = result
+            .risks
+            .iter()
+            .map(|r| {
+                let severity = serde_json::to_value(r.severity)
+                    .ok()
+                    .and_then(|s| s.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                format!("{severity}: {}", r.summary)
+            })
+            .collect();
+        self.follow_ups = result
+            .follow_up_tasks
+            .iter()
+            .map(|t| t.title.clone())
+            .collect();
+    }
+}
+
+/// Characters of a tool call's input or output kept as its brief.
+pub const BRIEF_CHARS: usize = 160;
+
+/// A tool call's input or output in one line for people: its short fields
+/// (`path=src/a.rs line=3`); long text, lists and objects only counted.
+pub fn brief(v: &Value) -> Option<String> {
+    let field = |k: &str, v: &Value| -> Option<String> {
+        Some(match v {
+            Value::Null => return None,
+            Value::String(s) if s.contains('\n') => format!("{k}=({} lines)", s.lines().count()),
+            Value::String(s) if s.chars().count() > 80 => {
+                format!("{k}=({} chars)", s.chars().count())
+            }
+            Value::String(s) => format!("{k}={s}"),
+            Value::Array(a) => format!("{k}=[{}]", a.len()),
+            Value::Object(_) => format!("{k}={{…}}"),
+            other => format!("{k}={other}"),
+        })
+    };
+    let text = match v {
+        Value::Null => return None,
+        Value::Object(m) => m
+            .iter()
+            .filter_map(|(k, v)| field(k, v))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::String(s) => s.lines().next().unwrap_or("").to_string(),
+        other => other.to_string(),
+    };
+    let mut out: String = text.chars().take(BRIEF_CHARS).collect();
+    if text.chars().count() > BRIEF_CHARS {
+        out.push('…');
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// The evidence of a result as lines for people: `test_pass: the tests passed
@@ -201,6 +285,10 @@ pub struct ToolRunView {
     pub agent_id: Option<String>,
     pub task_id: Option<String>,
     pub status: RunStatus,
+    /// Its input in brief ([`brief`]).
+    pub input: Option<String>,
+    /// Its output in brief, once it completed.
+    pub output: Option<String>,
     pub error: Option<String>,
     pub started_at: IsoTime,
     pub ended_at: Option<IsoTime>,
@@ -592,6 +680,9 @@ impl Projection {
                         last_heartbeat: None,
                         summary: None,
                         evidence: Vec::new(),
+                        verification: Vec::new(),
+                        risks: Vec::new(),
+                        follow_ups: Vec::new(),
                     });
                 }
             }
@@ -602,8 +693,7 @@ impl Projection {
                         agent.exit_code = pl.exit_code;
                         agent.ended_at = Some(ts.clone());
                         if let Some(result) = &pl.result {
-                            agent.summary = Some(result.summary.clone());
-                            agent.evidence = evidence_lines(result);
+                            agent.set_result(result);
                         }
                     }
                 }
@@ -629,6 +719,8 @@ impl Projection {
                             agent_id: pl.agent_id,
                             task_id: pl.task_id,
                             status: RunStatus::Running,
+                            input: brief(&pl.input),
+                            output: None,
                             error: None,
                             started_at: ts.clone(),
                             ended_at: None,
@@ -638,14 +730,19 @@ impl Projection {
                 }
             }
             "tool.completed" | "tool.failed" => {
-                let (id, error, duration_ms) = if ty == "tool.completed" {
+                let (id, output, error, duration_ms) = if ty == "tool.completed" {
                     match payload::<p::ToolCompleted>(event) {
-                        Some(pl) => (pl.tool_run_id, None, pl.duration_ms),
+                        Some(pl) => (
+                            pl.tool_run_id,
+                            pl.output.as_ref().and_then(brief),
+                            None,
+                            pl.duration_ms,
+                        ),
                         None => return,
                     }
                 } else {
                     match payload::<p::ToolFailed>(event) {
-                        Some(pl) => (pl.tool_run_id, Some(pl.error), pl.duration_ms),
+                        Some(pl) => (pl.tool_run_id, None, Some(pl.error), pl.duration_ms),
                         None => return,
                     }
                 };
@@ -655,6 +752,7 @@ impl Projection {
                     } else {
                         RunStatus::Completed
                     };
+                    run.output = output;
                     run.error = error;
                     run.ended_at = Some(ts.clone());
                     run.duration_ms = duration_ms;

@@ -108,6 +108,119 @@ pub fn fuzzy(query: &str, name: &str) -> Option<u32> {
     Some(score)
 }
 
+/// One line of the event log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLine {
+    /// The seq of the event (for an ephemeral event, of the last durable one before
+    /// it); 0 for the TUI's own notes.
+    pub seq: u64,
+    /// A stored event (as `events.list` returns it again).
+    pub durable: bool,
+    pub event_type: String,
+    pub task: String,
+    pub agent: String,
+    /// What is shown: time, type, task or agent, and what matters in it.
+    pub text: String,
+}
+
+impl LogLine {
+    /// A line the TUI writes itself (a reconnect, a resync).
+    pub fn note(text: impl Into<String>) -> LogLine {
+        LogLine {
+            seq: 0,
+            durable: false,
+            event_type: String::new(),
+            task: String::new(),
+            agent: String::new(),
+            text: text.into(),
+        }
+    }
+
+    /// One event as a line: time, type, and what matters in it. `run_task` is the
+    /// task of the tool or command run the event names, for events that name no task.
+    pub fn of(seq: u64, durable: bool, e: &RuntimeEvent, run_task: Option<&str>) -> LogLine {
+        let field = |k: &str| e.payload.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let task = Some(field("task_id"))
+            .filter(|t| !t.is_empty())
+            .or(run_task)
+            .unwrap_or("");
+        let agent = field("agent_id");
+        let time = e.timestamp.get(11..19).unwrap_or("");
+        let who = if task.is_empty() { agent } else { task };
+        let detail = ["reason", "tool", "command", "action", "summary"]
+            .iter()
+            .map(|k| field(k))
+            .find(|d| !d.is_empty())
+            .unwrap_or("");
+        let mut text = format!("{time} {:<24} {who}", e.event_type);
+        if !detail.is_empty() {
+            text.push_str("  ");
+            text.extend(
+                detail
+                    .chars()
+                    .take(160)
+                    .map(|c| if c == '\n' { ' ' } else { c }),
+            );
+        }
+        LogLine {
+            seq,
+            durable,
+            event_type: e.event_type.clone(),
+            task: task.to_string(),
+            agent: agent.to_string(),
+            text,
+        }
+    }
+}
+
+/// A filter of the event log: `type:`, `task:` and `agent:` terms (a trailing `*`
+/// matches any rest: `type:tool.*`) and words the line must contain, all of them
+/// (case-insensitive).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogFilter {
+    types: Vec<String>,
+    tasks: Vec<String>,
+    agents: Vec<String>,
+    words: Vec<String>,
+}
+
+impl LogFilter {
+    pub fn parse(text: &str) -> LogFilter {
+        let mut f = LogFilter::default();
+        for term in text.split_whitespace().map(str::to_lowercase) {
+            match term.split_once(':') {
+                Some(("type", v)) if !v.is_empty() => f.types.push(v.to_string()),
+                Some(("task", v)) if !v.is_empty() => f.tasks.push(v.to_string()),
+                Some(("agent", v)) if !v.is_empty() => f.agents.push(v.to_string()),
+                _ => f.words.push(term),
+            }
+        }
+        f
+    }
+
+    pub fn matches(&self, line: &LogLine) -> bool {
+        // Several values of one field: any of them; different fields: all.
+        let field = |pats: &[String], value: &str| {
+            pats.is_empty() || pats.iter().any(|p| pattern(p, &value.to_lowercase()))
+        };
+        field(&self.types, &line.event_type)
+            && field(&self.tasks, &line.task)
+            && field(&self.agents, &line.agent)
+            && (self.words.is_empty() || {
+                let text = line.text.to_lowercase();
+                self.words.iter().all(|w| text.contains(w.as_str()))
+            })
+    }
+}
+
+/// `p` matches `value` exactly, or as a prefix when it ends with `*`.
+fn pattern(p: &str, value: &str) -> bool {
+    match p.strip_suffix('*') {
+        Some(prefix) => value.starts_with(prefix),
+        None => p == value,
+    }
+}
+
 /// The command palette (Ctrl-P): a query and the actions that match it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommandPalette {
@@ -157,10 +270,16 @@ pub struct Ui {
     pub toast: Option<String>,
     /// The command palette, when open.
     pub palette: Option<CommandPalette>,
-    /// The event filter being typed (`/`).
+    /// A filter being typed (`/`): of the tasks when they have the keys, else of
+    /// the events.
     pub filter_input: Option<String>,
-    /// The event log shows only lines containing this (case-insensitive).
+    /// The event log shows only the lines this matches ([`LogFilter`]).
     pub filter: Option<String>,
+    /// The task list shows only the tasks whose id, title, state, type or agent
+    /// contain every word of this (case-insensitive).
+    pub task_filter: Option<String>,
+    /// Lines the detail pane is scrolled down.
+    pub detail_scroll: u16,
     /// The user scrolled to the top of the log: fetch older events.
     pub want_older: bool,
 }
@@ -170,7 +289,7 @@ pub struct App {
     pub ui: Ui,
     pub link: Link,
     /// The event log, one line per event (durable and ephemeral), newest last.
-    pub log: VecDeque<String>,
+    pub log: VecDeque<LogLine>,
     /// The live text of each agent's current message, by agent id.
     pub streams: HashMap<String, String>,
     /// The latest file change of each task: the path and its unified diff.
@@ -182,6 +301,9 @@ pub struct App {
     pub oldest_seq: Option<u64>,
     /// Frames drawn (drives the spinner).
     pub frame: u64,
+    /// The time running tasks' elapsed time is counted to (the clock, set each
+    /// frame; `None`: not shown).
+    pub now: Option<std::time::SystemTime>,
     pub keymap: Keymap,
 }
 
@@ -197,6 +319,7 @@ impl App {
             output: HashMap::new(),
             oldest_seq: None,
             frame: 0,
+            now: None,
             keymap: Keymap::default(),
         }
     }
@@ -211,9 +334,10 @@ impl App {
                 self.note_diff(e);
             }
         }
-        for (_, e) in events.iter().rev() {
+        for (seq, e) in events.iter().rev() {
             if !matches!(e.event_type.as_str(), "token.delta" | "agent.heartbeat") {
-                self.log.push_front(log_line(e));
+                let line = LogLine::of(*seq, true, e, self.run_task(e));
+                self.log.push_front(line);
             }
         }
         if let Some((seq, _)) = events.first() {
@@ -256,7 +380,8 @@ impl App {
     pub fn update(&mut self, update: SessionUpdate) {
         match update {
             SessionUpdate::Resync { reason, snapshot } => {
-                self.log.push_back(format!("— resynchronized: {reason}"));
+                self.log
+                    .push_back(LogLine::note(format!("— resynchronized: {reason}")));
                 self.reset(*snapshot);
             }
             SessionUpdate::CaughtUp { .. } => {}
@@ -344,7 +469,31 @@ impl App {
             }
             _ => {}
         }
-        self.log.push_back(log_line(event));
+        let line = LogLine::of(seq, durable, event, self.run_task(event));
+        self.log.push_back(line);
+    }
+
+    /// The task of the tool or command run an event names (the projection keeps the
+    /// recent runs).
+    fn run_task(&self, event: &RuntimeEvent) -> Option<&str> {
+        let field = |k: &str| event.payload.get(k).and_then(|v| v.as_str());
+        let p = &self.projection;
+        if let Some(id) = field("tool_run_id") {
+            p.tool_runs
+                .iter()
+                .rev()
+                .find(|r| r.id == id)?
+                .task_id
+                .as_deref()
+        } else {
+            let id = field("command_run_id")?;
+            p.command_runs
+                .iter()
+                .rev()
+                .find(|r| r.id == id)?
+                .task_id
+                .as_deref()
+        }
     }
 
     /// Keeps a completed edit's diff as its task's latest change.
@@ -391,8 +540,14 @@ impl App {
             dropped = true;
         }
         if dropped {
-            // What was dropped must be fetched again to be seen.
-            self.oldest_seq = Some(self.projection.seq.saturating_sub(self.log.len() as u64));
+            // What was dropped is fetched again to be seen: every stored event before
+            // the oldest stored one still held (or, if none is, after the state's).
+            self.oldest_seq = Some(
+                self.log
+                    .iter()
+                    .find(|l| l.durable)
+                    .map_or(self.projection.seq + 1, |l| l.seq),
+            );
         }
     }
 
@@ -456,8 +611,16 @@ impl App {
             match key {
                 Key::Esc => {}
                 Key::Enter => {
-                    self.ui.filter = (!text.trim().is_empty()).then(|| text.trim().to_string());
-                    self.ui.log_scroll = 0;
+                    let filter = (!text.trim().is_empty()).then(|| text.trim().to_string());
+                    if self.ui.focus == Pane::Tasks {
+                        self.ui.task_filter = filter;
+                        if !self.task_shown(self.ui.selected) {
+                            self.step(1);
+                        }
+                    } else {
+                        self.ui.filter = filter;
+                        self.ui.log_scroll = 0;
+                    }
                 }
                 Key::Backspace => {
                     text.pop();
@@ -504,7 +667,6 @@ impl App {
             };
         }
         let n = self.projection.tasks.len();
-        let log_end = self.log.len().saturating_sub(1);
         match action {
             Action::Detach => return Some(Command::Detach),
             Action::Help => self.ui.help = true,
@@ -517,7 +679,12 @@ impl App {
                 }
             }
             Action::Filter => {
-                self.ui.filter_input = Some(self.ui.filter.clone().unwrap_or_default());
+                let current = if self.ui.focus == Pane::Tasks {
+                    &self.ui.task_filter
+                } else {
+                    &self.ui.filter
+                };
+                self.ui.filter_input = Some(current.clone().unwrap_or_default());
             }
             Action::NextPane => {
                 self.ui.focus = match self.ui.focus {
@@ -528,22 +695,24 @@ impl App {
             }
             Action::Down => match self.ui.focus {
                 Pane::Log => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(1),
-                _ => self.ui.selected = (self.ui.selected + 1).min(n.saturating_sub(1)),
+                Pane::Detail => self.ui.detail_scroll = self.ui.detail_scroll.saturating_add(1),
+                Pane::Tasks => self.step(1),
             },
             Action::Up => match self.ui.focus {
-                Pane::Log => {
-                    self.ui.log_scroll = (self.ui.log_scroll + 1).min(log_end);
-                    self.ui.want_older = self.ui.log_scroll >= log_end;
-                }
-                _ => self.ui.selected = self.ui.selected.saturating_sub(1),
+                Pane::Log => self.scroll_log(1),
+                Pane::Detail => self.ui.detail_scroll = self.ui.detail_scroll.saturating_sub(1),
+                Pane::Tasks => self.step(-1),
             },
-            Action::PageUp => {
-                self.ui.log_scroll = (self.ui.log_scroll + 10).min(log_end);
-                self.ui.want_older = self.ui.log_scroll >= log_end;
-            }
-            Action::PageDown => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(10),
-            Action::First => self.ui.selected = 0,
-            Action::Last => self.ui.selected = n.saturating_sub(1),
+            Action::PageUp => match self.ui.focus {
+                Pane::Detail => self.ui.detail_scroll = self.ui.detail_scroll.saturating_sub(10),
+                _ => self.scroll_log(10),
+            },
+            Action::PageDown => match self.ui.focus {
+                Pane::Detail => self.ui.detail_scroll = self.ui.detail_scroll.saturating_add(10),
+                _ => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(10),
+            },
+            Action::First => self.step(-(n as isize)),
+            Action::Last => self.step(n as isize),
             Action::Cancel => {
                 if let Some(t) = self.selected_task().filter(|t| !t.status.is_terminal()) {
                     self.ui.confirm_cancel = Some(t.id.clone());
@@ -618,6 +787,13 @@ impl App {
         None
     }
 
+    /// Scrolls the event log `by` lines back; at its top, older events are wanted.
+    pub fn scroll_log(&mut self, by: usize) {
+        let top = self.log.len().saturating_sub(1);
+        self.ui.log_scroll = (self.ui.log_scroll + by).min(top);
+        self.ui.want_older = self.ui.log_scroll >= top;
+    }
+
     /// What of the UI is kept for next time (`ui_state` under `attach`, D-053): the
     /// selected task, the layout, the focused pane, the event filter.
     pub fn saved_ui(&self) -> serde_json::Value {
@@ -626,6 +802,7 @@ impl App {
             "layout": match self.ui.layout { Layout::List => "list", Layout::Waves => "waves", Layout::Graph => "graph" },
             "focus": match self.ui.focus { Pane::Tasks => "tasks", Pane::Detail => "detail", Pane::Log => "log" },
             "filter": self.ui.filter,
+            "task_filter": self.ui.task_filter,
         })
     }
 
@@ -646,25 +823,75 @@ impl App {
             Some("log") => Pane::Log,
             _ => Pane::Tasks,
         };
-        self.ui.filter = v
-            .get("filter")
-            .and_then(|s| s.as_str())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string);
+        let text = |key: &str| {
+            v.get(key)
+                .and_then(|s| s.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        self.ui.filter = text("filter");
+        self.ui.task_filter = text("task_filter");
     }
 
-    /// The event-log lines shown: all, or those matching the filter.
+    /// The event-log lines shown: all, or those the filter matches.
     pub fn visible_log(&self) -> Vec<&str> {
-        match &self.ui.filter {
-            Some(f) => {
-                let f = f.to_lowercase();
-                self.log
-                    .iter()
-                    .filter(|l| l.to_lowercase().contains(&f))
-                    .map(String::as_str)
-                    .collect()
-            }
-            None => self.log.iter().map(String::as_str).collect(),
+        let filter = self.ui.filter.as_deref().map(LogFilter::parse);
+        self.log
+            .iter()
+            .filter(|l| filter.as_ref().is_none_or(|f| f.matches(l)))
+            .map(|l| l.text.as_str())
+            .collect()
+    }
+
+    /// Whether the task filter lets task `i` through.
+    pub fn task_shown(&self, i: usize) -> bool {
+        let Some(t) = self.projection.tasks.get(i) else {
+            return false;
+        };
+        let Some(filter) = &self.ui.task_filter else {
+            return true;
+        };
+        let text = format!(
+            "{} {} {} {} {}",
+            t.id,
+            t.title,
+            t.status.as_str(),
+            t.task_type,
+            t.agent_id.as_deref().unwrap_or("")
+        )
+        .to_lowercase();
+        filter
+            .to_lowercase()
+            .split_whitespace()
+            .all(|w| text.contains(w))
+    }
+
+    /// The indexes of the tasks the filter lets through, in plan order.
+    pub fn visible_tasks(&self) -> Vec<usize> {
+        (0..self.projection.tasks.len())
+            .filter(|&i| self.task_shown(i))
+            .collect()
+    }
+
+    /// Moves the selection `by` shown tasks (negative: up), staying within them.
+    fn step(&mut self, by: isize) {
+        let shown = self.visible_tasks();
+        let Some(last) = shown.len().checked_sub(1) else {
+            return;
+        };
+        let at = shown
+            .iter()
+            .position(|&i| i >= self.ui.selected)
+            .unwrap_or(last);
+        let by = if by > 0 && shown[at] != self.ui.selected {
+            by - 1
+        } else {
+            by
+        };
+        let to = at.saturating_add_signed(by).min(last);
+        if shown[to] != self.ui.selected {
+            self.ui.selected = shown[to];
+            self.ui.detail_scroll = 0;
         }
     }
 
@@ -696,32 +923,6 @@ impl App {
             .filter(|(_, n)| *n > 0)
             .collect()
     }
-}
-
-/// One event as a line of the log: time, type, and what matters in it.
-fn log_line(e: &RuntimeEvent) -> String {
-    let time = e.timestamp.get(11..19).unwrap_or("");
-    let who = e
-        .payload
-        .get("task_id")
-        .and_then(|v| v.as_str())
-        .or_else(|| e.payload.get("agent_id").and_then(|v| v.as_str()))
-        .unwrap_or("");
-    let detail = ["reason", "tool", "command", "action", "summary"]
-        .iter()
-        .find_map(|k| e.payload.get(*k).and_then(|v| v.as_str()))
-        .unwrap_or("");
-    let mut line = format!("{time} {:<24} {who}", e.event_type);
-    if !detail.is_empty() {
-        line.push_str("  ");
-        line.extend(
-            detail
-                .chars()
-                .take(160)
-                .map(|c| if c == '\n' { ' ' } else { c }),
-        );
-    }
-    line
 }
 
 /// One session of the picker.

@@ -74,16 +74,11 @@ pub fn size(waves: &[Vec<usize>]) -> (u16, u16) {
     )
 }
 
-/// Draws the graph into `area`, scrolled so the selected task is in view.
-pub fn draw(
-    buf: &mut Buffer,
-    area: Rect,
-    tasks: &[TaskView],
-    edges: &[EdgeView],
-    selected: usize,
-    frame: u64,
-    theme: &Theme,
-) {
+/// Draws the app's tasks into `area`, scrolled so the selected task is in view.
+/// Tasks the filter hides are drawn muted, so the graph keeps its shape.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &crate::app::App, theme: &Theme) {
+    let (tasks, edges) = (app.tasks(), &app.projection.edges);
+    let (selected, frame) = (app.ui.selected, app.frame);
     let waves = waves(tasks, edges);
     let pos = positions(&waves, tasks.len());
     // Scroll: keep the selected box in view.
@@ -106,7 +101,11 @@ pub fn draw(
     // Boxes first; edges go only where nothing is drawn.
     for (i, t) in tasks.iter().enumerate() {
         let (x, y) = pos[i];
-        let color = theme.status(t.status);
+        let color = if app.task_shown(i) {
+            theme.status(t.status)
+        } else {
+            theme.muted
+        };
         let mut border = Style::default().fg(color);
         if i == selected {
             border = border.add_modifier(Modifier::BOLD | Modifier::REVERSED);
@@ -145,10 +144,15 @@ pub fn draw(
         put(buf, x, y + 2, &format!("└{}┘", "─".repeat(w)), border, true);
     }
     let edge = theme.muted_style();
+    let index: std::collections::HashMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
     for e in edges {
-        let (Some(c), Some(p)) = (
-            tasks.iter().position(|t| t.id == e.task_id),
-            tasks.iter().position(|t| t.id == e.depends_on_task_id),
+        let (Some(&c), Some(&p)) = (
+            index.get(e.task_id.as_str()),
+            index.get(e.depends_on_task_id.as_str()),
         ) else {
             continue;
         };

@@ -359,6 +359,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let (mut conn, snapshot, mut sub) = follow(&options.connect, &session).await?;
     let seq = snapshot.seq;
     let mut app = App::new(snapshot);
+    app.now = Some(std::time::SystemTime::now());
     app.keymap = keymap;
     // Where the user was last time.
     if let Ok(Some(saved)) = conn
@@ -447,8 +448,9 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
             _ = tick.tick() => {
                 ticks += 1;
                 if ticks % 3 == 0 {
-                    // The spinner's pace.
+                    // The spinner's pace, and the running tasks' clocks.
                     app.frame += 1;
+                    app.now = Some(std::time::SystemTime::now());
                     dirty = true;
                 }
                 if dirty {
@@ -481,7 +483,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                                 sub = s;
                                 app.reset(snapshot);
                                 app.link = Link::Connected;
-                                app.log.push_back("— reconnected; the state is fresh from a snapshot".into());
+                                app.log.push_back(crate::app::LogLine::note("— reconnected; the state is fresh from a snapshot"));
                                 connected = true;
                             }
                             Err(e) => {

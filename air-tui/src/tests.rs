@@ -74,7 +74,9 @@ fn events() -> Vec<(RuntimeEvent, bool)> {
             json!({"agent_id": "T1-executor-1", "exit_code": 0, "result": {
             "task_id": "T1", "agent_id": "T1-executor-1", "agent_type": "executor", "status": "completed",
             "summary": "Added count_words; both checks pass.", "changed_files": ["wordcount/counter.py"], "artifacts": [],
-            "verification": [], "risks": [], "follow_up_tasks": [], "result": null,
+            "verification": [{"name": "unit tests", "status": "passed", "notes": "2 tests"}],
+            "risks": [{"severity": "medium", "summary": "punctuation counts as part of a word"}],
+            "follow_up_tasks": [{"title": "Strip punctuation", "description": "Split on non-letters."}], "result": null,
             "evidence_refs": [{"id": "e1", "kind": "command_run", "ref": "python3 -m unittest", "claim": "the tests pass", "evidence_type": "test_pass"}]}}),
             true,
         ),
@@ -158,6 +160,7 @@ fn live() -> App {
         });
     }
     app.ui.selected = 1;
+    app.now = air_proto::time::parse("2026-11-30T12:01:00Z");
     app
 }
 
@@ -229,6 +232,23 @@ fn the_task_detail_help_and_cancel_dialogs() {
         })
     );
     assert_eq!(app.key(Key::Char('q')), Some(Command::Detach));
+    // The completed task: its result, evidence, verification, risks and follow-ups;
+    // the detail pane scrolls when it has the keys.
+    app.key(Key::Up);
+    assert_eq!(app.ui.selected, 0);
+    insta::assert_snapshot!(
+        "result_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    app.key(Key::Tab);
+    app.key(Key::Down);
+    app.key(Key::Down);
+    assert_eq!(app.ui.detail_scroll, 2);
+    assert_eq!(app.ui.selected, 0, "in the detail pane, the keys scroll it");
+    app.key(Key::Tab);
+    app.key(Key::Tab);
+    app.key(Key::Down);
+    assert_eq!((app.ui.selected, app.ui.detail_scroll), (1, 0));
 }
 
 /// The deltas applied to an empty state give the same screen as the final snapshot
@@ -254,6 +274,7 @@ fn deltas_and_the_final_snapshot_draw_the_same_screen() {
     fresh.streams = app.streams.clone();
     fresh.diffs = app.diffs.clone();
     fresh.output = app.output.clone();
+    fresh.now = app.now;
     let a = draw(&app, 120, 30, Palette::TrueColor);
     let b = draw(&fresh, 120, 30, Palette::TrueColor);
     assert_eq!(a.backend().buffer(), b.backend().buffer());
@@ -272,7 +293,7 @@ fn deltas_and_the_final_snapshot_draw_the_same_screen() {
     assert!(moved
         .log
         .back()
-        .is_some_and(|l| l.contains("resynchronized: fell behind")));
+        .is_some_and(|l| l.text.contains("resynchronized: fell behind")));
     // History from `events.list` goes above what streamed in.
     let first = events().remove(0).0;
     moved.history(&[(1, first)]);
@@ -280,7 +301,7 @@ fn deltas_and_the_final_snapshot_draw_the_same_screen() {
         moved
             .log
             .front()
-            .is_some_and(|l| l.contains("session.created")),
+            .is_some_and(|l| l.text.contains("session.created")),
         "{:?}",
         moved.log.front()
     );
@@ -344,17 +365,59 @@ fn the_command_palette_finds_actions_as_you_type() {
 fn the_event_filter_and_rebound_keys() {
     let mut app = live();
     app.projection.permission_requests.clear();
-    app.key(Key::Char('/'));
-    for c in "tool.s".chars() {
-        app.key(Key::Char(c));
-    }
-    app.key(Key::Enter);
+    let type_in = |app: &mut App, text: &str| {
+        app.key(Key::Char('/'));
+        // The filter in force is there to edit: clear it first.
+        for _ in 0..40 {
+            app.key(Key::Backspace);
+        }
+        for c in text.chars() {
+            app.key(Key::Char(c));
+        }
+        app.key(Key::Enter);
+    };
+    // The tasks have the keys: `/` filters them (the selection moves onto one shown).
+    type_in(&mut app, "pending");
+    assert_eq!(app.ui.task_filter.as_deref(), Some("pending"));
+    assert_eq!(app.visible_tasks(), vec![2]);
+    assert_eq!(app.ui.selected, 2);
+    app.key(Key::Up);
+    assert_eq!(
+        app.ui.selected, 2,
+        "the selection stays among the shown tasks"
+    );
+    insta::assert_snapshot!(
+        "task_filter_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    type_in(&mut app, "");
+    assert_eq!(app.ui.task_filter, None);
+    assert_eq!(app.visible_tasks(), vec![0, 1, 2]);
+    app.key(Key::Up);
+    assert_eq!(app.ui.selected, 1);
+    // The event log has them: `/` filters the events, by words and by field.
+    app.key(Key::Tab);
+    app.key(Key::Tab);
+    type_in(&mut app, "tool.s");
     assert_eq!(app.ui.filter.as_deref(), Some("tool.s"));
     assert_eq!(app.visible_log().len(), 2);
     insta::assert_snapshot!(
         "filter_80x24",
         draw(&app, 80, 24, Palette::TrueColor).backend()
     );
+    type_in(&mut app, "type:tool.*");
+    assert_eq!(app.visible_log().len(), 4);
+    type_in(&mut app, "type:tool.* counter");
+    assert_eq!(
+        app.visible_log().len(),
+        0,
+        "tool lines do not show the path"
+    );
+    type_in(&mut app, "task:t2 type:task.started");
+    assert_eq!(app.visible_log().len(), 1);
+    type_in(&mut app, "agent:T2-exec*");
+    assert!(app.visible_log().iter().all(|l| l.contains("T2")));
+    app.key(Key::Tab);
     // Keys from the config replace the defaults.
     let mut keys = std::collections::BTreeMap::new();
     keys.insert("cancel".to_string(), crate::keymap::Keys::One("x".into()));
@@ -427,6 +490,10 @@ fn the_users_place_is_saved_and_restored() {
     let mut app = live();
     app.projection.permission_requests.clear();
     app.key(Key::Char('v'));
+    // With the tasks focused, `/` filters the tasks; with the detail, the events.
+    for k in [Key::Char('/'), Key::Char('t'), Key::Char('2'), Key::Enter] {
+        app.key(k);
+    }
     app.key(Key::Tab);
     app.key(Key::Char('/'));
     app.key(Key::Char('x'));
@@ -434,7 +501,8 @@ fn the_users_place_is_saved_and_restored() {
     let saved = app.saved_ui();
     assert_eq!(
         saved,
-        json!({"selected_task": "T2", "layout": "waves", "focus": "detail", "filter": "x"})
+        json!({"selected_task": "T2", "layout": "waves", "focus": "detail", "filter": "x",
+               "task_filter": "t2"})
     );
     let mut other = live();
     other.restore_ui(&saved);
@@ -442,6 +510,8 @@ fn the_users_place_is_saved_and_restored() {
     assert_eq!(other.ui.layout, crate::app::Layout::Waves);
     assert_eq!(other.ui.focus, crate::app::Pane::Detail);
     assert_eq!(other.ui.filter.as_deref(), Some("x"));
+    assert_eq!(other.ui.task_filter.as_deref(), Some("t2"));
+    assert_eq!(other.visible_tasks(), vec![1]);
     other.restore_ui(&json!({"layout": 3, "selected_task": "gone"}));
     assert_eq!(other.ui.layout, crate::app::Layout::List);
 }
@@ -548,7 +618,52 @@ fn reading_back_to_the_top_of_the_log_asks_for_the_page_before() {
     e.timestamp = "2026-11-30T10:59:00.000000Z".into();
     app.history(&[(899, e)]);
     assert_eq!(app.log.len(), before + 1);
-    assert!(app.log.front().is_some_and(|l| l.contains("task.progress")));
+    assert!(app
+        .log
+        .front()
+        .is_some_and(|l| l.text.contains("task.progress")));
     assert_eq!(app.oldest_seq, Some(899));
     assert!(!app.ui.want_older);
+}
+
+/// When the bounded log drops its oldest lines, the page to read back from starts
+/// exactly at the oldest stored event still held: nothing is skipped or repeated.
+#[test]
+fn a_trimmed_log_pages_back_from_its_oldest_line_exactly() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    let first = app.seq() + 1;
+    let n = crate::app::LOG_LINES as u64 + 37;
+    for i in 0..n {
+        let mut e = RuntimeEvent::typed(
+            "task.progress",
+            S,
+            EventSource::scheduler(),
+            &json!({"task_id": "T2", "message": format!("step {i}")}),
+        )
+        .unwrap();
+        e.timestamp = "2026-11-30T12:02:00.000000Z".into();
+        // Ephemeral lines in between carry the seq of the durable state before them.
+        let durable = i % 3 != 0;
+        let seq = if durable { app.seq() + 1 } else { app.seq() };
+        app.update(SessionUpdate::Delta {
+            seq,
+            durable,
+            event: e,
+        });
+    }
+    assert_eq!(app.log.len(), crate::app::LOG_LINES);
+    let oldest = app.log.iter().find(|l| l.durable).map(|l| l.seq);
+    assert_eq!(app.oldest_seq, oldest);
+    let oldest = oldest.unwrap();
+    assert!(oldest > first);
+    app.key(Key::Tab);
+    app.key(Key::Tab);
+    app.scroll_log(usize::MAX / 2);
+    let (after, limit) = app.older_page().unwrap();
+    assert_eq!(
+        after + u64::from(limit),
+        oldest - 1,
+        "the page ends just before it"
+    );
 }

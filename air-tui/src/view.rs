@@ -13,7 +13,11 @@
 //!  q detach · ↑↓ select · tab pane · c cancel · p pause · ? keys
 //! ```
 
+use std::collections::HashMap;
+use std::time::SystemTime;
+
 use air_proto::projection::{RunStatus, TaskStatus};
+use air_proto::time;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -47,6 +51,44 @@ fn short(n: u64) -> String {
     } else {
         n.to_string()
     }
+}
+
+/// A duration as people read it: `42s`, `3m05s`, `1h02m`.
+fn span(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s / 60) % 60),
+    }
+}
+
+/// When each task's first agent started.
+fn task_starts(app: &App) -> HashMap<&str, SystemTime> {
+    let mut starts: HashMap<&str, SystemTime> = HashMap::new();
+    for a in &app.projection.agents {
+        if let (Some(task), Some(at)) = (a.task_id.as_deref(), time::parse(&a.started_at)) {
+            let e = starts.entry(task).or_insert(at);
+            *e = (*e).min(at);
+        }
+    }
+    starts
+}
+
+/// How long a task has been worked on: from its first agent's start to its end
+/// (or to now while it runs).
+fn elapsed(
+    app: &App,
+    t: &air_proto::projection::TaskView,
+    starts: &HashMap<&str, SystemTime>,
+) -> Option<String> {
+    let start = starts.get(t.id.as_str())?;
+    let end = if t.status.is_terminal() {
+        time::parse(&t.updated_at)?
+    } else {
+        app.now?
+    };
+    end.duration_since(*start).ok().map(span)
 }
 
 /// Draws the whole screen.
@@ -85,15 +127,7 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
             ));
         let inner = block.inner(cols[0]);
         f.render_widget(block, cols[0]);
-        crate::graph::draw(
-            f.buffer_mut(),
-            inner,
-            app.tasks(),
-            &app.projection.edges,
-            app.ui.selected,
-            app.frame,
-            theme,
-        );
+        crate::graph::draw(f.buffer_mut(), inner, app, theme);
     } else {
         task_list(f, cols[0], app, theme);
     }
@@ -269,9 +303,16 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         .max()
         .unwrap_or(2)
         .min(18);
+    // Wide enough: attempts and elapsed time too.
+    let wide = area.width >= 50;
+    let starts = if wide {
+        task_starts(app)
+    } else {
+        HashMap::new()
+    };
     let row = |t: &air_proto::projection::TaskView| {
         let color = theme.status(t.status);
-        ListItem::new(Line::from(vec![
+        let mut spans = vec![
             Span::styled(
                 format!("{} ", icon(t.status, app.frame)),
                 Style::default().fg(color),
@@ -281,41 +322,86 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
                 format!("{:<9} ", t.status.as_str()),
                 Style::default().fg(color),
             ),
-            Span::styled(t.title.clone(), theme.muted_style()),
-        ]))
-    };
-    // In waves: a heading before each wave; the selection maps to its row.
-    let (items, selected): (Vec<ListItem>, usize) = if app.ui.layout == crate::app::Layout::List {
-        (app.tasks().iter().map(row).collect(), app.ui.selected)
-    } else {
-        let mut items = Vec::new();
-        let mut selected = 0;
-        for (w, wave) in crate::graph::waves(app.tasks(), &app.projection.edges)
-            .iter()
-            .enumerate()
-        {
-            items.push(ListItem::new(Line::from(Span::styled(
-                format!("wave {}", w + 1),
-                theme.muted_style().add_modifier(Modifier::ITALIC),
-            ))));
-            for &i in wave {
-                if i == app.ui.selected {
-                    selected = items.len();
-                }
-                items.push(row(&app.tasks()[i]));
-            }
+        ];
+        if wide {
+            let attempts = if t.attempts > 1 {
+                format!("×{}", t.attempts)
+            } else {
+                String::new()
+            };
+            spans.push(Span::styled(
+                format!(
+                    "{attempts:<3}{:>6} ",
+                    elapsed(app, t, &starts).unwrap_or_default()
+                ),
+                theme.muted_style(),
+            ));
         }
-        (items, selected)
+        spans.push(Span::styled(t.title.clone(), theme.muted_style()));
+        ListItem::new(Line::from(spans))
     };
+    let shown = app.visible_tasks();
+    // In waves: a heading before each wave; the selection maps to its row.
+    let (items, selected): (Vec<ListItem>, Option<usize>) =
+        if app.ui.layout == crate::app::Layout::List {
+            (
+                shown.iter().map(|&i| row(&app.tasks()[i])).collect(),
+                shown.iter().position(|&i| i == app.ui.selected),
+            )
+        } else {
+            let mut items = Vec::new();
+            let mut selected = None;
+            let waves = crate::graph::waves(app.tasks(), &app.projection.edges);
+            for (w, wave) in waves.iter().enumerate() {
+                let wave: Vec<usize> = wave
+                    .iter()
+                    .copied()
+                    .filter(|&i| app.task_shown(i))
+                    .collect();
+                if wave.is_empty() {
+                    continue;
+                }
+                items.push(ListItem::new(Line::from(Span::styled(
+                    format!("wave {}", w + 1),
+                    theme.muted_style().add_modifier(Modifier::ITALIC),
+                ))));
+                for i in wave {
+                    if i == app.ui.selected {
+                        selected = Some(items.len());
+                    }
+                    items.push(row(&app.tasks()[i]));
+                }
+            }
+            (items, selected)
+        };
     let view = match app.ui.layout {
         crate::app::Layout::List => "",
         _ => ", in waves",
     };
+    let mut title = format!("Tasks ({}{view})", app.tasks().len());
+    match (&app.ui.filter_input, &app.ui.task_filter) {
+        (Some(typing), _) if focused => title = format!("Tasks — filter: {typing}▏"),
+        (_, Some(f)) => {
+            title = format!("Tasks — \"{f}\" ({} of {})", shown.len(), app.tasks().len())
+        }
+        _ => {}
+    }
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border_style(focused))
-        .title(format!("Tasks ({}{view})", app.tasks().len()));
-    let mut state = ListState::default().with_selected((!items.is_empty()).then_some(selected));
+        .title(title);
+    if items.is_empty() && app.ui.task_filter.is_some() {
+        f.render_widget(
+            Paragraph::new(Span::styled(
+                "No task matches the filter.",
+                theme.muted_style(),
+            ))
+            .block(block),
+            area,
+        );
+        return;
+    }
+    let mut state = ListState::default().with_selected(selected);
 
     f.render_stateful_widget(
         List::new(items)
@@ -357,7 +443,40 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
                 .unwrap_or_default(),
             theme.muted_style(),
         ),
+        Span::styled(
+            elapsed(app, t, &task_starts(app))
+                .map(|e| format!(" · {e}"))
+                .unwrap_or_default(),
+            theme.muted_style(),
+        ),
     ])];
+    // What it waits for (hard dependencies; soft ones marked ~).
+    let needs: Vec<String> = p
+        .edges
+        .iter()
+        .filter(|e| e.task_id == t.id)
+        .map(|e| {
+            let done = p
+                .task(&e.depends_on_task_id)
+                .is_some_and(|d| d.status == TaskStatus::Completed);
+            let soft = if e.dependency_type == air_proto::task::DependencyType::Soft {
+                "~"
+            } else {
+                ""
+            };
+            format!(
+                "{soft}{}{}",
+                e.depends_on_task_id,
+                if done { " ✓" } else { "" }
+            )
+        })
+        .collect();
+    if !needs.is_empty() {
+        lines.push(Line::from(Span::styled(
+            format!("needs {}", needs.join(", ")),
+            theme.muted_style(),
+        )));
+    }
     if let Some(agent) = t
         .agent_id
         .as_ref()
@@ -426,16 +545,24 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
                 Span::styled(format!("{mark} "), Style::default().fg(color)),
                 Span::raw(r.tool.clone()),
             ];
+            if let Some(input) = &r.input {
+                spans.push(Span::styled(format!(" {input}"), theme.text_style()));
+            }
             if let Some(ms) = r.duration_ms {
                 spans.push(Span::styled(format!(" {ms} ms"), theme.muted_style()));
             }
-            if let Some(e) = &r.error {
-                spans.push(Span::styled(
-                    format!("  {}", e.lines().next().unwrap_or("")),
-                    Style::default().fg(theme.error),
-                ));
-            }
             lines.push(Line::from(spans));
+            match (&r.error, &r.output) {
+                (Some(e), _) => lines.push(Line::from(Span::styled(
+                    format!("  → {}", e.lines().next().unwrap_or("")),
+                    Style::default().fg(theme.error),
+                ))),
+                (None, Some(out)) => lines.push(Line::from(Span::styled(
+                    format!("  → {out}"),
+                    theme.muted_style(),
+                ))),
+                _ => {}
+            }
         }
     }
     if let Some((path, diff)) = app.diffs.get(&t.id) {
@@ -485,11 +612,31 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             last.summary.as_deref().unwrap_or_default(),
             theme,
         ));
-        for e in &last.evidence {
+        for (heading, items) in [
+            ("evidence", &last.evidence),
+            ("verification", &last.verification),
+            ("risks", &last.risks),
+            ("follow-ups", &last.follow_ups),
+        ] {
+            if items.is_empty() {
+                continue;
+            }
             lines.push(Line::from(Span::styled(
-                format!("• {e}"),
-                theme.muted_style(),
+                heading,
+                theme.muted_style().add_modifier(Modifier::ITALIC),
             )));
+            for item in items {
+                let color = match item.split_once(':').map(|(k, _)| k) {
+                    Some("passed") => theme.success,
+                    Some("failed" | "high") => theme.error,
+                    Some("medium") => theme.warning,
+                    _ => theme.text,
+                };
+                lines.push(Line::from(Span::styled(
+                    format!("• {item}"),
+                    Style::default().fg(color),
+                )));
+            }
         }
     }
     let block = Block::default()
@@ -499,7 +646,8 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
-            .wrap(Wrap { trim: false }),
+            .wrap(Wrap { trim: false })
+            .scroll((app.ui.detail_scroll, 0)),
         area,
     );
 }
@@ -516,9 +664,9 @@ fn event_log(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         .collect();
     let mut title = String::from("Events");
     match (&app.ui.filter_input, &app.ui.filter) {
-        (Some(typing), _) => {
-            title.push_str(&format!(" — filter: {typing}▏ (Enter apply, Esc keep)"))
-        }
+        (Some(typing), _) if app.ui.focus != Pane::Tasks => title.push_str(&format!(
+            " — filter: {typing}▏ (type: task: agent: words; Enter apply, Esc keep)"
+        )),
         (None, Some(f)) => title.push_str(&format!(
             " — matching \"{f}\" ({} of {})",
             shown.len(),

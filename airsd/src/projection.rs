@@ -113,7 +113,7 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
             let result: Option<air_proto::result::WorkerResult> = r
                 .get::<_, Option<String>>(10)?
                 .and_then(|json| serde_json::from_str(&json).ok());
-            Ok(AgentView {
+            let mut agent = AgentView {
                 id: r.get(0)?,
                 agent_type: AgentType::parse(&ty).ok_or_else(|| bad_value(1, "agent type", &ty))?,
                 task_id: r.get(2)?,
@@ -125,26 +125,37 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 started_at: r.get(8)?,
                 ended_at: r.get(9)?,
                 last_heartbeat: None,
-                summary: result.as_ref().map(|r| r.summary.clone()),
-                evidence: result
-                    .as_ref()
-                    .map(air_proto::projection::evidence_lines)
-                    .unwrap_or_default(),
-            })
+                summary: None,
+                evidence: Vec::new(),
+                verification: Vec::new(),
+                risks: Vec::new(),
+                follow_ups: Vec::new(),
+            };
+            if let Some(result) = &result {
+                agent.set_result(result);
+            }
+            Ok(agent)
         })?
         .collect::<rusqlite::Result<_>>()?;
 
     p.tool_runs = recent(
         conn,
-        "SELECT id, tool, agent_id, task_id, status, error, started_at, ended_at, duration_ms
+        "SELECT id, tool, agent_id, task_id, status, error, started_at, ended_at, duration_ms,
+             input_json, output_json
          FROM tool_runs ORDER BY seq DESC LIMIT ?1",
         |r| {
+            let json = |i: usize| -> rusqlite::Result<Option<serde_json::Value>> {
+                Ok(r.get::<_, Option<String>>(i)?
+                    .and_then(|j| serde_json::from_str(&j).ok()))
+            };
             Ok(ToolRunView {
                 id: r.get(0)?,
                 tool: r.get(1)?,
                 agent_id: r.get(2)?,
                 task_id: r.get(3)?,
                 status: run_status(r, 4)?,
+                input: json(9)?.as_ref().and_then(air_proto::projection::brief),
+                output: json(10)?.as_ref().and_then(air_proto::projection::brief),
                 error: r.get(5)?,
                 started_at: r.get(6)?,
                 ended_at: r.get(7)?,
