@@ -67,6 +67,63 @@ pub enum Command {
     Copy {
         text: String,
     },
+    /// Read a command's whole output (its stored logs, `artifact.read`) into the
+    /// viewer.
+    ShowOutput {
+        command_run_id: String,
+        command: String,
+    },
+    /// Open text in `$EDITOR` (written to a file of this name in the temp directory).
+    EditText {
+        name: String,
+        text: String,
+    },
+}
+
+/// A full-screen view of a long text: a command's whole output, a whole diff.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Viewer {
+    pub title: String,
+    pub lines: Vec<String>,
+    /// The first line shown.
+    pub top: usize,
+    /// Colour `+`/`-`/`@@` lines.
+    pub diff: bool,
+    /// The name it gets when opened in `$EDITOR`.
+    pub name: String,
+}
+
+impl Viewer {
+    pub fn new(title: String, name: String, text: &str, diff: bool) -> Viewer {
+        Viewer {
+            title,
+            lines: text.lines().map(str::to_string).collect(),
+            top: 0,
+            diff,
+            name,
+        }
+    }
+
+    fn key(&mut self, key: Key) -> Option<Option<Command>> {
+        let last = self.lines.len().saturating_sub(1);
+        match key {
+            Key::Esc | Key::Char('q') => return None,
+            Key::Char('e') => {
+                return Some(Some(Command::EditText {
+                    name: self.name.clone(),
+                    text: self.lines.join("\n"),
+                }))
+            }
+            Key::Down | Key::Char('j') => self.top = (self.top + 1).min(last),
+            Key::Up | Key::Char('k') => self.top = self.top.saturating_sub(1),
+            Key::PageDown | Key::Char(' ') => self.top = (self.top + 20).min(last),
+            Key::PageUp => self.top = self.top.saturating_sub(20),
+            Key::Home | Key::Char('g') => self.top = 0,
+            Key::End | Key::Char('G') => self.top = last,
+            _ => {}
+        }
+        Some(None)
+    }
 }
 
 /// A key, as the TUI reads it (independent of the terminal library).
@@ -270,6 +327,8 @@ pub struct Ui {
     pub toast: Option<String>,
     /// The command palette, when open.
     pub palette: Option<CommandPalette>,
+    /// A long text shown over everything, when open.
+    pub viewer: Option<Viewer>,
     /// A filter being typed (`/`): of the tasks when they have the keys, else of
     /// the events.
     pub filter_input: Option<String>,
@@ -577,8 +636,18 @@ impl App {
     /// Handles a key: changes the UI state, or returns a command for airsd.
     pub fn key(&mut self, key: Key) -> Option<Command> {
         self.ui.toast = None;
-        // Modal input first: the palette's query, the filter being typed, a
-        // confirmation, the help screen.
+        // Modal input first: the viewer, the palette's query, the filter being
+        // typed, a confirmation, the help screen.
+        // (A permission question drawn over the viewer has the keys first.)
+        if let Some(mut viewer) = self
+            .ui
+            .viewer
+            .take_if(|_| self.projection.permission_requests.is_empty())
+        {
+            let command = viewer.key(key)?;
+            self.ui.viewer = Some(viewer);
+            return command;
+        }
         if let Some(mut palette) = self.ui.palette.take() {
             match key {
                 Key::Esc => return None,
@@ -783,8 +852,65 @@ impl App {
                     return Some(Command::Copy { text: t.id.clone() });
                 }
             }
+            Action::Output => {
+                let task = self.selected_task().map(|t| t.id.as_str());
+                let run = self
+                    .projection
+                    .command_runs
+                    .iter()
+                    .rev()
+                    .find(|c| task.is_some() && c.task_id.as_deref() == task);
+                match run {
+                    Some(c) => {
+                        return Some(Command::ShowOutput {
+                            command_run_id: c.id.clone(),
+                            command: c.command.clone(),
+                        })
+                    }
+                    None => self.ui.toast = Some("no command has run for this task yet".into()),
+                }
+            }
+            Action::Diff => {
+                let found = self
+                    .selected_task()
+                    .and_then(|t| Some((t.id.clone(), self.diffs.get(&t.id)?)));
+                match found {
+                    Some((task, (path, diff))) => {
+                        self.ui.viewer = Some(Viewer::new(
+                            format!("{task}: the latest change, {path}"),
+                            format!("{task}.diff"),
+                            diff,
+                            true,
+                        ))
+                    }
+                    None => self.ui.toast = Some("no change for this task yet".into()),
+                }
+            }
         }
         None
+    }
+
+    /// Shows what the selected task's running command has printed so far (its
+    /// whole output is stored, and read, once it ends).
+    pub fn show_streamed_output(&mut self) {
+        let found = self
+            .selected_task()
+            .and_then(|t| Some((t.id.clone(), self.output.get(&t.id)?)));
+        self.ui.viewer = match found {
+            Some((task, (command, lines))) => {
+                let text: Vec<&str> = lines.iter().map(String::as_str).collect();
+                Some(Viewer::new(
+                    format!("$ {command} (running: its last {} lines)", lines.len()),
+                    format!("{task}-output.log"),
+                    &text.join("\n"),
+                    false,
+                ))
+            }
+            None => {
+                self.ui.toast = Some("the command has printed nothing yet".into());
+                None
+            }
+        };
     }
 
     /// Scrolls the event log `by` lines back; at its top, older events are wanted.

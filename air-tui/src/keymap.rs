@@ -41,6 +41,8 @@ pub enum Action {
     Retry,
     Edit,
     Copy,
+    Output,
+    Diff,
 }
 
 impl Action {
@@ -105,6 +107,18 @@ impl Action {
             "copy",
             "Copy the selected task's id",
             &[Key::Char('y')],
+        ),
+        (
+            Action::Output,
+            "output",
+            "Show the whole output of the task's latest command",
+            &[Key::Char('o')],
+        ),
+        (
+            Action::Diff,
+            "diff",
+            "Show the task's latest change as a whole diff",
+            &[Key::Char('D')],
         ),
         (Action::NextPane, "next_pane", "Next pane", &[Key::Tab]),
         (

@@ -141,11 +141,11 @@ async fn stored(
     )
 }
 
-/// Opens `path` (relative to the project) in `$VISUAL` or `$EDITOR` (else `vi`) in
-/// this terminal, the TUI stepping aside until it exits.
+/// Opens `full` (shown to the user as `path`) in `$VISUAL` or `$EDITOR` (else `vi`)
+/// in this terminal, the TUI stepping aside until it exits.
 fn edit(
     terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
-    root: &std::path::Path,
+    full: &std::path::Path,
     path: &str,
 ) -> String {
     let editor = std::env::var("VISUAL")
@@ -153,7 +153,6 @@ fn edit(
         .ok()
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| "vi".into());
-    let full = root.join(path);
     restore();
     // The editor may carry arguments (`code --wait`): run it through the shell, the
     // path passed as an argument, never spliced into the command.
@@ -161,16 +160,115 @@ fn edit(
         .arg("-c")
         .arg(format!("{editor} \"$1\""))
         .arg("sh")
-        .arg(&full)
+        .arg(full)
         .status();
     let _ = enable_raw_mode();
-    let _ = execute!(std::io::stdout(), EnterAlternateScreen);
-    let _ = terminal.clear();
+    let _ = execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        ratatui::crossterm::terminal::Clear(ratatui::crossterm::terminal::ClearType::All)
+    );
+    // A new terminal object: it knows the screen is blank, so the next frame is drawn
+    // whole. (`Terminal::clear` asks the terminal where its cursor is first; the
+    // answer goes to the input thread's read, the query times out, and nothing is
+    // redrawn.)
+    if let Ok(fresh) = Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+        *terminal = fresh;
+    }
     match status {
         Ok(s) if s.success() => format!("edited {path}"),
         Ok(s) => format!("{editor} exited {s}"),
         Err(e) => format!("cannot start {editor}: {e}"),
     }
+}
+
+/// Opens `text` in `$EDITOR`: written to `air-attach-<pid>-<name>` in the temp
+/// directory (the name reduced to letters, digits, `.`, `-`, `_`).
+fn edit_text(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    name: &str,
+    text: &str,
+) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = std::env::temp_dir().join(format!("air-attach-{}-{name}", std::process::id()));
+    if let Err(e) = std::fs::write(&path, text) {
+        return format!("cannot write {}: {e}", path.display());
+    }
+    let shown = path.display().to_string();
+    edit(terminal, &path, &shown)
+}
+
+/// Bytes of a command's output read into the viewer at most.
+const OUTPUT_BYTES: u64 = 8 << 20;
+
+/// A command's whole output, read from its stored logs (`stdout.log`, then
+/// `stderr.log`) over the API. `None` when nothing is stored for it (yet).
+async fn read_output(
+    conn: &Connection,
+    session: &str,
+    command_run_id: &str,
+    command: &str,
+) -> Result<Option<crate::app::Viewer>, String> {
+    let mut logs = conn
+        .client
+        .artifact_list(session.to_string(), None, Some(command_run_id.to_string()))
+        .await
+        .map_err(|e| format!("cannot list the output of {command_run_id}: {e}"))?;
+    logs.sort_by_key(|a| a.original_name.as_deref() != Some("stdout.log"));
+    if logs.is_empty() {
+        return Ok(None);
+    }
+    let mut text = String::new();
+    let mut left = OUTPUT_BYTES;
+    for log in &logs {
+        let name = log.original_name.as_deref().unwrap_or(&log.id);
+        if logs.len() > 1 {
+            text.push_str(&format!("── {name} ──\n"));
+        }
+        let mut offset = 0;
+        loop {
+            let chunk = conn
+                .client
+                .artifact_read(session.to_string(), log.id.clone(), Some(offset), None)
+                .await
+                .map_err(|e| format!("cannot read {name} of {command_run_id}: {e}"))?;
+            if chunk.encoding == "utf8" {
+                text.push_str(&chunk.data);
+            } else {
+                text.push_str(&format!("({} bytes that are not text)\n", chunk.bytes));
+            }
+            offset += chunk.bytes;
+            left = left.saturating_sub(chunk.bytes);
+            if chunk.eof || chunk.bytes == 0 {
+                break;
+            }
+            if left == 0 {
+                text.push_str(&format!(
+                    "\n… (the first {} MiB shown)\n",
+                    OUTPUT_BYTES >> 20
+                ));
+                break;
+            }
+        }
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    Ok(Some(crate::app::Viewer::new(
+        format!("$ {command}"),
+        format!("{command_run_id}.log"),
+        &text,
+        false,
+    )))
 }
 
 /// Puts `text` on the clipboard with OSC 52 (terminals and tmux with
@@ -291,7 +389,11 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
             .run_continue(s, None, None, None)
             .await
             .map(|info| format!("retrying {}", info.reopened.join(", "))),
-        Command::Edit { .. } | Command::Copy { .. } => return None,
+        // Done in this terminal, not by airsd.
+        Command::Edit { .. }
+        | Command::Copy { .. }
+        | Command::EditText { .. }
+        | Command::ShowOutput { .. } => return None,
         Command::Pause => c.run_pause(s).await.map(|_| "pausing the run".to_string()),
         Command::Resume => c
             .run_resume(s)
@@ -419,23 +521,29 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                 match key {
                     Some(Input::Key(k)) => {
                         if let Some(command) = app.key(k) {
-                            if command == Command::Detach {
-                                break;
-                            }
-                            if let Command::Edit { path } = &command {
-                                app.ui.toast = Some(edit(&mut terminal, &root, path));
-                                draw(&mut terminal, &app)?;
-                                continue;
-                            }
-                            if let Command::Copy { text } = &command {
-                                app.ui.toast = Some(copy(text));
-                                draw(&mut terminal, &app)?;
-                                continue;
-                            }
-                            if connected {
-                                app.ui.toast = perform(&conn, &session, command).await;
-                            } else {
-                                app.ui.toast = Some("not connected: the action was not sent".into());
+                            match command {
+                                Command::Detach => break,
+                                Command::Edit { path } => {
+                                    app.ui.toast = Some(edit(&mut terminal, &root.join(&path), &path));
+                                }
+                                Command::EditText { name, text } => {
+                                    app.ui.toast = Some(edit_text(&mut terminal, &name, &text));
+                                }
+                                Command::Copy { text } => app.ui.toast = Some(copy(&text)),
+                                Command::ShowOutput { command_run_id, command } if connected => {
+                                    match read_output(&conn, &session, &command_run_id, &command).await {
+                                        Ok(Some(viewer)) => app.ui.viewer = Some(viewer),
+                                        // Not stored yet (it runs): what has streamed so far.
+                                        Ok(None) => app.show_streamed_output(),
+                                        Err(e) => app.ui.toast = Some(e),
+                                    }
+                                }
+                                other if connected => {
+                                    app.ui.toast = perform(&conn, &session, other).await;
+                                }
+                                _ => {
+                                    app.ui.toast = Some("not connected: the action was not sent".into());
+                                }
                             }
                         }
                     }

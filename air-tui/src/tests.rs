@@ -667,3 +667,62 @@ fn a_trimmed_log_pages_back_from_its_oldest_line_exactly() {
         "the page ends just before it"
     );
 }
+
+/// `D` shows the task's whole latest change, `o` asks for its command's whole output
+/// (or, while it runs, shows what has streamed); the viewer scrolls, opens its text
+/// in `$EDITOR`, and closes with Esc.
+#[test]
+fn the_viewer_shows_a_whole_diff_and_a_commands_output() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    assert_eq!(app.key(Key::Char('D')), None);
+    let v = app.ui.viewer.as_ref().unwrap();
+    assert!(v.diff && v.title.contains("wordcount/counter.py"));
+    insta::assert_snapshot!(
+        "viewer_diff_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    app.key(Key::Char('G'));
+    assert_eq!(app.ui.viewer.as_ref().unwrap().top, 7);
+    app.key(Key::Char('k'));
+    assert_eq!(app.ui.viewer.as_ref().unwrap().top, 6);
+    match app.key(Key::Char('e')) {
+        Some(Command::EditText { name, text }) => {
+            assert_eq!(name, "T2.diff");
+            assert!(text.contains("+def top_words(text, n):"));
+        }
+        other => panic!("{other:?}"),
+    }
+    app.key(Key::Esc);
+    assert!(app.ui.viewer.is_none());
+    // `o`: the whole output of the task's latest command, read by the caller.
+    assert_eq!(
+        app.key(Key::Char('o')),
+        Some(Command::ShowOutput {
+            command_run_id: "C1".into(),
+            command: "python3 -m unittest".into()
+        })
+    );
+    app.show_streamed_output();
+    let v = app.ui.viewer.as_ref().unwrap();
+    assert!(v.title.starts_with("$ python3 -m unittest (running"));
+    assert_eq!(v.lines.last().map(String::as_str), Some("OK"));
+    // A permission question has the keys over the viewer.
+    app.ui.viewer = Some(crate::app::Viewer::new("t".into(), "t".into(), "x", false));
+    app.projection = live().projection;
+    assert_eq!(
+        app.key(Key::Char('a')),
+        Some(Command::Approve {
+            request_id: "P1".into()
+        })
+    );
+    // No command for a task that has run none.
+    app.projection.permission_requests.clear();
+    app.ui.viewer = None;
+    app.ui.selected = 2;
+    assert_eq!(app.key(Key::Char('o')), None);
+    assert_eq!(
+        app.ui.toast.as_deref(),
+        Some("no command has run for this task yet")
+    );
+}

@@ -136,6 +136,15 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
     }
     event_log(f, rows[2], app, theme);
     footer(f, rows[3], app, theme);
+    if let Some(v) = &app.ui.viewer {
+        // Over the panes, below the status bar and above the footer.
+        let over = Rect {
+            height: area.height.saturating_sub(2),
+            y: area.y + 1,
+            ..area
+        };
+        viewer(f, over, v, theme);
+    }
     if app.ui.confirm_cancel_run {
         dialog(
             f,
@@ -684,7 +693,48 @@ fn event_log(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
+/// A long text over the panes, showing only the lines that fit (it may hold
+/// millions).
+fn viewer(f: &mut Frame<'_>, area: Rect, v: &crate::app::Viewer, theme: &Theme) {
+    let height = usize::from(area.height.saturating_sub(2));
+    let end = (v.top + height).min(v.lines.len());
+    let lines: Vec<Line> = v.lines[v.top.min(end)..end]
+        .iter()
+        .map(|l| {
+            let style = match l.chars().next() {
+                Some('+') if v.diff => Style::default().fg(theme.success),
+                Some('-') if v.diff => Style::default().fg(theme.error),
+                Some('@') if v.diff => Style::default().fg(theme.accent),
+                _ => theme.text_style(),
+            };
+            Line::from(Span::styled(l.clone(), style))
+        })
+        .collect();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border_style(true))
+        .title(format!(
+            "{} — lines {}–{} of {}",
+            v.title,
+            (v.top + 1).min(end),
+            end,
+            v.lines.len()
+        ));
+    f.render_widget(Clear, area);
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
 fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
+    if app.ui.viewer.is_some() && app.ui.toast.is_none() && app.link == Link::Connected {
+        f.render_widget(
+            Paragraph::new(Span::styled(
+                " ↑↓ pgup pgdn g G scroll · e open in $EDITOR · esc close",
+                theme.muted_style(),
+            )),
+            area,
+        );
+        return;
+    }
     let line = match (&app.link, &app.ui.toast) {
         (Link::Reconnecting { attempt, reason }, _) => Span::styled(
             format!(" lost the daemon ({reason}); reconnecting, attempt {attempt} · q detach"),

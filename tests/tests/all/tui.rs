@@ -125,7 +125,7 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
     // may answer (queue).
     std::fs::write(
         p.root.join("p.md"),
-        "---\non_ask: queue\n---\n## Task A: touch git\n\nair-test-call: fs.write {\"path\": \".git/air-note\", \"content\": \"hi\\n\"}\n",
+        "---\non_ask: queue\n---\n## Task A: touch git\n\nair-test-call: fs.write {\"path\": \".git/air-note\", \"content\": \"hi\\n\"}\nair-test-call: shell.run {\"command\": \"seq 1 3000\"}\n",
     )
     .unwrap();
     let run = Command::new(bin("air"))
@@ -193,13 +193,33 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
     tmux.keys("three", "e");
     tmux.wait_for(
         "three",
-        &|s| s.contains("edited .git/air-note"),
-        "the editor was not run",
+        &|s| s.contains("edited .git/air-note") && s.starts_with(" air ●"),
+        "the editor was not run, or the screen was not redrawn whole after it",
     );
     let opened = std::fs::read_to_string(p.root.join(".git/air-note.opened")).unwrap();
     assert!(
         opened.starts_with("opened /") && opened.trim_end().ends_with(".git/air-note"),
         "{opened}"
+    );
+    // The command's whole output, read from its stored log over the API.
+    tmux.keys("three", "o");
+    let shown = tmux.wait_for(
+        "three",
+        &|s| s.contains("$ seq 1 3000") && s.contains("of 3000"),
+        "the command's output is not shown",
+    );
+    assert!(shown.contains("lines 1–"), "{shown}");
+    tmux.keys("three", "G");
+    tmux.wait_for(
+        "three",
+        &|s| s.contains("lines 3000–3000 of 3000") && s.contains("│3000"),
+        "the end of the output is not shown",
+    );
+    tmux.keys("three", "Escape");
+    tmux.wait_for(
+        "three",
+        &|s| !s.contains("of 3000") && s.contains("A completed"),
+        "the viewer did not close",
     );
     tmux.keys("three", "q");
 }
