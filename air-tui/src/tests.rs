@@ -726,3 +726,60 @@ fn the_viewer_shows_a_whole_diff_and_a_commands_output() {
         Some("no command has run for this task yet")
     );
 }
+
+/// Only the rows in view are built; the selected task stays in view at the bottom,
+/// in the list and in waves, as the list widget would scroll it.
+#[test]
+fn a_long_task_list_keeps_the_selection_in_view() {
+    let mut app = App::new(Snapshot {
+        session_id: S.into(),
+        seq: 0,
+        projection: Projection::new(S),
+    });
+    for n in 0..60 {
+        let id = format!("T{n}");
+        let deps: Vec<String> = (n > 0).then(|| format!("T{}", n - 1)).into_iter().collect();
+        let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+        let e = RuntimeEvent::typed(
+            "task.created",
+            S,
+            EventSource::scheduler(),
+            &json!({"task": spec(&id, &format!("step {n}"), &deps)}),
+        )
+        .unwrap();
+        app.update(SessionUpdate::Delta {
+            seq: n + 1,
+            durable: true,
+            event: e,
+        });
+    }
+    app.key(Key::Char('G'));
+    assert_eq!(app.ui.selected, 59);
+    let screen = |app: &App| {
+        let t = draw(app, 80, 24, Palette::Mono);
+        let b = t.backend().buffer().clone();
+        (0..b.area.height)
+            .map(|y| {
+                (0..34)
+                    .map(|x| b[(x, y)].symbol().to_string())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let rows = screen(&app);
+    // The task list's last row (above its border) is the selected, last task.
+    let last = rows.iter().rposition(|r| r.contains("step")).unwrap();
+    assert!(rows[last].contains("T59 "), "{rows:#?}");
+    assert!(!rows.iter().any(|r| r.contains("T0 ")), "{rows:#?}");
+    app.key(Key::Char('v'));
+    let rows = screen(&app);
+    let last = rows.iter().rposition(|r| r.contains("step")).unwrap();
+    assert!(rows[last].contains("T59 "), "{rows:#?}");
+    assert!(rows[last - 1].contains("wave 60"), "{rows:#?}");
+    app.key(Key::Char('g'));
+    let rows = screen(&app);
+    assert!(
+        rows[2].contains("wave 1") && rows[3].contains("T0 "),
+        "{rows:#?}"
+    );
+}

@@ -14,7 +14,6 @@
 //! ```
 
 use std::collections::HashMap;
-use std::time::SystemTime;
 
 use air_proto::projection::{RunStatus, TaskStatus};
 use air_proto::time;
@@ -63,13 +62,14 @@ fn span(d: std::time::Duration) -> String {
     }
 }
 
-/// When each task's first agent started.
-fn task_starts(app: &App) -> HashMap<&str, SystemTime> {
-    let mut starts: HashMap<&str, SystemTime> = HashMap::new();
+/// When each task's first agent started (timestamps are stored in one UTC form, so
+/// they compare as text; only those shown are parsed).
+fn task_starts(app: &App) -> HashMap<&str, &str> {
+    let mut starts: HashMap<&str, &str> = HashMap::new();
     for a in &app.projection.agents {
-        if let (Some(task), Some(at)) = (a.task_id.as_deref(), time::parse(&a.started_at)) {
-            let e = starts.entry(task).or_insert(at);
-            *e = (*e).min(at);
+        if let Some(task) = a.task_id.as_deref() {
+            let e = starts.entry(task).or_insert(&a.started_at);
+            *e = (*e).min(a.started_at.as_str());
         }
     }
     starts
@@ -80,15 +80,15 @@ fn task_starts(app: &App) -> HashMap<&str, SystemTime> {
 fn elapsed(
     app: &App,
     t: &air_proto::projection::TaskView,
-    starts: &HashMap<&str, SystemTime>,
+    starts: &HashMap<&str, &str>,
 ) -> Option<String> {
-    let start = starts.get(t.id.as_str())?;
+    let start = time::parse(starts.get(t.id.as_str())?)?;
     let end = if t.status.is_terminal() {
         time::parse(&t.updated_at)?
     } else {
         app.now?
     };
-    end.duration_since(*start).ok().map(span)
+    end.duration_since(start).ok().map(span)
 }
 
 /// Draws the whole screen.
@@ -350,39 +350,51 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         ListItem::new(Line::from(spans))
     };
     let shown = app.visible_tasks();
-    // In waves: a heading before each wave; the selection maps to its row.
-    let (items, selected): (Vec<ListItem>, Option<usize>) =
-        if app.ui.layout == crate::app::Layout::List {
-            (
-                shown.iter().map(|&i| row(&app.tasks()[i])).collect(),
-                shown.iter().position(|&i| i == app.ui.selected),
-            )
-        } else {
-            let mut items = Vec::new();
-            let mut selected = None;
-            let waves = crate::graph::waves(app.tasks(), &app.projection.edges);
-            for (w, wave) in waves.iter().enumerate() {
-                let wave: Vec<usize> = wave
-                    .iter()
-                    .copied()
-                    .filter(|&i| app.task_shown(i))
-                    .collect();
-                if wave.is_empty() {
-                    continue;
-                }
-                items.push(ListItem::new(Line::from(Span::styled(
-                    format!("wave {}", w + 1),
-                    theme.muted_style().add_modifier(Modifier::ITALIC),
-                ))));
-                for i in wave {
-                    if i == app.ui.selected {
-                        selected = Some(items.len());
-                    }
-                    items.push(row(&app.tasks()[i]));
-                }
+    // The rows: tasks, and in waves a heading before each wave.
+    enum Row {
+        Wave(usize),
+        Task(usize),
+    }
+    let rows: Vec<Row> = if app.ui.layout == crate::app::Layout::List {
+        shown.iter().map(|&i| Row::Task(i)).collect()
+    } else {
+        let mut rows = Vec::new();
+        for (w, wave) in crate::graph::waves(app.tasks(), &app.projection.edges)
+            .iter()
+            .enumerate()
+        {
+            let at = rows.len();
+            rows.extend(
+                wave.iter()
+                    .filter(|&&i| app.task_shown(i))
+                    .map(|&i| Row::Task(i)),
+            );
+            if rows.len() > at {
+                rows.insert(at, Row::Wave(w));
             }
-            (items, selected)
-        };
+        }
+        rows
+    };
+    // Only the rows in view become list items (the list may hold thousands), the
+    // selected one kept in view as the list widget would.
+    let selected = rows
+        .iter()
+        .position(|r| matches!(r, Row::Task(i) if *i == app.ui.selected));
+    let height = usize::from(area.height.saturating_sub(2)).max(1);
+    let start = selected.map_or(0, |s| s.saturating_sub(height - 1));
+    let items: Vec<ListItem> = rows
+        .iter()
+        .skip(start)
+        .take(height)
+        .map(|r| match r {
+            Row::Task(i) => row(&app.tasks()[*i]),
+            Row::Wave(w) => ListItem::new(Line::from(Span::styled(
+                format!("wave {}", w + 1),
+                theme.muted_style().add_modifier(Modifier::ITALIC),
+            ))),
+        })
+        .collect();
+    let selected = selected.map(|s| s - start);
     let view = match app.ui.layout {
         crate::app::Layout::List => "",
         _ => ", in waves",

@@ -54,6 +54,9 @@ pub enum Reply {
     Malformed(String),
     /// The events with a pause before each.
     Slow { events: Vec<Value>, gap_ms: u64 },
+    /// The events at a steady rate (written a millisecond's worth at a time): a
+    /// fast token stream.
+    Paced { events: Vec<Value>, per_second: u32 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -215,6 +218,17 @@ async fn respond(
             for e in events {
                 tokio::time::sleep(Duration::from_millis(*gap_ms)).await;
                 stream.write_all(&sse(std::slice::from_ref(e))).await?;
+                stream.flush().await?;
+            }
+        }
+        Reply::Paced { events, per_second } => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            let per_ms = usize::try_from(per_second.div_ceil(1000).max(1)).unwrap_or(1);
+            let mut tick = tokio::time::interval(Duration::from_millis(1));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            for batch in events.chunks(per_ms) {
+                tick.tick().await;
+                stream.write_all(&sse(batch)).await?;
                 stream.flush().await?;
             }
         }
