@@ -7,6 +7,7 @@
 //!   keys:
 //!     cancel: x            # one key
 //!     detach: [q, ctrl-q]  # or several
+//!   mouse: false           # leave the mouse to the terminal
 //! ```
 //!
 //! Keys are written `a`, `G`, `ctrl-p`, `tab`, `enter`, `esc`, `up`, `down`, `pgup`,
@@ -257,6 +258,10 @@ pub enum Keys {
 #[serde(deny_unknown_fields)]
 pub struct AttachConfig {
     pub theme: Option<String>,
+    /// Whether the TUI takes the mouse (click to select and focus, wheel to
+    /// scroll); default yes. Off leaves the terminal's own text selection alone.
+    #[serde(default)]
+    pub mouse: Option<bool>,
     #[serde(default)]
     pub keys: BTreeMap<String, Keys>,
 }

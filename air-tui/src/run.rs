@@ -13,7 +13,10 @@ use air_proto::client::{ConnectOptions, Connection};
 use air_proto::payload::PermissionDecision;
 use jsonrpsee::core::client::Subscription;
 use ratatui::backend::CrosstermBackend;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyCode, KeyEventKind, KeyModifiers,
+    MouseButton, MouseEventKind,
+};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -21,7 +24,7 @@ use ratatui::crossterm::terminal::{
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
-use crate::app::{App, Command, Key, Link, Picked, Picker, PickerRow};
+use crate::app::{App, Command, Key, Link, Mouse, Picked, Picker, PickerRow};
 use crate::theme::{Palette, Theme};
 
 /// The `ui_state` key the TUI keeps its place under.
@@ -46,16 +49,19 @@ pub struct Options {
 struct Screen;
 
 impl Screen {
-    fn enter() -> std::io::Result<Screen> {
+    fn enter(mouse: bool) -> std::io::Result<Screen> {
         enable_raw_mode()?;
         execute!(std::io::stdout(), EnterAlternateScreen)?;
+        if mouse {
+            execute!(std::io::stdout(), EnableMouseCapture)?;
+        }
         Ok(Screen)
     }
 }
 
 fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(std::io::stdout(), LeaveAlternateScreen);
+    let _ = execute!(std::io::stdout(), DisableMouseCapture, LeaveAlternateScreen);
     let _ = std::io::stdout().flush();
 }
 
@@ -89,6 +95,7 @@ fn key_of(e: &event::KeyEvent) -> Option<Key> {
 /// What the terminal sends.
 enum Input {
     Key(Key),
+    Mouse(Mouse),
     Resize,
 }
 
@@ -101,6 +108,15 @@ fn read_input(tx: mpsc::Sender<Input>) {
                 None => continue,
             },
             Ok(Event::Resize(..)) => Input::Resize,
+            Ok(Event::Mouse(m)) => {
+                let (x, y) = (m.column, m.row);
+                match m.kind {
+                    MouseEventKind::Down(MouseButton::Left) => Input::Mouse(Mouse::Click { x, y }),
+                    MouseEventKind::ScrollUp => Input::Mouse(Mouse::ScrollUp { x, y }),
+                    MouseEventKind::ScrollDown => Input::Mouse(Mouse::ScrollDown { x, y }),
+                    _ => continue,
+                }
+            }
             Ok(_) => continue,
             Err(_) => return,
         };
@@ -434,7 +450,8 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
         restore();
         previous(info);
     }));
-    let _screen = Screen::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let _screen = Screen::enter(config.mouse.unwrap_or(true))
+        .map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
         .map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let (input_tx, mut input) = mpsc::channel(64);
@@ -451,7 +468,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                     Some(Picked::Quit) => return Err("no session chosen".into()),
                     None => {}
                 },
-                Some(Input::Resize) => {}
+                Some(Input::Resize | Input::Mouse(_)) => {}
                 None => return Err("the terminal closed".into()),
             }
         },
@@ -545,6 +562,11 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                                     app.ui.toast = Some("not connected: the action was not sent".into());
                                 }
                             }
+                        }
+                    }
+                    Some(Input::Mouse(m)) => {
+                        if let Ok(size) = terminal.size() {
+                            app.mouse(m, ratatui::layout::Rect::new(0, 0, size.width, size.height));
                         }
                     }
                     Some(Input::Resize) => {}

@@ -783,3 +783,48 @@ fn a_long_task_list_keeps_the_selection_in_view() {
         "{rows:#?}"
     );
 }
+
+/// A click focuses the pane under it and selects the task clicked; the wheel scrolls
+/// the pane under the pointer; dialogs keep the mouse out, the viewer scrolls.
+#[test]
+fn the_mouse_selects_focuses_and_scrolls() {
+    use crate::app::{Mouse, Pane};
+    let screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let mut app = live();
+    // The permission dialog is open: the mouse does nothing.
+    app.mouse(Mouse::Click { x: 5, y: 2 }, screen);
+    assert_eq!((app.ui.selected, app.ui.focus), (1, Pane::Tasks));
+    app.projection.permission_requests.clear();
+    // The task list starts at row 1 (its border), the first task on row 2.
+    app.mouse(Mouse::Click { x: 5, y: 2 }, screen);
+    assert_eq!(app.ui.selected, 0);
+    app.mouse(Mouse::Click { x: 5, y: 4 }, screen);
+    assert_eq!(app.ui.selected, 2);
+    app.mouse(Mouse::Click { x: 5, y: 9 }, screen);
+    assert_eq!(app.ui.selected, 2, "below the last task: nothing");
+    app.mouse(Mouse::ScrollUp { x: 5, y: 9 }, screen);
+    assert_eq!(app.ui.selected, 1);
+    // The detail pane (right of the 34-column list), the event log (below).
+    app.mouse(Mouse::Click { x: 50, y: 5 }, screen);
+    assert_eq!(app.ui.focus, Pane::Detail);
+    app.mouse(Mouse::ScrollDown { x: 50, y: 5 }, screen);
+    assert_eq!(app.ui.detail_scroll, 3);
+    app.mouse(Mouse::Click { x: 10, y: 20 }, screen);
+    assert_eq!(app.ui.focus, Pane::Log);
+    app.mouse(Mouse::ScrollUp { x: 10, y: 20 }, screen);
+    assert_eq!(app.ui.log_scroll, 3);
+    app.mouse(Mouse::ScrollDown { x: 10, y: 20 }, screen);
+    assert_eq!(app.ui.log_scroll, 0);
+    // In waves, the rows include the headings.
+    app.key(Key::Char('v'));
+    app.mouse(Mouse::Click { x: 5, y: 2 }, screen);
+    assert_eq!(app.ui.selected, 1, "a wave heading selects nothing");
+    app.mouse(Mouse::Click { x: 5, y: 7 }, screen);
+    assert_eq!(app.ui.selected, 2);
+    // The viewer takes the wheel.
+    app.key(Key::Char('k'));
+    app.key(Key::Char('D'));
+    app.mouse(Mouse::ScrollDown { x: 5, y: 5 }, screen);
+    assert_eq!(app.ui.viewer.as_ref().map(|v| v.top), Some(3));
+    assert_eq!(app.ui.selected, 1);
+}

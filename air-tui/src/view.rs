@@ -91,9 +91,20 @@ fn elapsed(
     end.duration_since(start).ok().map(span)
 }
 
-/// Draws the whole screen.
-pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
-    let area = f.area();
+/// Where each part of the screen goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Areas {
+    pub status: Rect,
+    pub tasks: Rect,
+    pub detail: Rect,
+    pub log: Rect,
+    pub footer: Rect,
+    /// The tasks are drawn as a graph.
+    pub graph: bool,
+}
+
+/// The screen's layout for this state (the same for drawing and for the mouse).
+pub fn areas(area: Rect, app: &App) -> Areas {
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
@@ -103,7 +114,6 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
             Constraint::Length(1),
         ])
         .split(area);
-    status_bar(f, rows[0], app, theme);
     let wide = area.width >= 120;
     let graph = app.ui.layout == crate::app::Layout::Graph && area.width >= 100;
     let left = if graph {
@@ -117,6 +127,79 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         .direction(Direction::Horizontal)
         .constraints([Constraint::Length(left), Constraint::Min(0)])
         .split(rows[1]);
+    Areas {
+        status: rows[0],
+        tasks: cols[0],
+        detail: cols[1],
+        log: rows[2],
+        footer: rows[3],
+        graph,
+    }
+}
+
+/// The area the viewer covers: the panes, below the status bar and above the footer.
+pub fn viewer_area(area: Rect) -> Rect {
+    Rect {
+        height: area.height.saturating_sub(2),
+        y: area.y + 1,
+        ..area
+    }
+}
+
+/// A row of the task list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Row {
+    /// The heading of a wave (0-based).
+    Wave(usize),
+    /// A task, by index.
+    Task(usize),
+}
+
+/// The task list's rows: the tasks the filter shows, and in waves a heading before
+/// each wave.
+pub fn task_rows(app: &App) -> Vec<Row> {
+    if app.ui.layout == crate::app::Layout::List {
+        return app.visible_tasks().into_iter().map(Row::Task).collect();
+    }
+    let mut rows = Vec::new();
+    for (w, wave) in crate::graph::waves(app.tasks(), &app.projection.edges)
+        .iter()
+        .enumerate()
+    {
+        let at = rows.len();
+        rows.extend(
+            wave.iter()
+                .filter(|&&i| app.task_shown(i))
+                .map(|&i| Row::Task(i)),
+        );
+        if rows.len() > at {
+            rows.insert(at, Row::Wave(w));
+        }
+    }
+    rows
+}
+
+/// The first row in view of a list `height` rows high: the selected row is kept in
+/// view, at the bottom when it is further down.
+pub fn first_row(rows: &[Row], selected: usize, height: u16) -> usize {
+    let height = usize::from(height).max(1);
+    rows.iter()
+        .position(|r| *r == Row::Task(selected))
+        .map_or(0, |s| s.saturating_sub(height - 1))
+}
+
+/// Draws the whole screen.
+pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
+    let area = f.area();
+    let Areas {
+        status,
+        tasks,
+        detail: detail_area,
+        log,
+        footer: footer_area,
+        graph,
+    } = areas(area, app);
+    status_bar(f, status, app, theme);
     if graph {
         let block = Block::default()
             .borders(Borders::ALL)
@@ -125,25 +208,19 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
                 "Task graph ({} tasks, v: next view)",
                 app.tasks().len()
             ));
-        let inner = block.inner(cols[0]);
-        f.render_widget(block, cols[0]);
+        let inner = block.inner(tasks);
+        f.render_widget(block, tasks);
         crate::graph::draw(f.buffer_mut(), inner, app, theme);
     } else {
-        task_list(f, cols[0], app, theme);
+        task_list(f, tasks, app, theme);
     }
-    if cols[1].width > 0 {
-        detail(f, cols[1], app, theme);
+    if detail_area.width > 0 {
+        detail(f, detail_area, app, theme);
     }
-    event_log(f, rows[2], app, theme);
-    footer(f, rows[3], app, theme);
+    event_log(f, log, app, theme);
+    footer(f, footer_area, app, theme);
     if let Some(v) = &app.ui.viewer {
-        // Over the panes, below the status bar and above the footer.
-        let over = Rect {
-            height: area.height.saturating_sub(2),
-            y: area.y + 1,
-            ..area
-        };
-        viewer(f, over, v, theme);
+        viewer(f, viewer_area(area), v, theme);
     }
     if app.ui.confirm_cancel_run {
         dialog(
@@ -349,43 +426,19 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         spans.push(Span::styled(t.title.clone(), theme.muted_style()));
         ListItem::new(Line::from(spans))
     };
-    let shown = app.visible_tasks();
-    // The rows: tasks, and in waves a heading before each wave.
-    enum Row {
-        Wave(usize),
-        Task(usize),
-    }
-    let rows: Vec<Row> = if app.ui.layout == crate::app::Layout::List {
-        shown.iter().map(|&i| Row::Task(i)).collect()
-    } else {
-        let mut rows = Vec::new();
-        for (w, wave) in crate::graph::waves(app.tasks(), &app.projection.edges)
-            .iter()
-            .enumerate()
-        {
-            let at = rows.len();
-            rows.extend(
-                wave.iter()
-                    .filter(|&&i| app.task_shown(i))
-                    .map(|&i| Row::Task(i)),
-            );
-            if rows.len() > at {
-                rows.insert(at, Row::Wave(w));
-            }
-        }
-        rows
-    };
-    // Only the rows in view become list items (the list may hold thousands), the
-    // selected one kept in view as the list widget would.
+    let rows = task_rows(app);
+    let shown = rows.iter().filter(|r| matches!(r, Row::Task(_))).count();
+    // Only the rows in view become list items (the list may hold thousands).
+    let height = area.height.saturating_sub(2);
+    let start = first_row(&rows, app.ui.selected, height);
     let selected = rows
         .iter()
-        .position(|r| matches!(r, Row::Task(i) if *i == app.ui.selected));
-    let height = usize::from(area.height.saturating_sub(2)).max(1);
-    let start = selected.map_or(0, |s| s.saturating_sub(height - 1));
+        .position(|r| *r == Row::Task(app.ui.selected))
+        .map(|s| s - start);
     let items: Vec<ListItem> = rows
         .iter()
         .skip(start)
-        .take(height)
+        .take(usize::from(height))
         .map(|r| match r {
             Row::Task(i) => row(&app.tasks()[*i]),
             Row::Wave(w) => ListItem::new(Line::from(Span::styled(
@@ -394,7 +447,6 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             ))),
         })
         .collect();
-    let selected = selected.map(|s| s - start);
     let view = match app.ui.layout {
         crate::app::Layout::List => "",
         _ => ", in waves",
@@ -402,9 +454,7 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let mut title = format!("Tasks ({}{view})", app.tasks().len());
     match (&app.ui.filter_input, &app.ui.task_filter) {
         (Some(typing), _) if focused => title = format!("Tasks — filter: {typing}▏"),
-        (_, Some(f)) => {
-            title = format!("Tasks — \"{f}\" ({} of {})", shown.len(), app.tasks().len())
-        }
+        (_, Some(f)) => title = format!("Tasks — \"{f}\" ({shown} of {})", app.tasks().len()),
         _ => {}
     }
     let block = Block::default()

@@ -221,5 +221,16 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         &|s| !s.contains("of 3000") && s.contains("A completed"),
         "the viewer did not close",
     );
+    // The mouse: the wheel over the event log (rows 25–31 of the 32) scrolls it back.
+    // The terminal reports it as an SGR mouse sequence (button 64: wheel up).
+    assert!(tmux
+        .cmd(&["send-keys", "-t", "air:three", "-l", "\x1b[<64;10;28M"])
+        .status
+        .success());
+    tmux.wait_for(
+        "three",
+        &|s| s.contains("more below)"),
+        "the wheel did not scroll the event log",
+    );
     tmux.keys("three", "q");
 }
