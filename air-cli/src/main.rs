@@ -115,13 +115,18 @@ enum Command {
         #[arg(long, short = 's', value_name = "ID")]
         session: Option<String>,
     },
-    /// Stop dispatching new agents; running ones go on.
+    /// Stop dispatching new agents (running ones go on); or, with a task, hold its
+    /// running agent between its steps (its time limits stop counting).
     Pause {
+        /// The task whose agent to hold (default: the whole run's dispatching).
+        task: Option<String>,
         #[arg(long, short = 's', value_name = "ID")]
         session: Option<String>,
     },
-    /// Dispatch again after `air pause`.
+    /// Dispatch again after `air pause`; or, with a task, let its agent go on.
     Resume {
+        /// The task whose agent goes on (default: the whole run's dispatching).
+        task: Option<String>,
         #[arg(long, short = 's', value_name = "ID")]
         session: Option<String>,
     },
@@ -346,7 +351,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Run(args) => run_cmd::run(*args).await,
         Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
-        Command::Pause { session } => run_cmd::control("pause", session, None).await,
+        Command::Pause { task, session } => run_cmd::control("pause", session, task).await,
         Command::Approve {
             request,
             session,
@@ -357,7 +362,7 @@ async fn run(command: Command) -> CmdResult {
             session,
             reason,
         } => run_cmd::respond(false, request, session, reason).await,
-        Command::Resume { session } => run_cmd::control("resume", session, None).await,
+        Command::Resume { task, session } => run_cmd::control("resume", session, task).await,
         Command::Version => {
             println!(
                 "air {} (protocol {})",

@@ -292,8 +292,8 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
                 .run_cancel(session.clone(), task.clone(), None)
                 .await
         }
-        "pause" => conn.client.run_pause(session.clone()).await,
-        _ => conn.client.run_resume(session.clone()).await,
+        "pause" => conn.client.run_pause(session.clone(), task.clone()).await,
+        _ => conn.client.run_resume(session.clone(), task.clone()).await,
     };
     result.map_err(rpc_failure)?;
     match (what, task) {
@@ -301,9 +301,13 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
         ("cancel", None) => println!(
             "cancelling the run of session {session}; `air run --resume {session}` continues it"
         ),
-        ("pause", _) => {
+        ("pause", Some(t)) => println!(
+            "pausing {t} of session {session}: its agent holds after its current step; `air resume {t}` lets it go on"
+        ),
+        ("pause", None) => {
             println!("paused session {session}: running agents finish, nothing new starts")
         }
+        (_, Some(t)) => println!("resumed {t} of session {session}"),
         _ => println!("resumed session {session}"),
     }
     Ok(())

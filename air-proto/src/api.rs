@@ -507,10 +507,10 @@ mod rpc {
         ) -> RpcResult<bool>;
 
         #[method(name = "run.pause", with_extensions, param_kind = map)]
-        async fn run_pause(&self, session_id: String) -> RpcResult<bool>;
+        async fn run_pause(&self, session_id: String, task_id: Option<String>) -> RpcResult<bool>;
 
         #[method(name = "run.resume", with_extensions, param_kind = map)]
-        async fn run_resume(&self, session_id: String) -> RpcResult<bool>;
+        async fn run_resume(&self, session_id: String, task_id: Option<String>) -> RpcResult<bool>;
 
         #[method(name = "permission.respond", with_extensions, param_kind = map)]
         async fn permission_respond(
@@ -694,6 +694,15 @@ pub mod params {
         pub reason: Option<String>,
     }
 
+    /// `run.pause`, `run.resume`: the run's dispatching, or with `task_id` the task's
+    /// running agent.
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct RunPause {
+        pub session_id: String,
+        pub task_id: Option<String>,
+    }
+
     type Check = fn(Value) -> Result<(), String>;
 
     fn check<T: DeserializeOwned>(value: Value) -> Result<(), String> {
@@ -791,8 +800,8 @@ pub mod params {
             &["session_id", "task_id", "reason"],
             check::<RunCancel>,
         ),
-        ("run.pause", &["session_id"], check::<Session>),
-        ("run.resume", &["session_id"], check::<Session>),
+        ("run.pause", &["session_id", "task_id"], check::<RunPause>),
+        ("run.resume", &["session_id", "task_id"], check::<RunPause>),
         (
             "permission.respond",
             &["session_id", "request_id", "decision", "reason"],
@@ -955,8 +964,8 @@ pub fn openrpc() -> serde_json::Value {
     method!("run.start", params::RunStart, RunInfo, "run");
     method!("run.continue", params::RunContinue, RunInfo, "run");
     method!("run.cancel", params::RunCancel, bool, "accepted");
-    method!("run.pause", params::Session, bool, "accepted");
-    method!("run.resume", params::Session, bool, "accepted");
+    method!("run.pause", params::RunPause, bool, "accepted");
+    method!("run.resume", params::RunPause, bool, "accepted");
     method!("permission.respond", params::PermissionRespond, u64, "seq");
     method!(
         "artifact.list",

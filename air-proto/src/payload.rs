@@ -219,6 +219,17 @@ pub struct TimeoutExtensionRequested {
     pub reason: Option<String>,
 }
 
+/// `agent.paused`, `agent.resumed`: a person held a running agent between its steps
+/// (its model call or tool call under way finishes first), or let it go on.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AgentPauseChange {
+    pub agent_id: String,
+    pub task_id: Option<String>,
+    /// Who asked (a client name).
+    pub by: Option<String>,
+}
+
 /// `scheduler.paused`, `scheduler.resumed`, `scheduler.stopped` (a budget ran out).
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

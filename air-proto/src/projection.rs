@@ -154,6 +154,9 @@ pub struct AgentView {
     pub ended_at: Option<IsoTime>,
     /// Live only (from `agent.heartbeat`).
     pub last_heartbeat: Option<HeartbeatView>,
+    /// Held between its steps by a person (`agent.paused`), until `agent.resumed`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
     /// The summary of its result, once it handed one back.
     pub summary: Option<String>,
     /// Its result's evidence, one line each (`type: claim (kind ref)`).
@@ -678,6 +681,7 @@ impl Projection {
                         started_at: ts.clone(),
                         ended_at: None,
                         last_heartbeat: None,
+                        paused: false,
                         summary: None,
                         evidence: Vec::new(),
                         verification: Vec::new(),
@@ -689,6 +693,7 @@ impl Projection {
             "agent.completed" => {
                 if let Some(pl) = payload::<p::AgentCompleted>(event) {
                     if let Some(agent) = self.agent_mut(&pl.agent_id) {
+                        agent.paused = false;
                         agent.status = RunStatus::Completed;
                         agent.exit_code = pl.exit_code;
                         agent.ended_at = Some(ts.clone());
@@ -698,9 +703,17 @@ impl Projection {
                     }
                 }
             }
+            "agent.paused" | "agent.resumed" => {
+                if let Some(pl) = payload::<p::AgentPauseChange>(event) {
+                    if let Some(agent) = self.agent_mut(&pl.agent_id) {
+                        agent.paused = ty == "agent.paused" && agent.status == RunStatus::Running;
+                    }
+                }
+            }
             "agent.failed" => {
                 if let Some(pl) = payload::<p::AgentFailed>(event) {
                     if let Some(agent) = self.agent_mut(&pl.agent_id) {
+                        agent.paused = false;
                         agent.status = RunStatus::Failed;
                         agent.exit_code = pl.exit_code;
                         agent.reason = Some(pl.reason);

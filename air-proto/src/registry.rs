@@ -215,6 +215,18 @@ pub static EVENTS: &[EventSpec] = &[
         "A worker was granted more time before its hard timeout."
     ),
     durable!(
+        "agent.paused",
+        "agent",
+        AgentPauseChange,
+        "A running agent is held between its steps; its time limits stop counting."
+    ),
+    durable!(
+        "agent.resumed",
+        "agent",
+        AgentPauseChange,
+        "A held agent goes on; its time limits move by the time it was held."
+    ),
+    durable!(
         "run.started",
         "run",
         RunStarted,

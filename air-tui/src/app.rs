@@ -59,6 +59,13 @@ pub enum Command {
     Retry,
     Pause,
     Resume,
+    /// Hold the task's running agent between its steps, or let it go on.
+    PauseTask {
+        task_id: String,
+    },
+    ResumeTask {
+        task_id: String,
+    },
     /// Open a file in `$EDITOR` (the TUI steps aside until it exits).
     Edit {
         path: String,
@@ -630,6 +637,17 @@ impl App {
         self.projection.tasks.get(self.ui.selected)
     }
 
+    /// Whether the task's running agent is held (`None`: no agent runs it).
+    pub fn task_agent_paused(&self, t: &air_proto::projection::TaskView) -> Option<bool> {
+        let id = t.agent_id.as_ref()?;
+        self.projection
+            .agents
+            .iter()
+            .rev()
+            .find(|a| &a.id == id && a.status == air_proto::projection::RunStatus::Running)
+            .map(|a| a.paused)
+    }
+
     /// The permission request the dialog shows (the oldest open one).
     pub fn open_request(&self) -> Option<&air_proto::projection::PermissionRequestView> {
         self.projection.permission_requests.first()
@@ -805,6 +823,20 @@ impl App {
                 } else {
                     Command::Pause
                 });
+            }
+            Action::PauseTask => {
+                let t = self.selected_task()?;
+                let task_id = t.id.clone();
+                match self.task_agent_paused(t) {
+                    Some(true) => return Some(Command::ResumeTask { task_id }),
+                    Some(false) => return Some(Command::PauseTask { task_id }),
+                    None => {
+                        self.ui.toast = Some(format!(
+                            "no agent is running {task_id} (it is {}); p pauses the whole run",
+                            t.status.as_str()
+                        ))
+                    }
+                }
             }
             Action::Approve | Action::Deny => {
                 self.ui.toast = Some("no permission request is waiting".into());

@@ -44,6 +44,7 @@ pub enum Action {
     Copy,
     Output,
     Diff,
+    PauseTask,
 }
 
 impl Action {
@@ -72,6 +73,12 @@ impl Action {
             "pause",
             "Pause or resume the run",
             &[Key::Char('p')],
+        ),
+        (
+            Action::PauseTask,
+            "pause_task",
+            "Pause or resume the selected task's agent",
+            &[Key::Char('P')],
         ),
         (
             Action::Filter,

@@ -410,9 +410,20 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
         | Command::Copy { .. }
         | Command::EditText { .. }
         | Command::ShowOutput { .. } => return None,
-        Command::Pause => c.run_pause(s).await.map(|_| "pausing the run".to_string()),
+        Command::Pause => c
+            .run_pause(s, None)
+            .await
+            .map(|_| "pausing the run".to_string()),
+        Command::PauseTask { task_id } => c
+            .run_pause(s, Some(task_id.clone()))
+            .await
+            .map(|_| format!("pausing {task_id} after its current step")),
+        Command::ResumeTask { task_id } => c
+            .run_resume(s, Some(task_id.clone()))
+            .await
+            .map(|_| format!("resuming {task_id}")),
         Command::Resume => c
-            .run_resume(s)
+            .run_resume(s, None)
             .await
             .map(|_| "resuming the run".to_string()),
     };

@@ -828,3 +828,46 @@ fn the_mouse_selects_focuses_and_scrolls() {
     assert_eq!(app.ui.viewer.as_ref().map(|v| v.top), Some(3));
     assert_eq!(app.ui.selected, 1);
 }
+
+/// `P` pauses the selected task's running agent, or resumes it once it is held (the
+/// list and the detail say so); a task no agent runs cannot be paused.
+#[test]
+fn the_selected_tasks_agent_pauses_and_resumes() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    assert_eq!(
+        app.key(Key::Char('P')),
+        Some(Command::PauseTask {
+            task_id: "T2".into()
+        })
+    );
+    let mut e = RuntimeEvent::typed(
+        "agent.paused",
+        S,
+        EventSource::scheduler(),
+        &json!({"agent_id": "T2-executor-1", "task_id": "T2", "by": "client:other"}),
+    )
+    .unwrap();
+    e.timestamp = "2026-11-30T12:00:30.000000Z".into();
+    app.update(SessionUpdate::Delta {
+        seq: app.seq() + 1,
+        durable: true,
+        event: e,
+    });
+    insta::assert_snapshot!(
+        "paused_80x24",
+        draw(&app, 80, 24, Palette::TrueColor).backend()
+    );
+    assert_eq!(
+        app.key(Key::Char('P')),
+        Some(Command::ResumeTask {
+            task_id: "T2".into()
+        })
+    );
+    app.key(Key::Down);
+    assert_eq!(app.key(Key::Char('P')), None);
+    assert_eq!(
+        app.ui.toast.as_deref(),
+        Some("no agent is running T3 (it is pending); p pauses the whole run")
+    );
+}

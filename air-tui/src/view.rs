@@ -397,17 +397,21 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         HashMap::new()
     };
     let row = |t: &air_proto::projection::TaskView| {
-        let color = theme.status(t.status);
+        // A held agent's task says so, and its spinner stops.
+        let paused = app.task_agent_paused(t) == Some(true);
+        let (mark, state, color) = if paused {
+            ('‖', "paused", theme.warning)
+        } else {
+            (
+                icon(t.status, app.frame),
+                t.status.as_str(),
+                theme.status(t.status),
+            )
+        };
         let mut spans = vec![
-            Span::styled(
-                format!("{} ", icon(t.status, app.frame)),
-                Style::default().fg(color),
-            ),
+            Span::styled(format!("{mark} "), Style::default().fg(color)),
             Span::styled(format!("{:<id_width$} ", t.id), theme.text_style()),
-            Span::styled(
-                format!("{:<9} ", t.status.as_str()),
-                Style::default().fg(color),
-            ),
+            Span::styled(format!("{state:<9} "), Style::default().fg(color)),
         ];
         if wide {
             let attempts = if t.attempts > 1 {
@@ -505,6 +509,14 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         Span::styled(
             t.status.as_str().to_string(),
             Style::default().fg(theme.status(t.status)),
+        ),
+        Span::styled(
+            if app.task_agent_paused(t) == Some(true) {
+                " · paused (P resumes)"
+            } else {
+                ""
+            },
+            Style::default().fg(theme.warning),
         ),
         Span::styled(format!(" · attempt {}", t.attempts), theme.muted_style()),
         Span::styled(

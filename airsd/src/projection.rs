@@ -125,6 +125,7 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 started_at: r.get(8)?,
                 ended_at: r.get(9)?,
                 last_heartbeat: None,
+                paused: false,
                 summary: None,
                 evidence: Vec::new(),
                 verification: Vec::new(),
@@ -278,6 +279,18 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
         );
         event.timestamp = r.get(3)?;
         p.apply_run(&ty, &event);
+    }
+    // Whether a running agent is held is the last of its pause events.
+    let mut stmt = conn.prepare(
+        "SELECT type, json_extract(payload_json, '$.agent_id') FROM events
+         WHERE type IN ('agent.paused', 'agent.resumed') ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let (ty, agent): (String, Option<String>) = (r.get(0)?, r.get(1)?);
+        if let Some(a) = p.agents.iter_mut().find(|a| Some(&a.id) == agent.as_ref()) {
+            a.paused = ty == "agent.paused" && a.status == RunStatus::Running;
+        }
     }
     Ok(p)
 }

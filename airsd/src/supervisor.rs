@@ -324,6 +324,18 @@ impl Worker {
         }
     }
 
+    /// Asks the worker to hold between its steps (`agent.pause`).
+    pub fn pause(&self, reason: &str) {
+        self.control(ControlMessage::Pause {
+            reason: reason.to_string(),
+        });
+    }
+
+    /// Lets a held worker go on (`agent.resume`).
+    pub fn resume(&self) {
+        self.control(ControlMessage::Resume);
+    }
+
     /// Asks the worker to stop (`agent.cancel`); terminates its process group after the
     /// grace period, and kills it a second later.
     pub fn cancel(&self, reason: &str) {

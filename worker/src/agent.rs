@@ -37,6 +37,11 @@ pub trait Link: Sync {
     /// The loop moved on: its state, the turn, and the tokens used so far (the real
     /// worker reports it in its heartbeats, at once when the state changes).
     fn progress(&self, _state: LoopState, _turn: u32, _tokens: (u64, u64)) {}
+    /// Waits while a person holds the agent (`agent.pause`); the loop calls it before
+    /// each model call and each tool call.
+    fn hold(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
     fn call_tool(
         &self,
         tool_call_id: &str,
@@ -443,6 +448,7 @@ async fn run_with(
         } else {
             LoopState::Thinking
         };
+        link.hold().await;
         link.progress(state, turn_no + 1, tokens);
         let message_id = air_proto::ids::new_id();
         let mut deltas = |d: Delta<'_>| {
@@ -597,6 +603,7 @@ async fn run_with(
                 state = acting;
                 link.progress(state, turn_no + 1, tokens);
             }
+            link.hold().await;
             let answer = link.call_tool(id, tool, input.clone(), &message_id).await;
             // What ran is what a passed check may cite.
             if tool == "shell.run" {

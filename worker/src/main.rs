@@ -34,6 +34,8 @@ struct Peer {
     /// Where the loop is, for the heartbeats: state, turn, tokens in and out.
     progress: Mutex<(&'static str, u32, (u64, u64))>,
     role: air_proto::event::AgentType,
+    /// Held by airsd (`agent.pause`) until `agent.resume`.
+    paused: tokio::sync::watch::Sender<bool>,
 }
 
 impl Peer {
@@ -85,6 +87,26 @@ impl worker::agent::Link for Peer {
         if changed {
             self.heartbeat();
         }
+    }
+
+    async fn hold(&self) {
+        let mut paused = self.paused.subscribe();
+        if !*paused.borrow_and_update() {
+            return;
+        }
+        // Held: the heartbeats say so until it goes on.
+        let before = {
+            let mut p = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(&mut p.0, "PAUSED")
+        };
+        self.heartbeat();
+        while *paused.borrow_and_update() {
+            if paused.changed().await.is_err() {
+                break;
+            }
+        }
+        self.progress.lock().unwrap_or_else(|p| p.into_inner()).0 = before;
+        self.heartbeat();
     }
 
     async fn call_tool(
@@ -230,6 +252,7 @@ async fn run() -> u8 {
         waiting: Mutex::new(HashMap::new()),
         progress: Mutex::new(("LOADING", 0, (0, 0))),
         role: air_proto::event::AgentType::Executor,
+        paused: tokio::sync::watch::Sender::new(false),
     };
     // The first message must be `agent.start`.
     let start: Box<AgentStart> = loop {
@@ -287,6 +310,14 @@ async fn run() -> u8 {
                         }
                         IpcBody::ToolStream(_) => None,
                         IpcBody::Control(ControlMessage::Cancel { .. }) => Some(EXIT_CANCELLED),
+                        IpcBody::Control(ControlMessage::Pause { .. }) => {
+                            peer.paused.send_replace(true);
+                            None
+                        }
+                        IpcBody::Control(ControlMessage::Resume) => {
+                            peer.paused.send_replace(false);
+                            None
+                        }
                         IpcBody::Control(_) => None,
                         other => {
                             let _ = peer.send(

@@ -356,18 +356,40 @@ impl AirApiServer for DaemonRpc {
             .map_err(rpc_error)
     }
 
-    async fn run_pause(&self, ext: &Extensions, session_id: String) -> RpcResult<bool> {
-        self.state
-            .control_run(&session_id, Control::Pause { by: self.who(ext) })
-            .await
-            .map_err(rpc_error)
+    async fn run_pause(
+        &self,
+        ext: &Extensions,
+        session_id: String,
+        task_id: Option<String>,
+    ) -> RpcResult<bool> {
+        let by = self.who(ext);
+        match task_id {
+            Some(task) => self.state.hold_task(&session_id, &task, true, by).await,
+            None => {
+                self.state
+                    .control_run(&session_id, Control::Pause { by })
+                    .await
+            }
+        }
+        .map_err(rpc_error)
     }
 
-    async fn run_resume(&self, ext: &Extensions, session_id: String) -> RpcResult<bool> {
-        self.state
-            .control_run(&session_id, Control::Resume { by: self.who(ext) })
-            .await
-            .map_err(rpc_error)
+    async fn run_resume(
+        &self,
+        ext: &Extensions,
+        session_id: String,
+        task_id: Option<String>,
+    ) -> RpcResult<bool> {
+        let by = self.who(ext);
+        match task_id {
+            Some(task) => self.state.hold_task(&session_id, &task, false, by).await,
+            None => {
+                self.state
+                    .control_run(&session_id, Control::Resume { by })
+                    .await
+            }
+        }
+        .map_err(rpc_error)
     }
 
     async fn permission_respond(

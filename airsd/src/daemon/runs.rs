@@ -376,6 +376,68 @@ impl DaemonState {
         }
     }
 
+    /// Holds a task's running agent between its steps (`hold`), or lets it go on.
+    /// Refused, saying why, when the task has no running agent or is already so.
+    pub async fn hold_task(
+        &self,
+        session_id: &str,
+        task_id: &str,
+        hold: bool,
+        by: Option<String>,
+    ) -> Result<bool> {
+        let session = self.session(session_id).await?;
+        let agent = session.bus().read(|p, _| {
+            let task = p.task(task_id)?;
+            let agent = task
+                .agent_id
+                .as_ref()
+                .and_then(|a| p.agents.iter().find(|x| &x.id == a))
+                .filter(|a| a.status == air_proto::projection::RunStatus::Running);
+            Some((task.status, agent.map(|a| (a.id.clone(), a.paused))))
+        });
+        let what = if hold { "pause" } else { "resume" };
+        let agent_id = match agent {
+            None => {
+                return Err(Error::NotFound(format!(
+                    "session {session_id} has no task `{task_id}`"
+                )))
+            }
+            Some((status, None)) => {
+                return Err(Error::Refused(format!(
+                    "cannot {what} {task_id}: no agent is running it (it is {}){}",
+                    status.as_str(),
+                    if hold {
+                        "; `air pause` holds off new work for the whole run"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+            Some((_, Some((_, paused)))) if paused == hold => {
+                return Err(Error::Refused(format!(
+                    "{task_id} is {} paused",
+                    if hold { "already" } else { "not" }
+                )))
+            }
+            Some((_, Some((agent, _)))) => agent,
+        };
+        let task_id = Some(task_id.to_string());
+        let control = if hold {
+            Control::Hold {
+                agent_id,
+                task_id,
+                by,
+            }
+        } else {
+            Control::Release {
+                agent_id,
+                task_id,
+                by,
+            }
+        };
+        self.control_run(session_id, control).await
+    }
+
     /// The runs in progress, at a glance.
     pub async fn run_briefs(&self) -> Vec<air_proto::api::RunBrief> {
         let handles: Vec<(String, RunHandle)> = {

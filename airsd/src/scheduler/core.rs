@@ -108,6 +108,15 @@ pub enum Fact {
     },
     Paused,
     Resumed,
+    /// A person held a running agent between its steps (`agent.paused`): its time
+    /// limits stop counting.
+    AgentHeld {
+        agent_id: String,
+    },
+    /// It goes on (`agent.resumed`): its limits move by the time it was held.
+    AgentReleased {
+        agent_id: String,
+    },
     Stopped {
         reason: String,
     },
@@ -225,6 +234,10 @@ struct AgentRun {
     hard_timeout_ms: u64,
     extended_ms: u64,
     warned: bool,
+    /// Held by a person since then (`agent.paused`).
+    held_since: Option<u64>,
+    /// Time held in all, which its limits do not count.
+    held_ms: u64,
     /// Transient: a cancel or kill was asked for.
     stopping: bool,
 }
@@ -489,6 +502,8 @@ impl Core {
                         hard_deadline_ms: now_ms.saturating_add(c.hard_timeout_ms),
                         hard_timeout_ms: c.hard_timeout_ms,
                         extended_ms: 0,
+                        held_since: None,
+                        held_ms: 0,
                         warned: false,
                         stopping: false,
                     },
@@ -509,6 +524,22 @@ impl Core {
                     a.hard_deadline_ms = a.hard_deadline_ms.saturating_add(*extra_ms);
                     a.extended_ms = a.extended_ms.saturating_add(*extra_ms);
                     a.last_seen_ms = a.last_seen_ms.max(now_ms);
+                }
+            }
+            Fact::AgentHeld { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    a.held_since.get_or_insert(now_ms);
+                }
+            }
+            Fact::AgentReleased { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    if let Some(since) = a.held_since.take() {
+                        let held = now_ms.saturating_sub(since);
+                        a.soft_deadline_ms = a.soft_deadline_ms.saturating_add(held);
+                        a.hard_deadline_ms = a.hard_deadline_ms.saturating_add(held);
+                        a.held_ms = a.held_ms.saturating_add(held);
+                        a.last_seen_ms = a.last_seen_ms.max(now_ms);
+                    }
                 }
             }
             Fact::AgentResult { agent_id, result } => {
@@ -1019,15 +1050,17 @@ impl Core {
                 continue;
             }
             let task_id = self.tasks[a.task].spec.id.clone();
-            if now >= a.hard_deadline_ms {
+            // While held, its limits do not count (its heartbeats still do).
+            let held = a.held_since.is_some();
+            if !held && now >= a.hard_deadline_ms {
                 a.stopping = true;
                 out.push(Decision::Kill {
                     agent_id: id.clone(),
                     failure: AgentFailure::Timeout,
                     reason: format!(
                         "hard timeout: ran {} s (limit {} s)",
-                        (now - a.started_ms) / 1000,
-                        (a.hard_deadline_ms - a.started_ms) / 1000
+                        now.saturating_sub(a.started_ms + a.held_ms) / 1000,
+                        a.hard_deadline_ms.saturating_sub(a.started_ms + a.held_ms) / 1000
                     ),
                 });
             } else if now.saturating_sub(a.last_seen_ms) >= self.config.stall_ms {
@@ -1040,14 +1073,14 @@ impl Core {
                         now.saturating_sub(a.last_seen_ms) / 1000
                     ),
                 });
-            } else if !a.warned && now >= a.soft_deadline_ms {
+            } else if !held && !a.warned && now >= a.soft_deadline_ms {
                 // Marked here so it is asked once; the recorded fact marks it for good.
                 a.warned = true;
                 out.push(Decision::WarnSoftTimeout {
                     agent_id: id.clone(),
                     task_id,
-                    elapsed_ms: now - a.started_ms,
-                    hard_timeout_ms: a.hard_deadline_ms - a.started_ms,
+                    elapsed_ms: now.saturating_sub(a.started_ms + a.held_ms),
+                    hard_timeout_ms: a.hard_deadline_ms.saturating_sub(a.started_ms + a.held_ms),
                 });
             }
         }

@@ -81,6 +81,18 @@ pub enum Control {
     Resume {
         by: Option<String>,
     },
+    /// Hold a running agent between its steps (`agent.pause` to the worker).
+    Hold {
+        agent_id: String,
+        task_id: Option<String>,
+        by: Option<String>,
+    },
+    /// Let a held agent go on (`agent.resume`).
+    Release {
+        agent_id: String,
+        task_id: Option<String>,
+        by: Option<String>,
+    },
     /// airsd is stopping: kill the workers and end the loop without recording
     /// anything (the next start recovers the run).
     Shutdown,
@@ -143,6 +155,8 @@ pub const FACT_TYPES: &[&str] = &[
     "scheduler.resumed",
     "scheduler.stopped",
     "scheduler.cancel_requested",
+    "agent.paused",
+    "agent.resumed",
 ];
 
 /// The fact a recorded event is, if the core cares about it.
@@ -216,6 +230,12 @@ pub fn fact_of(event_type: &str, payload: &Value) -> Option<Fact> {
         }
         "scheduler.paused" => Fact::Paused,
         "scheduler.resumed" => Fact::Resumed,
+        "agent.paused" => Fact::AgentHeld {
+            agent_id: de::<p::AgentPauseChange>(payload)?.agent_id,
+        },
+        "agent.resumed" => Fact::AgentReleased {
+            agent_id: de::<p::AgentPauseChange>(payload)?.agent_id,
+        },
         "scheduler.stopped" => Fact::Stopped {
             reason: de::<p::SchedulerControl>(payload)?
                 .reason
@@ -815,6 +835,7 @@ impl Shell {
     }
 
     async fn control(&mut self, control: Control) -> Result<()> {
+        let held = matches!(control, Control::Hold { .. });
         let e = match control {
             Control::Cancel {
                 task_id,
@@ -843,6 +864,46 @@ impl Shell {
                     ..Default::default()
                 },
             )?,
+            Control::Hold {
+                agent_id,
+                task_id,
+                by,
+            }
+            | Control::Release {
+                agent_id,
+                task_id,
+                by,
+            } => {
+                if !self.workers.contains_key(&agent_id) {
+                    // It ended meanwhile: nothing to hold.
+                    return Ok(());
+                }
+                let e = self.event(
+                    if held {
+                        "agent.paused"
+                    } else {
+                        "agent.resumed"
+                    },
+                    &p::AgentPauseChange {
+                        agent_id: agent_id.clone(),
+                        task_id,
+                        by: by.clone(),
+                    },
+                )?;
+                // Recorded first: every client sees it before the worker acts on it.
+                self.record(vec![e]).await?;
+                if let Some(worker) = self.workers.get(&agent_id) {
+                    if held {
+                        worker.pause(&format!(
+                            "paused by {}",
+                            by.as_deref().unwrap_or("a person")
+                        ));
+                    } else {
+                        worker.resume();
+                    }
+                }
+                return Ok(());
+            }
             Control::Shutdown => return Ok(()),
         };
         self.record(vec![e]).await

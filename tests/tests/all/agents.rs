@@ -816,3 +816,125 @@ fn the_architecture_designer_is_consulted_before_a_task_is_given_up() {
         assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
     });
 }
+
+/// `run.pause` with a task holds its running agent between its steps: the model call
+/// under way finishes, the tool call it asked for waits, the heartbeats say PAUSED,
+/// and the hard timeout does not count the time held. `run.resume` lets it go on to
+/// the end. Pausing twice, or a task no agent runs, is refused with the reason.
+#[test]
+fn a_paused_task_holds_its_agent_between_steps_past_its_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: Reply::Slow {
+                    events: tool_use_events(
+                        "toolu_1",
+                        "fs_write",
+                        &json!({"path": "hello.txt", "content": "hello\n"}),
+                    ),
+                    gap_ms: 150,
+                },
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call(
+                    "toolu_2",
+                    "submit_result",
+                    json!({"status": "completed", "summary": "Wrote hello.txt", "changed_files": ["hello.txt"]}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: review("approved", json!([])),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let plan = PLAN.replace(
+            "- model: anthropic/claude-haiku-4-5\n",
+            "- model: anthropic/claude-haiku-4-5\n- soft_timeout: 3s\n- hard_timeout: 4s\n",
+        );
+        let session = start(&state, &plan).await;
+        until(&state, &session, |p| {
+            !mock.received().is_empty() && p.agents.iter().any(|a| a.id == "A-executor-1")
+        })
+        .await;
+        assert!(state
+            .hold_task(&session, "A", true, Some("client:test".into()))
+            .await
+            .unwrap());
+        let p = until(&state, &session, |p| {
+            p.agents.iter().any(|a| {
+                a.id == "A-executor-1"
+                    && a.paused
+                    && a.last_heartbeat
+                        .as_ref()
+                        .is_some_and(|h| h.state.as_deref() == Some("PAUSED"))
+            })
+        })
+        .await;
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Running));
+        let again = state
+            .hold_task(&session, "A", true, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(again.contains("A is already paused"), "{again}");
+        // Held past its 4 s hard timeout: nothing runs, nothing is killed.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let p = state.session(&session).await.unwrap().snapshot();
+        assert_eq!(
+            p.task("A").map(|t| t.status),
+            Some(TaskStatus::Running),
+            "{p:#?}"
+        );
+        assert!(p.tool_runs.is_empty(), "a tool ran while held: {p:#?}");
+        assert_eq!(mock.received().len(), 1);
+        assert!(!root.join("hello.txt").exists());
+        // Let go: the write, the submission and the review follow.
+        assert!(state
+            .hold_task(&session, "A", false, Some("client:test".into()))
+            .await
+            .unwrap());
+        let p = until(&state, &session, ended).await;
+        assert_eq!(
+            p.task("A").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
+        assert!(p.agents.iter().all(|a| !a.paused));
+        let done = state
+            .hold_task(&session, "A", true, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(done.contains("no agent is running it (it is completed)"), "{done}");
+        let conn =
+            rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let events: Vec<(String, String)> = conn
+            .prepare(
+                "SELECT type, json_extract(payload_json, '$.by') FROM events
+                 WHERE type IN ('agent.paused', 'agent.resumed') ORDER BY seq",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            events,
+            vec![
+                ("agent.paused".to_string(), "client:test".to_string()),
+                ("agent.resumed".to_string(), "client:test".to_string())
+            ]
+        );
+        state.stop_runs().await;
+    });
+}
