@@ -130,6 +130,15 @@ enum Command {
         #[arg(long, short = 's', value_name = "ID")]
         session: Option<String>,
     },
+    /// Run ended tasks again — failed, blocked or cancelled ones, with the tasks
+    /// waiting on them — at once if the run is still going; with no task, every
+    /// unfinished task of the ended run.
+    Retry {
+        /// The tasks to retry (default: all unfinished ones, once the run has ended).
+        tasks: Vec<String>,
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+    },
     /// Allow a pending permission request (the first answer wins).
     Approve {
         /// The request's id (`air events -t permission.requested` lists them).
@@ -351,6 +360,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Run(args) => run_cmd::run(*args).await,
         Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
+        Command::Retry { tasks, session } => run_cmd::retry(tasks, session).await,
         Command::Pause { task, session } => run_cmd::control("pause", session, task).await,
         Command::Approve {
             request,

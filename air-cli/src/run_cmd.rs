@@ -217,6 +217,7 @@ pub async fn run(args: RunArgs) -> CmdResult {
                 args.max_tokens,
                 args.max_time
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                None,
             )
             .await
             .map_err(rpc_failure)?,
@@ -309,6 +310,36 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
         }
         (_, Some(t)) => println!("resumed {t} of session {session}"),
         _ => println!("resumed session {session}"),
+    }
+    Ok(())
+}
+
+/// `air retry`: these ended tasks (and what waits on them) run again, at once if the
+/// run is still going; with none, every unfinished task of the ended run.
+pub async fn retry(tasks: Vec<String>, session: Option<String>) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    let info = conn
+        .client
+        .run_continue(
+            session.clone(),
+            None,
+            None,
+            None,
+            (!tasks.is_empty()).then_some(tasks),
+        )
+        .await
+        .map_err(rpc_failure)?;
+    if info.reopened.is_empty() {
+        println!("nothing to retry in session {session}");
+    } else {
+        println!(
+            "retrying {} in session {session}; `air wait {session}` waits for the run",
+            info.reopened.join(", ")
+        );
     }
     Ok(())
 }

@@ -496,6 +496,7 @@ mod rpc {
             max_cost: Option<f64>,
             max_tokens: Option<u64>,
             max_time_ms: Option<u64>,
+            task_ids: Option<Vec<String>>,
         ) -> RpcResult<RunInfo>;
 
         #[method(name = "run.cancel", with_extensions, param_kind = map)]
@@ -649,6 +650,9 @@ pub mod params {
         pub max_cost: Option<f64>,
         pub max_tokens: Option<u64>,
         pub max_time_ms: Option<u64>,
+        /// Only these ended tasks (and those waiting on them) run again; the run may
+        /// still be going.
+        pub task_ids: Option<Vec<String>>,
     }
 
     #[derive(Deserialize, schemars::JsonSchema)]
@@ -792,7 +796,13 @@ pub mod params {
         ),
         (
             "run.continue",
-            &["session_id", "max_cost", "max_tokens", "max_time_ms"],
+            &[
+                "session_id",
+                "max_cost",
+                "max_tokens",
+                "max_time_ms",
+                "task_ids",
+            ],
             check::<RunContinue>,
         ),
         (

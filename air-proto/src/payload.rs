@@ -209,6 +209,15 @@ pub struct RunContinued {
     pub budgets: Budgets,
 }
 
+/// `task.retried`: while the run goes on, a person asked for these ended tasks (failed,
+/// blocked or cancelled; the ones asked for and those waiting on them) to run again.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TasksRetried {
+    pub task_ids: Vec<String>,
+    pub by: Option<String>,
+}
+
 /// `agent.timeout_extension.requested`: a worker past its soft timeout asks for more
 /// time.
 #[serde_with::skip_serializing_none]

@@ -543,6 +543,17 @@ impl Projection {
         }
     }
 
+    /// These tasks are pending again (a continued run, a retry).
+    fn reopen(&mut self, task_ids: &[String], ts: &IsoTime) {
+        for id in task_ids {
+            if let Some(task) = self.task_mut(id) {
+                task.status = TaskStatus::Pending;
+                task.reason = None;
+                task.updated_at = ts.clone();
+            }
+        }
+    }
+
     /// Number of tasks in each status.
     pub fn tasks_by_status(&self) -> Vec<(TaskStatus, usize)> {
         TaskStatus::ALL
@@ -567,17 +578,17 @@ impl Projection {
             }
             return;
         }
+        if ty == "task.retried" {
+            if let Some(pl) = payload::<p::TasksRetried>(event) {
+                self.reopen(&pl.task_ids, ts);
+            }
+            return;
+        }
         if ty.starts_with("run.") || ty.starts_with("scheduler.") {
             self.apply_run(ty, event);
             if ty == "run.continued" {
                 if let Some(pl) = payload::<p::RunContinued>(event) {
-                    for id in pl.task_ids {
-                        if let Some(task) = self.task_mut(&id) {
-                            task.status = TaskStatus::Pending;
-                            task.reason = None;
-                            task.updated_at = ts.clone();
-                        }
-                    }
+                    self.reopen(&pl.task_ids, ts);
                 }
             }
             return;

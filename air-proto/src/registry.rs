@@ -329,6 +329,12 @@ pub static EVENTS: &[EventSpec] = &[
         "The task was cancelled."
     ),
     durable!(
+        "task.retried",
+        "task",
+        TasksRetried,
+        "While the run goes on, ended tasks are pending again at a person's request."
+    ),
+    durable!(
         "tool.started",
         "tool",
         ToolStarted,

@@ -55,8 +55,12 @@ pub enum Command {
         task_id: String,
     },
     CancelRun,
-    /// Continue an ended run: its failed and blocked tasks run again.
-    Retry,
+    /// Run ended tasks again: these (failed, blocked or cancelled, with what waits on
+    /// them; the run may still be going), or with none every unfinished task of an
+    /// ended run.
+    Retry {
+        task_ids: Vec<String>,
+    },
     Pause,
     Resume,
     /// Hold the task's running agent between its steps, or let it go on.
@@ -854,6 +858,22 @@ impl App {
                 }
             }
             Action::Retry => {
+                let t = self.selected_task()?;
+                if matches!(
+                    t.status,
+                    TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
+                ) {
+                    return Some(Command::Retry {
+                        task_ids: vec![t.id.clone()],
+                    });
+                }
+                self.ui.toast = Some(format!(
+                    "{} is {}: r retries a failed, blocked or cancelled task (R: all of them, once the run has ended)",
+                    t.id,
+                    t.status.as_str()
+                ));
+            }
+            Action::RetryAll => {
                 let ended = self
                     .projection
                     .run
@@ -866,7 +886,7 @@ impl App {
                     )
                 });
                 match (ended, unfinished) {
-                    (true, true) => return Some(Command::Retry),
+                    (true, true) => return Some(Command::Retry { task_ids: vec![] }),
                     (true, false) => {
                         self.ui.toast = Some("nothing to retry: every task completed".into())
                     }

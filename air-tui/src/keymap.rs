@@ -40,6 +40,7 @@ pub enum Action {
     View,
     CancelRun,
     Retry,
+    RetryAll,
     Edit,
     Copy,
     Output,
@@ -95,8 +96,14 @@ impl Action {
         (
             Action::Retry,
             "retry",
-            "Retry the failed and blocked tasks (once the run has ended)",
+            "Retry the selected task (failed, blocked or cancelled) and what waits on it",
             &[Key::Char('r')],
+        ),
+        (
+            Action::RetryAll,
+            "retry_all",
+            "Retry every failed and blocked task (once the run has ended)",
+            &[Key::Char('R')],
         ),
         (
             Action::CancelRun,

@@ -401,10 +401,19 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
             .run_cancel(s, None, Some("cancelled from air attach".into()))
             .await
             .map(|_| "cancelling the run".to_string()),
-        Command::Retry => c
-            .run_continue(s, None, None, None)
+        Command::Retry { task_ids } => c
+            .run_continue(
+                s,
+                None,
+                None,
+                None,
+                (!task_ids.is_empty()).then_some(task_ids),
+            )
             .await
-            .map(|info| format!("retrying {}", info.reopened.join(", "))),
+            .map(|info| match info.reopened.is_empty() {
+                true => "nothing to retry".to_string(),
+                false => format!("retrying {}", info.reopened.join(", ")),
+            }),
         // Done in this terminal, not by airsd.
         Command::Edit { .. }
         | Command::Copy { .. }

@@ -520,14 +520,22 @@ fn the_users_place_is_saved_and_restored() {
 fn retry_cancel_run_edit_and_copy() {
     let mut app = live();
     app.projection.permission_requests.clear();
-    // The run is going: retry waits for its end; a whole-run cancel asks first.
-    assert_eq!(app.key(Key::Char('r')), None);
+    // The run is going: retrying them all waits for its end; the selected task is
+    // running, nothing to retry; a whole-run cancel asks first.
+    assert_eq!(app.key(Key::Char('R')), None);
     assert!(app
         .ui
         .toast
         .as_deref()
         .unwrap_or("")
         .contains("still going"));
+    assert_eq!(app.key(Key::Char('r')), None);
+    assert!(app
+        .ui
+        .toast
+        .as_deref()
+        .unwrap_or("")
+        .starts_with("T2 is running: r retries a failed"));
     assert_eq!(app.key(Key::Char('C')), None);
     insta::assert_snapshot!(
         "cancel_run_80x24",
@@ -554,7 +562,7 @@ fn retry_cancel_run_edit_and_copy() {
         .unwrap_or("")
         .contains("no changed file"));
     // Once the run has ended with a failed task, retry continues it.
-    let mut ended = |ty: &str, payload: serde_json::Value| {
+    let ended = |app: &mut App, ty: &str, payload: serde_json::Value| {
         let mut e = RuntimeEvent::typed(ty, S, EventSource::scheduler(), &payload).unwrap();
         e.timestamp = "2026-11-30T12:02:00.000000Z".into();
         app.update(SessionUpdate::Delta {
@@ -564,16 +572,26 @@ fn retry_cancel_run_edit_and_copy() {
         });
     };
     ended(
+        &mut app,
         "task.failed",
         json!({"task_id": "T2", "reason": "checks failed"}),
     );
+    // A failed task is retried at once, the run still going or not.
+    app.key(Key::Char('j'));
+    assert_eq!(
+        app.key(Key::Char('r')),
+        Some(Command::Retry {
+            task_ids: vec!["T2".into()]
+        })
+    );
     ended(
+        &mut app,
         "run.completed",
         json!({"outcome": "failed", "completed": 1, "failed": 1, "blocked": 0, "cancelled": 0, "unfinished": 1}),
     );
     assert_eq!(
-        app.key(Key::Char('r')),
-        Some(Command::Retry),
+        app.key(Key::Char('R')),
+        Some(Command::Retry { task_ids: vec![] }),
         "{:?}",
         app.projection.run
     );

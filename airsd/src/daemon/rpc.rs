@@ -319,6 +319,7 @@ impl AirApiServer for DaemonRpc {
         max_cost: Option<f64>,
         max_tokens: Option<u64>,
         max_time_ms: Option<u64>,
+        task_ids: Option<Vec<String>>,
     ) -> RpcResult<RunInfo> {
         let budgets = air_proto::plan::Budgets {
             max_cost,
@@ -326,7 +327,7 @@ impl AirApiServer for DaemonRpc {
             max_time_ms,
         };
         self.state
-            .continue_run(&session_id, self.who(ext), budgets)
+            .continue_run(&session_id, self.who(ext), budgets, task_ids)
             .await
             .map_err(rpc_error)
     }

@@ -267,12 +267,14 @@ impl DaemonState {
 
     /// Continues a session's run: a run still going is only reported; one that ended
     /// with unfinished tasks reopens them; one whose scheduler is not running (airsd
-    /// restarted) is recovered.
+    /// restarted) is recovered. With `tasks`, only those ended tasks and the ones
+    /// waiting on them run again — at once, when the run is still going.
     pub async fn continue_run(
         &self,
         session_id: &str,
         by: Option<String>,
         budgets: air_proto::plan::Budgets,
+        tasks: Option<Vec<String>>,
     ) -> Result<RunInfo> {
         let gate = self.run_gate(session_id);
         let _one_at_a_time = gate.lock().await;
@@ -301,11 +303,26 @@ impl DaemonState {
             warnings: Vec::new(),
             reopened: Vec::new(),
         };
+        let retry = match &tasks {
+            Some(asked) => Some(session.bus().read(|p, _| retry_set(p, asked))?),
+            None => None,
+        };
         if running {
             if !budgets.is_empty() {
                 return Err(Error::Refused(format!(
                     "the run of session {session_id} is still going; new budgets apply when it continues after it ended (`air wait {session_id}`, then `air run --resume {session_id}` with the budgets)"
                 )));
+            }
+            if let Some(task_ids) = retry {
+                self.control_run(
+                    session_id,
+                    Control::Retry {
+                        task_ids: task_ids.clone(),
+                        by,
+                    },
+                )
+                .await?;
+                info.reopened = task_ids;
             }
             return Ok(info);
         }
@@ -315,7 +332,10 @@ impl DaemonState {
                 .await
                 .map_err(Error::Refused)?;
         if recovered.core.is_finished() {
-            let reopen = recovered.core.unfinished();
+            let mut reopen = recovered.core.unfinished();
+            if let Some(asked) = &retry {
+                reopen.retain(|t| asked.contains(t));
+            }
             if reopen.is_empty() {
                 return Ok(info);
             }
@@ -588,7 +608,7 @@ impl DaemonState {
                 continue;
             }
             match self
-                .continue_run(&id, Some("airsd restart".into()), Default::default())
+                .continue_run(&id, Some("airsd restart".into()), Default::default(), None)
                 .await
             {
                 Ok(_) => tracing::info!(session = %id, "recovered an unfinished run"),
@@ -617,4 +637,58 @@ fn run_unfinished(db: &std::path::Path) -> bool {
         .ok()
         .flatten();
     matches!(last.as_deref(), Some("run.started" | "run.continued"))
+}
+
+/// The tasks a retry of `asked` runs again: each must be an ended, unfinished task
+/// (failed, blocked or cancelled); the tasks waiting on them (hard or soft) that ended
+/// unfinished too come along. In plan order.
+fn retry_set(p: &air_proto::projection::Projection, asked: &[String]) -> Result<Vec<String>> {
+    use air_proto::projection::TaskStatus;
+    let unfinished = |s: TaskStatus| {
+        matches!(
+            s,
+            TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
+        )
+    };
+    if asked.is_empty() {
+        return Err(Error::Refused(
+            "task_ids: name at least one task to retry (or leave it out to retry them all)".into(),
+        ));
+    }
+    let mut set: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for id in asked {
+        let Some(t) = p.task(id) else {
+            return Err(Error::NotFound(format!(
+                "session {} has no task `{id}`",
+                p.session_id
+            )));
+        };
+        if !unfinished(t.status) {
+            return Err(Error::Refused(format!(
+                "{id} is {}: only a failed, blocked or cancelled task can be retried",
+                t.status.as_str()
+            )));
+        }
+        set.insert(t.id.as_str());
+    }
+    // What waits on them, as far as it ended unfinished too.
+    loop {
+        let more: Vec<&str> = p
+            .edges
+            .iter()
+            .filter(|e| set.contains(e.depends_on_task_id.as_str()))
+            .filter_map(|e| p.task(&e.task_id))
+            .filter(|t| unfinished(t.status) && !set.contains(t.id.as_str()))
+            .map(|t| t.id.as_str())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        set.extend(more);
+    }
+    Ok(p.tasks
+        .iter()
+        .filter(|t| set.contains(t.id.as_str()))
+        .map(|t| t.id.clone())
+        .collect())
 }

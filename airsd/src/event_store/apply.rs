@@ -246,8 +246,8 @@ fn apply_change(
             }
         }
         DomainChange::TaskStatus(status, pl) => apply_task_status(conn, e, *status, pl)?,
-        DomainChange::TasksReopened(pl) => {
-            for (i, id) in pl.task_ids.iter().enumerate() {
+        DomainChange::TasksReopened(task_ids) => {
+            for (i, id) in task_ids.iter().enumerate() {
                 if !update(
                     conn,
                     "UPDATE tasks SET status = 'pending', reason = NULL, updated_at = ?2

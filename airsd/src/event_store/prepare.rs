@@ -48,8 +48,8 @@ pub(crate) enum DomainChange {
         spec_json: String,
     },
     TaskStatus(TaskStatus, p::TaskStatusChanged),
-    /// `run.continued`: tasks back to pending.
-    TasksReopened(p::RunContinued),
+    /// `run.continued`, `task.retried`: tasks back to pending.
+    TasksReopened(Vec<String>),
     AgentStarted(p::AgentStarted),
     AgentCompleted {
         payload: p::AgentCompleted,
@@ -242,7 +242,12 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     spec_json,
                 }
             }
-            "run.continued" => DomainChange::TasksReopened(typed(&event)?),
+            "run.continued" => {
+                DomainChange::TasksReopened(typed::<p::RunContinued>(&event)?.task_ids)
+            }
+            "task.retried" => {
+                DomainChange::TasksReopened(typed::<p::TasksRetried>(&event)?.task_ids)
+            }
             "agent.started" => DomainChange::AgentStarted(typed(&event)?),
             "agent.completed" => {
                 let payload: p::AgentCompleted = typed(&event)?;

@@ -132,6 +132,10 @@ pub enum Fact {
     Continued {
         task_ids: Vec<String>,
     },
+    /// While the run goes on, these ended tasks start over as pending (a person asked).
+    Retried {
+        task_ids: Vec<String>,
+    },
 }
 
 /// What the core wants done. The shell records the matching event (which comes back as
@@ -610,25 +614,35 @@ impl Core {
                 self.paused = false;
                 self.stopped = None;
                 self.cancelled = None;
-                for id in task_ids {
-                    let Some(t) = self.task_mut(id) else { continue };
-                    if t.status == TaskStatus::Completed || t.agent.is_some() {
-                        continue;
-                    }
-                    t.status = TaskStatus::Pending;
-                    t.next = Next::Nothing;
-                    t.retries_used = 0;
-                    t.rejections = 0;
-                    t.reviewer_failures = 0;
-                    t.failures.clear();
-                    t.cancel = None;
-                    t.in_flight = false;
-                    t.under_review = None;
-                    t.notes.push(
-                        "This task did not finish in an earlier run of the plan; it starts again. Check what is already in place before you change anything.".into(),
-                    );
-                }
+                self.reopen(
+                    task_ids,
+                    "This task did not finish in an earlier run of the plan; it starts again. Check what is already in place before you change anything.",
+                );
             }
+            Fact::Retried { task_ids } => self.reopen(
+                task_ids,
+                "A person asked for this task to be tried again after it ended unfinished. Check what is already in place before you change anything.",
+            ),
+        }
+    }
+
+    /// Ended, unfinished tasks start over as pending with fresh budgets, told why.
+    fn reopen(&mut self, task_ids: &[String], note: &str) {
+        for id in task_ids {
+            let Some(t) = self.task_mut(id) else { continue };
+            if t.status == TaskStatus::Completed || t.agent.is_some() {
+                continue;
+            }
+            t.status = TaskStatus::Pending;
+            t.next = Next::Nothing;
+            t.retries_used = 0;
+            t.rejections = 0;
+            t.reviewer_failures = 0;
+            t.failures.clear();
+            t.cancel = None;
+            t.in_flight = false;
+            t.under_review = None;
+            t.notes.push(note.into());
         }
     }
 

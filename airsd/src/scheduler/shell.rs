@@ -81,6 +81,11 @@ pub enum Control {
     Resume {
         by: Option<String>,
     },
+    /// Run these ended tasks again while the run goes on (`task.retried`).
+    Retry {
+        task_ids: Vec<String>,
+        by: Option<String>,
+    },
     /// Hold a running agent between its steps (`agent.pause` to the worker).
     Hold {
         agent_id: String,
@@ -157,6 +162,7 @@ pub const FACT_TYPES: &[&str] = &[
     "scheduler.cancel_requested",
     "agent.paused",
     "agent.resumed",
+    "task.retried",
 ];
 
 /// The fact a recorded event is, if the core cares about it.
@@ -171,6 +177,9 @@ pub fn fact_of(event_type: &str, payload: &Value) -> Option<Fact> {
         "run.completed" => Fact::RunCompleted(de(payload)?),
         "run.continued" => Fact::Continued {
             task_ids: de::<p::RunContinued>(payload)?.task_ids,
+        },
+        "task.retried" => Fact::Retried {
+            task_ids: de::<p::TasksRetried>(payload)?.task_ids,
         },
         "task.created" => Fact::TaskCreated(Box::new(de::<p::TaskCreated>(payload)?.task)),
         "task.ready" => Fact::TaskReady {
@@ -903,6 +912,9 @@ impl Shell {
                     }
                 }
                 return Ok(());
+            }
+            Control::Retry { task_ids, by } => {
+                self.event("task.retried", &p::TasksRetried { task_ids, by })?
             }
             Control::Shutdown => return Ok(()),
         };

@@ -14,6 +14,7 @@ mod permissions;
 mod plan_cli;
 mod projection;
 mod provider;
+mod retry;
 mod robustness;
 mod run;
 mod schema;
