@@ -216,11 +216,17 @@ impl AgentView {
 pub const BRIEF_CHARS: usize = 160;
 
 /// A tool call's input or output in one line for people: its short fields
-/// (`path=src/a.rs line=3`); long text, lists and objects only counted.
+/// (`path=src/a.rs line=3`); long text, lists and objects only counted; ids, empty
+/// values and `false` left out.
 pub fn brief(v: &Value) -> Option<String> {
     let field = |k: &str, v: &Value| -> Option<String> {
+        if k.ends_with("_id") {
+            return None;
+        }
         Some(match v {
-            Value::Null => return None,
+            Value::Null | Value::Bool(false) => return None,
+            Value::String(s) if s.is_empty() => return None,
+            Value::Array(a) if a.is_empty() => return None,
             Value::String(s) if s.contains('\n') => format!("{k}=({} lines)", s.lines().count()),
             Value::String(s) if s.chars().count() > 80 => {
                 format!("{k}=({} chars)", s.chars().count())

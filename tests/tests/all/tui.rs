@@ -1,7 +1,10 @@
 //! `air attach`, the real binary in real terminals: tmux windows driven with
 //! send-keys and read with capture-pane. Two terminals attach to one run; a
 //! permission request shows in both; approved in one, it closes in both with who
-//! answered; both detach and the run finishes anyway; a new attach shows the end.
+//! answered; both detach and the run finishes anyway; a new attach shows the end,
+//! opens the changed file in `$EDITOR`, reads the command's whole output, scrolls with
+//! the mouse wheel, and comes back after the daemon stopped; another redraws at 80×24
+//! and restores the terminal on SIGTERM.
 
 use std::path::Path;
 use std::process::Command;
@@ -40,7 +43,7 @@ impl Tmux {
     fn attach_with(&self, name: &str, root: &Path, env: &str) {
         let air = bin("air");
         let shell = format!(
-            "cd '{}' && {env} AIR_WORKER='{}' NO_COLOR=1 '{}' attach; echo DETACHED; sleep 30",
+            "cd '{}' && {env} AIR_WORKER='{}' NO_COLOR=1 '{}' attach; echo DETACHED; stty -a | tr ' ;' '\\n\\n' | grep -E -x -- '-?(icanon|echo)'; sleep 30",
             root.display(),
             bin("air-test-worker").display(),
             air.display()
@@ -232,5 +235,72 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         &|s| s.contains("more below)"),
         "the wheel did not scroll the event log",
     );
+    // The daemon stops: the terminal says so, starts it again, and comes back from a
+    // fresh snapshot.
+    let stop = Command::new(bin("air"))
+        .args(["daemon", "stop"])
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    // Back to the end of the event log, where the news is.
+    tmux.keys("three", "NPage");
+    tmux.wait_for(
+        "three",
+        &|s| {
+            s.contains("reconnected; the state is fresh from a snapshot")
+                && s.contains("A completed")
+        },
+        "did not reconnect after the daemon stopped",
+    );
     tmux.keys("three", "q");
+
+    // Resized to 80×24 it redraws to fit; SIGTERM restores the terminal.
+    tmux.attach("four", &p.root);
+    tmux.wait_for("four", &|s| s.contains("A completed"), "not attached");
+    assert!(tmux
+        .cmd(&["resize-window", "-t", "air:four", "-x", "80", "-y", "24"])
+        .status
+        .success());
+    tmux.wait_for(
+        "four",
+        &|s| {
+            let lines: Vec<&str> = s.lines().collect();
+            lines.len() <= 24
+                && lines.iter().all(|l| l.chars().count() <= 80)
+                && lines.last().is_some_and(|l| l.contains("q detach"))
+        },
+        "did not redraw at 80x24",
+    );
+    let shell = String::from_utf8_lossy(
+        &tmux
+            .cmd(&["display-message", "-p", "-t", "air:four", "#{pane_pid}"])
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let child = Command::new("pgrep").args(["-P", &shell]).output().unwrap();
+    let pid = String::from_utf8_lossy(&child.stdout).trim().to_string();
+    assert!(!pid.is_empty(), "no air attach under the shell {shell}");
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let after = tmux.wait_for(
+        "four",
+        &|s| s.contains("DETACHED") && s.contains("icanon"),
+        "did not end on SIGTERM",
+    );
+    // Raw mode is off again: the line discipline is back (`icanon`, `echo`).
+    let flags: Vec<&str> = after
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.ends_with("icanon") || l.ends_with("echo"))
+        .collect();
+    assert_eq!(flags, ["icanon", "echo"], "{after}");
 }
