@@ -341,6 +341,8 @@ pub struct Ui {
     /// Lines scrolled up from the end of the event log.
     pub log_scroll: usize,
     pub help: bool,
+    /// Lines the help is scrolled down.
+    pub help_scroll: u16,
     /// A task cancel waiting for `y`.
     pub confirm_cancel: Option<String>,
     /// A whole-run cancel waiting for `y`.
@@ -744,7 +746,23 @@ impl App {
             return matches!(key, Key::Char('y') | Key::Char('Y')).then_some(Command::CancelRun);
         }
         if self.ui.help {
-            self.ui.help = false;
+            // The help scrolls when it is longer than the screen; any other key
+            // closes it.
+            let last = u16::try_from(Action::ALL.len()).unwrap_or(u16::MAX);
+            match self.keymap.action(key) {
+                Some(Action::Down) => self.ui.help_scroll = (self.ui.help_scroll + 1).min(last),
+                Some(Action::Up) => self.ui.help_scroll = self.ui.help_scroll.saturating_sub(1),
+                Some(Action::PageDown) => {
+                    self.ui.help_scroll = (self.ui.help_scroll + 10).min(last)
+                }
+                Some(Action::PageUp) => {
+                    self.ui.help_scroll = self.ui.help_scroll.saturating_sub(10)
+                }
+                _ => {
+                    self.ui.help = false;
+                    self.ui.help_scroll = 0;
+                }
+            }
             return None;
         }
         let action = self.keymap.action(key)?;

@@ -84,7 +84,7 @@ impl Action {
         (
             Action::Filter,
             "filter",
-            "Filter the events",
+            "Filter the tasks or the events (the pane in use)",
             &[Key::Char('/')],
         ),
         (
@@ -96,13 +96,13 @@ impl Action {
         (
             Action::Retry,
             "retry",
-            "Retry the selected task (failed, blocked or cancelled) and what waits on it",
+            "Retry the selected ended task and what waits on it",
             &[Key::Char('r')],
         ),
         (
             Action::RetryAll,
             "retry_all",
-            "Retry every failed and blocked task (once the run has ended)",
+            "Retry every unfinished task of an ended run",
             &[Key::Char('R')],
         ),
         (
@@ -114,7 +114,7 @@ impl Action {
         (
             Action::Edit,
             "edit",
-            "Open the task's latest changed file in $EDITOR",
+            "Open the latest changed file in $EDITOR",
             &[Key::Char('e')],
         ),
         (
@@ -126,7 +126,7 @@ impl Action {
         (
             Action::Output,
             "output",
-            "Show the whole output of the task's latest command",
+            "Show the whole output of the latest command",
             &[Key::Char('o')],
         ),
         (
@@ -139,13 +139,13 @@ impl Action {
         (
             Action::Down,
             "down",
-            "Next task, or scroll the events down",
+            "Next task, or scroll the pane down",
             &[Key::Char('j'), Key::Down],
         ),
         (
             Action::Up,
             "up",
-            "Previous task, or scroll the events up",
+            "Previous task, or scroll the pane up",
             &[Key::Char('k'), Key::Up],
         ),
         (
@@ -163,13 +163,13 @@ impl Action {
         (
             Action::PageUp,
             "page_up",
-            "Scroll the events up a page",
+            "Scroll the events or the detail up a page",
             &[Key::PageUp],
         ),
         (
             Action::PageDown,
             "page_down",
-            "Scroll the events down a page",
+            "Scroll the events or the detail down a page",
             &[Key::PageDown],
         ),
         (

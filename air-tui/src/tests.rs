@@ -219,7 +219,20 @@ fn the_task_detail_help_and_cancel_dialogs() {
     );
     assert_eq!(app.key(Key::Char('?')), None);
     insta::assert_snapshot!("help_80x24", draw(&app, 80, 24, Palette::Mono).backend());
+    // Longer than the screen: it scrolls to its last key, and any other key closes it.
+    let text = |app: &App| {
+        let t = draw(app, 80, 24, Palette::Mono);
+        let b = t.backend().buffer().clone();
+        b.content().iter().map(|c| c.symbol()).collect::<String>()
+    };
+    assert!(!text(&app).contains("Detach (the run goes on)"));
+    for _ in 0..30 {
+        app.key(Key::Char('j'));
+    }
+    assert!(text(&app).contains("Detach (the run goes on)"));
+    assert!(app.ui.help);
     app.key(Key::Esc);
+    assert!(!app.ui.help);
     assert_eq!(app.key(Key::Char('c')), None);
     insta::assert_snapshot!(
         "cancel_80x24",
@@ -359,6 +372,25 @@ fn the_command_palette_finds_actions_as_you_type() {
     assert_eq!(app.ui.palette.as_ref().map(|p| p.query.as_str()), Some(""));
     assert_eq!(app.key(Key::Esc), None);
     assert!(app.ui.palette.is_none());
+    // Every action is listed; going down past the screen keeps the chosen one shown.
+    app.key(Key::Ctrl('p'));
+    let all = app.ui.palette.as_ref().unwrap().matches();
+    assert_eq!(all.len(), crate::keymap::Action::ALL.len() - 1);
+    for _ in 0..all.len() {
+        app.key(Key::Down);
+    }
+    let t = draw(&app, 80, 24, Palette::Mono);
+    let text: String = t
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    let last = all.last().unwrap().title();
+    assert!(text.contains(last), "{last} not shown");
+    assert_eq!(all.last(), Some(&crate::keymap::Action::Detach));
+    assert_eq!(app.key(Key::Enter), Some(Command::Detach));
 }
 
 #[test]
@@ -422,6 +454,12 @@ fn the_event_filter_and_rebound_keys() {
     let mut keys = std::collections::BTreeMap::new();
     keys.insert("cancel".to_string(), crate::keymap::Keys::One("x".into()));
     app.keymap = crate::keymap::Keymap::with(&keys).unwrap();
+    // The footer names the keys as bound.
+    let t = draw(&app, 100, 24, Palette::Mono);
+    let footer: String = (0..100)
+        .map(|x| t.backend().buffer()[(x, 23)].symbol().to_string())
+        .collect();
+    assert!(footer.contains("x cancel"), "{footer}");
     assert_eq!(app.key(Key::Char('c')), None);
     assert!(app.ui.confirm_cancel.is_none());
     app.key(Key::Char('x'));

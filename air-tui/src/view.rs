@@ -287,7 +287,27 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         };
         dialog(f, area, theme, &title, lines);
     } else if app.ui.help {
-        dialog(f, area, theme, "Keys", help_lines(app, theme));
+        // Scrolled as far as the user asked, but never past the last key.
+        let lines = help_lines(app, theme);
+        let room = usize::from(area.height.saturating_sub(4)).max(1);
+        let top = usize::from(app.ui.help_scroll).min(lines.len().saturating_sub(room));
+        let title = if lines.len() > room {
+            format!(
+                "Keys {}–{} of {} (↑↓ scroll, other keys close)",
+                top + 1,
+                (top + room).min(lines.len()),
+                lines.len()
+            )
+        } else {
+            "Keys".into()
+        };
+        dialog(
+            f,
+            area,
+            theme,
+            &title,
+            lines.into_iter().skip(top).collect(),
+        );
     }
     if let Some(palette) = &app.ui.palette {
         let mut lines = vec![
@@ -305,7 +325,10 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
                 theme.muted_style(),
             )));
         }
-        for (i, action) in matches.iter().enumerate() {
+        // The matches that fit, the selected one among them.
+        let room = usize::from(area.height.saturating_sub(6)).max(1);
+        let first = palette.selected.saturating_sub(room - 1);
+        for (i, action) in matches.iter().enumerate().skip(first).take(room) {
             let style = if i == palette.selected {
                 theme.selected_style()
             } else {
@@ -815,21 +838,45 @@ fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             Style::default().fg(theme.error),
         ),
         (_, Some(t)) => Span::styled(format!(" {t}"), Style::default().fg(theme.accent)),
-        _ => Span::styled(
-            " q detach · ↑↓ select · tab pane · c cancel · p pause · ^P actions · ? keys",
-            theme.muted_style(),
-        ),
+        _ => {
+            // The keys as bound (the config may have changed them).
+            use crate::keymap::Action as A;
+            let key = |a: A| {
+                let keys = app.keymap.keys_of(a);
+                keys.split(' ').next().unwrap_or("").to_string()
+            };
+            let hints = [
+                (key(A::Detach), "detach"),
+                (format!("{} {}", key(A::Down), key(A::Up)), "select"),
+                (key(A::NextPane), "pane"),
+                (key(A::Cancel), "cancel"),
+                (key(A::Pause), "pause"),
+                (key(A::Palette), "actions"),
+                (key(A::Help), "keys"),
+            ];
+            let text: Vec<String> = hints
+                .iter()
+                .filter(|(k, _)| !k.trim().is_empty())
+                .map(|(k, what)| format!("{k} {what}"))
+                .collect();
+            Span::styled(format!(" {}", text.join(" · ")), theme.muted_style())
+        }
     };
     f.render_widget(Paragraph::new(line), area);
 }
 
 fn help_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    let width = crate::keymap::Action::ALL
+        .iter()
+        .map(|(action, ..)| app.keymap.keys_of(*action).chars().count())
+        .max()
+        .unwrap_or(0);
     crate::keymap::Action::ALL
         .iter()
         .map(|(action, _, title, _)| {
             Line::from(vec![
                 Span::styled(
-                    format!("{:>16}  ", app.keymap.keys_of(*action)),
+                    format!("{:>width$}  ", app.keymap.keys_of(*action)),
                     theme.text_style().add_modifier(Modifier::BOLD),
                 ),
                 Span::styled(*title, theme.muted_style()),
