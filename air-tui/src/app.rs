@@ -340,6 +340,8 @@ pub struct Ui {
     pub focus: Pane,
     /// Lines scrolled up from the end of the event log.
     pub log_scroll: usize,
+    /// Lines the event log pane shows (set as the screen is laid out).
+    pub log_rows: usize,
     pub help: bool,
     /// Lines the help is scrolled down.
     pub help_scroll: u16,
@@ -382,6 +384,9 @@ pub struct App {
     /// The seq of the oldest stored event the log holds (older ones are fetched on
     /// demand).
     pub oldest_seq: Option<u64>,
+    /// Stored events the log misses after a resync or a reconnect: those after the
+    /// first seq up to the second (the new snapshot's), to fetch with `events.list`.
+    pub gap: Option<(u64, u64)>,
     /// Frames drawn (drives the spinner).
     pub frame: u64,
     /// The time running tasks' elapsed time is counted to (the clock, set each
@@ -401,6 +406,7 @@ impl App {
             diffs: HashMap::new(),
             output: HashMap::new(),
             oldest_seq: None,
+            gap: None,
             frame: 0,
             now: None,
             keymap: Keymap::default(),
@@ -430,11 +436,51 @@ impl App {
         self.trim_log();
     }
 
+    /// Puts a line of the TUI's own in the log (after what the state reflects).
+    pub fn note(&mut self, text: impl Into<String>) {
+        let mut line = LogLine::note(text);
+        line.seq = self.projection.seq;
+        self.log.push_back(line);
+    }
+
+    /// Fills the log's gap after a resync or a reconnect with the stored events of it
+    /// (`(seq, event)`, oldest first; `skipped`: how many more there were, left out),
+    /// in their place: before what came live after the new snapshot.
+    pub fn catch_up(&mut self, events: &[(u64, RuntimeEvent)], upto: u64, skipped: u64) {
+        let at = self
+            .log
+            .iter()
+            .position(|l| l.seq > upto || (l.seq == upto && !l.durable))
+            .unwrap_or(self.log.len());
+        let mut lines = Vec::new();
+        if skipped > 0 {
+            let mut line = LogLine::note(format!(
+                "— {skipped} events while away not shown (`air events` lists them)"
+            ));
+            line.seq = upto;
+            lines.push(line);
+        }
+        for (seq, e) in events {
+            if e.event_type == "tool.completed" {
+                self.note_diff(e);
+            }
+            if !matches!(e.event_type.as_str(), "token.delta" | "agent.heartbeat") {
+                lines.push(LogLine::of(*seq, true, e, self.run_task(e)));
+            }
+        }
+        for (i, line) in lines.into_iter().enumerate() {
+            self.log.insert(at + i, line);
+        }
+        self.trim_log();
+    }
+
     /// The page of older events the log wants next (`after_seq`, `limit`), when the
     /// user has scrolled to its top and there are older events.
     pub fn older_page(&self) -> Option<(u64, u32)> {
         let oldest = self.oldest_seq?;
-        (self.ui.want_older && oldest > 1).then(|| {
+        // Read back as far as memory allows (`air events` reads further).
+        let room = self.log.len() + PAGE as usize <= LOG_LINES * 4;
+        (self.ui.want_older && oldest > 1 && room).then(|| {
             let after = oldest.saturating_sub(u64::from(PAGE) + 1);
             (after, u32::try_from(oldest - 1 - after).unwrap_or(PAGE))
         })
@@ -449,6 +495,11 @@ impl App {
     /// user's place: the selected task stays selected if it still exists.
     pub fn reset(&mut self, snapshot: Snapshot) {
         let selected = self.selected_task().map(|t| t.id.clone());
+        let (before, after) = (self.projection.seq, snapshot.projection.seq);
+        if after > before {
+            let from = self.gap.map_or(before, |(from, _)| from.min(before));
+            self.gap = Some((from, after));
+        }
         self.projection = snapshot.projection;
         self.streams.clear();
         if let Some(id) = selected {
@@ -463,9 +514,8 @@ impl App {
     pub fn update(&mut self, update: SessionUpdate) {
         match update {
             SessionUpdate::Resync { reason, snapshot } => {
-                self.log
-                    .push_back(LogLine::note(format!("— resynchronized: {reason}")));
                 self.reset(*snapshot);
+                self.note(format!("— resynchronized: {reason}"));
             }
             SessionUpdate::CaughtUp { .. } => {}
             other => {
@@ -500,7 +550,8 @@ impl App {
                 }
                 return;
             }
-            "assistant.message.created" => {
+            "assistant.message.created" | "agent.completed" | "agent.failed" => {
+                // Its text is recorded, or it ended mid-message: no longer live.
                 if let Some(agent) = event.payload.get("agent_id").and_then(|a| a.as_str()) {
                     self.streams.remove(agent);
                 }
@@ -553,6 +604,16 @@ impl App {
             _ => {}
         }
         let line = LogLine::of(seq, durable, event, self.run_task(event));
+        // Read back, the view stays on the lines the user is reading.
+        if self.ui.log_scroll > 0
+            && self
+                .ui
+                .filter
+                .as_deref()
+                .is_none_or(|f| LogFilter::parse(f).matches(&line))
+        {
+            self.ui.log_scroll += 1;
+        }
         self.log.push_back(line);
     }
 
@@ -643,6 +704,12 @@ impl App {
         self.projection.tasks.get(self.ui.selected)
     }
 
+    /// The first key bound to an action, as hints name it (the config may change it).
+    pub fn key_for(&self, action: Action) -> String {
+        let keys = self.keymap.keys_of(action);
+        keys.split(' ').next().unwrap_or("").to_string()
+    }
+
     /// Whether the task's running agent is held (`None`: no agent runs it).
     pub fn task_agent_paused(&self, t: &air_proto::projection::TaskView) -> Option<bool> {
         let id = t.agent_id.as_ref()?;
@@ -671,6 +738,14 @@ impl App {
     /// Handles a key: changes the UI state, or returns a command for airsd.
     pub fn key(&mut self, key: Key) -> Option<Command> {
         self.ui.toast = None;
+        // Ctrl-D / Ctrl-C detach from anywhere: a dialog, the palette, a filter.
+        if matches!(key, Key::Ctrl(_)) && self.keymap.action(key) == Some(Action::Detach) {
+            return Some(Command::Detach);
+        }
+        // A permission question comes first: a filter being typed gives way to it.
+        if self.open_request().is_some() {
+            self.ui.filter_input = None;
+        }
         // Modal input first: the viewer, the palette's query, the filter being
         // typed, a confirmation, the help screen.
         // (A permission question drawn over the viewer has the keys first.)
@@ -854,8 +929,9 @@ impl App {
                     Some(false) => return Some(Command::PauseTask { task_id }),
                     None => {
                         self.ui.toast = Some(format!(
-                            "no agent is running {task_id} (it is {}); p pauses the whole run",
-                            t.status.as_str()
+                            "no agent is running {task_id} (it is {}); {} pauses the whole run",
+                            t.status.as_str(),
+                            self.key_for(Action::Pause)
                         ))
                     }
                 }
@@ -886,9 +962,11 @@ impl App {
                     });
                 }
                 self.ui.toast = Some(format!(
-                    "{} is {}: r retries a failed, blocked or cancelled task (R: all of them, once the run has ended)",
+                    "{} is {}: {} retries a failed, blocked or cancelled task ({}: all of them, once the run has ended)",
                     t.id,
-                    t.status.as_str()
+                    t.status.as_str(),
+                    self.key_for(Action::Retry),
+                    self.key_for(Action::RetryAll)
                 ));
             }
             Action::RetryAll => {
@@ -897,12 +975,13 @@ impl App {
                     .run
                     .as_ref()
                     .is_some_and(|r| r.ended_at.is_some());
-                let unfinished = self.projection.tasks.iter().any(|t| {
-                    matches!(
-                        t.status,
-                        TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
-                    )
-                });
+                // Anything not completed (a run stopped by a budget leaves some
+                // pending).
+                let unfinished = self
+                    .projection
+                    .tasks
+                    .iter()
+                    .any(|t| t.status != TaskStatus::Completed);
                 match (ended, unfinished) {
                     (true, true) => return Some(Command::Retry { task_ids: vec![] }),
                     (true, false) => {
@@ -932,6 +1011,11 @@ impl App {
                 if let Some(t) = self.selected_task() {
                     return Some(Command::Copy { text: t.id.clone() });
                 }
+            }
+            Action::CopySession => {
+                return Some(Command::Copy {
+                    text: self.projection.session_id.clone(),
+                });
             }
             Action::Output => {
                 let task = self.selected_task().map(|t| t.id.as_str());
@@ -1068,9 +1152,20 @@ impl App {
 
     /// Scrolls the event log `by` lines back; at its top, older events are wanted.
     pub fn scroll_log(&mut self, by: usize) {
-        let top = self.log.len().saturating_sub(1);
+        // As far as the first line shown is the first line held.
+        let top = self
+            .visible_log()
+            .len()
+            .saturating_sub(self.ui.log_rows.max(1));
         self.ui.log_scroll = (self.ui.log_scroll + by).min(top);
         self.ui.want_older = self.ui.log_scroll >= top;
+        if self.ui.want_older && self.log.len() + PAGE as usize > LOG_LINES * 4 {
+            self.ui.toast = Some(format!(
+                "the log holds its most ({} lines); `air events -s {}` reads further back",
+                self.log.len(),
+                self.projection.session_id
+            ));
+        }
     }
 
     /// What of the UI is kept for next time (`ui_state` under `attach`, D-053): the
@@ -1154,20 +1249,23 @@ impl App {
 
     /// Moves the selection `by` shown tasks (negative: up), staying within them.
     fn step(&mut self, by: isize) {
-        let shown = self.visible_tasks();
+        // In the order they are shown (in waves: wave by wave).
+        let shown: Vec<usize> = crate::view::task_rows(self)
+            .into_iter()
+            .filter_map(|r| match r {
+                crate::view::Row::Task(i) => Some(i),
+                crate::view::Row::Wave(_) => None,
+            })
+            .collect();
         let Some(last) = shown.len().checked_sub(1) else {
             return;
         };
-        let at = shown
-            .iter()
-            .position(|&i| i >= self.ui.selected)
-            .unwrap_or(last);
-        let by = if by > 0 && shown[at] != self.ui.selected {
-            by - 1
-        } else {
-            by
+        let to = match shown.iter().position(|&i| i == self.ui.selected) {
+            Some(at) => at.saturating_add_signed(by).min(last),
+            // The selected task is not shown (filtered out): the first or last shown.
+            None if by > 0 => 0,
+            None => last,
         };
-        let to = at.saturating_add_signed(by).min(last);
         if shown[to] != self.ui.selected {
             self.ui.selected = shown[to];
             self.ui.detail_scroll = 0;

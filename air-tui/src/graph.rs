@@ -20,25 +20,37 @@ pub const ROW: u16 = BOX_HEIGHT + 1;
 
 /// The waves of the tasks (indices into `tasks`, in plan order within a wave).
 pub fn waves(tasks: &[TaskView], edges: &[EdgeView]) -> Vec<Vec<usize>> {
-    let index = |id: &str| tasks.iter().position(|t| t.id == id);
-    let mut level = vec![0usize; tasks.len()];
-    // Longest path over hard edges; a plan has no cycles, and the pass count bounds a
-    // bad graph.
-    for _ in 0..tasks.len() {
-        let mut changed = false;
-        for e in edges
-            .iter()
-            .filter(|e| e.dependency_type == DependencyType::Hard)
-        {
-            if let (Some(child), Some(parent)) = (index(&e.task_id), index(&e.depends_on_task_id)) {
-                if level[child] < level[parent] + 1 {
-                    level[child] = level[parent] + 1;
-                    changed = true;
-                }
-            }
+    // Longest path over hard edges, in topological order (linear in tasks and edges;
+    // tasks on a cycle, which a plan cannot have, keep the level reached).
+    let index: std::collections::HashMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    let mut children = vec![Vec::new(); tasks.len()];
+    let mut waiting = vec![0usize; tasks.len()];
+    for e in edges
+        .iter()
+        .filter(|e| e.dependency_type == DependencyType::Hard)
+    {
+        if let (Some(&child), Some(&parent)) = (
+            index.get(e.task_id.as_str()),
+            index.get(e.depends_on_task_id.as_str()),
+        ) {
+            children[parent].push(child);
+            waiting[child] += 1;
         }
-        if !changed {
-            break;
+    }
+    let mut level = vec![0usize; tasks.len()];
+    let mut ready: std::collections::VecDeque<usize> =
+        (0..tasks.len()).filter(|&i| waiting[i] == 0).collect();
+    while let Some(parent) = ready.pop_front() {
+        for &child in &children[parent] {
+            level[child] = level[child].max(level[parent] + 1);
+            waiting[child] -= 1;
+            if waiting[child] == 0 {
+                ready.push_back(child);
+            }
         }
     }
     let depth = level.iter().max().map_or(0, |m| m + 1);

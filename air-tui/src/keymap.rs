@@ -46,6 +46,7 @@ pub enum Action {
     Output,
     Diff,
     PauseTask,
+    CopySession,
 }
 
 impl Action {
@@ -122,6 +123,12 @@ impl Action {
             "copy",
             "Copy the selected task's id",
             &[Key::Char('y')],
+        ),
+        (
+            Action::CopySession,
+            "copy_session",
+            "Copy the session's id",
+            &[Key::Char('Y')],
         ),
         (
             Action::Output,

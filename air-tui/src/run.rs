@@ -99,9 +99,48 @@ enum Input {
     Resize,
 }
 
-/// Reads the terminal on its own thread (crossterm's reads block).
-fn read_input(tx: mpsc::Sender<Input>) {
+/// Stops and restarts the input thread, so that a program run in this terminal
+/// (`$EDITOR`) gets every key typed into it.
+#[derive(Clone, Default)]
+struct InputGate {
+    /// Asked to stop reading.
+    hold: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The reader has stopped.
+    parked: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl InputGate {
+    /// Stops the reader (waits until it has, at most half a second).
+    fn stop(&self) {
+        use std::sync::atomic::Ordering;
+        self.hold.store(true, Ordering::SeqCst);
+        let end = std::time::Instant::now() + Duration::from_millis(500);
+        while !self.parked.load(Ordering::SeqCst) && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn go(&self) {
+        self.hold.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Reads the terminal on its own thread (crossterm's reads block); parks while the
+/// gate holds it.
+fn read_input(tx: mpsc::Sender<Input>, gate: InputGate) {
+    use std::sync::atomic::Ordering;
     loop {
+        if gate.hold.load(Ordering::SeqCst) {
+            gate.parked.store(true, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        gate.parked.store(false, Ordering::SeqCst);
+        match event::poll(Duration::from_millis(50)) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(_) => return,
+        }
         let input = match event::read() {
             Ok(Event::Key(k)) => match key_of(&k) {
                 Some(key) => Input::Key(key),
@@ -161,6 +200,8 @@ async fn stored(
 /// in this terminal, the TUI stepping aside until it exits.
 fn edit(
     terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    gate: &InputGate,
+    mouse: bool,
     full: &std::path::Path,
     path: &str,
 ) -> String {
@@ -169,6 +210,8 @@ fn edit(
         .ok()
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| "vi".into());
+    // The editor gets every key: the input thread stops reading until it exits.
+    gate.stop();
     restore();
     // The editor may carry arguments (`code --wait`): run it through the shell, the
     // path passed as an argument, never spliced into the command.
@@ -184,6 +227,10 @@ fn edit(
         EnterAlternateScreen,
         ratatui::crossterm::terminal::Clear(ratatui::crossterm::terminal::ClearType::All)
     );
+    if mouse {
+        let _ = execute!(std::io::stdout(), EnableMouseCapture);
+    }
+    gate.go();
     // A new terminal object: it knows the screen is blank, so the next frame is drawn
     // whole. (`Terminal::clear` asks the terminal where its cursor is first; the
     // answer goes to the input thread's read, the query times out, and nothing is
@@ -202,6 +249,8 @@ fn edit(
 /// directory (the name reduced to letters, digits, `.`, `-`, `_`).
 fn edit_text(
     terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    gate: &InputGate,
+    mouse: bool,
     name: &str,
     text: &str,
 ) -> String {
@@ -220,7 +269,7 @@ fn edit_text(
         return format!("cannot write {}: {e}", path.display());
     }
     let shown = path.display().to_string();
-    edit(terminal, &path, &shown)
+    edit(terminal, gate, mouse, &path, &shown)
 }
 
 /// Bytes of a command's output read into the viewer at most.
@@ -349,17 +398,17 @@ async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choic
 }
 
 /// Connects and subscribes; the snapshot and the subscription after it.
-async fn follow(
-    options: &ConnectOptions,
-    session: &str,
-) -> Result<
+/// A connection with its snapshot and the subscription after it, or why not.
+type Followed = Result<
     (
         Connection,
         air_proto::api::Snapshot,
         Subscription<SessionUpdate>,
     ),
     String,
-> {
+>;
+
+async fn follow(options: &ConnectOptions, session: &str) -> Followed {
     let conn = air_proto::client::connect(options)
         .await
         .map_err(|e| e.to_string())?;
@@ -464,25 +513,36 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     let choice = choose_session(&conn, options.session.as_deref()).await?;
     drop(conn);
+    // SIGTERM ends the TUI the normal way (the terminal restored), from the picker on.
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot handle signals: {e}"))?;
     // The terminal: restored on panic (before the message prints) and on every exit.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
         previous(info);
     }));
-    let _screen = Screen::enter(config.mouse.unwrap_or(true))
-        .map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mouse = config.mouse.unwrap_or(true);
+    let _screen = Screen::enter(mouse).map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
         .map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let (input_tx, mut input) = mpsc::channel(64);
-    std::thread::spawn(move || read_input(input_tx));
+    let gate = InputGate::default();
+    {
+        let gate = gate.clone();
+        std::thread::spawn(move || read_input(input_tx, gate));
+    }
     let session = match choice {
         Choice::Session(id) => id,
         Choice::Pick(mut picker) => loop {
             terminal
                 .draw(|f| crate::view::render_picker(f, &picker, &theme))
                 .map_err(|e| format!("cannot draw: {e}"))?;
-            match input.recv().await {
+            let next = tokio::select! {
+                next = input.recv() => next,
+                _ = sigterm.recv() => return Err("terminated".into()),
+            };
+            match next {
                 Some(Input::Key(k)) => match picker.key(k) {
                     Some(Picked::Session(id)) => break id,
                     Some(Picked::Quit) => return Err("no session chosen".into()),
@@ -500,6 +560,14 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let mut app = App::new(snapshot);
     app.now = Some(std::time::SystemTime::now());
     app.keymap = keymap;
+    let log_rows = |terminal: &Terminal<CrosstermBackend<std::io::Stdout>>, app: &App| {
+        terminal.size().map_or(5, |s| {
+            let areas =
+                crate::view::areas(ratatui::layout::Rect::new(0, 0, s.width, s.height), app);
+            usize::from(areas.log.height.saturating_sub(2))
+        })
+    };
+    app.ui.log_rows = log_rows(&terminal, &app);
     // Where the user was last time.
     if let Ok(Some(saved)) = conn
         .client
@@ -522,8 +590,6 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     {
         app.history(&events);
     }
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| format!("cannot handle signals: {e}"))?;
     // Deltas only mark the screen stale; it is drawn on the next frame (30 a second at
     // most), so a fast stream costs one draw per frame, not one per delta. Keys draw
     // at once.
@@ -531,6 +597,9 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let mut ticks: u64 = 0;
     let mut dirty = true;
     let mut connected = true;
+    // Why the connection was lost, and the reconnect under way.
+    let mut lost = String::new();
+    let mut reconnecting: Option<tokio::task::JoinHandle<Followed>> = None;
     let draw = |terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, app: &App| {
         terminal
             .draw(|f| crate::view::render(f, app, &theme))
@@ -545,11 +614,13 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                     Some(Ok(u)) => app.update(u),
                     Some(Err(e)) => {
                         connected = false;
-                        app.link = Link::Reconnecting { attempt: 0, reason: format!("a bad notification: {e}") };
+                        lost = format!("a bad notification: {e}");
+                        app.link = Link::Reconnecting { attempt: 0, reason: lost.clone() };
                     }
                     None => {
                         connected = false;
-                        app.link = Link::Reconnecting { attempt: 0, reason: "the daemon closed the connection".into() };
+                        lost = "the daemon closed the connection".into();
+                        app.link = Link::Reconnecting { attempt: 0, reason: lost.clone() };
                     }
                 }
                 dirty = true;
@@ -561,10 +632,10 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                             match command {
                                 Command::Detach => break,
                                 Command::Edit { path } => {
-                                    app.ui.toast = Some(edit(&mut terminal, &root.join(&path), &path));
+                                    app.ui.toast = Some(edit(&mut terminal, &gate, mouse, &root.join(&path), &path));
                                 }
                                 Command::EditText { name, text } => {
-                                    app.ui.toast = Some(edit_text(&mut terminal, &name, &text));
+                                    app.ui.toast = Some(edit_text(&mut terminal, &gate, mouse, &name, &text));
                                 }
                                 Command::Copy { text } => app.ui.toast = Some(copy(&text)),
                                 Command::ShowOutput { command_run_id, command } if connected => {
@@ -589,7 +660,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                             app.mouse(m, ratatui::layout::Rect::new(0, 0, size.width, size.height));
                         }
                     }
-                    Some(Input::Resize) => {}
+                    Some(Input::Resize) => app.ui.log_rows = log_rows(&terminal, &app),
                     None => break,
                 }
                 draw(&mut terminal, &app)?;
@@ -624,25 +695,51 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                         saved = now;
                     }
                 }
-                if !connected && ticks % 12 == 0 {
-                    if let Link::Reconnecting { attempt, reason } = &app.link {
-                        let (attempt, reason) = (*attempt + 1, reason.clone());
-                        match follow(&options.connect, &session).await {
-                            Ok((c, snapshot, s)) => {
-                                conn = c;
-                                sub = s;
-                                app.reset(snapshot);
-                                app.link = Link::Connected;
-                                app.log.push_back(crate::app::LogLine::note("— reconnected; the state is fresh from a snapshot"));
-                                connected = true;
-                            }
-                            Err(e) => {
-                                app.link = Link::Reconnecting { attempt, reason: format!("{reason}; {e}") .chars().take(120).collect() };
-                            }
-                        }
+                // A resync or a reconnect left a gap in the log: its stored events.
+                if let (true, Some((after, upto))) = (connected, app.gap) {
+                    app.gap = None;
+                    let wanted = upto.saturating_sub(after);
+                    let limit = wanted.min(1000);
+                    let from = upto.saturating_sub(limit);
+                    if let Some(events) = stored(&conn, &session, from, limit as u32, upto + 1).await {
+                        app.catch_up(&events, upto, wanted - limit);
+                        dirty = true;
                     }
-                    dirty = true;
                 }
+                // Lost: try again every 400 ms, off the loop, so keys still work.
+                if !connected && reconnecting.is_none() && ticks % 12 == 0 {
+                    let (options, session) = (options.connect.clone(), session.clone());
+                    reconnecting = Some(tokio::spawn(async move { follow(&options, &session).await }));
+                }
+            }
+            joined = async {
+                match reconnecting.as_mut() {
+                    Some(h) => h.await,
+                    None => std::future::pending().await,
+                }
+            }, if reconnecting.is_some() => {
+                reconnecting = None;
+                let attempt = match &app.link {
+                    Link::Reconnecting { attempt, .. } => attempt + 1,
+                    Link::Connected => 1,
+                };
+                match joined.map_err(|e| e.to_string()).and_then(|r| r) {
+                    Ok((c, snapshot, s)) => {
+                        conn = c;
+                        sub = s;
+                        app.reset(snapshot);
+                        app.link = Link::Connected;
+                        app.note("— reconnected; the state is fresh from a snapshot");
+                        connected = true;
+                    }
+                    Err(e) => {
+                        app.link = Link::Reconnecting {
+                            attempt,
+                            reason: format!("{lost}; {e}").chars().take(160).collect(),
+                        };
+                    }
+                }
+                dirty = true;
             }
             _ = sigterm.recv() => break,
         }

@@ -927,3 +927,76 @@ fn the_selected_tasks_agent_pauses_and_resumes() {
         Some("no agent is running T3 (it is pending); p pauses the whole run")
     );
 }
+
+/// A resync leaves a gap in the log, named in `gap`; its stored events go in their
+/// place, before what came live after the new snapshot, and a diff in the gap counts.
+/// Ctrl-D detaches from anywhere; `Y` copies the session's id.
+#[test]
+fn a_resync_fills_the_logs_gap_in_place_and_ctrl_d_detaches_from_anywhere() {
+    let mut app = live();
+    let before = app.seq();
+    let mut later = app.projection.clone();
+    let mut stored = Vec::new();
+    for n in 1..=3u64 {
+        let mut e = RuntimeEvent::typed(
+            "task.progress",
+            S,
+            EventSource::scheduler(),
+            &json!({"task_id": "T2", "message": format!("gap {n}")}),
+        )
+        .unwrap();
+        e.timestamp = "2026-11-30T12:03:00.000000Z".into();
+        later.apply(before + n, &e, true);
+        stored.push((before + n, e));
+    }
+    app.update(SessionUpdate::Resync {
+        reason: "fell behind".into(),
+        snapshot: Box::new(Snapshot {
+            session_id: S.into(),
+            seq: before + 3,
+            projection: later,
+        }),
+    });
+    assert_eq!(app.gap, Some((before, before + 3)));
+    // Something live arrives before the gap is fetched.
+    let mut live_event = RuntimeEvent::typed(
+        "task.progress",
+        S,
+        EventSource::scheduler(),
+        &json!({"task_id": "T2", "message": "live"}),
+    )
+    .unwrap();
+    live_event.timestamp = "2026-11-30T12:04:00.000000Z".into();
+    app.update(SessionUpdate::Delta {
+        seq: before + 4,
+        durable: true,
+        event: live_event,
+    });
+    app.gap = None;
+    app.catch_up(&stored, before + 3, 0);
+    let tail: Vec<u64> = app.log.iter().rev().take(5).map(|l| l.seq).collect();
+    assert_eq!(
+        tail,
+        vec![before + 4, before + 3, before + 3, before + 2, before + 1]
+    );
+    assert!(app
+        .log
+        .iter()
+        .rev()
+        .nth(1)
+        .is_some_and(|l| l.text.contains("resynchronized")));
+    // Ctrl-D while a filter is typed, in the palette, in the viewer: detach.
+    app.projection.permission_requests.clear();
+    app.key(Key::Tab);
+    app.key(Key::Tab);
+    app.key(Key::Char('/'));
+    assert_eq!(app.key(Key::Ctrl('d')), Some(Command::Detach));
+    app.ui.filter_input = None;
+    app.key(Key::Ctrl('p'));
+    assert_eq!(app.key(Key::Ctrl('c')), Some(Command::Detach));
+    app.ui.palette = None;
+    assert_eq!(
+        app.key(Key::Char('Y')),
+        Some(Command::Copy { text: S.into() })
+    );
+}

@@ -117,7 +117,7 @@ pub fn areas(area: Rect, app: &App) -> Areas {
     let wide = area.width >= 120;
     let graph = app.ui.layout == crate::app::Layout::Graph && area.width >= 100;
     let left = if graph {
-        rows[1].width.saturating_sub(if wide { 48 } else { 0 })
+        rows[1].width.saturating_sub(if wide { 48 } else { 40 })
     } else if wide {
         56
     } else {
@@ -205,8 +205,9 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
             .borders(Borders::ALL)
             .border_style(theme.border_style(app.ui.focus == Pane::Tasks))
             .title(format!(
-                "Task graph ({} tasks, v: next view)",
-                app.tasks().len()
+                "Task graph ({} tasks, {}: next view)",
+                app.tasks().len(),
+                app.key_for(crate::keymap::Action::View)
             ));
         let inner = block.inner(tasks);
         f.render_widget(block, tasks);
@@ -276,7 +277,12 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         }
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
-            format!("a approve · d deny   ({})", r.request_id),
+            format!(
+                "{} approve · {} deny   ({})",
+                app.key_for(crate::keymap::Action::Approve),
+                app.key_for(crate::keymap::Action::Deny),
+                r.request_id
+            ),
             theme.muted_style(),
         )));
         let open = app.projection.permission_requests.len();
@@ -535,9 +541,12 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         ),
         Span::styled(
             if app.task_agent_paused(t) == Some(true) {
-                " · paused (P resumes)"
+                format!(
+                    " · paused ({} resumes)",
+                    app.key_for(crate::keymap::Action::PauseTask)
+                )
             } else {
-                ""
+                String::new()
             },
             Style::default().fg(theme.warning),
         ),
@@ -703,12 +712,21 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             lines.push(Line::from(Span::styled(l.clone(), theme.text_style())));
         }
     }
+    // The latest result of the work (executor, debugger) and the latest review of
+    // it, in the order they came.
     let done: Vec<_> = p
         .agents
         .iter()
         .filter(|a| a.task_id.as_deref() == Some(t.id.as_str()) && a.summary.is_some())
         .collect();
-    if let Some(last) = done.last() {
+    let reviewing = |a: &&air_proto::projection::AgentView| {
+        a.agent_type == air_proto::event::AgentType::Reviewer
+    };
+    let work = done.iter().rev().find(|a| !reviewing(a));
+    let review = done.iter().rev().find(|a| reviewing(a));
+    let mut shown: Vec<_> = work.into_iter().chain(review).collect();
+    shown.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    for last in shown {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
             format!("{} said", last.id),
@@ -762,7 +780,8 @@ fn event_log(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let focused = app.ui.focus == Pane::Log;
     let height = area.height.saturating_sub(2) as usize;
     let shown = app.visible_log();
-    let end = shown.len().saturating_sub(app.ui.log_scroll);
+    let scroll = app.ui.log_scroll.min(shown.len().saturating_sub(height));
+    let end = shown.len().saturating_sub(scroll);
     let start = end.saturating_sub(height);
     let lines: Vec<Line> = shown[start..end]
         .iter()
@@ -780,8 +799,8 @@ fn event_log(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         )),
         _ => {}
     }
-    if app.ui.log_scroll > 0 {
-        title.push_str(&format!(" ({} more below)", app.ui.log_scroll));
+    if scroll > 0 {
+        title.push_str(&format!(" ({scroll} more below)"));
     }
     let block = Block::default()
         .borders(Borders::ALL)
