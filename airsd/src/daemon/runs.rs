@@ -391,7 +391,7 @@ impl DaemonState {
             Ok(true)
         } else {
             Err(Error::Refused(format!(
-                "the run of session {session_id} ended before the request was recorded"
+                "not recorded: the run of session {session_id} ended, or what the request was for moved on (the agent ended, the task is no longer failed, blocked or cancelled)"
             )))
         }
     }
@@ -640,8 +640,9 @@ fn run_unfinished(db: &std::path::Path) -> bool {
 }
 
 /// The tasks a retry of `asked` runs again: each must be an ended, unfinished task
-/// (failed, blocked or cancelled); the tasks waiting on them (hard or soft) that ended
-/// unfinished too come along. In plan order.
+/// (failed, blocked or cancelled). The hard dependencies they wait for that ended
+/// unfinished come along (else they would be blocked again at once), and so do the
+/// tasks waiting on any of them (hard or soft) that ended unfinished. In plan order.
 fn retry_set(p: &air_proto::projection::Projection, asked: &[String]) -> Result<Vec<String>> {
     use air_proto::projection::TaskStatus;
     let unfinished = |s: TaskStatus| {
@@ -670,6 +671,24 @@ fn retry_set(p: &air_proto::projection::Projection, asked: &[String]) -> Result<
             )));
         }
         set.insert(t.id.as_str());
+    }
+    // What they need first, as far as it ended unfinished too.
+    loop {
+        let more: Vec<&str> = p
+            .edges
+            .iter()
+            .filter(|e| {
+                e.dependency_type == air_proto::task::DependencyType::Hard
+                    && set.contains(e.task_id.as_str())
+            })
+            .filter_map(|e| p.task(&e.depends_on_task_id))
+            .filter(|t| unfinished(t.status) && !set.contains(t.id.as_str()))
+            .map(|t| t.id.as_str())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        set.extend(more);
     }
     // What waits on them, as far as it ended unfinished too.
     loop {

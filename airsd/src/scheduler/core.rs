@@ -117,6 +117,11 @@ pub enum Fact {
     AgentReleased {
         agent_id: String,
     },
+    /// The worker says it is holding (a `PAUSED` heartbeat, after the step under way
+    /// when the hold was asked): from here its limits stop counting.
+    Holding {
+        agent_id: String,
+    },
     Stopped {
         reason: String,
     },
@@ -238,7 +243,9 @@ struct AgentRun {
     hard_timeout_ms: u64,
     extended_ms: u64,
     warned: bool,
-    /// Held by a person since then (`agent.paused`).
+    /// A person asked for it to be held (`agent.paused`).
+    hold_asked: bool,
+    /// Holding since then (its worker said so), its limits stopped.
     held_since: Option<u64>,
     /// Time held in all, which its limits do not count.
     held_ms: u64,
@@ -319,6 +326,18 @@ impl Core {
     /// Whether the run has ended (`run.completed` recorded).
     pub fn is_finished(&self) -> bool {
         self.finished
+    }
+
+    /// Whether a task can be tried again: it ended unfinished and no agent is on it.
+    pub fn reopenable(&self, task_id: &str) -> bool {
+        self.index.get(task_id).is_some_and(|&i| {
+            let t = &self.tasks[i];
+            t.agent.is_none()
+                && matches!(
+                    t.status,
+                    TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
+                )
+        })
     }
 
     pub fn is_paused(&self) -> bool {
@@ -506,6 +525,7 @@ impl Core {
                         hard_deadline_ms: now_ms.saturating_add(c.hard_timeout_ms),
                         hard_timeout_ms: c.hard_timeout_ms,
                         extended_ms: 0,
+                        hold_asked: false,
                         held_since: None,
                         held_ms: 0,
                         warned: false,
@@ -532,11 +552,19 @@ impl Core {
             }
             Fact::AgentHeld { agent_id } => {
                 if let Some(a) = self.agents.get_mut(agent_id) {
-                    a.held_since.get_or_insert(now_ms);
+                    a.hold_asked = true;
+                }
+            }
+            Fact::Holding { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    if a.hold_asked {
+                        a.held_since.get_or_insert(now_ms);
+                    }
                 }
             }
             Fact::AgentReleased { agent_id } => {
                 if let Some(a) = self.agents.get_mut(agent_id) {
+                    a.hold_asked = false;
                     if let Some(since) = a.held_since.take() {
                         let held = now_ms.saturating_sub(since);
                         a.soft_deadline_ms = a.soft_deadline_ms.saturating_add(held);

@@ -475,9 +475,13 @@ impl Shell {
                 control = controls.recv() => match control {
                     None | Some((Control::Shutdown, _)) => return Ok(()),
                     Some((control, ack)) => {
-                        self.control(control).await?;
+                        // Not recorded (nothing left to do it to): no answer, and the
+                        // caller says so.
+                        let recorded = self.control(control).await?;
                         self.settle().await?;
-                        let _ = ack.send(());
+                        if recorded {
+                            let _ = ack.send(());
+                        }
                     }
                 },
                 Some(event) = worker_rx.recv() => {
@@ -843,7 +847,9 @@ impl Shell {
         }
     }
 
-    async fn control(&mut self, control: Control) -> Result<()> {
+    /// Records a person's request; false when there was nothing to do it to (the run
+    /// finished, the agent ended, no task still qualifies).
+    async fn control(&mut self, control: Control) -> Result<bool> {
         let held = matches!(control, Control::Hold { .. });
         let e = match control {
             Control::Cancel {
@@ -885,7 +891,7 @@ impl Shell {
             } => {
                 if !self.workers.contains_key(&agent_id) {
                     // It ended meanwhile: nothing to hold.
-                    return Ok(());
+                    return Ok(false);
                 }
                 let e = self.event(
                     if held {
@@ -911,14 +917,24 @@ impl Shell {
                         worker.resume();
                     }
                 }
-                return Ok(());
+                return Ok(true);
             }
             Control::Retry { task_ids, by } => {
+                // Checked again here: the run may have finished, or a task moved on,
+                // since the request was made.
+                let task_ids: Vec<String> = task_ids
+                    .into_iter()
+                    .filter(|t| self.core.reopenable(t))
+                    .collect();
+                if self.core.is_finished() || task_ids.is_empty() {
+                    return Ok(false);
+                }
                 self.event("task.retried", &p::TasksRetried { task_ids, by })?
             }
-            Control::Shutdown => return Ok(()),
+            Control::Shutdown => return Ok(true),
         };
-        self.record(vec![e]).await
+        self.record(vec![e]).await?;
+        Ok(true)
     }
 
     /// Event types a worker may publish itself; the rest belong to airsd.
@@ -986,6 +1002,17 @@ impl Shell {
                 event.session_id = self.session_id().to_string();
                 if let Some(role) = self.dispatches.get(agent_id).map(|d| d.role) {
                     event.source = EventSource::agent(agent_id, role);
+                }
+                // Held as asked: from now its time limits stop counting.
+                if event.event_type == "agent.heartbeat"
+                    && event.payload["state"].as_str() == Some("PAUSED")
+                {
+                    self.core.apply(
+                        &Fact::Holding {
+                            agent_id: agent_id.to_string(),
+                        },
+                        now_ms(),
+                    );
                 }
                 if event.event_type == "agent.timeout_extension.requested" {
                     let requested = event.payload["extra_ms"].as_u64().unwrap_or(0);

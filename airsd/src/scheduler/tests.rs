@@ -407,6 +407,58 @@ fn soft_timeouts_warn_and_allow_extensions_hard_timeouts_kill() {
     assert_eq!(finish_reason(&sim, "A").0, TaskStatus::Failed);
 }
 
+/// A hold stops an agent's clock only once its worker holds (the step under way may
+/// still time out); released, its limits move by the time it was held, and the hard
+/// timeout message counts only the time it ran.
+#[test]
+fn a_held_agent_stops_its_clock_once_it_holds() {
+    let mut sim = Sim::new(
+        config(1),
+        &plan("## Task A: a\n\n- soft_timeout: 10m\n- hard_timeout: 20m\n- retry_budget: 0\n"),
+    );
+    let exec = only(&sim.settle(), "executor").clone();
+    let id = exec.agent_id.clone();
+    let beat = |sim: &mut Sim, to: u64| {
+        while sim.now_ms < to {
+            sim.now_ms += 60_000;
+            sim.record(Fact::Heartbeat {
+                agent_id: id.clone(),
+            });
+            sim.settle();
+        }
+    };
+    let killed = |sim: &Sim| {
+        sim.decisions.iter().find_map(|d| match d {
+            Decision::Kill { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+    };
+    sim.record(Fact::AgentHeld {
+        agent_id: id.clone(),
+    });
+    // Asked, not yet holding: the clock runs (the soft warning comes at 10 min).
+    beat(&mut sim, 1_000 + 11 * 60_000);
+    assert!(sim
+        .decisions
+        .iter()
+        .any(|d| matches!(d, Decision::WarnSoftTimeout { agent_id, .. } if agent_id == &id)));
+    // Holding from minute 11 to minute 71: past the 20 min limit, nothing is killed.
+    sim.record(Fact::Holding {
+        agent_id: id.clone(),
+    });
+    beat(&mut sim, 1_000 + 71 * 60_000);
+    assert_eq!(killed(&sim), None);
+    sim.record(Fact::AgentReleased {
+        agent_id: id.clone(),
+    });
+    // 9 more minutes of work are within the limit; the tenth is past it.
+    beat(&mut sim, 1_000 + 79 * 60_000);
+    assert_eq!(killed(&sim), None);
+    beat(&mut sim, 1_000 + 82 * 60_000);
+    let reason = killed(&sim).unwrap();
+    assert_eq!(reason, "hard timeout: ran 1200 s (limit 1200 s)");
+}
+
 #[test]
 fn a_silent_agent_is_killed_as_stalled_and_retried() {
     let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));

@@ -62,13 +62,14 @@ fn a_task_that_gave_up_is_retried_while_the_run_goes_on_with_what_waits_on_it() 
             .unwrap_err()
             .to_string();
         assert!(unknown.contains("has no task `Z`"), "{unknown}");
-        // A, and B that waits on it, start over while L still runs.
+        // Asked for B: A, which B needs and which gave up too, comes along; both
+        // start over while L still runs.
         let info = state
             .continue_run(
                 &session,
                 Some("client:test".into()),
                 Default::default(),
-                Some(vec!["A".into()]),
+                Some(vec!["B".into()]),
             )
             .await
             .unwrap();
