@@ -502,6 +502,7 @@ impl App {
         }
         self.projection = snapshot.projection;
         self.streams.clear();
+        self.ui.detail_scroll = 0;
         if let Some(id) = selected {
             if let Some(i) = self.projection.tasks.iter().position(|t| t.id == id) {
                 self.ui.selected = i;
@@ -1116,7 +1117,21 @@ impl App {
                     // Inside the list's border: the row clicked.
                     let inner = y.checked_sub(areas.tasks.y + 1);
                     let height = areas.tasks.height.saturating_sub(2);
-                    if let Some(row) = inner.filter(|r| !areas.graph && *r < height) {
+                    if areas.graph {
+                        // Inside the border: the box clicked.
+                        let inner = ratatui::layout::Rect {
+                            x: areas.tasks.x + 1,
+                            y: areas.tasks.y + 1,
+                            width: areas.tasks.width.saturating_sub(2),
+                            height,
+                        };
+                        if let Some(i) = crate::graph::hit(inner, self, x, y) {
+                            if i != self.ui.selected {
+                                self.ui.selected = i;
+                                self.ui.detail_scroll = 0;
+                            }
+                        }
+                    } else if let Some(row) = inner.filter(|r| *r < height) {
                         let rows = crate::view::task_rows(self);
                         let first = crate::view::first_row(&rows, self.ui.selected, height);
                         if let Some(crate::view::Row::Task(i)) = rows.get(first + usize::from(row))

@@ -86,17 +86,32 @@ pub fn size(waves: &[Vec<usize>]) -> (u16, u16) {
     )
 }
 
+/// Each task's box in graph coordinates, and the scroll that keeps the selected one
+/// in an `area` of this size (the same for drawing and for the mouse).
+fn placed(area: Rect, app: &crate::app::App) -> (Vec<(u16, u16)>, u16, u16) {
+    let tasks = app.tasks();
+    let pos = positions(&waves(tasks, &app.projection.edges), tasks.len());
+    let (sx, sy) = pos.get(app.ui.selected).copied().unwrap_or((0, 0));
+    let ox = (sx + BOX_WIDTH).saturating_sub(area.width);
+    let oy = (sy + BOX_HEIGHT).saturating_sub(area.height);
+    (pos, ox, oy)
+}
+
+/// The task whose box is at the screen cell `(x, y)` of a graph drawn in `area`.
+pub fn hit(area: Rect, app: &crate::app::App, x: u16, y: u16) -> Option<usize> {
+    let (pos, ox, oy) = placed(area, app);
+    let (x, y) = (x.checked_sub(area.x)? + ox, y.checked_sub(area.y)? + oy);
+    pos.iter().position(|&(bx, by)| {
+        (bx..bx + BOX_WIDTH).contains(&x) && (by..by + BOX_HEIGHT).contains(&y)
+    })
+}
+
 /// Draws the app's tasks into `area`, scrolled so the selected task is in view.
 /// Tasks the filter hides are drawn muted, so the graph keeps its shape.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &crate::app::App, theme: &Theme) {
     let (tasks, edges) = (app.tasks(), &app.projection.edges);
     let (selected, frame) = (app.ui.selected, app.frame);
-    let waves = waves(tasks, edges);
-    let pos = positions(&waves, tasks.len());
-    // Scroll: keep the selected box in view.
-    let (sx, sy) = pos.get(selected).copied().unwrap_or((0, 0));
-    let ox = (sx + BOX_WIDTH).saturating_sub(area.width);
-    let oy = (sy + BOX_HEIGHT).saturating_sub(area.height);
+    let (pos, ox, oy) = placed(area, app);
     let put = |buf: &mut Buffer, x: u16, y: u16, s: &str, style: Style, over: bool| {
         let (Some(x), Some(y)) = (x.checked_sub(ox), y.checked_sub(oy)) else {
             return;

@@ -877,6 +877,17 @@ fn the_mouse_selects_focuses_and_scrolls() {
     assert_eq!(app.ui.selected, 1, "a wave heading selects nothing");
     app.mouse(Mouse::Click { x: 5, y: 7 }, screen);
     assert_eq!(app.ui.selected, 2);
+    // As a graph (wide enough): a click on a box selects its task.
+    let wide = ratatui::layout::Rect::new(0, 0, 160, 48);
+    app.ui.layout = crate::app::Layout::Graph;
+    app.mouse(Mouse::Click { x: 53, y: 3 }, wide);
+    assert_eq!(app.ui.selected, 2, "T3's box, third column");
+    app.mouse(Mouse::Click { x: 3, y: 3 }, wide);
+    assert_eq!(app.ui.selected, 0, "T1's box");
+    app.mouse(Mouse::Click { x: 23, y: 3 }, wide);
+    assert_eq!(app.ui.selected, 0, "the gap between boxes selects nothing");
+    app.ui.layout = crate::app::Layout::Waves;
+    app.ui.selected = 2;
     // The viewer takes the wheel.
     app.key(Key::Char('k'));
     app.key(Key::Char('D'));
