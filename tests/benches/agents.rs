@@ -8,11 +8,9 @@
 //! Run: `cargo build --release --workspace && cargo bench -p air-tests --bench agents`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use air_tests::mock_provider::{text_events, Exchange, Expect, MockProvider, Reply};
-use air_tests::release_bin;
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -41,18 +39,7 @@ fn main() {
         let root = dir.path();
         let home = root.join("home");
         std::fs::create_dir_all(&home).unwrap();
-        let air = |args: &[&str]| {
-            let mut c = Command::new(release_bin("air"));
-            c.args(args)
-                .current_dir(root)
-                .env("HOME", &home)
-                .env_remove("OPENAI_API_KEY")
-                .env_remove("OPENROUTER_API_KEY")
-                .env("ANTHROPIC_API_KEY", "sk-bench")
-                .env("ANTHROPIC_BASE_URL", &mock.url)
-                .env("AIR_WORKER", release_bin("air-worker"));
-            c
-        };
+        let air = |args: &[&str]| air_tests::release_air(root, &home, &mock.url, args);
         assert!(air(&["init"]).output().unwrap().status.success());
         std::fs::write(root.join("p.md"), "## Task A: greet\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n").unwrap();
         let t = Instant::now();
@@ -212,18 +199,7 @@ fn memory_and_turns(rt: &tokio::runtime::Runtime) {
         for i in 0..10 {
             std::fs::write(root.join(format!("src/f{i}.txt")), "some text\n".repeat(50)).unwrap();
         }
-        let air = |args: &[&str]| {
-            let mut c = Command::new(release_bin("air"));
-            c.args(args)
-                .current_dir(root)
-                .env("HOME", root.join("home"))
-                .env_remove("OPENAI_API_KEY")
-                .env_remove("OPENROUTER_API_KEY")
-                .env("ANTHROPIC_API_KEY", "sk-bench")
-                .env("ANTHROPIC_BASE_URL", &mock.url)
-                .env("AIR_WORKER", release_bin("air-worker"));
-            c
-        };
+        let air = |args: &[&str]| air_tests::release_air(root, &root.join("home"), &mock.url, args);
         assert!(air(&["init"]).output().unwrap().status.success());
         std::fs::write(root.join("p.md"), "## Task A: greet\n\nRead src/, then create hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n").unwrap();
         let mut client = air(&["run", "--plan", "p.md"])

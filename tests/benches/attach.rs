@@ -13,14 +13,12 @@
 //! Run: `cargo build --release --workspace && cargo bench -p air-tests --bench attach`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use air_proto::api::{AirApiClient, SessionUpdate};
 use air_proto::client::{connect, ConnectOptions};
 use air_proto::layout::ProjectPaths;
 use air_tests::mock_provider::{text_events, text_pieces, Exchange, Expect, MockProvider, Reply};
-use air_tests::release_bin;
 use air_tui::app::{App, Key};
 use air_tui::theme::{Palette, Theme};
 use ratatui::backend::TestBackend;
@@ -83,18 +81,7 @@ fn main() {
     let root = dir.path().to_path_buf();
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let air = |args: &[&str]| {
-        let mut c = Command::new(release_bin("air"));
-        c.args(args)
-            .current_dir(&root)
-            .env("HOME", &home)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENROUTER_API_KEY")
-            .env("ANTHROPIC_API_KEY", "sk-bench")
-            .env("ANTHROPIC_BASE_URL", &mock.url)
-            .env("AIR_WORKER", release_bin("air-worker"));
-        c
-    };
+    let air = |args: &[&str]| air_tests::release_air(&root, &home, &mock.url, args);
     assert!(air(&["init"]).output().unwrap().status.success());
     std::fs::write(
         root.join("p.md"),

@@ -44,6 +44,27 @@ pub fn release_bin(name: &str) -> PathBuf {
     path
 }
 
+/// `air ARGS` (the release build) in `root` with `home` as its HOME, its agents
+/// (the release `air-worker`) answered by the mock Anthropic provider at `url`, and
+/// no other provider's key: how the benchmarks run a plan.
+pub fn release_air(
+    root: &std::path::Path,
+    home: &std::path::Path,
+    url: &str,
+    args: &[&str],
+) -> std::process::Command {
+    let mut c = std::process::Command::new(release_bin("air"));
+    c.args(args)
+        .current_dir(root)
+        .env("HOME", home)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENROUTER_API_KEY")
+        .env("ANTHROPIC_API_KEY", "sk-bench")
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("AIR_WORKER", release_bin("air-worker"));
+    c
+}
+
 /// A minimal valid TaskSpec.
 pub fn task_spec(id: &str, deps: &[&str]) -> TaskSpec {
     TaskSpec {

@@ -363,16 +363,10 @@ impl AirApiServer for DaemonRpc {
         session_id: String,
         task_id: Option<String>,
     ) -> RpcResult<bool> {
-        let by = self.who(ext);
-        match task_id {
-            Some(task) => self.state.hold_task(&session_id, &task, true, by).await,
-            None => {
-                self.state
-                    .control_run(&session_id, Control::Pause { by })
-                    .await
-            }
-        }
-        .map_err(rpc_error)
+        self.state
+            .set_paused(&session_id, task_id.as_deref(), true, self.who(ext))
+            .await
+            .map_err(rpc_error)
     }
 
     async fn run_resume(
@@ -381,16 +375,10 @@ impl AirApiServer for DaemonRpc {
         session_id: String,
         task_id: Option<String>,
     ) -> RpcResult<bool> {
-        let by = self.who(ext);
-        match task_id {
-            Some(task) => self.state.hold_task(&session_id, &task, false, by).await,
-            None => {
-                self.state
-                    .control_run(&session_id, Control::Resume { by })
-                    .await
-            }
-        }
-        .map_err(rpc_error)
+        self.state
+            .set_paused(&session_id, task_id.as_deref(), false, self.who(ext))
+            .await
+            .map_err(rpc_error)
     }
 
     async fn permission_respond(

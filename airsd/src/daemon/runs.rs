@@ -396,6 +396,22 @@ impl DaemonState {
         }
     }
 
+    /// Pauses (`pause`) or resumes the run's dispatching, or with a task its running
+    /// agent.
+    pub async fn set_paused(
+        &self,
+        session_id: &str,
+        task_id: Option<&str>,
+        pause: bool,
+        by: Option<String>,
+    ) -> Result<bool> {
+        match task_id {
+            Some(task) => self.hold_task(session_id, task, pause, by).await,
+            None if pause => self.control_run(session_id, Control::Pause { by }).await,
+            None => self.control_run(session_id, Control::Resume { by }).await,
+        }
+    }
+
     /// Holds a task's running agent between its steps (`hold`), or lets it go on.
     /// Refused, saying why, when the task has no running agent or is already so.
     pub async fn hold_task(
