@@ -659,7 +659,10 @@ fn run_unfinished(db: &std::path::Path) -> bool {
 /// (failed, blocked or cancelled). The hard dependencies they wait for that ended
 /// unfinished come along (else they would be blocked again at once), and so do the
 /// tasks waiting on any of them (hard or soft) that ended unfinished. In plan order.
-fn retry_set(p: &air_proto::projection::Projection, asked: &[String]) -> Result<Vec<String>> {
+fn retry_set<'a>(
+    p: &'a air_proto::projection::Projection,
+    asked: &[String],
+) -> Result<Vec<String>> {
     use air_proto::projection::TaskStatus;
     let unfinished = |s: TaskStatus| {
         matches!(
@@ -688,16 +691,18 @@ fn retry_set(p: &air_proto::projection::Projection, asked: &[String]) -> Result<
         }
         set.insert(t.id.as_str());
     }
-    // What they need first, as far as it ended unfinished too.
-    loop {
-        let more: Vec<&str> = p
+    // Follows edges from the set to tasks that ended unfinished too, until none is
+    // new: `across` names an edge's (from, to) ends.
+    let grow = |set: &mut std::collections::HashSet<&'a str>,
+                across: &dyn Fn(
+        &'a air_proto::projection::EdgeView,
+    ) -> Option<(&'a str, &'a str)>| loop {
+        let more: Vec<&'a str> = p
             .edges
             .iter()
-            .filter(|e| {
-                e.dependency_type == air_proto::task::DependencyType::Hard
-                    && set.contains(e.task_id.as_str())
-            })
-            .filter_map(|e| p.task(&e.depends_on_task_id))
+            .filter_map(across)
+            .filter(|(from, _)| set.contains(from))
+            .filter_map(|(_, to)| p.task(to))
             .filter(|t| unfinished(t.status) && !set.contains(t.id.as_str()))
             .map(|t| t.id.as_str())
             .collect();
@@ -705,22 +710,15 @@ fn retry_set(p: &air_proto::projection::Projection, asked: &[String]) -> Result<
             break;
         }
         set.extend(more);
-    }
-    // What waits on them, as far as it ended unfinished too.
-    loop {
-        let more: Vec<&str> = p
-            .edges
-            .iter()
-            .filter(|e| set.contains(e.depends_on_task_id.as_str()))
-            .filter_map(|e| p.task(&e.task_id))
-            .filter(|t| unfinished(t.status) && !set.contains(t.id.as_str()))
-            .map(|t| t.id.as_str())
-            .collect();
-        if more.is_empty() {
-            break;
-        }
-        set.extend(more);
-    }
+    };
+    // What they need first (hard dependencies), then what waits on any of them.
+    grow(&mut set, &|e| {
+        (e.dependency_type == air_proto::task::DependencyType::Hard)
+            .then_some((e.task_id.as_str(), e.depends_on_task_id.as_str()))
+    });
+    grow(&mut set, &|e| {
+        Some((e.depends_on_task_id.as_str(), e.task_id.as_str()))
+    });
     Ok(p.tasks
         .iter()
         .filter(|t| set.contains(t.id.as_str()))
