@@ -118,7 +118,9 @@ impl UserConfig {
 /// credentials: [~/.config/acme/token]   # more paths that always need confirmation
 /// system_paths: [/opt/appliance/]       # more system-sensitive paths
 /// writable_roots: [~/.m2]               # more places commands may write (sandbox)
-/// sandbox: true           # run commands under Landlock where the kernel has it
+/// sandbox: true           # run commands under the OS sandbox where the kernel has it
+/// shell_env: [JAVA_OPTS, MYAPP_*]       # more variables commands see (never keys,
+///                                       # tokens, secrets or passwords)
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -132,6 +134,10 @@ pub struct PermissionsConfig {
     #[serde(default)]
     pub writable_roots: Vec<String>,
     pub sandbox: Option<bool>,
+    /// Names (or `PREFIX_*`) of environment variables commands see besides the
+    /// ordinary ones.
+    #[serde(default)]
+    pub shell_env: Vec<String>,
 }
 
 wire_enum! {
@@ -186,6 +192,7 @@ impl PermissionsConfig {
         self.credentials.extend(other.credentials);
         self.system_paths.extend(other.system_paths);
         self.writable_roots.extend(other.writable_roots);
+        self.shell_env.extend(other.shell_env);
         self
     }
 }

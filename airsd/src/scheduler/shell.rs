@@ -359,10 +359,10 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             &ctx.project_id,
             ctx.session.id(),
         )),
-        sandbox_exe: config
-            .sandbox_exe
-            .clone()
-            .filter(|_| crate::sandbox::available()),
+        sandbox_exe: config.sandbox_exe.clone().and_then(|exe| {
+            let found = crate::sandbox::protections(&exe);
+            (found.landlock || found.isolation.is_ok()).then_some((exe, found))
+        }),
     };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);

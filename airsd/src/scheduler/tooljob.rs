@@ -37,9 +37,10 @@ pub struct ToolEnv {
     pub engine: Arc<Engine>,
     pub backups: Arc<Backups>,
     pub artifacts: Arc<crate::artifacts::ArtifactStore>,
-    /// `airsd`, to launch commands under the OS sandbox; `None` when the kernel has
-    /// none, the permissions turn it off, or airsd runs in-process without its binary.
-    pub sandbox_exe: Option<PathBuf>,
+    /// `airsd`, to launch commands under the OS sandbox, with what the sandbox can
+    /// do here; `None` when the kernel has neither part, the permissions turn it
+    /// off, or airsd runs in-process without its binary.
+    pub sandbox_exe: Option<(PathBuf, crate::sandbox::Protections)>,
 }
 
 pub struct ToolJob {
@@ -227,15 +228,18 @@ impl ToolJob {
         crate::tools::allowed(self.role, "shell.run")?;
         let input: exec::RunInput = crate::tools::input("shell.run", self.call.input.clone())?;
         let role = self.role;
-        let sandbox_exe = self
+        let sandbox = self
             .env
             .sandbox_exe
             .clone()
             .filter(|_| self.env.engine.sandbox());
-        let sandboxed = sandbox_exe.is_some();
+        let confined = exec::Confinement {
+            writes: sandbox.as_ref().is_some_and(|(_, p)| p.landlock),
+            views: sandbox.as_ref().is_some_and(|(_, p)| p.isolation.is_ok()),
+        };
         let prepared = self
             .with_permission(tool_run_id, move |ctx| {
-                exec::prepare(ctx, &input, role, sandboxed)
+                exec::prepare(ctx, &input, role, confined)
             })
             .await?;
         let command_run_id = air_proto::ids::new_id();
@@ -309,17 +313,19 @@ impl ToolJob {
                 }
             })
         };
+        let engine = &self.env.engine;
+        let writable = crate::sandbox::writable(
+            engine.root(),
+            engine.home(),
+            &[engine.writable_roots(), &prepared.extra_writable[..]].concat(),
+        );
+        let isolate = confined
+            .views
+            .then(|| engine.views(&writable, &prepared.visible, &prepared.unlocked));
         let launch = exec::Launch {
-            launcher: sandbox_exe.as_deref(),
-            writable: crate::sandbox::writable(
-                self.env.engine.root(),
-                self.env.engine.home(),
-                &[
-                    self.env.engine.writable_roots(),
-                    &prepared.extra_writable[..],
-                ]
-                .concat(),
-            ),
+            launcher: sandbox.as_ref().map(|(exe, _)| exe.as_path()),
+            policy: crate::sandbox::Policy { writable, isolate },
+            env: exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home()),
         };
         let worker = self.worker.clone();
         let ended = exec::execute(
@@ -468,8 +474,15 @@ impl ToolJob {
         if let Some(e) = log_error {
             notes.push(format!("the full output could not be kept: {e}"));
         }
-        if !sandboxed {
-            notes.push("ran without an OS sandbox".into());
+        match (&sandbox, confined.views) {
+            (None, _) => notes.push("ran without an OS sandbox".into()),
+            (Some((_, p)), false) => {
+                notes.push(format!(
+                "ran without the namespaces that hide air's state and the credential stores: {}",
+                p.isolation.as_ref().err().map_or("turned off", String::as_str)
+            ))
+            }
+            _ => {}
         }
         let out = exec::RunOutput {
             command_run_id,
@@ -484,7 +497,10 @@ impl ToolJob {
             stderr_bytes: captures[1].total,
             truncated: captures.iter().any(exec::Capture::truncated),
             artifacts: uris.into_iter().flatten().collect(),
-            sandbox: if sandboxed { "landlock" } else { "none" }.into(),
+            sandbox: sandbox
+                .as_ref()
+                .map_or("none", |(_, p)| p.label(confined.views))
+                .into(),
             notes,
         };
         serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))

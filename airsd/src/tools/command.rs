@@ -10,6 +10,7 @@
 //! while, case, subshells, brace groups, functions, coprocesses) is covered without
 //! a case of its own.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use brush_parser::word::{self, TildeExpr, WordPiece};
@@ -41,12 +42,55 @@ pub struct Analysis {
     pub dynamic: Vec<String>,
     /// Literal paths the command names (arguments, `<` inputs): what it may read.
     pub mentions: Vec<PathBuf>,
+    /// Ways the command could read what the OS sandbox hides, which its text does
+    /// not show (code given to an interpreter, a computed path, other processes'
+    /// environments): asked where nothing hides them.
+    pub reaches: Vec<String>,
 }
 
 /// Where paths are read from.
 pub struct Env<'a> {
     pub cwd: &'a Path,
     pub home: Option<&'a Path>,
+}
+
+/// The walk's state: the home directory, and the working directory as the command
+/// changes it (`cd`, `pushd`, `popd`), unknown once it changed to a computed place.
+struct Ctx<'a> {
+    home: Option<&'a Path>,
+    cwd: RefCell<Option<PathBuf>>,
+    pushed: RefCell<Vec<Option<PathBuf>>>,
+}
+
+impl Ctx<'_> {
+    fn cwd(&self) -> Option<PathBuf> {
+        self.cwd.borrow().clone()
+    }
+
+    /// A path as the command means it: relative to where it is by then (`None`
+    /// when that is not known).
+    fn absolute(&self, text: &str) -> Option<PathBuf> {
+        let p = Path::new(text);
+        if p.is_absolute() {
+            Some(p.to_path_buf())
+        } else {
+            self.cwd().map(|c| c.join(p))
+        }
+    }
+
+    fn set_cwd(&self, to: Option<PathBuf>) {
+        *self.cwd.borrow_mut() = to;
+    }
+
+    /// Runs `f` with the working directory it had before (a subshell, a pipeline's
+    /// part, a command's `-C DIR`), then puts it back.
+    fn scoped<T>(&self, f: impl FnOnce() -> T) -> T {
+        let saved = (self.cwd(), self.pushed.borrow().clone());
+        let out = f();
+        self.set_cwd(saved.0);
+        *self.pushed.borrow_mut() = saved.1;
+        out
+    }
 }
 
 const INTERPRETERS: &[&str] = &[
@@ -89,15 +133,21 @@ fn options() -> brush_parser::ParserOptions {
 /// Analyzes `command` as bash would parse it.
 pub fn analyze(command: &str, env: &Env<'_>) -> Result<Analysis, ToolError> {
     let mut a = Analysis::default();
-    walk_source(command, env, &mut a, 0)?;
+    let ctx = Ctx {
+        home: env.home,
+        cwd: RefCell::new(Some(env.cwd.to_path_buf())),
+        pushed: RefCell::new(Vec::new()),
+    };
+    walk_source(command, &ctx, &mut a, 0)?;
     a.writes.dedup();
     a.risks.dedup();
     a.mentions.sort();
     a.mentions.dedup();
+    a.reaches.dedup();
     Ok(a)
 }
 
-fn walk_source(src: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) -> Result<(), ToolError> {
+fn walk_source(src: &str, env: &Ctx<'_>, a: &mut Analysis, depth: usize) -> Result<(), ToolError> {
     if depth > 8 {
         a.risks
             .push((Risk::Opaque, "commands nested more than 8 deep".into()));
@@ -114,11 +164,29 @@ fn walk_source(src: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) -> Resu
 }
 
 /// Visits every node: pipelines, simple commands and redirections wherever they are.
-fn walk(v: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize) {
+fn walk(v: &Value, env: &Ctx<'_>, a: &mut Analysis, depth: usize) {
     match v {
         Value::Object(map) => {
+            // The tree's maps are sorted by key: what runs in order is visited in
+            // order, so a `cd` takes effect on what follows it.
+            if let (Some(first), Some(more)) = (map.get("first"), map.get("additional")) {
+                walk(first, env, a, depth);
+                walk(more, env, a, depth);
+                return;
+            }
+            if let Some(sub) = map.get("Subshell") {
+                env.scoped(|| walk(sub, env, a, depth));
+                return;
+            }
             if let Some(Value::Array(seq)) = map.get("seq") {
                 pipeline(seq, a);
+                if seq.len() > 1 {
+                    // Each part of a pipeline runs in a subshell of its own.
+                    for part in seq {
+                        env.scoped(|| walk(part, env, a, depth));
+                    }
+                    return;
+                }
             }
             if let Some(simple) = map.get("Simple") {
                 simple_command(simple, env, a, depth);
@@ -241,7 +309,7 @@ fn basename(word: &str) -> String {
 
 /// A word's literal value, or `None` when it depends on the run time. Substitutions
 /// inside it are analyzed as commands of their own.
-fn literal(raw: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) -> Option<String> {
+fn literal(raw: &str, env: &Ctx<'_>, a: &mut Analysis, depth: usize) -> Option<String> {
     let pieces = match word::parse(raw, &options()) {
         Ok(p) => p,
         Err(_) => return Some(raw.to_string()),
@@ -263,9 +331,10 @@ fn literal(raw: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) -> Option<S
                 Some(h) => out.push_str(&h.display().to_string()),
                 None => dynamic = true,
             },
-            WordPiece::TildeExpansion(TildeExpr::WorkingDir) => {
-                out.push_str(&env.cwd.display().to_string())
-            }
+            WordPiece::TildeExpansion(TildeExpr::WorkingDir) => match env.cwd() {
+                Some(c) => out.push_str(&c.display().to_string()),
+                None => dynamic = true,
+            },
             WordPiece::TildeExpansion(_) => dynamic = true,
             WordPiece::ParameterExpansion(expr) => {
                 let known = match &expr {
@@ -274,7 +343,7 @@ fn literal(raw: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) -> Option<S
                         indirect: false,
                     } => match name.as_str() {
                         "HOME" => env.home.map(|h| h.display().to_string()),
-                        "PWD" => Some(env.cwd.display().to_string()),
+                        "PWD" => env.cwd().map(|c| c.display().to_string()),
                         _ => None,
                     },
                     _ => None,
@@ -285,8 +354,8 @@ fn literal(raw: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) -> Option<S
                 }
             }
             WordPiece::CommandSubstitution(src) | WordPiece::BackquotedCommandSubstitution(src) => {
-                if src.trim() == "pwd" {
-                    out.push_str(&env.cwd.display().to_string());
+                if let (true, Some(c)) = (src.trim() == "pwd", env.cwd()) {
+                    out.push_str(&c.display().to_string());
                 } else {
                     if walk_source(&src, env, a, depth + 1).is_err() {
                         a.risks
@@ -301,14 +370,14 @@ fn literal(raw: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) -> Option<S
     (!dynamic).then_some(out)
 }
 
-fn write_word(raw: &str, by: &str, env: &Env<'_>, a: &mut Analysis, depth: usize) {
+fn write_word(raw: &str, by: &str, env: &Ctx<'_>, a: &mut Analysis, depth: usize) {
     match literal(raw, env, a, depth) {
         Some(text) => target(&text, by, false, env, a),
         None => a.dynamic.push(format!("{by} {raw}")),
     }
 }
 
-fn target(text: &str, by: &str, bulk: bool, env: &Env<'_>, a: &mut Analysis) {
+fn target(text: &str, by: &str, bulk: bool, env: &Ctx<'_>, a: &mut Analysis) {
     if text.is_empty() || text == "-" {
         return;
     }
@@ -320,11 +389,11 @@ fn target(text: &str, by: &str, bulk: bool, env: &Env<'_>, a: &mut Analysis) {
         }
         None => (text, bulk),
     };
-    let p = Path::new(text);
-    let path = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        env.cwd.join(p)
+    let Some(path) = env.absolute(text) else {
+        a.dynamic.push(format!(
+            "{by} {text} (in a directory known only when it runs)"
+        ));
+        return;
     };
     a.writes.push(Target {
         path,
@@ -335,20 +404,20 @@ fn target(text: &str, by: &str, bulk: bool, env: &Env<'_>, a: &mut Analysis) {
 }
 
 /// Records a literal word that looks like a path as something the command may read.
-fn mention(text: &str, env: &Env<'_>, a: &mut Analysis) {
+fn mention(text: &str, env: &Ctx<'_>, a: &mut Analysis) {
     let text = text.split_once('=').map(|(_, v)| v).unwrap_or(text);
     if !(text.contains('/') || text.starts_with('.') || text.starts_with('~')) {
         return;
     }
-    let p = Path::new(text);
-    a.mentions.push(if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        env.cwd.join(p)
-    });
+    match env.absolute(text) {
+        Some(p) => a.mentions.push(p),
+        None => a.reaches.push(format!(
+            "`{text}` read in a directory known only when it runs"
+        )),
+    }
 }
 
-fn redirect_file(file: &[Value], env: &Env<'_>, a: &mut Analysis, depth: usize) {
+fn redirect_file(file: &[Value], env: &Ctx<'_>, a: &mut Analysis, depth: usize) {
     let kind = file.get(1).and_then(Value::as_str).unwrap_or_default();
     if kind == "Read" {
         if let Some(w) = file
@@ -356,8 +425,11 @@ fn redirect_file(file: &[Value], env: &Env<'_>, a: &mut Analysis, depth: usize) 
             .and_then(|t| t.pointer("/Filename/value"))
             .and_then(Value::as_str)
         {
-            if let Some(text) = literal(w, env, a, depth) {
-                mention(&text, env, a);
+            match literal(w, env, a, depth) {
+                Some(text) => mention(&text, env, a),
+                None => a
+                    .reaches
+                    .push(format!("`< {w}` reads a path computed when it runs")),
             }
         }
         return;
@@ -378,7 +450,7 @@ fn redirect_file(file: &[Value], env: &Env<'_>, a: &mut Analysis, depth: usize) 
     }
 }
 
-fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize) {
+fn simple_command(simple: &Value, env: &Ctx<'_>, a: &mut Analysis, depth: usize) {
     let (raw_words, assignments) = command_words(simple);
     for w in &assignments {
         let _ = literal(w, env, a, depth);
@@ -400,14 +472,120 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
         .iter()
         .map(|raw| (raw.clone(), literal(raw, env, a, depth)))
         .collect();
+    if matches!(name.as_str(), "cd" | "pushd" | "popd") {
+        for lit in args.iter().filter_map(|(_, l)| l.as_deref()) {
+            mention(lit, env, a);
+        }
+        change_dir(&name, &args, env);
+        return;
+    }
+    match dir_option(&name, &args) {
+        // `git -C DIR`, `make -C DIR`, `tar -C DIR`: the rest is relative to DIR.
+        Some(dir) => env.scoped(|| {
+            env.set_cwd(dir.and_then(|d| env.absolute(&d)));
+            command_body(&name, &args, env, a, depth)
+        }),
+        None => command_body(&name, &args, env, a, depth),
+    }
+}
+
+/// `cd`, `pushd` and `popd`: where the commands after it run.
+fn change_dir(name: &str, args: &[(String, Option<String>)], env: &Ctx<'_>) {
+    let operand = args.iter().find(|(_, l)| {
+        !l.as_deref()
+            .is_some_and(|l| l.starts_with('-') && l.len() > 1)
+    });
+    match name {
+        "popd" => {
+            let top = env.pushed.borrow_mut().pop();
+            if let Some(top) = top {
+                env.set_cwd(top);
+            }
+        }
+        _ => {
+            let to = match operand {
+                None if name == "cd" => env.home.map(Path::to_path_buf),
+                // `pushd` alone swaps the top two; `cd -` goes back: not followed.
+                None => None,
+                Some((_, Some(l))) if l == "-" => None,
+                Some((_, Some(l))) => env.absolute(l),
+                Some((_, None)) => None,
+            };
+            if name == "pushd" {
+                let here = env.cwd();
+                env.pushed.borrow_mut().push(here);
+            }
+            env.set_cwd(to);
+        }
+    }
+}
+
+/// The directory a command's own option moves it to: `Some(None)` when that
+/// directory is computed.
+fn dir_option(name: &str, args: &[(String, Option<String>)]) -> Option<Option<String>> {
+    let long = match name {
+        "git" => None,
+        "make" | "gmake" | "tar" | "bsdtar" => Some("--directory"),
+        _ => return None,
+    };
+    let mut dir: Option<Option<String>> = None;
+    let mut i = 0;
+    while i < args.len() {
+        let lit = args[i].1.as_deref();
+        if name == "git" && lit.is_some_and(|l| !l.starts_with('-')) {
+            // The subcommand: git's own options are before it.
+            break;
+        }
+        let value = match lit {
+            Some("-C") => {
+                i += 1;
+                Some(args.get(i).and_then(|(_, l)| l.clone()))
+            }
+            Some(l) if long.is_some_and(|o| l == o) => {
+                i += 1;
+                Some(args.get(i).and_then(|(_, l)| l.clone()))
+            }
+            Some(l) if long.is_some_and(|o| l.starts_with(&format!("{o}="))) => {
+                Some(l.split_once('=').map(|(_, v)| v.to_string()))
+            }
+            Some(l) if l.starts_with("-C") && l.len() > 2 && name != "tar" => {
+                Some(Some(l[2..].to_string()))
+            }
+            None => Some(None).filter(|_| i > 0 && matches!(args[i - 1].1.as_deref(), Some("-C"))),
+            _ => None,
+        };
+        if let Some(v) = value {
+            // Several compose: each is relative to the one before.
+            dir = Some(match (dir, v) {
+                (Some(Some(before)), Some(v)) if !v.starts_with('/') => {
+                    Some(format!("{before}/{v}"))
+                }
+                (Some(None), _) | (_, None) => None,
+                (_, Some(v)) => Some(v),
+            });
+        }
+        i += 1;
+    }
+    dir
+}
+
+fn command_body(
+    name: &str,
+    args: &[(String, Option<String>)],
+    env: &Ctx<'_>,
+    a: &mut Analysis,
+    depth: usize,
+) {
+    let name = name.to_string();
     let plain = |i: usize| args.get(i).and_then(|(_, l)| l.clone());
     for lit in args.iter().filter_map(|(_, l)| l.as_deref()) {
         mention(lit, env, a);
     }
+    reaches(&name, args, a);
     let mut operands: Vec<(String, Option<String>)> = Vec::new();
     let mut flags: Vec<String> = Vec::new();
     let mut options_done = false;
-    for (raw, lit) in &args {
+    for (raw, lit) in args {
         if !options_done && lit.as_deref() == Some("--") {
             options_done = true;
             continue;
@@ -494,7 +672,7 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
             }
         }
         "dd" => {
-            for (raw, lit) in &args {
+            for (raw, lit) in args {
                 if let Some(of) = lit.as_deref().and_then(|l| l.strip_prefix("of=")) {
                     if of.starts_with("/dev/") && !super::permission::DEVICES.contains(&of) {
                         a.risks.push((Risk::DiskTools, format!("dd of={of}")));
@@ -611,30 +789,8 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
                 }
             }
         }
-        "git" => {
-            let sub = operands
-                .first()
-                .and_then(|(_, l)| l.clone())
-                .unwrap_or_default();
-            if sub == "push" {
-                let force = args.iter().any(|(_, l)| {
-                    l.as_deref().is_some_and(|l| {
-                        l == "-f"
-                            || l == "--force"
-                            || l.starts_with("--force-with-lease")
-                            || l == "--mirror"
-                            || l == "--delete"
-                            || (l.starts_with('+') && l.len() > 1)
-                    })
-                });
-                if force {
-                    a.risks.push((
-                        Risk::ForcePush,
-                        "git push rewriting or deleting remote history".into(),
-                    ));
-                }
-            }
-        }
+        "git" => git(args, env, a),
+        "tar" | "bsdtar" => tar(args, env, a),
         n if n.starts_with("mkfs") || DISK_TOOLS.contains(&n) => {
             a.risks.push((
                 Risk::DiskTools,
@@ -642,6 +798,336 @@ fn simple_command(simple: &Value, env: &Env<'_>, a: &mut Analysis, depth: usize)
             ));
         }
         _ => {}
+    }
+}
+
+/// Interpreters that take code on their command line, and the options that give it.
+const INLINE_CODE: &[(&str, &[&str])] = &[
+    ("python", &["-c"]),
+    ("python2", &["-c"]),
+    ("python3", &["-c"]),
+    ("pypy", &["-c"]),
+    ("pypy3", &["-c"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("node", &["-e", "--eval", "-p", "--print"]),
+    ("nodejs", &["-e", "--eval", "-p", "--print"]),
+    ("deno", &["eval"]),
+    ("bun", &["-e", "--eval"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+    ("Rscript", &["-e"]),
+    ("awk", &[]),
+    ("osascript", &["-e"]),
+    ("tclsh", &[]),
+];
+
+/// Commands that read the files they are given.
+const READERS: &[&str] = &[
+    "cat", "tac", "head", "tail", "less", "more", "cp", "mv", "ln", "tar", "rsync", "scp",
+    "base64", "xxd", "od", "hexdump", "strings", "grep", "egrep", "fgrep", "rg", "sed", "awk",
+    "cut", "sort", "uniq", "diff", "cmp", "zip", "gzip", "zcat", "bzip2", "xz", "openssl", "gpg",
+    "sqlite3", "curl", "wget", "nc", "socat", "install", "dd", "source", ".", "python", "python3",
+    "node", "perl", "ruby", "jq", "yq", "file", "stat", "find", "ls",
+];
+
+/// Records how a command could read what the OS sandbox hides without naming it.
+fn reaches(name: &str, args: &[(String, Option<String>)], a: &mut Analysis) {
+    let lits = || args.iter().filter_map(|(_, l)| l.as_deref());
+    if let Some((_, opts)) = INLINE_CODE.iter().find(|(n, _)| *n == name) {
+        let inline = if opts.is_empty() {
+            true
+        } else {
+            lits().any(|l| {
+                opts.contains(&l)
+                    || opts.iter().any(|o| {
+                        o.len() == 2
+                            && l.starts_with('-')
+                            && !l.starts_with("--")
+                            && l.ends_with(&o[1..])
+                    })
+            })
+        };
+        if inline {
+            a.reaches
+                .push(format!("`{name}` runs code given on its command line"));
+        }
+    }
+    if READERS.contains(&name) {
+        if let Some((raw, _)) = args.iter().find(|(_, l)| l.is_none()) {
+            a.reaches.push(format!(
+                "`{name}` reads a path computed when it runs ({raw})"
+            ));
+        }
+    }
+    if matches!(name, "ssh" | "scp" | "sftp")
+        || (name == "rsync" && lits().any(|l| l.split('/').next().is_some_and(|h| h.contains(':'))))
+    {
+        a.reaches.push(format!(
+            "`{name}` reaching this machine or another over ssh"
+        ));
+    }
+    if name == "ps" && lits().any(|l| !l.starts_with("--") && l.contains('e') && l.len() <= 6) {
+        a.reaches
+            .push("`ps` showing other processes' environments".into());
+    }
+    if lits().any(|l| l.starts_with("--unix-socket") || l == "-U" || l.starts_with("UNIX-")) {
+        a.reaches.push(format!("`{name}` connecting to a socket"));
+    }
+}
+
+/// Keys of git's configuration that make it run code or send data elsewhere
+/// (lower case; a trailing `.` is a prefix).
+const GIT_CODE_KEYS: &[&str] = &[
+    "core.hookspath",
+    "core.fsmonitor",
+    "core.sshcommand",
+    "core.pager",
+    "core.editor",
+    "core.askpass",
+    "core.gitproxy",
+    "core.worktree",
+    "core.alternaterefscommand",
+    "sequence.editor",
+    "diff.external",
+    "diff.",
+    "merge.",
+    "filter.",
+    "credential.",
+    "remote.",
+    "url.",
+    "include.",
+    "includeif.",
+    "alias.",
+    "pager.",
+    "gpg.",
+    "uploadpack.",
+    "receive.",
+    "ssh.",
+    "http.proxy",
+    "https.proxy",
+    "interactive.difffilter",
+    "difftool.",
+    "mergetool.",
+    "browser.",
+    "web.browser",
+    "man.",
+    "instaweb.",
+    "submodule.",
+    "protocol.",
+    "trailer.",
+];
+
+/// Whether git running with `key` set would run code or send data elsewhere.
+pub fn git_code_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    let k = k.split_once('=').map(|(k, _)| k).unwrap_or(&k);
+    GIT_CODE_KEYS.iter().any(|c| match c.strip_suffix('.') {
+        Some(prefix) => k.starts_with(prefix) && k[prefix.len()..].starts_with('.'),
+        None => k == *c,
+    })
+}
+
+/// The repository's configuration file, as git would find it from where the
+/// command runs.
+fn repo_config(env: &Ctx<'_>) -> Option<PathBuf> {
+    let cwd = env.cwd()?;
+    cwd.ancestors()
+        .map(|d| d.join(".git"))
+        .find(|g| g.exists())
+        .map(|g| if g.is_dir() { g.join("config") } else { g })
+}
+
+/// `git …`: its global options, then what its subcommand does.
+fn git(args: &[(String, Option<String>)], env: &Ctx<'_>, a: &mut Analysis) {
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].1.as_deref() {
+            Some("-C") | Some("--git-dir") | Some("--work-tree") | Some("--namespace") => i += 2,
+            Some("-c") | Some("--config-env") => {
+                if let Some(kv) = args.get(i + 1).and_then(|(_, l)| l.as_deref()) {
+                    if git_code_key(kv) {
+                        a.risks.push((
+                            Risk::CodeConfig,
+                            format!("git -c {kv}: makes git run code or send data elsewhere"),
+                        ));
+                    }
+                }
+                i += 2;
+            }
+            Some(l) if l.starts_with("--exec-path=") => {
+                a.risks.push((
+                    Risk::CodeConfig,
+                    format!("git {l}: runs git's programs from elsewhere"),
+                ));
+                i += 1;
+            }
+            Some(l) if l.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    let sub = args
+        .get(i)
+        .and_then(|(_, l)| l.as_deref())
+        .unwrap_or_default();
+    let rest = args.get(i + 1..).unwrap_or_default();
+    let lits: Vec<&str> = rest.iter().filter_map(|(_, l)| l.as_deref()).collect();
+    match sub {
+        "push" => {
+            let force = lits.iter().any(|l| {
+                *l == "-f"
+                    || *l == "--force"
+                    || l.starts_with("--force-with-lease")
+                    || *l == "--mirror"
+                    || *l == "--delete"
+                    || (l.starts_with('+') && l.len() > 1)
+            });
+            if force {
+                a.risks.push((
+                    Risk::ForcePush,
+                    "git push rewriting or deleting remote history".into(),
+                ));
+            }
+        }
+        "config" => git_config(rest, env, a),
+        "remote"
+            if matches!(
+                lits.first(),
+                Some(&"add") | Some(&"set-url") | Some(&"rename")
+            ) =>
+        {
+            a.risks.push((
+                Risk::CodeConfig,
+                format!(
+                    "git remote {}: changes where git sends and fetches",
+                    lits.first().copied().unwrap_or_default()
+                ),
+            ));
+            if let Some(c) = repo_config(env) {
+                a.writes.push(Target {
+                    path: c,
+                    by: "git remote".into(),
+                    bulk: false,
+                    sources: Vec::new(),
+                });
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `git config …`: a write of a key that runs code asks; any write is a write of the
+/// configuration file it changes.
+fn git_config(rest: &[(String, Option<String>)], env: &Ctx<'_>, a: &mut Analysis) {
+    const WRITE_FLAGS: &[&str] = &[
+        "--add",
+        "--unset",
+        "--unset-all",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
+        "-e",
+        "--edit",
+    ];
+    const READ_FLAGS: &[&str] = &[
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--get-color",
+        "--get-colorbool",
+        "-l",
+        "--list",
+        "--show-origin",
+        "--show-scope",
+    ];
+    const WRITE_SUBS: &[&str] = &["set", "unset", "rename-section", "remove-section", "edit"];
+    const READ_SUBS: &[&str] = &["get", "list"];
+    let mut file: Option<Option<PathBuf>> = None;
+    let mut operands: Vec<Option<&str>> = Vec::new();
+    let mut write_flag = false;
+    let mut read_flag = false;
+    let mut i = 0;
+    while i < rest.len() {
+        let lit = rest[i].1.as_deref();
+        match lit {
+            Some("--global") => file = Some(env.home.map(|h| h.join(".gitconfig"))),
+            Some("--system") => file = Some(Some(PathBuf::from("/etc/gitconfig"))),
+            Some("--local") | Some("--worktree") => file = None,
+            Some("-f") | Some("--file") => {
+                i += 1;
+                file = Some(
+                    rest.get(i)
+                        .and_then(|(_, l)| l.as_deref())
+                        .and_then(|f| env.absolute(f)),
+                );
+            }
+            Some(l) if l.starts_with("--file=") => file = Some(env.absolute(&l["--file=".len()..])),
+            Some(l) if WRITE_FLAGS.contains(&l) => write_flag = true,
+            Some(l) if READ_FLAGS.contains(&l) => read_flag = true,
+            Some("--type") | Some("--default") | Some("--comment") | Some("--value") => i += 1,
+            Some(l) if l.starts_with('-') => {}
+            other => operands.push(other),
+        }
+        i += 1;
+    }
+    let sub = operands.first().copied().flatten();
+    let (write, key) = if sub.is_some_and(|s| WRITE_SUBS.contains(&s)) {
+        (true, operands.get(1).copied().flatten())
+    } else if sub.is_some_and(|s| READ_SUBS.contains(&s)) || read_flag {
+        (false, None)
+    } else {
+        (write_flag || operands.len() >= 2, sub)
+    };
+    if !write {
+        return;
+    }
+    match key {
+        Some(k) if git_code_key(k) => a.risks.push((
+            Risk::CodeConfig,
+            format!("git config {k}: makes git run code or send data elsewhere"),
+        )),
+        Some(_) => {}
+        None => a.risks.push((
+            Risk::CodeConfig,
+            "git config of a key known only when it runs".into(),
+        )),
+    }
+    match file.unwrap_or_else(|| repo_config(env)) {
+        Some(path) => a.writes.push(Target {
+            path,
+            by: "git config".into(),
+            bulk: false,
+            sources: Vec::new(),
+        }),
+        None => a
+            .dynamic
+            .push("git config (a file known only when it runs)".into()),
+    }
+}
+
+/// `tar`: extracting writes the whole directory it extracts into.
+fn tar(args: &[(String, Option<String>)], env: &Ctx<'_>, a: &mut Analysis) {
+    let extracts = args.iter().enumerate().any(|(i, (_, l))| {
+        l.as_deref().is_some_and(|l| {
+            l == "--extract"
+                || l == "--get"
+                || (l.starts_with('-') && !l.starts_with("--") && l.contains('x'))
+                || (i == 0 && !l.starts_with('-') && l.contains('x'))
+        })
+    });
+    if extracts {
+        match env.cwd() {
+            Some(dir) => a.writes.push(Target {
+                path: dir,
+                by: "tar".into(),
+                bulk: true,
+                sources: Vec::new(),
+            }),
+            None => a
+                .dynamic
+                .push("tar (extracting in a directory known only when it runs)".into()),
+        }
     }
 }
 
@@ -709,7 +1195,7 @@ mod tests {
         assert_eq!(writes("echo `touch /boot/k`"), ["/boot/k"]);
         assert_eq!(writes("if true; then rm /var/a; fi"), ["/var/a"]);
         assert_eq!(writes("for f in a b; do cp $f /opt/x; done"), ["/opt/x"]);
-        assert_eq!(writes("(cd / && rm -r etc/x)"), ["/p/proj/etc/x (bulk)"]);
+        assert_eq!(writes("(cd / && rm -r etc/x)"), ["/etc/x (bulk)"]);
         assert_eq!(
             writes("dd if=/dev/zero of=disk.img bs=1M count=1"),
             ["/p/proj/disk.img"]
@@ -728,6 +1214,98 @@ mod tests {
             run("ls | xargs rm").dynamic,
             ["xargs rm (paths from its input)"]
         );
+    }
+
+    #[test]
+    fn paths_follow_the_working_directory_the_command_sets() {
+        assert_eq!(writes("cd /etc && echo x > f"), ["/etc/f"]);
+        assert_eq!(writes("cd /etc; echo x > f"), ["/etc/f"]);
+        assert_eq!(writes("cd ~ && touch a"), ["/home/u/a"]);
+        assert_eq!(writes("cd && touch a"), ["/home/u/a"]);
+        assert_eq!(writes("cd sub && touch a"), ["/p/proj/sub/a"]);
+        // A subshell's cd ends with it; a pipeline's parts are subshells.
+        assert_eq!(
+            writes("(cd /etc && touch a); touch b"),
+            ["/etc/a", "/p/proj/b"]
+        );
+        assert_eq!(writes("cd /etc | cat; touch b"), ["/p/proj/b"]);
+        assert_eq!(
+            writes("pushd /var/x && touch a && popd && touch b"),
+            ["/var/x/a", "/p/proj/b"]
+        );
+        assert_eq!(writes("{ cd /opt; }; touch c"), ["/opt/c"]);
+        assert_eq!(writes("sh -c 'cd /usr/lib && rm -f z'"), ["/usr/lib/z"]);
+        // A computed directory: what is relative to it is known only when it runs.
+        let a = run("cd $(echo /etc) && echo x > f");
+        assert!(a.writes.is_empty(), "{a:?}");
+        assert_eq!(a.dynamic.len(), 1, "{a:?}");
+        assert!(run("cd \"$D\" && cat ./x").reaches[0].contains("known only when it runs"));
+        // `-C DIR` of git, make and tar.
+        assert_eq!(writes("tar xf a.tar -C /opt/x"), ["/opt/x (bulk)"]);
+        assert_eq!(writes("tar -xzf a.tgz"), ["/p/proj (bulk)"]);
+        assert_eq!(writes("make -C /srv/app install > log"), ["/p/proj/log"]);
+        let a = run("tar cf - -C ~ .ssh | tar xf - -C .");
+        assert!(a.mentions.contains(&PathBuf::from("/home/u/.ssh")), "{a:?}");
+        assert!(a.mentions.contains(&PathBuf::from("/p/proj/.")), "{a:?}");
+        let a = run("git -C /etc config core.hooksPath /tmp");
+        assert_eq!(a.risks[0].0, Risk::CodeConfig, "{a:?}");
+    }
+
+    #[test]
+    fn git_configuration_that_runs_code_asks() {
+        for cmd in [
+            "git config core.hooksPath /tmp",
+            "git config alias.st '!sh -c x'",
+            "git config --global core.hooksPath /tmp",
+            "git config --add filter.x.smudge 'sh x'",
+            "git config core.fsmonitor ./x",
+            "git config core.sshCommand 'ssh -i k'",
+            "git config --local credential.helper store",
+            "git config set diff.external x",
+            "git config remote.origin.url https://x",
+            "git config include.path /tmp/x",
+            "git config includeIf.gitdir:~/.path /tmp/x",
+            "git -c core.pager='sh -c x' log",
+            "git remote add evil https://x",
+            "git remote set-url origin https://x",
+            "git config $K x",
+        ] {
+            assert!(risks(cmd).contains(&Risk::CodeConfig), "{cmd}");
+        }
+        for cmd in [
+            "git config user.name",
+            "git config --get core.hooksPath",
+            "git config -l",
+            "git config get alias.st",
+            "git -c color.ui=always log",
+            "git commit -m x",
+            "git remote -v",
+        ] {
+            assert!(!risks(cmd).contains(&Risk::CodeConfig), "{cmd}");
+        }
+        // Where the write lands: the repository's or the user's file.
+        assert_eq!(
+            writes("git config --global user.name x"),
+            ["/home/u/.gitconfig"]
+        );
+        assert_eq!(
+            writes("git config --file ../c core.pager x"),
+            ["/p/proj/../c"]
+        );
+    }
+
+    #[test]
+    fn what_only_a_sandbox_that_hides_could_hold() {
+        let reaches = |cmd: &str| run(cmd).reaches;
+        assert_eq!(reaches("python3 -c 'print(1)'").len(), 1);
+        assert_eq!(reaches("node -e 'x'").len(), 1);
+        assert_eq!(reaches("perl -ne 'print' f").len(), 1);
+        assert_eq!(reaches("cat $(echo ~/.ss)h/id_rsa").len(), 1);
+        assert_eq!(reaches("ps eww -A").len(), 1);
+        assert_eq!(reaches("curl --unix-socket s http://x/").len(), 1);
+        assert!(reaches("python3 -m pytest").is_empty());
+        assert!(reaches("cat README.md").is_empty());
+        assert!(reaches("ps aux").is_empty());
     }
 
     #[test]

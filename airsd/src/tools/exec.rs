@@ -77,6 +77,21 @@ pub struct Prepared {
     pub timeout: Duration,
     /// Places outside the usual ones the command was allowed to write.
     pub extra_writable: Vec<PathBuf>,
+    /// Credential stores a person allowed this command to read: not hidden from it.
+    pub visible: Vec<PathBuf>,
+    /// Protected files (git's configuration, air's) this command was allowed to
+    /// write: not read-only for it.
+    pub unlocked: Vec<PathBuf>,
+}
+
+/// What the OS will do to a command while it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Confinement {
+    /// Its writes are confined (Landlock).
+    pub writes: bool,
+    /// air's state, the credential stores and other processes are hidden from it,
+    /// and git's configuration is read-only (namespaces).
+    pub views: bool,
 }
 
 fn devices_or_temp(path: &Path) -> bool {
@@ -90,12 +105,12 @@ fn devices_or_temp(path: &Path) -> bool {
 
 /// Judges a command before it runs: what it writes (each path through the scope and
 /// the PermissionEngine, which backs files up or raises questions), and its other
-/// risks. `sandboxed` says whether the OS will confine it while it runs.
+/// risks. `confined` says what the OS will hold while it runs.
 pub fn prepare(
     ctx: &FsContext<'_>,
     input: &RunInput,
     role: AgentType,
-    sandboxed: bool,
+    confined: Confinement,
 ) -> Result<Prepared, ToolError> {
     let engine = ctx.perm.engine;
     if engine.mode() == PermissionMode::Plan {
@@ -147,21 +162,45 @@ pub fn prepare(
     for (risk, detail) in analysis.risks {
         ask(risk, detail);
     }
-    if !analysis.dynamic.is_empty() && !sandboxed {
+    let held = confined.writes && confined.views;
+    if !analysis.dynamic.is_empty() && !held {
+        // Without both parts of the sandbox, a computed write could reach a place
+        // outside the project, or git's hooks and air's rules inside it.
         ask(
             Risk::Opaque,
             format!(
-                "writes to places known only when it runs ({}), and no OS sandbox confines it here",
-                analysis.dynamic.join(", ")
+                "writes to places known only when it runs ({}), and no OS sandbox {} here",
+                analysis.dynamic.join(", "),
+                if confined.writes {
+                    "keeps git's hooks and air's configuration read-only"
+                } else {
+                    "confines it"
+                }
             ),
         );
     }
+    if !confined.views {
+        for reach in &analysis.reaches {
+            ask(
+                Risk::Opaque,
+                format!(
+                    "{reach}, which could read air's own records, its socket or a credential store, and no OS sandbox hides them here"
+                ),
+            );
+        }
+    }
+    let mut visible = Vec::new();
     for m in &analysis.mentions {
         let Ok(path) = ctx.resolve(&m.to_string_lossy()) else {
             continue;
         };
+        if !engine.is_credential(&path) {
+            continue;
+        }
         let key = format!("read:{}", path.display());
-        if engine.is_credential(&path) && !ctx.perm.granted.contains(&key) {
+        if ctx.perm.granted.contains(&key) {
+            visible.push(path);
+        } else {
             asked = Some(ctx.perm.raise(Ask {
                 key,
                 action: format!("read {}", path.display()),
@@ -187,6 +226,7 @@ pub fn prepare(
         }
     }
     let mut extra = Vec::new();
+    let mut unlocked = Vec::new();
     for t in &writes {
         let path = ctx.resolve(&t.path.to_string_lossy())?;
         if !engine.in_project(&path) && devices_or_temp(&path) {
@@ -242,6 +282,9 @@ pub fn prepare(
             }
             return Err(e);
         }
+        if engine.is_git_code(&path) || engine.is_air_config(&path) || engine.is_autostart(&path) {
+            unlocked.push(path.clone());
+        }
         if outside {
             extra.push(if path.exists() {
                 path.clone()
@@ -258,6 +301,8 @@ pub fn prepare(
         cwd,
         timeout: Duration::from_millis(timeout_ms),
         extra_writable: extra,
+        visible,
+        unlocked,
     })
 }
 
@@ -321,10 +366,195 @@ pub struct Ended {
     pub duration: Duration,
 }
 
-/// Environment variables a command never sees: the providers' keys.
-fn secret(name: &str) -> bool {
+/// Whether a variable's name says it holds a secret: such a variable never reaches
+/// a command, whoever lists it.
+pub fn secret(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    n.ends_with("_API_KEY") || n == "AIR_PROVIDER_KEY" || n.starts_with("AIR_SECRET")
+    const WORDS: &[&str] = &[
+        "KEY",
+        "SECRET",
+        "TOKEN",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "PWD",
+    ];
+    let named = n
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .map(|part| part.strip_suffix('S').unwrap_or(part))
+        .any(|part| WORDS.iter().any(|w| part.ends_with(w)));
+    (named && n != "PWD" && n != "OLDPWD")
+        || n.starts_with("AIR_")
+        || n.starts_with("ANTHROPIC")
+        || n.starts_with("OPENAI")
+        || n.starts_with("OPENROUTER")
+}
+
+/// The ordinary variables a command sees (an allowlist, as Codex's shell
+/// environment policy): the basics of a process and a terminal, the locale, proxies
+/// and certificates, and the variables build tools and package managers read.
+const SHELL_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "USERNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "PWD",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "CC",
+    "CXX",
+    "CPP",
+    "LD",
+    "AR",
+    "AS",
+    "NM",
+    "RANLIB",
+    "STRIP",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "LDLIBS",
+    "MAKEFLAGS",
+    "MAKELEVEL",
+    "PKG_CONFIG_PATH",
+    "PKG_CONFIG_LIBDIR",
+    "LD_LIBRARY_PATH",
+    "LIBRARY_PATH",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "JAVA_HOME",
+    "JAVA_OPTS",
+    "MAVEN_OPTS",
+    "GRADLE_USER_HOME",
+    "GRADLE_OPTS",
+    "GOPATH",
+    "GOROOT",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOFLAGS",
+    "GOPROXY",
+    "GOPRIVATE",
+    "NODE_PATH",
+    "NODE_OPTIONS",
+    "NVM_DIR",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_CACHE_DIR",
+    "PIPX_HOME",
+    "UV_CACHE_DIR",
+    "POETRY_HOME",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_PATH",
+    "RBENV_ROOT",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_JOBS",
+    "CARGO_INCREMENTAL",
+    "CARGO_TERM_COLOR",
+    "CMAKE_PREFIX_PATH",
+    "CMAKE_GENERATOR",
+    "CMAKE_BUILD_PARALLEL_LEVEL",
+    "CTEST_OUTPUT_ON_FAILURE",
+    "CTEST_PARALLEL_LEVEL",
+    "CCACHE_DIR",
+    "CONAN_HOME",
+    "VCPKG_ROOT",
+    "NINJA_STATUS",
+    "DOTNET_ROOT",
+    "NUGET_PACKAGES",
+    "CI",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "EDITOR",
+    "PAGER",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+];
+
+/// Whether a value is a URL with a user and password in it (a proxy's, say).
+fn holds_userinfo(v: &std::ffi::OsStr) -> bool {
+    v.to_str().is_some_and(|v| {
+        v.split_once("://")
+            .is_some_and(|(_, rest)| rest.split('/').next().unwrap_or_default().contains('@'))
+    })
+}
+
+/// The environment a command runs with: the allowlist, the locale's `LC_*`, and what
+/// `extra` names (a name, or a prefix ending in `*`), never a variable named like a
+/// secret. `HOME` is the home directory the PermissionEngine judges by.
+pub fn command_env(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    extra: &[String],
+    home: Option<&Path>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut out: Vec<_> = vars
+        .filter(|(k, _)| {
+            let Some(k) = k.to_str() else { return false };
+            let listed = SHELL_ENV.contains(&k)
+                || k.starts_with("LC_")
+                || extra.iter().any(|e| match e.strip_suffix('*') {
+                    Some(prefix) => k.starts_with(prefix),
+                    None => e == k,
+                });
+            listed && !secret(k)
+        })
+        .filter(|(_, v)| !holds_userinfo(v))
+        .collect();
+    if let Some(h) = home {
+        out.retain(|(k, _)| k != "HOME");
+        out.push(("HOME".into(), h.as_os_str().to_owned()));
+    }
+    out
 }
 
 /// Kills the process group when dropped (the call was abandoned).
@@ -349,7 +579,9 @@ impl Drop for Group {
 pub struct Launch<'a> {
     /// `airsd` (it runs `airsd __sandbox --write … -- bash -c …`).
     pub launcher: Option<&'a Path>,
-    pub writable: Vec<PathBuf>,
+    pub policy: crate::sandbox::Policy,
+    /// The whole environment of the command.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 fn bash() -> &'static str {
@@ -373,7 +605,7 @@ pub async fn execute(
         Some(exe) => {
             let mut c = tokio::process::Command::new(exe);
             c.args(crate::sandbox::launcher_args(
-                &launch.writable,
+                &launch.policy,
                 bash(),
                 &script_args,
             ));
@@ -385,12 +617,9 @@ pub async fn execute(
             c
         }
     };
-    for (k, _) in std::env::vars_os() {
-        if secret(&k.to_string_lossy()) {
-            cmd.env_remove(&k);
-        }
-    }
-    cmd.current_dir(&p.cwd)
+    cmd.env_clear()
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&p.cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -468,6 +697,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn commands_get_an_allowlist_of_variables_and_never_a_secret() {
+        let vars = [
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/u"),
+            ("LC_TIME", "C"),
+            ("CARGO_HOME", "/c"),
+            ("GIT_AUTHOR_NAME", "a"),
+            ("ANTHROPIC_API_KEY", "sk-1"),
+            ("OPENAI_BASE_URL", "http://x"),
+            ("GITHUB_TOKEN", "t"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("DB_PASSWORD", "p"),
+            ("AIR_MODEL", "m"),
+            ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
+            ("HTTP_PROXY", "http://proxy:3128"),
+            ("MYAPP_MODE", "dev"),
+            ("MYAPP_TOKEN", "t"),
+            ("UNRELATED", "x"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()));
+        let env = command_env(vars.into_iter(), &["MYAPP_*".into()], Some(Path::new("/h")));
+        let names: Vec<String> = env
+            .iter()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "PATH=/usr/bin",
+                "LC_TIME=C",
+                "CARGO_HOME=/c",
+                "GIT_AUTHOR_NAME=a",
+                "HTTP_PROXY=http://proxy:3128",
+                "MYAPP_MODE=dev",
+                "HOME=/h"
+            ]
+        );
+    }
+
+    #[test]
     fn capture_keeps_the_head_and_the_tail() {
         let mut c = Capture::default();
         c.push(b"start\n");
@@ -492,6 +761,8 @@ mod tests {
             cwd: std::env::temp_dir(),
             timeout,
             extra_writable: Vec::new(),
+            visible: Vec::new(),
+            unlocked: Vec::new(),
         }
     }
 
@@ -504,7 +775,8 @@ mod tests {
         rt.block_on(async {
             let launch = Launch {
                 launcher: None,
-                writable: Vec::new(),
+                policy: Default::default(),
+                env: command_env(std::env::vars_os(), &[], None),
             };
             let mut seen = Vec::new();
             let ended = execute(

@@ -47,6 +47,12 @@ pub enum Risk {
     /// A command whose effect cannot be read from its text (`eval`, a command in a
     /// variable).
     Opaque,
+    /// A change to air's own configuration (`.air/shared/permissions.yaml`): what
+    /// agents may do is the user's to decide.
+    AirConfig,
+    /// Configuration that makes git run code or send data elsewhere (hooks,
+    /// `core.hooksPath`, aliases, filters, remotes …).
+    CodeConfig,
 }
 
 impl Risk {
@@ -61,6 +67,8 @@ impl Risk {
             Risk::Destructive => "destructive",
             Risk::HardLink => "hard_link",
             Risk::Opaque => "opaque_command",
+            Risk::AirConfig => "air_config",
+            Risk::CodeConfig => "code_config",
         }
     }
 
@@ -68,7 +76,12 @@ impl Risk {
     pub fn always_asks(self) -> bool {
         matches!(
             self,
-            Risk::Credentials | Risk::SystemSensitive | Risk::DiskTools | Risk::Destructive
+            Risk::Credentials
+                | Risk::SystemSensitive
+                | Risk::DiskTools
+                | Risk::Destructive
+                | Risk::AirConfig
+                | Risk::CodeConfig
         )
     }
 }
@@ -152,6 +165,41 @@ const SYSTEM: &[&str] = &[
     "/private/var/**",
 ];
 
+/// Files in the home directory that start code on their own (a shell's start-up
+/// files, git's configuration, services, autostart entries): changing one is
+/// system-sensitive, and commands see them read-only.
+const AUTOSTART: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".kshrc",
+    ".mkshrc",
+    ".xprofile",
+    ".xinitrc",
+    ".xsession",
+    ".inputrc",
+    ".gitconfig",
+    ".config/git",
+    ".config/fish",
+    ".config/systemd/user",
+    ".config/autostart",
+    ".config/environment.d",
+    ".local/share/systemd/user",
+    ".ssh/authorized_keys",
+    ".ssh/rc",
+    ".ssh/config",
+    "Library/LaunchAgents",
+];
+
+/// air's own configuration inside the project's `.air/shared/`: what agents may do.
+const AIR_CONFIG: &[&str] = &["permissions.yaml"];
+
 /// Devices anyone writes without a trace to keep (no backup, no question).
 pub const DEVICES: &[&str] = &[
     "/dev/null",
@@ -222,6 +270,15 @@ pub struct Engine {
     /// The (device, inode) of each file in the credential stores of the home
     /// directory, so a hard link to one is known for what it is.
     credential_inodes: HashSet<(u64, u64)>,
+    /// What commands must not see: air's own state and the credential stores.
+    hidden: Vec<PathBuf>,
+    /// git's configuration, hooks and `info/` (of the repository and its common
+    /// directory): what makes git run code.
+    git_code: Vec<PathBuf>,
+    /// The user's files that start code on their own.
+    autostart: Vec<PathBuf>,
+    /// More environment variables commands see (permissions.yaml `shell_env`).
+    shell_env: Vec<String>,
 }
 
 /// Credential stores whose files are indexed by inode.
@@ -240,6 +297,64 @@ const CREDENTIAL_DIRS: &[&str] = &[
     ".pypirc",
     ".cargo/credentials.toml",
 ];
+
+/// Credential stores of the home directory hidden from commands besides
+/// [`CREDENTIAL_DIRS`].
+const HIDDEN_IN_HOME: &[&str] = &[
+    ".config/gh/hosts.yml",
+    ".cargo/credentials",
+    ".local/share/keyrings",
+    "Library/Keychains",
+];
+
+/// Secrets of the system hidden from commands (they matter to a root command).
+const HIDDEN_SYSTEM: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/root/.ssh",
+];
+
+/// `.env` files (not the shareable examples) directly in `dir`.
+fn env_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            (name == ".env" || name.starts_with(".env.")) && !ENV_EXAMPLES.contains(&&*name)
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The repository's git directories: `.git/`, or for a worktree or submodule the
+/// directory its `.git` file names, and the common directory that one shares.
+fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let dot = root.join(".git");
+    let mut out = Vec::new();
+    let gitdir = if dot.is_dir() {
+        Some(dot)
+    } else {
+        std::fs::read_to_string(&dot).ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("gitdir:"))
+                .map(|d| root.join(d.trim()))
+        })
+    };
+    if let Some(g) = gitdir {
+        if let Ok(common) = std::fs::read_to_string(g.join("commondir")) {
+            out.push(g.join(common.trim()));
+        }
+        out.push(g);
+    }
+    out.into_iter()
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .collect()
+}
 
 fn inodes(home: Option<&Path>) -> HashSet<(u64, u64)> {
     use std::os::unix::fs::MetadataExt as _;
@@ -285,6 +400,50 @@ impl Engine {
             bookkeeping.push(resolve(a));
         }
         let credential_inodes = inodes(home.as_deref());
+        let mut hidden: Vec<PathBuf> = bookkeeping.clone();
+        let socket = air_proto::layout::ProjectPaths::new(root).client_socket();
+        if !socket.starts_with(&bookkeeping[0]) {
+            hidden.push(socket);
+        }
+        hidden.extend(HIDDEN_SYSTEM.iter().map(PathBuf::from));
+        let mut autostart = Vec::new();
+        if let Some(h) = &home {
+            hidden.extend(CREDENTIAL_DIRS.iter().map(|d| h.join(d)));
+            hidden.extend(HIDDEN_IN_HOME.iter().map(|d| h.join(d)));
+            hidden.extend(env_files(h));
+            autostart.extend(AUTOSTART.iter().map(|d| h.join(d)));
+        }
+        // `.env` files of the directories above the project (its own are its own).
+        for dir in root.ancestors().skip(1) {
+            if home.as_deref() != Some(dir) {
+                hidden.extend(env_files(dir));
+            }
+        }
+        hidden.extend(
+            config
+                .credentials
+                .iter()
+                .filter(|c| !c.contains(['*', '?', '[', '{']))
+                .filter_map(|c| expand_home(c, home.as_deref()))
+                .map(PathBuf::from),
+        );
+        hidden.sort();
+        hidden.dedup();
+        let mut git_code = Vec::new();
+        let mut dirs = git_dirs(root);
+        if dirs.is_empty() {
+            // No repository yet: `git init` would make it here.
+            dirs.push(root.join(".git"));
+        }
+        for g in dirs {
+            // A repository without hooks/ would let a command create it: git makes
+            // one at `git init`, and so does air.
+            let hooks = g.join("hooks");
+            if g.is_dir() && !hooks.exists() {
+                let _ = std::fs::create_dir(&hooks);
+            }
+            git_code.extend([g.join("config"), hooks, g.join("info")]);
+        }
         let writable_roots = config
             .writable_roots
             .iter()
@@ -303,6 +462,10 @@ impl Engine {
             writable_roots,
             sandbox: config.sandbox.unwrap_or(true),
             credential_inodes,
+            hidden,
+            git_code,
+            autostart,
+            shell_env: config.shell_env.clone(),
         })
     }
 
@@ -320,6 +483,11 @@ impl Engine {
 
     pub fn sandbox(&self) -> bool {
         self.sandbox
+    }
+
+    /// More variables commands see (permissions.yaml `shell_env`).
+    pub fn shell_env(&self) -> &[String] {
+        &self.shell_env
     }
 
     /// Extra places commands may write (permissions.yaml `writable_roots`).
@@ -397,6 +565,22 @@ impl Engine {
                 path.display()
             ));
         }
+        if self.is_air_config(path) {
+            return self.ask(
+                access,
+                path,
+                Risk::AirConfig,
+                "air's own configuration: what agents may do is for a person to change",
+            );
+        }
+        if self.is_git_code(path) {
+            return self.ask(
+                access,
+                path,
+                Risk::CodeConfig,
+                "git's configuration or hooks, which decide what git runs",
+            );
+        }
         if self.in_project(path) {
             let git = self.root.join(".git");
             if path.starts_with(&git)
@@ -423,7 +607,64 @@ impl Engine {
                 "a system path: a person confirms every change",
             );
         }
+        if self.is_autostart(path) {
+            return self.ask(
+                access,
+                path,
+                Risk::SystemSensitive,
+                "a file that starts code on its own (a shell's start-up file, git's configuration, a service)",
+            );
+        }
         Verdict::Backup
+    }
+
+    /// Whether `path` is air's own configuration in the project.
+    pub fn is_air_config(&self, path: &Path) -> bool {
+        let shared = self.root.join(".air").join("shared");
+        AIR_CONFIG.iter().any(|c| path == shared.join(c))
+    }
+
+    /// Whether `path` is git's configuration, hooks or `info/`.
+    pub fn is_git_code(&self, path: &Path) -> bool {
+        self.git_code.iter().any(|g| path.starts_with(g))
+    }
+
+    /// Whether `path` is one of the user's files that start code on their own.
+    pub fn is_autostart(&self, path: &Path) -> bool {
+        self.autostart.iter().any(|a| path.starts_with(a))
+    }
+
+    /// What a command's namespace hides and makes read-only. `writable` is where it
+    /// may write (only what lies there needs making read-only); `visible` holds the
+    /// credential reads a person allowed for this command, `unlocked` the protected
+    /// writes: their stores and files stay as they are, for this command alone.
+    pub fn views(
+        &self,
+        writable: &[PathBuf],
+        visible: &[PathBuf],
+        unlocked: &[PathBuf],
+    ) -> crate::sandbox::Views {
+        let touches =
+            |p: &Path, list: &[PathBuf]| list.iter().any(|v| v.starts_with(p) || p.starts_with(v));
+        let hidden = self
+            .hidden
+            .iter()
+            .filter(|h| !touches(h, visible))
+            .filter(|h| std::fs::symlink_metadata(h).is_ok())
+            .cloned()
+            .collect();
+        let shared = self.root.join(".air").join("shared");
+        let read_only = self
+            .git_code
+            .iter()
+            .chain(std::iter::once(&shared))
+            .chain(self.autostart.iter())
+            .filter(|p| writable.iter().any(|w| p.starts_with(w)))
+            .filter(|p| !touches(p, unlocked))
+            .filter(|p| p.exists())
+            .cloned()
+            .collect();
+        crate::sandbox::Views { hidden, read_only }
     }
 }
 
@@ -605,7 +846,7 @@ mod tests {
         );
         assert_eq!(
             risk(e.check(Path::new("/p/proj/.git/config"), w)),
-            Some(Risk::GitMetadata)
+            Some(Risk::CodeConfig)
         );
         assert_eq!(e.check(Path::new("/p/proj/.git/config"), r), Verdict::Allow);
         assert!(matches!(
@@ -616,7 +857,31 @@ mod tests {
             e.check(Path::new("/home/u/.air/config.yaml"), w),
             Verdict::Deny(_)
         ));
-        assert_eq!(e.check(Path::new("/home/u/.bashrc"), w), Verdict::Backup);
+        assert_eq!(
+            risk(e.check(Path::new("/home/u/.bashrc"), w)),
+            Some(Risk::SystemSensitive)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/home/u/.config/systemd/user/x.service"), w)),
+            Some(Risk::SystemSensitive)
+        );
+        assert_eq!(e.check(Path::new("/home/u/notes.txt"), w), Verdict::Backup);
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.air/shared/permissions.yaml"), w)),
+            Some(Risk::AirConfig)
+        );
+        assert_eq!(
+            e.check(Path::new("/p/proj/.air/shared/rules/x.md"), w),
+            Verdict::Allow
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.git/hooks/pre-commit"), w)),
+            Some(Risk::CodeConfig)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.git/refs/heads/x"), w)),
+            Some(Risk::GitMetadata)
+        );
         assert_eq!(e.check(Path::new("/dev/null"), w), Verdict::Allow);
         assert_eq!(e.check(Path::new("/var/tmp/x"), w), Verdict::Backup);
         assert_eq!(
@@ -629,7 +894,16 @@ mod tests {
             PermissionMode::BypassPermissions,
             &PermissionsConfig::default(),
         );
-        assert_eq!(e.check(Path::new("/p/proj/.git/config"), w), Verdict::Allow);
+        assert_eq!(e.check(Path::new("/p/proj/.git/index"), w), Verdict::Allow);
+        // What makes git run code, and air's own rules, ask whatever the mode.
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.git/config"), w)),
+            Some(Risk::CodeConfig)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.air/shared/permissions.yaml"), w)),
+            Some(Risk::AirConfig)
+        );
         assert_eq!(
             risk(e.check(Path::new("/etc/fstab"), w)),
             Some(Risk::SystemSensitive)
@@ -652,8 +926,12 @@ mod tests {
         };
         let e = engine(PermissionMode::Default, &config);
         assert_eq!(
-            e.check(Path::new("/p/proj/.git/hooks/pre-commit"), w),
+            e.check(Path::new("/p/proj/.git/objects/ab/cd"), w),
             Verdict::Allow
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.git/hooks/pre-commit"), w)),
+            Some(Risk::CodeConfig)
         );
         assert_eq!(
             risk(e.check(Path::new("/home/u/.config/acme/token"), r)),

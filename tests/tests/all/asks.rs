@@ -17,6 +17,15 @@ use airsd::supervisor::WorkerCommand;
 const PLAN: &str = "## Task A: works for a while\n\nair-test-sleep: 1500\n";
 
 pub(crate) fn state(dir: &std::path::Path, ask_timeout: Duration) -> Arc<DaemonState> {
+    state_with(dir, ask_timeout, |_| {})
+}
+
+/// [`state`] with the shell's configuration changed by `f`.
+pub(crate) fn state_with(
+    dir: &std::path::Path,
+    ask_timeout: Duration,
+    f: impl FnOnce(&mut ShellConfig),
+) -> Arc<DaemonState> {
     air_proto::layout::init(dir, "2026-11-30T00:00:00Z").unwrap();
     let paths = ProjectPaths::new(dir);
     let project = paths.read_project().unwrap();
@@ -31,6 +40,7 @@ pub(crate) fn state(dir: &std::path::Path, ask_timeout: Duration) -> Arc<DaemonS
     shell.ask_timeout = ask_timeout;
     // Commands run under the OS sandbox, launched by the real airsd binary.
     shell.sandbox_exe = Some(bin("airsd"));
+    f(&mut shell);
     Arc::new(
         DaemonState::new(paths, project, dir.join("unused.sock"), Duration::ZERO).with_shell(shell),
     )

@@ -9,6 +9,7 @@ mod bus;
 mod crash;
 mod daemon;
 mod deltas;
+mod escapes;
 mod init_cli;
 mod permissions;
 mod plan_cli;

@@ -13,7 +13,7 @@ use airsd::daemon::DaemonState;
 use crate::asks::{state, until};
 
 /// A plan of one task whose executor makes these tool calls.
-fn plan(calls: &[(&str, serde_json::Value)]) -> String {
+pub(crate) fn plan(calls: &[(&str, serde_json::Value)]) -> String {
     let mut text = String::from("## Task A: calls tools\n\n");
     for (tool, input) in calls {
         text.push_str(&format!("air-test-call: {tool} {input}\n"));
@@ -31,7 +31,7 @@ async fn start(
 }
 
 /// The status and error of each tool run, in order.
-fn tool_runs(project: &Path, session: &str) -> Vec<(String, String, Option<String>)> {
+pub(crate) fn tool_runs(project: &Path, session: &str) -> Vec<(String, String, Option<String>)> {
     let conn = rusqlite::Connection::open(ProjectPaths::new(project).session_db(session)).unwrap();
     let mut stmt = conn
         .prepare("SELECT tool, status, error FROM tool_runs ORDER BY seq")
@@ -43,7 +43,7 @@ fn tool_runs(project: &Path, session: &str) -> Vec<(String, String, Option<Strin
 }
 
 /// The outputs of the tool runs, in order.
-fn outputs(project: &Path, session: &str) -> Vec<serde_json::Value> {
+pub(crate) fn outputs(project: &Path, session: &str) -> Vec<serde_json::Value> {
     let conn = rusqlite::Connection::open(ProjectPaths::new(project).session_db(session)).unwrap();
     let mut stmt = conn
         .prepare("SELECT output_json FROM tool_runs ORDER BY seq")
@@ -79,7 +79,7 @@ pub(crate) fn elsewhere() -> tempfile::TempDir {
         .unwrap()
 }
 
-async fn ended(state: &DaemonState, session: &str) {
+pub(crate) async fn ended(state: &DaemonState, session: &str) {
     until(state, session, |p| {
         p.run
             .as_ref()
@@ -231,6 +231,10 @@ fn credentials_ask_even_with_bypass_permissions() {
             ("fs.read", serde_json::json!({ "path": ".env" })),
             (
                 "fs.write",
+                serde_json::json!({ "path": ".git/description", "content": "x\n" }),
+            ),
+            (
+                "fs.write",
                 serde_json::json!({ "path": ".git/hooks/x", "content": "#!/bin/sh\n" }),
             ),
         ]);
@@ -249,8 +253,17 @@ fn credentials_ask_even_with_bypass_permissions() {
             e.contains("permission to read") && e.contains("on_ask=deny"),
             "{e}"
         );
-        // .git/ asks only in the default mode: bypass writes it.
+        // .git/ asks only in the default mode: bypass writes it, but not its hooks.
         assert_eq!(runs[1].1, "completed", "{runs:?}");
+        assert_eq!(runs[2].1, "failed", "{runs:?}");
+        assert!(
+            runs[2]
+                .2
+                .as_deref()
+                .unwrap_or_default()
+                .contains("[code_config]"),
+            "{runs:?}"
+        );
         state.stop_runs().await;
     });
 }
@@ -273,8 +286,8 @@ fn shell_run_streams_keeps_its_output_and_records_the_exit() {
         let out = &outputs(&root, &session)[0];
         assert_eq!(out["exit_code"], 3, "{out}");
         assert_eq!(out["truncated"], true);
-        // Where the kernel has no Landlock the result must say so.
-        let expected = if airsd::sandbox::available() { "landlock" } else { "none" };
+        // Where the kernel has no sandbox the result must say so.
+        let expected = airsd::sandbox::protections(&air_tests::bin("airsd")).label(true);
         assert_eq!(out["sandbox"], expected);
         let stdout = out["stdout"].as_str().unwrap();
         assert!(stdout.starts_with("first\n1\n2\n"), "{stdout}");

@@ -881,7 +881,7 @@ fn air_run_shows_permission_questions_and_their_answers() {
     let all = text(&out.stdout) + &text(&out.stderr);
     assert!(
         all.contains("permission needed for task Q: write ")
-            && all.contains(".git/info/exclude [git_metadata]; answer with `air approve "),
+            && all.contains(".git/info/exclude [code_config]; answer with `air approve "),
         "{all}"
     );
     assert!(

@@ -1,0 +1,222 @@
+//! What a sandboxed command may see, beyond what Landlock lets it write: its own
+//! mount namespace, where air's own state and the credential stores are covered by
+//! empty read-only stand-ins and the files that change what runs later (git's
+//! configuration and hooks, air's permissions) are read-only; its own PID namespace
+//! with a fresh `/proc`, so no other process (airsd, the workers, the user's shell)
+//! and no other environment is visible. A user namespace gives an unprivileged user
+//! the right to do this (as bubblewrap does); root needs none, and gives up the
+//! capabilities that could undo it.
+//!
+//! Runs in the launcher process only (`airsd __sandbox`), which is single-threaded,
+//! as `unshare(CLONE_NEWUSER)` and `fork` require.
+
+use std::path::{Path, PathBuf};
+
+use nix::mount::{mount, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::statvfs::{statvfs, FsFlags};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{fork, getgid, getuid, ForkResult};
+
+/// What the command's namespace hides and makes read-only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Views {
+    /// Covered by an empty stand-in (a directory by an empty read-only tmpfs, a
+    /// file or socket by `/dev/null`, read-only).
+    pub hidden: Vec<PathBuf>,
+    /// Made read-only in place.
+    pub read_only: Vec<PathBuf>,
+}
+
+fn err(what: &str, path: &Path, e: nix::Error) -> String {
+    format!("{what} {}: {e}", path.display())
+}
+
+fn write_map(file: &str, text: &str) -> Result<(), String> {
+    std::fs::write(file, text).map_err(|e| format!("{file}: {e}"))
+}
+
+/// Leaves the caller's namespaces: after this, the next child is PID 1 of a new PID
+/// namespace, with a private copy of the mounts.
+fn unshare_all() -> Result<(), String> {
+    let (uid, gid) = (getuid(), getgid());
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    if !uid.is_root() {
+        flags |= CloneFlags::CLONE_NEWUSER;
+    }
+    unshare(flags).map_err(|e| format!("unshare: {e}"))?;
+    if !uid.is_root() {
+        // The same ids inside: files keep their owners, and the command no rights.
+        write_map("/proc/self/setgroups", "deny")?;
+        write_map("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+        write_map("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    }
+    // Nothing done below reaches the caller's mounts.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("making the mounts private: {e}"))
+}
+
+/// The flags a read-only remount of the mount at `path` must keep (a user namespace
+/// may not drop `nosuid`, `nodev` … that the mount it came from has).
+fn kept_flags(path: &Path) -> MsFlags {
+    let mut out = MsFlags::empty();
+    let Ok(st) = statvfs(path) else { return out };
+    let f = st.flags();
+    for (fs, ms) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if f.contains(fs) {
+            out |= ms;
+        }
+    }
+    out
+}
+
+fn bind_read_only(source: &Path, target: &Path) -> Result<(), String> {
+    mount(
+        Some(source),
+        target,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|e| err("binding", target, e))?;
+    let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept_flags(target);
+    mount(None::<&str>, target, None::<&str>, flags, None::<&str>)
+        .map_err(|e| err("making read-only", target, e))
+}
+
+fn hide(path: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        // Gone since the list was made: nothing to hide.
+        return Ok(());
+    };
+    if meta.is_dir() {
+        mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("size=4k,nr_inodes=2,mode=0555"),
+        )
+        .map_err(|e| err("hiding", path, e))
+    } else {
+        bind_read_only(Path::new("/dev/null"), path)
+    }
+}
+
+/// The mounts of the command's namespace, made by its PID 1 before it becomes the
+/// command.
+fn mount_views(views: &Views) -> Result<(), String> {
+    mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("mounting a fresh /proc: {e}"))?;
+    for p in &views.read_only {
+        if p.exists() {
+            bind_read_only(p, p)?;
+        }
+    }
+    for p in &views.hidden {
+        hide(p)?;
+    }
+    Ok(())
+}
+
+/// Capabilities a root command gives up, so it cannot undo its namespace, read files
+/// by handle past the stand-ins, reach raw memory or devices, or load code into the
+/// kernel. Ordinary root work (owning files, changing modes) keeps its rights.
+const DROPPED_CAPS: &[libc::c_int] = &[
+    21, // CAP_SYS_ADMIN
+    2,  // CAP_DAC_READ_SEARCH (open_by_handle_at)
+    19, // CAP_SYS_PTRACE
+    16, // CAP_SYS_MODULE
+    17, // CAP_SYS_RAWIO
+    27, // CAP_MKNOD
+    18, // CAP_SYS_CHROOT
+    22, // CAP_SYS_BOOT
+    8,  // CAP_SETPCAP
+    33, // CAP_MAC_ADMIN
+    32, // CAP_MAC_OVERRIDE
+    34, // CAP_SYSLOG
+    38, // CAP_PERFMON
+    39, // CAP_BPF
+    30, // CAP_AUDIT_CONTROL
+    12, // CAP_NET_ADMIN
+];
+
+#[allow(unsafe_code)]
+fn drop_caps() -> Result<(), String> {
+    if !getuid().is_root() {
+        // A non-root command holds no capabilities once it execs.
+        return Ok(());
+    }
+    for &cap in DROPPED_CAPS {
+        // SAFETY: prctl(PR_CAPBSET_DROP) takes plain integers and touches no memory
+        // of ours.
+        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            // EINVAL: a capability this kernel does not know.
+            if e.raw_os_error() != Some(libc::EINVAL) {
+                return Err(format!("dropping capability {cap}: {e}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Moves the launcher into the command's namespaces. Returns in the child that is
+/// PID 1 there, with the views mounted and the capabilities dropped; the launcher
+/// itself waits for that child and exits as it did (this function does not return
+/// in it).
+#[allow(unsafe_code)]
+pub fn enter(views: &Views) -> Result<(), String> {
+    unshare_all()?;
+    // SAFETY: the launcher is single-threaded (a fresh `airsd __sandbox` process
+    // that started no threads), so the child may do anything.
+    match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            mount_views(views)?;
+            drop_caps()
+        }
+        ForkResult::Parent { child } => {
+            let code = loop {
+                match waitpid(child, None) {
+                    Ok(WaitStatus::Exited(_, code)) => break code,
+                    Ok(WaitStatus::Signaled(_, sig, _)) => {
+                        // End the same way, so the caller sees the signal.
+                        // SAFETY: restoring the default action installs no handler.
+                        let _ = unsafe {
+                            nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl)
+                        };
+                        let _ = nix::sys::signal::raise(sig);
+                        break 128 + sig as i32;
+                    }
+                    Ok(_) => continue,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(e) => {
+                        eprintln!("airsd sandbox: waiting for the command: {e}");
+                        break 126;
+                    }
+                }
+            };
+            std::process::exit(code);
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The OS sandbox for agents' commands, in two parts, each used where the kernel has
+//! it (as Codex and bubblewrap do):
+//!
+//! - **Landlock**: a command may read everything but write only beneath the paths
+//!   the PermissionEngine allowed, so it cannot do what the engine refused, whatever
+//!   the analysis of its text missed.
+//! - **Namespaces** (`isolate`): what it may see. air's own state (the session
+//!   databases, the socket), the credential stores and air's configuration are
+//!   covered by empty stand-ins; git's configuration and hooks are read-only; other
+//!   processes and their environments are out of sight.
+//!
+//! The restriction is applied by airsd itself, re-executed as
+//! `airsd __sandbox [--isolate] [--hide P]… [--ro P]… --write DIR … -- PROGRAM ARGS…`:
+//! it restricts its own process, then execs the command, which inherits the
+//! restriction (and cannot lift it). Doing it in the child between fork and exec
+//! would allocate in a forked copy of a multithreaded process; a fresh process has
+//! no such hazard.
+
+mod isolate;
+
+pub use isolate::Views;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, ABI,
+};
+
+/// The first argument that makes airsd a sandbox launcher.
+pub const ARG: &str = "__sandbox";
+
+const ABI_USED: ABI = ABI::V5;
+
+/// Whether this kernel enforces Landlock.
+pub fn available() -> bool {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V1))
+        .and_then(|r| r.create())
+        .is_ok()
+}
+
+/// Devices commands use in the ordinary way.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// Caches in the home directory that builds and package managers write.
+const HOME_CACHES: &[&str] = &[
+    ".cache",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup",
+    ".npm",
+    ".pnpm-store",
+    ".yarn",
+    ".gradle",
+    ".m2",
+    ".ccache",
+    ".conan",
+    ".conan2",
+    ".cpm",
+    ".vcpkg",
+    ".local/state",
+];
+
+/// The places any command may write: the project, the temporary directories, the
+/// ordinary devices, build caches in the home directory, and `extra`.
+pub fn writable(root: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = vec![
+        root.to_path_buf(),
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+    ];
+    out.extend(DEVICES.iter().map(PathBuf::from));
+    if let Some(h) = home {
+        out.extend(HOME_CACHES.iter().map(|c| h.join(c)));
+    }
+    out.extend(extra.iter().cloned());
+    out.retain(|p| p.exists());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// How one command is confined.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Where it may write (Landlock).
+    pub writable: Vec<PathBuf>,
+    /// Its own namespaces with these views (when the kernel allows them).
+    pub isolate: Option<Views>,
+}
+
+/// The launcher's arguments: `[--isolate [--ro P]… [--hide P]…] --write DIR`… `--`
+/// program args….
+pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec![ARG.into()];
+    if let Some(views) = &policy.isolate {
+        out.push("--isolate".into());
+        for p in &views.read_only {
+            out.push("--ro".into());
+            out.push(p.clone().into_os_string());
+        }
+        for p in &views.hidden {
+            out.push("--hide".into());
+            out.push(p.clone().into_os_string());
+        }
+    }
+    for w in &policy.writable {
+        out.push("--write".into());
+        out.push(w.clone().into_os_string());
+    }
+    out.push("--".into());
+    out.push(program.into());
+    out.extend(args.iter().map(OsString::from));
+    out
+}
+
+/// What the command may read: everything, except that a root command (which owns
+/// the block devices) gets no raw disk under `/dev`, so it cannot read a hidden file
+/// off the disk beneath the stand-ins.
+fn readable() -> Vec<PathBuf> {
+    if !nix::unistd::geteuid().is_root() {
+        return vec![PathBuf::from("/")];
+    }
+    use std::os::unix::fs::FileTypeExt as _;
+    // What Landlock takes a rule for: directories, files and character devices
+    // (not sockets, pipes or the block devices), symlinks followed.
+    let entries = |dir: &str| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        std::fs::metadata(p).is_ok_and(|m| {
+                            let t = m.file_type();
+                            t.is_dir() || t.is_file() || t.is_char_device()
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out: Vec<PathBuf> = entries("/")
+        .into_iter()
+        .filter(|p| p != Path::new("/dev"))
+        .collect();
+    out.extend(entries("/dev"));
+    out
+}
+
+fn restrict(writable: &[PathBuf]) -> Result<RulesetStatus, String> {
+    let all = AccessFs::from_all(ABI_USED);
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .and_then(|r| r.create())
+        .and_then(|r| {
+            r.add_rules(path_beneath_rules(
+                readable(),
+                AccessFs::from_read(ABI_USED),
+            ))
+        })
+        .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))
+        .and_then(|r| r.restrict_self())
+        .map_err(|e| format!("landlock: {e}"))?;
+    Ok(status.ruleset)
+}
+
+/// `airsd __sandbox …`: restricts this process, then becomes the command. Returns
+/// only on failure, with the exit code to use.
+pub fn launch(args: &[OsString]) -> i32 {
+    use std::os::unix::process::CommandExt as _;
+    let mut writable = Vec::new();
+    let mut views = Views::default();
+    let mut isolate = false;
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1).map(PathBuf::from);
+        match (args[i].to_str(), value) {
+            (Some("--write"), Some(p)) => writable.push(p),
+            (Some("--hide"), Some(p)) => views.hidden.push(p),
+            (Some("--ro"), Some(p)) => views.read_only.push(p),
+            (Some("--isolate"), _) => {
+                isolate = true;
+                i += 1;
+                continue;
+            }
+            (Some("--"), _) => {
+                i += 1;
+                break;
+            }
+            _ => {
+                eprintln!("airsd {ARG}: unexpected argument {:?}", args[i]);
+                return 126;
+            }
+        }
+        i += 2;
+    }
+    let Some(program) = args.get(i) else {
+        eprintln!("airsd {ARG}: no command to run");
+        return 126;
+    };
+    if isolate {
+        if let Err(e) = isolate::enter(&views) {
+            eprintln!("airsd {ARG}: the sandbox could not be set up: {e}");
+            return 126;
+        }
+    }
+    if let Err(e) = restrict(&writable) {
+        eprintln!("airsd {ARG}: the sandbox could not be set up: {e}");
+        return 126;
+    }
+    let e = std::process::Command::new(program)
+        .args(&args[i + 1..])
+        .exec();
+    eprintln!(
+        "airsd {ARG}: cannot run {}: {e}",
+        Path::new(program).display()
+    );
+    127
+}
+
+/// What the OS sandbox can do on this machine, found once per launcher.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protections {
+    /// Landlock confines writes.
+    pub landlock: bool,
+    /// Namespaces hide air's state, the credential stores and other processes; when
+    /// they cannot, why not.
+    pub isolation: Result<(), String>,
+}
+
+impl Protections {
+    /// The `sandbox` word of a command's result.
+    pub fn label(&self, isolated: bool) -> &'static str {
+        match (self.landlock, isolated && self.isolation.is_ok()) {
+            (true, true) => "landlock+namespaces",
+            (true, false) => "landlock",
+            (false, true) => "namespaces",
+            (false, false) => "none",
+        }
+    }
+}
+
+/// Tries the launcher once: a command in its own namespaces, with a directory
+/// hidden and a file made read-only, must see the stand-in and only itself.
+fn probe(exe: &Path) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("a probe directory: {e}"))?;
+    let secret = dir.path().join("hidden");
+    let fixed = dir.path().join("fixed");
+    std::fs::create_dir(&secret)
+        .and_then(|()| std::fs::write(secret.join("s"), "x"))
+        .and_then(|()| std::fs::write(&fixed, "x"))
+        .map_err(|e| format!("a probe directory: {e}"))?;
+    let policy = Policy {
+        writable: Vec::new(),
+        isolate: Some(Views {
+            hidden: vec![secret.clone()],
+            read_only: vec![fixed.clone()],
+        }),
+    };
+    let script = format!(
+        "test ! -e '{}/s' && test ! -w '{}' && test \"$(ls /proc | grep -c '^[0-9]')\" -le 8",
+        secret.display(),
+        fixed.display()
+    );
+    let out = std::process::Command::new(exe)
+        .args(launcher_args(
+            &policy,
+            "/bin/sh",
+            &["-c".to_string(), script],
+        ))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    Err(if why.is_empty() {
+        "the namespaces did not hide what they should".into()
+    } else {
+        why.trim_start_matches(&format!("airsd {ARG}: "))
+            .to_string()
+    })
+}
+
+/// What the sandbox launcher `exe` can do here (probed once per process).
+pub fn protections(exe: &Path) -> Protections {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<HashMap<PathBuf, Protections>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(p) = seen.lock().unwrap_or_else(|p| p.into_inner()).get(exe) {
+        return p.clone();
+    }
+    let found = Protections {
+        landlock: available(),
+        isolation: probe(exe),
+    };
+    seen.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(exe.to_path_buf(), found.clone());
+    found
+}
