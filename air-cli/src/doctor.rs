@@ -21,19 +21,62 @@ fn air_home() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")))
 }
 
-/// The worker airsd would start: `AIR_WORKER`, or `air-worker` beside airsd.
-fn worker_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("AIR_WORKER") {
-        return PathBuf::from(p);
-    }
-    let airsd = std::env::var_os("AIR_AIRSD")
+/// The daemon's binary: `AIR_AIRSD`, or `airsd` beside `air`.
+fn airsd_path() -> PathBuf {
+    std::env::var_os("AIR_AIRSD")
         .map(PathBuf::from)
         .or_else(|| {
             std::env::current_exe()
                 .ok()
                 .map(|e| air_proto::client::airsd_beside(&e))
         })
-        .unwrap_or_else(|| PathBuf::from("airsd"));
+        .unwrap_or_else(|| PathBuf::from("airsd"))
+}
+
+/// What the command sandbox can do on this machine, as airsd finds it: a line for
+/// the report, and the JSON.
+fn sandbox(airsd: &Path) -> (String, serde_json::Value) {
+    let out = std::process::Command::new(airsd)
+        .args(["__sandbox", "--probe"])
+        .stdin(Stdio::null())
+        .output();
+    let found: Option<serde_json::Value> = out
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| serde_json::from_slice(&o.stdout).ok());
+    let Some(found) = found else {
+        return (
+            format!("sandbox: unknown ({} did not answer)", airsd.display()),
+            json!(null),
+        );
+    };
+    let landlock = found["landlock"].as_bool().unwrap_or(false);
+    let namespaces = found["namespaces"].as_bool().unwrap_or(false);
+    let line = match (landlock, namespaces) {
+        (true, true) => "sandbox: full (Landlock confines commands' writes; namespaces hide air's state, the credential stores and other processes)".to_string(),
+        (l, n) => {
+            let mut missing = Vec::new();
+            if !l {
+                missing.push("Landlock (the kernel has none): commands' writes to computed paths ask".to_string());
+            }
+            if !n {
+                missing.push(format!(
+                    "namespaces ({}): commands that could read air's state, a credential store or other processes' environments ask first",
+                    found["why_not"].as_str().unwrap_or("not allowed here")
+                ));
+            }
+            format!("sandbox: degraded, without {}", missing.join("; and without "))
+        }
+    };
+    (line, found)
+}
+
+/// The worker airsd would start: `AIR_WORKER`, or `air-worker` beside airsd.
+fn worker_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("AIR_WORKER") {
+        return PathBuf::from(p);
+    }
+    let airsd = airsd_path();
     airsd
         .parent()
         .map(|d| d.join("air-worker"))
@@ -159,6 +202,10 @@ pub async fn run(json_out: bool) -> CmdResult {
         lines.push(line.clone());
     }
 
+    // The command sandbox.
+    let (sandbox_line, sandbox_json) = sandbox(&airsd_path());
+    lines.push(sandbox_line);
+
     // Providers, as this shell's environment has them.
     let models = ModelsConfig::load(home.as_deref()).unwrap_or_default();
     let env = |k: &str| std::env::var(k).ok();
@@ -224,6 +271,7 @@ pub async fn run(json_out: bool) -> CmdResult {
             "project": project.as_ref().map(|p| p.root().display().to_string()),
             "daemon": daemon,
             "files": files.iter().map(|(l, g)| json!({"check": l, "ok": g})).collect::<Vec<_>>(),
+            "sandbox": sandbox_json,
             "providers": providers,
             "models": resolved,
         });

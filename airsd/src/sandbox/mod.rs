@@ -183,6 +183,22 @@ fn restrict(writable: &[PathBuf]) -> Result<RulesetStatus, String> {
 /// only on failure, with the exit code to use.
 pub fn launch(args: &[OsString]) -> i32 {
     use std::os::unix::process::CommandExt as _;
+    if args.first().is_some_and(|a| a == "--probe") {
+        // `airsd __sandbox --probe`: what the sandbox can do here, for `air doctor`.
+        let found = std::env::current_exe()
+            .map(|exe| protections(&exe))
+            .unwrap_or_else(|e| Protections {
+                landlock: available(),
+                isolation: Err(format!("cannot find airsd itself: {e}")),
+            });
+        let report = serde_json::json!({
+            "landlock": found.landlock,
+            "namespaces": found.isolation.is_ok(),
+            "why_not": found.isolation.err(),
+        });
+        println!("{report}");
+        return 0;
+    }
     let mut writable = Vec::new();
     let mut views = Views::default();
     let mut isolate = false;

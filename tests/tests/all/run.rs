@@ -919,9 +919,20 @@ fn air_doctor_names_what_is_missing_and_a_run_without_a_model_is_refused() {
         "daemon: not running",
         "executor               none: no LLM provider is configured",
         "to fix:",
+        "sandbox: ",
     ] {
         assert!(stdout.contains(part), "{part:?} missing from {stdout}");
     }
+    // What the command sandbox holds here, as airsd itself finds it.
+    let found = airsd::sandbox::protections(&bin("airsd"));
+    let expected = match (found.landlock, found.isolation.is_ok()) {
+        (true, true) => "sandbox: full",
+        _ => "sandbox: degraded, without ",
+    };
+    assert!(
+        stdout.contains(expected),
+        "{expected:?} missing from {stdout}"
+    );
     // A broken models.yaml is named with its line.
     std::fs::create_dir_all(p.dir.path().join("air-home")).unwrap();
     std::fs::write(
@@ -934,6 +945,7 @@ fn air_doctor_names_what_is_missing_and_a_run_without_a_model_is_refused() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let files = v["files"].to_string();
     assert!(files.contains("models.yaml:2"), "{files}");
+    assert_eq!(v["sandbox"]["namespaces"], found.isolation.is_ok(), "{v}");
     std::fs::remove_file(p.dir.path().join("air-home/models.yaml")).unwrap();
 
     // The same environment cannot run a plan: refused before any task, exit 2.
