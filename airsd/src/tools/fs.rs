@@ -28,6 +28,11 @@ pub const DEFAULT_READ_LINES: u64 = 2_000;
 pub const MAX_LINE_CHARS: usize = 2_000;
 /// Bytes of text `fs.read` returns at most.
 pub const MAX_READ_BYTES: usize = 256 * 1024;
+/// The largest file the writing tools read whole to change (an edit, a rewrite).
+pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+/// How long one file tool may work (reading, searching, listing) before it stops
+/// with what it has, so no call holds its agent or a thread of airsd for long.
+pub const TOOL_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What each agent has read, by file and content hash: writes to an existing file need
 /// a read of its current content first.
@@ -188,8 +193,10 @@ pub struct ReadOutput {
     pub sha256: String,
 }
 
-/// `fs.read`.
+/// `fs.read`: streams the file, holding only the page asked for; the whole file is
+/// hashed (for the read-before-write rule) and its lines counted on the way.
 pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolError> {
+    use std::io::BufRead as _;
     let (path, shown) = ctx.permit(&input.path, super::permission::Access::Read)?;
     let meta = std::fs::metadata(&path).map_err(|e| err(format!("{shown}: {e}")))?;
     if meta.is_dir() {
@@ -197,38 +204,92 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
             "{shown}: is a directory; use fs.glob to list files"
         )));
     }
-    let bytes = read_nofollow(&path, &shown)?;
-    let probe = &bytes[..bytes.len().min(8192)];
-    if probe.contains(&0) {
-        return Err(err(format!(
-            "{shown}: a binary file ({} bytes); it cannot be shown as text",
-            bytes.len()
-        )));
-    }
-    let hash = sha256(&bytes);
-    ctx.ledger.record(ctx.agent_id, &path, hash);
-    let mut notes = Vec::new();
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(_) => {
-            notes.push("the file is not valid UTF-8; invalid bytes are shown as \u{FFFD} (edits keep the original bytes)".to_string());
-            String::from_utf8_lossy(&bytes)
-        }
-    };
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let total = lines.len() as u64;
+    let (file, _) = open_regular(&path, &shown)?;
+    let deadline = std::time::Instant::now() + TOOL_TIME_LIMIT;
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
     let first = input.offset.unwrap_or(1).max(1);
     let limit = input.limit.unwrap_or(DEFAULT_READ_LINES).max(1);
+    let mut hasher = Sha256::new();
     let mut content = String::new();
+    let mut notes = Vec::new();
+    let mut capped = false;
+    let mut invalid = false;
+    let mut total = 0u64;
     let mut last = first.saturating_sub(1);
-    for (i, line) in lines.iter().enumerate().skip((first - 1) as usize) {
-        let n = i as u64 + 1;
-        if n >= first + limit {
+    let mut seen_bytes = 0u64;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // A line is read in pieces of at most a page's size, so one endless line
+        // (a file of no newlines) holds no more than that.
+        let mut taken = 0usize;
+        let mut ended = false;
+        loop {
+            let buf = reader
+                .fill_buf()
+                .map_err(|e| err(format!("{shown}: {e}")))?;
+            if buf.is_empty() {
+                ended = true;
+                break;
+            }
+            if seen_bytes < 8192 && buf[..buf.len().min(8192 - seen_bytes as usize)].contains(&0) {
+                return Err(err(format!(
+                    "{shown}: a binary file ({} bytes); it cannot be shown as text",
+                    meta.len()
+                )));
+            }
+            let (chunk, newline) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..=i], true),
+                None => (buf, false),
+            };
+            let n = chunk.len();
+            hasher.update(chunk);
+            seen_bytes += n as u64;
+            let room = (MAX_LINE_CHARS * 4 + 2).saturating_sub(line.len());
+            line.extend_from_slice(&chunk[..n.min(room)]);
+            taken += n;
+            reader.consume(n);
+            if newline {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(err(format!(
+                    "{shown}: reading stopped after {} s ({seen_bytes} bytes read); read a smaller part with offset and limit, or use shell_run",
+                    TOOL_TIME_LIMIT.as_secs()
+                )));
+            }
+        }
+        if taken == 0 && ended {
             break;
         }
-        let line = line.trim_end_matches('\n').trim_end_matches('\r');
-        let mut shown_line: String = line.chars().take(MAX_LINE_CHARS).collect();
-        if shown_line.len() < line.len() {
+        total += 1;
+        if total % 4096 == 0 && std::time::Instant::now() > deadline {
+            return Err(err(format!(
+                "{shown}: reading stopped after {} s at line {total}; the file is too large to read whole here",
+                TOOL_TIME_LIMIT.as_secs()
+            )));
+        }
+        let n = total;
+        if n < first || n >= first + limit || capped {
+            if ended {
+                break;
+            }
+            continue;
+        }
+        let text = match std::str::from_utf8(&line) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(e) if e.error_len().is_none() && line.len() > MAX_LINE_CHARS * 4 => {
+                // A character cut where the kept part of a long line ends.
+                String::from_utf8_lossy(&line[..e.valid_up_to()])
+            }
+            Err(_) => {
+                invalid = true;
+                String::from_utf8_lossy(&line)
+            }
+        };
+        let text = text.trim_end_matches('\n').trim_end_matches('\r');
+        let mut shown_line: String = text.chars().take(MAX_LINE_CHARS).collect();
+        if shown_line.len() < text.len() || taken > line.len() {
             shown_line.push_str(" … [line truncated]");
         }
         let entry = format!("{n:>6}\t{shown_line}\n");
@@ -237,16 +298,25 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
                 "output capped at {} KiB; continue with offset {n}",
                 MAX_READ_BYTES / 1024
             ));
+            capped = true;
+        } else {
+            content.push_str(&entry);
+            last = n;
+        }
+        if ended {
             break;
         }
-        content.push_str(&entry);
-        last = n;
     }
+    if invalid {
+        notes.insert(0, "the file is not valid UTF-8; invalid bytes are shown as \u{FFFD} (edits keep the original bytes)".to_string());
+    }
+    let hash: [u8; 32] = hasher.finalize().into();
+    ctx.ledger.record(ctx.agent_id, &path, hash);
     if total == 0 {
         notes.push("the file is empty".into());
     } else if first > total {
         notes.push(format!("the file has only {total} lines"));
-    } else if last < total && !notes.iter().any(|n| n.starts_with("output capped")) {
+    } else if last < total && !capped {
         notes.push(format!(
             "showing lines {first}–{last} of {total}; continue with offset {}",
             last + 1
@@ -318,14 +388,49 @@ fn unified_diff(shown: &str, old: &[u8], new: &[u8]) -> String {
         .to_string()
 }
 
-/// Reads the file at a resolved path without following a symlink in its last
-/// component: a path that became a link after it was checked is refused.
-pub(crate) fn read_nofollow(path: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut f = std::fs::OpenOptions::new()
+/// Opens a resolved path for reading: without following a symlink in its last
+/// component (a path that became a link after it was checked is refused), without
+/// waiting (a FIFO does not block), and only if it is a regular file of a real file
+/// system: devices, FIFOs, sockets and the kernel's pseudo-files (`/proc`, `/sys`)
+/// are refused, whatever their name.
+pub(crate) fn open_regular(
+    path: &Path,
+    shown: &str,
+) -> Result<(std::fs::File, std::fs::Metadata), ToolError> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    if path.starts_with("/proc") || path.starts_with("/sys") {
+        return Err(err(format!(
+            "{shown}: a file of the kernel's /proc or /sys, which the file tools do not read"
+        )));
+    }
+    let refuse = |t: std::fs::FileType| -> Result<(), ToolError> {
+        let kind = if t.is_file() || t.is_symlink() {
+            return Ok(());
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() {
+            "a character device"
+        } else if t.is_block_device() {
+            "a block device"
+        } else {
+            "not a regular file"
+        };
+        Err(err(format!(
+            "{shown}: {kind}; the file tools read and write regular files only"
+        )))
+    };
+    // Before opening (a socket cannot be opened, a device may act when it is), and
+    // again on what was opened.
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        refuse(m.file_type())?;
+    }
+    let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
@@ -336,9 +441,43 @@ pub(crate) fn read_nofollow(path: &Path, shown: &str) -> Result<Vec<u8>, ToolErr
                 err(format!("{shown}: {e}"))
             }
         })?;
+    let meta = f.metadata().map_err(|e| err(format!("{shown}: {e}")))?;
+    refuse(meta.file_type())?;
+    // A pseudo-file system reached some other way (a bind mount, a link) is refused
+    // just the same.
+    if let Ok(fs) = nix::sys::statfs::fstatfs(&f) {
+        let t = fs.filesystem_type();
+        if t == nix::sys::statfs::PROC_SUPER_MAGIC || t == nix::sys::statfs::SYSFS_MAGIC {
+            return Err(err(format!(
+                "{shown}: a file of the kernel's /proc or /sys, which the file tools do not read"
+            )));
+        }
+    }
+    Ok((f, meta))
+}
+
+/// Reads a whole regular file (see [`open_regular`]) to change it, up to
+/// [`MAX_EDIT_BYTES`].
+pub(crate) fn read_nofollow(path: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
+    use std::io::Read as _;
+    let (f, meta) = open_regular(path, shown)?;
+    if meta.len() > MAX_EDIT_BYTES {
+        return Err(err(format!(
+            "{shown}: {} MiB, more than the file tools change at once ({} MiB); use shell_run",
+            meta.len() / (1024 * 1024),
+            MAX_EDIT_BYTES / (1024 * 1024)
+        )));
+    }
     let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)
+    f.take(MAX_EDIT_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| err(format!("{shown}: {e}")))?;
+    if bytes.len() as u64 > MAX_EDIT_BYTES {
+        return Err(err(format!(
+            "{shown}: grew past {} MiB while it was read; use shell_run",
+            MAX_EDIT_BYTES / (1024 * 1024)
+        )));
+    }
     Ok(bytes)
 }
 
@@ -589,6 +728,98 @@ mod tests {
                 },
             )
         }
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_is_refused_at_once() {
+        let f = fixture();
+        let ctx = f.ctx("a");
+        let read_of = |path: &str| {
+            read(
+                &ctx,
+                &ReadInput {
+                    path: path.into(),
+                    offset: None,
+                    limit: None,
+                },
+            )
+        };
+        let fifo = f.root.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(f.root.join("sock")).unwrap();
+        // A 20 GB sparse file allocates nothing and is seen as binary at once.
+        let sparse = std::fs::File::create(f.root.join("sparse")).unwrap();
+        sparse.set_len(20 * 1024 * 1024 * 1024).unwrap();
+        let t0 = std::time::Instant::now();
+        for (path, why) in [
+            ("/dev/zero", "a character device"),
+            ("/dev/urandom", "a character device"),
+            ("fifo", "a FIFO"),
+            ("sock", "a socket"),
+            ("/proc/self/environ", "/proc or /sys"),
+            ("/proc/self/status", "/proc or /sys"),
+            ("/sys/kernel/uevent_seqnum", "/proc or /sys"),
+            ("sparse", "a binary file"),
+        ] {
+            let e = read_of(path).unwrap_err();
+            assert!(e.0.contains(why), "{path}: {e}");
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        // The writing tools refuse them too, before anything is read.
+        let e = write(
+            &ctx,
+            &WriteInput {
+                path: "/dev/zero".into(),
+                content: "x".into(),
+            },
+        )
+        .unwrap_err();
+        assert!(e.0.contains("a character device"), "{e}");
+        let e = edit(
+            &ctx,
+            &EditInput {
+                path: "fifo".into(),
+                old_string: "a".into(),
+                new_string: "b".into(),
+                replace_all: false,
+            },
+        )
+        .unwrap_err();
+        assert!(e.0.contains("a FIFO"), "{e}");
+    }
+
+    #[test]
+    fn a_long_file_is_paged_and_one_endless_line_is_cut() {
+        let f = fixture();
+        let mut text = String::new();
+        for i in 1..=300_000 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        f.put("big.txt", text.as_bytes());
+        let out = read(
+            &f.ctx("a"),
+            &ReadInput {
+                path: "big.txt".into(),
+                offset: Some(150_000),
+                limit: Some(3),
+            },
+        )
+        .unwrap();
+        assert_eq!(out.total_lines, 300_000);
+        assert_eq!(
+            out.content,
+            "150000\tline 150000\n150001\tline 150001\n150002\tline 150002\n"
+        );
+        assert_eq!(out.sha256, hex(&sha256(text.as_bytes())));
+        f.put("wide.txt", &vec![b'x'; 5 * 1024 * 1024]);
+        let out = f.read("a", "wide.txt");
+        assert_eq!(out.total_lines, 1);
+        assert!(
+            out.content.ends_with(" … [line truncated]\n"),
+            "{}",
+            &out.content[out.content.len() - 40..]
+        );
+        assert!(out.content.len() < MAX_LINE_CHARS + 40);
     }
 
     #[test]

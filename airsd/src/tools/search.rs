@@ -46,13 +46,27 @@ fn walker(
             path.unwrap_or(".")
         )));
     }
+    if pseudo(&dir) {
+        return Err(ToolError(format!(
+            "{}: the kernel's {}, which the file tools do not search",
+            path.unwrap_or("."),
+            dir.display()
+        )));
+    }
     let mut walk = ignore::WalkBuilder::new(&dir);
     walk.hidden(true)
         .git_ignore(true)
         .git_exclude(true)
         .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git");
+        .filter_entry(|e| e.file_name() != ".git" && !pseudo(e.path()));
     Ok((dir, walk))
+}
+
+/// The kernel's pseudo-file systems and devices: never walked, never searched.
+fn pseudo(path: &Path) -> bool {
+    ["/proc", "/sys", "/dev"]
+        .iter()
+        .any(|p| path.starts_with(p))
 }
 
 fn walk(
@@ -85,8 +99,19 @@ pub fn glob(ctx: &FsContext<'_>, input: &GlobInput) -> Result<GlobOutput, ToolEr
         .compile_matcher();
     let (dir, walk) = walk(ctx, input.path.as_deref())?;
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-    let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
-    for entry in walk.flatten() {
+    let deadline = std::time::Instant::now() + super::fs::TOOL_TIME_LIMIT;
+    // The newest `limit` matches, held in a heap whose top is the oldest kept: a
+    // tree of a million files costs the memory of `limit` names.
+    let mut found: std::collections::BinaryHeap<
+        std::cmp::Reverse<(std::time::SystemTime, std::cmp::Reverse<String>)>,
+    > = std::collections::BinaryHeap::new();
+    let mut matched = 0usize;
+    let mut stopped = false;
+    for (i, entry) in walk.flatten().enumerate() {
+        if i % 1024 == 0 && std::time::Instant::now() > deadline {
+            stopped = true;
+            break;
+        }
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
@@ -99,17 +124,32 @@ pub fn glob(ctx: &FsContext<'_>, input: &GlobInput) -> Result<GlobOutput, ToolEr
                 .ok()
                 .and_then(|m| m.modified().ok())
                 .unwrap_or(std::time::UNIX_EPOCH);
-            found.push((modified, relative(ctx, entry.path())));
+            matched += 1;
+            found.push(std::cmp::Reverse((
+                modified,
+                std::cmp::Reverse(relative(ctx, entry.path())),
+            )));
+            if found.len() > limit {
+                found.pop();
+            }
         }
     }
+    let mut found: Vec<(std::time::SystemTime, String)> = found
+        .into_iter()
+        .map(|std::cmp::Reverse((t, std::cmp::Reverse(f)))| (t, f))
+        .collect();
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let mut notes = Vec::new();
-    if found.len() > limit {
+    if stopped {
         notes.push(format!(
-            "{} files match; showing the {limit} newest (narrow the pattern or the path)",
-            found.len()
+            "the listing stopped after {} s; these are the newest of what was seen (narrow the pattern or the path)",
+            super::fs::TOOL_TIME_LIMIT.as_secs()
         ));
-        found.truncate(limit);
+    }
+    if matched > limit {
+        notes.push(format!(
+            "{matched} files match; showing the {limit} newest (narrow the pattern or the path)"
+        ));
     }
     if found.is_empty() {
         notes.push("no file matches".into());
@@ -172,11 +212,35 @@ pub struct GrepOutput {
     pub notes: Vec<String>,
 }
 
-/// Collects one file's matches and context lines.
+/// Collects one file's matches and context lines, up to `keep` lines (the rest of
+/// a file cannot change an answer of that size).
 struct Collect<'a> {
     file: &'a str,
     lines: Vec<String>,
     matches: u64,
+    keep: usize,
+    /// Every match counts (count mode): the search goes on past `keep`.
+    count_all: bool,
+    deadline: std::time::Instant,
+}
+
+/// A line as shown: at most [`super::fs::MAX_LINE_CHARS`] characters.
+fn shown(bytes: &[u8]) -> String {
+    let cut = &bytes[..bytes.len().min(super::fs::MAX_LINE_CHARS * 4)];
+    let text = String::from_utf8_lossy(cut);
+    let mut out: String = text.chars().take(super::fs::MAX_LINE_CHARS).collect();
+    if out.len() < bytes.len() && out.len() < text.len() || cut.len() < bytes.len() {
+        out = out.trim_end_matches(['\n', '\r']).to_string();
+        out.push_str(" … [line truncated]");
+    }
+    out
+}
+
+impl Collect<'_> {
+    fn more(&self) -> bool {
+        (self.count_all || self.lines.len() < self.keep)
+            && (self.matches % 1024 != 0 || std::time::Instant::now() < self.deadline)
+    }
 }
 
 impl Sink for Collect<'_> {
@@ -184,25 +248,28 @@ impl Sink for Collect<'_> {
 
     fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         self.matches += 1;
-        let text = String::from_utf8_lossy(m.bytes());
+        if self.lines.len() >= self.keep {
+            return Ok(self.more());
+        }
+        let text = shown(m.bytes());
         self.lines.push(format!(
             "{}:{}:{}",
             self.file,
             m.line_number().unwrap_or(0),
             text.trim_end_matches(['\n', '\r'])
         ));
-        Ok(true)
+        Ok(self.more())
     }
 
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
-        let text = String::from_utf8_lossy(c.bytes());
+        let text = shown(c.bytes());
         self.lines.push(format!(
             "{}-{}-{}",
             self.file,
             c.line_number().unwrap_or(0),
             text.trim_end_matches(['\n', '\r'])
         ));
-        Ok(true)
+        Ok(self.more())
     }
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
@@ -234,6 +301,8 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
     let searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
+        // One enormous line cannot take the daemon's memory: such a file is skipped.
+        .heap_limit(Some(16 * 1024 * 1024))
         .before_context(context)
         .after_context(context)
         .build();
@@ -244,9 +313,12 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
     // the answer does not depend on which thread came first.
     let found: std::sync::Mutex<Vec<(String, Vec<String>, u64)>> = Default::default();
     let items = std::sync::atomic::AtomicUsize::new(0);
+    let deadline = std::time::Instant::now() + super::fs::TOOL_TIME_LIMIT;
+    let stopped = std::sync::atomic::AtomicBool::new(false);
     builder.threads(threads).build_parallel().run(|| {
         let mut searcher = searcher.clone();
-        let (found, items, filter, matcher) = (&found, &items, &filter, &matcher);
+        let (found, items, filter, matcher, stopped) =
+            (&found, &items, &filter, &matcher, &stopped);
         Box::new(move |entry| {
             use ignore::WalkState;
             let Ok(entry) = entry else {
@@ -268,10 +340,21 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
                     return WalkState::Continue;
                 }
             }
+            if std::time::Instant::now() > deadline {
+                stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                return WalkState::Quit;
+            }
             let mut sink = Collect {
                 file: &file,
                 lines: Vec::new(),
                 matches: 0,
+                keep: if input.output_mode == GrepMode::Content {
+                    limit
+                } else {
+                    0
+                },
+                count_all: input.output_mode == GrepMode::Count,
+                deadline,
             };
             if searcher
                 .search_path(matcher, entry.path(), &mut sink)
@@ -336,6 +419,12 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
     if capped {
         out.notes.push(format!(
             "results capped at {limit}; narrow the pattern, the path or the glob, or raise head_limit"
+        ));
+    }
+    if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+        out.notes.push(format!(
+            "the search stopped after {} s; these are the results found until then (narrow the path or the glob)",
+            super::fs::TOOL_TIME_LIMIT.as_secs()
         ));
     }
     if out.lines.is_empty() && out.files.is_empty() && out.counts.is_empty() {
@@ -466,6 +555,24 @@ mod tests {
         let out = grep(&ctx, &capped).unwrap();
         assert_eq!(out.lines.len(), 1);
         assert!(out.notes[0].contains("capped at 1"));
+        // The kernel's pseudo-files (another process's environment) are never
+        // searched, nor listed.
+        for path in ["/proc/self", "/proc", "/sys/kernel", "/dev"] {
+            let mut there = input(GrepMode::Content, None);
+            there.path = Some(path.into());
+            let e = grep(&ctx, &there).unwrap_err();
+            assert!(e.0.contains("which the file tools do not search"), "{e}");
+            let e = glob(
+                &ctx,
+                &GlobInput {
+                    pattern: "**".into(),
+                    path: Some(path.into()),
+                    limit: None,
+                },
+            )
+            .unwrap_err();
+            assert!(e.0.contains("which the file tools do not search"), "{e}");
+        }
         let mut bad = input(GrepMode::Content, None);
         bad.pattern = "(".into();
         assert!(grep(&ctx, &bad)
