@@ -14,12 +14,19 @@ use serde_json::{json, Value};
 
 /// How often a streaming message's draft is stored, at most.
 pub const FLUSH: Duration = Duration::from_millis(250);
+/// The most text a draft keeps of one message (the worker stops a turn long before
+/// a real model gets near this); past it the draft says it was cut.
+pub const MAX_DRAFT_BYTES: usize = 4 * 1024 * 1024;
 
 struct Draft {
     agent_id: String,
     task_id: Option<String>,
     /// By block index: kind and text so far.
     blocks: Vec<Option<(DeltaKind, String)>>,
+    /// Bytes of text kept, over all blocks.
+    bytes: usize,
+    /// More came than is kept.
+    cut: bool,
     stored: Option<Instant>,
 }
 
@@ -48,15 +55,42 @@ impl Drafts {
                 agent_id: agent_id.to_string(),
                 task_id: task_id.map(str::to_string),
                 blocks: Vec::new(),
+                bytes: 0,
+                cut: false,
                 stored: None,
             });
+        if draft.cut {
+            return None;
+        }
         let i = usize::try_from(d.block_index).ok().filter(|&i| i < 1024)?;
         if draft.blocks.len() <= i {
             draft.blocks.resize_with(i + 1, || None);
         }
+        let mut room = MAX_DRAFT_BYTES
+            .saturating_sub(draft.bytes)
+            .min(d.text.len());
+        while !d.text.is_char_boundary(room) {
+            room -= 1;
+        }
+        let kept = &d.text[..room];
+        draft.bytes += kept.len();
         match &mut draft.blocks[i] {
-            Some((_, text)) => text.push_str(&d.text),
-            slot => *slot = Some((d.kind, d.text.clone())),
+            Some((_, text)) => text.push_str(kept),
+            slot => *slot = Some((d.kind, kept.to_string())),
+        }
+        if room < d.text.len() {
+            // Stored once more, with a mark, and then no more.
+            draft.cut = true;
+            if let Some((_, text)) = &mut draft.blocks[i] {
+                text.push_str("\n[the draft stops here: the message grew past 4 MiB]");
+            }
+            draft.stored = Some(now);
+            return Some((
+                d.message_id.clone(),
+                draft.agent_id.clone(),
+                draft.task_id.clone(),
+                content(&draft.blocks),
+            ));
         }
         let due = draft.stored.is_none_or(|t| now.duration_since(t) >= FLUSH);
         if !due {
@@ -110,6 +144,36 @@ mod tests {
             text: text.into(),
             agent_id: None,
         }
+    }
+
+    #[test]
+    fn a_draft_keeps_at_most_its_bound() {
+        let mut d = Drafts::default();
+        let t0 = Instant::now();
+        let chunk = "é".repeat(300_000);
+        let mut last = None;
+        for i in 0..20u32 {
+            if let Some(put) = d.delta(
+                &delta("m", 0, DeltaKind::Text, &chunk),
+                "a",
+                None,
+                t0 + FLUSH * (i + 1),
+            ) {
+                last = Some(put);
+            }
+        }
+        let text = last.unwrap().3[0]["text"].as_str().unwrap().to_string();
+        assert!(text.len() <= MAX_DRAFT_BYTES + 100, "{}", text.len());
+        assert!(text.ends_with("grew past 4 MiB]"));
+        // Once cut, nothing more is stored.
+        assert!(d
+            .delta(
+                &delta("m", 0, DeltaKind::Text, "x"),
+                "a",
+                None,
+                t0 + FLUSH * 40
+            )
+            .is_none());
     }
 
     #[test]

@@ -42,22 +42,97 @@ pub struct DiffOutput {
     pub truncated: bool,
 }
 
-fn git(ctx: &FsContext<'_>, args: &[&str]) -> Result<String, ToolError> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(ctx.root)
-        .env("GIT_PAGER", "cat")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .output()
+/// Runs git for a read-only tool: with a clean environment (none of airsd's, which
+/// holds the providers' keys), none of the repository's ways to run code (fsmonitor,
+/// external diffs, text conversions, hooks), at most `cap` bytes of output kept and
+/// [`super::fs::TOOL_TIME_LIMIT`] to finish.
+fn git_capped(ctx: &FsContext<'_>, args: &[&str], cap: usize) -> Result<(String, bool), ToolError> {
+    use std::io::Read as _;
+    let mut cmd = Command::new("git");
+    cmd.args([
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "diff.external=",
+    ])
+    .args(args)
+    .current_dir(ctx.root)
+    .env_clear()
+    .env("GIT_PAGER", "cat")
+    .env("GIT_OPTIONAL_LOCKS", "0")
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    for k in ["PATH", "HOME", "LANG", "LC_ALL", "TZ"] {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    let mut child = cmd
+        .spawn()
         .map_err(|e| ToolError(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(ToolError("git's output could not be read".into()));
+    };
+    let errors = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut text);
+        text
+    });
+    // The clock: past it, git is killed and what it gave is all there is.
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let clock = std::thread::spawn(move || {
+        if done_rx.recv_timeout(super::fs::TOOL_TIME_LIMIT).is_err() {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            return true;
+        }
+        false
+    });
+    let mut out = Vec::new();
+    let read = (&mut stdout).take(cap as u64 + 1).read_to_end(&mut out);
+    let truncated = out.len() > cap;
+    if truncated {
+        out.truncate(cap);
+        let _ = child.kill();
+    }
+    drop(stdout);
+    let status = child.wait();
+    let _ = done_tx.send(());
+    let timed_out = clock.join().unwrap_or(false);
+    let stderr = errors.join().unwrap_or_default();
+    if timed_out {
         return Err(ToolError(format!(
-            "git {}: {}",
+            "git {}: stopped after {} s",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+            super::fs::TOOL_TIME_LIMIT.as_secs()
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    read.map_err(|e| ToolError(format!("git {}: {e}", args.join(" "))))?;
+    match status {
+        Ok(s) if s.success() || truncated => {}
+        Ok(_) => {
+            return Err(ToolError(format!(
+                "git {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&stderr).trim()
+            )))
+        }
+        Err(e) => return Err(ToolError(format!("git {}: {e}", args.join(" ")))),
+    }
+    Ok((String::from_utf8_lossy(&out).into_owned(), truncated))
+}
+
+fn git(ctx: &FsContext<'_>, args: &[&str]) -> Result<String, ToolError> {
+    git_capped(ctx, args, 4 * 1024 * 1024).map(|(text, _)| text)
 }
 
 /// `git.status`.
@@ -85,7 +160,12 @@ pub fn status(ctx: &FsContext<'_>, _: &StatusInput) -> Result<StatusOutput, Tool
 
 /// `git.diff`.
 pub fn diff(ctx: &FsContext<'_>, input: &DiffInput) -> Result<DiffOutput, ToolError> {
-    let mut args: Vec<String> = vec!["diff".into(), "--no-color".into(), "--no-ext-diff".into()];
+    let mut args: Vec<String> = vec![
+        "diff".into(),
+        "--no-color".into(),
+        "--no-ext-diff".into(),
+        "--no-textconv".into(),
+    ];
     if input.staged {
         args.push("--cached".into());
     }
@@ -101,14 +181,16 @@ pub fn diff(ctx: &FsContext<'_>, input: &DiffInput) -> Result<DiffOutput, ToolEr
         args.push(resolved.display().to_string());
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut diff = git(ctx, &refs)?;
-    let truncated = diff.len() > MAX_DIFF_BYTES;
-    if truncated {
+    let (mut diff, cut_short) = git_capped(ctx, &refs, MAX_DIFF_BYTES + 1)?;
+    let truncated = cut_short || diff.len() > MAX_DIFF_BYTES;
+    if truncated && diff.len() > MAX_DIFF_BYTES {
         let mut cut = MAX_DIFF_BYTES;
         while !diff.is_char_boundary(cut) {
             cut -= 1;
         }
         diff.truncate(cut);
+    }
+    if truncated {
         diff.push_str("\n… [diff truncated; ask for fewer paths]\n");
     }
     Ok(DiffOutput { diff, truncated })

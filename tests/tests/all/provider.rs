@@ -407,3 +407,50 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
         assert_eq!(mock.received().len(), 4, "a refused prompt is not retried");
     });
 }
+
+/// A provider (or a proxy before one) that streams without end is stopped at the
+/// turn's bound with a clear error, whether it sends events or one endless line.
+#[test]
+fn an_endless_answer_is_stopped_at_its_bound() {
+    use worker::provider::MAX_TURN_BYTES;
+    crate::rt().block_on(async {
+        let piece = "x".repeat(16 * 1024);
+        let pieces = (MAX_TURN_BYTES / (16 * 1024) + 64) as usize;
+        let events = air_tests::mock_provider::text_pieces((0..pieces).map(|_| piece.clone()));
+        let line = format!(
+            "event: message_start\ndata: {}",
+            "y".repeat(MAX_TURN_BYTES as usize + 1024 * 1024)
+        );
+        for reply in [Reply::Events(events), Reply::Malformed(line)] {
+            let mock = MockProvider::start(vec![Exchange {
+                request: None,
+                expect: Expect::default(),
+                reply,
+            }])
+            .await;
+            let t0 = Instant::now();
+            let once = Anthropic::new(
+                &mock.url,
+                "sk-test-key",
+                Timeouts {
+                    connect: Duration::from_secs(2),
+                    first_byte: Duration::from_secs(5),
+                    idle: Duration::from_secs(10),
+                },
+                RetryPolicy {
+                    max_attempts: 1,
+                    ..fast_retries()
+                },
+            )
+            .unwrap();
+            let e = once
+                .turn(&request(), &mut |_| {})
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("streamed past 64 MiB"), "{e}");
+            assert_eq!(mock.received().len(), 1, "not retried");
+            eprintln!("stopped in {:?}", t0.elapsed());
+        }
+    });
+}

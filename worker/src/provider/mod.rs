@@ -354,12 +354,24 @@ type EventStream = std::pin::Pin<
     >,
 >;
 
-/// A provider's server-sent event stream, read under the timeouts.
+/// The most bytes one turn's answer may stream. A model's longest answer (128k
+/// tokens, each in an event of a few hundred bytes) fits many times over; a
+/// provider or proxy that streams without end is stopped here, long before the
+/// worker's or airsd's memory suffers.
+pub const MAX_TURN_BYTES: u64 = 64 * 1024 * 1024;
+/// The longest line of a stream (an event's data is one line; the largest, a whole
+/// response repeated in its last event, is far smaller).
+pub const MAX_LINE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A provider's server-sent event stream, read under the timeouts and
+/// [`MAX_TURN_BYTES`].
 pub(crate) struct Sse {
     provider: &'static str,
     idle: Duration,
     events: EventStream,
     wire: Option<Vec<RawEvent>>,
+    /// Bytes received so far; past the bound the stream is ended where it is.
+    received: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Sse {
@@ -382,10 +394,33 @@ impl Sse {
         if response.status().as_u16() != 200 {
             return Err(status_error(provider, response).await);
         }
+        use futures_util::StreamExt as _;
+        let received = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = received.clone();
+        // Counted before the event parser, which would otherwise hold one endless
+        // line whole.
+        let mut line = 0u64;
+        let bytes = response.bytes_stream().take_while(move |chunk| {
+            let (n, last_newline) = chunk.as_ref().map_or((0, None), |b| {
+                (b.len() as u64, b.iter().rposition(|&c| c == b'\n'))
+            });
+            line = match last_newline {
+                Some(i) => n - i as u64 - 1,
+                None => line + n,
+            };
+            let total = counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+            if line > MAX_LINE_BYTES {
+                // One line without end: counted as past the bound, so it is named.
+                counted.store(MAX_TURN_BYTES + 1, std::sync::atomic::Ordering::Relaxed);
+                return std::future::ready(false);
+            }
+            std::future::ready(total <= MAX_TURN_BYTES)
+        });
         Ok(Sse {
             provider,
             idle: timeouts.idle,
-            events: Box::pin(response.bytes_stream().eventsource()),
+            received,
+            events: Box::pin(bytes.eventsource()),
             wire: KEEP_WIRE
                 .load(std::sync::atomic::Ordering::Relaxed)
                 .then(Vec::new),
@@ -424,14 +459,23 @@ impl Sse {
     ) -> Result<Option<eventsource_stream::Event>, ProviderError> {
         use futures_util::StreamExt as _;
         let provider = self.provider;
-        let next = tokio::time::timeout(self.idle, self.events.next())
-            .await
-            .map_err(|_| {
-                ProviderError::timeout(
-                    provider,
-                    format!("the stream was silent for {} s", self.idle.as_secs()),
-                )
-            })?;
+        let next = tokio::time::timeout(self.idle, self.events.next()).await;
+        if self.received.load(std::sync::atomic::Ordering::Relaxed) > MAX_TURN_BYTES {
+            return Err(ProviderError::protocol(
+                provider,
+                format!(
+                    "the answer streamed past {} MiB (or a line of it past {} MiB), more than any model's longest answer; the turn was stopped",
+                    MAX_TURN_BYTES / (1024 * 1024),
+                    MAX_LINE_BYTES / (1024 * 1024)
+                ),
+            ));
+        }
+        let next = next.map_err(|_| {
+            ProviderError::timeout(
+                provider,
+                format!("the stream was silent for {} s", self.idle.as_secs()),
+            )
+        })?;
         match next {
             None => Ok(None),
             Some(Ok(event)) => {
