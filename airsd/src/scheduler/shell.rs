@@ -778,12 +778,13 @@ impl Shell {
             ),
         };
         let neighbours = self.core.neighbours(&d.task_id);
+        let notes = self.notes(d);
         let context = crate::context::assemble(
             &self.ctx.sources,
             &crate::context::Request {
                 role: d.role,
                 spec: &d.spec,
-                notes: &d.notes,
+                notes: &notes,
                 previous: d.previous.as_ref(),
                 neighbours: &neighbours,
                 tools,
@@ -795,6 +796,20 @@ impl Shell {
             .map(|_| model_id)
             .or_else(|| task_model.map(str::to_string));
         (context, model)
+    }
+
+    /// The notes for the agent: the core's, and each call of the task that was
+    /// running when airsd stopped (never offered again unsaid).
+    fn notes(&self, d: &Dispatch) -> Vec<String> {
+        let mut notes = d.notes.clone();
+        for (tool, input) in super::tooljob::interrupted_of_task(&self.ctx.session, &d.task_id) {
+            let input: String = input.chars().take(300).collect();
+            notes.push(format!(
+                "An earlier attempt's call `{}` {input} was running when airsd stopped, and was not run again. If it may be what stopped airsd, do not repeat it as it was (a second such stop makes airsd refuse it).",
+                crate::tools::provider_name(&tool)
+            ));
+        }
+        notes
     }
 
     fn start_message(
@@ -818,7 +833,7 @@ impl Shell {
                     ..ContextPackRefs::default()
                 },
                 assembled_context_ref: None,
-                notes: (!d.notes.is_empty()).then(|| d.notes.clone()),
+                notes: Some(self.notes(d)).filter(|n| !n.is_empty()),
                 previous_result: d.previous.clone().map(Box::new),
                 assembled: Some(Box::new(context)),
             },
@@ -1338,7 +1353,7 @@ impl Shell {
         for id in tools {
             events.push(self.event(
                 "tool.failed",
-                &serde_json::json!({ "tool_run_id": id, "error": "interrupted: airsd stopped while it ran; not re-run" }),
+                &serde_json::json!({ "tool_run_id": id, "error": super::tooljob::INTERRUPTED }),
             )?);
         }
         if !events.is_empty() {

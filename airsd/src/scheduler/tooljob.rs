@@ -58,6 +58,44 @@ fn millis(t0: std::time::Instant) -> Option<u64> {
     Some(u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The error airsd records for a tool run it found running when it started again.
+pub const INTERRUPTED: &str = "interrupted: airsd stopped while it ran; not re-run";
+
+/// How many times this exact call (tool and input) of the task was running when
+/// airsd stopped.
+pub fn interrupted_calls(session: &Session, task_id: &str, tool: &str, input: &Value) -> usize {
+    let Ok(conn) = session.readers().get() else {
+        return 0;
+    };
+    let input = input.to_string();
+    conn.query_row(
+        "SELECT count(*) FROM tool_runs WHERE task_id = ?1 AND tool = ?2 AND input_json = ?3
+         AND status = 'failed' AND error = ?4",
+        rusqlite::params![task_id, tool, input, INTERRUPTED],
+        |r| r.get::<_, i64>(0),
+    )
+    .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+}
+
+/// The calls of the task that were running when airsd stopped, for the notes of its
+/// next agent: (tool, input).
+pub fn interrupted_of_task(session: &Session, task_id: &str) -> Vec<(String, String)> {
+    let Ok(conn) = session.readers().get() else {
+        return Vec::new();
+    };
+    let Ok(mut stmt) = conn.prepare(
+        "SELECT tool, input_json FROM tool_runs WHERE task_id = ?1 AND status = 'failed'
+         AND error = ?2 ORDER BY seq",
+    ) else {
+        return Vec::new();
+    };
+    stmt.query_map(rusqlite::params![task_id, INTERRUPTED], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })
+    .map(|rows| rows.flatten().collect())
+    .unwrap_or_default()
+}
+
 impl ToolJob {
     fn source(&self) -> EventSource {
         EventSource::agent(self.agent_id.as_str(), self.role)
@@ -160,7 +198,17 @@ impl ToolJob {
             }
         };
         let t0 = std::time::Instant::now();
-        let result = if self.call.tool == "shell.run" {
+        let crashed = interrupted_calls(
+            &self.env.session,
+            &self.task_id,
+            &self.call.tool,
+            &self.call.input,
+        );
+        let result = if crashed >= 2 {
+            Err(ToolError(format!(
+                "this exact call was running when airsd stopped, {crashed} times in this task; it is refused, as it may be what stops airsd: change it (a smaller part, another tool)"
+            )))
+        } else if self.call.tool == "shell.run" {
             self.shell_run(&tool_run_id).await
         } else {
             let (role, tool, input) = (self.role, self.call.tool.clone(), self.call.input.clone());

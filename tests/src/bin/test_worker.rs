@@ -239,6 +239,9 @@ fn main() {
     if pause > 0 {
         std::thread::sleep(Duration::from_millis(pause));
     }
+    for note in start.context_pack.notes.iter().flatten() {
+        eprintln!("air-test-worker: note: {note}");
+    }
     let d = Dispatch {
         task_id: spec.id.clone(),
         agent_id: agent.clone(),

@@ -548,6 +548,89 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
     );
 }
 
+/// A call that was running when airsd died is not offered again unsaid (the next
+/// agent's notes name it), and one that was running at two deaths is refused.
+#[test]
+fn a_call_running_at_two_deaths_of_airsd_is_refused_the_third_time() {
+    let p = project();
+    write(
+        &p,
+        "hang.md",
+        "## Task H: runs a long command\n\n- retry_budget: 4\n\nair-test-call: shell.run {\"command\": \"sleep 30\"}\n",
+    );
+    let out = air(&p, &["run", "--plan", "hang.md", "--detach"]);
+    expect(&out, 0);
+    let session = text(&out.stdout).trim().to_string();
+    let running = "SELECT COUNT(*) FROM tool_runs WHERE tool = 'shell.run' AND status = 'running'";
+    for round in 1..=2 {
+        assert!(
+            until(30, || count(&db(&p, &session), running) == 1),
+            "round {round}: the call never ran"
+        );
+        let pid = p.daemon_pid().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        assert!(until(5, || nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            None
+        )
+        .is_err()));
+        if round == 1 {
+            let out = air(&p, &["run", "--resume", &session, "--detach"]);
+            expect(&out, 0);
+        }
+    }
+    let out = air(&p, &["run", "--resume", &session]);
+    expect(&out, 0);
+    let conn = db(&p, &session);
+    let runs: Vec<(String, String)> = {
+        let mut stmt = conn
+            .prepare("SELECT status, coalesce(error, '') FROM tool_runs WHERE tool = 'shell.run' ORDER BY seq")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert!(
+        runs[..2].iter().all(|r| r.1.starts_with("interrupted")),
+        "{runs:?}"
+    );
+    assert!(
+        runs[2]
+            .1
+            .contains("was running when airsd stopped, 2 times"),
+        "{runs:?}"
+    );
+    // Each agent after a death was told which call was running then.
+    let agents: Vec<String> = {
+        let mut stmt = conn
+            .prepare("SELECT id FROM agents WHERE agent_type = 'executor' ORDER BY started_at")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let noted = agents
+        .iter()
+        .filter(|a| {
+            let log = p
+                .paths()
+                .artifacts(&session)
+                .join(format!("workers/{a}.stderr.log"));
+            std::fs::read_to_string(log)
+                .unwrap_or_default()
+                .contains("`shell_run` {\"command\":\"sleep 30\"} was running when airsd stopped")
+        })
+        .count();
+    assert!(noted >= 2, "{noted} of {} agents were told", agents.len());
+}
+
 #[test]
 fn sigint_cancels_a_foreground_run_and_resume_finishes_it() {
     let p = project();
