@@ -50,6 +50,14 @@ pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
     };
     println!("idle exit {idle}");
     for r in &s.runs {
+        if let Some(why) = &r.halted {
+            println!(
+                "run       {} {} — halted: {why}",
+                r.session_id,
+                r.title.as_deref().unwrap_or(&r.plan)
+            );
+            continue;
+        }
         println!(
             "run       {} {} — {}/{} tasks ended, {} agent(s) running{} (`air wait {}`)",
             r.session_id,

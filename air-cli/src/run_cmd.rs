@@ -526,6 +526,11 @@ impl Progress {
                 }
             }
             "scheduler.stopped" => self.line(&format!("stopping: {}", s("reason"))),
+            "run.halted" if !s("reason").is_empty() => {
+                self.line(&format!("halted: {}", s("reason")));
+                // Ask the daemon at once.
+                self.ended = true;
+            }
             "scheduler.paused" => self.line("paused"),
             "scheduler.resumed" => self.line("resumed"),
             "run.continued" => {
@@ -635,6 +640,13 @@ async fn follow(
                     match checked {
                         Ok(RunCheck::Ended(report)) => break 'connection report.map(|b| *b),
                         Ok(RunCheck::Going) => orphaned = 0,
+                        Ok(RunCheck::Halted(why)) => {
+                            progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                            return Err(Failure {
+                                code: exit::FAILED,
+                                message: format!("the run of session {session_id} stopped: {why}"),
+                            });
+                        }
                         Ok(RunCheck::Orphaned) => {
                             // Twice in a row, to step over a continuation being set up.
                             orphaned += 1;
@@ -734,6 +746,9 @@ enum RunCheck {
     Going,
     /// It has not ended, and no scheduler is working on it.
     Orphaned,
+    /// Its scheduler stopped without ending it (the session could not be written);
+    /// why.
+    Halted(String),
 }
 
 async fn check_run(conn: &Connection, session_id: &str, ended: bool) -> Result<RunCheck, Failure> {
@@ -752,17 +767,31 @@ async fn check_run(conn: &Connection, session_id: &str, ended: bool) -> Result<R
             RunReport::from_projection(&snapshot.projection).map(Box::new),
         ));
     }
+    if let Some(why) = snapshot
+        .projection
+        .run
+        .as_ref()
+        .and_then(|r| r.halted.clone())
+    {
+        return Ok(RunCheck::Halted(why));
+    }
     if ended {
         // The stream saw run.completed but the snapshot lags or a continuation
         // followed: keep going.
         return Ok(RunCheck::Going);
     }
     let status = conn.client.status().await.map_err(rpc_failure)?;
-    Ok(if status.runs.iter().any(|r| r.session_id == session_id) {
-        RunCheck::Going
-    } else {
-        RunCheck::Orphaned
-    })
+    Ok(
+        if status
+            .runs
+            .iter()
+            .any(|r| r.session_id == session_id && r.halted.is_none())
+        {
+            RunCheck::Going
+        } else {
+            RunCheck::Orphaned
+        },
+    )
 }
 
 /// Prints the summary, writes the JUnit and Markdown reports, and maps the outcome to

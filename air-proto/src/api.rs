@@ -222,6 +222,10 @@ pub struct RunBrief {
     pub ended: u32,
     pub running_agents: u32,
     pub paused: bool,
+    /// Its scheduler stopped without ending it (the session could not be written):
+    /// why, and how to go on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

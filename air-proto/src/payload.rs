@@ -250,6 +250,13 @@ pub struct SchedulerControl {
     pub budget: Option<String>,
 }
 
+/// `run.halted` (ephemeral): the scheduler stopped because the session could not be
+/// written (a full disk, a read-only database); `reason: null` when it runs again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunHalted {
+    pub reason: Option<String>,
+}
+
 /// `scheduler.cancel_requested`: cancel one task, or the whole run when `task_id` is
 /// absent.
 #[serde_with::skip_serializing_none]

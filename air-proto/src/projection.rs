@@ -379,6 +379,10 @@ pub struct RunView {
     pub paused: bool,
     /// Why dispatching stopped for good (a budget), if it did.
     pub stopped: Option<String>,
+    /// Why the scheduler stopped without ending the run (the session could not be
+    /// written), while it has not run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<String>,
     pub outcome: Option<p::RunOutcome>,
     pub reason: Option<String>,
     pub started_at: IsoTime,
@@ -512,6 +516,7 @@ impl Projection {
                     status: RunState::Running,
                     paused: false,
                     stopped: None,
+                    halted: None,
                     outcome: None,
                     reason: None,
                     started_at: ts.clone(),
@@ -531,12 +536,18 @@ impl Projection {
                 }
             }
             "run.continued" => {
+                run.halted = None;
                 run.status = RunState::Running;
                 run.outcome = None;
                 run.reason = None;
                 run.ended_at = None;
                 run.stopped = None;
                 run.paused = false;
+            }
+            "run.halted" => {
+                if let Some(pl) = payload::<p::RunHalted>(event) {
+                    run.halted = pl.reason;
+                }
             }
             "scheduler.paused" => run.paused = true,
             "scheduler.resumed" => run.paused = false,

@@ -487,6 +487,13 @@ pub static EVENTS: &[EventSpec] = &[
         "A worker past its soft timeout asks for more time."
     ),
     ephemeral!(
+        "run.halted",
+        "run",
+        RunHalted,
+        Coalesce::Latest { key: &[] },
+        "The scheduler stopped because the session could not be written (a full disk, a read-only database): nothing recorded is lost, and `air run --resume` goes on once it can write again. `reason: null` when it runs again."
+    ),
+    ephemeral!(
         "task.progress",
         "task",
         TaskProgress,

@@ -399,6 +399,12 @@ fn status_bar(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
                 Style::default().fg(theme.warning),
             ));
         }
+        if let Some(why) = &r.halted {
+            spans.push(Span::styled(
+                format!(" · halted: {why}"),
+                Style::default().fg(theme.error),
+            ));
+        }
         if let Some(o) = r.outcome {
             spans.push(Span::styled(
                 format!(" · run {}", o.as_str()),

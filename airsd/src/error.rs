@@ -138,3 +138,44 @@ impl Error {
         }
     }
 }
+
+impl Error {
+    /// When this error says the session cannot be written (its disk is full, the
+    /// database or its file system is read-only), what to tell the user, naming the
+    /// place: `db` is the session's database.
+    pub fn storage(&self, db: &std::path::Path) -> Option<String> {
+        use rusqlite::ErrorCode;
+        let dir = db.parent().unwrap_or(db).display();
+        let full = || format!("the disk holding {dir} is full");
+        let read_only = || {
+            format!(
+                "the session database {} cannot be written (read-only)",
+                db.display()
+            )
+        };
+        match self {
+            Error::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => match e.code {
+                ErrorCode::DiskFull => Some(full()),
+                ErrorCode::ReadOnly => Some(read_only()),
+                _ => None,
+            },
+            Error::Io { source, .. } => match source.raw_os_error() {
+                Some(libc::ENOSPC) | Some(libc::EDQUOT) => Some(full()),
+                Some(libc::EROFS) => Some(read_only()),
+                _ => None,
+            },
+            other => {
+                let text = other.to_string();
+                if text.contains("database or disk is full") || text.contains("No space left") {
+                    Some(full())
+                } else if text.contains("readonly database")
+                    || text.contains("Read-only file system")
+                {
+                    Some(read_only())
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}

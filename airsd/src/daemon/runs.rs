@@ -497,6 +497,28 @@ impl DaemonState {
                 ended: u32::try_from(ended).unwrap_or(u32::MAX),
                 running_agents: u32::try_from(handle.running_agents()).unwrap_or(u32::MAX),
                 paused: run.paused,
+                halted: None,
+            });
+        }
+        for (id, why) in self.halted_runs().await {
+            if briefs.iter().any(|b| b.session_id == id) {
+                continue;
+            }
+            let Ok(session) = self.session(&id).await else {
+                continue;
+            };
+            let p = session.snapshot();
+            let Some(run) = p.run.as_ref() else { continue };
+            briefs.push(air_proto::api::RunBrief {
+                session_id: id,
+                title: run.title.clone(),
+                plan: run.plan.clone(),
+                tasks: u32::try_from(p.tasks.len()).unwrap_or(u32::MAX),
+                ended: u32::try_from(p.tasks.iter().filter(|t| t.status.is_terminal()).count())
+                    .unwrap_or(u32::MAX),
+                running_agents: 0,
+                paused: run.paused,
+                halted: Some(why),
             });
         }
         briefs.sort_by(|a, b| a.session_id.cmp(&b.session_id));

@@ -297,6 +297,26 @@ impl DaemonState {
         self.sessions.lock().await.len()
     }
 
+    /// The open sessions whose run halted (its scheduler stopped without ending it),
+    /// with why.
+    pub async fn halted_runs(&self) -> Vec<(String, String)> {
+        let open: Vec<Arc<Session>> = self
+            .sessions
+            .lock()
+            .await
+            .values()
+            .map(|o| o.session.clone())
+            .collect();
+        open.iter()
+            .filter_map(|s| {
+                let why = s
+                    .bus()
+                    .read(|p, _| p.run.as_ref().and_then(|r| r.halted.clone()));
+                why.map(|w| (s.id().to_string(), w))
+            })
+            .collect()
+    }
+
     /// Every stored session, newest first.
     pub async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
         let open: HashMap<String, SessionInfo> = self

@@ -386,8 +386,10 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         drafts: Default::default(),
     };
     tokio::spawn(async move {
+        shell.unhalt().await;
         if let Err(e) = shell.run(rx, worker_rx).await {
             tracing::error!(session = %shell.ctx.session.id(), "scheduler stopped: {e}");
+            shell.halt(&e).await;
         }
         shell.kill_all();
         done_tx.send_replace(true);
@@ -1326,6 +1328,47 @@ impl Shell {
             .rev()
             .find(|l| !l.trim().is_empty())
             .map(|l| l.chars().take(300).collect())
+    }
+
+    /// The scheduler stops without ending the run (the session cannot be written, or
+    /// an error it cannot go past): clients are told why at once, by an ephemeral
+    /// `run.halted` that needs no write. Nothing recorded is lost; `air run --resume`
+    /// goes on from the record.
+    async fn halt(&self, e: &Error) {
+        let session = &self.ctx.session;
+        let db = self.ctx.paths.session_db(session.id());
+        let reason = match e.storage(&db) {
+            Some(place) => format!(
+                "{place}: the scheduler stopped and its agents were ended; nothing recorded was lost. Free the space (or make it writable), then `air run --resume {}`",
+                session.id()
+            ),
+            None => format!(
+                "the scheduler stopped: {e}; `air run --resume {}` starts it again",
+                session.id()
+            ),
+        };
+        if let Ok(ev) = self.event(
+            "run.halted",
+            &p::RunHalted {
+                reason: Some(reason),
+            },
+        ) {
+            let _ = session.store().append(ev).await;
+        }
+    }
+
+    /// A run that had halted is going again.
+    async fn unhalt(&self) {
+        let halted = self
+            .ctx
+            .session
+            .bus()
+            .read(|p, _| p.run.as_ref().is_some_and(|r| r.halted.is_some()));
+        if halted {
+            if let Ok(ev) = self.event("run.halted", &p::RunHalted { reason: None }) {
+                let _ = self.ctx.session.store().append(ev).await;
+            }
+        }
     }
 
     /// Tool and command runs that were running when airsd stopped are marked

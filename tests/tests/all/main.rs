@@ -9,6 +9,7 @@ mod bus;
 mod crash;
 mod daemon;
 mod deltas;
+mod disk_full;
 mod escapes;
 mod init_cli;
 mod permissions;
