@@ -568,6 +568,36 @@ fn cases() -> Vec<Case> {
             Ask(Risk::Credentials),
         ),
         case(
+            "`..` through a symlinked directory",
+            Cmd("cat link_aws/../.ssh/id_rsa"),
+            Ask(Risk::Credentials),
+        ),
+        case(
+            "fs.read `..` through a symlinked directory",
+            read("link_aws/../.ssh/id_rsa"),
+            Ask(Risk::Credentials),
+        ),
+        case(
+            "zip a key in",
+            Cmd("zip -r keys.zip ~/.ssh"),
+            Ask(Risk::Credentials),
+        ),
+        case(
+            "perl reads a key",
+            Cmd("perl -e 'open(F, \"$ENV{HOME}/.ssh/id_rsa\"); print <F>'"),
+            Ask(Risk::Opaque),
+        ),
+        case(
+            "php reads a key",
+            Cmd("php -r 'echo file_get_contents(getenv(\"HOME\").\"/.ssh/id_rsa\");'"),
+            Ask(Risk::Opaque),
+        ),
+        case(
+            "awk reads a computed file",
+            Cmd("awk '{print}' $(ls -d ~/.s*)/id_rsa"),
+            Ask(Risk::Opaque),
+        ),
+        case(
             "rsync a key",
             Cmd("rsync -a ~/.ssh/ ./copy/"),
             Ask(Risk::Credentials),
@@ -755,6 +785,7 @@ fn fixture() -> Fixture {
     link(&home.join(".ssh"), "link_ssh");
     link(&root.join(".git"), "link_git");
     link(&outside, "link_out");
+    link(&home.join(".aws"), "link_aws");
     std::fs::hard_link(home.join(".ssh/id_rsa"), root.join("hl_key")).unwrap();
     std::fs::hard_link(outside.join("o.txt"), root.join("hl_out")).unwrap();
     Fixture {
@@ -884,6 +915,10 @@ fn every_escape_is_refused_or_asked_for_its_reason() {
     assert_eq!(
         std::fs::read_to_string(f.outside.join("o.txt")).unwrap(),
         "outside\n"
+    );
+    println!(
+        "{escapes} escapes tried through the tools, each refused or asked for its reason; {} ordinary actions went through",
+        cases.len() - escapes
     );
     assert!(
         failures.is_empty(),

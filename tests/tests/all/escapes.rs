@@ -64,6 +64,9 @@ fn the_escapes_found_from_outside_get_nothing() {
         "python3 -c \"import os; print(open(os.path.expanduser('~/.ssh/id_rsa')).read())\"",
         "cat $(echo ~/.ss)h/id_rsa",
         "tar cf - -C \"$HOME\" .ssh | tar xf - -C .",
+        // A link made to the key at run time, then read (what the analysis saw was
+        // harmless).
+        "d=.ssh; ln -sf ~/$d/id_rsa k && cat k; (sleep 0.2; ln -sf ~/$d/id_rsa b.txt) & sleep 0.5; cat b.txt",
         // 6. git configuration and hooks; the user's start-up files.
         "git config core.hooksPath /tmp",
         "python3 -c \"open('.git/config','a').write('[core]\\n\\thooksPath = /tmp\\n')\"",
@@ -115,22 +118,23 @@ fn the_escapes_found_from_outside_get_nothing() {
             assert!(ran(2) && outs[2]["exit_code"] != 0, "{}", shown(2));
             assert!(ran(4) && outs[4]["exit_code"] != 0, "{}", shown(4));
             assert!(outs[4]["stderr"].as_str().unwrap().contains("Read-only file system"), "{}", shown(4));
-            assert!(ran(9) && outs[9]["exit_code"] != 0, "{}", shown(9));
+            assert!(ran(8), "{}", shown(8));
             assert!(ran(10) && outs[10]["exit_code"] != 0, "{}", shown(10));
+            assert!(ran(11) && outs[11]["exit_code"] != 0, "{}", shown(11));
             assert!(outs[0]["sandbox"].as_str().unwrap().contains("namespaces"), "{}", shown(0));
-            assert_eq!(outs[15]["stdout"], format!("{}\n0\n", home.display()), "{}", shown(15));
+            assert_eq!(outs[16]["stdout"], format!("{}\n0\n", home.display()), "{}", shown(16));
         } else {
-            for i in [1, 2, 4, 5, 6, 9, 12] {
+            for i in [1, 2, 4, 5, 6, 8, 10, 13] {
                 assert!(asked(i, "opaque_command"), "{}", shown(i));
             }
         }
         assert!(asked(3, "air_config"), "{}", shown(3));
         assert!(asked(7, "credentials"), "{}", shown(7));
-        assert!(asked(8, "code_config"), "{}", shown(8));
-        assert!(asked(11, "system_sensitive"), "{}", shown(11));
-        assert!(asked(13, "system_sensitive"), "{}", shown(13));
-        assert!(runs[13].2.as_deref().unwrap_or_default().contains("/etc/f"), "{}", shown(13));
-        assert!(ran(14) && outs[14]["stdout"] == "committed\n", "{}", shown(14));
+        assert!(asked(9, "code_config"), "{}", shown(9));
+        assert!(asked(12, "system_sensitive"), "{}", shown(12));
+        assert!(asked(14, "system_sensitive"), "{}", shown(14));
+        assert!(runs[14].2.as_deref().unwrap_or_default().contains("/etc/f"), "{}", shown(14));
+        assert!(ran(15) && outs[15]["stdout"] == "committed\n", "{}", shown(15));
         // And on disk: the log intact, the socket untouched, the rules, git's
         // configuration and the start-up file unchanged, no key copied in.
         let conn = rusqlite::Connection::open(paths.session_db(&session)).unwrap();
@@ -158,4 +162,51 @@ fn the_escapes_found_from_outside_get_nothing() {
     });
     let _ = keeper.kill();
     let _ = keeper.wait();
+}
+
+/// A person who allows a credential read for one command lets that command see it,
+/// and only that one: the next command, which reads it by a way the analysis cannot
+/// see, finds nothing there.
+#[test]
+fn a_secret_a_person_allows_reaches_that_command_alone() {
+    let protections = airsd::sandbox::protections(&bin("airsd"));
+    if protections.isolation.is_err() {
+        println!("skipped: the namespaces are not available here ({protections:?})");
+        return;
+    }
+    let project = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(project.path()).unwrap();
+    let home_dir = elsewhere();
+    let home = std::fs::canonicalize(home_dir.path()).unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), format!("{PRIVATE}\n")).unwrap();
+    crate::rt().block_on(async {
+        let state = crate::asks::state_with(&root, Duration::from_secs(600), |shell| {
+            shell.home = Some(home.clone());
+        });
+        let steps = [
+            ("shell.run", json!({ "command": "cat ~/.ssh/id_rsa" })),
+            (
+                "shell.run",
+                json!({ "command": "python3 -c \"import os; print(open(os.path.expanduser('~/.ssh/id_rsa')).read())\"" }),
+            ),
+        ];
+        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Queue, None).await;
+        let p = crate::asks::until(&state, &session, |p| !p.permission_requests.is_empty()).await;
+        let req = &p.permission_requests[0].request;
+        assert_eq!(req.risk.as_deref(), Some("credentials"), "{req:?}");
+        state
+            .respond_permission(&session, &req.request_id, true, None, Some("tester".into()))
+            .await
+            .unwrap();
+        ended(&state, &session).await;
+        let runs = tool_runs(&root, &session);
+        let outs = outputs(&root, &session);
+        assert_eq!(runs[0].1, "completed", "{runs:?}");
+        assert_eq!(outs[0]["stdout"], format!("{PRIVATE}\n"), "{}", outs[0]);
+        assert_eq!(runs[1].1, "completed", "{runs:?}");
+        assert_ne!(outs[1]["exit_code"], 0, "{}", outs[1]);
+        assert!(!outs[1].to_string().contains(PRIVATE), "{}", outs[1]);
+        state.stop_runs().await;
+    });
 }
