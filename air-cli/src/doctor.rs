@@ -194,7 +194,7 @@ pub async fn run(json_out: bool) -> CmdResult {
         files.push(check_file(
             "project permissions",
             &p,
-            air_proto::config::PermissionsConfig::load_file(&p),
+            air_proto::config::PermissionsConfig::load_project(&p),
         ));
     }
     for (line, good) in &files {

@@ -121,6 +121,8 @@ impl UserConfig {
 /// sandbox: true           # run commands under the OS sandbox where the kernel has it
 /// shell_env: [JAVA_OPTS, MYAPP_*]       # more variables commands see (never keys,
 ///                                       # tokens, secrets or passwords)
+/// config_writes: ask      # ask (default) | allow: agents' changes to the project's
+///                         # permissions.yaml (only in your own ~/.air/permissions.yaml)
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -138,6 +140,9 @@ pub struct PermissionsConfig {
     /// ordinary ones.
     #[serde(default)]
     pub shell_env: Vec<String>,
+    /// Whether agents' changes to the project's `permissions.yaml` ask (the default)
+    /// or are allowed; honoured only in the user's own file.
+    pub config_writes: Option<GitWrites>,
 }
 
 wire_enum! {
@@ -181,8 +186,30 @@ impl PermissionsConfig {
     /// The user's file, then the project's over it.
     pub fn load(air_home: &Path, project_shared: &Path) -> Result<PermissionsConfig, ConfigError> {
         let user = Self::load_file(&air_home.join("permissions.yaml"))?;
-        let project = Self::load_file(&project_shared.join("permissions.yaml"))?;
+        let project = Self::load_project(&project_shared.join("permissions.yaml"))?;
         Ok(user.overridden_by(project))
+    }
+
+    /// A project's `permissions.yaml`: as any, except that it may not decide whether
+    /// agents may change it.
+    pub fn load_project(path: &Path) -> Result<PermissionsConfig, ConfigError> {
+        let config = Self::load_file(path)?;
+        if config.config_writes.is_some() {
+            let line = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .position(|l| l.trim_start().starts_with("config_writes"))
+                })
+                .map(|i| format!(":{}", i + 1))
+                .unwrap_or_default();
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                message: "config_writes: only your own ~/.air/permissions.yaml may set it (a project's file cannot allow changes to itself)".into(),
+            });
+        }
+        Ok(config)
     }
 
     pub fn overridden_by(mut self, other: PermissionsConfig) -> PermissionsConfig {
@@ -193,6 +220,8 @@ impl PermissionsConfig {
         self.system_paths.extend(other.system_paths);
         self.writable_roots.extend(other.writable_roots);
         self.shell_env.extend(other.shell_env);
+        // Only the user's own file decides this: a project's cannot allow changes to
+        // itself (`load` refuses it there).
         self
     }
 }
@@ -200,6 +229,23 @@ impl PermissionsConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_users_file_may_allow_changes_to_the_rules() {
+        let dir = std::env::temp_dir().join(format!("air-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let p = dir.join("permissions.yaml");
+        std::fs::write(&p, "profile: low\nconfig_writes: allow\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let e = PermissionsConfig::load_project(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("permissions.yaml:2: config_writes: only your own"),
+            "{e}"
+        );
+        let user = PermissionsConfig::load_file(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(user.config_writes, Some(GitWrites::Allow));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_and_names_bad_keys() {

@@ -1,7 +1,9 @@
 //! Tool benchmarks: the `tool.call` round trip worker → airsd → worker (`fs.read` of a
 //! 10 KB file, and `shell.run` of `true` under the sandbox), `fs.grep` against the `rg`
-//! binary on a 50,000-file tree, and a command printing 100 MB: the daemon's peak
-//! memory growth and the RPC latency other clients see meanwhile. Prints figures.
+//! binary on a 50,000-file tree, a command printing 100 MB (the daemon's peak
+//! memory growth and the RPC latency other clients see meanwhile), and the daemon's
+//! peak memory while an agent reads a 1 GB file, `/dev/zero`, `/dev/urandom`, a 20 GB
+//! sparse file and a FIFO, greps `/` and lists a 1,000,000-file tree. Prints figures.
 //!
 //! Run: `cargo build --release --workspace && cargo bench -p air-tests --bench tools`
 //! (the grep comparison needs ripgrep: `apt-get install ripgrep`).
@@ -262,6 +264,131 @@ fn huge_output() {
     );
 }
 
+/// What an agent can ask that once took the daemon down: airsd's RSS sampled every
+/// 2 ms throughout, and how long each call took.
+fn hostile() {
+    let dir = project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    // A 1 GB text file, a 20 GB sparse one, a FIFO.
+    {
+        use std::io::Write as _;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(root.join("big.txt")).unwrap());
+        let line = "a line of a very large file, sixty-four bytes long, give or take\n";
+        for _ in 0..(1_000_000_000 / line.len()) {
+            f.write_all(line.as_bytes()).unwrap();
+        }
+    }
+    std::fs::File::create(root.join("sparse"))
+        .unwrap()
+        .set_len(20 * 1024 * 1024 * 1024)
+        .unwrap();
+    let fifo = root.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // 1,000,000 empty files in 1,000 directories, outside the project.
+    let trees = tempfile::tempdir().unwrap();
+    let tree = std::fs::canonicalize(trees.path()).unwrap();
+    let t = Instant::now();
+    for d in 0..1000 {
+        let sub = tree.join(format!("d{d:03}"));
+        std::fs::create_dir(&sub).unwrap();
+        for f in 0..1000 {
+            std::fs::File::create(sub.join(format!("f{f:03}.rs"))).unwrap();
+        }
+    }
+    println!(
+        "  (made the 1 GB file and the 1,000,000-file tree in {:.0} s)",
+        t.elapsed().as_secs_f64()
+    );
+    let calls = [
+        (
+            "fs.read",
+            serde_json::json!({ "path": "big.txt", "offset": 10_000_000, "limit": 100 }),
+        ),
+        ("fs.read", serde_json::json!({ "path": "/dev/zero" })),
+        ("fs.read", serde_json::json!({ "path": "/dev/urandom" })),
+        ("fs.read", serde_json::json!({ "path": "sparse" })),
+        ("fs.read", serde_json::json!({ "path": "fifo" })),
+        (
+            "fs.grep",
+            serde_json::json!({ "pattern": "NEEDLE-THAT-IS-NOWHERE", "path": "/" }),
+        ),
+        (
+            "fs.glob",
+            serde_json::json!({ "pattern": "**/*.rs", "path": tree }),
+        ),
+        (
+            "fs.grep",
+            serde_json::json!({ "pattern": "x", "path": tree, "output_mode": "count" }),
+        ),
+    ];
+    let mut plan = String::from("## Task A: asks what once hurt\n\n");
+    for (tool, input) in &calls {
+        plan.push_str(&format!("air-test-call: {tool} {input}\n"));
+    }
+    plan.push_str("\nAcceptance criteria:\n- done\n");
+    std::fs::write(root.join("p.md"), plan).unwrap();
+    let out = air(&root).args(["status", "--json"]).output().unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pid = status["pid"].as_u64().unwrap() as u32;
+    let before = rss_kib(pid);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_kib(pid));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        })
+    };
+    let t0 = Instant::now();
+    let out = air(&root).args(["run", "--plan", "p.md"]).output().unwrap();
+    let wall = t0.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = sampler.join().unwrap().max(before);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paths = ProjectPaths::new(&root);
+    let session = std::fs::read_dir(paths.sessions())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    let conn = rusqlite::Connection::open(paths.session_db(&session.to_string_lossy())).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT tool, input_json, status, duration_ms, coalesce(error, substr(output_json, 1, 160)) FROM tool_runs ORDER BY seq")
+        .unwrap();
+    let rows: Vec<(String, String, String, i64, String)> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let _ = air(&root).args(["daemon", "stop"]).output();
+    println!(
+        "hostile tool calls, {:.1} s end to end: airsd RSS {:.1} MiB at rest, peak {:.1} MiB (target < 100 MB)",
+        wall.as_secs_f64(),
+        before as f64 / 1024.0,
+        peak as f64 / 1024.0
+    );
+    for (tool, input, status, ms, what) in rows {
+        let what: String = what.chars().take(110).collect();
+        println!("  {tool} {input}: {status} in {ms} ms — {what}");
+    }
+}
+
 fn main() {
     let which = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let all = which.is_none();
@@ -274,12 +401,15 @@ fn main() {
             "tool.call round trip worker → airsd → worker, fs.read of a 10 KB file",
             "p50 < 1 ms",
         );
-        round_trip("shell.run", 200, r#"{"command": "true"}"#, "tool.call round trip, shell.run of `true` (bash under the Landlock launcher, output kept)", "—");
+        round_trip("shell.run", 200, r#"{"command": "true"}"#, "tool.call round trip, shell.run of `true` (bash under the sandbox launcher: Landlock and namespaces, output kept)", "—");
     }
     if on("grep") {
         grep_vs_rg();
     }
     if on("huge") {
         huge_output();
+    }
+    if on("hostile") {
+        hostile();
     }
 }

@@ -194,7 +194,8 @@ impl DaemonState {
             Some(home) => PermissionsConfig::load_file(&home.join("permissions.yaml")),
             None => Ok(PermissionsConfig::default()),
         };
-        let project = PermissionsConfig::load_file(&self.paths.shared().join("permissions.yaml"));
+        let project =
+            PermissionsConfig::load_project(&self.paths.shared().join("permissions.yaml"));
         match (user, project) {
             (Ok(user), Ok(project)) => Ok(user.overridden_by(project)),
             (Err(e), _) | (_, Err(e)) => Err(Error::Refused(format!(

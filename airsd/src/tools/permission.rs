@@ -279,6 +279,8 @@ pub struct Engine {
     autostart: Vec<PathBuf>,
     /// More environment variables commands see (permissions.yaml `shell_env`).
     shell_env: Vec<String>,
+    /// The user allowed agents' changes to the project's permissions.yaml.
+    config_writes: GitWrites,
 }
 
 /// Credential stores whose files are indexed by inode.
@@ -408,7 +410,14 @@ impl Engine {
         hidden.extend(HIDDEN_SYSTEM.iter().map(PathBuf::from));
         let mut autostart = Vec::new();
         if let Some(h) = &home {
-            hidden.extend(CREDENTIAL_DIRS.iter().map(|d| h.join(d)));
+            // `.npmrc` is npm's own configuration too (its registries): npm must find
+            // it, so it is asked for by name but not hidden.
+            hidden.extend(
+                CREDENTIAL_DIRS
+                    .iter()
+                    .filter(|d| **d != ".npmrc")
+                    .map(|d| h.join(d)),
+            );
             hidden.extend(HIDDEN_IN_HOME.iter().map(|d| h.join(d)));
             hidden.extend(env_files(h));
             autostart.extend(AUTOSTART.iter().map(|d| h.join(d)));
@@ -466,6 +475,7 @@ impl Engine {
             git_code,
             autostart,
             shell_env: config.shell_env.clone(),
+            config_writes: config.config_writes.unwrap_or(GitWrites::Ask),
         })
     }
 
@@ -565,7 +575,7 @@ impl Engine {
                 path.display()
             ));
         }
-        if self.is_air_config(path) {
+        if self.is_air_config(path) && self.config_writes == GitWrites::Ask {
             return self.ask(
                 access,
                 path,
@@ -936,6 +946,20 @@ mod tests {
         assert_eq!(
             risk(e.check(Path::new("/home/u/.config/acme/token"), r)),
             Some(Risk::Credentials)
+        );
+        // The user's own rule lets agents change the project's permissions.yaml.
+        let config = PermissionsConfig {
+            config_writes: Some(GitWrites::Allow),
+            ..Default::default()
+        };
+        let e = engine(PermissionMode::Default, &config);
+        assert_eq!(
+            e.check(Path::new("/p/proj/.air/shared/permissions.yaml"), w),
+            Verdict::Allow
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.git/config"), w)),
+            Some(Risk::CodeConfig)
         );
     }
 }

@@ -76,7 +76,7 @@ fn the_escapes_found_from_outside_get_nothing() {
         // 7. cd.
         "cd /etc && echo x > f",
         // What still works: a commit and a branch, under git's read-only config.
-        "git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm first && git branch b2 && git rev-parse --verify -q b2 >/dev/null && echo committed",
+        "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com; git add a.txt && git commit -qm first && git branch b2 && echo more >> a.txt && git stash -q && git stash pop -q && git commit -qam second && git checkout -q b2 && git merge -q --ff-only - && git rev-parse --verify -q b2 >/dev/null && echo committed",
         "echo \"$HOME\"; find ~ -maxdepth 2 -name id_rsa | wc -l",
     ];
     crate::rt().block_on(async {
@@ -207,6 +207,26 @@ fn a_secret_a_person_allows_reaches_that_command_alone() {
         assert_eq!(runs[1].1, "completed", "{runs:?}");
         assert_ne!(outs[1]["exit_code"], 0, "{}", outs[1]);
         assert!(!outs[1].to_string().contains(PRIVATE), "{}", outs[1]);
+        state.stop_runs().await;
+    });
+}
+
+/// Ordinary tools find their own configuration and caches under the sandbox (the
+/// home is the real one here).
+#[test]
+fn ordinary_tools_work_under_the_sandbox() {
+    let project = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(project.path()).unwrap();
+    crate::rt().block_on(async {
+        let state = crate::asks::state(&root, Duration::from_secs(600));
+        let steps = [(
+            "shell.run",
+            json!({ "command": "git --version >/dev/null && python3 -m pip --version >/dev/null && (! command -v cargo >/dev/null || cargo --version >/dev/null) && (! command -v npm >/dev/null || npm config get registry >/dev/null) && mkdir -p build && cd build && printf 'int main(){return 0;}\\n' > m.c && (! command -v cc >/dev/null || cc -o m m.c) && echo fine" }),
+        )];
+        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        let outs = outputs(&root, &session);
+        assert_eq!(outs[0]["stdout"], "fine\n", "{}", outs[0]);
         state.stop_runs().await;
     });
 }
