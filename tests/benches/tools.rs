@@ -161,6 +161,18 @@ fn grep_vs_rg() {
     );
 }
 
+/// The database of the project's one session.
+fn only_session_db(root: &Path) -> rusqlite::Connection {
+    let paths = ProjectPaths::new(root);
+    let session = std::fs::read_dir(paths.sessions())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    rusqlite::Connection::open(paths.session_db(&session.to_string_lossy())).unwrap()
+}
+
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
@@ -225,14 +237,7 @@ fn huge_output() {
     let wall = t0.elapsed();
     let _ = air(&root).args(["wait"]).output();
     // What the agent got, and what was kept.
-    let paths = ProjectPaths::new(&root);
-    let session = std::fs::read_dir(paths.sessions())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .file_name();
-    let conn = rusqlite::Connection::open(paths.session_db(&session.to_string_lossy())).unwrap();
+    let conn = only_session_db(&root);
     let (output, kept): (String, i64) = conn
         .query_row(
             "SELECT t.output_json, (SELECT SUM(size_bytes) FROM artifacts WHERE command_run_id IS NOT NULL)
@@ -358,14 +363,7 @@ fn hostile() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let paths = ProjectPaths::new(&root);
-    let session = std::fs::read_dir(paths.sessions())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .file_name();
-    let conn = rusqlite::Connection::open(paths.session_db(&session.to_string_lossy())).unwrap();
+    let conn = only_session_db(&root);
     let mut stmt = conn
         .prepare("SELECT tool, input_json, status, duration_ms, coalesce(error, substr(output_json, 1, 160)) FROM tool_runs ORDER BY seq")
         .unwrap();

@@ -363,6 +363,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             let found = crate::sandbox::protections(&exe);
             (found.landlock || found.isolation.is_ok()).then_some((exe, found))
         }),
+        interrupted: Default::default(),
     };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);
@@ -439,6 +440,7 @@ impl Shell {
         // Agents recorded as running have no process any more: airsd restarted.
         let orphans = self.core.running_agents();
         self.interrupt_tool_runs().await?;
+        self.tools.interrupted = super::tooljob::Interrupted::load(&self.ctx.session);
         for (agent_id, _) in orphans {
             self.record(vec![self.event(
                 "agent.failed",
@@ -804,7 +806,7 @@ impl Shell {
     /// running when airsd stopped (never offered again unsaid).
     fn notes(&self, d: &Dispatch) -> Vec<String> {
         let mut notes = d.notes.clone();
-        for (tool, input) in super::tooljob::interrupted_of_task(&self.ctx.session, &d.task_id) {
+        for (tool, input) in self.tools.interrupted.of_task(&d.task_id) {
             let input: String = input.chars().take(300).collect();
             notes.push(format!(
                 "An earlier attempt's call `{}` {input} was running when airsd stopped, and was not run again. If it may be what stopped airsd, do not repeat it as it was (a second such stop makes airsd refuse it).",

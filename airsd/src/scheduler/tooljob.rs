@@ -41,6 +41,8 @@ pub struct ToolEnv {
     /// do here; `None` when the kernel has neither part, the permissions turn it
     /// off, or airsd runs in-process without its binary.
     pub sandbox_exe: Option<(PathBuf, crate::sandbox::Protections)>,
+    /// The calls that were running when airsd stopped.
+    pub interrupted: Interrupted,
 }
 
 pub struct ToolJob {
@@ -61,39 +63,53 @@ fn millis(t0: std::time::Instant) -> Option<u64> {
 /// The error airsd records for a tool run it found running when it started again.
 pub const INTERRUPTED: &str = "interrupted: airsd stopped while it ran; not re-run";
 
-/// How many times this exact call (tool and input) of the task was running when
-/// airsd stopped.
-pub fn interrupted_calls(session: &Session, task_id: &str, tool: &str, input: &Value) -> usize {
-    let Ok(conn) = session.readers().get() else {
-        return 0;
-    };
-    let input = input.to_string();
-    conn.query_row(
-        "SELECT count(*) FROM tool_runs WHERE task_id = ?1 AND tool = ?2 AND input_json = ?3
-         AND status = 'failed' AND error = ?4",
-        rusqlite::params![task_id, tool, input, INTERRUPTED],
-        |r| r.get::<_, i64>(0),
-    )
-    .map_or(0, |n| usize::try_from(n).unwrap_or(0))
-}
+/// The calls that were running when airsd stopped, as (task, tool, input JSON), read
+/// once when a run's scheduler starts (interruptions happen only at a restart).
+#[derive(Clone, Debug, Default)]
+pub struct Interrupted(Arc<Vec<(String, String, String)>>);
 
-/// The calls of the task that were running when airsd stopped, for the notes of its
-/// next agent: (tool, input).
-pub fn interrupted_of_task(session: &Session, task_id: &str) -> Vec<(String, String)> {
-    let Ok(conn) = session.readers().get() else {
-        return Vec::new();
-    };
-    let Ok(mut stmt) = conn.prepare(
-        "SELECT tool, input_json FROM tool_runs WHERE task_id = ?1 AND status = 'failed'
-         AND error = ?2 ORDER BY seq",
-    ) else {
-        return Vec::new();
-    };
-    stmt.query_map(rusqlite::params![task_id, INTERRUPTED], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })
-    .map(|rows| rows.flatten().collect())
-    .unwrap_or_default()
+impl Interrupted {
+    /// Reads them from the session's tool runs.
+    pub fn load(session: &Session) -> Interrupted {
+        let rows = (|| -> Option<Vec<(String, String, String)>> {
+            let conn = session.readers().get().ok()?;
+            let mut stmt = conn
+                .prepare(
+                    "SELECT task_id, tool, input_json FROM tool_runs
+                     WHERE status = 'failed' AND error = ?1 AND task_id IS NOT NULL ORDER BY seq",
+                )
+                .ok()?;
+            let rows = stmt
+                .query_map(rusqlite::params![INTERRUPTED], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .ok()?;
+            Some(rows.flatten().collect())
+        })();
+        Interrupted(Arc::new(rows.unwrap_or_default()))
+    }
+
+    /// How many times this exact call (tool and input) of the task was running when
+    /// airsd stopped.
+    pub fn count(&self, task_id: &str, tool: &str, input: &Value) -> usize {
+        if self.0.is_empty() {
+            return 0;
+        }
+        let input = input.to_string();
+        self.0
+            .iter()
+            .filter(|(t, n, i)| t == task_id && n == tool && *i == input)
+            .count()
+    }
+
+    /// The task's interrupted calls, as (tool, input JSON).
+    pub fn of_task(&self, task_id: &str) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .filter(|(t, _, _)| t == task_id)
+            .map(|(_, n, i)| (n.clone(), i.clone()))
+            .collect()
+    }
 }
 
 impl ToolJob {
@@ -198,12 +214,10 @@ impl ToolJob {
             }
         };
         let t0 = std::time::Instant::now();
-        let crashed = interrupted_calls(
-            &self.env.session,
-            &self.task_id,
-            &self.call.tool,
-            &self.call.input,
-        );
+        let crashed = self
+            .env
+            .interrupted
+            .count(&self.task_id, &self.call.tool, &self.call.input);
         let result = if crashed >= 2 {
             Err(ToolError(format!(
                 "this exact call was running when airsd stopped, {crashed} times in this task; it is refused, as it may be what stops airsd: change it (a smaller part, another tool)"

@@ -5,13 +5,14 @@
 //! program the analysis cannot see into. Each is refused, asked (and so denied), or
 //! finds nothing; ordinary work (a commit, a branch) still goes through.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use air_proto::event::AgentType;
 use air_proto::layout::ProjectPaths;
-use air_proto::plan::OnAsk;
+use air_proto::plan::{OnAsk, PermissionMode};
 use air_tests::bin;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::permissions::{elsewhere, ended, outputs, plan, tool_runs};
 
@@ -29,14 +30,20 @@ fn git(root: &Path, args: &[&str]) {
     assert!(ok, "git {args:?}");
 }
 
-#[test]
-fn the_escapes_found_from_outside_get_nothing() {
+/// A project, and a home (outside the temporary directories) with a private key.
+fn project_and_home() -> (tempfile::TempDir, PathBuf, tempfile::TempDir, PathBuf) {
     let project = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(project.path()).unwrap();
     let home_dir = elsewhere();
     let home = std::fs::canonicalize(home_dir.path()).unwrap();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), format!("{PRIVATE}\n")).unwrap();
+    (project, root, home_dir, home)
+}
+
+#[test]
+fn the_escapes_found_from_outside_get_nothing() {
+    let (_project, root, _home_dir, home) = project_and_home();
     std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
     let paths = ProjectPaths::new(&root);
     git(&root, &["init", "-q"]);
@@ -174,12 +181,7 @@ fn a_secret_a_person_allows_reaches_that_command_alone() {
         println!("skipped: the namespaces are not available here ({protections:?})");
         return;
     }
-    let project = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(project.path()).unwrap();
-    let home_dir = elsewhere();
-    let home = std::fs::canonicalize(home_dir.path()).unwrap();
-    std::fs::create_dir_all(home.join(".ssh")).unwrap();
-    std::fs::write(home.join(".ssh/id_rsa"), format!("{PRIVATE}\n")).unwrap();
+    let (_project, root, _home_dir, home) = project_and_home();
     crate::rt().block_on(async {
         let state = crate::asks::state_with(&root, Duration::from_secs(600), |shell| {
             shell.home = Some(home.clone());
@@ -229,4 +231,153 @@ fn ordinary_tools_work_under_the_sandbox() {
         assert_eq!(outs[0]["stdout"], "fine\n", "{}", outs[0]);
         state.stop_runs().await;
     });
+}
+
+/// The corpus's cases and fixture, shared with airsd's tool-level test.
+mod prelude {
+    pub use air_proto::event::AgentType;
+    pub use air_proto::plan::PermissionMode;
+    pub use airsd::tools::permission::Risk;
+    pub use serde_json::{json, Value};
+}
+
+#[path = "../../../airsd/src/tools/escapes/cases.rs"]
+mod corpus;
+
+/// The escape corpus through the real worker protocol and airsd: each executor case
+/// as a tool call of a run (one run per permission mode), with nobody to answer
+/// (`on_ask: deny`) and the OS sandbox off, so that the analysis and the engine alone
+/// must hold; each must end refused or asked, for the reason its row names. (Cases
+/// of other roles and scopes, and the ordinary actions, are the tool-level test's.)
+#[test]
+fn the_escape_corpus_through_the_worker_protocol_and_airsd() {
+    use corpus::{Act, Expect};
+    let f = corpus::fixture();
+    let cases = corpus::cases();
+    let modes = [
+        PermissionMode::Default,
+        PermissionMode::BypassPermissions,
+        PermissionMode::Plan,
+    ];
+    let mut tried = 0;
+    let mut failures = Vec::new();
+    crate::rt().block_on(async {
+        let home = f.home.clone();
+        let state = crate::asks::state_with(&f.root, Duration::from_secs(600), |shell| {
+            shell.home = Some(home.clone());
+            shell.air_home = Some(home.join(".air"));
+            // The policy answers on each tick: a hundred questions, quickly.
+            shell.tick = Duration::from_millis(10);
+        });
+        std::fs::write(
+            ProjectPaths::new(&f.root).shared().join("permissions.yaml"),
+            "sandbox: false\n",
+        )
+        .unwrap();
+        for mode in modes {
+            let chosen: Vec<&corpus::Case> = cases
+                .iter()
+                .filter(|c| {
+                    c.mode == mode
+                        && c.agent == AgentType::Executor
+                        && !c.narrow
+                        && !matches!(c.expect, Expect::Allow)
+                })
+                .collect();
+            if chosen.is_empty() {
+                continue;
+            }
+            // Each case's call, after a read of the file it changes (the tools ask
+            // only about a write whose file was read first); `which[i]` is the index
+            // of case i's own call among the run's tool runs.
+            let mut steps: Vec<(&str, Value)> = Vec::new();
+            let mut which = Vec::new();
+            for c in &chosen {
+                let (tool, input): (&str, Value) = match &c.act {
+                    Act::Fs(tool, input) => (
+                        tool,
+                        serde_json::from_str(&f.fill(&input.to_string())).unwrap(),
+                    ),
+                    Act::Cmd(cmd) => ("shell.run", json!({ "command": f.fill(cmd) })),
+                };
+                if tool != "fs.read" && tool != "shell.run" {
+                    if let Some(path) = input.get("path") {
+                        steps.push(("fs.read", json!({ "path": path })));
+                    }
+                }
+                which.push(steps.len());
+                steps.push((tool, input));
+            }
+            // The corpus's task scope: `secret/` denied, `keep/` preserved.
+            let text = plan(&steps).replacen(
+                "\n\n",
+                "\n\n- denied_paths: `secret/**`\n- preserved_paths: `keep/**`\n\n",
+                1,
+            );
+            let session = crate::asks::start_plan(&state, &text, OnAsk::Deny, Some(mode)).await;
+            let end = std::time::Instant::now() + Duration::from_secs(120);
+            while std::time::Instant::now() < end {
+                let p = state.session(&session).await.unwrap().snapshot();
+                if p.run
+                    .as_ref()
+                    .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let runs = tool_runs(&f.root, &session);
+            assert_eq!(runs.len(), steps.len(), "{mode:?}: {runs:?}");
+            // The risks a denied question named: `… [a,b] was not given …`.
+            let asked = |error: &str, risk: &str| {
+                error
+                    .split(" was not given")
+                    .next()
+                    .and_then(|head| head.rsplit_once('['))
+                    .is_some_and(|(_, list)| {
+                        list.trim_end_matches(']').split(',').any(|r| r == risk)
+                    })
+            };
+            for (c, &i) in chosen.iter().zip(&which) {
+                tried += 1;
+                let (_, status, error) = &runs[i];
+                let error = error.clone().unwrap_or_default();
+                // A change to a file whose read was asked and denied is refused by the
+                // read-before-write rule: held for the same reason.
+                let read_denied = |risk: &str| {
+                    i > 0
+                        && which.iter().all(|&w| w != i - 1)
+                        && asked(runs[i - 1].2.as_deref().unwrap_or_default(), risk)
+                        && error.contains("read the file with fs.read before changing it")
+                };
+                let ok = status == "failed"
+                    && match &c.expect {
+                        Expect::Ask(risk) => {
+                            asked(&error, risk.as_str()) || read_denied(risk.as_str())
+                        }
+                        Expect::Refuse(why) => error.contains(why),
+                        Expect::Allow => true,
+                    };
+                if !ok {
+                    failures.push(format!("{} ({mode:?}): {status}: {error}", c.name));
+                }
+            }
+        }
+        state.stop_runs().await;
+    });
+    // Nothing escaped on disk either.
+    assert_eq!(
+        std::fs::read_to_string(f.outside.join("o.txt")).unwrap(),
+        "outside\n"
+    );
+    println!(
+        "{tried} escapes tried through the worker protocol and airsd: {} refused or asked for their reason",
+        tried - failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {tried} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -448,6 +448,13 @@ air-test-sleep: 400
 air-test-sleep: 400
 ";
 
+/// kill -9 of the project's daemon, waiting until it is gone.
+fn kill_daemon(p: &Project) {
+    let pid = nix::unistd::Pid::from_raw(p.daemon_pid().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    assert!(until(5, || nix::sys::signal::kill(pid, None).is_err()));
+}
+
 #[test]
 fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
     let p = project();
@@ -493,18 +500,8 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
             .map(Result::unwrap)
             .collect()
     };
-    let pid = p.daemon_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    kill_daemon(&p);
     // What the database says was running when airsd died (it cannot change now).
-    assert!(until(5, || nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        None
-    )
-    .is_err()));
     let running_at_kill = count(
         &db(&p, &session),
         "SELECT COUNT(*) FROM agents WHERE status = 'running'",
@@ -567,17 +564,7 @@ fn a_call_running_at_two_deaths_of_airsd_is_refused_the_third_time() {
             until(30, || count(&db(&p, &session), running) == 1),
             "round {round}: the call never ran"
         );
-        let pid = p.daemon_pid().unwrap();
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
-        assert!(until(5, || nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            None
-        )
-        .is_err()));
+        kill_daemon(&p);
         if round == 1 {
             let out = air(&p, &["run", "--resume", &session, "--detach"]);
             expect(&out, 0);

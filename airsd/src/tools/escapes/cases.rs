@@ -1,47 +1,36 @@
-//! The escape corpus: attempts to reach past the project, the task's scope or the
-//! agent's role through the tools. Each must be refused or asked, for the reason the
-//! row names; a few ordinary actions must go through, so the corpus cannot pass by
-//! refusing everything.
+//! The escape corpus's cases and its fixture, shared by the tool-level test (here)
+//! and the one through the real worker protocol and airsd (the workspace's tests
+//! include this file): each includer provides a `prelude` beside it with `Risk`,
+//! `AgentType`, `PermissionMode`, `json!` and `Value`.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, dead_code)]
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use air_proto::backup::{BackupTag, Backups};
-use air_proto::config::PermissionsConfig;
-use air_proto::event::AgentType;
-use air_proto::plan::PermissionMode;
-use air_proto::task::TaskScope;
-use serde_json::{json, Value};
+use super::prelude::*;
 
-use super::exec::{self, RunInput};
-use super::permission::{Engine, Permits, Risk};
-use super::scope::Scope;
-use super::{FsContext, ReadLedger};
-
-enum Act {
+pub enum Act {
     Fs(&'static str, Value),
     Cmd(&'static str),
 }
 
-enum Expect {
+pub enum Expect {
     Ask(Risk),
     Refuse(&'static str),
     Allow,
 }
 
 use AgentType::{ArchitectureDesigner as Architect, Debugger, Executor, Reviewer};
-use Expect::{Allow, Ask, Refuse};
+pub use Expect::{Allow, Ask, Refuse};
 
-struct Case {
-    name: &'static str,
-    agent: AgentType,
-    mode: PermissionMode,
+pub struct Case {
+    pub name: &'static str,
+    pub agent: AgentType,
+    pub mode: PermissionMode,
     /// Under a scope with `allowed_paths` (otherwise only denied and preserved paths).
-    narrow: bool,
-    act: Act,
-    expect: Expect,
+    pub narrow: bool,
+    pub act: Act,
+    pub expect: Expect,
 }
 
 fn case(name: &'static str, act: Act, expect: Expect) -> Case {
@@ -63,7 +52,7 @@ fn read(path: &str) -> Act {
     Act::Fs("fs.read", json!({ "path": path }))
 }
 
-fn cases() -> Vec<Case> {
+pub fn cases() -> Vec<Case> {
     use Act::Cmd;
     let mut c = vec![
         // Reads of credentials, however they are reached.
@@ -745,11 +734,11 @@ fn cases() -> Vec<Case> {
     c
 }
 
-struct Fixture {
+pub struct Fixture {
     _dirs: Vec<tempfile::TempDir>,
-    root: PathBuf,
-    home: PathBuf,
-    outside: PathBuf,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub outside: PathBuf,
 }
 
 fn put(path: &Path, text: &str) {
@@ -757,7 +746,7 @@ fn put(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn fixture() -> Fixture {
+pub fn fixture() -> Fixture {
     // Not in the temporary directory, which commands may write freely; all on one
     // file system, for the hard links.
     let dirs: Vec<tempfile::TempDir> = (0..3)
@@ -797,148 +786,10 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
-    fn fill(&self, text: &str) -> String {
+    pub fn fill(&self, text: &str) -> String {
         let up = "../".repeat(self.root.components().count() - 1);
         text.replace("{UP}", &up)
             .replace("{H}", &self.home.display().to_string())
             .replace("{O}", &self.outside.display().to_string())
     }
-}
-
-/// Runs one case: `Ok` with the risks asked, or `Err` with the refusal.
-fn attempt(f: &Fixture, c: &Case) -> Result<Vec<Risk>, String> {
-    let engine = Engine::new(
-        &f.root,
-        Some(&f.home),
-        Some(&f.home.join(".air")),
-        c.mode,
-        &PermissionsConfig::default(),
-    )
-    .unwrap();
-    let backups = Backups::new(f.root.join(".air/local/backups"));
-    let scope = Scope::new(&TaskScope {
-        allowed_paths: c.narrow.then(|| vec!["src/**".into()]),
-        denied_paths: Some(vec!["secret/**".into()]),
-        preserved_paths: Some(vec!["keep/**".into()]),
-        ..TaskScope::default()
-    })
-    .unwrap();
-    let ledger = ReadLedger::default();
-    let run = |granted: HashSet<String>, tool: &str, input: Value| {
-        let permits = Permits::new(&engine, Some(&backups), BackupTag::default(), granted);
-        let ctx = FsContext {
-            root: &f.root,
-            agent_id: "agent",
-            ledger: &ledger,
-            scope: &scope,
-            perm: &permits,
-        };
-        let result = if tool == "shell.run" {
-            super::allowed(c.agent, tool).and_then(|()| {
-                exec::prepare(
-                    &ctx,
-                    &RunInput {
-                        command: input["command"].as_str().unwrap_or_default().to_string(),
-                        cwd: None,
-                        timeout_ms: None,
-                        description: None,
-                    },
-                    c.agent,
-                    exec::Confinement::default(),
-                )
-                .map(|_| Value::Null)
-            })
-        } else {
-            super::call(&ctx, c.agent, tool, input)
-        };
-        (result, permits.take_asks())
-    };
-    let (tool, input) = match &c.act {
-        Act::Fs(tool, input) => (
-            *tool,
-            serde_json::from_str(&f.fill(&input.to_string())).unwrap(),
-        ),
-        Act::Cmd(command) => ("shell.run", json!({ "command": f.fill(command) })),
-    };
-    // Writes need a read of the file first: done (with the read granted), so the
-    // write is judged for itself.
-    if tool != "fs.read" && tool != "shell.run" {
-        if let Some(path) = input.get("path").and_then(Value::as_str) {
-            let probe = Permits::new(&engine, None, BackupTag::default(), HashSet::new());
-            let ctx = FsContext {
-                root: &f.root,
-                agent_id: "agent",
-                ledger: &ledger,
-                scope: &Scope::default(),
-                perm: &probe,
-            };
-            if let Ok(resolved) = ctx.resolve(path) {
-                let granted = HashSet::from([format!("read:{}", resolved.display())]);
-                let _ = run(granted, "fs.read", json!({ "path": path }));
-            }
-        }
-    }
-    let (result, asks) = run(HashSet::new(), tool, input);
-    match (result, asks.is_empty()) {
-        (Ok(_), true) => Ok(Vec::new()),
-        (Err(_), false) => Ok(asks.iter().map(|a| a.risk).collect()),
-        (Err(e), true) => Err(e.0),
-        (Ok(_), false) => Err("went through although it asked".into()),
-    }
-}
-
-#[test]
-fn every_escape_is_refused_or_asked_for_its_reason() {
-    let f = fixture();
-    let cases = cases();
-    let escapes = cases.iter().filter(|c| !matches!(c.expect, Allow)).count();
-    assert!(escapes >= 60, "the corpus has {escapes} escapes");
-    let mut failures = Vec::new();
-    for c in &cases {
-        let got = attempt(&f, c);
-        let ok = match (&c.expect, &got) {
-            (Ask(risk), Ok(risks)) => risks.contains(risk),
-            (Refuse(why), Err(e)) => e.contains(why),
-            (Allow, Ok(risks)) => risks.is_empty(),
-            _ => false,
-        };
-        if !ok {
-            let want = match &c.expect {
-                Ask(r) => format!("ask ({})", r.as_str()),
-                Refuse(w) => format!("refuse (…{w}…)"),
-                Allow => "allow".into(),
-            };
-            failures.push(format!("{}: wanted {want}, got {got:?}", c.name));
-        }
-    }
-    // Nothing escaped on disk either.
-    assert_eq!(
-        std::fs::read_to_string(f.outside.join("o.txt")).unwrap(),
-        "outside\n"
-    );
-    println!(
-        "{escapes} escapes tried through the tools, each refused or asked for its reason; {} ordinary actions went through",
-        cases.len() - escapes
-    );
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
-}
-
-/// A path that becomes a symbolic link between the check and the use is refused.
-#[test]
-fn a_file_swapped_for_a_symlink_after_the_check_is_refused() {
-    let f = fixture();
-    let path = f.root.join("src/a.rs");
-    std::fs::remove_file(&path).unwrap();
-    std::os::unix::fs::symlink(f.home.join(".ssh/id_rsa"), &path).unwrap();
-    let e = super::fs::read_nofollow(&path, "src/a.rs").unwrap_err();
-    assert!(
-        e.0.contains("became a symbolic link after it was checked"),
-        "{e}"
-    );
 }
