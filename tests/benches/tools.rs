@@ -161,6 +161,17 @@ fn grep_vs_rg() {
     );
 }
 
+/// Starts the project's daemon (with nothing to do) and returns its pid.
+fn daemon_pid(root: &Path) -> u32 {
+    let out = air(root).args(["status", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    status["daemon"]["pid"]
+        .as_u64()
+        .or_else(|| status["pid"].as_u64())
+        .unwrap() as u32
+}
+
 /// The database of the project's one session.
 fn only_session_db(root: &Path) -> rusqlite::Connection {
     let paths = ProjectPaths::new(root);
@@ -193,13 +204,7 @@ fn huge_output() {
     )
     .unwrap();
     // The daemon first, with nothing to do: its resting memory.
-    let out = air(&root).args(["status", "--json"]).output().unwrap();
-    assert!(out.status.success());
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pid = status["daemon"]["pid"]
-        .as_u64()
-        .or_else(|| status["pid"].as_u64())
-        .unwrap() as u32;
+    let pid = daemon_pid(&root);
     let before = rss_kib(pid);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -336,9 +341,7 @@ fn hostile() {
     }
     plan.push_str("\nAcceptance criteria:\n- done\n");
     std::fs::write(root.join("p.md"), plan).unwrap();
-    let out = air(&root).args(["status", "--json"]).output().unwrap();
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pid = status["pid"].as_u64().unwrap() as u32;
+    let pid = daemon_pid(&root);
     let before = rss_kib(pid);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = {

@@ -135,6 +135,12 @@ fn mount_views(views: &Views) -> Result<(), String> {
     for p in &views.hidden {
         hide(p)?;
     }
+    // The working directory was entered before the mounts: entered again by its
+    // path, it is what the command may see (a stand-in, if it was hidden).
+    if let Ok(cwd) = std::env::current_dir() {
+        std::env::set_current_dir(&cwd)
+            .map_err(|e| format!("entering {} again: {e}", cwd.display()))?;
+    }
     Ok(())
 }
 

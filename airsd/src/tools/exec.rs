@@ -137,6 +137,12 @@ pub fn prepare(
             cwd.display()
         )));
     }
+    if engine.is_bookkeeping(&cwd) {
+        return Err(ToolError(format!(
+            "cwd: {} is air's own bookkeeping; commands do not run there",
+            cwd.display()
+        )));
+    }
     let analysis = command::analyze(
         &input.command,
         &Env {

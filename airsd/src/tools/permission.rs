@@ -569,7 +569,7 @@ impl Engine {
                 path.display()
             ));
         }
-        if self.bookkeeping.iter().any(|b| path.starts_with(b)) {
+        if self.is_bookkeeping(path) {
             return Verdict::Deny(format!(
                 "{}: air's own bookkeeping; agents may not write it",
                 path.display()
@@ -626,6 +626,11 @@ impl Engine {
             );
         }
         Verdict::Backup
+    }
+
+    /// Whether `path` is air's own bookkeeping (`.air/local/`, `~/.air/`).
+    pub fn is_bookkeeping(&self, path: &Path) -> bool {
+        self.bookkeeping.iter().any(|b| path.starts_with(b))
     }
 
     /// Whether `path` is air's own configuration in the project.

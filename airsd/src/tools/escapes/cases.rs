@@ -639,6 +639,17 @@ pub fn cases() -> Vec<Case> {
             Ask(Risk::Opaque),
         ),
         case("rm -rf .git", Cmd("rm -rf .git"), Ask(Risk::GitMetadata)),
+        Case {
+            act: Act::Fs(
+                "shell.run",
+                json!({ "command": "sqlite3 x.db 'delete from events'", "cwd": ".air/local/state" }),
+            ),
+            ..case(
+                "a command run inside .air/local",
+                Cmd("true"),
+                Refuse("air's own bookkeeping"),
+            )
+        },
         case(
             "> .air/local",
             Cmd("echo x > .air/local/state/x"),

@@ -62,7 +62,7 @@ fn attempt(f: &Fixture, c: &Case) -> Result<Vec<Risk>, String> {
                     &ctx,
                     &RunInput {
                         command: input["command"].as_str().unwrap_or_default().to_string(),
-                        cwd: None,
+                        cwd: input["cwd"].as_str().map(str::to_string),
                         timeout_ms: None,
                         description: None,
                     },
