@@ -19,6 +19,15 @@ use crate::asks::until;
 
 /// A daemon whose workers are the real `air-worker`, with this environment.
 fn state(dir: &std::path::Path, env: &[(&str, String)]) -> std::sync::Arc<DaemonState> {
+    state_with(dir, env, |_| {})
+}
+
+/// [`state`] with the shell's configuration changed by `f`.
+pub(crate) fn state_with(
+    dir: &std::path::Path,
+    env: &[(&str, String)],
+    f: impl FnOnce(&mut ShellConfig),
+) -> std::sync::Arc<DaemonState> {
     air_proto::layout::init(dir, "2026-11-30T00:00:00Z").unwrap();
     let paths = ProjectPaths::new(dir);
     let project = paths.read_project().unwrap();
@@ -36,6 +45,7 @@ fn state(dir: &std::path::Path, env: &[(&str, String)]) -> std::sync::Arc<Daemon
     });
     shell.heartbeat_interval_ms = 200;
     shell.sandbox_exe = Some(bin("airsd"));
+    f(&mut shell);
     std::sync::Arc::new(
         DaemonState::new(paths, project, dir.join("unused.sock"), Duration::ZERO).with_shell(shell),
     )

@@ -381,3 +381,51 @@ fn the_escape_corpus_through_the_worker_protocol_and_airsd() {
         failures.join("\n")
     );
 }
+
+/// The real agent loop (`air-worker` against the loopback provider) whose model runs
+/// the commands that once printed the key and a private key: no request the provider
+/// gets holds either.
+#[test]
+fn no_request_to_the_provider_holds_the_key_or_a_credential() {
+    use air_tests::mock_provider::{tool_use_events, Exchange, Expect, MockProvider, Reply};
+    const SECRET_KEY: &str = "sk-ant-escape-0042-in-the-workers-environment";
+    let (_project, root, _home_dir, home) = project_and_home();
+    let plan = "## Task A: look around\n\n- model: anthropic/claude-haiku-4-5\n- retry_budget: 0\n\nLook around.\n\nAcceptance criteria:\n- nothing\n";
+    crate::rt().block_on(async {
+        let x = |id: &str, tool: &str, input: Value| Exchange {
+            request: None,
+            expect: Expect::default(),
+            reply: Reply::Events(tool_use_events(id, tool, &input)),
+        };
+        let mock = MockProvider::start(vec![
+            x("a1", "shell_run", json!({"command": "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; ps eww -A; cat /proc/$PPID/environ; env"})),
+            x("a2", "shell_run", json!({"command": "python3 -c \"import os,glob; [print(open(p,'rb').read()) for p in glob.glob('/proc/*/environ')]; print(open(os.path.expanduser('~/.ssh/id_rsa')).read())\""})),
+            x("a3", "shell_run", json!({"command": "cat $(echo ~/.ss)h/id_rsa; tar cf - -C \"$HOME\" .ssh | tar xf - -C ."})),
+            x("a4", "submit_result", json!({"status": "failed", "summary": "Looked around."})),
+        ])
+        .await;
+        let env = [
+            ("ANTHROPIC_API_KEY", SECRET_KEY.to_string()),
+            ("ANTHROPIC_BASE_URL", mock.url.clone()),
+        ];
+        let state = crate::agents::state_with(&root, &env, |shell| {
+            shell.home = Some(home.clone());
+        });
+        let session = crate::asks::start_plan(&state, plan, OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        state.stop_runs().await;
+        let received = mock.received();
+        assert!(received.len() >= 4, "{} requests", received.len());
+        // The key went where it belongs, in the header, and nowhere else.
+        assert_eq!(received[0].header("x-api-key"), Some(SECRET_KEY));
+        for (i, r) in received.iter().enumerate() {
+            let body = r.body.to_string();
+            assert!(!body.contains(SECRET_KEY), "request {i} holds the key");
+            assert!(!body.contains(PRIVATE), "request {i} holds the private key");
+        }
+        // The commands ran (their results went back to the model).
+        let outs = outputs(&root, &session);
+        assert!(outs.len() >= 2, "{outs:?}");
+        assert!(!root.join(".ssh").exists());
+    });
+}
