@@ -367,6 +367,14 @@ fn literal(raw: &str, env: &Ctx<'_>, a: &mut Analysis, depth: usize) -> Option<S
             WordPiece::ArithmeticExpression(_) => dynamic = true,
         }
     }
+    if dynamic {
+        if let Some(m) = protected_marker(&out) {
+            a.risks.push((
+                Risk::Opaque,
+                format!("`{raw}` is computed when it runs and may name a protected place ({m})"),
+            ));
+        }
+    }
     (!dynamic).then_some(out)
 }
 
@@ -410,7 +418,16 @@ fn mention(text: &str, env: &Ctx<'_>, a: &mut Analysis) {
         return;
     }
     match env.absolute(text) {
-        Some(p) => a.mentions.push(p),
+        Some(p) => {
+            if p.starts_with("/proc")
+                && !p.starts_with("/proc/self")
+                && (text.contains('*') || p.components().nth(3).is_some())
+            {
+                a.reaches
+                    .push(format!("`{text}`: other processes' files under /proc"));
+            }
+            a.mentions.push(p)
+        }
         None => a.reaches.push(format!(
             "`{text}` read in a directory known only when it runs"
         )),
@@ -801,6 +818,38 @@ fn command_body(
     }
 }
 
+/// Parts of a path that name a place commands must not reach: credential stores,
+/// air's own state and rules, git's configuration, other processes.
+const PROTECTED_MARKERS: &[&str] = &[
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".ssh/",
+    ".aws/",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".kube/",
+    ".config/gcloud",
+    ".password-store",
+    "keyrings",
+    ".air/local",
+    "airsd.sock",
+    "session.db",
+    "permissions.yaml",
+    ".git/config",
+    ".git/hooks",
+    "/environ",
+    "/etc/shadow",
+];
+
+/// The protected place a text names, if it names one.
+fn protected_marker(text: &str) -> Option<&'static str> {
+    PROTECTED_MARKERS.iter().copied().find(|m| text.contains(m))
+}
+
 /// Interpreters that take code on their command line, and the options that give it.
 const INLINE_CODE: &[(&str, &[&str])] = &[
     ("python", &["-c"]),
@@ -851,6 +900,13 @@ fn reaches(name: &str, args: &[(String, Option<String>)], a: &mut Analysis) {
         if inline {
             a.reaches
                 .push(format!("`{name}` runs code given on its command line"));
+            // Code that names a protected place asks, sandbox or not.
+            if let Some(m) = lits().find_map(protected_marker) {
+                a.risks.push((
+                    Risk::Opaque,
+                    format!("`{name}` runs code given on its command line that names a protected place ({m})"),
+                ));
+            }
         }
     }
     if READERS.contains(&name) {
@@ -1302,8 +1358,21 @@ mod tests {
         assert_eq!(reaches("perl -ne 'print' f").len(), 1);
         assert_eq!(reaches("cat $(echo ~/.ss)h/id_rsa").len(), 1);
         assert_eq!(reaches("ps eww -A").len(), 1);
+        assert_eq!(reaches("cat /proc/*/environ").len(), 1);
+        assert_eq!(reaches("cat /proc/1/environ").len(), 1);
+        assert!(reaches("cat /proc/cpuinfo").is_empty());
         assert_eq!(reaches("curl --unix-socket s http://x/").len(), 1);
         assert!(reaches("python3 -m pytest").is_empty());
+        // A computed path, or code, that names a protected place asks whatever the
+        // sandbox.
+        assert_eq!(risks("cat $(echo ~/.ss)h/id_rsa"), [Risk::Opaque]);
+        assert_eq!(risks("cat \"$D/.aws/credentials\""), [Risk::Opaque]);
+        assert_eq!(
+            risks("python3 -c \"print(open('/home/u/.ssh/id_rsa').read())\""),
+            [Risk::Opaque]
+        );
+        assert!(risks("cat \"$D/notes.txt\"").is_empty());
+        assert!(risks("python3 -c 'print(1)'").is_empty());
         assert!(reaches("cat README.md").is_empty());
         assert!(reaches("ps aux").is_empty());
     }
