@@ -6,6 +6,7 @@
 //! sparse file and a FIFO, greps `/` and lists a 1,000,000-file tree. Prints figures.
 //!
 //! Run: `cargo build --release --workspace && cargo bench -p air-tests --bench tools`
+//! (`-- roundtrip`, `-- grep`, `-- huge` or `-- hostile` for one part)
 //! (the grep comparison needs ripgrep: `apt-get install ripgrep`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

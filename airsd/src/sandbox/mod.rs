@@ -139,16 +139,20 @@ fn readable() -> Vec<PathBuf> {
     // What Landlock takes a rule for: directories, files and character devices
     // (not sockets, pipes or the block devices), symlinks followed.
     let entries = |dir: &str| -> Vec<PathBuf> {
+        let ruled = |t: std::fs::FileType| t.is_dir() || t.is_file() || t.is_char_device();
         std::fs::read_dir(dir)
             .map(|rd| {
                 rd.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        std::fs::metadata(p).is_ok_and(|m| {
-                            let t = m.file_type();
-                            t.is_dir() || t.is_file() || t.is_char_device()
-                        })
+                    .filter(|e| match e.file_type() {
+                        // The directory's own record says, but for a link, which is
+                        // followed.
+                        Ok(t) if t.is_symlink() => {
+                            std::fs::metadata(e.path()).is_ok_and(|m| ruled(m.file_type()))
+                        }
+                        Ok(t) => ruled(t),
+                        Err(_) => false,
                     })
+                    .map(|e| e.path())
                     .collect()
             })
             .unwrap_or_default()

@@ -206,7 +206,9 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
     }
     let (file, _) = open_regular(&path, &shown)?;
     let deadline = std::time::Instant::now() + TOOL_TIME_LIMIT;
-    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    // A small file in one read; a large one in 64 KiB pieces.
+    let capacity = usize::try_from(meta.len().clamp(4096, 64 * 1024)).unwrap_or(64 * 1024);
+    let mut reader = std::io::BufReader::with_capacity(capacity + 1, file);
     let first = input.offset.unwrap_or(1).max(1);
     let limit = input.limit.unwrap_or(DEFAULT_READ_LINES).max(1);
     let mut hasher = Sha256::new();
