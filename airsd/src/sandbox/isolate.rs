@@ -187,6 +187,34 @@ fn drop_caps() -> Result<(), String> {
     Ok(())
 }
 
+/// Asks the kernel to kill this process when its parent goes (airsd spawns the
+/// launcher from a runtime thread that lives as long as the daemon does). A parent
+/// already gone (adopted by init) is an error.
+#[allow(unsafe_code)]
+pub fn die_with_parent() -> Result<(), String> {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers and touches no memory of
+    // ours.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "cannot tie the command to airsd: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if nix::unistd::getppid() == nix::unistd::Pid::from_raw(1) {
+        return Err("airsd is gone; the command is not run".into());
+    }
+    Ok(())
+}
+
 /// Moves the launcher into the command's namespaces. Returns in the child that is
 /// PID 1 there, with the views mounted and the capabilities dropped; the launcher
 /// itself waits for that child and exits as it did (this function does not return
@@ -198,6 +226,9 @@ pub fn enter(views: &Views) -> Result<(), String> {
     // that started no threads), so the child may do anything.
     match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
         ForkResult::Child => {
+            // PID 1 of the namespace dies with the launcher, and everything in the
+            // namespace with it.
+            die_with_parent()?;
             mount_views(views)?;
             drop_caps()
         }

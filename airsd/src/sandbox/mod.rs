@@ -233,6 +233,12 @@ pub fn launch(args: &[OsString]) -> i32 {
         eprintln!("airsd {ARG}: no command to run");
         return 126;
     };
+    // The command dies with airsd: a command of a daemon that was killed must not go
+    // on changing the project while the run is recovered.
+    if let Err(e) = isolate::die_with_parent() {
+        eprintln!("airsd {ARG}: {e}");
+        return 126;
+    }
     if isolate {
         if let Err(e) = isolate::enter(&views) {
             eprintln!("airsd {ARG}: the sandbox could not be set up: {e}");

@@ -553,7 +553,7 @@ fn a_call_running_at_two_deaths_of_airsd_is_refused_the_third_time() {
     write(
         &p,
         "hang.md",
-        "## Task H: runs a long command\n\n- retry_budget: 4\n\nair-test-call: shell.run {\"command\": \"sleep 30\"}\n",
+        "## Task H: runs a long command\n\n- retry_budget: 4\n\nair-test-call: shell.run {\"command\": \"sleep 37\"}\n",
     );
     let out = air(&p, &["run", "--plan", "hang.md", "--detach"]);
     expect(&out, 0);
@@ -565,6 +565,18 @@ fn a_call_running_at_two_deaths_of_airsd_is_refused_the_third_time() {
             "round {round}: the call never ran"
         );
         kill_daemon(&p);
+        // The command died with the daemon: nothing goes on changing the project.
+        let sleeping = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .any(|c| c == b"sleep\x0037\x00")
+        };
+        assert!(
+            until(5, || !sleeping()),
+            "round {round}: the command outlived airsd"
+        );
         if round == 1 {
             let out = air(&p, &["run", "--resume", &session, "--detach"]);
             expect(&out, 0);
@@ -612,7 +624,7 @@ fn a_call_running_at_two_deaths_of_airsd_is_refused_the_third_time() {
                 .join(format!("workers/{a}.stderr.log"));
             std::fs::read_to_string(log)
                 .unwrap_or_default()
-                .contains("`shell_run` {\"command\":\"sleep 30\"} was running when airsd stopped")
+                .contains("`shell_run` {\"command\":\"sleep 37\"} was running when airsd stopped")
         })
         .count();
     assert!(noted >= 2, "{noted} of {} agents were told", agents.len());
