@@ -158,6 +158,10 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
                     tracing::warn!(uid = cred.uid(), pid = ?cred.pid(), "connection from another user refused");
                     continue;
                 }
+                if cred.pid().is_some_and(sandboxed_peer) {
+                    tracing::warn!(pid = ?cred.pid(), "connection from a sandboxed command (another PID namespace) refused");
+                    continue;
+                }
                 next_conn += 1;
                 let peer = Peer { conn: next_conn, pid: cred.pid().and_then(|p| u32::try_from(p).ok()) };
                 state.connection_opened();
@@ -217,4 +221,15 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     drop(lock);
     tracing::info!("airsd stopped");
     Ok(reason)
+}
+
+/// Whether a peer runs in another PID namespace than the daemon: a command in the
+/// sandbox of an airsd (of this project or another), which may never drive a daemon.
+/// A peer whose namespace cannot be read is let through (the uid check holds).
+fn sandboxed_peer(pid: i32) -> bool {
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    match (ns("self"), ns(&pid.to_string())) {
+        (Some(mine), Some(theirs)) => mine != theirs,
+        _ => false,
+    }
 }

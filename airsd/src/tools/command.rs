@@ -847,7 +847,21 @@ const PROTECTED_MARKERS: &[&str] = &[
 
 /// The protected place a text names, if it names one.
 fn protected_marker(text: &str) -> Option<&'static str> {
-    PROTECTED_MARKERS.iter().copied().find(|m| text.contains(m))
+    if let Some(m) = PROTECTED_MARKERS.iter().copied().find(|m| text.contains(m)) {
+        return Some(m);
+    }
+    // A `.env` file (not `.envrc`, nor a shareable example).
+    text.match_indices("/.env").find_map(|(i, _)| {
+        let rest = &text[i + "/.env".len()..];
+        let end = rest
+            .chars()
+            .next()
+            .is_none_or(|c| matches!(c, '\'' | '"' | ' ' | ')' | ',' | '.'));
+        let example = [".example", ".sample", ".template", ".dist"]
+            .iter()
+            .any(|x| rest.starts_with(x));
+        (end && !example).then_some("/.env")
+    })
 }
 
 /// Interpreters that take code on their command line, and the options that give it.
@@ -1372,6 +1386,13 @@ mod tests {
             [Risk::Opaque]
         );
         assert!(risks("cat \"$D/notes.txt\"").is_empty());
+        assert_eq!(
+            risks("python3 -c \"open('/home/u/app/.env').read()\""),
+            [Risk::Opaque]
+        );
+        assert_eq!(risks("cat \"$D/.env.production\""), [Risk::Opaque]);
+        assert!(risks("cat \"$D/.envrc\"").is_empty());
+        assert!(risks("cat \"$D/.env.example\"").is_empty());
         assert!(risks("python3 -c 'print(1)'").is_empty());
         assert!(reaches("cat README.md").is_empty());
         assert!(reaches("ps aux").is_empty());

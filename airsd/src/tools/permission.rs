@@ -333,6 +333,41 @@ fn env_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// `.env` files of other projects in the home directory, two levels down at most
+/// (`~/app/.env`, `~/src/app/.env`), never the project's own: bounded, as this runs at
+/// each run's start and each is a mount for each command.
+fn nearby_env_files(home: &Path, root: &Path) -> Vec<PathBuf> {
+    const MOST_DIRS: usize = 2_000;
+    const MOST_FILES: usize = 64;
+    let subdirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        !p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with('.') || n == "node_modules")
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut dirs = subdirs(home);
+    let second: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| subdirs(d))
+        .take(MOST_DIRS)
+        .collect();
+    dirs.extend(second);
+    dirs.iter()
+        .filter(|d| !d.starts_with(root) && !root.starts_with(d))
+        .flat_map(|d| env_files(d))
+        .take(MOST_FILES)
+        .collect()
+}
+
 /// The repository's git directories: `.git/`, or for a worktree or submodule the
 /// directory its `.git` file names, and the common directory that one shares.
 fn git_dirs(root: &Path) -> Vec<PathBuf> {
@@ -420,6 +455,7 @@ impl Engine {
             );
             hidden.extend(HIDDEN_IN_HOME.iter().map(|d| h.join(d)));
             hidden.extend(env_files(h));
+            hidden.extend(nearby_env_files(h, root));
             autostart.extend(AUTOSTART.iter().map(|d| h.join(d)));
         }
         // `.env` files of the directories above the project (its own are its own).

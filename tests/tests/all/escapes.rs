@@ -45,6 +45,9 @@ fn project_and_home() -> (tempfile::TempDir, PathBuf, tempfile::TempDir, PathBuf
 fn the_escapes_found_from_outside_get_nothing() {
     let (_project, root, _home_dir, home) = project_and_home();
     std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+    // Another project's secrets, beside this one in the home.
+    std::fs::create_dir_all(home.join("app")).unwrap();
+    std::fs::write(home.join("app/.env"), format!("TOKEN={PRIVATE}\n")).unwrap();
     let paths = ProjectPaths::new(&root);
     git(&root, &["init", "-q"]);
     std::fs::write(root.join("a.txt"), "a\n").unwrap();
@@ -74,6 +77,8 @@ fn the_escapes_found_from_outside_get_nothing() {
         ("python reads a key", "python3 -c \"import os; print(open(os.path.expanduser('~/.ssh/id_rsa')).read())\""),
         ("python reads a key, computed", "python3 -c \"import os; print(open(os.path.join(os.path.expanduser('~'), '.s'+'sh', 'id_'+'rsa')).read())\""),
         ("computed path to a key", "cat $(echo ~/.ss)h/id_rsa"),
+        ("another project's .env", "cat ~/app/.env"),
+        ("another project's .env, computed", "python3 -c \"import os; print(open(os.path.join(os.path.expanduser('~'), 'app', '.e'+'nv')).read())\""),
         ("tar a key in", "tar cf - -C \"$HOME\" .ssh | tar xf - -C ."),
         // A link made to the key at run time, then read (what the analysis saw was
         // harmless).
@@ -137,6 +142,7 @@ fn the_escapes_found_from_outside_get_nothing() {
             ("python rewrites the rules", "opaque_command"),
             ("python reads a key", "opaque_command"),
             ("computed path to a key", "opaque_command"),
+            ("another project's .env", "credentials"),
             ("python writes git's config", "opaque_command"),
         ] {
             let i = at(label);
@@ -150,6 +156,7 @@ fn the_escapes_found_from_outside_get_nothing() {
             "python erases the log, computed",
             "python reaches the socket, computed",
             "python reads a key, computed",
+            "another project's .env, computed",
             "a link made at run time",
             "a hook by a computed path",
             "python writes the bashrc",
@@ -166,6 +173,9 @@ fn the_escapes_found_from_outside_get_nothing() {
             assert!(outs[0]["sandbox"].as_str().unwrap().contains("namespaces"), "{}", shown(0));
             let log = at("python erases the log, computed");
             assert_eq!(outs[log]["stdout"], "found 0\n", "{}", shown(log));
+            // A hidden file reads as empty.
+            let env = at("another project's .env, computed");
+            assert_eq!(outs[env]["stdout"], "\n", "{}", shown(env));
             for label in ["python reaches the socket, computed", "python reads a key, computed", "a hook by a computed path", "python writes the bashrc"] {
                 let i = at(label);
                 assert_ne!(outs[i]["exit_code"], 0, "{label}: {}", shown(i));
@@ -463,4 +473,62 @@ fn no_request_to_the_provider_holds_the_key_or_a_credential() {
         assert!(outs.len() >= 2, "{outs:?}");
         assert!(!root.join(".ssh").exists());
     });
+}
+
+/// A command cannot drive any daemon: another project's airsd, reached by a path
+/// the analysis cannot read, refuses a connection from a sandboxed command (another
+/// PID namespace), while the same socket serves the person's own client.
+#[test]
+fn no_daemon_serves_a_sandboxed_command() {
+    let protections = airsd::sandbox::protections(&bin("airsd"));
+    if protections.isolation.is_err() {
+        println!("skipped: the namespaces are not available here ({protections:?})");
+        return;
+    }
+    let other = tempfile::tempdir().unwrap();
+    let other_root = std::fs::canonicalize(other.path()).unwrap();
+    let air = |args: &[&str]| {
+        std::process::Command::new(bin("air"))
+            .args(args)
+            .current_dir(&other_root)
+            .env("AIR_WORKER", bin("air-test-worker"))
+            .env("AIR_HOME", other_root.join("air-home"))
+            .output()
+            .unwrap()
+    };
+    assert!(air(&["init"]).status.success());
+    assert!(
+        air(&["status"]).status.success(),
+        "the other project's daemon runs"
+    );
+    let (_project, root, _home_dir, home) = project_and_home();
+    let dir = other_root.display().to_string();
+    let probe = format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{dir}/.air/lo'+'cal/airsd'+'.sock'); s.sendall(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); print(repr(s.recv(100)))\""
+    );
+    crate::rt().block_on(async {
+        let state = crate::asks::state_with(&root, Duration::from_secs(600), |shell| {
+            shell.home = Some(home.clone());
+        });
+        let steps = [("shell.run", json!({ "command": probe }))];
+        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        let outs = outputs(&root, &session);
+        // Dropped unanswered: nothing but an empty read or a reset.
+        let said = outs[0].to_string();
+        assert!(!said.contains("HTTP/1.1"), "{said}");
+        assert!(
+            outs[0]["stdout"] == "b''\n" || said.contains("Connection reset by peer"),
+            "{said}"
+        );
+        state.stop_runs().await;
+    });
+    // The person's own client is still served.
+    let out = air(&["status"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = air(&["daemon", "stop"]);
 }
