@@ -1,3 +1,7 @@
+//! The NDJSON codec of the worker pipe: partial reads, the line cap enforced without
+//! buffering the long line, errors naming the line and the JSON path (and property
+//! tests of arbitrary splits).
+
 use air_proto::codec::{encode, DecodeErrorKind, NdjsonDecoder};
 use air_proto::ipc::{IpcMessage, ProtocolErrorCode};
 use proptest::prelude::*;

@@ -1,3 +1,6 @@
+//! The contracts against their fixtures: every type round-trips exactly, every IPC
+//! kind and control message parses to its variant, and bad input names its path.
+
 use std::path::PathBuf;
 
 use air_proto::dependency::DependencySpec;

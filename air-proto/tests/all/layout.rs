@@ -1,3 +1,6 @@
+//! The `.air/` layout: `air init` (idempotent), finding the project root like git,
+//! refusing a newer or broken project file, canonical timestamps.
+
 use std::fs;
 
 use air_proto::layout::{self, LayoutError, ProjectPaths};

@@ -1,3 +1,6 @@
+//! The event registry: every seed event registered with its durability, unique
+//! names, payloads validated naming the path, and `docs/event-registry.md` current.
+
 use std::collections::BTreeSet;
 
 use air_proto::registry::{self, Coalesce, Durability, EVENTS};

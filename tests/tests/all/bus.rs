@@ -1,3 +1,6 @@
+//! The event bus: one order for every subscriber under concurrent publishers, and a
+//! slow subscriber coalesced, then resynced, with nothing lost.
+
 use std::sync::Arc;
 
 use air_proto::payload as p;

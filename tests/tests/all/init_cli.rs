@@ -1,3 +1,6 @@
+//! `air init` through the real binary: in a fresh git repository, outside a project,
+//! and in a directory it cannot write.
+
 use std::path::Path;
 use std::process::{Command, Output};
 

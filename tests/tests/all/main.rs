@@ -21,6 +21,7 @@ mod robustness;
 mod run;
 mod schema;
 mod store;
+mod tidy;
 mod tui;
 mod worker_pipe;
 

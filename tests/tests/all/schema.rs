@@ -1,3 +1,7 @@
+//! The session database's schema: a newer or foreign database refused and left alone,
+//! an older one never migrated silently, WAL with full sync, `docs/db-schema.md`
+//! naming every table.
+
 use air_proto::layout::ProjectPaths;
 use airsd::{Error, Session, SessionConfig};
 use rusqlite::Connection;

@@ -1,3 +1,7 @@
+//! The event store: durable events commit then publish, ephemeral ones are never
+//! written, bad events are refused naming what and where, batches are whole, and one
+//! bad request does not fail its neighbours in a group commit.
+
 use air_proto::event::{EventSource, RuntimeEvent};
 use air_proto::payload as p;
 use air_proto::projection::TaskStatus;
