@@ -477,13 +477,21 @@ impl DaemonState {
 
     /// The runs in progress, at a glance.
     pub async fn run_briefs(&self) -> Vec<air_proto::api::RunBrief> {
-        let handles: Vec<(String, RunHandle)> = {
+        // The runs a scheduler works on, with their agents; then the ones that halted.
+        let mut runs: Vec<(String, usize)> = {
             let mut runs = self.runs_lock();
             runs.retain(|_, h| !h.is_done());
-            runs.iter().map(|(id, h)| (id.clone(), h.clone())).collect()
+            runs.iter()
+                .map(|(id, h)| (id.clone(), h.running_agents()))
+                .collect()
         };
+        for id in self.halted_runs().await {
+            if !runs.iter().any(|(r, _)| *r == id) {
+                runs.push((id, 0));
+            }
+        }
         let mut briefs = Vec::new();
-        for (id, handle) in handles {
+        for (id, agents) in runs {
             let Ok(session) = self.session(&id).await else {
                 continue;
             };
@@ -496,30 +504,9 @@ impl DaemonState {
                 plan: run.plan.clone(),
                 tasks: u32::try_from(p.tasks.len()).unwrap_or(u32::MAX),
                 ended: u32::try_from(ended).unwrap_or(u32::MAX),
-                running_agents: u32::try_from(handle.running_agents()).unwrap_or(u32::MAX),
+                running_agents: u32::try_from(agents).unwrap_or(u32::MAX),
                 paused: run.paused,
-                halted: None,
-            });
-        }
-        for (id, why) in self.halted_runs().await {
-            if briefs.iter().any(|b| b.session_id == id) {
-                continue;
-            }
-            let Ok(session) = self.session(&id).await else {
-                continue;
-            };
-            let p = session.snapshot();
-            let Some(run) = p.run.as_ref() else { continue };
-            briefs.push(air_proto::api::RunBrief {
-                session_id: id,
-                title: run.title.clone(),
-                plan: run.plan.clone(),
-                tasks: u32::try_from(p.tasks.len()).unwrap_or(u32::MAX),
-                ended: u32::try_from(p.tasks.iter().filter(|t| t.status.is_terminal()).count())
-                    .unwrap_or(u32::MAX),
-                running_agents: 0,
-                paused: run.paused,
-                halted: Some(why),
+                halted: run.halted.clone(),
             });
         }
         briefs.sort_by(|a, b| a.session_id.cmp(&b.session_id));

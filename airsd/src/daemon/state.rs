@@ -297,9 +297,8 @@ impl DaemonState {
         self.sessions.lock().await.len()
     }
 
-    /// The open sessions whose run halted (its scheduler stopped without ending it),
-    /// with why.
-    pub async fn halted_runs(&self) -> Vec<(String, String)> {
+    /// The open sessions whose run halted (its scheduler stopped without ending it).
+    pub async fn halted_runs(&self) -> Vec<String> {
         let open: Vec<Arc<Session>> = self
             .sessions
             .lock()
@@ -308,12 +307,11 @@ impl DaemonState {
             .map(|o| o.session.clone())
             .collect();
         open.iter()
-            .filter_map(|s| {
-                let why = s
-                    .bus()
-                    .read(|p, _| p.run.as_ref().and_then(|r| r.halted.clone()));
-                why.map(|w| (s.id().to_string(), w))
+            .filter(|s| {
+                s.bus()
+                    .read(|p, _| p.run.as_ref().is_some_and(|r| r.halted.is_some()))
             })
+            .map(|s| s.id().to_string())
             .collect()
     }
 
