@@ -278,9 +278,10 @@ impl DaemonState {
         tasks: Option<Vec<String>>,
     ) -> Result<RunInfo> {
         let gate = self.run_gate(session_id);
-        let _one_at_a_time = gate.lock().await;
+        let one_at_a_time = gate.lock().await;
         let session = self.session(session_id).await?;
-        let running = self.run_handle(session_id).is_some();
+        let handle = self.run_handle(session_id);
+        let running = handle.is_some();
         let config = self.shell_config()?;
         let recovered = {
             let session = session.clone();
@@ -315,14 +316,32 @@ impl DaemonState {
                 )));
             }
             if let Some(task_ids) = retry {
-                self.control_run(
-                    session_id,
-                    Control::Retry {
-                        task_ids: task_ids.clone(),
-                        by,
-                    },
-                )
-                .await?;
+                let sent = self
+                    .control_run(
+                        session_id,
+                        Control::Retry {
+                            task_ids: task_ids.clone(),
+                            by: by.clone(),
+                        },
+                    )
+                    .await;
+                if let Err(e) = sent {
+                    // The run ended meanwhile: once its scheduler is gone, the retry is
+                    // one of an ended run. Refused for another reason, it stays refused.
+                    let ended = session.bus().read(|p, _| {
+                        p.run
+                            .as_ref()
+                            .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+                    });
+                    if !ended {
+                        return Err(e);
+                    }
+                    if let Some(h) = handle {
+                        h.wait().await;
+                    }
+                    drop(one_at_a_time);
+                    return Box::pin(self.continue_run(session_id, by, budgets, tasks)).await;
+                }
                 info.reopened = task_ids;
             }
             return Ok(info);
