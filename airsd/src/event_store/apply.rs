@@ -322,8 +322,8 @@ fn apply_change(
         DomainChange::ToolFailed(pl) => {
             if !update(
                 conn,
-                "UPDATE tool_runs SET status = 'failed', error = ?2, ended_at = ?3,
-                     duration_ms = ?4 WHERE id = ?1",
+                "UPDATE tool_runs SET status = 'failed', output_json = NULL, error = ?2,
+                     ended_at = ?3, duration_ms = ?4 WHERE id = ?1",
                 params![pl.tool_run_id, pl.error, ts, pl.duration_ms],
             )? {
                 return Err(missing(e, "payload.tool_run_id", "tool run", &pl.tool_run_id));
