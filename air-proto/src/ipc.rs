@@ -370,6 +370,53 @@ struct IpcWire {
     protocol_error: Option<ProtocolError>,
 }
 
+/// How a worker process ends (D-039): its exit code says why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerExit {
+    /// 0: it sent its result (protocol-level completion).
+    Completed,
+    /// 1: an uncaught error.
+    Uncaught,
+    /// 2: a startup or protocol error.
+    Protocol,
+    /// 3: a permission error.
+    Permission,
+    /// 4: cancelled by the parent, or the parent went away (stdin closed).
+    Cancelled,
+    /// 5: it gave up at its hard timeout.
+    Timeout,
+    /// Any other code.
+    Other(i32),
+}
+
+impl WorkerExit {
+    pub fn from_code(code: i32) -> Self {
+        match code {
+            0 => Self::Completed,
+            1 => Self::Uncaught,
+            2 => Self::Protocol,
+            3 => Self::Permission,
+            4 => Self::Cancelled,
+            5 => Self::Timeout,
+            other => Self::Other(other),
+        }
+    }
+
+    /// The process exit code.
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::Completed => 0,
+            Self::Uncaught => 1,
+            Self::Protocol => 2,
+            Self::Permission => 3,
+            Self::Cancelled => 4,
+            Self::Timeout => 5,
+            Self::Other(c) if c >= 0 && c <= 255 => c as u8,
+            Self::Other(_) => 1,
+        }
+    }
+}
+
 impl Serialize for IpcMessage {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let h = &self.header;

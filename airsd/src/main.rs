@@ -123,7 +123,7 @@ fn main() -> ExitCode {
         queue: 1024,
     });
     shell.heartbeat_interval_ms = args.heartbeat_ms.max(10);
-    shell.ask_timeout = Duration::from_millis(args.ask_timeout_ms);
+    shell.core.ask_timeout_ms = args.ask_timeout_ms;
     // The user's defaults: $AIR_HOME/config.yaml, else ~/.air/config.yaml.
     let air_home = std::env::var_os("AIR_HOME")
         .map(PathBuf::from)

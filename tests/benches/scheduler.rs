@@ -43,7 +43,7 @@ fn decisions() {
         concurrency: 50,
         ..Config::default()
     });
-    let mut facts = vec![Fact::RunStarted { concurrency: 50 }];
+    let mut facts = vec![Fact::run_started(50)];
     facts.extend(tasks.iter().map(|t| Fact::TaskCreated(Box::new(t.clone()))));
     let mut decide = Duration::ZERO;
     let mut apply = Duration::ZERO;

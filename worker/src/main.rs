@@ -21,8 +21,10 @@ use air_proto::ipc::{
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-const EXIT_PROTOCOL: u8 = 2;
-const EXIT_CANCELLED: u8 = 4;
+use air_proto::ipc::WorkerExit;
+
+const EXIT_PROTOCOL: u8 = WorkerExit::Protocol.code();
+const EXIT_CANCELLED: u8 = WorkerExit::Cancelled.code();
 
 /// The pipe to airsd.
 struct Peer {
@@ -355,7 +357,7 @@ async fn run() -> u8 {
             if peer.send(IpcBody::WorkerResult(result), None).is_err() {
                 return EXIT_CANCELLED;
             }
-            0
+            WorkerExit::Completed.code()
         }
         code = stop_rx.recv() => code.unwrap_or(EXIT_CANCELLED),
     }

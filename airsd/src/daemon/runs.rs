@@ -165,7 +165,7 @@ impl DaemonState {
         let mut core = Core::new(self.scheduler_config(run.concurrency));
         let now = now_ms();
         for e in &events {
-            if let Some(fact) = shell::fact_of(&e.event_type, &e.payload) {
+            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
                 core.apply(&fact, now);
             }
         }
@@ -176,7 +176,7 @@ impl DaemonState {
         if let Err(e) = air_proto::layout::write_atomic(&graph_path, &bytes) {
             tracing::warn!("cannot write {}: {e}", graph_path.display());
         }
-        self.spawn_run(session, run, now, core, shell_config, models)?;
+        self.spawn_run(session, run, core, shell_config, models)?;
         Ok(RunInfo {
             session_id: info.id,
             title,
@@ -208,7 +208,6 @@ impl DaemonState {
         &self,
         session: Arc<Session>,
         run: RunStarted,
-        started_ms: u64,
         core: Core,
         config: shell::ShellConfig,
         models: crate::models::Models,
@@ -244,7 +243,6 @@ impl DaemonState {
             paths: self.paths.clone(),
             project_id: self.project.project_id.clone(),
             run,
-            started_ms,
             engine: Arc::new(engine),
             backups: Arc::new(air_proto::backup::Backups::new(self.paths.backups())),
             sources: Arc::new(sources),
@@ -368,22 +366,14 @@ impl DaemonState {
                     budgets: budgets.clone(),
                 },
             )?;
-            if let Some(fact) = shell::fact_of(&e.event_type, &e.payload) {
+            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
                 recovered.core.apply(&fact, now_ms());
             }
             session.store().append(e).await?;
             recovered.started.budgets = recovered.started.budgets.overridden_by(&budgets);
-            recovered.started_ms = now_ms();
             info.reopened = reopen;
         }
-        self.spawn_run(
-            session,
-            recovered.started,
-            recovered.started_ms,
-            recovered.core,
-            config,
-            models,
-        )?;
+        self.spawn_run(session, recovered.started, recovered.core, config, models)?;
         Ok(info)
     }
 

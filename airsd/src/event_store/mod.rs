@@ -9,6 +9,7 @@
 mod apply;
 mod checkpoint;
 mod prepare;
+pub mod query;
 mod writer;
 
 use std::sync::{Arc, Mutex};

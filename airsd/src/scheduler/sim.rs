@@ -10,6 +10,7 @@ use air_proto::result::{
 };
 use air_proto::task::{EvidenceType, TaskSpec, TaskType};
 
+use super::core::{AgentEnd, Ask, ProcessEnd, Refusal};
 use super::gate;
 use super::{Config, Core, Decision, Dispatch, Fact};
 
@@ -32,20 +33,25 @@ pub struct Sim {
     /// Agents started and not yet ended, in start order.
     pub running: Vec<Dispatch>,
     pub outcome: Option<RunCompleted>,
+    /// The permission requests waiting, and whether a person is attached.
+    pub asks: Vec<Ask>,
+    pub humans: bool,
+    /// What the run has spent: tokens, millionths of a dollar.
+    pub usage: (u64, u64),
+    /// The requests the policy denied, in order.
+    pub refusals: Vec<Refusal>,
 }
 
 impl Sim {
     pub fn new(config: Config, tasks: &[TaskSpec]) -> Self {
-        let concurrency = config.concurrency;
-        let mut sim = Self {
-            core: Core::new(config),
-            now_ms: 1_000,
-            facts: Vec::new(),
-            decisions: Vec::new(),
-            running: Vec::new(),
-            outcome: None,
-        };
-        sim.record(Fact::RunStarted { concurrency });
+        let start = Fact::run_started(config.concurrency);
+        Self::with_start(config, start, tasks)
+    }
+
+    /// A driver whose run starts with `start` (its policy and budgets).
+    pub fn with_start(config: Config, start: Fact, tasks: &[TaskSpec]) -> Self {
+        let mut sim = Self::empty(config, 1_000);
+        sim.record(start);
         for t in tasks {
             sim.record(Fact::TaskCreated(Box::new(t.clone())));
         }
@@ -55,14 +61,7 @@ impl Sim {
     /// Rebuilds a driver from recorded facts, as airsd does after a restart: replay,
     /// then every agent that was running is recorded as interrupted.
     pub fn recover(config: Config, facts: &[Fact], now_ms: u64) -> Self {
-        let mut sim = Self {
-            core: Core::new(config),
-            now_ms,
-            facts: Vec::new(),
-            decisions: Vec::new(),
-            running: Vec::new(),
-            outcome: None,
-        };
+        let mut sim = Self::empty(config, now_ms);
         for fact in facts {
             sim.record(fact.clone());
         }
@@ -75,6 +74,71 @@ impl Sim {
             });
         }
         sim
+    }
+
+    fn empty(config: Config, now_ms: u64) -> Self {
+        Self {
+            core: Core::new(config),
+            now_ms,
+            facts: Vec::new(),
+            decisions: Vec::new(),
+            running: Vec::new(),
+            outcome: None,
+            asks: Vec::new(),
+            humans: false,
+            usage: (0, 0),
+            refusals: Vec::new(),
+        }
+    }
+
+    /// Shows the core what the shell observes of the session: the spending, the
+    /// requests waiting, whether a person is there. Observations are not recorded.
+    pub fn observe(&mut self) {
+        let (tokens, cost_micro_usd) = self.usage;
+        self.core.apply(
+            &Fact::Usage {
+                tokens,
+                cost_micro_usd,
+            },
+            self.now_ms,
+        );
+        self.core.apply(
+            &Fact::Asks {
+                pending: self.asks.clone(),
+                humans: self.humans,
+            },
+            self.now_ms,
+        );
+    }
+
+    /// A worker process ends: it sent `result` (if any), then exited with `code`
+    /// (`None`: killed by a signal).
+    pub fn exit(&mut self, agent_id: &str, result: Option<WorkerResult>, code: Option<i32>) {
+        if let Some(result) = result {
+            self.core.apply(
+                &Fact::ResultReceived {
+                    agent_id: agent_id.to_string(),
+                    result: Box::new(result),
+                },
+                self.now_ms,
+            );
+        }
+        let text = match code {
+            Some(c) => format!("exit code {c}"),
+            None => "killed by SIGKILL".into(),
+        };
+        self.core.apply(
+            &Fact::WorkerExited {
+                agent_id: agent_id.to_string(),
+                end: ProcessEnd {
+                    code,
+                    text,
+                    logged: None,
+                    stderr_tail: None,
+                },
+            },
+            self.now_ms,
+        );
     }
 
     pub fn record(&mut self, fact: Fact) {
@@ -140,6 +204,31 @@ impl Sim {
                     }),
                     Decision::Patrol { .. } => {}
                     Decision::RunComplete(outcome) => self.record(Fact::RunCompleted(outcome)),
+                    Decision::StopForBudget { reason, .. } => self.record(Fact::Stopped { reason }),
+                    Decision::Refuse(refusal) => {
+                        self.asks.retain(|a| a.request_id != refusal.request_id);
+                        if let Some((task_id, reason)) = &refusal.block {
+                            self.record(Fact::CancelRequested {
+                                task_id: Some(task_id.clone()),
+                                reason: reason.clone(),
+                                block: true,
+                            });
+                        }
+                        self.refusals.push(*refusal);
+                        self.observe();
+                    }
+                    Decision::EndAgent { agent_id, end } => match end {
+                        AgentEnd::Completed { result, .. } => {
+                            self.record(Fact::AgentResult { agent_id, result })
+                        }
+                        AgentEnd::Failed {
+                            failure, reason, ..
+                        } => self.record(Fact::AgentFailed {
+                            agent_id,
+                            failure,
+                            reason,
+                        }),
+                    },
                 }
             }
         }

@@ -71,21 +71,18 @@ pub struct Interrupted(Arc<Vec<(String, String, String)>>);
 impl Interrupted {
     /// Reads them from the session's tool runs.
     pub fn load(session: &Session) -> Interrupted {
-        let rows = (|| -> Option<Vec<(String, String, String)>> {
-            let conn = session.readers().get().ok()?;
-            let mut stmt = conn
-                .prepare(
-                    "SELECT task_id, tool, input_json FROM tool_runs
-                     WHERE status = 'failed' AND error = ?1 AND task_id IS NOT NULL ORDER BY seq",
-                )
-                .ok()?;
-            let rows = stmt
-                .query_map(rusqlite::params![INTERRUPTED], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .ok()?;
-            Some(rows.flatten().collect())
-        })();
+        let rows = session
+            .readers()
+            .get()
+            .map_err(crate::error::Error::from)
+            .and_then(|conn| crate::event_store::query::failed_tool_runs(&conn, INTERRUPTED));
+        let rows = match rows {
+            Ok(rows) => Some(rows),
+            Err(e) => {
+                tracing::warn!("cannot read the interrupted tool runs: {e}");
+                None
+            }
+        };
         Interrupted(Arc::new(rows.unwrap_or_default()))
     }
 
@@ -736,21 +733,14 @@ impl ToolJob {
         &self,
         request_id: &str,
     ) -> Result<Option<(String, String, Option<String>)>, String> {
-        use rusqlite::OptionalExtension as _;
         let conn = self
             .env
             .session
             .readers()
             .get()
             .map_err(|e| format!("cannot read the answer: {e}"))?;
-        conn.query_row(
-            "SELECT decision, decided_by, decision_reason FROM permission_requests
-             WHERE id = ?1 AND status = 'decided'",
-            [request_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()
-        .map_err(|e| format!("cannot read the answer: {e}"))
+        crate::event_store::query::permission_answer(&conn, request_id)
+            .map_err(|e| format!("cannot read the answer: {e}"))
     }
 }
 
@@ -761,15 +751,7 @@ pub fn resolved_root(root: &std::path::Path) -> PathBuf {
 
 /// Whether this agent has run a command to its end (its recorded evidence).
 fn has_evidence(session: &Session, agent_id: &str) -> bool {
-    use rusqlite::OptionalExtension as _;
-    let Ok(conn) = session.readers().get() else {
-        return false;
-    };
-    conn.query_row(
-        "SELECT 1 FROM command_runs WHERE agent_id = ?1 AND status = 'completed' LIMIT 1",
-        [agent_id],
-        |_| Ok(()),
-    )
-    .optional()
-    .is_ok_and(|r| r.is_some())
+    session.readers().get().is_ok_and(|conn| {
+        crate::event_store::query::has_completed_command(&conn, agent_id).unwrap_or(false)
+    })
 }

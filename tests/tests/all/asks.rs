@@ -37,7 +37,7 @@ pub(crate) fn state_with(
         queue: 64,
     });
     shell.heartbeat_interval_ms = 100;
-    shell.ask_timeout = ask_timeout;
+    shell.core.ask_timeout_ms = u64::try_from(ask_timeout.as_millis()).unwrap_or(u64::MAX);
     // Commands run under the OS sandbox, launched by the real airsd binary.
     shell.sandbox_exe = Some(bin("airsd"));
     f(&mut shell);

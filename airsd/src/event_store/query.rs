@@ -1,0 +1,90 @@
+//! Reads of a session's database that the scheduler needs, in one place: the events
+//! recovery folds, the runs found running at a restart, a permission request's answer,
+//! an agent's evidence.
+
+use rusqlite::{Connection, OptionalExtension as _};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// A stored event: its type, canonical timestamp and payload.
+pub struct StoredEvent {
+    pub event_type: String,
+    pub timestamp: String,
+    pub payload: Value,
+}
+
+/// Calls `each` with every stored event of one of `types`, in the order recorded.
+pub fn events_of_types(
+    conn: &Connection,
+    types: &[&str],
+    mut each: impl FnMut(StoredEvent) -> Result<()>,
+) -> Result<()> {
+    let placeholders = vec!["?"; types.len()].join(", ");
+    let mut stmt = conn.prepare(&format!(
+        "SELECT type, timestamp, payload_json FROM events WHERE type IN ({placeholders}) ORDER BY seq"
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(types.iter()))?;
+    while let Some(row) = rows.next()? {
+        let event_type: String = row.get(0)?;
+        let payload_json: String = row.get(2)?;
+        let payload = serde_json::from_str(&payload_json)
+            .map_err(|e| Error::Internal(format!("stored {event_type} payload: {e}")))?;
+        each(StoredEvent {
+            event_type,
+            timestamp: row.get(1)?,
+            payload,
+        })?;
+    }
+    Ok(())
+}
+
+/// The ids of the tool runs and of the command runs still marked running.
+pub fn running_runs(conn: &Connection) -> Result<(Vec<String>, Vec<String>)> {
+    let ids = |sql: &str| -> Result<Vec<String>> {
+        let mut stmt = conn.prepare(sql)?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
+    };
+    Ok((
+        ids("SELECT id FROM tool_runs WHERE status = 'running' ORDER BY seq")?,
+        ids("SELECT id FROM command_runs WHERE status = 'running' ORDER BY seq")?,
+    ))
+}
+
+/// The tool runs of tasks that failed with `error`, as (task, tool, input JSON).
+pub fn failed_tool_runs(conn: &Connection, error: &str) -> Result<Vec<(String, String, String)>> {
+    let mut stmt = conn.prepare(
+        "SELECT task_id, tool, input_json FROM tool_runs
+         WHERE status = 'failed' AND error = ?1 AND task_id IS NOT NULL ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([error], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// A decided permission request's (decision, decided by, reason).
+pub fn permission_answer(
+    conn: &Connection,
+    request_id: &str,
+) -> Result<Option<(String, String, Option<String>)>> {
+    Ok(conn
+        .query_row(
+            "SELECT decision, decided_by, decision_reason FROM permission_requests
+             WHERE id = ?1 AND status = 'decided'",
+            [request_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?)
+}
+
+/// Whether this agent has run a command to its end.
+pub fn has_completed_command(conn: &Connection, agent_id: &str) -> Result<bool> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM command_runs WHERE agent_id = ?1 AND status = 'completed' LIMIT 1",
+            [agent_id],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}

@@ -1,0 +1,303 @@
+//! How each recorded fact changes the scheduler state.
+
+use super::*;
+
+impl Core {
+    /// Folds one recorded fact into the state.
+    pub fn apply(&mut self, fact: &Fact, now_ms: u64) {
+        // Heartbeats say an agent lives, not that the work moves (seed 001 §4.3); the
+        // other observations are not work either.
+        if fact.is_activity() {
+            self.last_activity_ms = self.last_activity_ms.max(now_ms);
+        }
+        match fact {
+            Fact::RunStarted {
+                concurrency,
+                on_ask,
+                budgets,
+            } => {
+                self.started = true;
+                self.config.concurrency = (*concurrency).max(1);
+                self.on_ask = *on_ask;
+                self.budgets = budgets.clone();
+                self.budgets_from_ms = now_ms;
+            }
+            Fact::TaskCreated(spec) => {
+                if self.index.contains_key(&spec.id) {
+                    return;
+                }
+                let milestone_of = spec
+                    .id
+                    .split_once(MILESTONE)
+                    .map(|(phase, _)| phase.to_string());
+                self.to_create.retain(|t| t.id != spec.id);
+                self.index.insert(spec.id.clone(), self.tasks.len());
+                self.tasks.push(TaskState {
+                    spec: (**spec).clone(),
+                    status: TaskStatus::Pending,
+                    attempt: 0,
+                    retries_used: 0,
+                    rejections: 0,
+                    reviewer_failures: 0,
+                    milestone_of,
+                    milestone_approved: false,
+                    next: Next::Nothing,
+                    agent: None,
+                    under_review: None,
+                    notes: Vec::new(),
+                    failures: HashMap::new(),
+                    cancel: None,
+                    started_by_role: HashMap::new(),
+                    in_flight: false,
+                    consulted: false,
+                    escalation: None,
+                });
+                if let Some(reason) = &self.cancelled {
+                    let i = self.tasks.len() - 1;
+                    self.tasks[i].cancel = Some((reason.clone(), TaskStatus::Cancelled));
+                }
+            }
+            Fact::TaskReady { task_id } => {
+                if let Some(t) = self.task_mut(task_id) {
+                    t.in_flight = false;
+                    if t.status == TaskStatus::Pending {
+                        t.status = TaskStatus::Ready;
+                        t.next = Next::Dispatch(role_for(t));
+                    }
+                }
+            }
+            Fact::Dispatched {
+                task_id,
+                agent_id,
+                role,
+                attempt,
+            } => {
+                let Some(&i) = self.index.get(task_id) else {
+                    return;
+                };
+                let t = &mut self.tasks[i];
+                t.in_flight = false;
+                t.status = match role {
+                    AgentType::Debugger => TaskStatus::Debugging,
+                    AgentType::Reviewer | AgentType::ArchitectureDesigner => TaskStatus::Reviewing,
+                    _ => TaskStatus::Running,
+                };
+                t.attempt = (*attempt).max(t.attempt);
+                t.next = Next::Nothing;
+                t.agent = Some(agent_id.clone());
+                t.notes.clear();
+                *t.started_by_role.entry(*role).or_insert(0) += 1;
+                let c = &t.spec.constraints;
+                self.agents.insert(
+                    agent_id.clone(),
+                    AgentRun {
+                        task: i,
+                        role: *role,
+                        started_ms: now_ms,
+                        last_seen_ms: now_ms,
+                        soft_deadline_ms: now_ms.saturating_add(c.soft_timeout_ms),
+                        hard_deadline_ms: now_ms.saturating_add(c.hard_timeout_ms),
+                        hard_timeout_ms: c.hard_timeout_ms,
+                        extended_ms: 0,
+                        hold_asked: false,
+                        held_since: None,
+                        held_ms: 0,
+                        warned: false,
+                        stopping: false,
+                    },
+                );
+            }
+            Fact::Heartbeat { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    a.last_seen_ms = a.last_seen_ms.max(now_ms);
+                }
+            }
+            Fact::SoftTimeoutWarned { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    a.warned = true;
+                }
+            }
+            Fact::TimeoutExtended { agent_id, extra_ms } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    a.hard_deadline_ms = a.hard_deadline_ms.saturating_add(*extra_ms);
+                    a.extended_ms = a.extended_ms.saturating_add(*extra_ms);
+                    a.last_seen_ms = a.last_seen_ms.max(now_ms);
+                }
+            }
+            Fact::AgentHeld { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    a.hold_asked = true;
+                }
+            }
+            Fact::Holding { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    if a.hold_asked {
+                        a.held_since.get_or_insert(now_ms);
+                    }
+                }
+            }
+            Fact::AgentReleased { agent_id } => {
+                if let Some(a) = self.agents.get_mut(agent_id) {
+                    a.hold_asked = false;
+                    if let Some(since) = a.held_since.take() {
+                        let held = now_ms.saturating_sub(since);
+                        a.soft_deadline_ms = a.soft_deadline_ms.saturating_add(held);
+                        a.hard_deadline_ms = a.hard_deadline_ms.saturating_add(held);
+                        a.held_ms = a.held_ms.saturating_add(held);
+                        a.last_seen_ms = a.last_seen_ms.max(now_ms);
+                    }
+                }
+            }
+            Fact::AgentResult { agent_id, result } => {
+                if let Some((i, role)) = self.agent_ended(agent_id) {
+                    self.on_result(i, role, result);
+                }
+            }
+            Fact::AgentFailed {
+                agent_id,
+                failure,
+                reason,
+            } => {
+                if let Some((i, role)) = self.agent_ended(agent_id) {
+                    self.on_failure(i, role, *failure, reason);
+                }
+            }
+            Fact::TaskFinished {
+                task_id, status, ..
+            } => {
+                let Some(t) = self.task_mut(task_id) else {
+                    return;
+                };
+                t.in_flight = false;
+                if is_terminal(t.status) {
+                    return;
+                }
+                t.status = *status;
+                t.next = Next::Nothing;
+                t.notes.clear();
+            }
+            Fact::Paused => self.paused = true,
+            Fact::Resumed => self.paused = false,
+            Fact::Stopped { reason } => {
+                if self.stopped.is_none() {
+                    self.stopped = Some(reason.clone());
+                }
+            }
+            Fact::CancelRequested {
+                task_id,
+                reason,
+                block,
+            } => match task_id {
+                Some(id) => {
+                    let end = if *block {
+                        TaskStatus::Blocked
+                    } else {
+                        TaskStatus::Cancelled
+                    };
+                    if let Some(t) = self.task_mut(id) {
+                        t.cancel.get_or_insert_with(|| (reason.clone(), end));
+                    }
+                }
+                None => {
+                    self.cancelled.get_or_insert_with(|| reason.clone());
+                    for t in &mut self.tasks {
+                        t.cancel
+                            .get_or_insert_with(|| (reason.clone(), TaskStatus::Cancelled));
+                    }
+                }
+            },
+            Fact::RunCompleted(_) => {
+                self.finished = true;
+                self.completing = false;
+            }
+            Fact::Continued { task_ids, budgets } => {
+                // The time budget counts from the continuation.
+                self.budgets = self.budgets.overridden_by(budgets);
+                self.budgets_from_ms = now_ms;
+                self.stopping_for_budget = false;
+                self.finished = false;
+                self.completing = false;
+                self.paused = false;
+                self.stopped = None;
+                self.cancelled = None;
+                self.reopen(
+                    task_ids,
+                    "This task did not finish in an earlier run of the plan; it starts again. Check what is already in place before you change anything.",
+                );
+            }
+            Fact::Retried { task_ids } => self.reopen(
+                task_ids,
+                "A person asked for this task to be tried again after it ended unfinished. Check what is already in place before you change anything.",
+            ),
+            Fact::Usage {
+                tokens,
+                cost_micro_usd,
+            } => {
+                self.usage = budget::Usage {
+                    tokens: *tokens,
+                    cost_micro_usd: *cost_micro_usd,
+                };
+            }
+            Fact::Asks { pending, humans } => {
+                self.asks.clone_from(pending);
+                self.humans = *humans;
+                // What was answered is no longer pending; a request still pending
+                // after an answer failed to be written is answered again.
+                self.answered.clear();
+            }
+            Fact::ResultReceived { agent_id, result } => self.result_received(agent_id, result),
+            Fact::ProtocolViolation { agent_id, reason } => {
+                self.stops
+                    .entry(agent_id.clone())
+                    .or_insert((AgentFailure::Protocol, reason.clone()));
+            }
+            Fact::WorkerExited { agent_id, end } => {
+                self.exits.insert(agent_id.clone(), end.clone());
+            }
+        }
+    }
+
+    /// Ended, unfinished tasks start over as pending with fresh budgets, told why.
+    fn reopen(&mut self, task_ids: &[String], note: &str) {
+        for id in task_ids {
+            let Some(t) = self.task_mut(id) else { continue };
+            if t.status == TaskStatus::Completed || t.agent.is_some() {
+                continue;
+            }
+            t.status = TaskStatus::Pending;
+            t.next = Next::Nothing;
+            t.retries_used = 0;
+            t.rejections = 0;
+            t.reviewer_failures = 0;
+            t.failures.clear();
+            t.cancel = None;
+            t.in_flight = false;
+            t.under_review = None;
+            t.notes.push(note.into());
+        }
+    }
+
+    fn task_mut(&mut self, task_id: &str) -> Option<&mut TaskState> {
+        let i = *self.index.get(task_id)?;
+        self.tasks.get_mut(i)
+    }
+
+    /// Removes a finished agent; `None` when the agent is unknown or no longer the one
+    /// working on its task (a result that arrives after a cancel is ignored).
+    fn agent_ended(&mut self, agent_id: &str) -> Option<(usize, AgentType)> {
+        let run = self.agents.remove(agent_id)?;
+        let t = &mut self.tasks[run.task];
+        if t.agent.as_deref() != Some(agent_id) {
+            return None;
+        }
+        t.agent = None;
+        if is_terminal(t.status) {
+            return None;
+        }
+        if let Some((reason, end)) = &t.cancel {
+            t.next = Next::Finish(*end, Some(reason.clone()));
+            return None;
+        }
+        Some((run.task, run.role))
+    }
+}

@@ -1,0 +1,178 @@
+//! Which recorded events are facts of the core, in one table: the event type, whether
+//! recovery folds it, and how its payload becomes the fact.
+
+use air_proto::payload::{self as p, RunStarted};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::*;
+
+/// One event type the core folds.
+struct Entry {
+    event_type: &'static str,
+    /// Recovery folds it (a heartbeat matters only while its agent lives).
+    recovered: bool,
+    fact: fn(&str, &Value) -> Option<Fact>,
+}
+
+fn de<T: DeserializeOwned>(v: &Value) -> Option<T> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+fn dispatched(_: &str, v: &Value) -> Option<Fact> {
+    let pl: p::TaskStatusChanged = de(v)?;
+    Some(Fact::Dispatched {
+        task_id: pl.task_id,
+        agent_id: pl.agent_id?,
+        role: pl.agent_type?,
+        attempt: pl.attempt.unwrap_or(1),
+    })
+}
+
+fn finished(event_type: &str, v: &Value) -> Option<Fact> {
+    let pl: p::TaskStatusChanged = de(v)?;
+    Some(Fact::TaskFinished {
+        task_id: pl.task_id,
+        status: TaskStatus::from_event_type(event_type)?,
+        reason: pl.reason,
+    })
+}
+
+const fn entry(event_type: &'static str, fact: fn(&str, &Value) -> Option<Fact>) -> Entry {
+    Entry {
+        event_type,
+        recovered: true,
+        fact,
+    }
+}
+
+const TABLE: &[Entry] = &[
+    entry("run.started", |_, v| {
+        let run: RunStarted = de(v)?;
+        Some(Fact::RunStarted {
+            concurrency: run.concurrency,
+            on_ask: run.on_ask,
+            budgets: run.budgets,
+        })
+    }),
+    entry("run.completed", |_, v| Some(Fact::RunCompleted(de(v)?))),
+    entry("run.continued", |_, v| {
+        let pl: p::RunContinued = de(v)?;
+        Some(Fact::Continued {
+            task_ids: pl.task_ids,
+            budgets: pl.budgets,
+        })
+    }),
+    entry("task.created", |_, v| {
+        Some(Fact::TaskCreated(Box::new(de::<p::TaskCreated>(v)?.task)))
+    }),
+    entry("task.ready", |_, v| {
+        Some(Fact::TaskReady {
+            task_id: de::<p::TaskStatusChanged>(v)?.task_id,
+        })
+    }),
+    entry("task.started", dispatched),
+    entry("task.reviewing", dispatched),
+    entry("task.debugging", dispatched),
+    entry("task.completed", finished),
+    entry("task.failed", finished),
+    entry("task.blocked", finished),
+    entry("task.cancelled", finished),
+    entry("agent.completed", |_, v| {
+        let pl: p::AgentCompleted = de(v)?;
+        Some(match pl.result {
+            Some(result) => Fact::AgentResult {
+                agent_id: pl.agent_id,
+                result: Box::new(result),
+            },
+            None => Fact::AgentFailed {
+                agent_id: pl.agent_id,
+                failure: AgentFailure::Protocol,
+                reason: "completed without a result".into(),
+            },
+        })
+    }),
+    entry("agent.failed", |_, v| {
+        let pl: p::AgentFailed = de(v)?;
+        Some(Fact::AgentFailed {
+            agent_id: pl.agent_id,
+            failure: pl.failure.unwrap_or(AgentFailure::Crash),
+            reason: pl.reason,
+        })
+    }),
+    Entry {
+        event_type: "agent.heartbeat",
+        recovered: false,
+        fact: |_, v| {
+            Some(Fact::Heartbeat {
+                agent_id: de::<p::AgentHeartbeat>(v)?.agent_id,
+            })
+        },
+    },
+    entry("agent.soft_timeout", |_, v| {
+        Some(Fact::SoftTimeoutWarned {
+            agent_id: de::<p::AgentSoftTimeout>(v)?.agent_id,
+        })
+    }),
+    entry("agent.timeout_extended", |_, v| {
+        let pl: p::TimeoutExtended = de(v)?;
+        Some(Fact::TimeoutExtended {
+            agent_id: pl.agent_id,
+            extra_ms: pl.extra_ms,
+        })
+    }),
+    entry("scheduler.paused", |_, _| Some(Fact::Paused)),
+    entry("scheduler.resumed", |_, _| Some(Fact::Resumed)),
+    entry("scheduler.stopped", |_, v| {
+        Some(Fact::Stopped {
+            reason: de::<p::SchedulerControl>(v)?
+                .reason
+                .unwrap_or_else(|| "stopped".into()),
+        })
+    }),
+    entry("scheduler.cancel_requested", |_, v| {
+        let pl: p::CancelRequested = de(v)?;
+        Some(Fact::CancelRequested {
+            task_id: pl.task_id,
+            reason: pl.reason.unwrap_or_else(|| "cancelled".into()),
+            block: pl.block,
+        })
+    }),
+    entry("agent.paused", |_, v| {
+        Some(Fact::AgentHeld {
+            agent_id: de::<p::AgentPauseChange>(v)?.agent_id,
+        })
+    }),
+    entry("agent.resumed", |_, v| {
+        Some(Fact::AgentReleased {
+            agent_id: de::<p::AgentPauseChange>(v)?.agent_id,
+        })
+    }),
+    entry("task.retried", |_, v| {
+        Some(Fact::Retried {
+            task_ids: de::<p::TasksRetried>(v)?.task_ids,
+        })
+    }),
+];
+
+/// The event types recovery folds, in no particular order.
+pub fn recovered_types() -> impl Iterator<Item = &'static str> {
+    TABLE.iter().filter(|e| e.recovered).map(|e| e.event_type)
+}
+
+/// The fact a recorded event is, if the core cares about it.
+pub fn fact_of(event_type: &str, payload: &Value) -> Option<Fact> {
+    let entry = TABLE.iter().find(|e| e.event_type == event_type)?;
+    (entry.fact)(event_type, payload)
+}
+
+impl Fact {
+    /// Whether the fact is work moving (the patrol's clock), rather than an agent
+    /// saying it lives or an observation of the session.
+    pub fn is_activity(&self) -> bool {
+        !matches!(
+            self,
+            Fact::Heartbeat { .. } | Fact::Usage { .. } | Fact::Asks { .. }
+        )
+    }
+}

@@ -1,0 +1,588 @@
+//! The scheduler's deterministic core: facts in, decisions out, no I/O.
+//!
+//! State changes only by [`Core::apply`] of a [`Fact`], and every fact is a durable
+//! event of the session (the shell records a decision's event first, then applies it).
+//! So the state after a crash is the fold of the recorded facts, and recovery is a
+//! replay. [`Core::decide`] reads the state and the clock and says what should happen
+//! next; it changes only transient bookkeeping (what it has already asked for), never
+//! the recorded state.
+//!
+//! The rules are seed 001 §5.2 (flow), §8.2 (evidence gates), §4.3 (anti-stall) and
+//! D-008 (heartbeats, repeated failures), written out in `docs/scheduler.md`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use air_proto::event::AgentType;
+use air_proto::payload::{AgentFailure, PatrolEntry, RunCompleted, RunOutcome};
+use air_proto::plan::{Budgets, OnAsk};
+use air_proto::projection::TaskStatus;
+use air_proto::result::{
+    ConsultDecision, ConsultOutput, DebuggerOutput, FollowUpType, ReviewDecision, ReviewerOutput,
+    WorkerResult, WorkerStatus,
+};
+use air_proto::task::{
+    Constraints, ContextRefs, Contracts, DependencyType, TaskScope, TaskSpec, TaskType,
+    Verification,
+};
+
+use super::gate;
+
+mod apply;
+mod asks;
+mod budget;
+mod decide;
+mod exit;
+mod facts;
+mod outcome;
+
+pub use asks::{Ask, Refusal};
+pub use exit::{classify_exit, AgentEnd, ProcessEnd};
+pub use facts::{fact_of, recovered_types};
+
+/// Tunables of the rules. The defaults are the seeds' numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Most agents running at once.
+    pub concurrency: u32,
+    /// A running agent silent this long is killed as stalled.
+    pub stall_ms: u64,
+    /// With nothing happening for this long, every running agent is checked.
+    pub patrol_ms: u64,
+    /// Consecutive rejections (by the reviewer or the evidence gate) that are
+    /// re-dispatched automatically; one more escalates.
+    pub auto_rejections: u32,
+    /// The same failure this many times for one task escalates (D-008).
+    pub same_failure_limit: u32,
+    /// Milestone reviews of one phase that may request changes before escalating.
+    pub milestone_rounds: u32,
+    /// Most extra time granted to one agent, as a share of its hard timeout (1 = 100 %).
+    pub max_extension_ratio: u32,
+    /// Before a task ends blocked or failed because its attempts ran out (rejections,
+    /// the same failure again, the retry budget), consult the Architecture Designer
+    /// once: it may grant one more attempt with its advice.
+    pub consult: bool,
+    /// How long a permission request may wait for a person before it is denied,
+    /// whatever the run's `on_ask` policy.
+    pub ask_timeout_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            stall_ms: 120_000,
+            patrol_ms: 600_000,
+            auto_rejections: 2,
+            same_failure_limit: 3,
+            milestone_rounds: 2,
+            max_extension_ratio: 1,
+            consult: true,
+            ask_timeout_ms: 600_000,
+        }
+    }
+}
+
+/// A recorded fact: each is one durable event (or, for heartbeats, an ephemeral one the
+/// core needs only while the agent lives).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fact {
+    RunStarted {
+        concurrency: u32,
+        on_ask: OnAsk,
+        budgets: Budgets,
+    },
+    TaskCreated(Box<TaskSpec>),
+    TaskReady {
+        task_id: String,
+    },
+    Dispatched {
+        task_id: String,
+        agent_id: String,
+        role: AgentType,
+        attempt: u32,
+    },
+    AgentResult {
+        agent_id: String,
+        result: Box<WorkerResult>,
+    },
+    AgentFailed {
+        agent_id: String,
+        failure: AgentFailure,
+        reason: String,
+    },
+    TaskFinished {
+        task_id: String,
+        status: TaskStatus,
+        reason: Option<String>,
+    },
+    Heartbeat {
+        agent_id: String,
+    },
+    SoftTimeoutWarned {
+        agent_id: String,
+    },
+    TimeoutExtended {
+        agent_id: String,
+        extra_ms: u64,
+    },
+    Paused,
+    Resumed,
+    /// A person held a running agent between its steps (`agent.paused`): its time
+    /// limits stop counting.
+    AgentHeld {
+        agent_id: String,
+    },
+    /// It goes on (`agent.resumed`): its limits move by the time it was held.
+    AgentReleased {
+        agent_id: String,
+    },
+    /// The worker says it is holding (a `PAUSED` heartbeat, after the step under way
+    /// when the hold was asked): from here its limits stop counting.
+    Holding {
+        agent_id: String,
+    },
+    Stopped {
+        reason: String,
+    },
+    CancelRequested {
+        task_id: Option<String>,
+        reason: String,
+        /// End the task as blocked rather than cancelled (a permission request the
+        /// run's policy turned into a failure).
+        block: bool,
+    },
+    RunCompleted(RunCompleted),
+    /// An ended run goes on: these tasks start over as pending, with fresh budgets.
+    Continued {
+        task_ids: Vec<String>,
+        /// Budgets that replace the run's from here on.
+        budgets: Budgets,
+    },
+    /// While the run goes on, these ended tasks start over as pending (a person asked).
+    Retried {
+        task_ids: Vec<String>,
+    },
+    /// Observed (not recorded): what the run has spent so far, from the session's
+    /// counters (themselves the fold of its recorded usage).
+    Usage {
+        tokens: u64,
+        cost_micro_usd: u64,
+    },
+    /// Observed (not recorded): the permission requests waiting for an answer, and
+    /// whether a person who may answer them is attached.
+    Asks {
+        pending: Vec<Ask>,
+        humans: bool,
+    },
+    /// A worker sent its result; it counts once the worker has exited.
+    ResultReceived {
+        agent_id: String,
+        result: Box<WorkerResult>,
+    },
+    /// A worker broke the protocol; it is ended as a protocol failure.
+    ProtocolViolation {
+        agent_id: String,
+        reason: String,
+    },
+    /// A worker's process ended; the core says what its end means.
+    WorkerExited {
+        agent_id: String,
+        end: ProcessEnd,
+    },
+}
+
+impl Fact {
+    /// The start of a run with no budgets, whose requests nobody answers for it.
+    pub fn run_started(concurrency: u32) -> Self {
+        Self::RunStarted {
+            concurrency,
+            on_ask: OnAsk::Queue,
+            budgets: Budgets::default(),
+        }
+    }
+}
+
+/// What the core wants done. The shell records the matching event (which comes back as
+/// a [`Fact`]) and performs the side effect.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    Ready {
+        task_id: String,
+    },
+    Dispatch(Box<Dispatch>),
+    Finish {
+        task_id: String,
+        status: TaskStatus,
+        reason: Option<String>,
+    },
+    CreateTask(Box<TaskSpec>),
+    WarnSoftTimeout {
+        agent_id: String,
+        task_id: String,
+        elapsed_ms: u64,
+        hard_timeout_ms: u64,
+    },
+    /// Ask the worker to stop (`agent.cancel`), killing it after a grace period.
+    Cancel {
+        agent_id: String,
+        reason: String,
+    },
+    /// Kill the worker's process group now.
+    Kill {
+        agent_id: String,
+        failure: AgentFailure,
+        reason: String,
+    },
+    Patrol {
+        idle_ms: u64,
+        agents: Vec<PatrolEntry>,
+    },
+    RunComplete(RunCompleted),
+    /// Stop dispatching: a budget of the run is spent (`scheduler.stopped`).
+    StopForBudget {
+        budget: String,
+        reason: String,
+    },
+    /// Deny a permission request by the run's policy or its timeout.
+    Refuse(Box<Refusal>),
+    /// Record how an agent ended (`agent.completed` or `agent.failed`).
+    EndAgent {
+        agent_id: String,
+        end: AgentEnd,
+    },
+}
+
+/// An agent to start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dispatch {
+    pub task_id: String,
+    pub agent_id: String,
+    pub role: AgentType,
+    /// The executor attempt this belongs to (1-based).
+    pub attempt: u32,
+    pub spec: TaskSpec,
+    /// What the agent must know from before: review findings, the debugger's analysis,
+    /// why the previous attempt ended.
+    pub notes: Vec<String>,
+    /// The executor result under review or being debugged.
+    pub previous: Option<WorkerResult>,
+}
+
+/// What is to happen next to a task.
+#[derive(Clone, Debug, PartialEq)]
+enum Next {
+    Nothing,
+    Dispatch(AgentType),
+    Finish(TaskStatus, Option<String>),
+}
+
+#[derive(Clone, Debug)]
+struct TaskState {
+    spec: TaskSpec,
+    status: TaskStatus,
+    attempt: u32,
+    retries_used: u32,
+    rejections: u32,
+    reviewer_failures: u32,
+    /// The phase a milestone-review task reviews.
+    milestone_of: Option<String>,
+    milestone_approved: bool,
+    next: Next,
+    agent: Option<String>,
+    under_review: Option<WorkerResult>,
+    notes: Vec<String>,
+    failures: HashMap<String, u32>,
+    /// Why and how the task is to end early (cancelled, or blocked by the ask policy).
+    cancel: Option<(String, TaskStatus)>,
+    started_by_role: HashMap<AgentType, u32>,
+    /// Transient: a decision for this task is out and its fact has not come back.
+    in_flight: bool,
+    /// The Architecture Designer was consulted about this task (once at most).
+    consulted: bool,
+    /// How the task ends unless the consulted Architecture Designer grants a retry.
+    escalation: Option<(TaskStatus, String)>,
+}
+
+#[derive(Clone, Debug)]
+struct AgentRun {
+    task: usize,
+    role: AgentType,
+    started_ms: u64,
+    last_seen_ms: u64,
+    soft_deadline_ms: u64,
+    hard_deadline_ms: u64,
+    hard_timeout_ms: u64,
+    extended_ms: u64,
+    warned: bool,
+    /// A person asked for it to be held (`agent.paused`).
+    hold_asked: bool,
+    /// Holding since then (its worker said so), its limits stopped.
+    held_since: Option<u64>,
+    /// Time held in all, which its limits do not count.
+    held_ms: u64,
+    /// Transient: a cancel or kill was asked for.
+    stopping: bool,
+}
+
+/// The scheduler state.
+#[derive(Clone, Debug)]
+pub struct Core {
+    config: Config,
+    tasks: Vec<TaskState>,
+    index: HashMap<String, usize>,
+    agents: BTreeMap<String, AgentRun>,
+    /// Follow-up tasks a milestone review asked for, until their `task.created` comes.
+    to_create: Vec<TaskSpec>,
+    started: bool,
+    paused: bool,
+    stopped: Option<String>,
+    cancelled: Option<String>,
+    finished: bool,
+    last_activity_ms: u64,
+    /// Transient: the run-complete decision is out.
+    completing: bool,
+    /// The run's budgets, counted from `budgets_from_ms` (its start or its last
+    /// continuation), and what it has spent.
+    budgets: Budgets,
+    budgets_from_ms: u64,
+    usage: budget::Usage,
+    /// Transient: the budget stop is out.
+    stopping_for_budget: bool,
+    /// What happens to a request nobody is there to answer.
+    on_ask: OnAsk,
+    /// The requests waiting, and whether a person is there, as last observed.
+    asks: Vec<Ask>,
+    humans: bool,
+    /// Transient: requests answered since that observation.
+    answered: BTreeSet<String>,
+    /// Results sent by workers that have not exited yet.
+    results: HashMap<String, WorkerResult>,
+    /// Why a worker is being ended (a cancel, a kill, a protocol violation).
+    stops: HashMap<String, (AgentFailure, String)>,
+    /// Workers whose process ended, until their end is decided.
+    exits: BTreeMap<String, ProcessEnd>,
+    /// Transient: workers to kill for breaking the protocol.
+    to_kill: BTreeSet<String>,
+}
+
+/// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
+/// Plan ids cannot contain `:`, so these never collide with a plan's tasks.
+const MILESTONE: &str = ":milestone-";
+
+fn is_terminal(status: TaskStatus) -> bool {
+    matches!(
+        status,
+        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
+    )
+}
+
+fn in_progress(status: TaskStatus) -> bool {
+    matches!(
+        status,
+        TaskStatus::Running | TaskStatus::Reviewing | TaskStatus::Debugging
+    )
+}
+
+/// A short, stable signature of a failure, so that repeats can be counted (D-008):
+/// digits vary between runs (pids, durations, line numbers), so they are dropped.
+fn signature(kind: &str, reason: &str) -> String {
+    let text: String = reason
+        .chars()
+        .filter(|c| !c.is_ascii_digit())
+        .take(160)
+        .collect();
+    format!("{kind}: {}", text.trim())
+}
+
+impl Core {
+    pub fn new(config: Config) -> Self {
+        Self {
+            config,
+            tasks: Vec::new(),
+            index: HashMap::new(),
+            agents: BTreeMap::new(),
+            to_create: Vec::new(),
+            started: false,
+            paused: false,
+            stopped: None,
+            cancelled: None,
+            finished: false,
+            last_activity_ms: 0,
+            completing: false,
+            budgets: Budgets::default(),
+            budgets_from_ms: 0,
+            usage: budget::Usage::default(),
+            stopping_for_budget: false,
+            on_ask: OnAsk::Queue,
+            asks: Vec::new(),
+            humans: false,
+            answered: BTreeSet::new(),
+            results: HashMap::new(),
+            stops: HashMap::new(),
+            exits: BTreeMap::new(),
+            to_kill: BTreeSet::new(),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Whether the run has ended (`run.completed` recorded).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Whether a task can be tried again: it ended unfinished and no agent is on it.
+    pub fn reopenable(&self, task_id: &str) -> bool {
+        self.index.get(task_id).is_some_and(|&i| {
+            let t = &self.tasks[i];
+            t.agent.is_none()
+                && matches!(
+                    t.status,
+                    TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
+                )
+        })
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Agents the core believes are running, with their task ids.
+    pub fn running_agents(&self) -> Vec<(String, String)> {
+        self.agents
+            .iter()
+            .map(|(id, a)| (id.clone(), self.tasks[a.task].spec.id.clone()))
+            .collect()
+    }
+
+    /// A task's status, if the task exists.
+    pub fn status(&self, task_id: &str) -> Option<TaskStatus> {
+        self.index.get(task_id).map(|&i| self.tasks[i].status)
+    }
+
+    /// Tasks that did not complete (what continuing an ended run would reopen).
+    pub fn unfinished(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .filter(|t| t.status != TaskStatus::Completed && t.agent.is_none())
+            .map(|t| t.spec.id.clone())
+            .collect()
+    }
+
+    /// Every task with its status, in creation order.
+    /// The tasks next to `task_id` in the graph: those it depends on (with their
+    /// accepted results when the run holds them) and those that depend on it.
+    pub fn neighbours(&self, task_id: &str) -> Vec<crate::context::Neighbour> {
+        use crate::context::{Neighbour, Relation};
+        let Some(t) = self.index.get(task_id).map(|&i| &self.tasks[i]) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for d in &t.spec.dependencies {
+            if let Some(n) = self
+                .index
+                .get(&d.depends_on_task_id)
+                .map(|&i| &self.tasks[i])
+            {
+                out.push(Neighbour {
+                    spec: n.spec.clone(),
+                    status: n.status,
+                    relation: Relation::Dependency(d.dependency_type),
+                    result: n
+                        .under_review
+                        .clone()
+                        .filter(|_| n.status == TaskStatus::Completed),
+                });
+            }
+        }
+        for n in &self.tasks {
+            if n.spec
+                .dependencies
+                .iter()
+                .any(|d| d.depends_on_task_id == task_id)
+            {
+                out.push(Neighbour {
+                    spec: n.spec.clone(),
+                    status: n.status,
+                    relation: Relation::Dependent,
+                    result: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// Every task's spec, in plan order.
+    pub fn specs(&self) -> Vec<TaskSpec> {
+        self.tasks.iter().map(|t| t.spec.clone()).collect()
+    }
+
+    pub fn statuses(&self) -> Vec<(String, TaskStatus)> {
+        self.tasks
+            .iter()
+            .map(|t| (t.spec.id.clone(), t.status))
+            .collect()
+    }
+
+    /// How much of `requested_ms` extra time an agent may have (0: none). Extensions
+    /// are granted only after the soft-timeout warning and, in total, up to
+    /// `max_extension_ratio` times the hard timeout.
+    pub fn extension_grant(&self, agent_id: &str, requested_ms: u64) -> u64 {
+        let Some(a) = self.agents.get(agent_id) else {
+            return 0;
+        };
+        if !a.warned || a.stopping {
+            return 0;
+        }
+        let cap = a
+            .hard_timeout_ms
+            .saturating_mul(u64::from(self.config.max_extension_ratio));
+        requested_ms.min(cap.saturating_sub(a.extended_ms))
+    }
+}
+
+/// A task the scheduler adds to a phase (a milestone review, or a follow-up of one):
+/// no scope, no dependencies, no required verification, the phase's constraints.
+fn phase_task(
+    phase: &str,
+    id: String,
+    task_type: TaskType,
+    title: String,
+    constraints: Constraints,
+) -> TaskSpec {
+    TaskSpec {
+        id,
+        task_type,
+        title,
+        description: String::new(),
+        acceptance_criteria: Vec::new(),
+        category: None,
+        phase: Some(phase.to_string()),
+        scope: TaskScope::default(),
+        contracts: Contracts::default(),
+        dependencies: Vec::new(),
+        verification: Verification {
+            commands: None,
+            required: false,
+            fallback_allowed: false,
+            evidence_types: None,
+        },
+        constraints,
+        context_refs: ContextRefs::default(),
+        output_contract: task_type.output_contract(),
+    }
+}
+
+/// The agent that works on a task of this type first.
+fn role_for(t: &TaskState) -> AgentType {
+    match t.spec.task_type {
+        TaskType::Execute => AgentType::Executor,
+        TaskType::Review if t.milestone_of.is_some() => AgentType::ArchitectureDesigner,
+        TaskType::Review => AgentType::Reviewer,
+        TaskType::Debug => AgentType::Debugger,
+        TaskType::Compact => AgentType::Compactor,
+        TaskType::MineExperience => AgentType::ExperienceMiner,
+    }
+}

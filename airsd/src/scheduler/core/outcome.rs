@@ -1,0 +1,428 @@
+//! What an agent's result or failure means for its task: the flow of seed 001 §5.2,
+//! the evidence gates (§8.2) and the repeated-failure rule (D-008).
+
+use super::*;
+
+impl Core {
+    pub(super) fn on_result(&mut self, i: usize, role: AgentType, result: &WorkerResult) {
+        let config = self.config.clone();
+        let t = &mut self.tasks[i];
+        match role {
+            AgentType::Executor if t.spec.task_type == TaskType::Execute => match result.status {
+                WorkerStatus::Completed => match gate::check_completion(&t.spec, result) {
+                    Ok(()) => {
+                        t.under_review = Some(result.clone());
+                        t.next = Next::Dispatch(AgentType::Reviewer);
+                    }
+                    Err(reasons) => {
+                        let reasons = reasons.join("; ");
+                        rejected(
+                            t,
+                            config.auto_rejections,
+                            config.consult,
+                            |n| format!("the result failed its evidence gate {n} times in a row: {reasons}"),
+                            format!(
+                                "Your previous result claimed completion but cannot complete the task: {reasons}. Produce the missing evidence or report the task as failed."
+                            ),
+                        );
+                    }
+                },
+                WorkerStatus::Failed | WorkerStatus::Blocked => {
+                    let failed = gate::failed_verification(result);
+                    let (kind, what) = if failed.is_empty() {
+                        ("gave up", result.summary.clone())
+                    } else {
+                        ("verification failed", failed.join(", "))
+                    };
+                    if repeated(t, kind, &what, config.same_failure_limit, config.consult) {
+                        t.under_review = Some(result.clone());
+                        return;
+                    }
+                    t.under_review = Some(result.clone());
+                    t.next = Next::Dispatch(AgentType::Debugger);
+                }
+                WorkerStatus::Cancelled => {
+                    t.next = Next::Finish(
+                        TaskStatus::Cancelled,
+                        Some("the executor reported the task cancelled".into()),
+                    );
+                }
+            },
+            AgentType::ArchitectureDesigner
+                if t.milestone_of.is_none() && t.spec.task_type == TaskType::Execute =>
+            {
+                let (end, reason) = t.escalation.take().unwrap_or((
+                    TaskStatus::Blocked,
+                    "the scheduler consulted the Architecture Designer".into(),
+                ));
+                let output: Option<ConsultOutput> =
+                    serde_json::from_value(result.result.clone()).ok();
+                match output {
+                    Some(o)
+                        if o.decision == ConsultDecision::Retry
+                            && result.status == WorkerStatus::Completed =>
+                    {
+                        t.rejections = 0;
+                        t.failures.clear();
+                        t.notes.push(format!(
+                            "The Architecture Designer, consulted after this task ran out of attempts ({reason}), advises: {}",
+                            o.advice
+                        ));
+                        t.next = Next::Dispatch(AgentType::Executor);
+                    }
+                    Some(o) => {
+                        t.next = Next::Finish(
+                            end,
+                            Some(format!(
+                                "{reason} (the Architecture Designer, consulted, advised stopping: {})",
+                                o.advice
+                            )),
+                        );
+                    }
+                    None => {
+                        t.next = Next::Finish(
+                            end,
+                            Some(format!(
+                                "{reason} (the Architecture Designer, consulted, gave no advice: {})",
+                                result.summary
+                            )),
+                        );
+                    }
+                }
+            }
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => {
+                let output: Option<ReviewerOutput> =
+                    serde_json::from_value(result.result.clone()).ok();
+                let decision = match (&output, result.status) {
+                    (_, WorkerStatus::Blocked) => Some(ReviewDecision::Blocked),
+                    (Some(o), WorkerStatus::Completed) => Some(o.decision),
+                    _ => None,
+                };
+                let findings = output
+                    .as_ref()
+                    .map(|o| {
+                        o.findings
+                            .iter()
+                            .map(|f| match (&f.file, f.line) {
+                                (Some(file), Some(line)) => {
+                                    format!("[{:?}] {file}:{line}: {}", f.severity, f.summary)
+                                }
+                                (Some(file), None) => {
+                                    format!("[{:?}] {file}: {}", f.severity, f.summary)
+                                }
+                                _ => format!("[{:?}] {}", f.severity, f.summary),
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default();
+                match decision {
+                    None => {
+                        t.reviewer_failures += 1;
+                        if t.reviewer_failures > 1 {
+                            t.next = Next::Finish(
+                                TaskStatus::Blocked,
+                                Some(format!(
+                                    "the review produced no decision twice: {}",
+                                    result.summary
+                                )),
+                            );
+                        } else {
+                            t.next = Next::Dispatch(role);
+                        }
+                    }
+                    Some(ReviewDecision::Approved) => {
+                        t.rejections = 0;
+                        if role == AgentType::ArchitectureDesigner {
+                            t.milestone_approved = true;
+                        }
+                        t.next = Next::Finish(TaskStatus::Completed, None);
+                    }
+                    Some(ReviewDecision::Blocked) => {
+                        t.next = Next::Finish(
+                            TaskStatus::Blocked,
+                            Some(format!("the reviewer blocked the task: {}", result.summary)),
+                        );
+                    }
+                    Some(ReviewDecision::ChangesRequested) => {
+                        if t.milestone_of.is_some() {
+                            self.milestone_changes(i, result, &findings);
+                            return;
+                        }
+                        if t.spec.task_type != TaskType::Execute {
+                            // A review task of the plan: the review is its work.
+                            t.next = Next::Finish(
+                                TaskStatus::Completed,
+                                Some(format!("changes requested: {}", findings.join("; "))),
+                            );
+                            return;
+                        }
+                        let joined = findings.join("; ");
+                        rejected(
+                            t,
+                            config.auto_rejections,
+                            config.consult,
+                            |n| {
+                                format!(
+                                    "the reviewer requested changes {n} times in a row: {joined}"
+                                )
+                            },
+                            format!(
+                                "The reviewer requested changes: {}",
+                                if findings.is_empty() {
+                                    result.summary.clone()
+                                } else {
+                                    findings.join("\n")
+                                }
+                            ),
+                        );
+                    }
+                }
+            }
+            AgentType::Debugger if t.spec.task_type == TaskType::Execute => {
+                let analysis = serde_json::from_value::<DebuggerOutput>(result.result.clone())
+                    .ok()
+                    .map(|o| o.analysis)
+                    .filter(|a| !a.trim().is_empty());
+                let Some(analysis) = analysis else {
+                    t.next = Next::Finish(
+                        TaskStatus::Blocked,
+                        Some(format!(
+                            "the debugger returned no analysis (required before a task fails): {}",
+                            result.summary
+                        )),
+                    );
+                    return;
+                };
+                match result.status {
+                    WorkerStatus::Completed => {
+                        if t.retries_used < t.spec.constraints.retry_budget {
+                            t.retries_used += 1;
+                            t.notes.push(format!("The debugger's analysis: {analysis}"));
+                            t.next = Next::Dispatch(AgentType::Executor);
+                        } else {
+                            let reason = format!(
+                                "retry budget ({}) spent; debugger analysis: {analysis}",
+                                t.spec.constraints.retry_budget
+                            );
+                            escalate(t, config.consult, TaskStatus::Failed, reason);
+                        }
+                    }
+                    WorkerStatus::Blocked => {
+                        t.next = Next::Finish(
+                            TaskStatus::Blocked,
+                            Some(format!("debugger analysis: {analysis}")),
+                        );
+                    }
+                    WorkerStatus::Failed | WorkerStatus::Cancelled => {
+                        t.next = Next::Finish(
+                            TaskStatus::Failed,
+                            Some(format!("debugger analysis: {analysis}")),
+                        );
+                    }
+                }
+            }
+            _ => {
+                // One-agent tasks (review/debug/compact/mine_experience tasks of a plan).
+                match result.status {
+                    WorkerStatus::Completed => match gate::check_completion(&t.spec, result) {
+                        Ok(()) => t.next = Next::Finish(TaskStatus::Completed, None),
+                        Err(reasons) => {
+                            t.next = Next::Finish(
+                                TaskStatus::Blocked,
+                                Some(format!("evidence gate: {}", reasons.join("; "))),
+                            )
+                        }
+                    },
+                    WorkerStatus::Failed | WorkerStatus::Cancelled => {
+                        if t.retries_used < t.spec.constraints.retry_budget {
+                            t.retries_used += 1;
+                            t.notes
+                                .push(format!("The previous attempt failed: {}", result.summary));
+                            t.next = Next::Dispatch(role);
+                        } else {
+                            t.next = Next::Finish(TaskStatus::Failed, Some(result.summary.clone()));
+                        }
+                    }
+                    WorkerStatus::Blocked => {
+                        t.next = Next::Finish(TaskStatus::Blocked, Some(result.summary.clone()))
+                    }
+                }
+            }
+        }
+    }
+
+    fn milestone_changes(&mut self, i: usize, result: &WorkerResult, findings: &[String]) {
+        let t = &mut self.tasks[i];
+        let Some(phase) = t.milestone_of.clone() else {
+            return;
+        };
+        let round: u32 = t
+            .spec
+            .id
+            .rsplit_once(MILESTONE)
+            .and_then(|(_, n)| n.parse().ok())
+            .unwrap_or(1);
+        if round > self.config.milestone_rounds {
+            t.next = Next::Finish(
+                TaskStatus::Blocked,
+                Some(format!(
+                    "the milestone review of phase {phase} requested changes {round} times: {}",
+                    findings.join("; ")
+                )),
+            );
+            return;
+        }
+        let mut follow_ups: Vec<(String, String, Option<FollowUpType>)> = result
+            .follow_up_tasks
+            .iter()
+            .map(|f| (f.title.clone(), f.description.clone(), f.task_type))
+            .collect();
+        if follow_ups.is_empty() {
+            follow_ups.push((
+                format!("Address the milestone review of phase {phase}"),
+                findings.join("\n"),
+                None,
+            ));
+        }
+        let n = follow_ups.len();
+        t.next = Next::Finish(
+            TaskStatus::Completed,
+            Some(format!("changes requested; {n} follow-up task(s)")),
+        );
+        let template = t.spec.constraints.clone();
+        for (k, (title, description, kind)) in follow_ups.into_iter().enumerate() {
+            let task_type = match kind {
+                Some(FollowUpType::Review) => TaskType::Review,
+                Some(FollowUpType::Debug) => TaskType::Debug,
+                _ => TaskType::Execute,
+            };
+            let mut spec = phase_task(
+                &phase,
+                format!("{phase}:fix-{round}-{}", k + 1),
+                task_type,
+                title.clone(),
+                template.clone(),
+            );
+            spec.description = description;
+            spec.acceptance_criteria =
+                vec![format!("The milestone review finding is resolved: {title}")];
+            self.to_create.push(spec);
+        }
+    }
+
+    pub(super) fn on_failure(
+        &mut self,
+        i: usize,
+        role: AgentType,
+        failure: AgentFailure,
+        reason: &str,
+    ) {
+        let limit = self.config.same_failure_limit;
+        let t = &mut self.tasks[i];
+        match failure {
+            AgentFailure::Cancelled => {
+                t.next = Next::Finish(TaskStatus::Cancelled, Some(reason.to_string()));
+            }
+            AgentFailure::Interrupted => {
+                t.notes.push(format!(
+                    "The previous {} run of this task was interrupted ({reason}). Tool runs it had started without finishing are marked interrupted; check the files before you continue, and do not assume any of its changes are complete.",
+                    role.as_str()
+                ));
+                t.next = Next::Dispatch(role);
+            }
+            AgentFailure::Spawn => {
+                t.next = Next::Finish(
+                    TaskStatus::Blocked,
+                    Some(format!(
+                        "the {} worker could not start: {reason}",
+                        role.as_str()
+                    )),
+                );
+            }
+            AgentFailure::Permission => {
+                t.next = Next::Finish(
+                    TaskStatus::Blocked,
+                    Some(format!(
+                        "the {} stopped on a permission error: {reason}",
+                        role.as_str()
+                    )),
+                );
+            }
+            AgentFailure::Crash
+            | AgentFailure::Timeout
+            | AgentFailure::Stalled
+            | AgentFailure::Protocol => {
+                if repeated(t, failure.as_str(), reason, limit, false) {
+                    return;
+                }
+                if t.retries_used < t.spec.constraints.retry_budget {
+                    t.retries_used += 1;
+                    t.notes.push(format!(
+                        "The previous {} run ended without a result ({}): {reason}",
+                        role.as_str(),
+                        failure.as_str()
+                    ));
+                    t.next = Next::Dispatch(role);
+                } else {
+                    t.next = Next::Finish(
+                        TaskStatus::Failed,
+                        Some(format!(
+                            "retry budget ({}) spent; last failure ({}): {reason}",
+                            t.spec.constraints.retry_budget,
+                            failure.as_str()
+                        )),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The task has run out of attempts: it ends as `end`, unless the Architecture
+/// Designer is to be consulted first (once, when `consult`).
+fn escalate(t: &mut TaskState, consult: bool, end: TaskStatus, reason: String) {
+    if consult && !t.consulted && t.spec.task_type == TaskType::Execute && t.cancel.is_none() {
+        t.consulted = true;
+        t.notes.push(format!(
+            "The scheduler is about to end this task as {}: {reason}. Advise `retry` (one more executor attempt, with your advice as its guidance) or `stop`.",
+            end.as_str()
+        ));
+        t.escalation = Some((end, reason));
+        t.next = Next::Dispatch(AgentType::ArchitectureDesigner);
+    } else {
+        t.next = Next::Finish(end, Some(reason));
+    }
+}
+
+/// Counts a consecutive rejection of an executor's result (by the evidence gate or the
+/// reviewer): within the automatic allowance the executor goes again with `note`;
+/// beyond it the task is blocked with `blocked(n)`.
+fn rejected(
+    t: &mut TaskState,
+    allowance: u32,
+    consult: bool,
+    blocked: impl FnOnce(u32) -> String,
+    note: String,
+) {
+    t.rejections += 1;
+    if t.rejections > allowance {
+        let reason = blocked(t.rejections);
+        escalate(t, consult, TaskStatus::Blocked, reason);
+    } else {
+        t.notes.push(note);
+        t.next = Next::Dispatch(AgentType::Executor);
+    }
+}
+
+/// Counts a failure by its signature; at the limit the task escalates, with the
+/// latest failure's own words (returns true).
+fn repeated(t: &mut TaskState, kind: &str, what: &str, limit: u32, consult: bool) -> bool {
+    let n = t.failures.entry(signature(kind, what)).or_insert(0);
+    *n += 1;
+    if *n >= limit {
+        let reason = format!("the same failure {n} times, escalated: {kind}: {what}");
+        escalate(t, consult, TaskStatus::Blocked, reason);
+        return true;
+    }
+    false
+}

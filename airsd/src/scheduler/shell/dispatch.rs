@@ -1,0 +1,207 @@
+//! Starting an agent: its status event, its assembled context (D-046), its model and
+//! its `agent.start` message.
+
+use super::*;
+
+impl Shell {
+    pub(super) async fn dispatch(&mut self, d: Dispatch) -> Result<()> {
+        let mut status = status_payload(&d.task_id, Some(d.attempt));
+        status.agent_id = Some(d.agent_id.clone());
+        status.agent_type = Some(d.role);
+        let status_type = match d.role {
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => "task.reviewing",
+            AgentType::Debugger => "task.debugging",
+            _ => "task.started",
+        };
+        let tools = crate::tools::offered(d.role);
+        let (mut context, model) = self.assemble(&d, &tools);
+        let mut compaction = None;
+        if context.summary.compaction.needed {
+            let e = self.event(
+                "context.compaction.requested",
+                &p::CompactionRequested {
+                    agent_id: Some(d.agent_id.clone()),
+                    task_id: Some(d.task_id.clone()),
+                    reason: context
+                        .summary
+                        .compaction
+                        .reason
+                        .clone()
+                        .unwrap_or_default(),
+                    estimated_tokens: context.summary.token_estimate.total,
+                    threshold_tokens: context.summary.budget.threshold(),
+                    context_window_tokens: context.summary.budget.context_window_tokens,
+                },
+            )?;
+            context.summary.compaction.requested_event_id = Some(e.id.clone());
+            compaction = Some(e);
+        }
+        let summary = context.summary.clone();
+        let start = self.start_message(&d, context, tools);
+        let stderr = self
+            .ctx
+            .paths
+            .artifacts(self.session_id())
+            .join("workers")
+            .join(format!("{}.stderr.log", d.agent_id));
+        let spawned = Worker::spawn(
+            &self.config.worker,
+            self.ctx.paths.root(),
+            &stderr,
+            &start,
+            self.worker_tx.clone(),
+        );
+        let (pid, failure) = match spawned {
+            Ok(worker) => {
+                let pid = worker.pid;
+                self.workers.insert(d.agent_id.clone(), worker);
+                (Some(pid), None)
+            }
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let mut events = vec![
+            self.event(status_type, &status)?,
+            self.event(
+                "agent.started",
+                &p::AgentStarted {
+                    agent_id: d.agent_id.clone(),
+                    agent_type: d.role,
+                    task_id: Some(d.task_id.clone()),
+                    pid,
+                    model,
+                    context: Some(summary),
+                },
+            )?,
+        ];
+        events.extend(compaction);
+        if let Some(reason) = &failure {
+            events.push(self.event(
+                "agent.failed",
+                &p::AgentFailed {
+                    agent_id: d.agent_id.clone(),
+                    reason: reason.clone(),
+                    exit_code: None,
+                    failure: Some(AgentFailure::Spawn),
+                },
+            )?);
+        }
+        if failure.is_none() {
+            self.dispatches.insert(d.agent_id.clone(), d);
+        }
+        self.agents.store(self.workers.len(), Ordering::Relaxed);
+        self.push(events);
+        Ok(())
+    }
+
+    /// The agent's starting context (D-046) and its model (`provider/model`), as far
+    /// as the run knows it.
+    pub(super) fn assemble(
+        &self,
+        d: &Dispatch,
+        tools: &[air_proto::tool::ToolDefinition],
+    ) -> (air_proto::context::AssembledContext, Option<String>) {
+        let task_model = d.spec.constraints.model_id.as_deref();
+        let choice = self.ctx.models.choice(d.role, task_model);
+        let (model_id, budget) = match choice {
+            Some(c) => (
+                format!("{}/{}", c.provider, c.model),
+                crate::context::budget(c.context_window, c.max_output),
+            ),
+            None => (
+                self.ctx
+                    .models
+                    .flag
+                    .clone()
+                    .or_else(|| task_model.map(str::to_string))
+                    .unwrap_or_else(|| "unknown".into()),
+                crate::context::budget(
+                    air_proto::models::UNKNOWN_MODEL.context_window,
+                    air_proto::models::UNKNOWN_MODEL.max_output,
+                ),
+            ),
+        };
+        let neighbours = self.core.neighbours(&d.task_id);
+        let notes = self.notes(d);
+        let context = crate::context::assemble(
+            &self.ctx.sources,
+            &crate::context::Request {
+                role: d.role,
+                spec: &d.spec,
+                notes: &notes,
+                previous: d.previous.as_ref(),
+                neighbours: &neighbours,
+                tools,
+                model_id: &model_id,
+                budget,
+            },
+        );
+        let model = choice
+            .map(|_| model_id)
+            .or_else(|| task_model.map(str::to_string));
+        (context, model)
+    }
+
+    /// The notes for the agent: the core's, and each call of the task that was
+    /// running when airsd stopped (never offered again unsaid).
+    pub(super) fn notes(&self, d: &Dispatch) -> Vec<String> {
+        let mut notes = d.notes.clone();
+        for (tool, input) in self.tools.interrupted.of_task(&d.task_id) {
+            let input: String = input.chars().take(300).collect();
+            notes.push(format!(
+                "An earlier attempt's call `{}` {input} was running when airsd stopped, and was not run again. If it may be what stopped airsd, do not repeat it as it was (a second such stop makes airsd refuse it).",
+                crate::tools::provider_name(&tool)
+            ));
+        }
+        notes
+    }
+
+    pub(super) fn start_message(
+        &self,
+        d: &Dispatch,
+        context: air_proto::context::AssembledContext,
+        tools: Vec<air_proto::tool::ToolDefinition>,
+    ) -> IpcMessage {
+        let template = match d.role {
+            AgentType::Executor => PermissionTemplate::Executor,
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => PermissionTemplate::Reviewer,
+            AgentType::Debugger => PermissionTemplate::Debugger,
+            _ => PermissionTemplate::System,
+        };
+        let start = AgentStart {
+            version: 1,
+            task_spec: d.spec.clone(),
+            context_pack: ContextPack {
+                refs: ContextPackRefs {
+                    plan_ref: d.spec.context_refs.plan_ref.clone(),
+                    ..ContextPackRefs::default()
+                },
+                assembled_context_ref: None,
+                notes: Some(self.notes(d)).filter(|n| !n.is_empty()),
+                previous_result: d.previous.clone().map(Box::new),
+                assembled: Some(Box::new(context)),
+            },
+            runtime: AgentRuntimeContext {
+                session_id: self.session_id().to_string(),
+                project_id: self.ctx.project_id.clone(),
+                agent_id: d.agent_id.clone(),
+                worktree_path: None,
+                permission_template: template,
+                agent_type: Some(d.role),
+                attempt: Some(d.attempt),
+                heartbeat_interval_ms: Some(self.config.heartbeat_interval_ms),
+                model: self.ctx.models.flag.clone(),
+                record: self.ctx.run.record.clone(),
+                replay: self.ctx.run.replay.clone(),
+            },
+            tools,
+        };
+        IpcMessage {
+            header: air_proto::ipc::IpcHeader::new(
+                air_proto::ipc::Direction::ParentToWorker,
+                self.session_id(),
+                &d.agent_id,
+            ),
+            body: IpcBody::Control(ControlMessage::Start(Box::new(start))),
+        }
+    }
+}

@@ -1,0 +1,536 @@
+//! The scheduler's async shell: it records the core's decisions as events (durable
+//! first), feeds the recorded facts back to the core, and does the side effects:
+//! starting, cancelling and killing workers, handling their messages, enforcing the
+//! run's budgets, mirroring the state to `.air/local/state/scheduler-state.json`, and
+//! writing the run report when the run ends.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use air_proto::context::{AgentRuntimeContext, ContextPack, ContextPackRefs, PermissionTemplate};
+use air_proto::event::{AgentType, EventSource, RuntimeEvent};
+use air_proto::ipc::{AgentStart, ControlMessage, IpcBody, IpcMessage};
+use air_proto::layout::ProjectPaths;
+use air_proto::payload::{self as p, AgentFailure, RunCompleted, RunStarted};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::core::{fact_of, AgentEnd, Config, Core, Decision, Dispatch, Fact, Refusal};
+
+mod control;
+mod dispatch;
+mod records;
+mod worker;
+
+use crate::error::{Error, Result};
+use crate::session::Session;
+use crate::supervisor::{Exit, Worker, WorkerCommand, WorkerEvent};
+pub use records::{recover, Recovered};
+
+/// How the shell runs a session's plan.
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    pub worker: WorkerCommand,
+    /// How often workers are asked to send heartbeats.
+    pub heartbeat_interval_ms: u64,
+    /// How often timers are checked.
+    pub tick: Duration,
+    /// The rules' tunables (the run's concurrency replaces `concurrency`).
+    pub core: Config,
+    /// The user's defaults for runs (`~/.air/config.yaml`).
+    pub defaults: air_proto::config::RunDefaults,
+    /// Why the user's configuration could not be read; runs are refused with it.
+    pub config_error: Option<String>,
+    /// The user's home directory (where credential stores are looked for).
+    pub home: Option<PathBuf>,
+    /// `~/.air` (or `$AIR_HOME`): the user's permissions.yaml, and air's own files.
+    pub air_home: Option<PathBuf>,
+    /// The airsd executable, which launches commands under the OS sandbox
+    /// (`airsd __sandbox`); without it commands run unsandboxed.
+    pub sandbox_exe: Option<PathBuf>,
+}
+
+impl ShellConfig {
+    pub fn new(worker: WorkerCommand) -> Self {
+        Self {
+            worker,
+            heartbeat_interval_ms: 5_000,
+            tick: Duration::from_millis(200),
+            core: Config::default(),
+            defaults: Default::default(),
+            config_error: None,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            air_home: None,
+            sandbox_exe: None,
+        }
+    }
+}
+
+/// Requests to a running scheduler.
+#[derive(Debug)]
+pub enum Control {
+    Cancel {
+        task_id: Option<String>,
+        reason: String,
+        by: Option<String>,
+    },
+    Pause {
+        by: Option<String>,
+    },
+    Resume {
+        by: Option<String>,
+    },
+    /// Run these ended tasks again while the run goes on (`task.retried`).
+    Retry {
+        task_ids: Vec<String>,
+        by: Option<String>,
+    },
+    /// Hold a running agent between its steps (`agent.pause` to the worker).
+    Hold {
+        agent_id: String,
+        task_id: Option<String>,
+        by: Option<String>,
+    },
+    /// Let a held agent go on (`agent.resume`).
+    Release {
+        agent_id: String,
+        task_id: Option<String>,
+        by: Option<String>,
+    },
+    /// airsd is stopping: kill the workers and end the loop without recording
+    /// anything (the next start recovers the run).
+    Shutdown,
+}
+
+/// A running scheduler of one session.
+#[derive(Clone)]
+pub struct RunHandle {
+    tx: mpsc::Sender<(Control, oneshot::Sender<()>)>,
+    done: watch::Receiver<bool>,
+    agents: Arc<AtomicUsize>,
+}
+
+impl RunHandle {
+    /// Sends a request; true once it is recorded (false: the scheduler has ended).
+    pub async fn send(&self, control: Control) -> bool {
+        let (ack, acked) = oneshot::channel();
+        if self.tx.send((control, ack)).await.is_err() {
+            return false;
+        }
+        acked.await.is_ok()
+    }
+
+    /// Whether the loop has ended (run complete, or shut down).
+    pub fn is_done(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    /// Waits for the loop to end.
+    pub async fn wait(&self) {
+        let mut done = self.done.clone();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    /// Workers running now.
+    pub fn running_agents(&self) -> usize {
+        self.agents.load(Ordering::Relaxed)
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+fn event_ms(timestamp: &str) -> u64 {
+    air_proto::time::parse(timestamp)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_else(now_ms)
+}
+
+/// Everything the loop needs about the session it runs.
+pub struct RunContext {
+    pub session: Arc<Session>,
+    pub paths: ProjectPaths,
+    pub project_id: String,
+    pub run: RunStarted,
+    /// Whether a person who may answer permission requests is attached now.
+    pub humans: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// The run's PermissionEngine (its mode and the permissions files).
+    pub engine: Arc<crate::tools::permission::Engine>,
+    /// Where files outside the project are backed up before they change.
+    pub backups: Arc<air_proto::backup::Backups>,
+    /// What agents' contexts are assembled from besides the task graph.
+    pub sources: Arc<crate::context::Sources>,
+    /// Each agent's model, resolved before the run started.
+    pub models: Arc<crate::models::Models>,
+}
+
+/// Starts the loop of a session's run. The core must already hold the recorded facts
+/// (a fresh run's or a recovered one's); agents it believes are running are recorded
+/// as interrupted first.
+pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
+    let tools = crate::scheduler::tooljob::ToolEnv {
+        session: ctx.session.clone(),
+        ledger: Arc::new(crate::tools::ReadLedger::default()),
+        engine: ctx.engine.clone(),
+        backups: ctx.backups.clone(),
+        artifacts: Arc::new(crate::artifacts::ArtifactStore::new(
+            ctx.paths.artifacts(ctx.session.id()),
+            &ctx.project_id,
+            ctx.session.id(),
+        )),
+        sandbox_exe: config.sandbox_exe.clone().and_then(|exe| {
+            let found = crate::sandbox::protections(&exe);
+            (found.landlock || found.isolation.is_ok()).then_some((exe, found))
+        }),
+        interrupted: Default::default(),
+    };
+    let (tx, rx) = mpsc::channel(64);
+    let (done_tx, done_rx) = watch::channel(false);
+    let agents = Arc::new(AtomicUsize::new(0));
+    let (worker_tx, worker_rx) = mpsc::channel(config.worker.queue.max(16));
+    let mut shell = Shell {
+        ctx,
+        config,
+        core,
+        workers: HashMap::new(),
+        dispatches: HashMap::new(),
+        worker_tx,
+        agents: agents.clone(),
+        buffer: Vec::new(),
+        last_error: HashMap::new(),
+        tools,
+        drafts: Default::default(),
+    };
+    tokio::spawn(async move {
+        shell.unhalt().await;
+        if let Err(e) = shell.run(rx, worker_rx).await {
+            tracing::error!(session = %shell.ctx.session.id(), "scheduler stopped: {e}");
+            shell.halt(&e).await;
+        }
+        shell.kill_all();
+        done_tx.send_replace(true);
+    });
+    RunHandle {
+        tx,
+        done: done_rx,
+        agents,
+    }
+}
+
+struct Shell {
+    ctx: RunContext,
+    config: ShellConfig,
+    core: Core,
+    workers: HashMap<String, Worker>,
+    dispatches: HashMap<String, Dispatch>,
+    worker_tx: mpsc::Sender<WorkerEvent>,
+    agents: Arc<AtomicUsize>,
+    /// Events of the current round, committed together by [`Shell::flush`].
+    buffer: Vec<RuntimeEvent>,
+    /// The last error a worker logged, to explain its failure.
+    last_error: HashMap<String, String>,
+    /// What tool calls need: the read ledger, the PermissionEngine, the backups.
+    tools: crate::scheduler::tooljob::ToolEnv,
+    /// The messages streaming now, stored as drafts as they go.
+    drafts: super::drafts::Drafts,
+}
+
+impl Shell {
+    fn session_id(&self) -> &str {
+        self.ctx.session.id()
+    }
+
+    async fn run(
+        &mut self,
+        mut controls: mpsc::Receiver<(Control, oneshot::Sender<()>)>,
+        mut worker_rx: mpsc::Receiver<WorkerEvent>,
+    ) -> Result<()> {
+        // Agents recorded as running have no process any more: airsd restarted.
+        let orphans = self.core.running_agents();
+        self.interrupt_tool_runs().await?;
+        self.tools.interrupted = crate::scheduler::tooljob::Interrupted::load(&self.ctx.session);
+        for (agent_id, _) in orphans {
+            self.record(vec![self.event(
+                "agent.failed",
+                &p::AgentFailed {
+                    agent_id: agent_id.clone(),
+                    reason: "airsd stopped while the agent ran".into(),
+                    exit_code: None,
+                    failure: Some(AgentFailure::Interrupted),
+                },
+            )?])
+            .await?;
+            self.expire_requests(Some(&agent_id)).await;
+        }
+        // A budget spent before a restart or continuation stops dispatching at once.
+        self.observe();
+        let mut tick = tokio::time::interval(self.config.tick);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut mirrored = None;
+        loop {
+            self.settle().await?;
+            // The mirror is rewritten only when the state moved, not on every tick.
+            let now_state = (
+                self.core.statuses(),
+                self.core.running_agents(),
+                self.core.is_paused(),
+                self.core.is_finished(),
+            );
+            if mirrored.as_ref() != Some(&now_state) {
+                self.mirror();
+                mirrored = Some(now_state);
+            }
+            if self.core.is_finished() && self.workers.is_empty() {
+                return Ok(());
+            }
+            tokio::select! {
+                control = controls.recv() => match control {
+                    None | Some((Control::Shutdown, _)) => return Ok(()),
+                    Some((control, ack)) => {
+                        // Not recorded (nothing left to do it to): no answer, and the
+                        // caller says so.
+                        let recorded = self.control(control).await?;
+                        self.settle().await?;
+                        if recorded {
+                            let _ = ack.send(());
+                        }
+                    }
+                },
+                Some(event) = worker_rx.recv() => {
+                    // Everything the workers have said so far, then one commit.
+                    self.worker_event(event).await?;
+                    while let Ok(event) = worker_rx.try_recv() {
+                        self.worker_event(event).await?;
+                    }
+                    self.flush().await?;
+                }
+                _ = tick.tick() => self.observe(),
+            }
+        }
+    }
+
+    fn event<P: serde::Serialize>(&self, event_type: &str, payload: &P) -> Result<RuntimeEvent> {
+        RuntimeEvent::typed(
+            event_type,
+            self.session_id(),
+            EventSource::scheduler(),
+            payload,
+        )
+        .map_err(|e| Error::Internal(format!("{event_type} payload: {e}")))
+    }
+
+    /// Records events (durably, atomically, with whatever the round has buffered) and
+    /// folds them into the core.
+    async fn record(&mut self, events: Vec<RuntimeEvent>) -> Result<()> {
+        self.buffer.extend(events);
+        self.flush().await
+    }
+
+    /// Queues events of this round; [`Shell::flush`] commits them.
+    fn push(&mut self, events: Vec<RuntimeEvent>) {
+        self.buffer.extend(events);
+    }
+
+    /// Commits the buffered events in one transaction (one fsync for a whole round of
+    /// decisions), then folds them into the core.
+    async fn flush(&mut self) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let events = std::mem::take(&mut self.buffer);
+        let facts: Vec<Fact> = events
+            .iter()
+            .filter_map(|e| fact_of(&e.event_type, &e.payload))
+            .collect();
+        // A failed commit (a busy or full disk) is retried with backoff before the
+        // scheduler gives up; the run is then picked up by `air run --resume` or the
+        // next start of airsd.
+        let mut delay = Duration::from_millis(50);
+        let mut attempt = 1;
+        loop {
+            match self.ctx.session.store().append_batch(events.clone()).await {
+                Ok(_) => break,
+                Err(e)
+                    if attempt < 6
+                        && matches!(e, Error::Sqlite(_) | Error::Io { .. } | Error::Pool(_)) =>
+                {
+                    tracing::warn!(
+                        attempt,
+                        "cannot record the scheduler's events, retrying: {e}"
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(delay).await;
+            delay *= 2;
+            attempt += 1;
+        }
+        let now = now_ms();
+        for fact in &facts {
+            self.core.apply(fact, now);
+        }
+        Ok(())
+    }
+
+    /// Decides and acts until the core has nothing more to say. The decisions of one
+    /// round were all made from the same state, so their events commit together.
+    async fn settle(&mut self) -> Result<()> {
+        loop {
+            let decisions = self.core.decide(now_ms());
+            if decisions.is_empty() {
+                return self.flush().await;
+            }
+            for decision in decisions {
+                self.act(decision).await?;
+            }
+            self.flush().await?;
+        }
+    }
+
+    async fn act(&mut self, decision: Decision) -> Result<()> {
+        match decision {
+            Decision::Ready { task_id } => {
+                let e = self.event("task.ready", &status_payload(&task_id, None))?;
+                self.push(vec![e]);
+                Ok(())
+            }
+            Decision::Finish {
+                task_id,
+                status,
+                reason,
+            } => {
+                let mut pl = status_payload(&task_id, None);
+                pl.reason = reason;
+                let e = self.event(&format!("task.{}", status.as_str()), &pl)?;
+                self.push(vec![e]);
+                Ok(())
+            }
+            Decision::CreateTask(spec) => {
+                let e = self.event("task.created", &p::TaskCreated { task: *spec })?;
+                self.push(vec![e]);
+                Ok(())
+            }
+            Decision::Dispatch(d) => self.dispatch(*d).await,
+            Decision::WarnSoftTimeout {
+                agent_id,
+                task_id,
+                elapsed_ms,
+                hard_timeout_ms,
+            } => {
+                let e = self.event(
+                    "agent.soft_timeout",
+                    &p::AgentSoftTimeout {
+                        agent_id,
+                        task_id: Some(task_id),
+                        elapsed_ms,
+                        hard_timeout_ms,
+                    },
+                )?;
+                self.push(vec![e]);
+                Ok(())
+            }
+            Decision::Cancel { agent_id, reason } => {
+                if let Some(w) = self.workers.get(&agent_id) {
+                    w.cancel(&reason);
+                }
+                Ok(())
+            }
+            Decision::Kill { agent_id, .. } => {
+                if let Some(w) = self.workers.get(&agent_id) {
+                    w.kill();
+                }
+                Ok(())
+            }
+            Decision::Patrol { idle_ms, agents } => {
+                // Silent agents are killed as stalled by the timers; the patrol records
+                // where every agent stands, for people and for the log.
+                for a in &agents {
+                    tracing::info!(agent = %a.agent_id, silent_ms = a.silent_ms, "patrol");
+                }
+                let e = self.event("scheduler.patrol", &p::Patrol { idle_ms, agents })?;
+                if let Err(e) = self.ctx.session.store().append(e).await {
+                    tracing::warn!("cannot record the patrol: {e}");
+                }
+                Ok(())
+            }
+            Decision::RunComplete(outcome) => {
+                let e = self.event("run.completed", &outcome)?;
+                self.record(vec![e]).await?;
+                self.expire_requests(None).await;
+                self.write_report(&outcome);
+                Ok(())
+            }
+            Decision::StopForBudget { budget, reason } => {
+                let e = self.event(
+                    "scheduler.stopped",
+                    &p::SchedulerControl {
+                        reason: Some(reason),
+                        by: None,
+                        budget: Some(budget),
+                    },
+                )?;
+                self.record(vec![e]).await
+            }
+            Decision::Refuse(refusal) => self.refuse(*refusal).await,
+            Decision::EndAgent { agent_id, end } => {
+                let event = match end {
+                    AgentEnd::Completed { result, exit_code } => self.event(
+                        "agent.completed",
+                        &p::AgentCompleted {
+                            agent_id: agent_id.clone(),
+                            exit_code,
+                            result: Some(*result),
+                        },
+                    )?,
+                    AgentEnd::Failed {
+                        failure,
+                        reason,
+                        exit_code,
+                    } => self.event(
+                        "agent.failed",
+                        &p::AgentFailed {
+                            agent_id: agent_id.clone(),
+                            reason,
+                            exit_code,
+                            failure: Some(failure),
+                        },
+                    )?,
+                };
+                self.push(vec![event]);
+                self.expire_requests(Some(&agent_id)).await;
+                Ok(())
+            }
+        }
+    }
+
+    fn kill_all(&mut self) {
+        for w in self.workers.values() {
+            w.kill();
+        }
+        self.agents.store(0, Ordering::Relaxed);
+    }
+}
+
+fn status_payload(task_id: &str, attempt: Option<u32>) -> p::TaskStatusChanged {
+    p::TaskStatusChanged {
+        task_id: task_id.to_string(),
+        attempt,
+        ..Default::default()
+    }
+}
+
+/// Where a session's run report is.
+pub fn report_path(paths: &ProjectPaths, session_id: &str) -> PathBuf {
+    paths
+        .artifacts(session_id)
+        .join("reports")
+        .join("run-report.json")
+}

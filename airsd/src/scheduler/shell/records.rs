@@ -1,0 +1,262 @@
+//! What the shell records besides the core's decisions: recovery from the database,
+//! interrupted tool runs, policy answers and expiries of permission requests, halts,
+//! the state mirror and the run report.
+
+use super::*;
+use crate::event_store::query;
+use crate::scheduler::core::{recovered_types, Ask};
+
+/// What recovery found in a session's database.
+pub struct Recovered {
+    pub core: Core,
+    pub started: RunStarted,
+}
+
+/// Rebuilds the core of a session's run from its recorded events. `None` when the
+/// session never started a run.
+pub fn recover(session: &Session, config: Config) -> Result<Option<Recovered>> {
+    let conn = session.readers().get()?;
+    let types: Vec<&str> = recovered_types().collect();
+    let mut core = Core::new(config);
+    let mut started: Option<RunStarted> = None;
+    query::events_of_types(&conn, &types, |e| {
+        if e.event_type == "run.started" && started.is_none() {
+            started = serde_json::from_value::<RunStarted>(e.payload.clone()).ok();
+        }
+        // A continuation may replace the budgets.
+        if e.event_type == "run.continued" {
+            if let (Some(run), Ok(more)) = (
+                started.as_mut(),
+                serde_json::from_value::<p::RunContinued>(e.payload.clone()),
+            ) {
+                run.budgets = run.budgets.overridden_by(&more.budgets);
+            }
+        }
+        if let Some(fact) = fact_of(&e.event_type, &e.payload) {
+            core.apply(&fact, event_ms(&e.timestamp));
+        }
+        Ok(())
+    })?;
+    Ok(started.map(|started| Recovered { core, started }))
+}
+
+impl Shell {
+    /// The scheduler stops without ending the run (the session cannot be written, or
+    /// an error it cannot go past): clients are told why at once, by an ephemeral
+    /// `run.halted` that needs no write. Nothing recorded is lost; `air run --resume`
+    /// goes on from the record.
+    pub(super) async fn halt(&self, e: &Error) {
+        let session = &self.ctx.session;
+        let db = self.ctx.paths.session_db(session.id());
+        let reason = match e.storage(&db) {
+            Some(place) => format!(
+                "{place}: the scheduler stopped and its agents were ended; nothing recorded was lost. Free the space (or make it writable), then `air run --resume {}`",
+                session.id()
+            ),
+            None => format!(
+                "the scheduler stopped: {e}; `air run --resume {}` starts it again",
+                session.id()
+            ),
+        };
+        if let Ok(ev) = self.event(
+            "run.halted",
+            &p::RunHalted {
+                reason: Some(reason),
+            },
+        ) {
+            let _ = session.store().append(ev).await;
+        }
+    }
+
+    /// A run that had halted is going again.
+    pub(super) async fn unhalt(&self) {
+        let halted = self
+            .ctx
+            .session
+            .bus()
+            .read(|p, _| p.run.as_ref().is_some_and(|r| r.halted.is_some()));
+        if halted {
+            if let Ok(ev) = self.event("run.halted", &p::RunHalted { reason: None }) {
+                let _ = self.ctx.session.store().append(ev).await;
+            }
+        }
+    }
+
+    /// Tool and command runs that were running when airsd stopped are marked
+    /// interrupted; nothing re-runs them.
+    pub(super) async fn interrupt_tool_runs(&mut self) -> Result<()> {
+        let (tools, commands) = {
+            let conn = self.ctx.session.readers().get()?;
+            query::running_runs(&conn)?
+        };
+        let mut events = Vec::new();
+        for id in commands {
+            events.push(self.event(
+                "command.failed",
+                &serde_json::json!({ "command_run_id": id, "error": "interrupted: airsd stopped while it ran" }),
+            )?);
+        }
+        for id in tools {
+            events.push(self.event(
+                "tool.failed",
+                &serde_json::json!({ "tool_run_id": id, "error": crate::scheduler::tooljob::INTERRUPTED }),
+            )?);
+        }
+        if !events.is_empty() {
+            self.record(events).await?;
+        }
+        Ok(())
+    }
+
+    /// Observes what the core's rules read from the session: what the run has spent,
+    /// the permission requests waiting, and whether a person is there to answer them.
+    pub(super) fn observe(&mut self) {
+        let (counters, pending) = self
+            .ctx
+            .session
+            .bus()
+            .read(|p, _| (p.counters.clone(), p.permission_requests.clone()));
+        let now = now_ms();
+        self.core.apply(
+            &Fact::Usage {
+                tokens: counters.input_tokens.saturating_add(counters.output_tokens),
+                cost_micro_usd: counters.cost_micro_usd,
+            },
+            now,
+        );
+        let pending = pending
+            .into_iter()
+            .map(|r| Ask {
+                requested_ms: event_ms(&r.requested_at),
+                request_id: r.request.request_id,
+                task_id: r.request.task_id,
+                agent_id: r.request.agent_id,
+                action: r.request.action,
+            })
+            .collect();
+        let humans = (self.ctx.humans)();
+        self.core.apply(&Fact::Asks { pending, humans }, now);
+    }
+
+    /// Denies a request by the run's policy (and under `fail` blocks its task), in one
+    /// transaction: a person who answered first makes it fail as a conflict (the first
+    /// answer wins), and then nothing is blocked either.
+    pub(super) async fn refuse(&mut self, refusal: Refusal) -> Result<()> {
+        let id = refusal.request_id;
+        let mut events = vec![self.event(
+            "permission.decision.recorded",
+            &p::PermissionDecisionRecorded {
+                request_id: Some(id.clone()),
+                decision: p::PermissionDecision::Deny,
+                decided_by: "policy".into(),
+                scope: Some(p::DecisionScope::Once),
+                reason: Some(refusal.reason),
+            },
+        )?];
+        if let Some((task_id, reason)) = refusal.block {
+            events.push(self.event(
+                "scheduler.cancel_requested",
+                &p::CancelRequested {
+                    task_id: Some(task_id),
+                    reason: Some(reason),
+                    by: Some("policy".into()),
+                    block: true,
+                },
+            )?);
+        }
+        let facts: Vec<Fact> = events
+            .iter()
+            .filter_map(|e| fact_of(&e.event_type, &e.payload))
+            .collect();
+        match self.ctx.session.store().append_batch(events).await {
+            Ok(_) => {
+                let now = now_ms();
+                for fact in &facts {
+                    self.core.apply(fact, now);
+                }
+            }
+            Err(e) if e.kind() == air_proto::error::ErrorKind::Conflict => {}
+            // Still pending at the next observation: answered again then.
+            Err(e) => tracing::warn!(request = %id, "cannot answer by the policy yet: {e}"),
+        }
+        Ok(())
+    }
+
+    /// Closes the pending permission requests of agents that ended (or of every agent,
+    /// when the run ends): nobody can use the answer any more. These closures are not
+    /// denials and do not count as such.
+    pub(super) async fn expire_requests(&mut self, agent: Option<&str>) {
+        let pending = self.ctx.session.bus().read(|p, _| {
+            p.permission_requests
+                .iter()
+                .filter(|r| agent.is_none() || r.request.agent_id.as_deref() == agent)
+                .map(|r| r.request.request_id.clone())
+                .collect::<Vec<_>>()
+        });
+        for id in pending {
+            let Ok(e) = self.event(
+                "permission.decision.recorded",
+                &p::PermissionDecisionRecorded {
+                    request_id: Some(id.clone()),
+                    decision: p::PermissionDecision::Deny,
+                    decided_by: p::EXPIRED.into(),
+                    scope: Some(p::DecisionScope::Once),
+                    reason: Some("the agent that asked has ended".into()),
+                },
+            ) else {
+                continue;
+            };
+            if let Err(e) = self.ctx.session.store().append(e).await {
+                tracing::info!(request = %id, "not expired: {e}");
+            }
+        }
+        // What was expired is no longer pending for the policy either.
+        self.observe();
+    }
+
+    /// Mirrors the scheduler's state to `.air/local/state/scheduler-state.json` (seed
+    /// 001 §4.3), for people and tools; recovery reads the database, not this file.
+    pub(super) fn mirror(&self) {
+        let state = serde_json::json!({
+            "session_id": self.session_id(),
+            "updated_at": air_proto::time::now_iso(),
+            "finished": self.core.is_finished(),
+            "paused": self.core.is_paused(),
+            "tasks": self.core.statuses().into_iter().map(|(id, s)| serde_json::json!({ "id": id, "status": s })).collect::<Vec<_>>(),
+            "agents": self.core.running_agents().into_iter().map(|(a, t)| serde_json::json!({ "agent_id": a, "task_id": t })).collect::<Vec<_>>(),
+        });
+        let path = self.ctx.paths.state().join("scheduler-state.json");
+        if let Ok(bytes) = serde_json::to_vec_pretty(&state) {
+            if let Err(e) = air_proto::layout::write_atomic(&path, &bytes) {
+                tracing::warn!("cannot write {}: {e}", path.display());
+            }
+        }
+    }
+
+    /// Writes `reports/run-report.json` in the session's artifacts.
+    pub(super) fn write_report(&self, outcome: &RunCompleted) {
+        let snapshot = self.ctx.session.snapshot();
+        let Some(report) = air_proto::report::RunReport::from_projection(&snapshot) else {
+            return;
+        };
+        let _ = outcome;
+        let path = self
+            .ctx
+            .paths
+            .artifacts(self.session_id())
+            .join("reports")
+            .join("run-report.json");
+        let written = path
+            .parent()
+            .map(std::fs::create_dir_all)
+            .transpose()
+            .map_err(|e| e.to_string())
+            .and_then(|_| serde_json::to_vec_pretty(&report).map_err(|e| e.to_string()))
+            .and_then(|bytes| {
+                air_proto::layout::write_atomic(&path, &bytes).map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! What workers say and how they end: their events (only the kinds a worker may
+//! publish), logs, tool calls and results, and their exit, which the core classifies.
+
+use super::*;
+use crate::scheduler::core::ProcessEnd;
+
+impl Shell {
+    /// Event types a worker may publish itself; the rest belong to airsd.
+    pub(super) fn worker_may_send(event_type: &str) -> bool {
+        matches!(
+            event_type,
+            "agent.heartbeat"
+                | "agent.timeout_extension.requested"
+                | "task.progress"
+                | "token.delta"
+                | "assistant.message.created"
+                | "context.compaction.requested"
+                | "context.compaction.completed"
+                | "summary.created"
+                | "debug.record.created"
+                | "memory.candidate.created"
+        )
+    }
+
+    pub(super) async fn worker_event(&mut self, event: WorkerEvent) -> Result<()> {
+        match event {
+            WorkerEvent::Message { agent_id, message } => self.message(&agent_id, *message).await,
+            WorkerEvent::ProtocolViolation { agent_id, error } => {
+                let mut reason = format!("protocol error: {}", error.message);
+                if let Some(path) = error
+                    .path
+                    .as_deref()
+                    .filter(|p| !error.message.contains(*p))
+                {
+                    reason.push_str(&format!(" (at {path})"));
+                }
+                self.core
+                    .apply(&Fact::ProtocolViolation { agent_id, reason }, now_ms());
+                Ok(())
+            }
+            WorkerEvent::Exited { agent_id, exit } => self.exited(&agent_id, exit).await,
+        }
+    }
+
+    pub(super) async fn message(&mut self, agent_id: &str, message: IpcMessage) -> Result<()> {
+        if !self.workers.contains_key(agent_id) {
+            return Ok(());
+        }
+        // Anything a worker says shows it is alive; stalls are silences.
+        self.core.apply(
+            &Fact::Heartbeat {
+                agent_id: agent_id.to_string(),
+            },
+            now_ms(),
+        );
+        let Some(worker) = self.workers.get(agent_id) else {
+            return Ok(());
+        };
+        match message.body {
+            IpcBody::Event(mut event) => {
+                if !Self::worker_may_send(&event.event_type) {
+                    tracing::warn!(
+                        agent = agent_id,
+                        "dropped `{}` from a worker: airsd records it",
+                        event.event_type
+                    );
+                    return Ok(());
+                }
+                event.session_id = self.session_id().to_string();
+                if let Some(role) = self.dispatches.get(agent_id).map(|d| d.role) {
+                    event.source = EventSource::agent(agent_id, role);
+                }
+                // Held as asked: from now its time limits stop counting.
+                if event.event_type == "agent.heartbeat"
+                    && event.payload["state"].as_str() == Some("PAUSED")
+                {
+                    self.core.apply(
+                        &Fact::Holding {
+                            agent_id: agent_id.to_string(),
+                        },
+                        now_ms(),
+                    );
+                }
+                if event.event_type == "agent.timeout_extension.requested" {
+                    let requested = event.payload["extra_ms"].as_u64().unwrap_or(0);
+                    let reason = event.payload["reason"].as_str().map(str::to_string);
+                    let grant = self.core.extension_grant(agent_id, requested);
+                    if grant > 0 {
+                        let e = self.event(
+                            "agent.timeout_extended",
+                            &p::TimeoutExtended {
+                                agent_id: agent_id.to_string(),
+                                extra_ms: grant,
+                                reason,
+                            },
+                        )?;
+                        self.record(vec![e]).await?;
+                    }
+                    if let Some(w) = self.workers.get(agent_id) {
+                        w.control(ControlMessage::ExtendTimeout {
+                            extra_ms: grant,
+                            reason: if grant > 0 {
+                                "granted".into()
+                            } else {
+                                "refused: extensions are granted after the soft-timeout warning, up to the hard timeout once more".into()
+                            },
+                        });
+                    }
+                    return Ok(());
+                }
+                match event.event_type.as_str() {
+                    "token.delta" => {
+                        if let Ok(d) =
+                            serde_json::from_value::<p::TokenDelta>(event.payload.clone())
+                        {
+                            let task = self.dispatches.get(agent_id).map(|d| d.task_id.clone());
+                            if let Some((message, agent, task, content)) =
+                                self.drafts
+                                    .delta(&d, agent_id, task.as_deref(), Instant::now())
+                            {
+                                if let Err(e) = self
+                                    .ctx
+                                    .session
+                                    .store()
+                                    .queue_draft(&message, Some(&agent), task.as_deref(), &content)
+                                    .await
+                                {
+                                    tracing::warn!(
+                                        agent = agent_id,
+                                        "a message draft was not stored: {e}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    "assistant.message.created" => {
+                        if let Some(m) = event.payload.get("message_id").and_then(Value::as_str) {
+                            self.drafts.finished(m);
+                        }
+                    }
+                    _ => {}
+                }
+                if let Err(e) = self.ctx.session.store().append(event).await {
+                    tracing::warn!(agent = agent_id, "a worker's event was refused: {e}");
+                }
+                Ok(())
+            }
+            IpcBody::Log(record) => {
+                use air_proto::ipc::LogLevel;
+                if matches!(record.level, LogLevel::Error) {
+                    tracing::warn!(agent = agent_id, "worker error: {}", record.message);
+                    self.last_error.insert(
+                        agent_id.to_string(),
+                        record.message.chars().take(500).collect(),
+                    );
+                } else {
+                    tracing::debug!(agent = agent_id, level = ?record.level, "{}", record.message);
+                }
+                Ok(())
+            }
+            IpcBody::ToolCall(call) => {
+                // Tools run beside the scheduler, never blocking it; each call is
+                // recorded (`tool.started` first: the write-ahead record) and answered.
+                let Some(d) = self.dispatches.get(agent_id) else {
+                    return Ok(());
+                };
+                let job = crate::scheduler::tooljob::ToolJob {
+                    env: self.tools.clone(),
+                    worker: worker.clone(),
+                    header: message.header.clone(),
+                    call,
+                    agent_id: agent_id.to_string(),
+                    role: d.role,
+                    task_id: d.task_id.clone(),
+                    scope: d.spec.scope.clone(),
+                };
+                tokio::spawn(job.run());
+                Ok(())
+            }
+            IpcBody::WorkerResult(result) => {
+                // It counts once the worker has exited; one that names another task,
+                // role or agent has the worker killed.
+                self.core.apply(
+                    &Fact::ResultReceived {
+                        agent_id: agent_id.to_string(),
+                        result: Box::new(result),
+                    },
+                    now_ms(),
+                );
+                Ok(())
+            }
+            IpcBody::WorkerCheckpoint(checkpoint) => {
+                tracing::debug!(agent = agent_id, turn = checkpoint.turn, state = %checkpoint.state, "checkpoint");
+                Ok(())
+            }
+            IpcBody::ProtocolError(error) => {
+                tracing::warn!(
+                    agent = agent_id,
+                    "the worker reports a protocol error: {}",
+                    error.message
+                );
+                Ok(())
+            }
+            IpcBody::Control(_) | IpcBody::ToolResult(_) | IpcBody::ToolStream(_) => Ok(()),
+        }
+    }
+
+    pub(super) async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
+        self.keep_stderr(agent_id)?;
+        self.tools.ledger.forget(agent_id);
+        self.drafts.agent_ended(agent_id);
+        self.workers.remove(agent_id);
+        self.agents.store(self.workers.len(), Ordering::Relaxed);
+        self.dispatches.remove(agent_id);
+        let end = ProcessEnd {
+            code: exit.code,
+            text: exit.to_string(),
+            logged: self.last_error.remove(agent_id),
+            stderr_tail: self.stderr_tail(agent_id),
+        };
+        self.core.apply(
+            &Fact::WorkerExited {
+                agent_id: agent_id.to_string(),
+                end,
+            },
+            now_ms(),
+        );
+        Ok(())
+    }
+
+    pub(super) fn stderr_path(&self, agent_id: &str) -> PathBuf {
+        self.ctx
+            .paths
+            .artifacts(self.session_id())
+            .join("workers")
+            .join(format!("{agent_id}.stderr.log"))
+    }
+
+    /// A worker's stderr becomes an artifact of the session when it wrote anything;
+    /// an empty file is removed.
+    pub(super) fn keep_stderr(&mut self, agent_id: &str) -> Result<()> {
+        let path = self.stderr_path(agent_id);
+        let size = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(_) => return Ok(()),
+        };
+        if size == 0 {
+            let _ = std::fs::remove_file(&path);
+            return Ok(());
+        }
+        let rel = format!("workers/{agent_id}.stderr.log");
+        let stored = match self
+            .tools
+            .artifacts
+            .describe(&rel, air_proto::result::ArtifactType::Other)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(agent = agent_id, "cannot keep the worker's stderr: {e}");
+                return Ok(());
+            }
+        };
+        let task_id = self.dispatches.get(agent_id).map(|d| d.task_id.clone());
+        let e = self.event(
+            "artifact.created",
+            &p::ArtifactCreated {
+                artifact: stored.artifact,
+                path: Some(format!("workers/{agent_id}.stderr.log")),
+                original_name: Some("stderr".into()),
+                task_id,
+                agent_id: Some(agent_id.to_string()),
+                tool_run_id: None,
+                command_run_id: None,
+                entity_type: Some("worker_stderr".into()),
+                entity_id: None,
+            },
+        )?;
+        self.push(vec![e]);
+        Ok(())
+    }
+
+    /// The last non-empty line a worker wrote to stderr.
+    pub(super) fn stderr_tail(&self, agent_id: &str) -> Option<String> {
+        let text = std::fs::read(self.stderr_path(agent_id)).ok()?;
+        let from = text.len().saturating_sub(4096);
+        let tail = String::from_utf8_lossy(&text[from..]).into_owned();
+        tail.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.chars().take(300).collect())
+    }
+}
