@@ -148,6 +148,9 @@ impl Sim {
         }
         if let Fact::AgentResult { agent_id, .. } | Fact::AgentFailed { agent_id, .. } = &fact {
             self.running.retain(|d| &d.agent_id != agent_id);
+            // Its requests expire with it.
+            self.asks
+                .retain(|a| a.agent_id.as_deref() != Some(agent_id.as_str()));
         }
         self.facts.push(fact);
     }
@@ -157,6 +160,7 @@ impl Sim {
     pub fn settle(&mut self) -> Vec<Dispatch> {
         let mut started = Vec::new();
         loop {
+            self.observe();
             let decisions = self.core.decide(self.now_ms);
             if decisions.is_empty() {
                 return started;
@@ -215,7 +219,6 @@ impl Sim {
                             });
                         }
                         self.refusals.push(*refusal);
-                        self.observe();
                     }
                     Decision::EndAgent { agent_id, end } => match end {
                         AgentEnd::Completed { result, .. } => {

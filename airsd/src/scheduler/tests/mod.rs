@@ -14,6 +14,8 @@ use air_proto::result::{
 use air_proto::task::{DependencyType, TaskSpec};
 use proptest::prelude::*;
 
+mod policy;
+
 use super::sim::{debug, diligent, result_for, review, Play, Sim};
 use super::{gate, Config, Decision, Dispatch, Fact};
 
