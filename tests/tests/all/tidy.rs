@@ -7,11 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Files over the limit today, with their size then: they may not grow, and leave the
 /// list once split.
-const TOO_LONG: &[(&str, usize)] = &[
-    ("air-proto/src/api.rs", 1013),
-    ("air-proto/src/plan/compile.rs", 1264),
-    ("air-tui/src/app.rs", 1373),
-];
+const TOO_LONG: &[(&str, usize)] = &[("air-proto/src/api.rs", 1013)];
 
 const LIMIT: usize = 1_000;
 

@@ -1,0 +1,229 @@
+//! The end of compilation: the collected tasks become the [`TaskGraph`] (ids resolved,
+//! dependencies checked, cycles found, waves layered) and each its [`TaskSpec`] with
+//! the plan's defaults applied.
+
+use super::*;
+
+impl Compiler<'_> {
+    pub(super) fn build(mut self) -> Result<Compiled, PlanErrors> {
+        if self.tasks.is_empty() {
+            self.errors.push(PlanDiagnostic::new(
+                1,
+                None,
+                "the plan has no tasks: give each task a heading like `## Task T1: Add the parser`",
+            ));
+        }
+        let mut first_line: HashMap<String, u32> = HashMap::new();
+        let builders = std::mem::take(&mut self.tasks);
+        for task in &builders {
+            if let Some(first) = first_line.get(&task.id) {
+                let mut d = PlanDiagnostic::new(
+                    task.line,
+                    Some("id"),
+                    format!(
+                        "duplicate task id `{}` (first defined at line {first})",
+                        task.id
+                    ),
+                );
+                d.task_id = Some(task.id.clone());
+                self.errors.push(d);
+            } else {
+                first_line.insert(task.id.clone(), task.line);
+            }
+        }
+        let mut specs = Vec::with_capacity(builders.len());
+        for task in builders {
+            let spec = self.spec(task, &first_line);
+            specs.push(spec);
+        }
+        let layering = layer(&specs);
+        for cycle in &layering.cycles {
+            let id = cycle.first().cloned().unwrap_or_default();
+            let line = first_line.get(&id).copied().unwrap_or(1);
+            let mut d = PlanDiagnostic::new(
+                line,
+                Some("depends_on"),
+                format!("dependency cycle: {}", cycle_path(cycle)),
+            );
+            d.task_id = Some(id);
+            self.errors.push(d);
+        }
+        if !self.errors.is_empty() {
+            self.errors.sort_by_key(|e| e.line);
+            return Err(PlanErrors {
+                file: self.file.to_string(),
+                errors: self.errors,
+            });
+        }
+        let overview = self.source(&self.overview.clone());
+        self.warnings.sort_by_key(|w| w.line);
+        Ok(Compiled {
+            graph: TaskGraph {
+                version: TASK_GRAPH_VERSION,
+                title: self.title,
+                source: Some(self.file.to_string()),
+                overview: (!overview.is_empty()).then_some(overview),
+                settings: self.settings,
+                phases: self.phases,
+                tasks: specs,
+                waves: layering.waves,
+            },
+            warnings: self.warnings,
+        })
+    }
+
+    pub(super) fn spec(&mut self, task: TaskBuilder, ids: &HashMap<String, u32>) -> TaskSpec {
+        let diag = |line: u32, field: &str, message: String| {
+            let mut d = PlanDiagnostic::new(line, Some(field), message);
+            d.task_id = Some(task.id.clone());
+            d
+        };
+        let mut dependencies: Vec<TaskDependency> = Vec::new();
+        for dep in &task.deps {
+            if dep.id == task.id {
+                self.errors.push(diag(
+                    dep.line,
+                    dep.field,
+                    format!("task {} depends on itself", task.id),
+                ));
+                continue;
+            }
+            if !ids.contains_key(&dep.id) {
+                self.errors.push(diag(
+                    dep.line,
+                    dep.field,
+                    format!("unknown task `{}`: no task in the plan has this id", dep.id),
+                ));
+                continue;
+            }
+            let kind = dep.kind.unwrap_or(DependencyType::Hard);
+            if dependencies
+                .iter()
+                .any(|d| d.depends_on_task_id == dep.id && d.dependency_type == kind)
+            {
+                continue;
+            }
+            dependencies.push(TaskDependency {
+                depends_on_task_id: dep.id.clone(),
+                dependency_type: kind,
+                reason: dep.reason.clone(),
+                source: Some(DependencySource::User),
+            });
+        }
+        let defaults = &self.settings.defaults;
+        let soft = task
+            .soft_timeout_ms
+            .map(|(ms, _)| ms)
+            .or(defaults.soft_timeout_ms)
+            .unwrap_or(DEFAULT_SOFT_TIMEOUT_MS);
+        let hard = task
+            .hard_timeout_ms
+            .map(|(ms, _)| ms)
+            .or(defaults.hard_timeout_ms)
+            .unwrap_or(DEFAULT_HARD_TIMEOUT_MS)
+            .max(if task.hard_timeout_ms.is_none() {
+                soft
+            } else {
+                0
+            });
+        if soft > hard {
+            let line = task
+                .soft_timeout_ms
+                .or(task.hard_timeout_ms)
+                .map(|(_, l)| l)
+                .unwrap_or(task.line);
+            self.errors.push(diag(
+                line,
+                "soft_timeout",
+                format!("the soft timeout ({soft} ms) is longer than the hard timeout ({hard} ms)"),
+            ));
+        }
+        let mut evidence: Vec<EvidenceType> = match &task.evidence {
+            Some(list) => list.clone(),
+            None => task
+                .category
+                .map(|c| c.required_evidence().to_vec())
+                .unwrap_or_default(),
+        };
+        for (marker, line) in &task.markers {
+            match opt_out(marker) {
+                Ok(kind) => {
+                    if !evidence.contains(&kind) {
+                        self.warnings.push(diag(
+                            *line,
+                            "evidence",
+                            format!("`{marker}` opts out of evidence the task does not require"),
+                        ));
+                    }
+                    evidence.retain(|e| *e != kind);
+                }
+                Err(message) => self.errors.push(diag(*line, "evidence", message)),
+            }
+        }
+        evidence.sort();
+        evidence.dedup();
+        if task.task_type == TaskType::Execute && task.acceptance.is_empty() {
+            self.warnings.push(diag(
+                task.line,
+                "acceptance_criteria",
+                format!(
+                    "task {} has no acceptance criteria; the reviewer will judge against the description only",
+                    task.id
+                ),
+            ));
+        }
+        let description = self.source(&task.description);
+        let required = task
+            .verification_required
+            .unwrap_or(!task.commands.is_empty());
+        TaskSpec {
+            id: task.id.clone(),
+            task_type: task.task_type,
+            title: task.title,
+            description,
+            acceptance_criteria: task.acceptance,
+            category: task.category,
+            phase: task.phase,
+            scope: TaskScope {
+                write_area: task.write_area,
+                expected_files: task.expected_files,
+                allowed_paths: task.allowed_paths,
+                denied_paths: task.denied_paths,
+                preserved_paths: task.preserved_paths,
+            },
+            contracts: Contracts {
+                provides: (!task.provides.is_empty()).then_some(task.provides),
+                requires: (!task.requires.is_empty()).then_some(task.requires),
+            },
+            dependencies,
+            verification: Verification {
+                commands: (!task.commands.is_empty()).then_some(task.commands),
+                required,
+                fallback_allowed: task.fallback_allowed,
+                evidence_types: (!evidence.is_empty()).then_some(evidence),
+            },
+            constraints: Constraints {
+                max_turns: task
+                    .max_turns
+                    .or(defaults.max_turns)
+                    .unwrap_or(DEFAULT_MAX_TURNS),
+                soft_timeout_ms: soft,
+                hard_timeout_ms: hard,
+                retry_budget: task
+                    .retry_budget
+                    .or(defaults.retry_budget)
+                    .unwrap_or(DEFAULT_RETRY_BUDGET),
+                model_policy: task
+                    .model_policy
+                    .or(defaults.model_policy)
+                    .unwrap_or(ModelPolicy::SchedulerForced),
+                model_id: task.model_id.or_else(|| defaults.model_id.clone()),
+            },
+            context_refs: ContextRefs {
+                plan_ref: Some(format!("{}#{}", self.file, task.id)),
+                ..ContextRefs::default()
+            },
+            output_contract: task.task_type.output_contract(),
+        }
+    }
+}
