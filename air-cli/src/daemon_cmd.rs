@@ -47,7 +47,10 @@ pub async fn run(command: DaemonCommand) -> CmdResult {
                 },
                 e => unreachable(e),
             })?;
-            let status = conn.client.status().await?;
+            let status = conn
+                .client
+                .status(air_proto::api::params::NoParams {})
+                .await?;
             crate::output::print_daemon_status(&status, json)
         }
     }

@@ -147,7 +147,11 @@ pub async fn run(json_out: bool) -> CmdResult {
         Some(paths) => {
             lines.push(format!("project: {}", paths.root().display()));
             match connect_running(&connect_options(paths.clone())).await {
-                Ok(conn) => match conn.client.status().await {
+                Ok(conn) => match conn
+                    .client
+                    .status(air_proto::api::params::NoParams {})
+                    .await
+                {
                     Ok(s) => {
                         lines.push(format!(
                             "daemon: running (pid {}, version {}); it gives workers the environment it was started with — `air daemon restart` to use this shell's",

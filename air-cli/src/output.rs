@@ -1,6 +1,6 @@
 //! Read commands and how they print: plain text for people, `--json` for programs.
 
-use air_proto::api::{AirApiClient, DaemonStatus, SessionInfo, SessionUpdate};
+use air_proto::api::{params, AirApiClient, DaemonStatus, SessionInfo, SessionUpdate};
 use air_proto::event::RuntimeEvent;
 use jsonrpsee::core::client::Subscription;
 
@@ -99,8 +99,8 @@ fn print_sessions(list: &[SessionInfo]) {
 
 pub async fn status(json: bool) -> CmdResult {
     let conn = connect().await?;
-    let status = conn.client.status().await?;
-    let sessions = conn.client.session_list().await?;
+    let status = conn.client.status(params::NoParams {}).await?;
+    let sessions = conn.client.session_list(params::NoParams {}).await?;
     if json {
         return print_json(&serde_json::json!({ "daemon": status, "sessions": sessions }));
     }
@@ -112,7 +112,7 @@ pub async fn status(json: bool) -> CmdResult {
 
 pub async fn sessions(json: bool) -> CmdResult {
     let conn = connect().await?;
-    let list = conn.client.session_list().await?;
+    let list = conn.client.session_list(params::NoParams {}).await?;
     if json {
         return print_json(&list);
     }
@@ -126,14 +126,20 @@ pub async fn retire(action: crate::SessionsAction) -> CmdResult {
     match action {
         crate::SessionsAction::Archive { session, reason } => {
             conn.client
-                .session_archive(session.clone(), reason)
+                .session_archive(params::SessionRetire {
+                    session_id: session.clone(),
+                    reason,
+                })
                 .await
                 .map_err(crate::rpc_failure)?;
             println!("session {session} archived; its artifacts are kept");
         }
         crate::SessionsAction::Delete { session, reason } => {
             conn.client
-                .session_delete(session.clone(), reason)
+                .session_delete(params::SessionRetire {
+                    session_id: session.clone(),
+                    reason,
+                })
                 .await
                 .map_err(crate::rpc_failure)?;
             println!("session {session} deleted; its artifacts were purged");
@@ -172,16 +178,13 @@ async fn print_stored(
     loop {
         let page = conn
             .client
-            .events_list(
-                session_id.to_string(),
-                types.clone(),
-                None,
-                None,
-                None,
-                None,
-                Some(after),
-                Some(1000),
-            )
+            .events_list(params::EventsList {
+                session_id: session_id.to_string(),
+                types: types.clone(),
+                after_seq: Some(after),
+                limit: Some(1000),
+                ..Default::default()
+            })
             .await?;
         for e in page.events.iter().filter(|e| e.seq <= upto) {
             print_event(e.seq, &e.event, json)?;
@@ -203,7 +206,7 @@ pub async fn events(
     let conn = connect().await?;
     let session_id = match session {
         Some(id) => id,
-        None => match conn.client.session_list().await?.first() {
+        None => match conn.client.session_list(params::NoParams {}).await?.first() {
             Some(s) => s.id.clone(),
             None => return Err(Failure::from("no sessions yet (a run creates one)")),
         },
@@ -246,16 +249,12 @@ async fn replay_stored(
     while *cursor < upto {
         let page = conn
             .client
-            .events_list(
-                session_id.to_string(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                Some(*cursor),
-                Some(1000),
-            )
+            .events_list(params::EventsList {
+                session_id: session_id.to_string(),
+                after_seq: Some(*cursor),
+                limit: Some(1000),
+                ..Default::default()
+            })
             .await
             .map_err(rpc_failure)?;
         for e in &page.events {
@@ -293,7 +292,10 @@ pub async fn follow_events(
     loop {
         let mut sub: Subscription<SessionUpdate> = conn
             .client
-            .session_subscribe(session_id.to_string(), Some(cursor))
+            .session_subscribe(params::Subscribe {
+                session_id: session_id.to_string(),
+                from_seq: Some(cursor),
+            })
             .await
             .map_err(rpc_failure)?;
         while let Some(update) = sub.next().await {

@@ -11,7 +11,7 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use air_proto::api::AirApiClient;
+use air_proto::api::{params, AirApiClient};
 use air_proto::client::Connection;
 use air_proto::event::RuntimeEvent;
 use air_proto::payload::RunOutcome;
@@ -182,43 +182,45 @@ pub async fn run(args: RunArgs) -> CmdResult {
                 return Err(usage(format!("{}: the plan has no tasks", plan.display())));
             }
             conn.client
-                .run_start(
-                    plan.display().to_string(),
-                    text,
-                    args.title.clone(),
-                    args.concurrency,
-                    args.on_ask.map(|a| match a {
+                .run_start(params::RunStart {
+                    plan: plan.display().to_string(),
+                    plan_text: text,
+                    title: args.title.clone(),
+                    concurrency: args.concurrency,
+                    on_ask: args.on_ask.map(|a| match a {
                         OnAskArg::Deny => OnAsk::Deny,
                         OnAskArg::Fail => OnAsk::Fail,
                         OnAskArg::Queue => OnAsk::Queue,
                     }),
-                    args.permission_mode.map(|m| match m {
+                    permission_mode: args.permission_mode.map(|m| match m {
                         ModeArg::Default => PermissionMode::Default,
                         ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
                         ModeArg::Plan => PermissionMode::Plan,
                         ModeArg::BypassPermissions => PermissionMode::BypassPermissions,
                     }),
-                    args.max_cost,
-                    args.max_tokens,
-                    args.max_time
+                    max_cost: args.max_cost,
+                    max_tokens: args.max_tokens,
+                    max_time_ms: args
+                        .max_time
                         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                    model_spec(args.provider.as_deref(), args.model.as_deref())?,
-                    args.record.as_deref().map(absolute).transpose()?,
-                    args.replay.as_deref().map(existing_dir).transpose()?,
-                )
+                    model: model_spec(args.provider.as_deref(), args.model.as_deref())?,
+                    record: args.record.as_deref().map(absolute).transpose()?,
+                    replay: args.replay.as_deref().map(existing_dir).transpose()?,
+                })
                 .await
                 .map_err(rpc_failure)?
         }
         (None, Some(session)) => conn
             .client
-            .run_continue(
-                session.clone(),
-                args.max_cost,
-                args.max_tokens,
-                args.max_time
+            .run_continue(params::RunContinue {
+                session_id: session.clone(),
+                max_cost: args.max_cost,
+                max_tokens: args.max_tokens,
+                max_time_ms: args
+                    .max_time
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                None,
-            )
+                ..Default::default()
+            })
             .await
             .map_err(rpc_failure)?,
         (None, None) => return Err(usage("give --plan FILE or --resume SESSION".into())),
@@ -268,7 +270,7 @@ pub async fn wait(session: Option<String>, args: FollowArgs) -> CmdResult {
 async fn newest_session(conn: &Connection) -> Result<String, Failure> {
     match conn
         .client
-        .session_list()
+        .session_list(params::NoParams {})
         .await
         .map_err(rpc_failure)?
         .first()
@@ -290,11 +292,29 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
     let result = match what {
         "cancel" => {
             conn.client
-                .run_cancel(session.clone(), task.clone(), None)
+                .run_cancel(params::RunCancel {
+                    session_id: session.clone(),
+                    task_id: task.clone(),
+                    reason: None,
+                })
                 .await
         }
-        "pause" => conn.client.run_pause(session.clone(), task.clone()).await,
-        _ => conn.client.run_resume(session.clone(), task.clone()).await,
+        "pause" => {
+            conn.client
+                .run_pause(params::RunPause {
+                    session_id: session.clone(),
+                    task_id: task.clone(),
+                })
+                .await
+        }
+        _ => {
+            conn.client
+                .run_resume(params::RunPause {
+                    session_id: session.clone(),
+                    task_id: task.clone(),
+                })
+                .await
+        }
     };
     result.map_err(rpc_failure)?;
     match (what, task) {
@@ -324,13 +344,11 @@ pub async fn retry(tasks: Vec<String>, session: Option<String>) -> CmdResult {
     };
     let info = conn
         .client
-        .run_continue(
-            session.clone(),
-            None,
-            None,
-            None,
-            (!tasks.is_empty()).then_some(tasks),
-        )
+        .run_continue(params::RunContinue {
+            session_id: session.clone(),
+            task_ids: (!tasks.is_empty()).then_some(tasks),
+            ..Default::default()
+        })
         .await
         .map_err(rpc_failure)?;
     if info.reopened.is_empty() {
@@ -362,7 +380,12 @@ pub async fn respond(
         air_proto::payload::PermissionDecision::Deny
     };
     conn.client
-        .permission_respond(session.clone(), request.clone(), decision, reason)
+        .permission_respond(params::PermissionRespond {
+            session_id: session.clone(),
+            request_id: request.clone(),
+            decision,
+            reason,
+        })
         .await
         .map_err(rpc_failure)?;
     println!(
@@ -590,7 +613,9 @@ async fn follow(
     // A session without a plan run has nothing to follow.
     let snapshot = conn
         .client
-        .session_snapshot(session_id.to_string())
+        .session_snapshot(params::Session {
+            session_id: session_id.to_string(),
+        })
         .await
         .map_err(rpc_failure)?;
     if snapshot.projection.run.is_none() {
@@ -672,14 +697,14 @@ async fn follow(
                     }
                     cancelled = true;
                     progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("cancelling the run… (again to stop waiting; `air run --resume {session_id}` continues it)"));
-                    if let Err(e) = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGINT on air run".into())).await {
+                    if let Err(e) = conn.client.run_cancel(params::RunCancel { session_id: session_id.to_string(), task_id: None, reason: Some("cancelled by SIGINT on air run".into()) }).await {
                         progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("could not cancel: {}", rpc_failure(e).message));
                     }
                 }
                 _ = sigterm.recv() => {
                     if cancel_on_signal && !cancelled {
                         cancelled = true;
-                        let _ = conn.client.run_cancel(session_id.to_string(), None, Some("cancelled by SIGTERM on air run".into())).await;
+                        let _ = conn.client.run_cancel(params::RunCancel { session_id: session_id.to_string(), task_id: None, reason: Some("cancelled by SIGTERM on air run".into()) }).await;
                     } else {
                         return Err(Failure { code: INTERRUPTED, message: "terminated".into() });
                     }
@@ -754,7 +779,9 @@ enum RunCheck {
 async fn check_run(conn: &Connection, session_id: &str, ended: bool) -> Result<RunCheck, Failure> {
     let snapshot = conn
         .client
-        .session_snapshot(session_id.to_string())
+        .session_snapshot(params::Session {
+            session_id: session_id.to_string(),
+        })
         .await
         .map_err(rpc_failure)?;
     let over = snapshot
@@ -780,7 +807,11 @@ async fn check_run(conn: &Connection, session_id: &str, ended: bool) -> Result<R
         // followed: keep going.
         return Ok(RunCheck::Going);
     }
-    let status = conn.client.status().await.map_err(rpc_failure)?;
+    let status = conn
+        .client
+        .status(params::NoParams {})
+        .await
+        .map_err(rpc_failure)?;
     Ok(
         if status
             .runs
@@ -804,7 +835,9 @@ async fn finish(
 ) -> CmdResult {
     let snapshot = conn
         .client
-        .session_snapshot(session_id.to_string())
+        .session_snapshot(params::Session {
+            session_id: session_id.to_string(),
+        })
         .await
         .map_err(rpc_failure)?;
     let drawing = Drawing::from_projection(&snapshot.projection);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use jsonrpsee_ws_client::{WsClient, WsClientBuilder};
 use tokio::net::UnixStream;
 
-use crate::api::{AirApiClient, ClientHello, ClientMode, Hello};
+use crate::api::{params, AirApiClient, ClientHello, ClientMode, Hello};
 use crate::layout::ProjectPaths;
 
 /// Exit code of `airsd` when another daemon already serves the project.
@@ -127,12 +127,14 @@ async fn handshake(
     started: bool,
 ) -> Result<Connection, ClientError> {
     let hello = client
-        .hello(ClientHello {
-            client: options.client.clone(),
-            version: options.version.clone(),
-            protocol_version: crate::PROTOCOL_VERSION,
-            session_id: options.session_id.clone(),
-            mode: options.mode,
+        .hello(params::Hello {
+            hello: ClientHello {
+                client: options.client.clone(),
+                version: options.version.clone(),
+                protocol_version: crate::PROTOCOL_VERSION,
+                session_id: options.session_id.clone(),
+                mode: options.mode,
+            },
         })
         .await?;
     Ok(Connection {

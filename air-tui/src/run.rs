@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use air_proto::api::{AirApiClient, ClientMode, SessionUpdate};
+use air_proto::api::{params, AirApiClient, ClientMode, SessionUpdate};
 use air_proto::client::{ConnectOptions, Connection};
 use air_proto::payload::PermissionDecision;
 use jsonrpsee::core::client::Subscription;
@@ -175,16 +175,12 @@ async fn stored(
 ) -> Option<Vec<(u64, air_proto::event::RuntimeEvent)>> {
     let page = conn
         .client
-        .events_list(
-            session.to_string(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            Some(after),
-            Some(limit),
-        )
+        .events_list(params::EventsList {
+            session_id: session.to_string(),
+            after_seq: Some(after),
+            limit: Some(limit),
+            ..Default::default()
+        })
         .await
         .ok()?;
     Some(
@@ -285,7 +281,11 @@ async fn read_output(
 ) -> Result<Option<crate::app::Viewer>, String> {
     let mut logs = conn
         .client
-        .artifact_list(session.to_string(), None, Some(command_run_id.to_string()))
+        .artifact_list(params::ArtifactList {
+            session_id: session.to_string(),
+            task_id: None,
+            command_run_id: Some(command_run_id.to_string()),
+        })
         .await
         .map_err(|e| format!("cannot list the output of {command_run_id}: {e}"))?;
     logs.sort_by_key(|a| a.original_name.as_deref() != Some("stdout.log"));
@@ -303,7 +303,12 @@ async fn read_output(
         loop {
             let chunk = conn
                 .client
-                .artifact_read(session.to_string(), log.id.clone(), Some(offset), None)
+                .artifact_read(params::ArtifactRead {
+                    session_id: session.to_string(),
+                    artifact_id: log.id.clone(),
+                    offset: Some(offset),
+                    limit: None,
+                })
                 .await
                 .map_err(|e| format!("cannot read {name} of {command_run_id}: {e}"))?;
             if chunk.encoding == "utf8" {
@@ -357,14 +362,16 @@ async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choic
     if let Some(id) = wanted {
         return conn
             .client
-            .session_get(id.to_string())
+            .session_get(params::Session {
+                session_id: id.to_string(),
+            })
             .await
             .map(|s| Choice::Session(s.id))
             .map_err(|e| format!("session {id}: {e}"));
     }
     let sessions = conn
         .client
-        .session_list()
+        .session_list(params::NoParams {})
         .await
         .map_err(|e| format!("cannot list the sessions: {e}"))?;
     if sessions.len() <= 1 {
@@ -377,7 +384,7 @@ async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choic
     }
     let running: Vec<String> = conn
         .client
-        .status()
+        .status(params::NoParams {})
         .await
         .map(|s| s.runs.into_iter().map(|r| r.session_id).collect())
         .unwrap_or_default();
@@ -414,12 +421,17 @@ async fn follow(options: &ConnectOptions, session: &str) -> Followed {
         .map_err(|e| e.to_string())?;
     let snapshot = conn
         .client
-        .session_snapshot(session.to_string())
+        .session_snapshot(params::Session {
+            session_id: session.to_string(),
+        })
         .await
         .map_err(|e| format!("snapshot: {e}"))?;
     let sub = conn
         .client
-        .session_subscribe(session.to_string(), Some(snapshot.seq))
+        .session_subscribe(params::Subscribe {
+            session_id: session.to_string(),
+            from_seq: Some(snapshot.seq),
+        })
         .await
         .map_err(|e| format!("subscribe: {e}"))?;
     Ok((conn, snapshot, sub))
@@ -431,33 +443,45 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
     let result = match command {
         Command::Detach => return None,
         Command::Approve { request_id } => c
-            .permission_respond(s, request_id.clone(), PermissionDecision::Allow, None)
+            .permission_respond(params::PermissionRespond {
+                session_id: s,
+                request_id: request_id.clone(),
+                decision: PermissionDecision::Allow,
+                reason: None,
+            })
             .await
             .map(|_| format!("approved {request_id}")),
         Command::Deny { request_id } => c
-            .permission_respond(s, request_id.clone(), PermissionDecision::Deny, None)
+            .permission_respond(params::PermissionRespond {
+                session_id: s,
+                request_id: request_id.clone(),
+                decision: PermissionDecision::Deny,
+                reason: None,
+            })
             .await
             .map(|_| format!("denied {request_id}")),
         Command::CancelTask { task_id } => c
-            .run_cancel(
-                s,
-                Some(task_id.clone()),
-                Some("cancelled from air attach".into()),
-            )
+            .run_cancel(params::RunCancel {
+                session_id: s,
+                task_id: Some(task_id.clone()),
+                reason: Some("cancelled from air attach".into()),
+            })
             .await
             .map(|_| format!("cancelling {task_id}")),
         Command::CancelRun => c
-            .run_cancel(s, None, Some("cancelled from air attach".into()))
+            .run_cancel(params::RunCancel {
+                session_id: s,
+                task_id: None,
+                reason: Some("cancelled from air attach".into()),
+            })
             .await
             .map(|_| "cancelling the run".to_string()),
         Command::Retry { task_ids } => c
-            .run_continue(
-                s,
-                None,
-                None,
-                None,
-                (!task_ids.is_empty()).then_some(task_ids),
-            )
+            .run_continue(params::RunContinue {
+                session_id: s,
+                task_ids: (!task_ids.is_empty()).then_some(task_ids),
+                ..Default::default()
+            })
             .await
             .map(|info| match info.reopened.is_empty() {
                 true => "nothing to retry".to_string(),
@@ -469,19 +493,31 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
         | Command::EditText { .. }
         | Command::ShowOutput { .. } => return None,
         Command::Pause => c
-            .run_pause(s, None)
+            .run_pause(params::RunPause {
+                session_id: s,
+                task_id: None,
+            })
             .await
             .map(|_| "pausing the run".to_string()),
         Command::PauseTask { task_id } => c
-            .run_pause(s, Some(task_id.clone()))
+            .run_pause(params::RunPause {
+                session_id: s,
+                task_id: Some(task_id.clone()),
+            })
             .await
             .map(|_| format!("pausing {task_id} after its current step")),
         Command::ResumeTask { task_id } => c
-            .run_resume(s, Some(task_id.clone()))
+            .run_resume(params::RunPause {
+                session_id: s,
+                task_id: Some(task_id.clone()),
+            })
             .await
             .map(|_| format!("resuming {task_id}")),
         Command::Resume => c
-            .run_resume(s, None)
+            .run_resume(params::RunPause {
+                session_id: s,
+                task_id: None,
+            })
             .await
             .map(|_| "resuming the run".to_string()),
     };
@@ -571,7 +607,10 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     // Where the user was last time.
     if let Ok(Some(saved)) = conn
         .client
-        .ui_state_get(session.clone(), UI_KEY.into())
+        .ui_state_get(params::UiStateGet {
+            session_id: session.clone(),
+            key: UI_KEY.into(),
+        })
         .await
     {
         app.restore_ui(&saved);
@@ -691,7 +730,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                 if connected && ticks % 150 == 0 {
                     let now = app.saved_ui();
                     if now != saved {
-                        let _ = conn.client.ui_state_put(session.clone(), UI_KEY.into(), now.clone()).await;
+                        let _ = conn.client.ui_state_put(params::UiStatePut { session_id: session.clone(), key: UI_KEY.into(), value: now.clone() }).await;
                         saved = now;
                     }
                 }
@@ -747,7 +786,11 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     if connected {
         let _ = conn
             .client
-            .ui_state_put(session.clone(), UI_KEY.into(), app.saved_ui())
+            .ui_state_put(params::UiStatePut {
+                session_id: session.clone(),
+                key: UI_KEY.into(),
+                value: app.saved_ui(),
+            })
             .await;
     }
     drop(terminal);

@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use air_proto::api::{AirApiClient, SessionUpdate};
+use air_proto::api::{params, AirApiClient, SessionUpdate};
 use air_proto::client::{connect, ConnectOptions};
 use air_proto::layout::ProjectPaths;
 use air_tests::mock_provider::{text_events, text_pieces, Exchange, Expect, MockProvider, Reply};
@@ -105,10 +105,19 @@ fn main() {
     let report = rt.block_on(async {
         let options = ConnectOptions::new(ProjectPaths::new(&root), "bench", "0");
         let conn = connect(&options).await.unwrap();
-        let snapshot = conn.client.session_snapshot(session.clone()).await.unwrap();
+        let snapshot = conn
+            .client
+            .session_snapshot(params::Session {
+                session_id: session.clone(),
+            })
+            .await
+            .unwrap();
         let mut sub = conn
             .client
-            .session_subscribe(session.clone(), Some(snapshot.seq))
+            .session_subscribe(params::Subscribe {
+                session_id: session.clone(),
+                from_seq: Some(snapshot.seq),
+            })
             .await
             .unwrap();
         let mut app = App::new(snapshot);

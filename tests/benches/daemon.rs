@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use air_proto::api::{AirApiClient, SessionUpdate};
+use air_proto::api::{params, AirApiClient, SessionUpdate};
 use air_proto::client::{connect, ConnectOptions};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -154,7 +154,7 @@ fn main() {
         let mut rtt = Vec::with_capacity(10_000);
         for _ in 0..10_000 {
             let t = Instant::now();
-            conn.client.clients_list().await.unwrap();
+            conn.client.clients_list(params::NoParams {}).await.unwrap();
             rtt.push(t.elapsed());
         }
         rtt.sort();
@@ -171,7 +171,7 @@ fn main() {
                 let mut errors = 0;
                 for _ in 0..1000 {
                     let t = Instant::now();
-                    if conn.client.clients_list().await.is_err() {
+                    if conn.client.clients_list(params::NoParams {}).await.is_err() {
                         errors += 1;
                     }
                     lat.push(t.elapsed());
@@ -191,9 +191,9 @@ fn main() {
         assert_eq!(errors, 0);
 
         // Idle memory with one session.
-        let session = conn.client.session_create(Some("bench".into()), None).await.unwrap();
+        let session = conn.client.session_create(params::SessionCreate { title: Some("bench".into()), ..Default::default() }).await.unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let status = conn.client.status().await.unwrap();
+        let status = conn.client.status(params::NoParams {}).await.unwrap();
         println!("daemon RSS with one open session: {:.1} MiB", status.rss_bytes.unwrap_or(0) as f64 / 1048576.0);
 
         // Fan-out over the socket: 10 subscribed clients, 100,000 durable events.
@@ -202,7 +202,7 @@ fn main() {
         let mut subs = tokio::task::JoinSet::new();
         for _ in 0..SUBSCRIBERS {
             let c = connect(&options).await.unwrap();
-            let mut sub = c.client.session_subscribe(session.id.clone(), Some(session.seq)).await.unwrap();
+            let mut sub = c.client.session_subscribe(params::Subscribe { session_id: session.id.clone(), from_seq: Some(session.seq) }).await.unwrap();
             subs.spawn(async move {
                 let _keep = c;
                 let mut n = 0usize;
@@ -224,7 +224,7 @@ fn main() {
             let id = session.id.clone();
             send.spawn(async move {
                 for i in 0..EVENTS / writers + usize::from(w < EVENTS % writers) {
-                    conn.client.message_send(id.clone(), format!("m{w}-{i}")).await.unwrap();
+                    conn.client.message_send(params::MessageSend { session_id: id.clone(), text: format!("m{w}-{i}") }).await.unwrap();
                 }
             });
         }

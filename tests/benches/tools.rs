@@ -230,7 +230,11 @@ fn huge_output() {
         let deadline = Instant::now() + Duration::from_secs(300);
         loop {
             let t = Instant::now();
-            let s = conn.client.status().await.unwrap();
+            let s = conn
+                .client
+                .status(air_proto::api::params::NoParams {})
+                .await
+                .unwrap();
             lat.push(t.elapsed().as_secs_f64() * 1e3);
             peak = peak.max(rss_kib(pid));
             if s.runs.is_empty() || Instant::now() > deadline {

@@ -6,10 +6,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use jsonrpsee::server::TowerService;
-use tower::layer::util::{Identity, Stack};
+use tower::layer::util::Identity;
 use tower::Service;
 
-use super::params::ValidateLayer;
 use super::rpc::Peer;
 use super::state::DaemonState;
 
@@ -20,7 +19,7 @@ type ResponseFuture = std::pin::Pin<
 
 #[derive(Clone)]
 pub struct PeerService {
-    pub inner: TowerService<Stack<ValidateLayer, Identity>, Identity>,
+    pub inner: TowerService<Identity, Identity>,
     pub peer: Peer,
     pub state: Arc<DaemonState>,
     /// Set once the connection upgraded to a WebSocket.

@@ -9,7 +9,6 @@ mod artifacts;
 mod conn;
 mod lifecycle;
 mod lock;
-mod params;
 mod rpc;
 mod runs;
 pub mod socket;
@@ -20,13 +19,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use air_proto::api::AirApiServer;
+use air_proto::api::AirApi;
 use air_proto::layout::ProjectPaths;
 use tokio::signal::unix::{signal, SignalKind};
 
 pub use lock::{DaemonLock, LockError};
 pub use rpc::{rpc_error, DaemonRpc, Peer};
-pub use runs::RunRequest;
 pub use state::DaemonState;
 
 /// Largest request or response body, and so the largest frame a client can send.
@@ -61,6 +59,8 @@ pub enum DaemonError {
     Socket(#[from] socket::SocketError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("cannot register the API's methods: {0}")]
+    Methods(#[from] jsonrpsee::core::RegisterMethodError),
 }
 
 impl DaemonError {
@@ -112,7 +112,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let methods = DaemonRpc {
         state: state.clone(),
     }
-    .into_rpc();
+    .into_rpc()?;
     let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();
     let server_config = jsonrpsee::server::ServerConfig::builder()
         .max_request_body_size(MAX_BODY)
@@ -123,11 +123,8 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
         .set_message_buffer_capacity(128)
         .max_connections(MAX_CONNECTIONS)
         .build();
-    let validate =
-        jsonrpsee::server::middleware::rpc::RpcServiceBuilder::new().layer(params::ValidateLayer);
     let builder = jsonrpsee::server::Server::builder()
         .set_config(server_config)
-        .set_rpc_middleware(validate)
         .to_service_builder();
     let my_uid = nix::unistd::getuid().as_raw();
     let mut shutdown = state.shutdown_requested();

@@ -1,18 +1,18 @@
-//! The JSON-RPC methods: the `AirApiServer` implementation over [`DaemonState`].
+//! The JSON-RPC methods: the `AirApi` implementation over [`DaemonState`], one handler
+//! a method of the API's table, each given its params struct.
 
 use std::sync::Arc;
 
 use air_proto::api::{
-    codes, AirApiServer, ClientHello, ClientInfo, DaemonStatus, EventsPage, EventsQuery, Hello,
-    MessageSent, RunInfo, SessionCreate, SessionInfo, SessionUpdate, Snapshot,
+    codes, params, AirApi, ClientInfo, DaemonStatus, EventsPage, Hello, MessageSent, RunInfo,
+    SessionInfo, SessionUpdate, Snapshot,
 };
 use air_proto::error::ErrorKind;
-use jsonrpsee::core::{async_trait, RpcResult, SubscriptionResult};
+use jsonrpsee::core::{RpcResult, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionSink};
 use serde_json::value::RawValue;
 
-use super::runs::RunRequest;
 use super::state::DaemonState;
 use crate::bus::{Recv, Subscription};
 use crate::error::Error;
@@ -62,9 +62,12 @@ fn rss_bytes() -> Option<u64> {
     Some(pages * page as u64)
 }
 
-#[async_trait]
-impl AirApiServer for DaemonRpc {
-    async fn hello(&self, ext: &Extensions, hello: ClientHello) -> RpcResult<Hello> {
+impl AirApi for DaemonRpc {
+    async fn hello(
+        &self,
+        ext: &Extensions,
+        params::Hello { hello }: params::Hello,
+    ) -> RpcResult<Hello> {
         let peer = ext.get::<Peer>().copied();
         let conn = peer.map_or(0, |p| p.conn);
         let client_id = format!("c{conn}");
@@ -106,7 +109,7 @@ impl AirApiServer for DaemonRpc {
         })
     }
 
-    async fn status(&self) -> RpcResult<DaemonStatus> {
+    async fn status(&self, _: &Extensions, _: params::NoParams) -> RpcResult<DaemonStatus> {
         let s = &self.state;
         let sessions = s.list_sessions().await.map_err(rpc_error)?.len();
         Ok(DaemonStatus {
@@ -128,7 +131,7 @@ impl AirApiServer for DaemonRpc {
         })
     }
 
-    async fn shutdown(&self) -> RpcResult<bool> {
+    async fn shutdown(&self, _: &Extensions, _: params::NoParams) -> RpcResult<bool> {
         tracing::info!("shutdown requested over the API");
         // Answer first: stopping closes this connection.
         let state = self.state.clone();
@@ -141,27 +144,36 @@ impl AirApiServer for DaemonRpc {
 
     async fn session_create(
         &self,
-        title: Option<String>,
-        plan_ref: Option<String>,
+        _: &Extensions,
+        params: params::SessionCreate,
     ) -> RpcResult<SessionInfo> {
-        self.state
-            .create_session(SessionCreate { title, plan_ref })
-            .await
-            .map_err(rpc_error)
+        self.state.create_session(params).await.map_err(rpc_error)
     }
 
-    async fn session_list(&self) -> RpcResult<Vec<SessionInfo>> {
+    async fn session_list(
+        &self,
+        _: &Extensions,
+        _: params::NoParams,
+    ) -> RpcResult<Vec<SessionInfo>> {
         self.state.list_sessions().await.map_err(rpc_error)
     }
 
-    async fn session_get(&self, session_id: String) -> RpcResult<SessionInfo> {
+    async fn session_get(
+        &self,
+        _: &Extensions,
+        params::Session { session_id }: params::Session,
+    ) -> RpcResult<SessionInfo> {
         self.state
             .session_info(&session_id)
             .await
             .map_err(rpc_error)
     }
 
-    async fn session_snapshot(&self, session_id: String) -> RpcResult<Snapshot> {
+    async fn session_snapshot(
+        &self,
+        _: &Extensions,
+        params::Session { session_id }: params::Session,
+    ) -> RpcResult<Snapshot> {
         let session = self.state.session(&session_id).await.map_err(rpc_error)?;
         let projection = session.snapshot();
         Ok(Snapshot {
@@ -173,9 +185,12 @@ impl AirApiServer for DaemonRpc {
 
     async fn session_subscribe(
         &self,
+        _: &Extensions,
         pending: PendingSubscriptionSink,
-        session_id: String,
-        from_seq: Option<u64>,
+        params::Subscribe {
+            session_id,
+            from_seq,
+        }: params::Subscribe,
     ) -> SubscriptionResult {
         if let Err(e) = self.state.session(&session_id).await {
             pending.reject(rpc_error(e)).await;
@@ -193,32 +208,16 @@ impl AirApiServer for DaemonRpc {
 
     async fn events_list(
         &self,
-        session_id: String,
-        types: Option<Vec<String>>,
-        task_id: Option<String>,
-        agent_id: Option<String>,
-        since: Option<String>,
-        until: Option<String>,
-        after_seq: Option<u64>,
-        limit: Option<u32>,
+        _: &Extensions,
+        query: params::EventsList,
     ) -> RpcResult<EventsPage> {
-        let query = EventsQuery {
-            session_id,
-            types,
-            task_id,
-            agent_id,
-            since,
-            until,
-            after_seq,
-            limit,
-        };
         self.state.events(query).await.map_err(rpc_error)
     }
 
     async fn ui_state_get(
         &self,
-        session_id: String,
-        key: String,
+        _: &Extensions,
+        params::UiStateGet { session_id, key }: params::UiStateGet,
     ) -> RpcResult<Option<serde_json::Value>> {
         self.state
             .ui_state_get(&session_id, &key)
@@ -228,9 +227,12 @@ impl AirApiServer for DaemonRpc {
 
     async fn ui_state_put(
         &self,
-        session_id: String,
-        key: String,
-        value: serde_json::Value,
+        _: &Extensions,
+        params::UiStatePut {
+            session_id,
+            key,
+            value,
+        }: params::UiStatePut,
     ) -> RpcResult<bool> {
         self.state
             .ui_state_put(&session_id, &key, value)
@@ -239,7 +241,11 @@ impl AirApiServer for DaemonRpc {
             .map_err(rpc_error)
     }
 
-    async fn message_send(&self, session_id: String, text: String) -> RpcResult<MessageSent> {
+    async fn message_send(
+        &self,
+        _: &Extensions,
+        params::MessageSend { session_id, text }: params::MessageSend,
+    ) -> RpcResult<MessageSent> {
         if text.trim().is_empty() {
             return Err(rpc_error(Error::invalid(
                 "message.send",
@@ -272,54 +278,28 @@ impl AirApiServer for DaemonRpc {
         })
     }
 
-    async fn clients_list(&self) -> RpcResult<Vec<ClientInfo>> {
+    async fn clients_list(
+        &self,
+        _: &Extensions,
+        _: params::NoParams,
+    ) -> RpcResult<Vec<ClientInfo>> {
         Ok(self.state.clients())
     }
 
-    async fn run_start(
-        &self,
-        ext: &Extensions,
-        plan: String,
-        plan_text: String,
-        title: Option<String>,
-        concurrency: Option<u32>,
-        on_ask: Option<air_proto::plan::OnAsk>,
-        permission_mode: Option<air_proto::plan::PermissionMode>,
-        max_cost: Option<f64>,
-        max_tokens: Option<u64>,
-        max_time_ms: Option<u64>,
-        model: Option<String>,
-        record: Option<String>,
-        replay: Option<String>,
-    ) -> RpcResult<RunInfo> {
-        self.state
-            .start_run(RunRequest {
-                plan,
-                plan_text,
-                title,
-                concurrency,
-                on_ask,
-                permission_mode,
-                max_cost,
-                max_tokens,
-                max_time_ms,
-                model,
-                record,
-                replay,
-                by: self.who(ext),
-            })
-            .await
-            .map_err(rpc_error)
+    async fn run_start(&self, _: &Extensions, params: params::RunStart) -> RpcResult<RunInfo> {
+        self.state.start_run(params).await.map_err(rpc_error)
     }
 
     async fn run_continue(
         &self,
         ext: &Extensions,
-        session_id: String,
-        max_cost: Option<f64>,
-        max_tokens: Option<u64>,
-        max_time_ms: Option<u64>,
-        task_ids: Option<Vec<String>>,
+        params::RunContinue {
+            session_id,
+            max_cost,
+            max_tokens,
+            max_time_ms,
+            task_ids,
+        }: params::RunContinue,
     ) -> RpcResult<RunInfo> {
         let budgets = air_proto::plan::Budgets {
             max_cost,
@@ -335,9 +315,11 @@ impl AirApiServer for DaemonRpc {
     async fn run_cancel(
         &self,
         ext: &Extensions,
-        session_id: String,
-        task_id: Option<String>,
-        reason: Option<String>,
+        params::RunCancel {
+            session_id,
+            task_id,
+            reason,
+        }: params::RunCancel,
     ) -> RpcResult<bool> {
         let by = self.who(ext);
         let reason = reason.unwrap_or_else(|| match &by {
@@ -360,8 +342,10 @@ impl AirApiServer for DaemonRpc {
     async fn run_pause(
         &self,
         ext: &Extensions,
-        session_id: String,
-        task_id: Option<String>,
+        params::RunPause {
+            session_id,
+            task_id,
+        }: params::RunPause,
     ) -> RpcResult<bool> {
         self.state
             .set_paused(&session_id, task_id.as_deref(), true, self.who(ext))
@@ -372,8 +356,10 @@ impl AirApiServer for DaemonRpc {
     async fn run_resume(
         &self,
         ext: &Extensions,
-        session_id: String,
-        task_id: Option<String>,
+        params::RunPause {
+            session_id,
+            task_id,
+        }: params::RunPause,
     ) -> RpcResult<bool> {
         self.state
             .set_paused(&session_id, task_id.as_deref(), false, self.who(ext))
@@ -384,10 +370,12 @@ impl AirApiServer for DaemonRpc {
     async fn permission_respond(
         &self,
         ext: &Extensions,
-        session_id: String,
-        request_id: String,
-        decision: air_proto::payload::PermissionDecision,
-        reason: Option<String>,
+        params::PermissionRespond {
+            session_id,
+            request_id,
+            decision,
+            reason,
+        }: params::PermissionRespond,
     ) -> RpcResult<u64> {
         let allow = decision == air_proto::payload::PermissionDecision::Allow;
         self.state
@@ -396,14 +384,22 @@ impl AirApiServer for DaemonRpc {
             .map_err(rpc_error)
     }
 
-    async fn session_archive(&self, session_id: String, reason: Option<String>) -> RpcResult<u64> {
+    async fn session_archive(
+        &self,
+        _: &Extensions,
+        params::SessionRetire { session_id, reason }: params::SessionRetire,
+    ) -> RpcResult<u64> {
         self.state
             .archive_session(&session_id, reason)
             .await
             .map_err(rpc_error)
     }
 
-    async fn session_delete(&self, session_id: String, reason: Option<String>) -> RpcResult<u64> {
+    async fn session_delete(
+        &self,
+        _: &Extensions,
+        params::SessionRetire { session_id, reason }: params::SessionRetire,
+    ) -> RpcResult<u64> {
         self.state
             .delete_session(&session_id, reason)
             .await
@@ -412,9 +408,12 @@ impl AirApiServer for DaemonRpc {
 
     async fn artifact_list(
         &self,
-        session_id: String,
-        task_id: Option<String>,
-        command_run_id: Option<String>,
+        _: &Extensions,
+        params::ArtifactList {
+            session_id,
+            task_id,
+            command_run_id,
+        }: params::ArtifactList,
     ) -> RpcResult<Vec<air_proto::api::ArtifactInfo>> {
         self.state
             .artifact_list(&session_id, task_id, command_run_id)
@@ -424,10 +423,13 @@ impl AirApiServer for DaemonRpc {
 
     async fn artifact_read(
         &self,
-        session_id: String,
-        artifact_id: String,
-        offset: Option<u64>,
-        limit: Option<u64>,
+        _: &Extensions,
+        params::ArtifactRead {
+            session_id,
+            artifact_id,
+            offset,
+            limit,
+        }: params::ArtifactRead,
     ) -> RpcResult<air_proto::api::ArtifactChunk> {
         self.state
             .artifact_read(&session_id, &artifact_id, offset, limit)

@@ -21,26 +21,6 @@ use crate::Session;
 /// Concurrency when neither the plan nor the caller sets one.
 pub const DEFAULT_CONCURRENCY: u32 = 4;
 
-/// What `run.start` asks for.
-pub struct RunRequest {
-    pub plan: String,
-    pub plan_text: String,
-    pub title: Option<String>,
-    pub concurrency: Option<u32>,
-    pub on_ask: Option<OnAsk>,
-    pub permission_mode: Option<PermissionMode>,
-    pub max_cost: Option<f64>,
-    pub max_tokens: Option<u64>,
-    pub max_time_ms: Option<u64>,
-    /// The model override: `provider/model`, `model` or `provider/`.
-    pub model: Option<String>,
-    /// Record every provider exchange into this (absolute) directory.
-    pub record: Option<String>,
-    /// Replay the recording in this (absolute) directory.
-    pub replay: Option<String>,
-    pub by: Option<String>,
-}
-
 fn event<P: serde::Serialize>(session: &str, ty: &str, payload: &P) -> Result<RuntimeEvent> {
     RuntimeEvent::typed(ty, session, EventSource::scheduler(), payload)
         .map_err(|e| Error::Internal(format!("{ty} payload: {e}")))
@@ -75,7 +55,7 @@ impl DaemonState {
     /// Compiles a plan, records it in a new session (`run.started` and every
     /// `task.created` in one transaction), writes the task graph to
     /// `.air/shared/plan/task-graph.json`, and starts scheduling.
-    pub async fn start_run(&self, req: RunRequest) -> Result<RunInfo> {
+    pub async fn start_run(&self, req: air_proto::api::params::RunStart) -> Result<RunInfo> {
         let shell_config = self.shell_config()?;
         if let Some(e) = &shell_config.config_error {
             return Err(Error::Refused(format!(

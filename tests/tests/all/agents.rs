@@ -163,7 +163,7 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
     crate::rt().block_on(async {
         let state = state(&root, &[]);
         let e = state
-            .start_run(airsd::daemon::RunRequest {
+            .start_run(air_proto::api::params::RunStart {
                 plan: "plan.md".into(),
                 plan_text: PLAN.into(),
                 title: None,
@@ -176,7 +176,6 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 model: None,
                 record: None,
                 replay: None,
-                by: None,
             })
             .await
             .unwrap_err()
@@ -198,7 +197,7 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
         assert_eq!(n, 0, "a session was created in {}", sessions.display());
         // A provider named on the command line that has no key is refused the same way.
         let e = state
-            .start_run(airsd::daemon::RunRequest {
+            .start_run(air_proto::api::params::RunStart {
                 plan: "plan.md".into(),
                 plan_text: PLAN.into(),
                 title: None,
@@ -211,7 +210,6 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 model: Some("openai/".into()),
                 record: None,
                 replay: None,
-                by: None,
             })
             .await
             .unwrap_err()
@@ -351,7 +349,7 @@ async fn run_recorded(
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let state = state(&root, env);
     let session = state
-        .start_run(airsd::daemon::RunRequest {
+        .start_run(air_proto::api::params::RunStart {
             plan: "plan.md".into(),
             plan_text: format!("{PLAN}{plan_extra}"),
             title: None,
@@ -364,7 +362,6 @@ async fn run_recorded(
             model: None,
             record,
             replay,
-            by: None,
         })
         .await
         .unwrap()

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use air_proto::api::params::RunStart;
 use air_proto::layout::ProjectPaths;
 use air_proto::payload as p;
 use air_proto::plan::OnAsk;
 use air_proto::projection::{Projection, TaskStatus};
 use air_tests::bin;
-use airsd::daemon::{DaemonState, RunRequest};
+use airsd::daemon::DaemonState;
 use airsd::scheduler::shell::ShellConfig;
 use airsd::supervisor::WorkerCommand;
 
@@ -58,7 +59,7 @@ pub(crate) async fn start_plan(
     mode: Option<air_proto::plan::PermissionMode>,
 ) -> String {
     state
-        .start_run(RunRequest {
+        .start_run(RunStart {
             plan: "plan.md".into(),
             plan_text: plan_text.into(),
             title: None,
@@ -71,7 +72,6 @@ pub(crate) async fn start_plan(
             model: None,
             record: None,
             replay: None,
-            by: None,
         })
         .await
         .unwrap()

@@ -1,6 +1,7 @@
 //! The daemon through its real binaries and its real socket: lifecycle, auto-start,
 //! one daemon per project, stale sockets, deep projects, peer checks, bad input.
 
+use air_proto::api::params;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -416,7 +417,7 @@ fn an_idle_daemon_exits_and_clients_keep_it_alive() {
         };
         tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
         use air_proto::api::AirApiClient;
-        let status = conn.client.status().await.unwrap();
+        let status = conn.client.status(params::NoParams {}).await.unwrap();
         assert_eq!(status.idle_timeout_secs, 1);
         assert!(status.clients >= 1);
     });
@@ -437,10 +438,19 @@ fn stopping_with_clients_attached_tells_them() {
         use air_proto::api::AirApiClient;
         let options = air_proto::client::ConnectOptions::new(p.paths(), "air-tests", "0");
         let conn = air_proto::client::connect_running(&options).await.unwrap();
-        let session = conn.client.session_create(None, None).await.unwrap();
+        let session = conn
+            .client
+            .session_create(params::SessionCreate {
+                ..Default::default()
+            })
+            .await
+            .unwrap();
         let mut sub = conn
             .client
-            .session_subscribe(session.id, None)
+            .session_subscribe(params::Subscribe {
+                session_id: session.id,
+                from_seq: None,
+            })
             .await
             .unwrap();
         let _ = sub.next().await; // the initial snapshot

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use air_proto::api::{AirApiClient, SessionUpdate};
+use air_proto::api::{params, AirApiClient, SessionUpdate};
 use air_proto::client::{connect, ConnectOptions, Connection};
 use air_tests::bin;
 use jsonrpsee::core::client::Subscription;
@@ -47,7 +47,10 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
         assert!(a.started_daemon);
         let session = a
             .client
-            .session_create(Some("deltas".into()), None)
+            .session_create(params::SessionCreate {
+                title: Some("deltas".into()),
+                ..Default::default()
+            })
             .await
             .unwrap();
         let mut subs = Vec::new();
@@ -55,18 +58,29 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
             let c = client(&p).await;
             let sub = c
                 .client
-                .session_subscribe(session.id.clone(), Some(session.seq))
+                .session_subscribe(params::Subscribe {
+                    session_id: session.id.clone(),
+                    from_seq: Some(session.seq),
+                })
                 .await
                 .unwrap();
             subs.push((c, sub));
         }
         assert!(
-            a.client.clients_list().await.unwrap().len() >= 4,
+            a.client
+                .clients_list(params::NoParams {})
+                .await
+                .unwrap()
+                .len()
+                >= 4,
             "every handshake is listed"
         );
         for i in 0..60 {
             a.client
-                .message_send(session.id.clone(), format!("message {i}"))
+                .message_send(params::MessageSend {
+                    session_id: session.id.clone(),
+                    text: format!("message {i}"),
+                })
                 .await
                 .unwrap();
         }
@@ -83,7 +97,10 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
         let late = client(&p).await;
         let mut sub = late
             .client
-            .session_subscribe(session.id.clone(), Some(1))
+            .session_subscribe(params::Subscribe {
+                session_id: session.id.clone(),
+                from_seq: Some(1),
+            })
             .await
             .unwrap();
         assert_eq!(durable(&mut sub, 60).await, streams[0]);
@@ -98,7 +115,10 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
         }
         // Live continues after the catch-up, with no duplicate.
         a.client
-            .message_send(session.id.clone(), "after".into())
+            .message_send(params::MessageSend {
+                session_id: session.id.clone(),
+                text: "after".into(),
+            })
             .await
             .unwrap();
         assert_eq!(durable(&mut sub, 1).await[0].0, 62);
@@ -106,7 +126,10 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
         // No cursor: the subscription starts with a snapshot.
         let mut fresh = late
             .client
-            .session_subscribe(session.id.clone(), None)
+            .session_subscribe(params::Subscribe {
+                session_id: session.id.clone(),
+                from_seq: None,
+            })
             .await
             .unwrap();
         match fresh.next().await.unwrap().unwrap() {
@@ -124,10 +147,19 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
     let p = Project::new();
     crate::rt().block_on(async {
         let a = client(&p).await;
-        let session = a.client.session_create(None, None).await.unwrap();
+        let session = a
+            .client
+            .session_create(params::SessionCreate {
+                ..Default::default()
+            })
+            .await
+            .unwrap();
         let mut sub = a
             .client
-            .session_subscribe(session.id.clone(), Some(1))
+            .session_subscribe(params::Subscribe {
+                session_id: session.id.clone(),
+                from_seq: Some(1),
+            })
             .await
             .unwrap();
         // A burst of durable events; the daemon dies in the middle of it.
@@ -136,7 +168,10 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
         for i in 0..40 {
             let sent = writer
                 .client
-                .message_send(session.id.clone(), format!("m{i}"))
+                .message_send(params::MessageSend {
+                    session_id: session.id.clone(),
+                    text: format!("m{i}"),
+                })
                 .await
                 .unwrap();
             acked.push(sent.seq);
@@ -148,7 +183,10 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
                 for i in 40..400 {
                     match writer
                         .client
-                        .message_send(id.clone(), format!("m{i}"))
+                        .message_send(params::MessageSend {
+                            session_id: id.clone(),
+                            text: format!("m{i}"),
+                        })
                         .await
                     {
                         Ok(sent) => more.push(sent.seq),
@@ -188,7 +226,10 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
         assert!(b.started_daemon);
         let mut resumed = b
             .client
-            .session_subscribe(session.id.clone(), Some(cursor))
+            .session_subscribe(params::Subscribe {
+                session_id: session.id.clone(),
+                from_seq: Some(cursor),
+            })
             .await
             .unwrap();
         loop {
@@ -220,7 +261,13 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
         for seq in &acked {
             assert!(*seq <= last, "acknowledged seq {seq} lost (last {last})");
         }
-        let snapshot = b.client.session_snapshot(session.id.clone()).await.unwrap();
+        let snapshot = b
+            .client
+            .session_snapshot(params::Session {
+                session_id: session.id.clone(),
+            })
+            .await
+            .unwrap();
         assert_eq!(snapshot.seq, last);
         assert_eq!(snapshot.projection.counters.messages, last - 1);
         // The new daemon's projection (hydrated from the state tables) equals the event
@@ -230,16 +277,12 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
         loop {
             let page = b
                 .client
-                .events_list(
-                    session.id.clone(),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    Some(after),
-                    Some(1000),
-                )
+                .events_list(params::EventsList {
+                    session_id: session.id.clone(),
+                    after_seq: Some(after),
+                    limit: Some(1000),
+                    ..Default::default()
+                })
                 .await
                 .unwrap();
             for e in &page.events {

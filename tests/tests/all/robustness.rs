@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use air_proto::api::AirApiClient;
+use air_proto::api::{params, AirApiClient};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -123,12 +123,21 @@ fn a_client_that_stops_reading_slows_no_one() {
         let mut options = air_proto::client::ConnectOptions::new(p.paths(), "air-tests", "0");
         options.airsd = Some(air_tests::bin("airsd"));
         let writer = air_proto::client::connect(&options).await.unwrap();
-        let session = writer.client.session_create(None, None).await.unwrap();
+        let session = writer
+            .client
+            .session_create(params::SessionCreate {
+                ..Default::default()
+            })
+            .await
+            .unwrap();
         let mut stalled = stalled_subscriber(&p.paths().socket(), &session.id);
         let reader = air_proto::client::connect(&options).await.unwrap();
         let mut sub = reader
             .client
-            .session_subscribe(session.id.clone(), Some(1))
+            .session_subscribe(params::Subscribe {
+                session_id: session.id.clone(),
+                from_seq: Some(1),
+            })
             .await
             .unwrap();
         // More events than the stalled client's socket, its connection buffer and its bus
@@ -142,7 +151,10 @@ fn a_client_that_stops_reading_slows_no_one() {
                 for i in 0..count / 64 + usize::from(w < count % 64) {
                     writer
                         .client
-                        .message_send(id.clone(), format!("m{w}-{i}"))
+                        .message_send(params::MessageSend {
+                            session_id: id.clone(),
+                            text: format!("m{w}-{i}"),
+                        })
                         .await
                         .unwrap();
                 }
@@ -162,7 +174,7 @@ fn a_client_that_stops_reading_slows_no_one() {
                 .filter(|d| d.durable)
                 .count();
         }
-        let status = writer.client.status().await.unwrap();
+        let status = writer.client.status(params::NoParams {}).await.unwrap();
         assert!(status.clients >= 3);
         // When the stalled client reads again, it is told to resync.
         stalled

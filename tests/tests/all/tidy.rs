@@ -1,13 +1,13 @@
 //! The house rules, checked on the source tree (in the spirit of rust-analyzer's
 //! `tidy.rs`): every source file says what it is in a `//!` module doc; no non-test
-//! source file grows past 1,000 lines (today's offenders are listed, and may only
-//! shrink); every decision or seed section the code cites is in `docs/decisions.md`.
+//! source file grows past 1,000 lines (an offender may be listed while it is split,
+//! and may only shrink); every decision or seed section the code cites is in `docs/decisions.md`.
 
 use std::path::{Path, PathBuf};
 
 /// Files over the limit today, with their size then: they may not grow, and leave the
 /// list once split.
-const TOO_LONG: &[(&str, usize)] = &[("air-proto/src/api.rs", 1013)];
+const TOO_LONG: &[(&str, usize)] = &[];
 
 const LIMIT: usize = 1_000;
 

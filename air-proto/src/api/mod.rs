@@ -1,0 +1,281 @@
+//! The JSON-RPC API of airsd, declared once: the types of every method's result here,
+//! and in [`methods`] the one table of the methods with their params structs, from
+//! which the method list, the params checks, the server trait with its dispatch (with
+//! the `rpc` feature), the Rust client and the OpenRPC document ([`openrpc`]) come.
+//!
+//! Transport: JSON-RPC 2.0 on the project's Unix socket, as plain HTTP POST (for `curl
+//! --unix-socket`) and as WebSocket (needed for subscriptions). Params may be given by
+//! position or by name.
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::RuntimeEvent;
+use crate::projection::{Projection, SessionStatus};
+use crate::time::IsoTime;
+
+mod methods;
+mod openrpc;
+
+#[cfg(feature = "rpc")]
+pub use methods::{invalid_params, AirApi, AirApiClient};
+pub use methods::{params, Params, METHODS};
+pub use openrpc::openrpc;
+/// The filter and page of `events.list`.
+pub type EventsQuery = params::EventsList;
+pub use params::SessionCreate;
+
+/// One stored artifact.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ArtifactInfo {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub artifact_type: String,
+    pub uri: String,
+    /// Relative to the session's `artifacts/` directory.
+    pub path: Option<String>,
+    pub original_name: Option<String>,
+    /// Stored size (compressed when the path ends in `.gz`).
+    pub size_bytes: Option<u64>,
+    pub sha256: Option<String>,
+    pub task_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub tool_run_id: Option<String>,
+    pub command_run_id: Option<String>,
+    pub created_at: String,
+}
+
+/// A piece of an artifact's content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ArtifactChunk {
+    pub artifact_id: String,
+    /// Byte offset of `data` in the (uncompressed) content.
+    pub offset: u64,
+    /// Bytes in this chunk.
+    pub bytes: u64,
+    /// `utf8` (text) or `base64` (binary content).
+    pub encoding: String,
+    pub data: String,
+    /// True when the content ends within this chunk.
+    pub eof: bool,
+}
+
+/// A run started or continued.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunInfo {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub plan: String,
+    pub tasks: u32,
+    pub waves: Vec<Vec<String>>,
+    /// Warnings the plan compiler found (errors refuse the plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::plan::PlanDiagnostic>,
+    /// Tasks reopened by `run.continue` (empty for a new run or one still going).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reopened: Vec<String>,
+}
+
+/// What a client says about itself at connect.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClientHello {
+    /// Program name, e.g. `air`, `air-tui`, `vscode-air`.
+    pub client: String,
+    pub version: String,
+    pub protocol_version: u32,
+    /// The session the client is about to watch, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub mode: ClientMode,
+}
+
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientMode {
+    /// Reads only.
+    #[default]
+    Watching,
+    /// May answer prompts, cancel, send messages.
+    Steering,
+}
+
+/// The daemon's answer to `daemon.hello`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Hello {
+    pub daemon_version: String,
+    pub protocol_version: u32,
+    pub pid: u32,
+    pub project_id: String,
+    pub project_root: String,
+    /// The id the daemon gave this connection (see `clients.list`).
+    pub client_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DaemonStatus {
+    pub pid: u32,
+    pub version: String,
+    pub protocol_version: u32,
+    pub started_at: IsoTime,
+    pub uptime_ms: u64,
+    pub socket: String,
+    pub project_root: String,
+    pub project_id: String,
+    /// Sessions stored in the project.
+    pub sessions: usize,
+    /// Sessions open in the daemon (with a live writer and projection).
+    pub open_sessions: usize,
+    pub clients: usize,
+    pub running_workers: usize,
+    /// Resident memory of the daemon, when the platform reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// Seconds without clients and work after which the daemon exits (0: never).
+    pub idle_timeout_secs: u64,
+    /// Plan runs in progress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunBrief>,
+}
+
+/// A plan run in progress, at a glance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunBrief {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub plan: String,
+    pub tasks: u32,
+    /// Tasks that ended (completed, failed, blocked or cancelled).
+    pub ended: u32,
+    pub running_agents: u32,
+    pub paused: bool,
+    /// Its scheduler stopped without ending it (the session could not be written):
+    /// why, and how to go on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SessionInfo {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ref: Option<String>,
+    pub status: SessionStatus,
+    pub created_at: IsoTime,
+    pub updated_at: IsoTime,
+    /// Sequence number of its last durable event.
+    pub seq: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Snapshot {
+    pub session_id: String,
+    pub seq: u64,
+    pub projection: Projection,
+}
+
+/// One notification of a `session.subscribe` subscription.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionUpdate {
+    /// An event. `seq` is its sequence number if durable, else the seq it follows.
+    Delta {
+        seq: u64,
+        durable: bool,
+        event: RuntimeEvent,
+    },
+    /// Several consecutive deltas in one notification, in order (sent when many are
+    /// ready at once: while catching up, or under load). Each item has the fields of a
+    /// `delta` (and may carry its `"type":"delta"` too).
+    Deltas { deltas: Vec<DeltaItem> },
+    /// Start over from this snapshot: the client fell behind, or asked for a seq the
+    /// daemon cannot continue from. Deltas that follow apply to it.
+    Resync {
+        reason: String,
+        snapshot: Box<Snapshot>,
+    },
+    /// Durable events after the requested seq were replayed from the database up to
+    /// `seq`; live events follow. Ephemeral events of the gap are not replayed.
+    CaughtUp { seq: u64 },
+}
+
+/// One item of a `deltas` notification.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeltaItem {
+    pub seq: u64,
+    pub durable: bool,
+    pub event: RuntimeEvent,
+}
+
+impl SessionUpdate {
+    /// The deltas this update carries, in order (none for `resync` and `caught_up`).
+    pub fn into_deltas(self) -> Vec<DeltaItem> {
+        match self {
+            SessionUpdate::Delta {
+                seq,
+                durable,
+                event,
+            } => vec![DeltaItem {
+                seq,
+                durable,
+                event,
+            }],
+            SessionUpdate::Deltas { deltas } => deltas,
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClientInfo {
+    pub client_id: String,
+    pub client: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub connected_at: IsoTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    pub mode: ClientMode,
+}
+
+/// The answer to `message.send`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MessageSent {
+    pub message_id: String,
+    /// Sequence number of its `user.message.created` event.
+    pub seq: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub event: RuntimeEvent,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EventsPage {
+    pub events: Vec<StoredEvent>,
+    /// Pass as `after_seq` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after_seq: Option<u64>,
+}
+
+/// Stable JSON-RPC error codes of the API (the standard ones are used where they fit).
+pub mod codes {
+    /// Bad params: the message names the field.
+    pub const INVALID_PARAMS: i32 = -32602;
+    pub const NOT_FOUND: i32 = -32004;
+    pub const CONFLICT: i32 = -32009;
+    pub const PERMISSION_DENIED: i32 = -32003;
+    pub const UNAVAILABLE: i32 = -32010;
+    pub const SCHEMA_MISMATCH: i32 = -32011;
+    pub const SHUTTING_DOWN: i32 = -32012;
+    pub const INTERNAL: i32 = -32603;
+}
