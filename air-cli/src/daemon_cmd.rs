@@ -103,9 +103,16 @@ async fn stop() -> CmdResult {
             )))
         }
     }
-    // Stopped when its lock is free (released as the process ends).
+    // Stopped when its lock is free, its process gone, or the lock names another
+    // daemon: a client that was attached (`air run`) may start the next one at once.
     let deadline = Instant::now() + Duration::from_secs(15);
-    while lock_held(&lock) {
+    let alive = || {
+        matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Ok(()) | Err(nix::errno::Errno::EPERM)
+        )
+    };
+    while lock_held(&lock) && alive() && lock_pid(&lock) == Some(pid) {
         if Instant::now() > deadline {
             return Err(Failure::from(format!(
                 "airsd (pid {pid}) is still stopping after 15 s; see {}",
@@ -116,6 +123,11 @@ async fn stop() -> CmdResult {
     }
     println!("airsd (pid {pid}) stopped");
     Ok(())
+}
+
+/// The pid the daemon's lock file names.
+fn lock_pid(path: &std::path::Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// Whether a live process holds the daemon's lock (a non-blocking shared lock fails

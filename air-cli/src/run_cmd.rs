@@ -5,6 +5,7 @@
 //! usage or plan error, 3 blocked (a task needs a human, or a budget ran out), 4 the
 //! daemon could not be reached, 130 the run was interrupted (cancelled).
 
+use air_proto::events as ev;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
@@ -480,14 +481,14 @@ impl Progress {
         let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
         let ty = event.event_type.as_str();
         match ty {
-            "task.created" => {
+            ev::TaskCreated::TYPE => {
                 let id = p["task"]["id"].as_str().unwrap_or("").to_string();
                 let title = p["task"]["title"].as_str().unwrap_or("").to_string();
                 self.titles.insert(id.clone(), title);
                 self.status.insert(id, "pending".into());
                 self.total = self.status.len();
             }
-            "task.started" | "task.reviewing" | "task.debugging" => {
+            ev::TaskStarted::TYPE | ev::TaskReviewing::TYPE | ev::TaskDebugging::TYPE => {
                 let task = s("task_id");
                 let role = s("agent_type");
                 let agent = s("agent_id");
@@ -496,7 +497,10 @@ impl Progress {
                 self.line(&format!("{task} {} ({role}, attempt {attempt})", &ty[5..]));
                 self.running.insert(agent, (task, role, Instant::now()));
             }
-            "task.completed" | "task.failed" | "task.blocked" | "task.cancelled" => {
+            ev::TaskCompleted::TYPE
+            | ev::TaskFailed::TYPE
+            | ev::TaskBlocked::TYPE
+            | ev::TaskCancelled::TYPE => {
                 let task = s("task_id");
                 self.status.insert(task.clone(), ty[5..].to_string());
                 let reason = p["reason"]
@@ -505,17 +509,17 @@ impl Progress {
                     .unwrap_or_default();
                 self.line(&format!("{task} {}{reason}", &ty[5..]));
             }
-            "agent.completed" | "agent.failed" => {
+            ev::AgentCompleted::TYPE | ev::AgentFailed::TYPE => {
                 let agent = s("agent_id");
                 self.running.remove(&agent);
-                if ty == "agent.failed" {
+                if ty == ev::AgentFailed::TYPE {
                     self.line(&format!("agent {agent} failed: {}", s("reason")));
                 }
             }
-            "agent.soft_timeout" => {
+            ev::AgentSoftTimeout::TYPE => {
                 self.line(&format!("agent {} passed its soft timeout", s("agent_id")))
             }
-            "permission.requested" => {
+            ev::PermissionRequested::TYPE => {
                 let id = s("request_id");
                 let task = p["task_id"]
                     .as_str()
@@ -530,7 +534,7 @@ impl Progress {
                     s("action")
                 ));
             }
-            "permission.decision.recorded" => {
+            ev::PermissionDecisionRecorded::TYPE => {
                 let by = s("decided_by");
                 if by != air_proto::payload::EXPIRED {
                     let reason = p["reason"]
@@ -548,19 +552,19 @@ impl Progress {
                     ));
                 }
             }
-            "scheduler.stopped" => self.line(&format!("stopping: {}", s("reason"))),
-            "run.halted" if !s("reason").is_empty() => {
+            ev::SchedulerStopped::TYPE => self.line(&format!("stopping: {}", s("reason"))),
+            ev::RunHalted::TYPE if !s("reason").is_empty() => {
                 self.line(&format!("halted: {}", s("reason")));
                 // Ask the daemon at once.
                 self.ended = true;
             }
-            "scheduler.paused" => self.line("paused"),
-            "scheduler.resumed" => self.line("resumed"),
-            "run.continued" => {
+            ev::SchedulerPaused::TYPE => self.line("paused"),
+            ev::SchedulerResumed::TYPE => self.line("resumed"),
+            ev::RunContinued::TYPE => {
                 self.ended = false;
                 self.line("the run continues");
             }
-            "run.completed" => self.ended = true,
+            ev::RunCompleted::TYPE => self.ended = true,
             _ => {}
         }
     }

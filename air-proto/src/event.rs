@@ -125,6 +125,15 @@ impl RuntimeEvent {
     }
 
     /// Builds an event from a typed payload.
+    /// An event of a registered type, from its payload (the type names itself).
+    pub fn of<E: crate::events::Event>(
+        session_id: impl Into<String>,
+        source: EventSource,
+        event: &E,
+    ) -> Result<Self, serde_json::Error> {
+        Self::typed(E::TYPE, session_id, source, event)
+    }
+
     pub fn typed<P: Serialize>(
         event_type: impl Into<String>,
         session_id: impl Into<String>,

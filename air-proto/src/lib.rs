@@ -21,6 +21,7 @@ pub mod context;
 pub mod dependency;
 pub mod error;
 pub mod event;
+pub mod events;
 pub mod ids;
 pub mod ipc;
 #[cfg(feature = "layout")]

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::{AgentType, RuntimeEvent};
+use crate::events as ev;
 use crate::payload as p;
 use crate::time::IsoTime;
 
@@ -109,14 +110,14 @@ impl TaskStatus {
     /// The status a task status event sets, by event type.
     pub fn from_event_type(event_type: &str) -> Option<Self> {
         Some(match event_type {
-            "task.ready" => TaskStatus::Ready,
-            "task.started" => TaskStatus::Running,
-            "task.reviewing" => TaskStatus::Reviewing,
-            "task.debugging" => TaskStatus::Debugging,
-            "task.completed" => TaskStatus::Completed,
-            "task.failed" => TaskStatus::Failed,
-            "task.blocked" => TaskStatus::Blocked,
-            "task.cancelled" => TaskStatus::Cancelled,
+            ev::TaskReady::TYPE => TaskStatus::Ready,
+            ev::TaskStarted::TYPE => TaskStatus::Running,
+            ev::TaskReviewing::TYPE => TaskStatus::Reviewing,
+            ev::TaskDebugging::TYPE => TaskStatus::Debugging,
+            ev::TaskCompleted::TYPE => TaskStatus::Completed,
+            ev::TaskFailed::TYPE => TaskStatus::Failed,
+            ev::TaskBlocked::TYPE => TaskStatus::Blocked,
+            ev::TaskCancelled::TYPE => TaskStatus::Cancelled,
             _ => return None,
         })
     }
@@ -507,7 +508,7 @@ impl Projection {
     /// events too: the run has no table of its own).
     pub fn apply_run(&mut self, ty: &str, event: &RuntimeEvent) {
         let ts = &event.timestamp;
-        if ty == "run.started" {
+        if ty == ev::RunStarted::TYPE {
             if let Some(pl) = payload::<p::RunStarted>(event) {
                 self.run = Some(RunView {
                     plan: pl.plan,
@@ -527,7 +528,7 @@ impl Projection {
         }
         let Some(run) = self.run.as_mut() else { return };
         match ty {
-            "run.completed" => {
+            ev::RunCompleted::TYPE => {
                 if let Some(pl) = payload::<p::RunCompleted>(event) {
                     run.status = RunState::Ended;
                     run.outcome = Some(pl.outcome);
@@ -535,7 +536,7 @@ impl Projection {
                     run.ended_at = Some(ts.clone());
                 }
             }
-            "run.continued" => {
+            ev::RunContinued::TYPE => {
                 run.halted = None;
                 run.status = RunState::Running;
                 run.outcome = None;
@@ -544,14 +545,14 @@ impl Projection {
                 run.stopped = None;
                 run.paused = false;
             }
-            "run.halted" => {
+            ev::RunHalted::TYPE => {
                 if let Some(pl) = payload::<p::RunHalted>(event) {
                     run.halted = pl.reason;
                 }
             }
-            "scheduler.paused" => run.paused = true,
-            "scheduler.resumed" => run.paused = false,
-            "scheduler.stopped" => {
+            ev::SchedulerPaused::TYPE => run.paused = true,
+            ev::SchedulerResumed::TYPE => run.paused = false,
+            ev::SchedulerStopped::TYPE => {
                 if let Some(pl) = payload::<p::SchedulerControl>(event) {
                     run.stopped = Some(pl.reason.unwrap_or_else(|| "stopped".into()));
                 }
@@ -595,7 +596,7 @@ impl Projection {
             }
             return;
         }
-        if ty == "task.retried" {
+        if ty == ev::TasksRetried::TYPE {
             if let Some(pl) = payload::<p::TasksRetried>(event) {
                 self.reopen(&pl.task_ids, ts);
             }
@@ -603,7 +604,7 @@ impl Projection {
         }
         if ty.starts_with("run.") || ty.starts_with("scheduler.") {
             self.apply_run(ty, event);
-            if ty == "run.continued" {
+            if ty == ev::RunContinued::TYPE {
                 if let Some(pl) = payload::<p::RunContinued>(event) {
                     self.reopen(&pl.task_ids, ts);
                 }
@@ -611,7 +612,7 @@ impl Projection {
             return;
         }
         match ty {
-            "session.created" => {
+            ev::SessionCreated::TYPE => {
                 if let Some(pl) = payload::<p::SessionCreated>(event) {
                     self.session = Some(SessionView {
                         id: event.session_id.clone(),
@@ -623,9 +624,9 @@ impl Projection {
                     });
                 }
             }
-            "session.archived" | "session.deleted" => {
+            ev::SessionArchived::TYPE | ev::SessionDeleted::TYPE => {
                 if let Some(session) = &mut self.session {
-                    session.status = if ty == "session.archived" {
+                    session.status = if ty == ev::SessionArchived::TYPE {
                         SessionStatus::Archived
                     } else {
                         SessionStatus::Deleted
@@ -633,7 +634,7 @@ impl Projection {
                     session.updated_at = ts.clone();
                 }
             }
-            "user.message.created" | "assistant.message.created" => {
+            ev::UserMessageCreated::TYPE | ev::AssistantMessageCreated::TYPE => {
                 if let Some(pl) = payload::<p::MessageCreated>(event) {
                     self.counters.messages += 1;
                     if let Some(usage) = pl.usage {
@@ -650,7 +651,7 @@ impl Projection {
                             .cost_micro_usd
                             .saturating_add(usage.cost_micro_usd.unwrap_or(0));
                     }
-                    let role = if ty == "user.message.created" {
+                    let role = if ty == ev::UserMessageCreated::TYPE {
                         MessageRole::User
                     } else {
                         MessageRole::Assistant
@@ -668,7 +669,7 @@ impl Projection {
                     );
                 }
             }
-            "task.created" => {
+            ev::TaskCreated::TYPE => {
                 if let Some(pl) = payload::<p::TaskCreated>(event) {
                     let spec = pl.task;
                     for dep in &spec.dependencies {
@@ -695,7 +696,7 @@ impl Projection {
                     });
                 }
             }
-            "agent.started" => {
+            ev::AgentStarted::TYPE => {
                 if let Some(pl) = payload::<p::AgentStarted>(event) {
                     self.agents.push(AgentView {
                         id: pl.agent_id,
@@ -718,7 +719,7 @@ impl Projection {
                     });
                 }
             }
-            "agent.completed" => {
+            ev::AgentCompleted::TYPE => {
                 if let Some(pl) = payload::<p::AgentCompleted>(event) {
                     if let Some(agent) = self.agent_mut(&pl.agent_id) {
                         agent.paused = false;
@@ -731,14 +732,15 @@ impl Projection {
                     }
                 }
             }
-            "agent.paused" | "agent.resumed" => {
+            ev::AgentPaused::TYPE | ev::AgentResumed::TYPE => {
                 if let Some(pl) = payload::<p::AgentPauseChange>(event) {
                     if let Some(agent) = self.agent_mut(&pl.agent_id) {
-                        agent.paused = ty == "agent.paused" && agent.status == RunStatus::Running;
+                        agent.paused =
+                            ty == ev::AgentPaused::TYPE && agent.status == RunStatus::Running;
                     }
                 }
             }
-            "agent.failed" => {
+            ev::AgentFailed::TYPE => {
                 if let Some(pl) = payload::<p::AgentFailed>(event) {
                     if let Some(agent) = self.agent_mut(&pl.agent_id) {
                         agent.paused = false;
@@ -749,7 +751,7 @@ impl Projection {
                     }
                 }
             }
-            "tool.started" => {
+            ev::ToolStarted::TYPE => {
                 if let Some(pl) = payload::<p::ToolStarted>(event) {
                     self.counters.tool_runs += 1;
                     push_recent(
@@ -770,8 +772,8 @@ impl Projection {
                     );
                 }
             }
-            "tool.completed" | "tool.failed" => {
-                let (id, output, error, duration_ms) = if ty == "tool.completed" {
+            ev::ToolCompleted::TYPE | ev::ToolFailed::TYPE => {
+                let (id, output, error, duration_ms) = if ty == ev::ToolCompleted::TYPE {
                     match payload::<p::ToolCompleted>(event) {
                         Some(pl) => (
                             pl.tool_run_id,
@@ -799,7 +801,7 @@ impl Projection {
                     run.duration_ms = duration_ms;
                 }
             }
-            "command.started" => {
+            ev::CommandStarted::TYPE => {
                 if let Some(pl) = payload::<p::CommandStarted>(event) {
                     self.counters.command_runs += 1;
                     push_recent(
@@ -820,30 +822,31 @@ impl Projection {
                     );
                 }
             }
-            "command.completed" | "command.failed" => {
-                let (id, status, exit_code, error, duration_ms) = if ty == "command.completed" {
-                    match payload::<p::CommandCompleted>(event) {
-                        Some(pl) => (
-                            pl.command_run_id,
-                            RunStatus::Completed,
-                            Some(pl.exit_code),
-                            None,
-                            pl.duration_ms,
-                        ),
-                        None => return,
-                    }
-                } else {
-                    match payload::<p::CommandFailed>(event) {
-                        Some(pl) => (
-                            pl.command_run_id,
-                            RunStatus::Failed,
-                            pl.exit_code,
-                            Some(pl.error),
-                            pl.duration_ms,
-                        ),
-                        None => return,
-                    }
-                };
+            ev::CommandCompleted::TYPE | ev::CommandFailed::TYPE => {
+                let (id, status, exit_code, error, duration_ms) =
+                    if ty == ev::CommandCompleted::TYPE {
+                        match payload::<p::CommandCompleted>(event) {
+                            Some(pl) => (
+                                pl.command_run_id,
+                                RunStatus::Completed,
+                                Some(pl.exit_code),
+                                None,
+                                pl.duration_ms,
+                            ),
+                            None => return,
+                        }
+                    } else {
+                        match payload::<p::CommandFailed>(event) {
+                            Some(pl) => (
+                                pl.command_run_id,
+                                RunStatus::Failed,
+                                pl.exit_code,
+                                Some(pl.error),
+                                pl.duration_ms,
+                            ),
+                            None => return,
+                        }
+                    };
                 if let Some(run) = self.command_runs.iter_mut().find(|r| r.id == id) {
                     run.status = status;
                     run.exit_code = exit_code;
@@ -852,10 +855,10 @@ impl Projection {
                     run.duration_ms = duration_ms;
                 }
             }
-            "artifact.created" => self.counters.artifacts += 1,
-            "diagnostic.created" => self.counters.diagnostics += 1,
-            "evidence.created" => self.counters.evidence += 1,
-            "permission.requested" => {
+            ev::ArtifactCreated::TYPE => self.counters.artifacts += 1,
+            ev::DiagnosticCreated::TYPE => self.counters.diagnostics += 1,
+            ev::EvidenceCreated::TYPE => self.counters.evidence += 1,
+            ev::PermissionRequested::TYPE => {
                 if let Some(request) = payload::<p::PermissionRequested>(event) {
                     self.permission_requests.push(PermissionRequestView {
                         request,
@@ -863,7 +866,7 @@ impl Projection {
                     });
                 }
             }
-            "permission.decision.recorded" => {
+            ev::PermissionDecisionRecorded::TYPE => {
                 if let Some(pl) = payload::<p::PermissionDecisionRecorded>(event) {
                     if pl.decision == p::PermissionDecision::Deny && pl.decided_by != p::EXPIRED {
                         self.counters.permission_denials += 1;
@@ -874,7 +877,7 @@ impl Projection {
                     }
                 }
             }
-            "agent.heartbeat" => {
+            ev::AgentHeartbeat::TYPE => {
                 if let Some(pl) = payload::<p::AgentHeartbeat>(event) {
                     if let Some(agent) = self.agent_mut(&pl.agent_id) {
                         agent.last_heartbeat = Some(HeartbeatView {
@@ -887,7 +890,7 @@ impl Projection {
                     }
                 }
             }
-            "task.progress" => {
+            ev::TaskProgress::TYPE => {
                 if let Some(pl) = payload::<p::TaskProgress>(event) {
                     let id = pl.task_id.clone();
                     if let Some(task) = self.task_mut(&id) {

@@ -6,10 +6,10 @@
 //! change, while ephemeral ones only go over the bus. An unknown type is an error.
 //! `docs/event-registry.md` is generated from this table (a test keeps it current).
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::payload as p;
+pub use crate::events::PayloadError;
+use crate::events::{self as ev, Event};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
@@ -53,6 +53,8 @@ pub struct EventSpec {
     /// Name of the payload type in `air_proto::payload`, or `object` for free-form.
     pub payload: &'static str,
     pub coalesce: Coalesce,
+    /// A worker may publish it itself (the rest belong to airsd).
+    pub from_worker: bool,
     pub description: &'static str,
     validate: fn(&Value) -> Result<(), PayloadError>,
 }
@@ -68,484 +70,149 @@ impl EventSpec {
     }
 }
 
-/// A payload that does not match its type's schema.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("payload.{path}: {message}")]
-pub struct PayloadError {
-    /// JSON path inside the payload (`.` for the payload itself).
-    pub path: String,
-    pub message: String,
+macro_rules! spec {
+    ($ty:ty, $family:literal, $durability:expr, $coalesce:expr, $worker:expr, $desc:literal) => {
+        EventSpec {
+            name: <$ty as Event>::TYPE,
+            family: $family,
+            durability: $durability,
+            version: 1,
+            payload: <$ty as Event>::PAYLOAD,
+            coalesce: $coalesce,
+            from_worker: $worker,
+            description: $desc,
+            validate: <$ty as Event>::check,
+        }
+    };
 }
 
-fn typed<T: DeserializeOwned>(payload: &Value) -> Result<(), PayloadError> {
-    serde_path_to_error::deserialize::<_, T>(payload)
-        .map(drop)
-        .map_err(|e| {
-            let message = e.inner().to_string();
-            let path = crate::codec::full_path(&e.path().to_string(), &message);
-            PayloadError { path, message }
-        })
-}
-
-fn object(payload: &Value) -> Result<(), PayloadError> {
-    if payload.is_object() {
-        Ok(())
-    } else {
-        Err(PayloadError {
-            path: ".".into(),
-            message: "expected a JSON object".into(),
-        })
-    }
-}
-
+/// A durable event type (`worker`: a worker may publish it itself).
 macro_rules! durable {
-    ($name:literal, $family:literal, $ty:ident, $desc:literal) => {
-        EventSpec {
-            name: $name,
-            family: $family,
-            durability: Durability::Durable,
-            version: 1,
-            payload: stringify!($ty),
-            coalesce: Coalesce::Never,
-            description: $desc,
-            validate: typed::<p::$ty>,
-        }
+    (worker $ty:ty, $family:literal, $desc:literal) => {
+        spec!(
+            $ty,
+            $family,
+            Durability::Durable,
+            Coalesce::Never,
+            true,
+            $desc
+        )
     };
-    ($name:literal, $family:literal, $desc:literal) => {
-        EventSpec {
-            name: $name,
-            family: $family,
-            durability: Durability::Durable,
-            version: 1,
-            payload: "object",
-            coalesce: Coalesce::Never,
-            description: $desc,
-            validate: object,
-        }
+    ($ty:ty, $family:literal, $desc:literal) => {
+        spec!(
+            $ty,
+            $family,
+            Durability::Durable,
+            Coalesce::Never,
+            false,
+            $desc
+        )
     };
 }
 
+/// An ephemeral event type and how it coalesces.
 macro_rules! ephemeral {
-    ($name:literal, $family:literal, $ty:ident, $coalesce:expr, $desc:literal) => {
-        EventSpec {
-            name: $name,
-            family: $family,
-            durability: Durability::Ephemeral,
-            version: 1,
-            payload: stringify!($ty),
-            coalesce: $coalesce,
-            description: $desc,
-            validate: typed::<p::$ty>,
-        }
+    (worker $ty:ty, $family:literal, $coalesce:expr, $desc:literal) => {
+        spec!($ty, $family, Durability::Ephemeral, $coalesce, true, $desc)
     };
-    ($name:literal, $family:literal, $coalesce:expr, $desc:literal) => {
-        EventSpec {
-            name: $name,
-            family: $family,
-            durability: Durability::Ephemeral,
-            version: 1,
-            payload: "object",
-            coalesce: $coalesce,
-            description: $desc,
-            validate: object,
-        }
+    ($ty:ty, $family:literal, $coalesce:expr, $desc:literal) => {
+        spec!($ty, $family, Durability::Ephemeral, $coalesce, false, $desc)
     };
 }
 
 /// Every event type, grouped by family.
 pub static EVENTS: &[EventSpec] = &[
-    durable!(
-        "session.created",
-        "session",
-        SessionCreated,
-        "A session began; always its first event."
-    ),
-    durable!(
-        "session.archived",
-        "session",
-        SessionStatusChanged,
-        "The session was archived; artifacts are kept."
-    ),
-    durable!(
-        "session.deleted",
-        "session",
-        SessionStatusChanged,
-        "The session was deleted; artifacts are purged."
-    ),
-    durable!(
-        "user.message.created",
-        "message",
-        MessageCreated,
-        "A complete user message (canonical content)."
-    ),
-    durable!(
-        "assistant.message.created",
-        "message",
-        MessageCreated,
-        "A complete assistant message; its draft is dropped."
-    ),
-    durable!(
-        "agent.started",
-        "agent",
-        AgentStarted,
-        "A worker process for an agent was started."
-    ),
-    durable!(
-        "agent.completed",
-        "agent",
-        AgentCompleted,
-        "A worker finished at protocol level (its task may still have failed)."
-    ),
-    durable!(
-        "agent.failed",
-        "agent",
-        AgentFailed,
-        "A worker crashed, timed out, broke the protocol or was killed."
-    ),
-    durable!(
-        "agent.soft_timeout",
-        "agent",
-        AgentSoftTimeout,
-        "A worker passed its soft timeout and was warned."
-    ),
-    durable!(
-        "agent.timeout_extended",
-        "agent",
-        TimeoutExtended,
-        "A worker was granted more time before its hard timeout."
-    ),
-    durable!(
-        "agent.paused",
-        "agent",
-        AgentPauseChange,
-        "A running agent is held between its steps; its time limits stop counting."
-    ),
-    durable!(
-        "agent.resumed",
-        "agent",
-        AgentPauseChange,
-        "A held agent goes on; its time limits move by the time it was held."
-    ),
-    durable!(
-        "run.started",
-        "run",
-        RunStarted,
-        "A plan run began, with its effective settings."
-    ),
-    durable!(
-        "run.completed",
-        "run",
-        RunCompleted,
-        "The scheduler has nothing left to do; the run's outcome."
-    ),
-    durable!(
-        "run.continued",
-        "run",
-        RunContinued,
-        "An ended run goes on; its unfinished tasks are pending again."
-    ),
-    durable!(
-        "scheduler.paused",
-        "scheduler",
-        SchedulerControl,
-        "Dispatching stopped on request; running agents go on."
-    ),
-    durable!(
-        "scheduler.resumed",
-        "scheduler",
-        SchedulerControl,
-        "Dispatching resumed."
-    ),
-    durable!(
-        "scheduler.stopped",
-        "scheduler",
-        SchedulerControl,
-        "A budget ran out: nothing new is dispatched; running agents finish."
-    ),
-    durable!(
-        "scheduler.cancel_requested",
-        "scheduler",
-        CancelRequested,
-        "A task, or the whole run, is to be cancelled."
-    ),
-    durable!(
-        "scheduler.patrol",
-        "scheduler",
-        Patrol,
-        "Nothing happened for a while; every running agent was checked."
-    ),
-    durable!(
-        "task.created",
-        "task",
-        TaskCreated,
-        "A task entered the graph, with its dependencies."
-    ),
-    durable!(
-        "task.ready",
-        "task",
-        TaskStatusChanged,
-        "All hard dependencies of a task are done."
-    ),
-    durable!(
-        "task.started",
-        "task",
-        TaskStatusChanged,
-        "An executor attempt of a task began."
-    ),
-    durable!(
-        "task.reviewing",
-        "task",
-        TaskStatusChanged,
-        "A reviewer was dispatched for the task."
-    ),
-    durable!(
-        "task.debugging",
-        "task",
-        TaskStatusChanged,
-        "A debugger was dispatched for the task."
-    ),
-    durable!(
-        "task.completed",
-        "task",
-        TaskStatusChanged,
-        "The task passed review and its evidence gates."
-    ),
-    durable!(
-        "task.blocked",
-        "task",
-        TaskStatusChanged,
-        "The task needs a decision from above."
-    ),
-    durable!(
-        "task.failed",
-        "task",
-        TaskStatusChanged,
-        "The task's goal was not achieved and its retries are spent."
-    ),
-    durable!(
-        "task.cancelled",
-        "task",
-        TaskStatusChanged,
-        "The task was cancelled."
-    ),
-    durable!(
-        "task.retried",
-        "task",
-        TasksRetried,
-        "While the run goes on, ended tasks are pending again at a person's request."
-    ),
-    durable!(
-        "tool.started",
-        "tool",
-        ToolStarted,
-        "A tool call is about to run (the write-ahead record)."
-    ),
-    durable!(
-        "tool.completed",
-        "tool",
-        ToolCompleted,
-        "A tool call finished."
-    ),
-    durable!(
-        "tool.failed",
-        "tool",
-        ToolFailed,
-        "A tool call failed or was refused."
-    ),
-    durable!(
-        "command.started",
-        "command",
-        CommandStarted,
-        "A shell command is about to run."
-    ),
-    durable!(
-        "command.completed",
-        "command",
-        CommandCompleted,
-        "A shell command ran to its end (any exit code)."
-    ),
-    durable!(
-        "command.failed",
-        "command",
-        CommandFailed,
-        "A shell command could not run or was killed."
-    ),
-    durable!(
-        "artifact.created",
-        "artifact",
-        ArtifactCreated,
-        "A file was stored under the session's artifacts."
-    ),
-    durable!(
-        "diagnostic.created",
-        "diagnostic",
-        DiagnosticCreated,
-        "A compiler, linker or analyzer finding was parsed."
-    ),
-    durable!(
-        "evidence.created",
-        "evidence",
-        EvidenceCreated,
-        "A claim-supporting reference was recorded."
-    ),
-    durable!(
-        "context.compaction.requested",
-        "context",
-        CompactionRequested,
-        "Context usage passed the compaction threshold."
-    ),
-    durable!(
-        "context.compaction.completed",
-        "context",
-        "A compaction marker was inserted."
-    ),
-    durable!(
-        "summary.created",
-        "summary",
-        "A structured summary of messages was stored."
-    ),
-    durable!(
-        "permission.requested",
-        "permission",
-        PermissionRequested,
-        "A decision that needs a human (or the run's policy)."
-    ),
-    durable!(
-        "permission.decision.recorded",
-        "permission",
-        PermissionDecisionRecorded,
-        "A permission decision, answered or by policy."
-    ),
-    durable!(
-        "doctor.check.completed",
-        "doctor",
-        "A doctor run finished, with its findings."
-    ),
-    durable!("doctor.fix.applied", "doctor", "A doctor repair ran."),
-    durable!(
-        "requirement.changed",
-        "requirement",
-        "The user changed a requirement mid-run."
-    ),
-    durable!(
-        "architecture.plan.updated",
-        "architecture",
-        "The architecture plan or task graph changed."
-    ),
-    durable!(
-        "architecture.impact.completed",
-        "architecture",
-        "An impact assessment of a change finished."
-    ),
-    durable!(
-        "workspace.created",
-        "workspace",
-        WorkspaceCreated,
-        "An isolated workspace (git worktree) was created."
-    ),
-    durable!(
-        "workspace.merged",
-        "workspace",
-        WorkspaceChanged,
-        "A workspace was merged back."
-    ),
-    durable!(
-        "workspace.removed",
-        "workspace",
-        WorkspaceChanged,
-        "A workspace was removed."
-    ),
-    durable!(
-        "memory.candidate.created",
-        "memory",
-        "The experience miner proposed a memory."
-    ),
-    durable!(
-        "memory.promoted",
-        "memory",
-        "A memory candidate was promoted."
-    ),
-    durable!("memory.archived", "memory", "A memory was archived."),
-    durable!(
-        "debug.record.created",
-        "debug",
-        DebugRecordCreated,
-        "A debugging record (symptom, cause, fix, evidence) was stored."
-    ),
-    ephemeral!(
-        "agent.heartbeat",
-        "agent",
-        AgentHeartbeat,
-        Coalesce::Latest { key: &["agent_id"] },
-        "Pushed by a worker every few seconds."
-    ),
-    ephemeral!(
-        "agent.timeout_extension.requested",
-        "agent",
-        TimeoutExtensionRequested,
-        Coalesce::Never,
-        "A worker past its soft timeout asks for more time."
-    ),
-    ephemeral!(
-        "run.halted",
-        "run",
-        RunHalted,
-        Coalesce::Latest { key: &[] },
-        "The scheduler stopped because the session could not be written (a full disk, a read-only database): nothing recorded is lost, and `air run --resume` goes on once it can write again. `reason: null` when it runs again."
-    ),
-    ephemeral!(
-        "task.progress",
-        "task",
-        TaskProgress,
-        Coalesce::Latest { key: &["task_id"] },
-        "Progress of a task."
-    ),
-    ephemeral!(
-        "token.delta",
-        "message",
-        TokenDelta,
-        Coalesce::Concat {
+    durable!(ev::SessionCreated, "session", "A session began; always its first event."),
+    durable!(ev::SessionArchived, "session", "The session was archived; artifacts are kept."),
+    durable!(ev::SessionDeleted, "session", "The session was deleted; artifacts are purged."),
+    durable!(ev::UserMessageCreated, "message", "A complete user message (canonical content)."),
+    durable!(worker ev::AssistantMessageCreated, "message", "A complete assistant message; its draft is dropped."),
+    durable!(ev::AgentStarted, "agent", "A worker process for an agent was started."),
+    durable!(ev::AgentCompleted, "agent", "A worker finished at protocol level (its task may still have failed)."),
+    durable!(ev::AgentFailed, "agent", "A worker crashed, timed out, broke the protocol or was killed."),
+    durable!(ev::AgentSoftTimeout, "agent", "A worker passed its soft timeout and was warned."),
+    durable!(ev::TimeoutExtended, "agent", "A worker was granted more time before its hard timeout."),
+    durable!(ev::AgentPaused, "agent", "A running agent is held between its steps; its time limits stop counting."),
+    durable!(ev::AgentResumed, "agent", "A held agent goes on; its time limits move by the time it was held."),
+    durable!(ev::RunStarted, "run", "A plan run began, with its effective settings."),
+    durable!(ev::RunCompleted, "run", "The scheduler has nothing left to do; the run's outcome."),
+    durable!(ev::RunContinued, "run", "An ended run goes on; its unfinished tasks are pending again."),
+    durable!(ev::SchedulerPaused, "scheduler", "Dispatching stopped on request; running agents go on."),
+    durable!(ev::SchedulerResumed, "scheduler", "Dispatching resumed."),
+    durable!(ev::SchedulerStopped, "scheduler", "A budget ran out: nothing new is dispatched; running agents finish."),
+    durable!(ev::CancelRequested, "scheduler", "A task, or the whole run, is to be cancelled."),
+    durable!(ev::Patrol, "scheduler", "Nothing happened for a while; every running agent was checked."),
+    durable!(ev::TaskCreated, "task", "A task entered the graph, with its dependencies."),
+    durable!(ev::TaskReady, "task", "All hard dependencies of a task are done."),
+    durable!(ev::TaskStarted, "task", "An executor attempt of a task began."),
+    durable!(ev::TaskReviewing, "task", "A reviewer was dispatched for the task."),
+    durable!(ev::TaskDebugging, "task", "A debugger was dispatched for the task."),
+    durable!(ev::TaskCompleted, "task", "The task passed review and its evidence gates."),
+    durable!(ev::TaskBlocked, "task", "The task needs a decision from above."),
+    durable!(ev::TaskFailed, "task", "The task's goal was not achieved and its retries are spent."),
+    durable!(ev::TaskCancelled, "task", "The task was cancelled."),
+    durable!(ev::TasksRetried, "task", "While the run goes on, ended tasks are pending again at a person's request."),
+    durable!(ev::ToolStarted, "tool", "A tool call is about to run (the write-ahead record)."),
+    durable!(ev::ToolCompleted, "tool", "A tool call finished."),
+    durable!(ev::ToolFailed, "tool", "A tool call failed or was refused."),
+    durable!(ev::CommandStarted, "command", "A shell command is about to run."),
+    durable!(ev::CommandCompleted, "command", "A shell command ran to its end (any exit code)."),
+    durable!(ev::CommandFailed, "command", "A shell command could not run or was killed."),
+    durable!(ev::ArtifactCreated, "artifact", "A file was stored under the session's artifacts."),
+    durable!(ev::DiagnosticCreated, "diagnostic", "A compiler, linker or analyzer finding was parsed."),
+    durable!(ev::EvidenceCreated, "evidence", "A claim-supporting reference was recorded."),
+    durable!(worker ev::CompactionRequested, "context", "Context usage passed the compaction threshold."),
+    durable!(worker ev::CompactionCompleted, "context", "A compaction marker was inserted."),
+    durable!(worker ev::SummaryCreated, "summary", "A structured summary of messages was stored."),
+    durable!(ev::PermissionRequested, "permission", "A decision that needs a human (or the run's policy)."),
+    durable!(ev::PermissionDecisionRecorded, "permission", "A permission decision, answered or by policy."),
+    durable!(ev::DoctorCheckCompleted, "doctor", "A doctor run finished, with its findings."),
+    durable!(ev::DoctorFixApplied, "doctor", "A doctor repair ran."),
+    durable!(ev::RequirementChanged, "requirement", "The user changed a requirement mid-run."),
+    durable!(ev::ArchitecturePlanUpdated, "architecture", "The architecture plan or task graph changed."),
+    durable!(ev::ArchitectureImpactCompleted, "architecture", "An impact assessment of a change finished."),
+    durable!(ev::WorkspaceCreated, "workspace", "An isolated workspace (git worktree) was created."),
+    durable!(ev::WorkspaceMerged, "workspace", "A workspace was merged back."),
+    durable!(ev::WorkspaceRemoved, "workspace", "A workspace was removed."),
+    durable!(worker ev::MemoryCandidateCreated, "memory", "The experience miner proposed a memory."),
+    durable!(ev::MemoryPromoted, "memory", "A memory candidate was promoted."),
+    durable!(ev::MemoryArchived, "memory", "A memory was archived."),
+    durable!(worker ev::DebugRecordCreated, "debug", "A debugging record (symptom, cause, fix, evidence) was stored."),
+    ephemeral!(worker ev::AgentHeartbeat, "agent", Coalesce::Latest { key: &["agent_id"] },
+        "Pushed by a worker every few seconds."),
+    ephemeral!(worker ev::TimeoutExtensionRequested, "agent", Coalesce::Never,
+        "A worker past its soft timeout asks for more time."),
+    ephemeral!(ev::RunHalted, "run", Coalesce::Latest { key: &[] },
+        "The scheduler stopped because the session could not be written (a full disk, a read-only database): nothing recorded is lost, and `air run --resume` goes on once it can write again. `reason: null` when it runs again."),
+    ephemeral!(worker ev::TaskProgress, "task", Coalesce::Latest { key: &["task_id"] },
+        "Progress of a task."),
+    ephemeral!(worker ev::TokenDelta, "message", Coalesce::Concat {
             key: &["message_id", "block_index", "kind"],
             text: "text"
         },
-        "A piece of a streaming assistant message."
-    ),
-    ephemeral!(
-        "stdout.delta",
-        "command",
-        OutputDelta,
-        Coalesce::Concat {
+        "A piece of a streaming assistant message."),
+    ephemeral!(ev::StdoutDelta, "command", Coalesce::Concat {
             key: &["command_run_id"],
             text: "data"
         },
-        "A chunk of a running command's stdout."
-    ),
-    ephemeral!(
-        "stderr.delta",
-        "command",
-        OutputDelta,
-        Coalesce::Concat {
+        "A chunk of a running command's stdout."),
+    ephemeral!(ev::StderrDelta, "command", Coalesce::Concat {
             key: &["command_run_id"],
             text: "data"
         },
-        "A chunk of a running command's stderr."
-    ),
-    ephemeral!(
-        "tool.progress",
-        "tool",
-        ToolProgress,
-        Coalesce::Latest {
+        "A chunk of a running command's stderr."),
+    ephemeral!(ev::ToolProgress, "tool", Coalesce::Latest {
             key: &["tool_run_id"]
         },
-        "Progress of a running tool."
-    ),
-    ephemeral!(
-        "hud.frame.rendered",
-        "hud",
-        Coalesce::Latest { key: &[] },
-        "A HUD frame was rendered."
-    ),
+        "Progress of a running tool."),
+    ephemeral!(ev::HudFrameRendered, "hud", Coalesce::Latest { key: &[] },
+        "A HUD frame was rendered."),
 ];
+
+/// Whether a worker may publish `event_type` itself; the rest belong to airsd.
+pub fn worker_may_send(event_type: &str) -> bool {
+    lookup(event_type).is_some_and(|spec| spec.from_worker)
+}
 
 /// The spec of `event_type`, if registered.
 pub fn lookup(event_type: &str) -> Option<&'static EventSpec> {

@@ -4,6 +4,7 @@
 //! log, which would cost seconds for a large session); from then on the bus advances it
 //! with [`Projection::apply`]. The two paths must agree, which a property test checks.
 
+use air_proto::events as ev;
 use std::collections::VecDeque;
 
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
@@ -289,7 +290,7 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
     while let Some(r) = rows.next()? {
         let (ty, agent): (String, Option<String>) = (r.get(0)?, r.get(1)?);
         if let Some(a) = p.agents.iter_mut().find(|a| Some(&a.id) == agent.as_ref()) {
-            a.paused = ty == "agent.paused" && a.status == RunStatus::Running;
+            a.paused = ty == ev::AgentPaused::TYPE && a.status == RunStatus::Running;
         }
     }
     Ok(p)

@@ -3,6 +3,7 @@
 //! Opening and creating are blocking (SQLite I/O and hydration): call them from a
 //! blocking context (`spawn_blocking`) inside an async runtime.
 
+use air_proto::events as ev;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -60,7 +61,7 @@ impl Session {
         let db_path = paths.session_db(session_id);
         if db_path.exists() {
             return Err(Error::conflict(
-                "session.created",
+                ev::SessionCreated::TYPE,
                 "session_id",
                 format!("session `{session_id}` already exists"),
             ));
@@ -83,13 +84,8 @@ impl Session {
         }
         {
             let mut conn = db::open_writer(&building, OpenMode::Create)?;
-            let mut event = RuntimeEvent::typed(
-                "session.created",
-                session_id,
-                EventSource::system(),
-                created,
-            )
-            .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
+            let mut event = RuntimeEvent::of(session_id, EventSource::system(), created)
+                .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
             event.project_id = Some(project_id.to_string());
             event_store::check(&event, session_id)?;
             let prepared = event_store::prepare(event)?;

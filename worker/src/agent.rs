@@ -6,6 +6,7 @@
 //! `blocked` with the reason — when turns run out or the provider cannot be reached.
 //! It never makes up a success.
 
+use air_proto::events as ev;
 use std::future::Future;
 
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
@@ -458,8 +459,7 @@ async fn run_with(
                 Delta::InputJson { index, json } => (p::DeltaKind::InputJson, index, json),
                 Delta::Restart { .. } => return,
             };
-            if let Ok(e) = RuntimeEvent::typed(
-                "token.delta",
+            if let Ok(e) = RuntimeEvent::of(
                 session.as_str(),
                 source.clone(),
                 &p::TokenDelta {
@@ -495,11 +495,10 @@ async fn run_with(
                 );
             }
         }
-        if let Ok(e) = RuntimeEvent::typed(
-            "assistant.message.created",
+        if let Ok(e) = RuntimeEvent::of(
             session.as_str(),
             source.clone(),
-            &p::MessageCreated {
+            &ev::AssistantMessageCreated(p::MessageCreated {
                 message_id: message_id.clone(),
                 content: serde_json::to_value(&turn.content).unwrap_or_default(),
                 agent_id: Some(agent_id.clone()),
@@ -512,7 +511,7 @@ async fn run_with(
                     cache_creation_input_tokens: Some(turn.usage.cache_creation_input_tokens),
                     cost_micro_usd: None,
                 }),
-            },
+            }),
         ) {
             link.event(e);
         }
@@ -523,11 +522,7 @@ async fn run_with(
             + turn.usage.cache_creation_input_tokens;
         if !compaction_asked && threshold > 0 && used > threshold {
             compaction_asked = true;
-            if let Ok(e) = RuntimeEvent::typed(
-                "context.compaction.requested",
-                session.as_str(),
-                source.clone(),
-                &p::CompactionRequested {
+            if let Ok(e) = RuntimeEvent::of(session.as_str(), source.clone(), &p::CompactionRequested {
                     agent_id: Some(agent_id.clone()),
                     task_id: Some(task_id.clone()),
                     reason: format!(
@@ -537,8 +532,7 @@ async fn run_with(
                     estimated_tokens: used,
                     threshold_tokens: threshold,
                     context_window_tokens: context.summary.budget.context_window_tokens,
-                },
-            ) {
+                }) {
                 link.event(e);
             }
         }
@@ -558,12 +552,9 @@ async fn run_with(
                                 } else {
                                     LoopState::Escalating
                                 };
-                                if let Ok(e) = RuntimeEvent::typed(
-                                    "debug.record.created",
-                                    session.as_str(),
-                                    source.clone(),
-                                    &record,
-                                ) {
+                                if let Ok(e) =
+                                    RuntimeEvent::of(session.as_str(), source.clone(), &record)
+                                {
                                     link.event(e);
                                 }
                                 state

@@ -43,8 +43,7 @@ struct Peer {
 impl Peer {
     fn heartbeat(&self) {
         let (state, turn, tokens) = *self.progress.lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(e) = RuntimeEvent::typed(
-            "agent.heartbeat",
+        if let Ok(e) = RuntimeEvent::of(
             self.session_id.as_str(),
             EventSource::agent(self.agent_id.as_str(), self.role),
             &air_proto::payload::AgentHeartbeat {

@@ -147,3 +147,69 @@ fn docs_event_registry_is_current() {
         "docs/event-registry.md is stale: run `AIR_UPDATE_DOCS=1 cargo test -p air-proto registry`"
     );
 }
+
+/// An event is built from its payload's type, which names it; a shared payload's
+/// wrapper is transparent on the wire; what a worker may publish is the registry's.
+#[test]
+fn events_are_built_from_their_types() {
+    use air_proto::event::{EventSource, RuntimeEvent};
+    use air_proto::events::{self as ev, Event};
+    use air_proto::payload as p;
+
+    let failed = p::AgentFailed {
+        agent_id: "a".into(),
+        reason: "crashed".into(),
+        exit_code: Some(1),
+        failure: None,
+    };
+    let e = RuntimeEvent::of("s", EventSource::scheduler(), &failed).unwrap();
+    assert_eq!(e.event_type, "agent.failed");
+    assert_eq!(e.payload, serde_json::to_value(&failed).unwrap());
+
+    let status = p::TaskStatusChanged {
+        task_id: "T1".into(),
+        ..Default::default()
+    };
+    let e = RuntimeEvent::of(
+        "s",
+        EventSource::scheduler(),
+        &ev::TaskReady(status.clone()),
+    )
+    .unwrap();
+    assert_eq!(e.event_type, "task.ready");
+    assert_eq!(e.payload, serde_json::to_value(&status).unwrap());
+    assert_eq!(ev::TaskReady::PAYLOAD, "TaskStatusChanged");
+
+    // The registry's entry of each type is the one its Rust type names.
+    for (name, payload) in [
+        (ev::AgentFailed::TYPE, "AgentFailed"),
+        (ev::TaskReady::TYPE, "TaskStatusChanged"),
+        (ev::SummaryCreated::TYPE, "object"),
+    ] {
+        assert_eq!(registry::lookup(name).unwrap().payload, payload, "{name}");
+    }
+
+    let from_workers: Vec<&str> = registry::EVENTS
+        .iter()
+        .filter(|s| s.from_worker)
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(
+        from_workers,
+        [
+            "assistant.message.created",
+            "context.compaction.requested",
+            "context.compaction.completed",
+            "summary.created",
+            "memory.candidate.created",
+            "debug.record.created",
+            "agent.heartbeat",
+            "agent.timeout_extension.requested",
+            "task.progress",
+            "token.delta",
+        ]
+    );
+    assert!(registry::worker_may_send("token.delta"));
+    assert!(!registry::worker_may_send("task.completed"));
+    assert!(!registry::worker_may_send("no.such"));
+}

@@ -3,6 +3,7 @@
 //! scroll, dialogs). Rendering is a pure function of it (`view`), and keys turn into
 //! changes of the UI state or into commands for airsd.
 
+use air_proto::events as ev;
 use std::collections::{HashMap, VecDeque};
 
 use air_proto::api::{SessionUpdate, Snapshot};
@@ -224,12 +225,15 @@ impl App {
     /// the log holds.
     pub fn history(&mut self, events: &[(u64, RuntimeEvent)]) {
         for (_, e) in events {
-            if e.event_type == "tool.completed" {
+            if e.event_type == ev::ToolCompleted::TYPE {
                 self.note_diff(e);
             }
         }
         for (seq, e) in events.iter().rev() {
-            if !matches!(e.event_type.as_str(), "token.delta" | "agent.heartbeat") {
+            if !matches!(
+                e.event_type.as_str(),
+                ev::TokenDelta::TYPE | ev::AgentHeartbeat::TYPE
+            ) {
                 let line = LogLine::of(*seq, true, e, self.run_task(e));
                 self.log.push_front(line);
             }
@@ -266,10 +270,13 @@ impl App {
             lines.push(line);
         }
         for (seq, e) in events {
-            if e.event_type == "tool.completed" {
+            if e.event_type == ev::ToolCompleted::TYPE {
                 self.note_diff(e);
             }
-            if !matches!(e.event_type.as_str(), "token.delta" | "agent.heartbeat") {
+            if !matches!(
+                e.event_type.as_str(),
+                ev::TokenDelta::TYPE | ev::AgentHeartbeat::TYPE
+            ) {
                 lines.push(LogLine::of(*seq, true, e, self.run_task(e)));
             }
         }
@@ -339,7 +346,7 @@ impl App {
         }
         self.projection.apply(seq, event, durable);
         match event.event_type.as_str() {
-            "token.delta" => {
+            ev::TokenDelta::TYPE => {
                 if let Ok(d) = serde_json::from_value::<p::TokenDelta>(event.payload.clone()) {
                     if d.kind == p::DeltaKind::Text {
                         let agent = d.agent_id.unwrap_or_default();
@@ -356,13 +363,15 @@ impl App {
                 }
                 return;
             }
-            "assistant.message.created" | "agent.completed" | "agent.failed" => {
+            ev::AssistantMessageCreated::TYPE
+            | ev::AgentCompleted::TYPE
+            | ev::AgentFailed::TYPE => {
                 // Its text is recorded, or it ended mid-message: no longer live.
                 if let Some(agent) = event.payload.get("agent_id").and_then(|a| a.as_str()) {
                     self.streams.remove(agent);
                 }
             }
-            "stdout.delta" | "stderr.delta" => {
+            ev::StdoutDelta::TYPE | ev::StderrDelta::TYPE => {
                 if let Ok(d) = serde_json::from_value::<p::OutputDelta>(event.payload.clone()) {
                     let run = self
                         .projection
@@ -391,9 +400,9 @@ impl App {
                 }
                 return;
             }
-            "tool.completed" => self.note_diff(event),
-            "agent.heartbeat" | "tool.stream" => return,
-            "permission.decision.recorded" => {
+            ev::ToolCompleted::TYPE => self.note_diff(event),
+            ev::AgentHeartbeat::TYPE | "tool.stream" => return,
+            ev::PermissionDecisionRecorded::TYPE => {
                 // Every attached terminal says who answered, as its dialog closes.
                 let field = |k: &str| event.payload.get(k).and_then(|v| v.as_str()).unwrap_or("");
                 self.ui.toast = Some(format!(

@@ -2,6 +2,7 @@
 //! one has them purged (its database stays, with the record of what happened).
 
 use air_proto::event::{EventSource, RuntimeEvent};
+use air_proto::events::{self as ev, Event};
 use air_proto::payload::SessionStatusChanged;
 use air_proto::projection::SessionStatus;
 
@@ -18,20 +19,10 @@ impl DaemonState {
         Ok(())
     }
 
-    async fn set_status(
-        &self,
-        session_id: &str,
-        event_type: &str,
-        reason: Option<String>,
-    ) -> Result<u64> {
+    async fn set_status<E: Event>(&self, session_id: &str, event: E) -> Result<u64> {
         let session = self.session(session_id).await?;
-        let e = RuntimeEvent::typed(
-            event_type,
-            session_id,
-            EventSource::system(),
-            &SessionStatusChanged { reason },
-        )
-        .map_err(|e| Error::Internal(e.to_string()))?;
+        let e = RuntimeEvent::of(session_id, EventSource::system(), &event)
+            .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(session.store().append(e).await?.seq)
     }
 
@@ -44,15 +35,21 @@ impl DaemonState {
                 "session {session_id} was deleted; it cannot be archived"
             )));
         }
-        self.set_status(session_id, "session.archived", reason)
-            .await
+        self.set_status(
+            session_id,
+            ev::SessionArchived(SessionStatusChanged { reason }),
+        )
+        .await
     }
 
     /// `session.delete`: recorded as deleted, and its artifacts purged.
     pub async fn delete_session(&self, session_id: &str, reason: Option<String>) -> Result<u64> {
         self.refuse_if_running(session_id, "delete")?;
         let seq = self
-            .set_status(session_id, "session.deleted", reason)
+            .set_status(
+                session_id,
+                ev::SessionDeleted(SessionStatusChanged { reason }),
+            )
             .await?;
         let dir = self.paths.artifacts(session_id);
         match std::fs::remove_dir_all(&dir) {

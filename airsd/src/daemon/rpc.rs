@@ -1,6 +1,7 @@
 //! The JSON-RPC methods: the `AirApi` implementation over [`DaemonState`], one handler
 //! a method of the API's table, each given its params struct.
 
+use air_proto::events as ev;
 use std::sync::Arc;
 
 use air_proto::api::{
@@ -263,11 +264,10 @@ impl AirApi for DaemonRpc {
             model: None,
             usage: None,
         };
-        let event = air_proto::event::RuntimeEvent::typed(
-            "user.message.created",
+        let event = air_proto::event::RuntimeEvent::of(
             &session_id,
             air_proto::event::EventSource::new(air_proto::event::SourceKind::Main),
-            &payload,
+            &ev::UserMessageCreated(payload),
         )
         .map_err(|e| rpc_error(Error::Internal(e.to_string())))?
         .via("client");

@@ -1,6 +1,7 @@
 //! Plan runs held by the daemon: starting one, continuing one, controlling one, and
 //! picking up every unfinished run when airsd starts.
 
+use air_proto::events as ev;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,9 +22,9 @@ use crate::Session;
 /// Concurrency when neither the plan nor the caller sets one.
 pub const DEFAULT_CONCURRENCY: u32 = 4;
 
-fn event<P: serde::Serialize>(session: &str, ty: &str, payload: &P) -> Result<RuntimeEvent> {
-    RuntimeEvent::typed(ty, session, EventSource::scheduler(), payload)
-        .map_err(|e| Error::Internal(format!("{ty} payload: {e}")))
+fn event<E: air_proto::events::Event>(session: &str, event: &E) -> Result<RuntimeEvent> {
+    RuntimeEvent::of(session, EventSource::scheduler(), event)
+        .map_err(|e| Error::Internal(format!("{} payload: {e}", E::TYPE)))
 }
 
 fn now_ms() -> u64 {
@@ -134,13 +135,9 @@ impl DaemonState {
             })
             .await?;
         let session = self.session(&info.id).await?;
-        let mut events = vec![event(&info.id, "run.started", &run)?];
+        let mut events = vec![event(&info.id, &run)?];
         for task in &graph.tasks {
-            events.push(event(
-                &info.id,
-                "task.created",
-                &TaskCreated { task: task.clone() },
-            )?);
+            events.push(event(&info.id, &TaskCreated { task: task.clone() })?);
         }
         let mut core = Core::new(self.scheduler_config(run.concurrency));
         let now = now_ms();
@@ -339,7 +336,6 @@ impl DaemonState {
             }
             let e = event(
                 session_id,
-                "run.continued",
                 &RunContinued {
                     task_ids: reopen.clone(),
                     by,
@@ -555,7 +551,6 @@ impl DaemonState {
         }
         let e = event(
             session_id,
-            "permission.decision.recorded",
             &air_proto::payload::PermissionDecisionRecorded {
                 request_id: Some(request_id.to_string()),
                 decision: if allow {
@@ -651,7 +646,10 @@ fn run_unfinished(db: &std::path::Path) -> bool {
         .optional()
         .ok()
         .flatten();
-    matches!(last.as_deref(), Some("run.started" | "run.continued"))
+    matches!(
+        last.as_deref(),
+        Some(ev::RunStarted::TYPE | ev::RunContinued::TYPE)
+    )
 }
 
 /// The tasks a retry of `asked` runs again: each must be an ended, unfinished task

@@ -3,6 +3,7 @@
 //! columns are produced here, off the writer thread, so the writer only runs SQL.
 
 use air_proto::event::RuntimeEvent;
+use air_proto::events as ev;
 use air_proto::payload as p;
 use air_proto::projection::TaskStatus;
 use air_proto::registry::{self, EventSpec};
@@ -211,10 +212,10 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
         DomainChange::TaskStatus(status, typed(&event)?)
     } else {
         match ty {
-            "session.created" => DomainChange::SessionCreated(typed(&event)?),
-            "session.archived" => DomainChange::SessionStatus("archived"),
-            "session.deleted" => DomainChange::SessionStatus("deleted"),
-            "user.message.created" | "assistant.message.created" => {
+            ev::SessionCreated::TYPE => DomainChange::SessionCreated(typed(&event)?),
+            ev::SessionArchived::TYPE => DomainChange::SessionStatus("archived"),
+            ev::SessionDeleted::TYPE => DomainChange::SessionStatus("deleted"),
+            ev::UserMessageCreated::TYPE | ev::AssistantMessageCreated::TYPE => {
                 let payload: p::MessageCreated = typed(&event)?;
                 let content_json = json(&event, &payload.content)?;
                 let usage_json = payload
@@ -222,7 +223,7 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     .as_ref()
                     .map(|u| json(&event, u))
                     .transpose()?;
-                let role = if ty == "user.message.created" {
+                let role = if ty == ev::UserMessageCreated::TYPE {
                     "user"
                 } else {
                     "assistant"
@@ -234,7 +235,7 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     usage_json,
                 }
             }
-            "task.created" => {
+            ev::TaskCreated::TYPE => {
                 let payload: p::TaskCreated = typed(&event)?;
                 let spec_json = json(&event, &payload.task)?;
                 DomainChange::TaskCreated {
@@ -242,14 +243,14 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     spec_json,
                 }
             }
-            "run.continued" => {
+            ev::RunContinued::TYPE => {
                 DomainChange::TasksReopened(typed::<p::RunContinued>(&event)?.task_ids)
             }
-            "task.retried" => {
+            ev::TasksRetried::TYPE => {
                 DomainChange::TasksReopened(typed::<p::TasksRetried>(&event)?.task_ids)
             }
-            "agent.started" => DomainChange::AgentStarted(typed(&event)?),
-            "agent.completed" => {
+            ev::AgentStarted::TYPE => DomainChange::AgentStarted(typed(&event)?),
+            ev::AgentCompleted::TYPE => {
                 let payload: p::AgentCompleted = typed(&event)?;
                 let result_json = payload
                     .result
@@ -261,8 +262,8 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     result_json,
                 }
             }
-            "agent.failed" => DomainChange::AgentFailed(typed(&event)?),
-            "tool.started" => {
+            ev::AgentFailed::TYPE => DomainChange::AgentFailed(typed(&event)?),
+            ev::ToolStarted::TYPE => {
                 let payload: p::ToolStarted = typed(&event)?;
                 let input_json = json(&event, &payload.input)?;
                 DomainChange::ToolStarted {
@@ -270,7 +271,7 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     input_json,
                 }
             }
-            "tool.completed" => {
+            ev::ToolCompleted::TYPE => {
                 let payload: p::ToolCompleted = typed(&event)?;
                 let output_json = payload
                     .output
@@ -282,13 +283,13 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     output_json,
                 }
             }
-            "tool.failed" => DomainChange::ToolFailed(typed(&event)?),
-            "command.started" => DomainChange::CommandStarted(typed(&event)?),
-            "command.completed" => DomainChange::CommandCompleted(typed(&event)?),
-            "command.failed" => DomainChange::CommandFailed(typed(&event)?),
-            "artifact.created" => DomainChange::Artifact(Box::new(typed(&event)?)),
-            "diagnostic.created" => DomainChange::Diagnostic(typed(&event)?),
-            "evidence.created" => {
+            ev::ToolFailed::TYPE => DomainChange::ToolFailed(typed(&event)?),
+            ev::CommandStarted::TYPE => DomainChange::CommandStarted(typed(&event)?),
+            ev::CommandCompleted::TYPE => DomainChange::CommandCompleted(typed(&event)?),
+            ev::CommandFailed::TYPE => DomainChange::CommandFailed(typed(&event)?),
+            ev::ArtifactCreated::TYPE => DomainChange::Artifact(Box::new(typed(&event)?)),
+            ev::DiagnosticCreated::TYPE => DomainChange::Diagnostic(typed(&event)?),
+            ev::EvidenceCreated::TYPE => {
                 let payload: p::EvidenceCreated = typed(&event)?;
                 let location_json = payload
                     .evidence
@@ -301,17 +302,19 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     location_json,
                 }
             }
-            "workspace.created" => DomainChange::WorkspaceCreated(typed(&event)?),
-            "workspace.merged" => DomainChange::WorkspaceChanged {
+            ev::WorkspaceCreated::TYPE => DomainChange::WorkspaceCreated(typed(&event)?),
+            ev::WorkspaceMerged::TYPE => DomainChange::WorkspaceChanged {
                 status: "merged",
                 payload: typed(&event)?,
             },
-            "workspace.removed" => DomainChange::WorkspaceChanged {
+            ev::WorkspaceRemoved::TYPE => DomainChange::WorkspaceChanged {
                 status: "removed",
                 payload: typed(&event)?,
             },
-            "permission.requested" => DomainChange::PermissionRequested(typed(&event)?),
-            "permission.decision.recorded" => DomainChange::PermissionDecision(typed(&event)?),
+            ev::PermissionRequested::TYPE => DomainChange::PermissionRequested(typed(&event)?),
+            ev::PermissionDecisionRecorded::TYPE => {
+                DomainChange::PermissionDecision(typed(&event)?)
+            }
             _ => DomainChange::None,
         }
     };

@@ -7,6 +7,7 @@
 //! `on_ask` policy, or the ask timeout. Nothing waits forever and nothing a person
 //! did not allow runs.
 
+use air_proto::events::{self as ev, Event};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -140,12 +141,8 @@ impl ToolJob {
     }
 
     /// Hands an event to the writer without waiting for its commit.
-    async fn queue<T: serde::Serialize>(
-        &self,
-        event_type: &str,
-        payload: &T,
-    ) -> Result<crate::event_store::Queued, String> {
-        let e = RuntimeEvent::typed(event_type, self.env.session.id(), self.source(), payload)
+    async fn queue<E: Event>(&self, event: &E) -> Result<crate::event_store::Queued, String> {
+        let e = RuntimeEvent::of(self.env.session.id(), self.source(), event)
             .map_err(|e| e.to_string())?;
         self.env
             .session
@@ -155,12 +152,8 @@ impl ToolJob {
             .map_err(|e| e.to_string())
     }
 
-    async fn record<T: serde::Serialize>(
-        &self,
-        event_type: &str,
-        payload: &T,
-    ) -> Result<(), String> {
-        let e = RuntimeEvent::typed(event_type, self.env.session.id(), self.source(), payload)
+    async fn record<E: Event>(&self, event: &E) -> Result<(), String> {
+        let e = RuntimeEvent::of(self.env.session.id(), self.source(), event)
             .map_err(|e| e.to_string())?;
         self.env
             .session
@@ -185,7 +178,7 @@ impl ToolJob {
         // is committed. A read has nothing to recover, so it does not wait for its
         // records, which commit in order behind it.
         let reads_only = crate::tools::reads_only(&self.call.tool);
-        let queued = match self.queue("tool.started", &started).await {
+        let queued = match self.queue(&started).await {
             Ok(q) if reads_only => Ok(q),
             Ok(q) => q
                 .committed()
@@ -233,26 +226,20 @@ impl ToolJob {
         });
         let (ended, reply) = match result {
             Ok(output) => (
-                self.queue(
-                    "tool.completed",
-                    &p::ToolCompleted {
-                        tool_run_id,
-                        output: Some(output.clone()),
-                        duration_ms: millis(t0),
-                    },
-                )
+                self.queue(&p::ToolCompleted {
+                    tool_run_id,
+                    output: Some(output.clone()),
+                    duration_ms: millis(t0),
+                })
                 .await,
                 self.answer(ToolResultStatus::Ok, Some(output), None),
             ),
             Err(e) => (
-                self.queue(
-                    "tool.failed",
-                    &p::ToolFailed {
-                        tool_run_id,
-                        error: e.0.clone(),
-                        duration_ms: millis(t0),
-                    },
-                )
+                self.queue(&p::ToolFailed {
+                    tool_run_id,
+                    error: e.0.clone(),
+                    duration_ms: millis(t0),
+                })
                 .await,
                 self.answer(ToolResultStatus::Error, None, Some(e.0)),
             ),
@@ -302,18 +289,15 @@ impl ToolJob {
             })
             .await?;
         let command_run_id = air_proto::ids::new_id();
-        self.record(
-            "command.started",
-            &p::CommandStarted {
-                command_run_id: command_run_id.clone(),
-                command: prepared.command.clone(),
-                cwd: Some(prepared.cwd.display().to_string()),
-                tool_run_id: Some(tool_run_id.to_string()),
-                agent_id: Some(self.agent_id.clone()),
-                task_id: Some(self.task_id.clone()),
-                origin_message_id: self.call.origin_message_id.clone(),
-            },
-        )
+        self.record(&p::CommandStarted {
+            command_run_id: command_run_id.clone(),
+            command: prepared.command.clone(),
+            cwd: Some(prepared.cwd.display().to_string()),
+            tool_run_id: Some(tool_run_id.to_string()),
+            agent_id: Some(self.agent_id.clone()),
+            task_id: Some(self.task_id.clone()),
+            origin_message_id: self.call.origin_message_id.clone(),
+        })
         .await
         .map_err(|e| {
             ToolError(format!(
@@ -346,19 +330,21 @@ impl ToolJob {
             );
             tokio::spawn(async move {
                 while let Some((channel, text)) = rx.recv().await {
-                    let (event_type, stream) = match channel {
-                        Channel::Stdout => ("stdout.delta", air_proto::ipc::StreamChannel::Stdout),
-                        Channel::Stderr => ("stderr.delta", air_proto::ipc::StreamChannel::Stderr),
+                    let delta = p::OutputDelta {
+                        command_run_id: run_id.clone(),
+                        data: text.clone(),
                     };
-                    if let Ok(e) = RuntimeEvent::typed(
-                        event_type,
-                        session.id(),
-                        source.clone(),
-                        &p::OutputDelta {
-                            command_run_id: run_id.clone(),
-                            data: text.clone(),
-                        },
-                    ) {
+                    let (event, stream) = match channel {
+                        Channel::Stdout => (
+                            RuntimeEvent::of(session.id(), source.clone(), &ev::StdoutDelta(delta)),
+                            air_proto::ipc::StreamChannel::Stdout,
+                        ),
+                        Channel::Stderr => (
+                            RuntimeEvent::of(session.id(), source.clone(), &ev::StderrDelta(delta)),
+                            air_proto::ipc::StreamChannel::Stderr,
+                        ),
+                    };
+                    if let Ok(e) = event {
                         let _ = session.store().append(e).await;
                     }
                     worker.reply(
@@ -430,15 +416,12 @@ impl ToolJob {
                     log.discard();
                 }
                 let _ = self
-                    .record(
-                        "command.failed",
-                        &p::CommandFailed {
-                            command_run_id: command_run_id.clone(),
-                            error: e.0.clone(),
-                            exit_code: None,
-                            duration_ms: Some(0),
-                        },
-                    )
+                    .record(&p::CommandFailed {
+                        command_run_id: command_run_id.clone(),
+                        error: e.0.clone(),
+                        exit_code: None,
+                        duration_ms: Some(0),
+                    })
                     .await;
                 return Err(e);
             }
@@ -460,20 +443,17 @@ impl ToolJob {
                 Ok(Ok(stored)) => {
                     let name = if i == 0 { "stdout.log" } else { "stderr.log" };
                     let recorded = self
-                        .record(
-                            "artifact.created",
-                            &p::ArtifactCreated {
-                                artifact: stored.artifact.clone(),
-                                path: Some(stored.rel.clone()),
-                                original_name: Some(name.into()),
-                                task_id: Some(self.task_id.clone()),
-                                agent_id: Some(self.agent_id.clone()),
-                                tool_run_id: Some(tool_run_id.to_string()),
-                                command_run_id: Some(command_run_id.clone()),
-                                entity_type: None,
-                                entity_id: None,
-                            },
-                        )
+                        .record(&p::ArtifactCreated {
+                            artifact: stored.artifact.clone(),
+                            path: Some(stored.rel.clone()),
+                            original_name: Some(name.into()),
+                            task_id: Some(self.task_id.clone()),
+                            agent_id: Some(self.agent_id.clone()),
+                            tool_run_id: Some(tool_run_id.to_string()),
+                            command_run_id: Some(command_run_id.clone()),
+                            entity_type: None,
+                            entity_id: None,
+                        })
                         .await;
                     match recorded {
                         Ok(()) => uris[i] = Some(stored.artifact.uri),
@@ -503,26 +483,20 @@ impl ToolJob {
         };
         let recorded = match &failure {
             None => {
-                self.record(
-                    "command.completed",
-                    &p::CommandCompleted {
-                        command_run_id: command_run_id.clone(),
-                        exit_code: ended.exit_code.unwrap_or_default(),
-                        duration_ms: Some(duration_ms),
-                    },
-                )
+                self.record(&p::CommandCompleted {
+                    command_run_id: command_run_id.clone(),
+                    exit_code: ended.exit_code.unwrap_or_default(),
+                    duration_ms: Some(duration_ms),
+                })
                 .await
             }
             Some(error) => {
-                self.record(
-                    "command.failed",
-                    &p::CommandFailed {
-                        command_run_id: command_run_id.clone(),
-                        error: error.clone(),
-                        exit_code: ended.exit_code,
-                        duration_ms: Some(duration_ms),
-                    },
-                )
+                self.record(&p::CommandFailed {
+                    command_run_id: command_run_id.clone(),
+                    error: error.clone(),
+                    exit_code: ended.exit_code,
+                    duration_ms: Some(duration_ms),
+                })
                 .await
             }
         };
@@ -649,33 +623,27 @@ impl ToolJob {
             .collect();
         // Subscribed first, so the answer cannot slip between the request and the wait.
         let mut sub = self.env.session.bus().subscribe();
-        self.record(
-            "permission.requested",
-            &p::PermissionRequested {
-                request_id: request_id.clone(),
-                action: action.clone(),
-                tool: Some(self.call.tool.clone()),
-                tool_run_id: Some(tool_run_id.to_string()),
-                agent_id: Some(self.agent_id.clone()),
-                task_id: Some(self.task_id.clone()),
-                risk: Some(risks.join(",")),
-                reason: Some(reasons.join("; ")),
-            },
-        )
+        self.record(&p::PermissionRequested {
+            request_id: request_id.clone(),
+            action: action.clone(),
+            tool: Some(self.call.tool.clone()),
+            tool_run_id: Some(tool_run_id.to_string()),
+            agent_id: Some(self.agent_id.clone()),
+            task_id: Some(self.task_id.clone()),
+            risk: Some(risks.join(",")),
+            reason: Some(reasons.join("; ")),
+        })
         .await
         .map_err(|e| {
             format!("permission to {action} is needed, and the question could not be recorded: {e}")
         })?;
         // Watchers see why the call is still going (ephemeral).
         let _ = self
-            .record(
-                "tool.progress",
-                &p::ToolProgress {
-                    tool_run_id: tool_run_id.to_string(),
-                    message: Some(format!("waiting for permission to {action}")),
-                    fraction: None,
-                },
-            )
+            .record(&p::ToolProgress {
+                tool_run_id: tool_run_id.to_string(),
+                message: Some(format!("waiting for permission to {action}")),
+                fraction: None,
+            })
             .await;
         let risk = risks.join(",");
         let verdict = |d: p::PermissionDecision, by: &str, reason: Option<&str>| match d {
@@ -693,7 +661,7 @@ impl ToolJob {
         loop {
             match sub.recv().await {
                 Recv::Delta(d) => {
-                    if d.event.event_type != "permission.decision.recorded"
+                    if d.event.event_type != ev::PermissionDecisionRecorded::TYPE
                         || d.event.payload.get("request_id").and_then(Value::as_str)
                             != Some(request_id.as_str())
                     {

@@ -1,6 +1,7 @@
 //! Which recorded events are facts of the core, in one table: the event type, whether
 //! recovery folds it, and how its payload becomes the fact.
 
+use air_proto::events as ev;
 use air_proto::payload::{self as p, RunStarted};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -47,7 +48,7 @@ const fn entry(event_type: &'static str, fact: fn(&str, &Value) -> Option<Fact>)
 }
 
 const TABLE: &[Entry] = &[
-    entry("run.started", |_, v| {
+    entry(ev::RunStarted::TYPE, |_, v| {
         let run: RunStarted = de(v)?;
         Some(Fact::RunStarted {
             concurrency: run.concurrency,
@@ -55,30 +56,32 @@ const TABLE: &[Entry] = &[
             budgets: run.budgets,
         })
     }),
-    entry("run.completed", |_, v| Some(Fact::RunCompleted(de(v)?))),
-    entry("run.continued", |_, v| {
+    entry(ev::RunCompleted::TYPE, |_, v| {
+        Some(Fact::RunCompleted(de(v)?))
+    }),
+    entry(ev::RunContinued::TYPE, |_, v| {
         let pl: p::RunContinued = de(v)?;
         Some(Fact::Continued {
             task_ids: pl.task_ids,
             budgets: pl.budgets,
         })
     }),
-    entry("task.created", |_, v| {
+    entry(ev::TaskCreated::TYPE, |_, v| {
         Some(Fact::TaskCreated(Box::new(de::<p::TaskCreated>(v)?.task)))
     }),
-    entry("task.ready", |_, v| {
+    entry(ev::TaskReady::TYPE, |_, v| {
         Some(Fact::TaskReady {
             task_id: de::<p::TaskStatusChanged>(v)?.task_id,
         })
     }),
-    entry("task.started", dispatched),
-    entry("task.reviewing", dispatched),
-    entry("task.debugging", dispatched),
-    entry("task.completed", finished),
-    entry("task.failed", finished),
-    entry("task.blocked", finished),
-    entry("task.cancelled", finished),
-    entry("agent.completed", |_, v| {
+    entry(ev::TaskStarted::TYPE, dispatched),
+    entry(ev::TaskReviewing::TYPE, dispatched),
+    entry(ev::TaskDebugging::TYPE, dispatched),
+    entry(ev::TaskCompleted::TYPE, finished),
+    entry(ev::TaskFailed::TYPE, finished),
+    entry(ev::TaskBlocked::TYPE, finished),
+    entry(ev::TaskCancelled::TYPE, finished),
+    entry(ev::AgentCompleted::TYPE, |_, v| {
         let pl: p::AgentCompleted = de(v)?;
         Some(match pl.result {
             Some(result) => Fact::AgentResult {
@@ -92,7 +95,7 @@ const TABLE: &[Entry] = &[
             },
         })
     }),
-    entry("agent.failed", |_, v| {
+    entry(ev::AgentFailed::TYPE, |_, v| {
         let pl: p::AgentFailed = de(v)?;
         Some(Fact::AgentFailed {
             agent_id: pl.agent_id,
@@ -101,7 +104,7 @@ const TABLE: &[Entry] = &[
         })
     }),
     Entry {
-        event_type: "agent.heartbeat",
+        event_type: ev::AgentHeartbeat::TYPE,
         recovered: false,
         fact: |_, v| {
             Some(Fact::Heartbeat {
@@ -109,28 +112,28 @@ const TABLE: &[Entry] = &[
             })
         },
     },
-    entry("agent.soft_timeout", |_, v| {
+    entry(ev::AgentSoftTimeout::TYPE, |_, v| {
         Some(Fact::SoftTimeoutWarned {
             agent_id: de::<p::AgentSoftTimeout>(v)?.agent_id,
         })
     }),
-    entry("agent.timeout_extended", |_, v| {
+    entry(ev::TimeoutExtended::TYPE, |_, v| {
         let pl: p::TimeoutExtended = de(v)?;
         Some(Fact::TimeoutExtended {
             agent_id: pl.agent_id,
             extra_ms: pl.extra_ms,
         })
     }),
-    entry("scheduler.paused", |_, _| Some(Fact::Paused)),
-    entry("scheduler.resumed", |_, _| Some(Fact::Resumed)),
-    entry("scheduler.stopped", |_, v| {
+    entry(ev::SchedulerPaused::TYPE, |_, _| Some(Fact::Paused)),
+    entry(ev::SchedulerResumed::TYPE, |_, _| Some(Fact::Resumed)),
+    entry(ev::SchedulerStopped::TYPE, |_, v| {
         Some(Fact::Stopped {
             reason: de::<p::SchedulerControl>(v)?
                 .reason
                 .unwrap_or_else(|| "stopped".into()),
         })
     }),
-    entry("scheduler.cancel_requested", |_, v| {
+    entry(ev::CancelRequested::TYPE, |_, v| {
         let pl: p::CancelRequested = de(v)?;
         Some(Fact::CancelRequested {
             task_id: pl.task_id,
@@ -138,17 +141,17 @@ const TABLE: &[Entry] = &[
             block: pl.block,
         })
     }),
-    entry("agent.paused", |_, v| {
+    entry(ev::AgentPaused::TYPE, |_, v| {
         Some(Fact::AgentHeld {
             agent_id: de::<p::AgentPauseChange>(v)?.agent_id,
         })
     }),
-    entry("agent.resumed", |_, v| {
+    entry(ev::AgentResumed::TYPE, |_, v| {
         Some(Fact::AgentReleased {
             agent_id: de::<p::AgentPauseChange>(v)?.agent_id,
         })
     }),
-    entry("task.retried", |_, v| {
+    entry(ev::TasksRetried::TYPE, |_, v| {
         Some(Fact::Retried {
             task_ids: de::<p::TasksRetried>(v)?.task_ids,
         })

@@ -12,29 +12,20 @@ impl Shell {
                 task_id,
                 reason,
                 by,
-            } => self.event(
-                "scheduler.cancel_requested",
-                &p::CancelRequested {
-                    task_id,
-                    reason: Some(reason),
-                    by,
-                    block: false,
-                },
-            )?,
-            Control::Pause { by } => self.event(
-                "scheduler.paused",
-                &p::SchedulerControl {
-                    by,
-                    ..Default::default()
-                },
-            )?,
-            Control::Resume { by } => self.event(
-                "scheduler.resumed",
-                &p::SchedulerControl {
-                    by,
-                    ..Default::default()
-                },
-            )?,
+            } => self.event(&p::CancelRequested {
+                task_id,
+                reason: Some(reason),
+                by,
+                block: false,
+            })?,
+            Control::Pause { by } => self.event(&ev::SchedulerPaused(p::SchedulerControl {
+                by,
+                ..Default::default()
+            }))?,
+            Control::Resume { by } => self.event(&ev::SchedulerResumed(p::SchedulerControl {
+                by,
+                ..Default::default()
+            }))?,
             Control::Hold {
                 agent_id,
                 task_id,
@@ -49,18 +40,16 @@ impl Shell {
                     // It ended meanwhile: nothing to hold.
                     return Ok(false);
                 }
-                let e = self.event(
-                    if held {
-                        "agent.paused"
-                    } else {
-                        "agent.resumed"
-                    },
-                    &p::AgentPauseChange {
-                        agent_id: agent_id.clone(),
-                        task_id,
-                        by: by.clone(),
-                    },
-                )?;
+                let change = p::AgentPauseChange {
+                    agent_id: agent_id.clone(),
+                    task_id,
+                    by: by.clone(),
+                };
+                let e = if held {
+                    self.event(&ev::AgentPaused(change))?
+                } else {
+                    self.event(&ev::AgentResumed(change))?
+                };
                 // Recorded first: every client sees it before the worker acts on it.
                 self.record(vec![e]).await?;
                 if let Some(worker) = self.workers.get(&agent_id) {
@@ -85,7 +74,7 @@ impl Shell {
                 if self.core.is_finished() || task_ids.is_empty() {
                     return Ok(false);
                 }
-                self.event("task.retried", &p::TasksRetried { task_ids, by })?
+                self.event(&p::TasksRetried { task_ids, by })?
             }
             Control::Shutdown => return Ok(true),
         };

@@ -8,31 +8,28 @@ impl Shell {
         let mut status = status_payload(&d.task_id, Some(d.attempt));
         status.agent_id = Some(d.agent_id.clone());
         status.agent_type = Some(d.role);
-        let status_type = match d.role {
-            AgentType::Reviewer | AgentType::ArchitectureDesigner => "task.reviewing",
-            AgentType::Debugger => "task.debugging",
-            _ => "task.started",
+        let status_now = match d.role {
+            AgentType::Reviewer | AgentType::ArchitectureDesigner => TaskStatus::Reviewing,
+            AgentType::Debugger => TaskStatus::Debugging,
+            _ => TaskStatus::Running,
         };
         let tools = crate::tools::offered(d.role);
         let (mut context, model) = self.assemble(&d, &tools);
         let mut compaction = None;
         if context.summary.compaction.needed {
-            let e = self.event(
-                "context.compaction.requested",
-                &p::CompactionRequested {
-                    agent_id: Some(d.agent_id.clone()),
-                    task_id: Some(d.task_id.clone()),
-                    reason: context
-                        .summary
-                        .compaction
-                        .reason
-                        .clone()
-                        .unwrap_or_default(),
-                    estimated_tokens: context.summary.token_estimate.total,
-                    threshold_tokens: context.summary.budget.threshold(),
-                    context_window_tokens: context.summary.budget.context_window_tokens,
-                },
-            )?;
+            let e = self.event(&p::CompactionRequested {
+                agent_id: Some(d.agent_id.clone()),
+                task_id: Some(d.task_id.clone()),
+                reason: context
+                    .summary
+                    .compaction
+                    .reason
+                    .clone()
+                    .unwrap_or_default(),
+                estimated_tokens: context.summary.token_estimate.total,
+                threshold_tokens: context.summary.budget.threshold(),
+                context_window_tokens: context.summary.budget.context_window_tokens,
+            })?;
             context.summary.compaction.requested_event_id = Some(e.id.clone());
             compaction = Some(e);
         }
@@ -60,30 +57,24 @@ impl Shell {
             Err(e) => (None, Some(e.to_string())),
         };
         let mut events = vec![
-            self.event(status_type, &status)?,
-            self.event(
-                "agent.started",
-                &p::AgentStarted {
-                    agent_id: d.agent_id.clone(),
-                    agent_type: d.role,
-                    task_id: Some(d.task_id.clone()),
-                    pid,
-                    model,
-                    context: Some(summary),
-                },
-            )?,
+            self.status_event(status_now, status)?,
+            self.event(&p::AgentStarted {
+                agent_id: d.agent_id.clone(),
+                agent_type: d.role,
+                task_id: Some(d.task_id.clone()),
+                pid,
+                model,
+                context: Some(summary),
+            })?,
         ];
         events.extend(compaction);
         if let Some(reason) = &failure {
-            events.push(self.event(
-                "agent.failed",
-                &p::AgentFailed {
-                    agent_id: d.agent_id.clone(),
-                    reason: reason.clone(),
-                    exit_code: None,
-                    failure: Some(AgentFailure::Spawn),
-                },
-            )?);
+            events.push(self.event(&p::AgentFailed {
+                agent_id: d.agent_id.clone(),
+                reason: reason.clone(),
+                exit_code: None,
+                failure: Some(AgentFailure::Spawn),
+            })?);
         }
         if failure.is_none() {
             self.dispatches.insert(d.agent_id.clone(), d);

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 
 use air_proto::context::{AgentRuntimeContext, ContextPack, ContextPackRefs, PermissionTemplate};
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
+use air_proto::events::{self as ev, Event};
 use air_proto::ipc::{AgentStart, ControlMessage, IpcBody, IpcMessage};
 use air_proto::layout::ProjectPaths;
 use air_proto::payload::{self as p, AgentFailure, RunCompleted, RunStarted};
+use air_proto::projection::TaskStatus;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -258,15 +260,12 @@ impl Shell {
         self.interrupt_tool_runs().await?;
         self.tools.interrupted = crate::scheduler::tooljob::Interrupted::load(&self.ctx.session);
         for (agent_id, _) in orphans {
-            self.record(vec![self.event(
-                "agent.failed",
-                &p::AgentFailed {
-                    agent_id: agent_id.clone(),
-                    reason: "airsd stopped while the agent ran".into(),
-                    exit_code: None,
-                    failure: Some(AgentFailure::Interrupted),
-                },
-            )?])
+            self.record(vec![self.event(&p::AgentFailed {
+                agent_id: agent_id.clone(),
+                reason: "airsd stopped while the agent ran".into(),
+                exit_code: None,
+                failure: Some(AgentFailure::Interrupted),
+            })?])
             .await?;
             self.expire_requests(Some(&agent_id)).await;
         }
@@ -317,14 +316,27 @@ impl Shell {
         }
     }
 
-    fn event<P: serde::Serialize>(&self, event_type: &str, payload: &P) -> Result<RuntimeEvent> {
-        RuntimeEvent::typed(
-            event_type,
-            self.session_id(),
-            EventSource::scheduler(),
-            payload,
-        )
-        .map_err(|e| Error::Internal(format!("{event_type} payload: {e}")))
+    fn event<E: Event>(&self, event: &E) -> Result<RuntimeEvent> {
+        RuntimeEvent::of(self.session_id(), EventSource::scheduler(), event)
+            .map_err(|e| Error::Internal(format!("{} payload: {e}", E::TYPE)))
+    }
+
+    /// A task status event: the status names the type.
+    fn status_event(&self, status: TaskStatus, pl: p::TaskStatusChanged) -> Result<RuntimeEvent> {
+        match status {
+            TaskStatus::Ready => self.event(&ev::TaskReady(pl)),
+            TaskStatus::Running => self.event(&ev::TaskStarted(pl)),
+            TaskStatus::Reviewing => self.event(&ev::TaskReviewing(pl)),
+            TaskStatus::Debugging => self.event(&ev::TaskDebugging(pl)),
+            TaskStatus::Completed => self.event(&ev::TaskCompleted(pl)),
+            TaskStatus::Failed => self.event(&ev::TaskFailed(pl)),
+            TaskStatus::Blocked => self.event(&ev::TaskBlocked(pl)),
+            TaskStatus::Cancelled => self.event(&ev::TaskCancelled(pl)),
+            TaskStatus::Pending => Err(Error::Internal(format!(
+                "no event sets task {} back to pending",
+                pl.task_id
+            ))),
+        }
     }
 
     /// Records events (durably, atomically, with whatever the round has buffered) and
@@ -398,7 +410,7 @@ impl Shell {
     async fn act(&mut self, decision: Decision) -> Result<()> {
         match decision {
             Decision::Ready { task_id } => {
-                let e = self.event("task.ready", &status_payload(&task_id, None))?;
+                let e = self.event(&ev::TaskReady(status_payload(&task_id, None)))?;
                 self.push(vec![e]);
                 Ok(())
             }
@@ -409,12 +421,12 @@ impl Shell {
             } => {
                 let mut pl = status_payload(&task_id, None);
                 pl.reason = reason;
-                let e = self.event(&format!("task.{}", status.as_str()), &pl)?;
+                let e = self.status_event(status, pl)?;
                 self.push(vec![e]);
                 Ok(())
             }
             Decision::CreateTask(spec) => {
-                let e = self.event("task.created", &p::TaskCreated { task: *spec })?;
+                let e = self.event(&p::TaskCreated { task: *spec })?;
                 self.push(vec![e]);
                 Ok(())
             }
@@ -425,15 +437,12 @@ impl Shell {
                 elapsed_ms,
                 hard_timeout_ms,
             } => {
-                let e = self.event(
-                    "agent.soft_timeout",
-                    &p::AgentSoftTimeout {
-                        agent_id,
-                        task_id: Some(task_id),
-                        elapsed_ms,
-                        hard_timeout_ms,
-                    },
-                )?;
+                let e = self.event(&p::AgentSoftTimeout {
+                    agent_id,
+                    task_id: Some(task_id),
+                    elapsed_ms,
+                    hard_timeout_ms,
+                })?;
                 self.push(vec![e]);
                 Ok(())
             }
@@ -455,54 +464,47 @@ impl Shell {
                 for a in &agents {
                     tracing::info!(agent = %a.agent_id, silent_ms = a.silent_ms, "patrol");
                 }
-                let e = self.event("scheduler.patrol", &p::Patrol { idle_ms, agents })?;
+                let e = self.event(&p::Patrol { idle_ms, agents })?;
                 if let Err(e) = self.ctx.session.store().append(e).await {
                     tracing::warn!("cannot record the patrol: {e}");
                 }
                 Ok(())
             }
             Decision::RunComplete(outcome) => {
-                let e = self.event("run.completed", &outcome)?;
+                let e = self.event(&outcome)?;
                 self.record(vec![e]).await?;
                 self.expire_requests(None).await;
                 self.write_report(&outcome);
                 Ok(())
             }
             Decision::StopForBudget { budget, reason } => {
-                let e = self.event(
-                    "scheduler.stopped",
-                    &p::SchedulerControl {
-                        reason: Some(reason),
-                        by: None,
-                        budget: Some(budget),
-                    },
-                )?;
+                let e = self.event(&ev::SchedulerStopped(p::SchedulerControl {
+                    reason: Some(reason),
+                    by: None,
+                    budget: Some(budget),
+                }))?;
                 self.record(vec![e]).await
             }
             Decision::Refuse(refusal) => self.refuse(*refusal).await,
             Decision::EndAgent { agent_id, end } => {
                 let event = match end {
-                    AgentEnd::Completed { result, exit_code } => self.event(
-                        "agent.completed",
-                        &p::AgentCompleted {
+                    AgentEnd::Completed { result, exit_code } => {
+                        self.event(&p::AgentCompleted {
                             agent_id: agent_id.clone(),
                             exit_code,
                             result: Some(*result),
-                        },
-                    )?,
+                        })?
+                    }
                     AgentEnd::Failed {
                         failure,
                         reason,
                         exit_code,
-                    } => self.event(
-                        "agent.failed",
-                        &p::AgentFailed {
-                            agent_id: agent_id.clone(),
-                            reason,
-                            exit_code,
-                            failure: Some(failure),
-                        },
-                    )?,
+                    } => self.event(&p::AgentFailed {
+                        agent_id: agent_id.clone(),
+                        reason,
+                        exit_code,
+                        failure: Some(failure),
+                    })?,
                 };
                 self.push(vec![event]);
                 self.expire_requests(Some(&agent_id)).await;

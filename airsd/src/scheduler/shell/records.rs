@@ -5,6 +5,7 @@
 use super::*;
 use crate::event_store::query;
 use crate::scheduler::core::{recovered_types, Ask};
+use air_proto::events as ev;
 
 /// What recovery found in a session's database.
 pub struct Recovered {
@@ -20,11 +21,11 @@ pub fn recover(session: &Session, config: Config) -> Result<Option<Recovered>> {
     let mut core = Core::new(config);
     let mut started: Option<RunStarted> = None;
     query::events_of_types(&conn, &types, |e| {
-        if e.event_type == "run.started" && started.is_none() {
+        if e.event_type == ev::RunStarted::TYPE && started.is_none() {
             started = serde_json::from_value::<RunStarted>(e.payload.clone()).ok();
         }
         // A continuation may replace the budgets.
-        if e.event_type == "run.continued" {
+        if e.event_type == ev::RunContinued::TYPE {
             if let (Some(run), Ok(more)) = (
                 started.as_mut(),
                 serde_json::from_value::<p::RunContinued>(e.payload.clone()),
@@ -58,12 +59,9 @@ impl Shell {
                 session.id()
             ),
         };
-        if let Ok(ev) = self.event(
-            "run.halted",
-            &p::RunHalted {
-                reason: Some(reason),
-            },
-        ) {
+        if let Ok(ev) = self.event(&p::RunHalted {
+            reason: Some(reason),
+        }) {
             let _ = session.store().append(ev).await;
         }
     }
@@ -76,7 +74,7 @@ impl Shell {
             .bus()
             .read(|p, _| p.run.as_ref().is_some_and(|r| r.halted.is_some()));
         if halted {
-            if let Ok(ev) = self.event("run.halted", &p::RunHalted { reason: None }) {
+            if let Ok(ev) = self.event(&p::RunHalted { reason: None }) {
                 let _ = self.ctx.session.store().append(ev).await;
             }
         }
@@ -91,16 +89,19 @@ impl Shell {
         };
         let mut events = Vec::new();
         for id in commands {
-            events.push(self.event(
-                "command.failed",
-                &serde_json::json!({ "command_run_id": id, "error": "interrupted: airsd stopped while it ran" }),
-            )?);
+            events.push(self.event(&p::CommandFailed {
+                command_run_id: id,
+                error: "interrupted: airsd stopped while it ran".into(),
+                exit_code: None,
+                duration_ms: None,
+            })?);
         }
         for id in tools {
-            events.push(self.event(
-                "tool.failed",
-                &serde_json::json!({ "tool_run_id": id, "error": crate::scheduler::tooljob::INTERRUPTED }),
-            )?);
+            events.push(self.event(&p::ToolFailed {
+                tool_run_id: id,
+                error: crate::scheduler::tooljob::INTERRUPTED.into(),
+                duration_ms: None,
+            })?);
         }
         if !events.is_empty() {
             self.record(events).await?;
@@ -143,26 +144,20 @@ impl Shell {
     /// answer wins), and then nothing is blocked either.
     pub(super) async fn refuse(&mut self, refusal: Refusal) -> Result<()> {
         let id = refusal.request_id;
-        let mut events = vec![self.event(
-            "permission.decision.recorded",
-            &p::PermissionDecisionRecorded {
-                request_id: Some(id.clone()),
-                decision: p::PermissionDecision::Deny,
-                decided_by: "policy".into(),
-                scope: Some(p::DecisionScope::Once),
-                reason: Some(refusal.reason),
-            },
-        )?];
+        let mut events = vec![self.event(&p::PermissionDecisionRecorded {
+            request_id: Some(id.clone()),
+            decision: p::PermissionDecision::Deny,
+            decided_by: "policy".into(),
+            scope: Some(p::DecisionScope::Once),
+            reason: Some(refusal.reason),
+        })?];
         if let Some((task_id, reason)) = refusal.block {
-            events.push(self.event(
-                "scheduler.cancel_requested",
-                &p::CancelRequested {
-                    task_id: Some(task_id),
-                    reason: Some(reason),
-                    by: Some("policy".into()),
-                    block: true,
-                },
-            )?);
+            events.push(self.event(&p::CancelRequested {
+                task_id: Some(task_id),
+                reason: Some(reason),
+                by: Some("policy".into()),
+                block: true,
+            })?);
         }
         let facts: Vec<Fact> = events
             .iter()
@@ -194,16 +189,13 @@ impl Shell {
                 .collect::<Vec<_>>()
         });
         for id in pending {
-            let Ok(e) = self.event(
-                "permission.decision.recorded",
-                &p::PermissionDecisionRecorded {
-                    request_id: Some(id.clone()),
-                    decision: p::PermissionDecision::Deny,
-                    decided_by: p::EXPIRED.into(),
-                    scope: Some(p::DecisionScope::Once),
-                    reason: Some("the agent that asked has ended".into()),
-                },
-            ) else {
+            let Ok(e) = self.event(&p::PermissionDecisionRecorded {
+                request_id: Some(id.clone()),
+                decision: p::PermissionDecision::Deny,
+                decided_by: p::EXPIRED.into(),
+                scope: Some(p::DecisionScope::Once),
+                reason: Some("the agent that asked has ended".into()),
+            }) else {
                 continue;
             };
             if let Err(e) = self.ctx.session.store().append(e).await {

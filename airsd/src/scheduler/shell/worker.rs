@@ -3,25 +3,9 @@
 
 use super::*;
 use crate::scheduler::core::ProcessEnd;
+use air_proto::events as ev;
 
 impl Shell {
-    /// Event types a worker may publish itself; the rest belong to airsd.
-    pub(super) fn worker_may_send(event_type: &str) -> bool {
-        matches!(
-            event_type,
-            "agent.heartbeat"
-                | "agent.timeout_extension.requested"
-                | "task.progress"
-                | "token.delta"
-                | "assistant.message.created"
-                | "context.compaction.requested"
-                | "context.compaction.completed"
-                | "summary.created"
-                | "debug.record.created"
-                | "memory.candidate.created"
-        )
-    }
-
     pub(super) async fn worker_event(&mut self, event: WorkerEvent) -> Result<()> {
         match event {
             WorkerEvent::Message { agent_id, message } => self.message(&agent_id, *message).await,
@@ -58,7 +42,7 @@ impl Shell {
         };
         match message.body {
             IpcBody::Event(mut event) => {
-                if !Self::worker_may_send(&event.event_type) {
+                if !air_proto::registry::worker_may_send(&event.event_type) {
                     tracing::warn!(
                         agent = agent_id,
                         "dropped `{}` from a worker: airsd records it",
@@ -71,7 +55,7 @@ impl Shell {
                     event.source = EventSource::agent(agent_id, role);
                 }
                 // Held as asked: from now its time limits stop counting.
-                if event.event_type == "agent.heartbeat"
+                if event.event_type == ev::AgentHeartbeat::TYPE
                     && event.payload["state"].as_str() == Some("PAUSED")
                 {
                     self.core.apply(
@@ -81,19 +65,16 @@ impl Shell {
                         now_ms(),
                     );
                 }
-                if event.event_type == "agent.timeout_extension.requested" {
+                if event.event_type == ev::TimeoutExtensionRequested::TYPE {
                     let requested = event.payload["extra_ms"].as_u64().unwrap_or(0);
                     let reason = event.payload["reason"].as_str().map(str::to_string);
                     let grant = self.core.extension_grant(agent_id, requested);
                     if grant > 0 {
-                        let e = self.event(
-                            "agent.timeout_extended",
-                            &p::TimeoutExtended {
-                                agent_id: agent_id.to_string(),
-                                extra_ms: grant,
-                                reason,
-                            },
-                        )?;
+                        let e = self.event(&p::TimeoutExtended {
+                            agent_id: agent_id.to_string(),
+                            extra_ms: grant,
+                            reason,
+                        })?;
                         self.record(vec![e]).await?;
                     }
                     if let Some(w) = self.workers.get(agent_id) {
@@ -109,7 +90,7 @@ impl Shell {
                     return Ok(());
                 }
                 match event.event_type.as_str() {
-                    "token.delta" => {
+                    ev::TokenDelta::TYPE => {
                         if let Ok(d) =
                             serde_json::from_value::<p::TokenDelta>(event.payload.clone())
                         {
@@ -133,7 +114,7 @@ impl Shell {
                             }
                         }
                     }
-                    "assistant.message.created" => {
+                    ev::AssistantMessageCreated::TYPE => {
                         if let Some(m) = event.payload.get("message_id").and_then(Value::as_str) {
                             self.drafts.finished(m);
                         }
@@ -261,20 +242,17 @@ impl Shell {
             }
         };
         let task_id = self.dispatches.get(agent_id).map(|d| d.task_id.clone());
-        let e = self.event(
-            "artifact.created",
-            &p::ArtifactCreated {
-                artifact: stored.artifact,
-                path: Some(format!("workers/{agent_id}.stderr.log")),
-                original_name: Some("stderr".into()),
-                task_id,
-                agent_id: Some(agent_id.to_string()),
-                tool_run_id: None,
-                command_run_id: None,
-                entity_type: Some("worker_stderr".into()),
-                entity_id: None,
-            },
-        )?;
+        let e = self.event(&p::ArtifactCreated {
+            artifact: stored.artifact,
+            path: Some(format!("workers/{agent_id}.stderr.log")),
+            original_name: Some("stderr".into()),
+            task_id,
+            agent_id: Some(agent_id.to_string()),
+            tool_run_id: None,
+            command_run_id: None,
+            entity_type: Some("worker_stderr".into()),
+            entity_id: None,
+        })?;
         self.push(vec![e]);
         Ok(())
     }
