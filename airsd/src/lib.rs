@@ -1,11 +1,19 @@
 //! airsd, the daemon of one project, as a library: the binary in `main.rs` is a thin
 //! shell, so tests drive the same engine in-process and through the socket.
 //!
-//! Owns: the session databases ([`db`]), the [`event_store`] that decides durability
-//! and commits events with their domain-table changes, the [`bus`] that fans events out,
-//! and the projections clients read ([`projection`]).
+//! Owns: the session databases ([`db`]) and each open [`session`], the [`event_store`]
+//! that decides durability and commits events with their domain-table changes, the
+//! [`bus`] that fans events out, the projections clients read ([`projection`]), the
+//! [`daemon`] (socket, JSON-RPC API, clients, runs), the [`scheduler`] (its pure core
+//! and the shell that drives workers), the worker processes ([`supervisor`]), the
+//! [`tools`] agents act through and the OS [`sandbox`] their commands run in, the
+//! agents' starting [`context`], their [`models`], the session [`artifacts`], the
+//! daemon's rotating [`logfile`], and the crate's [`error`]s.
 //!
-//! Must not: print, read the environment, or trust any input it did not check.
+//! Must not: print (it logs through `tracing`; only the sandbox launcher, which runs as
+//! its own process, writes to its stdio), or trust any input it did not check.
+//! The environment it reads is named where it is read: the home directory and the
+//! variables a command may see (`tools::exec::command_env`).
 
 pub mod artifacts;
 pub mod bus;

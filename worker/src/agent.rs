@@ -27,7 +27,6 @@ use crate::replay::{self, Recorder, Recording, Server};
 use crate::submit;
 
 /// Turns a task may take when its spec does not say.
-pub const DEFAULT_MAX_TURNS: u32 = 40;
 /// Output tokens asked for per turn, at most.
 pub const MAX_OUTPUT: u32 = 16_384;
 
@@ -425,7 +424,7 @@ async fn run_with(
     let mut compaction_asked = context.summary.compaction.needed;
     let mut ran: Vec<submit::Ran> = Vec::new();
     let max_turns = match start.task_spec.constraints.max_turns {
-        0 => DEFAULT_MAX_TURNS,
+        0 => air_proto::plan::DEFAULT_MAX_TURNS,
         n => n,
     };
     let debugging = role == AgentType::Debugger;

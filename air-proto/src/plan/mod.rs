@@ -134,7 +134,12 @@ wire_enum! {
     }
 }
 
-/// Built-in constraint defaults, used when neither the task nor the plan sets one.
+/// Most agents running at once when neither the run, the plan nor the user's
+/// configuration sets it.
+pub const DEFAULT_CONCURRENCY: u32 = 4;
+
+/// Built-in constraint defaults, used when neither the task nor the plan sets one (the
+/// worker applies the same turn limit to a task that names none).
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 pub const DEFAULT_SOFT_TIMEOUT_MS: u64 = 15 * 60 * 1000;
 pub const DEFAULT_HARD_TIMEOUT_MS: u64 = 45 * 60 * 1000;

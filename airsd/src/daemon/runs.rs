@@ -20,7 +20,7 @@ use crate::tools::permission::Engine;
 use crate::Session;
 
 /// Concurrency when neither the plan nor the caller sets one.
-pub const DEFAULT_CONCURRENCY: u32 = 4;
+pub use air_proto::plan::DEFAULT_CONCURRENCY;
 
 fn event<E: air_proto::events::Event>(session: &str, event: &E) -> Result<RuntimeEvent> {
     RuntimeEvent::of(session, EventSource::scheduler(), event)

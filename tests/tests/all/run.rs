@@ -1136,3 +1136,57 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
     );
     let _ = air(&q, &["daemon", "stop"]);
 }
+
+/// The idle timeout counts only when nothing is going on: a run whose client has gone
+/// (`--detach`) keeps the daemon up to its end, and then it exits on its own.
+#[test]
+fn the_daemon_does_not_exit_on_its_idle_timeout_while_a_run_is_going() {
+    let p = project();
+    write(
+        &p,
+        "long.md",
+        "# Long\n\n## Task L1: one\nair-test-sleep: 1500\n\n## Task L2: two\n\n- depends_on: L1\n\nair-test-sleep: 1500\n",
+    );
+    let mut daemon = Command::new(bin("airsd"))
+        .args(["--foreground", "--idle-timeout", "1", "--project"])
+        .arg(&p.root)
+        .env("AIR_WORKER", bin("air-test-worker"))
+        .env("AIR_HEARTBEAT_MS", "100")
+        .env("AIR_HOME", p.dir.path().join("air-home"))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !p.paths().socket().exists() {
+        assert!(Instant::now() < deadline, "airsd did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let started = Instant::now();
+    let out = air(&p, &["run", "--plan", "long.md", "--detach"]);
+    expect(&out, 0);
+    // No client is attached from here; the run alone keeps the daemon up.
+    let status = daemon.wait().unwrap();
+    let lived = started.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(
+        lived >= Duration::from_secs(3),
+        "exited after {lived:?}, mid-run"
+    );
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM events WHERE type = 'run.completed'"
+        ),
+        1,
+        "the run ended before the daemon did"
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM tasks WHERE status = 'completed'"
+        ),
+        2
+    );
+}

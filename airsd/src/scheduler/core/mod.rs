@@ -69,7 +69,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            concurrency: 4,
+            concurrency: air_proto::plan::DEFAULT_CONCURRENCY,
             stall_ms: 120_000,
             patrol_ms: 600_000,
             auto_rejections: 2,

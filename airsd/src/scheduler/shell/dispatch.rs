@@ -35,12 +35,7 @@ impl Shell {
         }
         let summary = context.summary.clone();
         let start = self.start_message(&d, context, tools);
-        let stderr = self
-            .ctx
-            .paths
-            .artifacts(self.session_id())
-            .join("workers")
-            .join(format!("{}.stderr.log", d.agent_id));
+        let stderr = self.stderr_path(&d.agent_id);
         let spawned = Worker::spawn(
             &self.config.worker,
             self.ctx.paths.root(),

@@ -209,12 +209,13 @@ impl Shell {
         Ok(())
     }
 
+    /// Where a worker's stderr goes: `workers/<agent>.stderr.log` in the session's
+    /// artifacts (the path relative to them is [`stderr_artifact`]).
     pub(super) fn stderr_path(&self, agent_id: &str) -> PathBuf {
         self.ctx
             .paths
             .artifacts(self.session_id())
-            .join("workers")
-            .join(format!("{agent_id}.stderr.log"))
+            .join(stderr_artifact(agent_id))
     }
 
     /// A worker's stderr becomes an artifact of the session when it wrote anything;
@@ -229,7 +230,7 @@ impl Shell {
             let _ = std::fs::remove_file(&path);
             return Ok(());
         }
-        let rel = format!("workers/{agent_id}.stderr.log");
+        let rel = stderr_artifact(agent_id);
         let stored = match self
             .tools
             .artifacts
@@ -244,7 +245,7 @@ impl Shell {
         let task_id = self.dispatches.get(agent_id).map(|d| d.task_id.clone());
         let e = self.event(&p::ArtifactCreated {
             artifact: stored.artifact,
-            path: Some(format!("workers/{agent_id}.stderr.log")),
+            path: Some(rel),
             original_name: Some("stderr".into()),
             task_id,
             agent_id: Some(agent_id.to_string()),
@@ -267,4 +268,9 @@ impl Shell {
             .find(|l| !l.trim().is_empty())
             .map(|l| l.chars().take(300).collect())
     }
+}
+
+/// A worker's stderr log, relative to the session's artifacts.
+fn stderr_artifact(agent_id: &str) -> String {
+    format!("workers/{agent_id}.stderr.log")
 }
