@@ -16,7 +16,6 @@ use air_proto::api::{params, AirApiClient};
 use air_proto::client::Connection;
 use air_proto::event::RuntimeEvent;
 use air_proto::payload::RunOutcome;
-use air_proto::plan::graph::Drawing;
 use air_proto::plan::{OnAsk, PermissionMode};
 use air_proto::report::RunReport;
 use clap::Args;
@@ -844,7 +843,7 @@ async fn finish(
         })
         .await
         .map_err(rpc_failure)?;
-    let drawing = Drawing::from_projection(&snapshot.projection);
+    let drawing = snapshot.projection.drawing();
     if let Some(path) = &args.junit {
         std::fs::write(path, report.junit_xml())
             .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;

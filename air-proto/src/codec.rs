@@ -7,9 +7,7 @@
 //! for a well-formed JSON line that is not a valid message, the JSON path.
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
-
-use crate::ipc::{ProtocolError, ProtocolErrorCode};
+use serde::{Deserialize, Serialize};
 
 /// Default cap on one line (16 MiB).
 pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
@@ -276,4 +274,26 @@ impl NdjsonDecoder {
 
 fn trim_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// A peer sent something that is not a valid message. Names the line and the JSON path.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolError {
+    pub code: ProtocolErrorCode,
+    pub message: String,
+    /// 1-based line number on the pipe.
+    pub line: Option<u64>,
+    /// JSON path of the offending value, e.g. `control.task_spec.title`.
+    pub path: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolErrorCode {
+    LineTooLong,
+    InvalidUtf8,
+    InvalidJson,
+    InvalidMessage,
+    UnexpectedMessage,
 }

@@ -12,7 +12,7 @@ pub struct AgentRuntimeContext {
     pub worktree_path: Option<String>,
     pub permission_template: PermissionTemplate,
     /// The role this agent plays on the task (a reviewer works on an `execute` task).
-    pub agent_type: Option<crate::event::AgentType>,
+    pub agent_type: Option<crate::role::AgentType>,
     /// The executor attempt of the task this agent belongs to (1-based).
     pub attempt: Option<u32>,
     /// The run's model override (`--model`/`--provider`), which comes before

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::role::AgentType;
 use crate::time::IsoTime;
 
 /// Who produced an event (baseline §14 `EventSource`).
@@ -59,21 +60,6 @@ wire_enum! {
         Agent = "agent",
         Tool = "tool",
         System = "system",
-    }
-}
-
-wire_enum! {
-    /// The agent roles. The seeds' worker set (executor … experience_miner) plus the two
-    /// roles that also run as worker processes here: the architecture designer (milestone
-    /// reviews) and the main agent.
-    pub enum AgentType {
-        Executor = "executor",
-        Reviewer = "reviewer",
-        Debugger = "debugger",
-        Compactor = "compactor",
-        ExperienceMiner = "experience_miner",
-        ArchitectureDesigner = "architecture_designer",
-        Main = "main",
     }
 }
 

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+pub use crate::codec::{ProtocolError, ProtocolErrorCode};
 use crate::context::{AgentRuntimeContext, ContextPack};
 use crate::error::WireError;
 use crate::event::RuntimeEvent;
@@ -204,28 +205,6 @@ pub struct WorkerCheckpoint {
     pub note: Option<String>,
 }
 
-/// A peer sent something that is not a valid message. Names the line and the JSON path.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProtocolError {
-    pub code: ProtocolErrorCode,
-    pub message: String,
-    /// 1-based line number on the pipe.
-    pub line: Option<u64>,
-    /// JSON path of the offending value, e.g. `control.task_spec.title`.
-    pub path: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProtocolErrorCode {
-    LineTooLong,
-    InvalidUtf8,
-    InvalidJson,
-    InvalidMessage,
-    UnexpectedMessage,
-}
-
 /// Control messages from the Scheduler to a worker (baseline §14).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ControlMessage {
@@ -255,7 +234,7 @@ pub struct AgentStart {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelQuery {
-    pub agent_type: crate::event::AgentType,
+    pub agent_type: crate::role::AgentType,
     /// The run's `--model`/`--provider` override (`provider/model`, `model` or
     /// `provider/`): before `AIR_MODEL`.
     pub flag: Option<String>,

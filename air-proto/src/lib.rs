@@ -2,9 +2,12 @@
 //! JSON is exactly the shapes of the design seeds (snake_case fields, enum values as the
 //! seeds' strings, optional fields omitted when absent).
 //!
-//! This crate holds types, the event registry, the projection model with its delta
-//! semantics, and the NDJSON codec. It does no I/O of its own except in the `layout`
-//! feature (the `.air/` directory tree), and it never reads the environment.
+//! This crate holds the contracts (types, the event registry, the API's method table,
+//! the NDJSON codec) and the pure logic both sides must share (the projection reducer,
+//! the plan compiler, the run report). It never reads the environment, and does no I/O
+//! except behind the features named for it: `layout` (the `.air/` tree), `config` (the
+//! user's configuration files), `backup` (the backup repository) and `client` (the
+//! daemon's socket).
 
 #[macro_use]
 mod wire_enum;
@@ -35,6 +38,7 @@ pub mod projection;
 pub mod registry;
 pub mod report;
 pub mod result;
+pub mod role;
 pub mod task;
 pub mod time;
 pub mod tool;

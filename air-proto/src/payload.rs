@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::AgentType;
 use crate::plan::{Budgets, OnAsk, PermissionMode};
 use crate::result::{ArtifactRef, EvidenceRef, WorkerResult};
+use crate::role::AgentType;
 use crate::task::TaskSpec;
 
 /// `session.created`.

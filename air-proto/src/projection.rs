@@ -931,3 +931,25 @@ pub fn enum_str<T: Serialize>(value: &T) -> Option<String> {
         _ => None,
     }
 }
+
+impl Projection {
+    /// The task graph as it stands, for drawing.
+    pub fn drawing(&self) -> crate::plan::graph::Drawing {
+        crate::plan::graph::Drawing::new(
+            self.tasks
+                .iter()
+                .map(|t| (t.id.clone(), t.title.clone(), t.phase.clone()))
+                .collect(),
+            self.edges
+                .iter()
+                .map(|e| {
+                    (
+                        e.depends_on_task_id.clone(),
+                        e.task_id.clone(),
+                        e.dependency_type,
+                    )
+                })
+                .collect(),
+        )
+    }
+}

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::AgentType;
+use crate::role::AgentType;
 use crate::task::EvidenceType;
 use crate::time::IsoTime;
 

@@ -62,6 +62,7 @@ pub fn waves(tasks: &[TaskView], edges: &[EdgeView]) -> Vec<Vec<usize>> {
 }
 
 /// Where each task's box is, in graph coordinates (column, row) → (x, y).
+/// Where each task's box is, in graph coordinates (column, row) → (x, y).
 fn positions(waves: &[Vec<usize>], n: usize) -> Vec<(u16, u16)> {
     let mut pos = vec![(0, 0); n];
     for (c, wave) in waves.iter().enumerate() {
@@ -149,7 +150,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &crate::app::App, theme: &Theme) 
         );
         let line: String = format!(
             "{} {}",
-            crate::view::icon(t.status, frame),
+            crate::theme::icon(t.status, frame),
             t.status.as_str()
         );
         let attempts = if t.attempts > 1 {

@@ -17,7 +17,22 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::app::Key;
+/// A key, as the TUI reads it (independent of the terminal library).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Ctrl(char),
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Tab,
+    Enter,
+    Esc,
+    Backspace,
+}
 
 /// What a key does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

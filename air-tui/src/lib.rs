@@ -4,16 +4,21 @@
 //!
 //! - [`app`]: the state — the projection and the UI's own (selection, focus, dialogs)
 //!   — and what keys do to it;
-//! - [`view`]: rendering, a pure function of the state and the [`theme`];
+//! - [`view`]: rendering, a pure function of the state and the [`theme`] ([`graph`]
+//!   draws the task graph, [`waves`] orders its tasks, [`markdown`] the agents' text);
+//! - [`keymap`]: keys and the actions they are bound to; [`pointer`]: the mouse,
+//!   through the renderer's layout;
 //! - [`run`]: the attached terminal — connection, subscription, keys, reconnects.
 
 pub mod app;
 pub mod graph;
 pub mod keymap;
 pub mod markdown;
+pub mod pointer;
 pub mod run;
 pub mod theme;
 pub mod view;
+pub mod waves;
 
 #[cfg(test)]
 mod tests;

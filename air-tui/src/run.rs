@@ -8,6 +8,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::pointer::Pointer as _;
 use air_proto::api::{params, AirApiClient, ClientMode, SessionUpdate};
 use air_proto::client::{ConnectOptions, Connection};
 use air_proto::payload::PermissionDecision;

@@ -2,6 +2,7 @@
 //! at 80×24 and 160×48 and compared with insta snapshots; and the state test — the
 //! deltas applied one by one give the same screen as the snapshot taken at the end.
 
+use crate::pointer::Pointer as _;
 use air_proto::api::{DeltaItem, SessionUpdate, Snapshot};
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
 use air_proto::payload as p;

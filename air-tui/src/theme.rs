@@ -249,6 +249,23 @@ impl Theme {
     }
 }
 
+pub(crate) const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// A task status as one character (running ones spin with `frame`).
+pub(crate) fn icon(status: TaskStatus, frame: u64) -> char {
+    match status {
+        TaskStatus::Running | TaskStatus::Reviewing | TaskStatus::Debugging => {
+            SPINNER[(frame % SPINNER.len() as u64) as usize]
+        }
+        TaskStatus::Completed => '✓',
+        TaskStatus::Failed => '✗',
+        TaskStatus::Blocked => '!',
+        TaskStatus::Cancelled => '-',
+        TaskStatus::Ready => '•',
+        TaskStatus::Pending => '·',
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,24 +23,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
 use ratatui::Frame;
 
+pub use crate::app::{first_row, task_rows, Row};
 use crate::app::{App, Link, Pane};
-use crate::theme::Theme;
-
-const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-
-pub(crate) fn icon(status: TaskStatus, frame: u64) -> char {
-    match status {
-        TaskStatus::Running | TaskStatus::Reviewing | TaskStatus::Debugging => {
-            SPINNER[(frame % SPINNER.len() as u64) as usize]
-        }
-        TaskStatus::Completed => '✓',
-        TaskStatus::Failed => '✗',
-        TaskStatus::Blocked => '!',
-        TaskStatus::Cancelled => '-',
-        TaskStatus::Ready => '•',
-        TaskStatus::Pending => '·',
-    }
-}
+use crate::theme::{icon, Theme, SPINNER};
 
 fn short(n: u64) -> String {
     if n >= 1_000_000 {
@@ -144,48 +129,6 @@ pub fn viewer_area(area: Rect) -> Rect {
         y: area.y + 1,
         ..area
     }
-}
-
-/// A row of the task list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Row {
-    /// The heading of a wave (0-based).
-    Wave(usize),
-    /// A task, by index.
-    Task(usize),
-}
-
-/// The task list's rows: the tasks the filter shows, and in waves a heading before
-/// each wave.
-pub fn task_rows(app: &App) -> Vec<Row> {
-    if app.ui.layout == crate::app::Layout::List {
-        return app.visible_tasks().into_iter().map(Row::Task).collect();
-    }
-    let mut rows = Vec::new();
-    for (w, wave) in crate::graph::waves(app.tasks(), &app.projection.edges)
-        .iter()
-        .enumerate()
-    {
-        let at = rows.len();
-        rows.extend(
-            wave.iter()
-                .filter(|&&i| app.task_shown(i))
-                .map(|&i| Row::Task(i)),
-        );
-        if rows.len() > at {
-            rows.insert(at, Row::Wave(w));
-        }
-    }
-    rows
-}
-
-/// The first row in view of a list `height` rows high: the selected row is kept in
-/// view, at the bottom when it is further down.
-pub fn first_row(rows: &[Row], selected: usize, height: u16) -> usize {
-    let height = usize::from(height).max(1);
-    rows.iter()
-        .position(|r| *r == Row::Task(selected))
-        .map_or(0, |s| s.saturating_sub(height - 1))
 }
 
 /// Draws the whole screen.

@@ -3,7 +3,7 @@
 //! table come the method list ([`METHODS`]), the params check airsd runs before a
 //! method ([`params::validate`]), the server trait and its dispatch
 //! ([`AirApi::into_rpc`]), the Rust client ([`AirApiClient`]) and the OpenRPC document
-//! ([`super::openrpc`]). Adding a method is one line here, its params struct in
+//! ([`super::openrpc()`]). Adding a method is one line here, its params struct in
 //! [`params`] and its handler in airsd.
 
 use serde::de::DeserializeOwned;
@@ -241,7 +241,37 @@ fn describe<P: Params, R: schemars::JsonSchema>(
     kept: &mut Vec<String>,
     (name, summary, result): (&str, &str, &str),
 ) -> Value {
-    super::openrpc::method::<P, R>(g, kept, name, summary, result)
+    describe_method::<P, R>(g, kept, name, summary, result)
+}
+
+/// One method: its params by name (with their schemas and whether each is required)
+/// and its result.
+fn describe_method<P: Params, R: schemars::JsonSchema>(
+    generator: &mut schemars::generate::SchemaGenerator,
+    kept: &mut Vec<String>,
+    name: &str,
+    summary: &str,
+    result: &str,
+) -> Value {
+    generator.subschema_for::<P>();
+    let type_name = <P as schemars::JsonSchema>::schema_name().to_string();
+    let def = generator
+        .definitions()
+        .get(&type_name)
+        .cloned()
+        .unwrap_or(Value::Null);
+    kept.push(type_name);
+    let required: Vec<&str> = def["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let params: Vec<Value> = P::NAMES
+        .iter()
+        .map(|n| serde_json::json!({ "name": n, "required": required.contains(n), "schema": def["properties"][*n] }))
+        .collect();
+    let result =
+        serde_json::json!({ "name": result, "schema": generator.subschema_for::<R>().to_value() });
+    serde_json::json!({ "name": name, "summary": summary, "paramStructure": "either", "params": params, "result": result })
 }
 
 macro_rules! api {

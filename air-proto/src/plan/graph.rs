@@ -174,24 +174,14 @@ impl Drawing {
         }
     }
 
-    pub fn from_projection(p: &crate::projection::Projection) -> Self {
+    /// A drawing of these tasks (id, title, phase) and edges (from, to, type).
+    pub fn new(
+        nodes: Vec<(String, String, Option<String>)>,
+        edges: Vec<(String, String, DependencyType)>,
+    ) -> Self {
         Self {
-            nodes: p
-                .tasks
-                .iter()
-                .map(|t| (t.id.clone(), t.title.clone(), t.phase.clone()))
-                .collect(),
-            edges: p
-                .edges
-                .iter()
-                .map(|e| {
-                    (
-                        e.depends_on_task_id.clone(),
-                        e.task_id.clone(),
-                        e.dependency_type,
-                    )
-                })
-                .collect(),
+            nodes,
+            edges,
             phase_titles: BTreeMap::new(),
         }
     }

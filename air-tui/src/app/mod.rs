@@ -11,14 +11,17 @@ use air_proto::event::RuntimeEvent;
 use air_proto::payload as p;
 use air_proto::projection::{Projection, TaskStatus};
 
+pub use crate::keymap::Key;
 use crate::keymap::{Action, Keymap};
 
 mod dialogs;
 mod input;
 mod log;
+mod rows;
 
 pub use dialogs::{fuzzy, CommandPalette, Picked, Picker, PickerRow, Viewer};
 pub use log::{LogFilter, LogLine};
+pub use rows::{first_row, task_rows, Row};
 
 /// Event-log lines kept in memory (older ones are read back with `events.list`).
 pub const LOG_LINES: usize = 10_000;
@@ -99,23 +102,6 @@ pub enum Command {
     },
 }
 
-/// A key, as the TUI reads it (independent of the terminal library).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Key {
-    Char(char),
-    Ctrl(char),
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Home,
-    End,
-    Tab,
-    Enter,
-    Esc,
-    Backspace,
-}
-
 /// What the mouse did, and where (cells from the screen's top-left corner).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mouse {
@@ -125,7 +111,7 @@ pub enum Mouse {
 }
 
 /// Lines a wheel notch scrolls.
-const WHEEL_LINES: usize = 3;
+pub(crate) const WHEEL_LINES: usize = 3;
 
 /// How the tasks are shown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -630,13 +616,13 @@ impl App {
     }
 
     /// Moves the selection `by` shown tasks (negative: up), staying within them.
-    fn step(&mut self, by: isize) {
+    pub(crate) fn step(&mut self, by: isize) {
         // In the order they are shown (in waves: wave by wave).
-        let shown: Vec<usize> = crate::view::task_rows(self)
+        let shown: Vec<usize> = task_rows(self)
             .into_iter()
             .filter_map(|r| match r {
-                crate::view::Row::Task(i) => Some(i),
-                crate::view::Row::Wave(_) => None,
+                Row::Task(i) => Some(i),
+                Row::Wave(_) => None,
             })
             .collect();
         let Some(last) = shown.len().checked_sub(1) else {

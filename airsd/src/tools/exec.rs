@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt as _;
 
 use super::command::{self, Env};
-use super::fs::{FsContext, ToolError};
+use super::error::ToolError;
+use super::fs::FsContext;
 use super::permission::{Access, Ask, Risk, Verdict};
 
 /// The timeout when the call gives none.

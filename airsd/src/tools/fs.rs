@@ -13,10 +13,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// A tool refused or failed; the message says what and where.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
+use super::error::ToolError;
 
 fn err(message: impl Into<String>) -> ToolError {
     ToolError(message.into())

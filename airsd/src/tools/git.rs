@@ -5,7 +5,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use super::fs::{FsContext, ToolError};
+use super::error::ToolError;
+use super::fs::FsContext;
 
 /// Bytes of a diff returned at most.
 pub const MAX_DIFF_BYTES: usize = 256 * 1024;

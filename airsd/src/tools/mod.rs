@@ -4,6 +4,7 @@
 //! then the tool itself.
 
 pub mod command;
+pub mod error;
 #[cfg(test)]
 mod escapes;
 pub mod exec;
@@ -19,7 +20,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use fs::{FsContext, ReadLedger, ToolError};
+pub use error::ToolError;
+pub use fs::{FsContext, ReadLedger};
 
 /// A tool's name as offered to an LLM provider (`^[a-zA-Z0-9_-]{1,64}$`): `fs.read`
 /// goes out as `fs_read`.

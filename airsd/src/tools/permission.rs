@@ -22,7 +22,7 @@ use air_proto::config::{GitWrites, PermissionsConfig};
 use air_proto::plan::PermissionMode;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use super::fs::ToolError;
+use super::error::ToolError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {

@@ -6,7 +6,7 @@
 use air_proto::task::TaskScope;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use super::fs::ToolError;
+use super::error::ToolError;
 
 #[derive(Clone, Debug, Default)]
 pub struct Scope {

@@ -7,7 +7,8 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use serde::{Deserialize, Serialize};
 
-use super::fs::{FsContext, ToolError};
+use super::error::ToolError;
+use super::fs::FsContext;
 
 /// Most files `fs.glob` lists, and most lines or files `fs.grep` returns, by default.
 pub const DEFAULT_LIMIT: usize = 1_000;

@@ -198,3 +198,248 @@ fn expand(path: &str) -> Vec<String> {
         _ => vec![path.to_string()],
     }
 }
+
+/// The module path of a library source file (`air-proto/src/plan/graph.rs` →
+/// `air-proto`, `[plan, graph]`); `None` for binaries, tests and benches.
+fn module_of(rel: &str) -> Option<(String, Vec<String>)> {
+    let (krate, rest) = rel.split_once("/src/")?;
+    if is_test(rel) || rest == "main.rs" || rest.starts_with("bin/") {
+        return None;
+    }
+    let rest = rest.strip_suffix(".rs")?;
+    let mut parts: Vec<String> = rest.split('/').map(str::to_string).collect();
+    if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+        parts.pop();
+    }
+    Some((krate.to_string(), parts))
+}
+
+/// The crate paths a file names: every `use` tree (expanded) and every inline
+/// `crate::…` path, relative ones (`super::`, `self::`) resolved, as segments.
+fn paths_named(module: &[String], text: &str) -> Vec<Vec<String>> {
+    // Only the code before a tests module, without comments.
+    let code: String = text
+        .split("\n#[cfg(test)]")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // `use` statements begin a line (after any visibility) and end at their `;`.
+    let mut trees = Vec::new();
+    let mut offset = 0;
+    for line in code.split_inclusive('\n') {
+        let t = line.trim_start();
+        let t = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| t.strip_prefix(v))
+            .unwrap_or(t);
+        if let Some(body) = t.strip_prefix("use ") {
+            let start = offset + (line.len() - body.len());
+            if let Some(end) = code[start..].find(';') {
+                trees.push(
+                    code[start..start + end]
+                        .split_whitespace()
+                        .collect::<String>(),
+                );
+            }
+        }
+        offset += line.len();
+    }
+    let mut out = Vec::new();
+    for tree in trees {
+        for path in expand_tree(&tree) {
+            out.extend(resolve(module, &path));
+        }
+    }
+    let inline = ["crate::", "super::"]
+        .iter()
+        .flat_map(|p| code.match_indices(p))
+        .map(|(i, _)| i);
+    for i in inline {
+        if code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let path: String = code[i..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        out.extend(resolve(module, &path));
+    }
+    out
+}
+
+/// `a::{b, c::{d}}` → `a::b`, `a::c::d`.
+fn expand_tree(tree: &str) -> Vec<String> {
+    let Some(open) = tree.find('{') else {
+        return vec![tree.split(" as ").next().unwrap_or(tree).to_string()];
+    };
+    let prefix = &tree[..open];
+    let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| {
+            let p = p
+                .strip_prefix("self")
+                .map_or(p.to_string(), |r| r.to_string());
+            expand_tree(&p)
+                .into_iter()
+                .map(|e| format!("{prefix}{e}"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A path's segments from the crate root, when it is a path of this crate.
+fn resolve(module: &[String], path: &str) -> Option<Vec<String>> {
+    let mut segs: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+    let mut base: Vec<String> = match segs.first()? {
+        &"crate" => Vec::new(),
+        &"super" | &"self" => module.to_vec(),
+        _ => return None,
+    };
+    if segs[0] == "crate" {
+        segs.remove(0);
+    }
+    while let Some(s) = segs.first() {
+        match *s {
+            "super" => {
+                base.pop();
+            }
+            "self" => {}
+            _ => break,
+        }
+        segs.remove(0);
+    }
+    base.extend(segs.iter().map(|s| s.to_string()));
+    Some(base)
+}
+
+/// Imports between sibling modules (`a::x` naming `a::y`), which must form no cycle:
+/// a module and its parent may name each other (`use super::*`, `pub use child::…`).
+fn sibling_edges(
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<(String, String)>> {
+    let sources = sources();
+    let known: std::collections::BTreeSet<(String, Vec<String>)> = sources
+        .iter()
+        .filter_map(|(rel, _)| module_of(rel))
+        .collect();
+    let mut edges: std::collections::BTreeMap<
+        String,
+        std::collections::BTreeSet<(String, String)>,
+    > = Default::default();
+    for (rel, text) in &sources {
+        let Some((krate, module)) = module_of(rel) else {
+            continue;
+        };
+        for path in paths_named(&module, text) {
+            // The module the path lands in: its longest prefix that is a module.
+            let target = (0..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| known.contains(&(krate.clone(), p.clone())))
+                .unwrap_or_default();
+            let common = module
+                .iter()
+                .zip(&target)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if common < module.len() && common < target.len() {
+                let parent = format!("{krate}::{}", module[..common].join("::"));
+                edges
+                    .entry(parent)
+                    .or_default()
+                    .insert((module[common].clone(), target[common].clone()));
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn no_import_cycle_among_sibling_modules() {
+    let mut cycles = Vec::new();
+    for (parent, edges) in sibling_edges() {
+        let nodes: std::collections::BTreeSet<&String> =
+            edges.iter().flat_map(|(a, b)| [a, b]).collect();
+        // A cycle exists through `a` when `a` is reachable from one of its targets.
+        for a in &nodes {
+            let mut stack: Vec<(&String, Vec<&String>)> = edges
+                .iter()
+                .filter(|(x, _)| x == *a)
+                .map(|(_, y)| (y, vec![*a, y]))
+                .collect();
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some((n, path)) = stack.pop() {
+                if n == *a {
+                    let shown: Vec<&str> = path.iter().map(|s| s.as_str()).collect();
+                    cycles.push(format!("{parent}: {}", shown.join(" → ")));
+                    break;
+                }
+                if !seen.insert(n) {
+                    continue;
+                }
+                for (_, y) in edges.iter().filter(|(x, _)| x == n) {
+                    let mut p = path.clone();
+                    p.push(y);
+                    stack.push((y, p));
+                }
+            }
+        }
+    }
+    cycles.sort();
+    cycles.dedup();
+    assert!(
+        cycles.is_empty(),
+        "import cycles between sibling modules (each shown from one of its modules):\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// The cycle check reads what it should: use trees, relative paths, inline paths.
+#[test]
+fn the_import_reader_resolves_paths() {
+    let m = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        expand_tree("crate::{a::X,b::{c,d::Y as Z},self}"),
+        ["crate::a::X", "crate::b::c", "crate::b::d::Y", "crate::"]
+    );
+    assert_eq!(
+        resolve(&m(&["tools", "fs"]), "super::scope::Scope"),
+        Some(m(&["tools", "scope", "Scope"]))
+    );
+    assert_eq!(resolve(&m(&["a"]), "std::fs"), None);
+    let named = paths_named(
+        &m(&["tools", "fs"]),
+        "//! crate::nope\nuse super::error::ToolError;\nfn f(s: &super::scope::Scope) { crate::x::y(); }\n#[cfg(test)]\nmod tests { use crate::z; }\n",
+    );
+    assert!(
+        named.contains(&m(&["tools", "error", "ToolError"])),
+        "{named:?}"
+    );
+    assert!(
+        named.contains(&m(&["tools", "scope", "Scope"])),
+        "{named:?}"
+    );
+    assert!(named.contains(&m(&["x", "y"])), "{named:?}");
+    assert!(
+        !named.iter().any(|p| p[0] == "nope" || p[0] == "z"),
+        "{named:?}"
+    );
+}

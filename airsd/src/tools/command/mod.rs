@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use brush_parser::word::{self, TildeExpr, WordPiece};
 use serde_json::Value;
 
-use super::fs::ToolError;
+use super::error::ToolError;
 use super::permission::Risk;
 
 mod git;
