@@ -3,13 +3,12 @@
 //! one column per wave, with an edge from each dependency to its dependent routed
 //! through the gaps between the columns.
 
-use air_proto::projection::{EdgeView, TaskView};
-use air_proto::task::DependencyType;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 
 use crate::theme::Theme;
+pub use crate::waves::waves;
 
 /// A box's width, and the gap between columns (where the edges run).
 pub const BOX_WIDTH: u16 = 20;
@@ -18,50 +17,6 @@ pub const GAP: u16 = 5;
 pub const BOX_HEIGHT: u16 = 3;
 pub const ROW: u16 = BOX_HEIGHT + 1;
 
-/// The waves of the tasks (indices into `tasks`, in plan order within a wave).
-pub fn waves(tasks: &[TaskView], edges: &[EdgeView]) -> Vec<Vec<usize>> {
-    // Longest path over hard edges, in topological order (linear in tasks and edges;
-    // tasks on a cycle, which a plan cannot have, keep the level reached).
-    let index: std::collections::HashMap<&str, usize> = tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i))
-        .collect();
-    let mut children = vec![Vec::new(); tasks.len()];
-    let mut waiting = vec![0usize; tasks.len()];
-    for e in edges
-        .iter()
-        .filter(|e| e.dependency_type == DependencyType::Hard)
-    {
-        if let (Some(&child), Some(&parent)) = (
-            index.get(e.task_id.as_str()),
-            index.get(e.depends_on_task_id.as_str()),
-        ) {
-            children[parent].push(child);
-            waiting[child] += 1;
-        }
-    }
-    let mut level = vec![0usize; tasks.len()];
-    let mut ready: std::collections::VecDeque<usize> =
-        (0..tasks.len()).filter(|&i| waiting[i] == 0).collect();
-    while let Some(parent) = ready.pop_front() {
-        for &child in &children[parent] {
-            level[child] = level[child].max(level[parent] + 1);
-            waiting[child] -= 1;
-            if waiting[child] == 0 {
-                ready.push_back(child);
-            }
-        }
-    }
-    let depth = level.iter().max().map_or(0, |m| m + 1);
-    let mut out = vec![Vec::new(); depth];
-    for (i, l) in level.iter().enumerate() {
-        out[*l].push(i);
-    }
-    out
-}
-
-/// Where each task's box is, in graph coordinates (column, row) → (x, y).
 /// Where each task's box is, in graph coordinates (column, row) → (x, y).
 fn positions(waves: &[Vec<usize>], n: usize) -> Vec<(u16, u16)> {
     let mut pos = vec![(0, 0); n];
@@ -214,6 +169,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &crate::app::App, theme: &Theme) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use air_proto::projection::{EdgeView, TaskView};
+    use air_proto::task::DependencyType;
 
     #[test]
     fn waves_follow_the_longest_hard_path() {
