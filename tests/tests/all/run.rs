@@ -46,6 +46,22 @@ fn command(p: &Project, args: &[&str]) -> Command {
     c
 }
 
+/// `air` with the real `air-worker`, and no key or model from this environment.
+fn with_the_real_worker(p: &Project, args: &[&str]) -> Output {
+    let mut c = command(p, args);
+    c.env("AIR_WORKER", bin("air-worker"));
+    for k in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "AIR_MODEL",
+        "AIR_RECORD",
+    ] {
+        c.env_remove(k);
+    }
+    c.output().unwrap()
+}
+
 fn air(p: &Project, args: &[&str]) -> Output {
     command(p, args).output().unwrap()
 }
@@ -1063,22 +1079,8 @@ fn air_doctor_names_what_is_missing_and_a_run_without_a_model_is_refused() {
 /// with it, by the real `air-worker`, with no key and no provider.
 #[test]
 fn the_shipped_recording_replays_the_example_plan_with_no_key() {
-    let real = |p: &Project, args: &[&str]| {
-        let mut c = command(p, args);
-        c.env("AIR_WORKER", bin("air-worker"));
-        for k in [
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "OPENROUTER_API_KEY",
-            "AIR_MODEL",
-            "AIR_RECORD",
-        ] {
-            c.env_remove(k);
-        }
-        c.output().unwrap()
-    };
     let p = project();
-    let out = real(&p, &["run", "--plan", "plan.md", "--replay", "recording"]);
+    let out = with_the_real_worker(&p, &["run", "--plan", "plan.md", "--replay", "recording"]);
     expect(&out, 0);
     let stdout = text(&out.stdout);
     assert!(stdout.contains("completed: 7 completed"), "{stdout}");
@@ -1116,7 +1118,7 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
 
     // Replaying while recording re-records: a fresh recording of the same run.
     let q = project();
-    let out = real(
+    let out = with_the_real_worker(
         &q,
         &[
             "run",
@@ -1189,4 +1191,35 @@ fn the_daemon_does_not_exit_on_its_idle_timeout_while_a_run_is_going() {
         ),
         2
     );
+}
+
+/// The shipped recording replays in a git repository as well as outside one: what a
+/// tool finds differs between the two (`git.status` fails outside), and the replay
+/// tolerates that, not a change of what air sends.
+#[test]
+fn the_shipped_recording_replays_inside_a_git_repository_too() {
+    let p = project();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&p.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&[
+        "-c",
+        "user.name=air",
+        "-c",
+        "user.email=air@example.invalid",
+        "commit",
+        "-qm",
+        "example",
+    ]);
+    let out = with_the_real_worker(&p, &["run", "--plan", "plan.md", "--replay", "recording"]);
+    expect(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("completed: 7 completed"), "{stdout}");
 }

@@ -11,9 +11,11 @@
 //!
 //! Requests are compared after [`normalize`]: the project directory becomes
 //! `${PROJECT}`, ids and timestamps are masked, and tool results count by their
-//! outcome (error or not, exit code), not their text, which holds timings and paths.
-//! Everything air itself sends — prompts, context, tools, the model's earlier turns —
-//! must be the same.
+//! outcome, not their text, which holds timings and paths. What differs between
+//! machines is tolerated: whether a tool call failed (a lookup that fails outside a
+//! git repository works inside one); a command's exit code still counts. Everything
+//! air itself sends — prompts, context, tools, the model's earlier turns — must be
+//! the same.
 
 mod server;
 
@@ -162,8 +164,16 @@ fn text_diff(a: &str, b: &str) -> String {
     )
 }
 
+/// Whether two tool outcomes count as the same: a lookup that failed on the machine
+/// that recorded and works on this one (or the other way: `git.status` outside and
+/// inside a repository) is the machine, not air. A command's exit code still counts.
+fn same_outcome(a: &Value, b: &Value) -> bool {
+    let outcome = |v: &Value| matches!(v.as_str(), Some("<error>" | "<result>"));
+    outcome(a) && outcome(b)
+}
+
 fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
-    if out.len() >= MAX_DIFFS || a == b {
+    if out.len() >= MAX_DIFFS || a == b || same_outcome(a, b) {
         return;
     }
     let at = if path.is_empty() { "the request" } else { path };
@@ -172,7 +182,12 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
             let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
             keys.sort();
             keys.dedup();
+            // A tool result's error flag goes with its outcome (see `same_outcome`).
+            let tool_result = x.get("type").and_then(Value::as_str) == Some("tool_result");
             for k in keys {
+                if tool_result && k == "is_error" {
+                    continue;
+                }
                 let p = if path.is_empty() {
                     k.clone()
                 } else {
@@ -377,6 +392,24 @@ mod tests {
             d.contains("at messages[0].content[0].content.exit_code: recorded 0, now 1"),
             "{d}"
         );
+    }
+
+    #[test]
+    fn a_tool_that_failed_on_another_machine_still_matches_but_a_prompt_change_does_not() {
+        let at = |error: bool, text: &str| {
+            let mut result = json!({"type": "tool_result", "tool_use_id": "t1", "content": if error { "error: not a git repository" } else { "{\"clean\":true}" }});
+            if error {
+                result["is_error"] = json!(true);
+            }
+            normalize(
+                &json!({"system": "S", "messages": [{"role": "user", "content": [{"type": "text", "text": text}, result]}]}),
+                None,
+            )
+        };
+        assert_eq!(diff(&at(true, "go"), &at(false, "go")), None);
+        assert_eq!(diff(&at(false, "go"), &at(true, "go")), None);
+        let d = diff(&at(true, "go"), &at(false, "stop")).unwrap();
+        assert!(d.contains("messages[0].content[0].text"), "{d}");
     }
 
     #[test]
