@@ -163,6 +163,27 @@ fn model_spec(provider: Option<&str>, model: Option<&str>) -> Result<Option<Stri
     })
 }
 
+/// A refused `run.start`: the daemon's plan errors with how many there are, as
+/// `air plan check` shows them.
+fn plan_failure(plan: &str, e: jsonrpsee::core::client::Error) -> Failure {
+    let errors = match &e {
+        jsonrpsee::core::client::Error::Call(obj) => obj
+            .data()
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(d.get()).ok())
+            .and_then(|d| d["plan_errors"]["errors"].as_array().map(Vec::len)),
+        _ => None,
+    };
+    let mut failure = rpc_failure(e);
+    if let Some(n) = errors {
+        failure.message = format!(
+            "{}\n{plan}: {n} error{} in the plan",
+            failure.message,
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    failure
+}
+
 fn usage(message: String) -> Failure {
     Failure {
         code: exit::USAGE,
@@ -174,41 +195,54 @@ pub async fn run(args: RunArgs) -> CmdResult {
     let conn = connect().await?;
     let info = match (&args.plan, &args.resume) {
         (Some(plan), _) => {
-            // Checked here first, so plan errors print at once, named by file:line.
-            let compiled = crate::plan_cmd::load(plan)?;
+            // Compiled once, by the daemon: its plan errors, named by file:line, are what
+            // the user sees.
             let text = std::fs::read_to_string(plan)
                 .map_err(|e| usage(format!("cannot read the plan {}: {e}", plan.display())))?;
-            if compiled.graph.tasks.is_empty() {
-                return Err(usage(format!("{}: the plan has no tasks", plan.display())));
+            let request = params::RunStart {
+                plan: plan.display().to_string(),
+                plan_text: text,
+                title: args.title.clone(),
+                concurrency: args.concurrency,
+                on_ask: args.on_ask.map(|a| match a {
+                    OnAskArg::Deny => OnAsk::Deny,
+                    OnAskArg::Fail => OnAsk::Fail,
+                    OnAskArg::Queue => OnAsk::Queue,
+                }),
+                permission_mode: args.permission_mode.map(|m| match m {
+                    ModeArg::Default => PermissionMode::Default,
+                    ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
+                    ModeArg::Plan => PermissionMode::Plan,
+                    ModeArg::BypassPermissions => PermissionMode::BypassPermissions,
+                }),
+                max_cost: args.max_cost,
+                max_tokens: args.max_tokens,
+                max_time_ms: args
+                    .max_time
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                model: model_spec(args.provider.as_deref(), args.model.as_deref())?,
+                record: args.record.as_deref().map(absolute).transpose()?,
+                replay: args.replay.as_deref().map(existing_dir).transpose()?,
+            };
+            let size = serde_json::to_vec(&request).map_or(0, |b| b.len());
+            // The request's envelope (method, id) takes a few bytes more.
+            if size + 256 > air_proto::api::MAX_MESSAGE_BYTES as usize {
+                return Err(usage(format!(
+                    "{}: the plan is too large to send to the daemon: {:.1} MiB, where one message may be at most {} MiB",
+                    plan.display(),
+                    size as f64 / (1024.0 * 1024.0),
+                    air_proto::api::MAX_MESSAGE_BYTES / (1024 * 1024)
+                )));
             }
-            conn.client
-                .run_start(params::RunStart {
-                    plan: plan.display().to_string(),
-                    plan_text: text,
-                    title: args.title.clone(),
-                    concurrency: args.concurrency,
-                    on_ask: args.on_ask.map(|a| match a {
-                        OnAskArg::Deny => OnAsk::Deny,
-                        OnAskArg::Fail => OnAsk::Fail,
-                        OnAskArg::Queue => OnAsk::Queue,
-                    }),
-                    permission_mode: args.permission_mode.map(|m| match m {
-                        ModeArg::Default => PermissionMode::Default,
-                        ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
-                        ModeArg::Plan => PermissionMode::Plan,
-                        ModeArg::BypassPermissions => PermissionMode::BypassPermissions,
-                    }),
-                    max_cost: args.max_cost,
-                    max_tokens: args.max_tokens,
-                    max_time_ms: args
-                        .max_time
-                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                    model: model_spec(args.provider.as_deref(), args.model.as_deref())?,
-                    record: args.record.as_deref().map(absolute).transpose()?,
-                    replay: args.replay.as_deref().map(existing_dir).transpose()?,
-                })
+            let info = conn
+                .client
+                .run_start(request)
                 .await
-                .map_err(rpc_failure)?
+                .map_err(|e| plan_failure(&plan.display().to_string(), e))?;
+            for w in &info.warnings {
+                eprintln!("warning: {}", w.display(&plan.display().to_string()));
+            }
+            info
         }
         (None, Some(session)) => conn
             .client

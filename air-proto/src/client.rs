@@ -112,7 +112,7 @@ async fn open(socket: &Path) -> Result<WsClient, ClientError> {
             source,
         })?;
     Ok(WsClientBuilder::default()
-        .max_request_size(16 * 1024 * 1024)
+        .max_request_size(crate::api::MAX_MESSAGE_BYTES)
         .max_response_size(64 * 1024 * 1024)
         .max_buffer_capacity_per_subscription(65_536)
         .request_timeout(Duration::from_secs(60))

@@ -345,7 +345,11 @@ fn ensure_gitignored(root: &Path) -> Result<bool> {
 
 /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it into place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    // A temporary name of this write alone: two writes of one file at once (two runs
+    // starting together) each rename their own, and the file is whole either way.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
     let result = (|| {
         let mut file = fs::File::create(&tmp)?;
         file.write_all(bytes)?;

@@ -267,6 +267,10 @@ pub struct EventsPage {
     pub next_after_seq: Option<u64>,
 }
 
+/// The largest JSON-RPC message either side sends or takes (a larger HTTP body gets
+/// status 413; a larger WebSocket frame closes the connection).
+pub const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
+
 /// Stable JSON-RPC error codes of the API (the standard ones are used where they fit).
 pub mod codes {
     /// Bad params: the message names the field.

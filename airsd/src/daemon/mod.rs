@@ -28,7 +28,7 @@ pub use rpc::{rpc_error, DaemonRpc, Peer};
 pub use state::DaemonState;
 
 /// Largest request or response body, and so the largest frame a client can send.
-pub const MAX_BODY: u32 = 16 * 1024 * 1024;
+pub const MAX_BODY: u32 = air_proto::api::MAX_MESSAGE_BYTES;
 /// Simultaneous client connections (each is a few KiB; a fd each).
 pub const MAX_CONNECTIONS: u32 = 1_000;
 /// An open session nobody uses for this long is closed (it reopens on demand).

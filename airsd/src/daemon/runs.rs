@@ -55,7 +55,8 @@ impl DaemonState {
 
     /// Compiles a plan, records it in a new session (`run.started` and every
     /// `task.created` in one transaction), writes the task graph to
-    /// `.air/shared/plan/task-graph.json`, and starts scheduling.
+    /// `.air/shared/plan/task-graph.json` (with the session it belongs to), and starts
+    /// scheduling.
     pub async fn start_run(&self, req: air_proto::api::params::RunStart) -> Result<RunInfo> {
         let shell_config = self.shell_config()?;
         if let Some(e) = &shell_config.config_error {
@@ -148,7 +149,16 @@ impl DaemonState {
         }
         session.store().append_batch(events).await?;
         let graph_path = self.paths.plan().join("task-graph.json");
-        let bytes = serde_json::to_vec_pretty(&graph)
+        // The file says whose graph it is: two runs of the project may write it.
+        let mut shown = serde_json::to_value(&graph)
+            .map_err(|e| Error::Internal(format!("task graph: {e}")))?;
+        if let Some(o) = shown.as_object_mut() {
+            o.insert(
+                "session_id".into(),
+                serde_json::Value::String(info.id.clone()),
+            );
+        }
+        let bytes = serde_json::to_vec_pretty(&shown)
             .map_err(|e| Error::Internal(format!("task graph: {e}")))?;
         if let Err(e) = air_proto::layout::write_atomic(&graph_path, &bytes) {
             tracing::warn!("cannot write {}: {e}", graph_path.display());

@@ -1223,3 +1223,87 @@ fn the_shipped_recording_replays_inside_a_git_repository_too() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("completed: 7 completed"), "{stdout}");
 }
+
+/// Two runs started at once in one project both write the task graph: each write is
+/// whole, the file names the session it belongs to, and neither run logs a failed
+/// write.
+#[test]
+fn two_runs_started_at_once_write_the_task_graph_whole() {
+    let p = project();
+    write(&p, "slow.md", SLOW);
+    let starts: Vec<_> = (0..2)
+        .map(|_| {
+            command(&p, &["run", "--plan", "slow.md", "--detach"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in starts {
+        expect(&child.wait_with_output().unwrap(), 0);
+    }
+    let graph: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.paths().plan().join("task-graph.json")).unwrap())
+            .unwrap();
+    let sessions: Vec<String> = std::fs::read_dir(p.paths().sessions())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(sessions.len(), 2);
+    let owner = graph["session_id"].as_str().unwrap();
+    assert!(
+        sessions.iter().any(|s| s == owner),
+        "{owner} of {sessions:?}"
+    );
+    assert_eq!(graph["tasks"].as_array().unwrap().len(), 4);
+    let _ = air(&p, &["daemon", "stop"]);
+    let log = std::fs::read_to_string(p.paths().daemon_log()).unwrap_or_default();
+    assert!(!log.contains("cannot write"), "{log}");
+    let leftovers: Vec<_> = std::fs::read_dir(p.paths().plan())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// `air run` compiles the plan once, in the daemon: its errors come back named by
+/// file:line. A plan larger than a message may be is refused naming its size and the
+/// limit, not taken for a lost daemon.
+#[test]
+fn air_run_shows_the_daemons_plan_errors_and_refuses_a_plan_too_large_to_send() {
+    let p = project();
+    write(
+        &p,
+        "broken.md",
+        "# P\n\n## Task A: a\n\n- depends_on: B\n- colour: red\n\n## Task B: b\n\n- depends_on: A\n",
+    );
+    let out = air(&p, &["run", "--plan", "broken.md"]);
+    expect(&out, 2);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("broken.md:3: depends_on: dependency cycle: A → B → A"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("broken.md:6: colour: unknown field `colour`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 errors in the plan"), "{stderr}");
+
+    let mut huge = String::from("# Huge\n\n## Task A: a\n\n");
+    while huge.len() < 20 * 1024 * 1024 {
+        huge.push_str("The task's description goes on and on, line after line.\n");
+    }
+    write(&p, "huge.md", &huge);
+    let out = air(&p, &["run", "--plan", "huge.md"]);
+    expect(&out, 2);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("huge.md: the plan is too large to send to the daemon: 20.")
+            && stderr.contains("at most 16 MiB"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("lost the daemon"), "{stderr}");
+}
