@@ -18,6 +18,11 @@ pub struct AgentRuntimeContext {
     /// The run's model override (`--model`/`--provider`), which comes before
     /// `AIR_MODEL` and the task's model.
     pub model: Option<String>,
+    /// The model airsd resolved for this agent before the run started (asking the
+    /// worker binary, with the override, `AIR_MODEL` and the task's model already
+    /// weighed): the worker talks to this one, so the two never disagree.
+    #[serde(default)]
+    pub resolved: Option<ModelChoice>,
     /// Record the agent's provider exchanges into this directory (`--record`).
     pub record: Option<String>,
     /// Answer the agent from the recording in this directory instead of a live
@@ -26,6 +31,16 @@ pub struct AgentRuntimeContext {
     /// How often the worker must push `agent.heartbeat`; silence for much longer
     /// gets it killed as stalled.
     pub heartbeat_interval_ms: Option<u64>,
+}
+
+/// A resolved model, without its key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelChoice {
+    pub provider: String,
+    pub model: String,
+    pub context_window: u64,
+    pub max_output: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

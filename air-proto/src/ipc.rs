@@ -253,15 +253,7 @@ pub struct ModelReply {
     pub error: Option<String>,
 }
 
-/// A resolved model, without its key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelChoice {
-    pub provider: String,
-    pub model: String,
-    pub context_window: u64,
-    pub max_output: u32,
-}
+pub use crate::context::ModelChoice;
 
 impl ControlMessage {
     pub fn type_name(&self) -> &'static str {

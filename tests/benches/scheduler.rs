@@ -165,6 +165,7 @@ fn spawn_cost(dir: &Path) {
                             attempt: Some(1),
                             heartbeat_interval_ms: Some(60_000),
                             model: None,
+                            resolved: None,
                             record: None,
                             replay: None,
                         },

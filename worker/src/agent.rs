@@ -286,11 +286,21 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
             Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
         },
         None => {
-            let model = match resolve_model(
-                role,
-                start.runtime.model.as_deref(),
-                start.task_spec.constraints.model_id.as_deref(),
-            ) {
+            // The model airsd resolved for this agent, when it did; else the same
+            // resolution here (a worker started by hand).
+            let chosen = start
+                .runtime
+                .resolved
+                .as_ref()
+                .map(|c| format!("{}/{}", c.provider, c.model));
+            let model = match match chosen.as_deref() {
+                Some(spec) => resolve_model(role, Some(spec), None),
+                None => resolve_model(
+                    role,
+                    start.runtime.model.as_deref(),
+                    start.task_spec.constraints.model_id.as_deref(),
+                ),
+            } {
                 Ok(m) => m,
                 Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
             };

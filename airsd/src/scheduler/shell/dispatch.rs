@@ -176,6 +176,11 @@ impl Shell {
                 attempt: Some(d.attempt),
                 heartbeat_interval_ms: Some(self.config.heartbeat_interval_ms),
                 model: self.ctx.models.flag.clone(),
+                resolved: self
+                    .ctx
+                    .models
+                    .choice(d.role, d.spec.constraints.model_id.as_deref())
+                    .cloned(),
                 record: self.ctx.run.record.clone(),
                 replay: self.ctx.run.replay.clone(),
             },
