@@ -25,6 +25,7 @@ pub mod dependency;
 pub mod error;
 pub mod event;
 pub mod events;
+pub mod gate;
 pub mod ids;
 pub mod ipc;
 #[cfg(feature = "layout")]

@@ -433,6 +433,8 @@ async fn run_with(
     let threshold = context.summary.budget.threshold();
     let mut compaction_asked = context.summary.compaction.needed;
     let mut ran: Vec<submit::Ran> = Vec::new();
+    // The agent was told once what its result lacked for the evidence gate.
+    let mut gate_told = false;
     let max_turns = match start.task_spec.constraints.max_turns {
         0 => air_proto::plan::DEFAULT_MAX_TURNS,
         n => n,
@@ -553,6 +555,27 @@ async fn run_with(
             if name == submit::SUBMIT {
                 match submit::accept_as(output, role, &task_id, &agent_id, input, &ran) {
                     Ok(result) => {
+                        // The evidence gate, checked here first: once, the agent is told
+                        // what its task still needs (airsd checks again, and decides).
+                        let lacking = (!gate_told
+                            && output == submit::Output::Task
+                            && result.status == WorkerStatus::Completed)
+                            .then(|| {
+                                air_proto::gate::check_completion(&start.task_spec, &result).err()
+                            })
+                            .flatten();
+                        if let Some(missing) = lacking {
+                            gate_told = true;
+                            answers.push(ContentBlock::ToolResult {
+                                tool_use_id: id.to_string(),
+                                content: format!(
+                                    "not accepted yet: this task cannot complete without {}. Do what is missing and submit again (with the evidence_refs of what you ran), or submit `failed` or `blocked` saying why.",
+                                    missing.join("; ")
+                                ),
+                                is_error: true,
+                            });
+                            continue;
+                        }
                         let end = match role {
                             AgentType::Debugger => {
                                 let record = debug_record(start, &result, &ran);

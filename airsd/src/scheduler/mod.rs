@@ -1,10 +1,12 @@
 //! The Scheduler: a deterministic core ([`core`]) that turns recorded facts into
-//! decisions, the evidence gates it applies ([`gate`]), and (in later modules) the
-//! async shell that records decisions as events and drives worker processes.
+//! decisions, the evidence gates it applies ([`gate`], shared with the worker), the
+//! async [`shell`] that records decisions as events and drives worker processes, the
+//! tool calls it runs beside itself ([`tooljob`]), message drafts ([`drafts`]) and an
+//! in-memory driver of the core for tests and benchmarks ([`sim`]).
 
 pub mod core;
 pub mod drafts;
-pub mod gate;
+pub use air_proto::gate;
 pub mod shell;
 pub mod sim;
 #[cfg(test)]

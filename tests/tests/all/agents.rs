@@ -945,3 +945,44 @@ fn a_paused_task_holds_its_agent_between_steps_past_its_time_limit() {
         state.stop_runs().await;
     });
 }
+
+/// The worker checks the evidence gate itself before it sends a result: an executor
+/// that claims completion without what its task needs is told so within its attempt
+/// (one more turn, not a new dispatch); airsd still decides.
+#[test]
+fn a_result_missing_its_evidence_costs_one_more_turn_not_a_new_dispatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let bare = json!({"status": "completed", "summary": "Done", "changed_files": ["hello.txt"]});
+        let mock = MockProvider::start(vec![
+            Exchange { request: None, expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})) },
+            Exchange { request: None, expect: any(), reply: call("t2", "submit_result", bare.clone()) },
+            Exchange { request: None,
+                expect: Expect { contains: vec!["not accepted yet".into(), "verification is required".into()], tools: vec![] },
+                reply: call("t3", "submit_result", json!({"status": "blocked", "summary": "cargo is not installed here", "changed_files": ["hello.txt"]})),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let plan = "## Task A: write a greeting\n\n- verify: `cargo test`\n- retry_budget: 0\n\nCreate hello.txt.\n";
+        let session = start(&state, plan).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while mock.received().len() < 3 {
+            assert!(std::time::Instant::now() < deadline, "no third turn; {:?}", mock.mismatches());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let third = mock.received()[2].body.to_string();
+        assert!(third.contains("not accepted yet"), "{third}");
+        // The same agent asked again: no second executor was started for it.
+        let p = state.session(&session).await.unwrap().snapshot();
+        let executors = p
+            .agents
+            .iter()
+            .filter(|a| a.agent_type == air_proto::event::AgentType::Executor)
+            .count();
+        assert_eq!(executors, 1, "{:?}", p.agents);
+        assert!(mock.mismatches().iter().all(|m| m.contains("came after the recording ended")), "{:?}", mock.mismatches());
+        state.stop_runs().await;
+    });
+}

@@ -1,9 +1,11 @@
-//! The evidence gates (seed 001 §8.2): what a WorkerResult must carry before the
-//! scheduler lets its task complete. A result that fails a gate cannot complete the
-//! task, whatever its status says; the reasons are recorded and shown.
+//! The evidence gates (seed 001 §8.2): what a WorkerResult must carry before its task
+//! may complete. A pure function of the task and the result, shared: the worker checks
+//! its own result before it sends it (a missing piece costs the agent one more turn,
+//! not a new dispatch), and airsd's scheduler checks it again as the authority — a
+//! result that fails a gate cannot complete the task, whatever its status says.
 
-use air_proto::result::{VerificationStatus, WorkerResult, WorkerStatus};
-use air_proto::task::{EvidenceType, TaskSpec};
+use crate::result::{VerificationStatus, WorkerResult, WorkerStatus};
+use crate::task::{EvidenceType, TaskSpec};
 
 /// File endings that count as C or C++ source (global rule 3).
 const C_FAMILY: &[&str] = &[
