@@ -637,6 +637,9 @@ async fn follow(
         cursor: 0,
     }));
     let json = args.json;
+    // Told the moment the stream shows the run's end, so the end is checked at once
+    // rather than at the next tick.
+    let ended_seen = std::sync::Arc::new(tokio::sync::Notify::new());
     // The stream says when the run ended (`run.completed` not followed by a
     // `run.continued`); the snapshot then gives the final state to report.
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
@@ -662,6 +665,7 @@ async fn follow(
         let after = progress.lock().unwrap_or_else(|e| e.into_inner()).cursor;
         let mut watcher = {
             let progress = progress.clone();
+            let ended_seen = ended_seen.clone();
             Box::pin(follow_events(
                 &conn,
                 session_id,
@@ -673,6 +677,9 @@ async fn follow(
                     let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
                     p.cursor = seq;
                     p.event(event);
+                    if p.ended {
+                        ended_seen.notify_one();
+                    }
                     Ok(ControlFlow::Continue(()))
                 },
             ))
@@ -686,7 +693,12 @@ async fn follow(
                         Ok(_) => break Failure { code: exit::UNREACHABLE, message: "the event stream ended".into() },
                     }
                 }
-                _ = ticker.tick() => {
+                _ = async {
+                    tokio::select! {
+                        _ = ticker.tick() => {}
+                        _ = ended_seen.notified() => {}
+                    }
+                } => {
                     let ended = {
                         let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
                         p.draw();

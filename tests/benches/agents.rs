@@ -75,7 +75,56 @@ fn main() {
     );
     println!("the executor's first request: {size} bytes (system prompt, context, 9 tool definitions and submit_result; target ≤ 20 KB)");
     memory_and_turns(&rt);
+    end_of_run(&rt);
     assembly();
+}
+
+/// From the model's last reply to `air run`'s exit: the last agent's result and exit,
+/// the task's and the run's end recorded, the report, the client's final snapshot.
+fn end_of_run(rt: &tokio::runtime::Runtime) {
+    let mut tails = Vec::new();
+    for _ in 0..10 {
+        let mock = rt.block_on(MockProvider::start(vec![
+            call("w", "fs_write", serde_json::json!({"path": "hello.txt", "content": "hello\n"})),
+            call("s", "submit_result", serde_json::json!({"status": "completed", "summary": "Wrote hello.txt.", "changed_files": ["hello.txt"]})),
+            call("r", "submit_result", serde_json::json!({"status": "completed", "summary": "approved", "evidence_refs": [{"id": "e", "kind": "message", "ref": "r", "claim": "ok", "evidence_type": "explanation"}], "result": {"decision": "approved", "findings": []}})),
+        ]));
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        let air = |args: &[&str]| air_tests::release_air(root, &root.join("home"), &mock.url, args);
+        assert!(air(&["init"]).output().unwrap().status.success());
+        assert!(air(&["daemon", "start"]).output().unwrap().status.success());
+        std::fs::write(
+            root.join("p.md"),
+            "## Task A: greet\n\nCreate hello.txt saying hello.\n",
+        )
+        .unwrap();
+        let mut client = air(&["run", "--plan", "p.md"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let status = client.wait().unwrap();
+        let exited = SystemTime::now();
+        assert!(status.success(), "the run failed: {status}");
+        let got = mock.received();
+        if got.len() == 3 {
+            tails.push(exited.duration_since(got[2].at).unwrap_or_default());
+        }
+        let _ = air(&["daemon", "stop"]).output();
+    }
+    tails.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    if !tails.is_empty() {
+        println!(
+            "the end of a run: from the model's last request to `air run`'s exit, median of {}: {:.1} ms, min {:.1} ms, max {:.1} ms (target < 20 ms)",
+            tails.len(),
+            ms(tails[tails.len() / 2]),
+            ms(tails[0]),
+            ms(tails[tails.len() - 1])
+        );
+    }
 }
 
 /// A field of a process's memory accounting, in KiB.
