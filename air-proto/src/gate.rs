@@ -12,16 +12,22 @@ const C_FAMILY: &[&str] = &[
     ".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx",
 ];
 
-/// The evidence `result` must carry for `spec`: the task's list (or its category's),
-/// plus the three global rules.
-pub fn required_evidence(spec: &TaskSpec, result: &WorkerResult) -> Vec<EvidenceType> {
-    let mut required: Vec<EvidenceType> = match &spec.verification.evidence_types {
+/// The evidence the task itself asks for: its own list, or its category's. (A result
+/// may need more: see [`required_evidence`].)
+pub fn task_evidence(spec: &TaskSpec) -> Vec<EvidenceType> {
+    match &spec.verification.evidence_types {
         Some(list) => list.clone(),
         None => spec
             .category
             .map(|c| c.required_evidence().to_vec())
             .unwrap_or_default(),
-    };
+    }
+}
+
+/// The evidence `result` must carry for `spec`: the task's list (or its category's),
+/// plus the three global rules.
+pub fn required_evidence(spec: &TaskSpec, result: &WorkerResult) -> Vec<EvidenceType> {
+    let mut required = task_evidence(spec);
     // 1. failed or blocked needs a debugger's analysis.
     if matches!(result.status, WorkerStatus::Failed | WorkerStatus::Blocked) {
         required.push(EvidenceType::DebuggerAnalysis);

@@ -470,6 +470,24 @@ fn task_text(t: &TaskSpec) -> String {
             let _ = writeln!(s, "- `{c}`");
         }
     }
+    // What the evidence gate will ask of the result, so the agent knows before it
+    // submits (the gate is air_proto::gate, which airsd applies).
+    if t.task_type == air_proto::task::TaskType::Execute {
+        let kinds: Vec<&str> = air_proto::gate::task_evidence(t)
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        s.push_str("\nEvidence this task needs to complete (each an `evidence_refs` entry of something you ran or made):");
+        if kinds.is_empty() {
+            s.push_str(" none of its own");
+        } else {
+            let _ = write!(s, " {}", kinds.join(", "));
+        }
+        if t.verification.required {
+            s.push_str("; its verification passed");
+        }
+        s.push_str(". Changing C or C++ files also needs static_analysis; completing without changing a file needs an explanation.\n");
+    }
     let scope = &t.scope;
     let lists = [
         ("Expected files", &scope.expected_files),
@@ -686,8 +704,15 @@ mod tests {
         // first, then the parents' results.
         let by = &full.summary.token_estimate.by_section;
         let without_neighbours = full_total - by["neighbours"];
+        // The smallest window whose threshold holds `threshold` (the float ratio may
+        // round one token below it).
         let window = |threshold: u64| {
-            ((threshold as f64 / TARGET_USAGE).ceil() as u64) + RESERVED_OUTPUT + SAFETY_MARGIN
+            let mut w =
+                ((threshold as f64 / TARGET_USAGE).ceil() as u64) + RESERVED_OUTPUT + SAFETY_MARGIN;
+            while budget(w, 64_000).threshold() < threshold {
+                w += 1;
+            }
+            w
         };
         let c = assemble(
             &sources(),
