@@ -242,10 +242,10 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
              (SELECT COALESCE(SUM(output_tokens), 0) FROM messages),
              (SELECT COALESCE(SUM(json_extract(usage_json, '$.cost_micro_usd')), 0)
                   FROM messages WHERE usage_json IS NOT NULL),
-             (SELECT COUNT(*) FROM events WHERE type = 'permission.decision.recorded'
+             (SELECT COUNT(*) FROM events WHERE type = ?1
                   AND json_extract(payload_json, '$.decision') = 'deny'
                   AND json_extract(payload_json, '$.decided_by') != 'expired')",
-        [],
+        [ev::PermissionDecisionRecorded::TYPE],
         |r| {
             Ok(Counters {
                 tool_runs: r.get(0)?,
@@ -264,11 +264,17 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
     // The run has no table: its view is the fold of its few events.
     let mut stmt = conn.prepare(
         "SELECT id, type, version, timestamp, source_kind, payload_json FROM events
-         WHERE type IN ('run.started', 'run.completed', 'run.continued', 'scheduler.paused',
-                        'scheduler.resumed', 'scheduler.stopped')
+         WHERE type IN (?1, ?2, ?3, ?4, ?5, ?6)
          ORDER BY seq",
     )?;
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query([
+        ev::RunStarted::TYPE,
+        ev::RunCompleted::TYPE,
+        ev::RunContinued::TYPE,
+        ev::SchedulerPaused::TYPE,
+        ev::SchedulerResumed::TYPE,
+        ev::SchedulerStopped::TYPE,
+    ])?;
     while let Some(r) = rows.next()? {
         let ty: String = r.get(1)?;
         let payload: String = r.get(5)?;
@@ -284,9 +290,9 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
     // Whether a running agent is held is the last of its pause events.
     let mut stmt = conn.prepare(
         "SELECT type, json_extract(payload_json, '$.agent_id') FROM events
-         WHERE type IN ('agent.paused', 'agent.resumed') ORDER BY seq",
+         WHERE type IN (?1, ?2) ORDER BY seq",
     )?;
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query([ev::AgentPaused::TYPE, ev::AgentResumed::TYPE])?;
     while let Some(r) = rows.next()? {
         let (ty, agent): (String, Option<String>) = (r.get(0)?, r.get(1)?);
         if let Some(a) = p.agents.iter_mut().find(|a| Some(&a.id) == agent.as_ref()) {

@@ -648,9 +648,12 @@ fn run_unfinished(db: &std::path::Path) -> bool {
     };
     let last: Option<String> = conn
         .query_row(
-            "SELECT type FROM events WHERE type IN ('run.started', 'run.completed', 'run.continued')
-             ORDER BY seq DESC LIMIT 1",
-            [],
+            "SELECT type FROM events WHERE type IN (?1, ?2, ?3) ORDER BY seq DESC LIMIT 1",
+            [
+                ev::RunStarted::TYPE,
+                ev::RunCompleted::TYPE,
+                ev::RunContinued::TYPE,
+            ],
             |r| r.get(0),
         )
         .optional()
