@@ -84,11 +84,7 @@ fn main() {
 fn end_of_run(rt: &tokio::runtime::Runtime) {
     let mut tails = Vec::new();
     for _ in 0..10 {
-        let mock = rt.block_on(MockProvider::start(vec![
-            call("w", "fs_write", serde_json::json!({"path": "hello.txt", "content": "hello\n"})),
-            call("s", "submit_result", serde_json::json!({"status": "completed", "summary": "Wrote hello.txt.", "changed_files": ["hello.txt"]})),
-            call("r", "submit_result", serde_json::json!({"status": "completed", "summary": "approved", "evidence_refs": [{"id": "e", "kind": "message", "ref": "r", "claim": "ok", "evidence_type": "explanation"}], "result": {"decision": "approved", "findings": []}})),
-        ]));
+        let mock = rt.block_on(MockProvider::start(write_then_approve()));
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("home")).unwrap();
@@ -207,6 +203,27 @@ fn call(id: &str, name: &str, input: serde_json::Value) -> Exchange {
 }
 
 /// One turn of `n` tool calls (Anthropic events).
+/// The executor writes hello.txt and submits; the reviewer approves.
+fn write_then_approve() -> Vec<Exchange> {
+    vec![
+        call(
+            "w",
+            "fs_write",
+            serde_json::json!({"path": "hello.txt", "content": "hello\n"}),
+        ),
+        call(
+            "s",
+            "submit_result",
+            serde_json::json!({"status": "completed", "summary": "Wrote hello.txt.", "changed_files": ["hello.txt"]}),
+        ),
+        call(
+            "r",
+            "submit_result",
+            serde_json::json!({"status": "completed", "summary": "approved", "evidence_refs": [{"id": "e", "kind": "message", "ref": "r", "claim": "ok", "evidence_type": "explanation"}], "result": {"decision": "approved", "findings": []}}),
+        ),
+    ]
+}
+
 fn many_calls(n: usize) -> Exchange {
     let mut events = vec![
         serde_json::json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "mock", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
@@ -235,12 +252,9 @@ fn memory_and_turns(rt: &tokio::runtime::Runtime) {
     let mut worker_peak = 0u64;
     let mut gaps = Vec::new();
     for _ in 0..5 {
-        let mock = rt.block_on(MockProvider::start(vec![
-            many_calls(10),
-            call("w", "fs_write", serde_json::json!({"path": "hello.txt", "content": "hello\n"})),
-            call("s", "submit_result", serde_json::json!({"status": "completed", "summary": "Wrote hello.txt.", "changed_files": ["hello.txt"]})),
-            call("r", "submit_result", serde_json::json!({"status": "completed", "summary": "approved", "evidence_refs": [{"id": "e", "kind": "message", "ref": "r", "claim": "ok", "evidence_type": "explanation"}], "result": {"decision": "approved", "findings": []}})),
-        ]));
+        let mut exchanges = vec![many_calls(10)];
+        exchanges.extend(write_then_approve());
+        let mock = rt.block_on(MockProvider::start(exchanges));
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("home")).unwrap();

@@ -293,14 +293,15 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
                 .resolved
                 .as_ref()
                 .map(|c| format!("{}/{}", c.provider, c.model));
-            let model = match match chosen.as_deref() {
+            let resolved = match chosen.as_deref() {
                 Some(spec) => resolve_model(role, Some(spec), None),
                 None => resolve_model(
                     role,
                     start.runtime.model.as_deref(),
                     start.task_spec.constraints.model_id.as_deref(),
                 ),
-            } {
+            };
+            let model = match resolved {
                 Ok(m) => m,
                 Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
             };

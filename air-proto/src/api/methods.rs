@@ -235,23 +235,12 @@ fn check<P: Params>(method: &str, raw: Option<&str>) -> Result<(), String> {
     params::decode::<P>(method, raw).map(drop)
 }
 
-/// One method of the OpenRPC document.
+/// One method of the OpenRPC document: its params by name (with their schemas and
+/// whether each is required) and its result.
 fn describe<P: Params, R: schemars::JsonSchema>(
-    g: &mut schemars::generate::SchemaGenerator,
-    kept: &mut Vec<String>,
-    (name, summary, result): (&str, &str, &str),
-) -> Value {
-    describe_method::<P, R>(g, kept, name, summary, result)
-}
-
-/// One method: its params by name (with their schemas and whether each is required)
-/// and its result.
-fn describe_method<P: Params, R: schemars::JsonSchema>(
     generator: &mut schemars::generate::SchemaGenerator,
     kept: &mut Vec<String>,
-    name: &str,
-    summary: &str,
-    result: &str,
+    (name, summary, result): (&str, &str, &str),
 ) -> Value {
     generator.subschema_for::<P>();
     let type_name = <P as schemars::JsonSchema>::schema_name().to_string();
