@@ -63,6 +63,9 @@ pub struct ContextPack {
     pub notes: Option<Vec<String>>,
     /// The executor result a reviewer reviews or a debugger investigates.
     pub previous_result: Option<Box<crate::result::WorkerResult>>,
+    /// The files the task's agents changed so far in this run, from airsd's record of
+    /// their calls (a retry starts from them).
+    pub task_changes: Option<Vec<String>>,
     /// The starting context airsd's ContextAssembler built for this agent (a few KB,
     /// so it travels inline; `assembled_context_ref` is for larger ones).
     pub assembled: Option<Box<AssembledContext>>,
@@ -163,3 +166,16 @@ pub struct Omission {
     pub reference: String,
     pub reason: String,
 }
+
+/// The heading of the section of an agent's first message that says where it works
+/// (project root, platform, date, the working tree's state): facts of the machine and
+/// the moment, which a replay does not compare.
+pub const ENVIRONMENT_HEADING: &str = "## Environment";
+
+/// The heading of the section of a reviewer's first message that holds the diff of
+/// the task's changes: the working tree's state (outside a git repository there is
+/// none), which a replay does not compare either.
+pub const DIFF_HEADING: &str = "## The diff of the changes";
+
+/// The sections whose text is the machine's and the moment's, not air's.
+pub const MACHINE_SECTIONS: [&str; 2] = [ENVIRONMENT_HEADING, DIFF_HEADING];

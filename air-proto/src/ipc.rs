@@ -164,6 +164,10 @@ pub struct ToolResult {
     pub tool_call_id: String,
     pub status: ToolResultStatus,
     pub output: Option<Value>,
+    /// The output as the model reads it, rendered by the tool as plain text (the
+    /// structured `output` is for the record and the clients); absent: the model
+    /// reads `output` as JSON.
+    pub content: Option<String>,
     pub error: Option<WireError>,
     /// The output was cut to a bounded size; the whole of it is in `artifact_ref`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

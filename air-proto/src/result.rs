@@ -151,11 +151,22 @@ pub struct Risk {
 }
 
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Low,
+    #[default]
     Medium,
     High,
 }
@@ -197,9 +208,14 @@ wire_enum! {
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReviewFinding {
+    /// How much it matters (default `medium`).
+    #[serde(default)]
     pub severity: Severity,
+    /// What is wrong and what to change.
     pub summary: String,
+    /// The file, relative to the project root.
     pub file: Option<String>,
+    /// The line, when one is meant.
     pub line: Option<u64>,
 }
 

@@ -180,9 +180,10 @@ pub struct Verification {
     pub evidence_types: Option<Vec<EvidenceType>>,
 }
 
+// The evidence kinds of the evidence policy (seed 001 §8.2), including the two the
+// global rules add (`debugger_analysis`, `explanation`). (Not a doc comment: it would
+// reach the models in the schemas.)
 wire_enum! {
-    /// Evidence kinds of the evidence policy (seed 001 §8.2), including the two the
-    /// global rules add (`debugger_analysis`, `explanation`).
     pub enum EvidenceType {
         BuildPass = "build_pass",
         TestPass = "test_pass",

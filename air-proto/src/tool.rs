@@ -55,3 +55,145 @@ pub enum PathPolicy {
     /// Anywhere the PermissionEngine allows, including outside the project.
     Anywhere,
 }
+
+/// A JSON Schema made as small as it can be without losing what a model needs: an
+/// optional field's `anyOf [X, null]` becomes X (it is optional by not being
+/// required), `type: [T, "null"]` becomes T, defaults that say nothing (`null`,
+/// `false`, `[]`) and the integer `format` words go, line breaks in descriptions
+/// become spaces, and a `oneOf` of described constants becomes an `enum` whose
+/// description names each. Tool schemas go to the model in every request.
+pub fn compact_schema(schema: &mut Value) {
+    if let Value::Object(o) = schema {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    compact(schema);
+}
+
+fn compact(schema: &mut Value) {
+    let Value::Object(o) = schema else {
+        if let Value::Array(a) = schema {
+            a.iter_mut().for_each(compact);
+        }
+        return;
+    };
+    let empty = |v: &Value| {
+        v.is_null() || *v == Value::Bool(false) || v.as_array().is_some_and(Vec::is_empty)
+    };
+    if o.get("default").is_some_and(empty) {
+        o.remove("default");
+    }
+    if o.get("format").and_then(Value::as_str).is_some_and(|f| {
+        f.starts_with("int") || f.starts_with("uint") || f == "double" || f == "float"
+    }) {
+        o.remove("format");
+    }
+    if let Some(Value::Array(types)) = o.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if kept.len() == 1 {
+            o.insert("type".into(), kept[0].clone());
+        }
+    }
+    if let Some(Value::Array(any)) = o.get("anyOf") {
+        let kept: Vec<Value> = any
+            .iter()
+            .filter(|a| a.get("type").and_then(Value::as_str) != Some("null"))
+            .cloned()
+            .collect();
+        if kept.len() == 1 && any.len() == 2 {
+            o.remove("anyOf");
+            if let Value::Object(inner) = &kept[0] {
+                for (k, v) in inner {
+                    o.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(one)) = o.get("oneOf") {
+        let consts: Option<Vec<(Value, Option<String>)>> = one
+            .iter()
+            .map(|c| {
+                Some((
+                    c.get("const")?.clone(),
+                    c.get("description")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                ))
+            })
+            .collect();
+        let kind = one.first().and_then(|c| c.get("type")).cloned();
+        if let (Some(consts), Some(kind)) = (consts, kind) {
+            let said: Vec<String> = consts
+                .iter()
+                .filter_map(|(c, d)| {
+                    Some(format!(
+                        "`{}`: {}",
+                        c.as_str()?,
+                        d.as_deref()?.trim_end_matches('.')
+                    ))
+                })
+                .collect();
+            o.remove("oneOf");
+            o.insert("type".into(), kind);
+            o.insert(
+                "enum".into(),
+                Value::Array(consts.into_iter().map(|(c, _)| c).collect()),
+            );
+            if !said.is_empty() {
+                let text = match o.get("description").and_then(Value::as_str) {
+                    Some(d) => format!("{d} {}.", said.join("; ")),
+                    None => format!("{}.", said.join("; ")),
+                };
+                o.insert("description".into(), Value::String(text));
+            }
+        }
+    }
+    if let Some(Value::String(d)) = o.get_mut("description") {
+        if d.contains('\n') {
+            *d = d.split_whitespace().collect::<Vec<_>>().join(" ");
+        }
+    }
+    for (k, v) in o.iter_mut() {
+        match (k.as_str(), v) {
+            // Maps of names to schemas: each value is a schema, the keys are names.
+            ("properties" | "$defs" | "definitions", Value::Object(named)) => {
+                named.values_mut().for_each(compact)
+            }
+            (_, v) => compact(v),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_compact_schema_keeps_what_a_model_needs() {
+        let mut s = json!({
+            "$schema": "x", "title": "T", "type": "object",
+            "properties": {
+                "title": {"type": "string", "description": "A property named title.\nKept."},
+                "cwd": {"type": ["string", "null"], "default": null, "description": "Where."},
+                "n": {"type": "integer", "format": "uint64", "minimum": 0},
+                "kind": {"anyOf": [{"$ref": "#/$defs/K"}, {"type": "null"}], "description": "Which."},
+                "status": {"oneOf": [
+                    {"const": "a", "type": "string", "description": "first"},
+                    {"const": "b", "type": "string", "description": "second"}]}
+            }
+        });
+        compact_schema(&mut s);
+        assert_eq!(
+            s,
+            json!({"type": "object", "properties": {
+                "title": {"type": "string", "description": "A property named title. Kept."},
+                "cwd": {"type": "string", "description": "Where."},
+                "n": {"type": "integer", "minimum": 0},
+                "kind": {"$ref": "#/$defs/K", "description": "Which."},
+                "status": {"type": "string", "enum": ["a", "b"], "description": "`a`: first; `b`: second."}
+            }})
+        );
+    }
+}

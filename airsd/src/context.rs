@@ -194,6 +194,99 @@ pub struct Request<'a> {
     pub tools: &'a [ToolDefinition],
     pub model_id: &'a str,
     pub budget: BudgetPolicy,
+    /// The diff of the changes under review (new files included), for a reviewer.
+    pub diff: Option<&'a ReviewDiff>,
+    /// The files the task's agents changed so far (airsd's record).
+    pub task_changes: &'a [String],
+    /// Where the agent works, as airsd saw it at dispatch.
+    pub environment: Option<&'a Environment>,
+}
+
+/// What a reviewer is shown of the changes under review.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReviewDiff {
+    /// The diff against the last commit, new files included.
+    Diff(String),
+    /// The task changed no file.
+    NoChanges,
+    /// Not a git repository: there is nothing to diff against.
+    NoGit,
+}
+
+/// Where an agent works: the facts a person at the terminal would know.
+#[derive(Clone, Debug, Default)]
+pub struct Environment {
+    pub root: String,
+    pub os: String,
+    pub date: String,
+    /// The git branch line, when the project is a git repository.
+    pub branch: Option<String>,
+    /// Files changed and not committed (`git status`), when it is one.
+    pub dirty: Option<Vec<String>>,
+}
+
+/// Files of the working tree named in the environment at most.
+const DIRTY_SHOWN: usize = 20;
+
+use air_proto::context::{DIFF_HEADING as DIFF, ENVIRONMENT_HEADING as ENVIRONMENT};
+
+fn environment_text(e: &Environment) -> String {
+    let mut s = format!(
+        "{ENVIRONMENT}\n\n- Project root: {}\n- Platform: {}; commands run in bash\n- Date: {}\n",
+        e.root, e.os, e.date
+    );
+    match (&e.branch, &e.dirty) {
+        (None, None) => s.push_str("- Not a git repository\n"),
+        (branch, dirty) => {
+            if let Some(b) = branch {
+                let _ = writeln!(s, "- Git branch: {b}");
+            }
+            match dirty.as_deref() {
+                None | Some([]) => s.push_str("- Uncommitted changes: none\n"),
+                Some(files) => {
+                    let shown: Vec<String> = files
+                        .iter()
+                        .take(DIRTY_SHOWN)
+                        .map(|f| format!("`{f}`"))
+                        .collect();
+                    let _ = write!(s, "- Uncommitted changes: {}", shown.join(", "));
+                    if files.len() > DIRTY_SHOWN {
+                        let _ = write!(s, " and {} more", files.len() - DIRTY_SHOWN);
+                    }
+                    s.push('\n');
+                }
+            }
+        }
+    }
+    s
+}
+
+/// `text` with its Markdown headings moved `by` levels down (at most to level 6),
+/// outside code fences: a plan's `# Title` nested under a section's `##`.
+fn nest_headings(text: &str, by: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut fence: Option<&str> = None;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if let Some(f) = fence {
+            if t.starts_with(f) {
+                fence = None;
+            }
+        } else if t.starts_with("```") {
+            fence = Some("```");
+        } else if t.starts_with("~~~") {
+            fence = Some("~~~");
+        } else if line.starts_with('#') {
+            let level = line.chars().take_while(|c| *c == '#').count();
+            if level <= 6 && line[level..].starts_with([' ', '\n']) {
+                out.push_str(&"#".repeat((level + by).min(6)));
+                out.push_str(&line[level..]);
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// A section of the user message, in the order it appears.
@@ -238,10 +331,18 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
 
     let mut sections = vec![Section {
         name: "task",
-        text: task_text(spec),
+        text: task_text(spec, req.role),
         drop_rank: None,
         refs: vec![spec.id.clone()],
     }];
+    if let Some(e) = req.environment {
+        sections.push(Section {
+            name: "environment",
+            text: environment_text(e),
+            drop_rank: None,
+            refs: Vec::new(),
+        });
+    }
     if let Some(overview) = sources.overview.as_deref().filter(|o| !o.trim().is_empty()) {
         let mut text = String::from("## The plan\n\n");
         if let Some(title) = sources
@@ -251,7 +352,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         {
             let _ = writeln!(text, "{title}\n");
         }
-        text.push_str(overview.trim());
+        text.push_str(nest_headings(overview.trim(), 2).trim_end());
         text.push('\n');
         sections.push(Section {
             name: "plan",
@@ -314,6 +415,41 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
             ),
             drop_rank: None,
             refs: vec![format!("result:{}", prev.agent_id)],
+        });
+    }
+    if !req.task_changes.is_empty() {
+        let mut text = String::from(
+            "## Files this task has changed so far\n\nBy earlier attempts or the debugger, as airsd recorded them; read them before you change them again.\n\n",
+        );
+        for f in req.task_changes {
+            let _ = writeln!(text, "- `{f}`");
+        }
+        sections.push(Section {
+            name: "changes",
+            text,
+            drop_rank: None,
+            refs: Vec::new(),
+        });
+    }
+    if let Some(diff) = req.diff {
+        let text = match diff {
+            ReviewDiff::Diff(d) if !d.trim().is_empty() => format!(
+                "{DIFF}\n\nAgainst the last commit, new files included; git_diff and fs_read show more.\n\n```diff\n{}\n```\n",
+                d.trim_end()
+            ),
+            ReviewDiff::Diff(_) => format!(
+                "{DIFF}\n\nThe files the task changed show no difference from the last commit.\n"
+            ),
+            ReviewDiff::NoChanges => format!("{DIFF}\n\nThe task changed no file.\n"),
+            ReviewDiff::NoGit => format!(
+                "{DIFF}\n\nThe project is not a git repository, so there is no diff: read the changed files with fs_read.\n"
+            ),
+        };
+        sections.push(Section {
+            name: "diff",
+            text,
+            drop_rank: Some(3),
+            refs: Vec::new(),
         });
     }
 
@@ -456,8 +592,13 @@ fn rules_text(rules: &[&Rule]) -> String {
     text
 }
 
-fn task_text(t: &TaskSpec) -> String {
-    let mut s = format!("# Task {}: {}\n\n{}\n", t.id, t.title, t.description.trim());
+fn task_text(t: &TaskSpec, role: AgentType) -> String {
+    let mut s = format!(
+        "# Task {}: {}\n\n{}\n",
+        t.id,
+        t.title,
+        nest_headings(t.description.trim(), 1).trim_end()
+    );
     if !t.acceptance_criteria.is_empty() {
         s.push_str("\nAcceptance criteria:\n");
         for c in &t.acceptance_criteria {
@@ -472,44 +613,79 @@ fn task_text(t: &TaskSpec) -> String {
     }
     // What the evidence gate will ask of the result, so the agent knows before it
     // submits (the gate is air_proto::gate, which airsd applies).
-    if t.task_type == air_proto::task::TaskType::Execute {
+    if t.task_type == air_proto::task::TaskType::Execute && role == AgentType::Executor {
         let kinds: Vec<&str> = air_proto::gate::task_evidence(t)
             .iter()
             .map(|k| k.as_str())
             .collect();
-        s.push_str("\nEvidence this task needs to complete (each an `evidence_refs` entry of something you ran or made):");
+        s.push_str("\nEvidence this task needs to complete:");
         if kinds.is_empty() {
             s.push_str(" none of its own");
         } else {
-            let _ = write!(s, " {}", kinds.join(", "));
+            let _ = write!(
+                s,
+                " {}, each an `evidence` entry whose `ref` is the command_run_id of a shell_run that shows it",
+                kinds.join(", ")
+            );
         }
         if t.verification.required {
-            s.push_str("; its verification passed");
+            s.push_str("; and its verification passed");
         }
-        s.push_str(". Changing C or C++ files also needs static_analysis; completing without changing a file needs an explanation.\n");
+        s.push_str(". Changing C or C++ files also needs static_analysis; completing without changing a file needs an `explanation`.\n");
     }
     let scope = &t.scope;
     let lists = [
-        ("Expected files", &scope.expected_files),
-        ("Allowed paths", &scope.allowed_paths),
-        ("Denied paths", &scope.denied_paths),
-        ("Preserved paths", &scope.preserved_paths),
+        (
+            "Expected files (where the work is likely to go; a hint, not a limit)",
+            &scope.expected_files,
+        ),
+        (
+            "Allowed paths (writes anywhere else are refused)",
+            &scope.allowed_paths,
+        ),
+        ("Denied paths (never written)", &scope.denied_paths),
+        (
+            "Preserved paths (must stay exactly as they are)",
+            &scope.preserved_paths,
+        ),
     ];
     for (label, list) in lists {
         if let Some(list) = list.as_ref().filter(|l| !l.is_empty()) {
             let _ = writeln!(s, "\n{label}: {}", quoted(list));
         }
     }
+    let mut frozen = false;
     for (label, list) in [
-        ("Provides", &t.contracts.provides),
-        ("Requires", &t.contracts.requires),
+        ("Interfaces this task provides", &t.contracts.provides),
+        ("Interfaces this task relies on", &t.contracts.requires),
     ] {
         if let Some(list) = list.as_ref().filter(|l| !l.is_empty()) {
             let _ = writeln!(s, "\n{label}:");
             for c in list {
-                let _ = writeln!(s, "- {}", serde_json::to_string(c).unwrap_or_default());
+                frozen |= c.stability == air_proto::task::Stability::Frozen;
+                let _ = writeln!(
+                    s,
+                    "- {} `{}` of {} ({})",
+                    c.kind.as_str(),
+                    c.spec,
+                    c.module,
+                    c.stability.as_str()
+                );
             }
         }
+    }
+    if frozen {
+        s.push_str("A frozen interface must stay exactly as stated: if the task cannot be done without changing it, report `blocked` naming it.\n");
+    }
+    if role == AgentType::Executor || role == AgentType::Debugger {
+        let turns = match t.constraints.max_turns {
+            0 => air_proto::plan::DEFAULT_MAX_TURNS,
+            n => n,
+        };
+        let _ = writeln!(
+            s,
+            "\nTurn budget: {turns} model calls; you will be told when few are left."
+        );
     }
     s
 }
@@ -598,6 +774,9 @@ mod tests {
             tools: &[],
             model_id: "test-model",
             budget,
+            diff: None,
+            task_changes: &[],
+            environment: None,
         }
     }
 

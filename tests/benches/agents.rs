@@ -384,6 +384,15 @@ fn assembly() {
         tools: &tools,
         model_id: "anthropic/claude-sonnet-4-5",
         budget: budget(200_000, 64_000),
+        diff: None,
+        task_changes: &[],
+        environment: Some(&airsd::context::Environment {
+            root: "/home/user/project".into(),
+            os: "linux (x86_64)".into(),
+            date: "2026-12-01".into(),
+            branch: Some("main".into()),
+            dirty: Some(vec!["wordcount/counter.py".into()]),
+        }),
     };
     let n = 2_000;
     let t = Instant::now();

@@ -26,7 +26,8 @@ use crate::provider::{Adapter, Delta, RetryPolicy, Timeouts, ToolSpec, TurnReque
 use crate::replay::{self, Recorder, Recording, Server};
 use crate::submit;
 
-/// Turns a task may take when its spec does not say.
+/// Turns left at which the agent is warned that its budget ends.
+const TURNS_WARNED: u32 = 3;
 /// Output tokens asked for per turn, at most.
 pub const MAX_OUTPUT: u32 = 16_384;
 
@@ -93,6 +94,34 @@ impl LoopState {
 /// Tools that change files (the debugger's FIXING starts with the first).
 fn writes(tool: &str) -> bool {
     matches!(tool, "fs.write" | "fs.edit" | "fs.multi_edit")
+}
+
+/// `text` with every tool named as the model knows it (`fs_read`, not airsd's
+/// `fs.read`): a refusal that names a tool the model was never given is a riddle.
+pub fn model_names(text: &str, names: &[(String, String)]) -> String {
+    let mut out = text.to_string();
+    for (wire, internal) in names {
+        if wire == internal || !out.contains(internal.as_str()) {
+            continue;
+        }
+        let mut next = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        let mut before: Option<char> = None;
+        while let Some(at) = rest.find(internal.as_str()) {
+            let prev = rest[..at].chars().next_back().or(before);
+            let after = rest[at + internal.len()..].chars().next();
+            let word =
+                |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            next.push_str(&rest[..at]);
+            let whole = !word(prev) && !after.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            next.push_str(if whole { wire } else { internal });
+            before = internal.chars().next_back();
+            rest = &rest[at + internal.len()..];
+        }
+        next.push_str(rest);
+        out = next;
+    }
+    out
 }
 
 /// A provider client of any protocol.
@@ -433,7 +462,11 @@ async fn run_with(
     };
     let threshold = context.summary.budget.threshold();
     let mut compaction_asked = context.summary.compaction.needed;
-    let mut ran: Vec<submit::Ran> = Vec::new();
+    let mut seen = submit::Seen::default();
+    // What the task's earlier agents changed counts as the task's changes.
+    for f in start.context_pack.task_changes.iter().flatten() {
+        seen.changed(f);
+    }
     // The agent was told once what its result lacked for the evidence gate.
     let mut gate_told = false;
     let max_turns = match start.task_spec.constraints.max_turns {
@@ -451,7 +484,7 @@ async fn run_with(
         state = if debugging {
             if fixing {
                 LoopState::Fixing
-            } else if ran.iter().any(|r| r.exit_code.is_some()) {
+            } else if seen.ran.iter().any(|r| r.exit_code.is_some()) {
                 LoopState::Analyzing
             } else {
                 LoopState::Gathering
@@ -554,7 +587,7 @@ async fn run_with(
         let mut answers = Vec::new();
         for (id, name, input) in assistant.tool_uses() {
             if name == submit::SUBMIT {
-                match submit::accept_as(output, role, &task_id, &agent_id, input, &ran) {
+                match submit::accept_as(output, role, &task_id, &agent_id, input, &seen) {
                     Ok(result) => {
                         // The evidence gate, checked here first: once, the agent is told
                         // what its task still needs (airsd checks again, and decides).
@@ -570,7 +603,7 @@ async fn run_with(
                             answers.push(ContentBlock::ToolResult {
                                 tool_use_id: id.to_string(),
                                 content: format!(
-                                    "not accepted yet: this task cannot complete without {}. Do what is missing and submit again (with the evidence_refs of what you ran), or submit `failed` or `blocked` saying why.",
+                                    "not accepted yet: this task cannot complete without {}. Do what is missing and submit again (with the `evidence` of what you ran), or submit `failed` or `blocked` saying why.",
                                     missing.join("; ")
                                 ),
                                 is_error: true,
@@ -579,7 +612,7 @@ async fn run_with(
                         }
                         let end = match role {
                             AgentType::Debugger => {
-                                let record = debug_record(start, &result, &ran);
+                                let record = debug_record(start, &result, &seen.ran);
                                 let state = if record.fixed {
                                     LoopState::Recording
                                 } else {
@@ -629,13 +662,30 @@ async fn run_with(
             }
             link.hold().await;
             let answer = link.call_tool(id, tool, input.clone(), &message_id).await;
-            // What ran is what a passed check may cite.
+            // What ran is what a passed check may cite; what the calls changed is
+            // the result's changed files.
+            if let Some(out) = answer.output.as_ref() {
+                if writes(tool) {
+                    if let Some(path) = out.get("path").and_then(Value::as_str) {
+                        seen.changed(path);
+                    }
+                }
+                for path in out
+                    .get("changed_files")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    seen.changed(path);
+                }
+            }
             if tool == "shell.run" {
                 if let (Some(out), Some(command)) = (
                     answer.output.as_ref(),
                     input.get("command").and_then(Value::as_str),
                 ) {
-                    ran.push(submit::Ran {
+                    seen.ran.push(submit::Ran {
                         command: command.to_string(),
                         exit_code: out
                             .get("exit_code")
@@ -650,14 +700,21 @@ async fn run_with(
                 }
             }
             answers.push(match answer.status {
+                // The tool's own text when it rendered one; its JSON otherwise.
                 ToolResultStatus::Ok => ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),
-                    content: answer.output.map(|o| o.to_string()).unwrap_or_default(),
+                    content: answer
+                        .content
+                        .or_else(|| answer.output.map(|o| o.to_string()))
+                        .unwrap_or_default(),
                     is_error: false,
                 },
                 ToolResultStatus::Error => ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),
-                    content: answer.error.map(|e| e.message).unwrap_or_default(),
+                    content: model_names(
+                        &answer.error.map(|e| e.message).unwrap_or_default(),
+                        &names,
+                    ),
                     is_error: true,
                 },
             });
@@ -679,6 +736,14 @@ async fn run_with(
                 ));
             }
         }
+        // Near the end of the turn budget, the agent is told, once a turn.
+        let left = max_turns.saturating_sub(turn_no + 1);
+        if (1..=TURNS_WARNED).contains(&left) {
+            answers.push(ContentBlock::text(format!(
+                "{left} turn{} left of {max_turns}: finish and call submit_result now, or submit `failed` or `blocked` saying where you stopped.",
+                if left == 1 { "" } else { "s" }
+            )));
+        }
         request.messages.push(Message::user(answers));
     }
     ended(
@@ -697,6 +762,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn refusals_name_the_tools_as_the_model_knows_them() {
+        let names = vec![
+            ("fs_read".to_string(), "fs.read".to_string()),
+            ("shell_run".to_string(), "shell.run".to_string()),
+        ];
+        assert_eq!(
+            model_names(
+                "a.txt: read it with fs.read first, or `shell.run`; not my.fs.read or fs.reader",
+                &names
+            ),
+            "a.txt: read it with fs_read first, or `shell_run`; not my.fs.read or fs.reader"
+        );
+    }
 
     /// A link that answers tool calls from a script and keeps what the loop says.
     #[derive(Default)]
@@ -736,6 +816,7 @@ mod tests {
                 tool_call_id: id.into(),
                 status: ToolResultStatus::Ok,
                 output: Some(output),
+                content: None,
                 error: None,
                 truncated: false,
                 artifact_ref: None,
@@ -766,9 +847,9 @@ mod tests {
             tool_turn("d3", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"})),
             tool_turn("d4", "shell_run", json!({"command": check})),
             tool_turn("d5", "submit_result", json!({
-                "status": "completed", "summary": "Fixed the typo.", "changed_files": ["hello.txt"],
+                "status": "completed", "summary": "Fixed the typo.",
                 "verification": [{"name": check, "status": "passed"}],
-                "result": {"analysis": "hello.txt says helo", "root_cause": "a typo", "fixed": true}
+                "analysis": "hello.txt says helo", "root_cause": "a typo", "fixed": true
             })),
         ]});
         std::fs::write(dir.path().join("T1-debugger-1.json"), recording.to_string()).unwrap();

@@ -135,6 +135,7 @@ impl worker::agent::Link for Peer {
             tool_call_id: tool_call_id.to_string(),
             status: ToolResultStatus::Error,
             output: None,
+            content: None,
             error: Some(air_proto::error::WireError {
                 kind: air_proto::error::ErrorKind::Internal,
                 message,

@@ -1,14 +1,20 @@
-//! `submit_result`: the tool every agent loop ends with. Its input schema is the
-//! WorkerResult the agent type must hand back (D-042) — the reviewer's `result` is a
-//! ReviewerOutput, the debugger's a DebuggerOutput — so the model fills exactly the
-//! contract. A submission that does not fit is answered with what is wrong and where
-//! (a JSON path), for the model to correct within its turns.
+//! `submit_result`: the tool every agent loop ends with. Each role fills its own small
+//! form — the executor its status, checks and evidence; the reviewer its decision and
+//! findings; the debugger its analysis; the Architecture Designer consulted its advice
+//! — and the worker turns it into the WorkerResult airsd expects (D-042). What the
+//! worker and airsd know better than the model is not asked of it: the files changed
+//! come from the agent's own tool calls, and the evidence a structured answer is (a
+//! review's explanation, a debugger's analysis) is derived from that answer. A form
+//! that does not fit is answered with what is wrong and where (a JSON path), for the
+//! model to correct within its turns.
 
 use air_proto::event::AgentType;
 use air_proto::result::{
-    ConsultOutput, DebuggerOutput, EvidenceRef, FollowUpTask, ReviewerOutput, Risk,
-    VerificationResult, WorkerResult, WorkerStatus,
+    ConsultDecision, ConsultOutput, DebuggerOutput, EvidenceKind, EvidenceRef, FollowUpTask,
+    ReviewDecision, ReviewFinding, ReviewerOutput, Risk, VerificationResult, VerificationStatus,
+    WorkerResult, WorkerStatus,
 };
+use air_proto::task::EvidenceType;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -17,43 +23,148 @@ use crate::provider::ToolSpec;
 /// The tool's name, as offered to every provider.
 pub const SUBMIT: &str = "submit_result";
 
-/// What the model fills; airsd's ids are added by the worker.
+// How an executor's or a debugger's work ended. There is no `cancelled`: only a
+// person or the scheduler cancels a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Outcome {
+    /// The work is done and its checks passed.
+    Completed,
+    /// The work could not be made to pass its checks; say which failed and why.
+    Failed,
+    /// The work cannot go on without a decision outside the task (a conflict with
+    /// the plan, a frozen interface or the allowed paths; a missing tool); name it.
+    Blocked,
+}
+
+impl Outcome {
+    fn status(self) -> WorkerStatus {
+        match self {
+            Outcome::Completed => WorkerStatus::Completed,
+            Outcome::Failed => WorkerStatus::Failed,
+            Outcome::Blocked => WorkerStatus::Blocked,
+        }
+    }
+}
+
+/// A piece of evidence, as the agent points at it.
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
+struct Claimed {
+    /// The kind of evidence it is for the task (e.g. `build_pass`, `test_pass`).
+    #[serde(default)]
+    evidence_type: Option<EvidenceType>,
+    /// What it points at: the `command_run_id` (or the exact command) of a
+    /// `shell_run`, a file path, or an artifact URI.
+    #[serde(rename = "ref")]
+    reference: String,
+    /// What it shows, in one sentence.
+    claim: String,
+}
+
+/// The executor's form.
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Submission {
-    /// `completed` only when the work is done and its checks ran; otherwise say
-    /// `failed` or `blocked` and why.
-    status: WorkerStatus,
-    /// What was done, in a few sentences.
+struct TaskForm {
+    status: Outcome,
+    /// What was done and what the checks showed, in a few sentences.
     summary: String,
-    /// Files changed, relative to the project root.
-    #[serde(default)]
-    changed_files: Vec<String>,
-    /// Each check that ran, with its outcome (never one that did not run).
+    /// Each check you ran with `shell_run`, named by its exact command, with its
+    /// outcome. Never one you did not run.
     #[serde(default)]
     verification: Vec<VerificationResult>,
+    /// What supports the result: the commands you ran, by their `command_run_id`.
+    #[serde(default)]
+    evidence: Vec<Claimed>,
+    /// When you complete without changing any file: why no change was needed.
+    #[serde(default)]
+    explanation: Option<String>,
     #[serde(default)]
     risks: Vec<Risk>,
     #[serde(default)]
     follow_up_tasks: Vec<FollowUpTask>,
-    /// What supports the claims: command runs, artifacts, diffs.
-    #[serde(default)]
-    evidence_refs: Vec<EvidenceRef>,
-    /// The agent type's own result.
-    #[serde(default)]
-    result: Value,
 }
 
-/// What an agent's `result` is.
+/// The reviewer's form.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReviewForm {
+    /// `approved`: the task is done as asked; `changes_requested`: the executor must
+    /// change what the findings say; `blocked`: it cannot be done as planned.
+    decision: ReviewDecision,
+    /// Why, in a few sentences.
+    summary: String,
+    /// What to change: each with the file (and line) and what must be different.
+    #[serde(default)]
+    findings: Vec<ReviewFinding>,
+    /// What you looked at: files, diffs, command outputs.
+    #[serde(default)]
+    looked_at: Vec<String>,
+}
+
+/// The milestone review's form: a review, with the tasks its findings need.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MilestoneForm {
+    /// `approved`: the phase holds together; `changes_requested`: the follow-up
+    /// tasks must be done; `blocked`: the plan cannot go on as it is.
+    decision: ReviewDecision,
+    /// Why, in a few sentences.
+    summary: String,
+    #[serde(default)]
+    findings: Vec<ReviewFinding>,
+    /// The tasks that would resolve the findings.
+    #[serde(default)]
+    follow_up_tasks: Vec<FollowUpTask>,
+    /// What you looked at: files, diffs, command outputs.
+    #[serde(default)]
+    looked_at: Vec<String>,
+}
+
+/// The debugger's form.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DebugForm {
+    /// `completed` when you found the cause (fixed or not), `failed` when you could
+    /// not find it, `blocked` when a decision outside the task is needed.
+    status: Outcome,
+    /// What you found, in a few sentences.
+    summary: String,
+    /// What is wrong and why, with what shows it (commands, lines).
+    analysis: String,
+    /// The root cause, when you found it.
+    #[serde(default)]
+    root_cause: Option<String>,
+    /// Whether you changed the code to fix it.
+    #[serde(default)]
+    fixed: bool,
+    /// Each check you ran after a fix, named by its exact command.
+    #[serde(default)]
+    verification: Vec<VerificationResult>,
+}
+
+/// The Architecture Designer's form when consulted about a task.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ConsultForm {
+    /// `retry`: one more executor attempt, guided by the advice; `stop`: the task
+    /// ends, and the advice says what a person must decide or change.
+    decision: ConsultDecision,
+    /// Concretely what to do differently (retry) or to decide (stop).
+    advice: String,
+}
+
+/// What an agent's form is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
-    /// An executor's: free.
+    /// An executor's.
     Task,
-    /// A reviewer's, or the Architecture Designer's milestone review: ReviewerOutput.
+    /// A reviewer's.
     Review,
-    /// A debugger's: DebuggerOutput.
+    /// The Architecture Designer's review of a phase.
+    Milestone,
+    /// A debugger's.
     Debugging,
-    /// The Architecture Designer consulted about a task: ConsultOutput.
+    /// The Architecture Designer consulted about a task.
     Consult,
 }
 
@@ -63,7 +174,8 @@ impl Output {
     pub fn of(agent: AgentType, consulted: bool) -> Output {
         match agent {
             AgentType::ArchitectureDesigner if consulted => Output::Consult,
-            AgentType::Reviewer | AgentType::ArchitectureDesigner => Output::Review,
+            AgentType::ArchitectureDesigner => Output::Milestone,
+            AgentType::Reviewer => Output::Review,
             AgentType::Debugger => Output::Debugging,
             _ => Output::Task,
         }
@@ -72,10 +184,11 @@ impl Output {
 
 fn description(output: Output) -> &'static str {
     match output {
-        Output::Review => "Hand back the review: `result` is {decision: approved | changes_requested | blocked, findings}. Call it once, last.",
-        Output::Debugging => "Hand back the debugging: `result` is {analysis, root_cause?, fixed}. Call it once, last.",
-        Output::Consult => "Hand back your advice: `result` is {decision: retry | stop, advice}. Call it once, last.",
-        Output::Task => "Hand back the task's result with the checks you ran and their evidence. Call it once, last.",
+        Output::Review => "Hand back your review: the decision, why, and for changes_requested the findings (file, line, what to change). Call it once, as your last action.",
+        Output::Milestone => "Hand back the phase's review: the decision, why, the findings and the follow-up tasks they need. Call it once, as your last action.",
+        Output::Debugging => "Hand back what you found: the analysis, the root cause, whether you fixed it, and the checks you ran after the fix. Call it once, as your last action.",
+        Output::Consult => "Hand back your advice: retry (with what the executor must do differently) or stop (with what a person must decide). Call it once, as your last action.",
+        Output::Task => "Hand back the task's result: its status, what you did, and each check you ran with shell_run by its exact command. The files you changed are known from your tool calls. If a submission is refused, correct it and submit again. Call it once, as your last action.",
     }
 }
 
@@ -86,38 +199,17 @@ pub fn tool(agent: AgentType) -> ToolSpec {
 
 /// The `submit_result` tool for an output.
 pub fn tool_for(output: Output) -> ToolSpec {
-    let mut schema = schemars::schema_for!(Submission).to_value();
-    let result = match output {
-        Output::Review => Some(schemars::schema_for!(ReviewerOutput).to_value()),
-        Output::Debugging => Some(schemars::schema_for!(DebuggerOutput).to_value()),
-        Output::Consult => Some(schemars::schema_for!(ConsultOutput).to_value()),
-        Output::Task => None,
-    };
-    if let Some(mut result) = result {
-        // The agent's own schema in place of the free `result`, its definitions moved
-        // up to the root where its references point.
-        if let Some(defs) = result.as_object_mut().and_then(|o| o.remove("$defs")) {
-            if let (Some(root), Value::Object(defs)) = (schema.as_object_mut(), defs) {
-                let all = root
-                    .entry("$defs")
-                    .or_insert_with(|| Value::Object(Default::default()));
-                if let Some(all) = all.as_object_mut() {
-                    all.extend(defs);
-                }
-            }
-        }
-        if let Some(o) = result.as_object_mut() {
-            o.remove("$schema");
-            o.remove("title");
-        }
-        schema["properties"]["result"] = result;
-        if let Some(required) = schema["required"].as_array_mut() {
-            required.push(Value::String("result".into()));
-        }
+    let mut schema = match output {
+        Output::Task => schemars::schema_for!(TaskForm),
+        Output::Review => schemars::schema_for!(ReviewForm),
+        Output::Milestone => schemars::schema_for!(MilestoneForm),
+        Output::Debugging => schemars::schema_for!(DebugForm),
+        Output::Consult => schemars::schema_for!(ConsultForm),
     }
+    .to_value();
+    air_proto::tool::compact_schema(&mut schema);
     if let Some(o) = schema.as_object_mut() {
-        o.remove("$schema");
-        o.remove("title");
+        o.remove("description");
     }
     ToolSpec {
         name: SUBMIT.to_string(),
@@ -134,34 +226,53 @@ pub struct Ran {
     pub command_run_id: String,
 }
 
+/// What the agent did through its tools, as airsd answered: the commands it ran and
+/// the files its calls changed.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    pub ran: Vec<Ran>,
+    pub changed: Vec<String>,
+}
+
+impl Seen {
+    /// Notes a file a call changed (once).
+    pub fn changed(&mut self, path: &str) {
+        if !path.is_empty() && !self.changed.iter().any(|p| p == path) {
+            self.changed.push(path.to_string());
+        }
+    }
+}
+
 /// Checks that each verification reported as passed is backed by a command this
 /// agent ran that exited 0 — named by its command text or cited by its
 /// `command_run_id` — and ties the two together (D-041: report the commands actually
 /// run, never a check that did not run).
 fn check_verification(verification: &mut [VerificationResult], ran: &[Ran]) -> Result<(), String> {
-    use air_proto::result::VerificationStatus;
     for (i, v) in verification.iter_mut().enumerate() {
         if v.status != VerificationStatus::Passed {
             continue;
         }
         let cited = v.evidence_refs.iter().flatten().collect::<Vec<_>>();
-        let backing = ran.iter().find(|r| {
+        let backing = ran.iter().rev().find(|r| {
             r.exit_code == Some(0)
                 && (r.command.trim() == v.name.trim()
-                    || cited.iter().any(|c| c.ends_with(r.command_run_id.as_str())))
+                    || cited
+                        .iter()
+                        .any(|c| !r.command_run_id.is_empty() && c.ends_with(&r.command_run_id)))
         });
         let Some(r) = backing else {
             let failed = ran
                 .iter()
+                .rev()
                 .find(|r| r.command.trim() == v.name.trim())
                 .and_then(|r| r.exit_code.filter(|c| *c != 0));
             return Err(match failed {
                 Some(code) => format!(
-                    "submit_result at `verification[{i}]`: `{}` is reported passed, but it exited {code} when you ran it",
+                    "submit_result at `verification[{i}]`: `{}` is reported passed, but it exited {code} when you ran it; report it failed, or fix the cause and run it again",
                     v.name
                 ),
                 None => format!(
-                    "submit_result at `verification[{i}]`: `{}` is reported passed, but no command you ran shows it; run it with shell_run and name it by its command (or cite its command_run_id)",
+                    "submit_result at `verification[{i}]`: `{}` is reported passed, but no command you ran shows it; run it with shell_run and name it by its exact command (or cite its command_run_id)",
                     v.name
                 ),
             });
@@ -175,14 +286,73 @@ fn check_verification(verification: &mut [VerificationResult], ran: &[Ran]) -> R
     Ok(())
 }
 
+/// An evidence reference airsd's records support, or one the worker derives from the
+/// structured answer.
+fn evidence(
+    n: usize,
+    kind: EvidenceKind,
+    reference: String,
+    claim: String,
+    evidence_type: Option<EvidenceType>,
+) -> EvidenceRef {
+    EvidenceRef {
+        id: format!("ev-{}", n + 1),
+        kind,
+        reference,
+        location: None,
+        claim,
+        evidence_type,
+    }
+}
+
+/// The agent's evidence, each pointed at what it names: a command it ran becomes
+/// `command-run:<id>`.
+fn claimed(items: Vec<Claimed>, ran: &[Ran]) -> Vec<EvidenceRef> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(n, c)| {
+            let r = c.reference.trim();
+            let id = r.strip_prefix("command-run:").unwrap_or(r);
+            let command = ran.iter().rev().find(|x| {
+                (!x.command_run_id.is_empty() && x.command_run_id == id) || x.command.trim() == r
+            });
+            let (kind, reference) = match command {
+                Some(x) => (
+                    EvidenceKind::CommandRun,
+                    format!("command-run:{}", x.command_run_id),
+                ),
+                None if r.starts_with("artifact") => (EvidenceKind::ArtifactExcerpt, r.to_string()),
+                None => (EvidenceKind::Message, r.to_string()),
+            };
+            evidence(n, kind, reference, c.claim, c.evidence_type)
+        })
+        .collect()
+}
+
+fn form<T: serde::de::DeserializeOwned>(input: &Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(input).map_err(|e| {
+        let path = e.path().to_string();
+        format!("submit_result at `{path}`: {}", e.inner())
+    })
+}
+
+fn said(what: &str, text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        Err(format!("submit_result at `{what}`: it is empty"))
+    } else {
+        Ok(())
+    }
+}
+
 /// Reads a submission into the WorkerResult airsd expects, or says what is wrong.
-/// `ran` is what this agent ran through `shell.run`.
+/// `seen` is what this agent did through its tools.
 pub fn accept(
     agent: AgentType,
     task_id: &str,
     agent_id: &str,
     input: &Value,
-    ran: &[Ran],
+    seen: &Seen,
 ) -> Result<WorkerResult, String> {
     accept_as(
         Output::of(agent, false),
@@ -190,7 +360,7 @@ pub fn accept(
         task_id,
         agent_id,
         input,
-        ran,
+        seen,
     )
 }
 
@@ -201,40 +371,121 @@ pub fn accept_as(
     task_id: &str,
     agent_id: &str,
     input: &Value,
-    ran: &[Ran],
+    seen: &Seen,
 ) -> Result<WorkerResult, String> {
-    let mut s: Submission = serde_path_to_error::deserialize(input).map_err(|e| {
-        let path = e.path().to_string();
-        format!("submit_result at `{path}`: {}", e.inner())
-    })?;
-    let typed = |path: &str, e: serde_json::Error| format!("submit_result at `result{path}`: {e}");
-    match output {
-        Output::Review => {
-            serde_json::from_value::<ReviewerOutput>(s.result.clone())
-                .map_err(|e| typed(" (a review)", e))?;
+    let new = |status, summary: String| {
+        let mut r = WorkerResult::new(task_id, agent_id, agent, status, summary);
+        r.changed_files = seen.changed.clone();
+        r
+    };
+    let result = match output {
+        Output::Task => {
+            let mut f: TaskForm = form(input)?;
+            said("summary", &f.summary)?;
+            check_verification(&mut f.verification, &seen.ran)?;
+            let mut r = new(f.status.status(), f.summary);
+            r.verification = f.verification;
+            r.risks = f.risks;
+            r.follow_up_tasks = f.follow_up_tasks;
+            r.evidence_refs = claimed(f.evidence, &seen.ran);
+            if let Some(why) = f.explanation.filter(|w| !w.trim().is_empty()) {
+                let n = r.evidence_refs.len();
+                r.evidence_refs.push(evidence(
+                    n,
+                    EvidenceKind::StructuredResult,
+                    "result:explanation".into(),
+                    why,
+                    Some(EvidenceType::Explanation),
+                ));
+            }
+            r
+        }
+        Output::Review | Output::Milestone => {
+            let (decision, summary, findings, follow_ups, looked_at) = if output == Output::Review {
+                let f: ReviewForm = form(input)?;
+                (f.decision, f.summary, f.findings, Vec::new(), f.looked_at)
+            } else {
+                let f: MilestoneForm = form(input)?;
+                (
+                    f.decision,
+                    f.summary,
+                    f.findings,
+                    f.follow_up_tasks,
+                    f.looked_at,
+                )
+            };
+            said("summary", &summary)?;
+            if decision == ReviewDecision::ChangesRequested
+                && findings.is_empty()
+                && follow_ups.is_empty()
+            {
+                return Err("submit_result at `findings`: changes_requested needs at least one finding saying what to change and where".into());
+            }
+            let mut r = new(WorkerStatus::Completed, summary.clone());
+            r.evidence_refs.push(evidence(
+                0,
+                EvidenceKind::StructuredResult,
+                "result:decision".into(),
+                summary,
+                Some(EvidenceType::Explanation),
+            ));
+            for item in looked_at.into_iter().filter(|l| !l.trim().is_empty()) {
+                let n = r.evidence_refs.len();
+                r.evidence_refs.push(evidence(
+                    n,
+                    EvidenceKind::Message,
+                    item,
+                    "looked at in the review".into(),
+                    None,
+                ));
+            }
+            r.follow_up_tasks = follow_ups;
+            r.result = serde_json::to_value(ReviewerOutput { decision, findings })
+                .map_err(|e| format!("submit_result: {e}"))?;
+            r
         }
         Output::Debugging => {
-            serde_json::from_value::<DebuggerOutput>(s.result.clone())
-                .map_err(|e| typed(" (a debugging result)", e))?;
+            let mut f: DebugForm = form(input)?;
+            said("summary", &f.summary)?;
+            said("analysis", &f.analysis)?;
+            check_verification(&mut f.verification, &seen.ran)?;
+            let mut r = new(f.status.status(), f.summary);
+            r.verification = f.verification;
+            r.evidence_refs.push(evidence(
+                0,
+                EvidenceKind::StructuredResult,
+                "result:analysis".into(),
+                f.analysis.clone(),
+                Some(EvidenceType::DebuggerAnalysis),
+            ));
+            r.result = serde_json::to_value(DebuggerOutput {
+                analysis: f.analysis,
+                root_cause: f.root_cause.filter(|c| !c.trim().is_empty()),
+                fixed: f.fixed,
+            })
+            .map_err(|e| format!("submit_result: {e}"))?;
+            r
         }
         Output::Consult => {
-            serde_json::from_value::<ConsultOutput>(s.result.clone())
-                .map_err(|e| typed(" (advice)", e))?;
+            let f: ConsultForm = form(input)?;
+            said("advice", &f.advice)?;
+            let mut r = new(WorkerStatus::Completed, f.advice.clone());
+            r.evidence_refs.push(evidence(
+                0,
+                EvidenceKind::StructuredResult,
+                "result:advice".into(),
+                f.advice.clone(),
+                Some(EvidenceType::Explanation),
+            ));
+            r.result = serde_json::to_value(ConsultOutput {
+                decision: f.decision,
+                advice: f.advice,
+            })
+            .map_err(|e| format!("submit_result: {e}"))?;
+            r
         }
-        Output::Task => {}
-    }
-    if s.summary.trim().is_empty() {
-        return Err("submit_result at `summary`: say what was done".into());
-    }
-    check_verification(&mut s.verification, ran)?;
-    let mut r = WorkerResult::new(task_id, agent_id, agent, s.status, s.summary);
-    r.changed_files = s.changed_files;
-    r.verification = s.verification;
-    r.risks = s.risks;
-    r.follow_up_tasks = s.follow_up_tasks;
-    r.evidence_refs = s.evidence_refs;
-    r.result = s.result;
-    Ok(r)
+    };
+    Ok(result)
 }
 
 #[cfg(test)]
@@ -243,95 +494,178 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const ALL: [Output; 5] = [
+        Output::Task,
+        Output::Review,
+        Output::Milestone,
+        Output::Debugging,
+        Output::Consult,
+    ];
+
     #[test]
-    fn the_schema_is_the_contract_of_each_agent_type() {
-        let executor = tool(AgentType::Executor).input_schema;
-        assert_eq!(executor["type"], "object");
-        assert_eq!(executor["additionalProperties"], false);
-        let reviewer = tool(AgentType::Reviewer).input_schema;
-        let decision = reviewer["properties"]["result"].to_string();
-        assert!(decision.contains("decision"), "{decision}");
-        assert!(reviewer["required"]
+    fn each_role_has_its_own_form_and_none_offers_cancelled() {
+        for output in ALL {
+            let schema = tool_for(output).input_schema;
+            assert_eq!(schema["type"], "object", "{output:?}");
+            assert_eq!(schema["additionalProperties"], false, "{output:?}");
+            let text = schema.to_string();
+            assert!(!text.contains("cancelled"), "{output:?} offers cancelled");
+            assert!(
+                !text.contains("changed_files"),
+                "{output:?} asks for changed files"
+            );
+            // Every reference resolves in the document the provider sees.
+            for r in text.split("\"$ref\":\"#/$defs/").skip(1) {
+                let name = r.split('"').next().unwrap();
+                assert!(
+                    schema["$defs"].get(name).is_some(),
+                    "{output:?}: {name} missing from $defs"
+                );
+            }
+        }
+        let review = tool_for(Output::Review).input_schema;
+        assert!(review["required"]
             .as_array()
             .unwrap()
-            .contains(&json!("result")));
-        // Every reference resolves in the document the provider sees.
-        let text = reviewer.to_string();
-        for r in text.split("\"$ref\":\"#/$defs/").skip(1) {
-            let name = r.split('"').next().unwrap();
-            assert!(
-                reviewer["$defs"].get(name).is_some(),
-                "{name} missing from $defs"
-            );
-        }
+            .contains(&json!("decision")));
+        assert!(review["properties"].get("verification").is_none());
+        assert!(review["properties"].get("status").is_none());
     }
 
     #[test]
     fn submissions_are_checked_and_errors_name_the_path() {
+        let seen = Seen {
+            changed: vec!["README.md".into()],
+            ..Seen::default()
+        };
         let ok = accept(
             AgentType::Executor,
             "T1",
             "a1",
-            &json!({"status": "completed", "summary": "Added README.md", "changed_files": ["README.md"]}),
-            &[],
+            &json!({"status": "completed", "summary": "Added README.md"}),
+            &seen,
         )
         .unwrap();
         assert_eq!(
             (ok.task_id.as_str(), ok.agent_type, ok.status),
             ("T1", AgentType::Executor, WorkerStatus::Completed)
         );
-        let e = accept(
-            AgentType::Executor,
-            "T1",
-            "a1",
-            &json!({"status": "done", "summary": "x"}),
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.starts_with("submit_result at `status`"), "{e}");
-        let e = accept(
-            AgentType::Executor,
-            "T1",
-            "a1",
-            &json!({"status": "completed", "summary": "x", "colour": 1}),
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.contains("unknown field `colour`"), "{e}");
+        assert_eq!(ok.changed_files, ["README.md"], "from the tool calls");
+        for (input, error) in [
+            (
+                json!({"status": "done", "summary": "x"}),
+                "submit_result at `status`",
+            ),
+            (
+                json!({"status": "cancelled", "summary": "x"}),
+                "submit_result at `status`",
+            ),
+            (
+                json!({"status": "completed", "summary": "x", "colour": 1}),
+                "unknown field `colour`",
+            ),
+            (
+                json!({"status": "completed", "summary": "x", "changed_files": ["a"]}),
+                "unknown field `changed_files`",
+            ),
+            (
+                json!({"status": "completed", "summary": " "}),
+                "`summary`: it is empty",
+            ),
+        ] {
+            let e = accept(AgentType::Executor, "T1", "a1", &input, &seen).unwrap_err();
+            assert!(e.contains(error), "{input}: {e}");
+        }
         let e = accept(
             AgentType::Reviewer,
             "T1",
             "r1",
-            &json!({"status": "completed", "summary": "x", "result": {"decision": "maybe"}}),
-            &[],
+            &json!({"decision": "maybe", "summary": "x"}),
+            &seen,
         )
         .unwrap_err();
-        assert!(e.starts_with("submit_result at `result (a review)`"), "{e}");
-        let r = accept(AgentType::Reviewer, "T1", "r1", &json!({"status": "completed", "summary": "Looks right", "result": {"decision": "approved", "findings": []}}), &[]).unwrap();
-        assert_eq!(r.result["decision"], "approved");
+        assert!(e.starts_with("submit_result at `decision`"), "{e}");
+        let e = accept(
+            AgentType::Reviewer,
+            "T1",
+            "r1",
+            &json!({"decision": "changes_requested", "summary": "x"}),
+            &seen,
+        )
+        .unwrap_err();
+        assert!(e.contains("needs at least one finding"), "{e}");
+    }
+
+    #[test]
+    fn a_review_carries_its_decision_findings_and_derived_explanation() {
+        let r = accept(
+            AgentType::Reviewer,
+            "T1",
+            "r1",
+            &json!({"decision": "changes_requested", "summary": "The empty case is wrong.",
+                "findings": [{"file": "a.py", "line": 3, "summary": "return {} for an empty string"}],
+                "looked_at": ["a.py"]}),
+            &Seen::default(),
+        )
+        .unwrap();
+        assert_eq!(r.status, WorkerStatus::Completed);
+        let output: ReviewerOutput = serde_json::from_value(r.result.clone()).unwrap();
+        assert_eq!(output.decision, ReviewDecision::ChangesRequested);
+        assert_eq!(output.findings[0].file.as_deref(), Some("a.py"));
+        assert_eq!(
+            r.evidence_refs[0].evidence_type,
+            Some(EvidenceType::Explanation)
+        );
+        assert_eq!(r.evidence_refs[1].reference, "a.py");
+        let d = accept(
+            AgentType::Debugger,
+            "T1",
+            "d1",
+            &json!({"status": "completed", "summary": "A typo.", "analysis": "helo, not hello", "fixed": false}),
+            &Seen::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            d.evidence_refs[0].evidence_type,
+            Some(EvidenceType::DebuggerAnalysis)
+        );
+        let c = accept_as(
+            Output::Consult,
+            AgentType::ArchitectureDesigner,
+            "T1",
+            "ad1",
+            &json!({"decision": "stop", "advice": "The interface is frozen; a person must decide."}),
+            &Seen::default(),
+        )
+        .unwrap();
+        assert_eq!(c.result["decision"], "stop");
     }
 
     #[test]
     fn a_passed_check_must_be_a_command_that_ran_and_exited_0() {
-        let ran = vec![
-            Ran {
-                command: "cargo test".into(),
-                exit_code: Some(0),
-                command_run_id: "c1".into(),
-            },
-            Ran {
-                command: "cargo clippy".into(),
-                exit_code: Some(1),
-                command_run_id: "c2".into(),
-            },
-        ];
+        let seen = Seen {
+            ran: vec![
+                Ran {
+                    command: "cargo test".into(),
+                    exit_code: Some(0),
+                    command_run_id: "c1".into(),
+                },
+                Ran {
+                    command: "cargo clippy".into(),
+                    exit_code: Some(1),
+                    command_run_id: "c2".into(),
+                },
+            ],
+            changed: vec!["a.rs".into()],
+        };
         let submit = |v: serde_json::Value| {
             accept(
                 AgentType::Executor,
                 "T1",
                 "a1",
-                &json!({"status": "completed", "summary": "done", "changed_files": ["a.rs"], "verification": v}),
-                &ran,
+                &json!({"status": "completed", "summary": "done", "verification": v,
+                    "evidence": [{"evidence_type": "test_pass", "ref": "c1", "claim": "the tests pass"}]}),
+                &seen,
             )
         };
         let r = submit(json!([{"name": "cargo test", "status": "passed"}])).unwrap();
@@ -339,6 +673,8 @@ mod tests {
             r.verification[0].evidence_refs,
             Some(vec!["command-run:c1".to_string()])
         );
+        assert_eq!(r.evidence_refs[0].reference, "command-run:c1");
+        assert_eq!(r.evidence_refs[0].kind, EvidenceKind::CommandRun);
         let r = submit(json!([{"name": "unit tests", "status": "passed", "evidence_refs": ["command-run:c1"]}])).unwrap();
         assert_eq!(
             r.verification[0].evidence_refs,

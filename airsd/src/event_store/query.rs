@@ -88,3 +88,40 @@ pub fn has_completed_command(conn: &Connection, agent_id: &str) -> Result<bool> 
         .optional()?
         .is_some())
 }
+
+/// The files the tool calls of a task's agents changed, in the order first changed:
+/// the path of each completed write or edit, and the files each command changed.
+pub fn changed_in_task(conn: &Connection, task_id: &str, writes: &[&str]) -> Result<Vec<String>> {
+    let placeholders = vec!["?"; writes.len()].join(", ");
+    let mut stmt = conn.prepare(&format!(
+        "SELECT tool, output_json FROM tool_runs WHERE task_id = ? AND status = 'completed' AND output_json IS NOT NULL AND (tool IN ({placeholders}) OR output_json LIKE '%\"changed_files\"%') ORDER BY seq"
+    ))?;
+    let params = std::iter::once(task_id).chain(writes.iter().copied());
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    let mut out: Vec<String> = Vec::new();
+    while let Some(row) = rows.next()? {
+        let tool: String = row.get(0)?;
+        let json: String = row.get(1)?;
+        let Ok(output) = serde_json::from_str::<Value>(&json) else {
+            continue;
+        };
+        let mut paths: Vec<&str> = Vec::new();
+        if writes.contains(&tool.as_str()) {
+            paths.extend(output.get("path").and_then(Value::as_str));
+        }
+        paths.extend(
+            output
+                .get("changed_files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        );
+        for p in paths {
+            if !out.iter().any(|o| o == p) {
+                out.push(p.to_string());
+            }
+        }
+    }
+    Ok(out)
+}

@@ -126,9 +126,13 @@ impl ToolJob {
             .and_then(|o| o.get("truncated"))
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let content = output
+            .as_ref()
+            .and_then(|o| crate::tools::render::text(&self.call.tool, o));
         IpcBody::ToolResult(ToolResult {
             tool_call_id: self.call.tool_call_id.clone(),
             status,
+            content,
             output,
             error: error.map(|message| air_proto::error::WireError {
                 kind: air_proto::error::ErrorKind::InvalidInput,
@@ -214,6 +218,8 @@ impl ToolJob {
             )))
         } else if self.call.tool == "shell.run" {
             self.shell_run(&tool_run_id).await
+        } else if self.call.tool == "shell.output" {
+            self.shell_output().await
         } else {
             let (role, tool, input) = (self.role, self.call.tool.clone(), self.call.input.clone());
             self.with_permission(&tool_run_id, move |ctx| {
@@ -265,6 +271,62 @@ impl ToolJob {
             settle.await;
             self.worker.reply(&self.header, reply);
         }
+    }
+
+    /// `shell.output`: a page of a command's kept output, from the ArtifactStore.
+    async fn shell_output(&self) -> Result<Value, ToolError> {
+        use crate::tools::exec::{OutputInput, OutputOutput, Stream, OUTPUT_PAGE};
+        crate::tools::allowed(self.role, "shell.output")?;
+        let input: OutputInput = crate::tools::input("shell.output", self.call.input.clone())?;
+        let id = input.command_run_id.trim().to_string();
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(ToolError(format!(
+                "command_run_id: `{id}` is not a command_run_id (a shell_run answer names it)"
+            )));
+        }
+        let name = match input.stream {
+            Stream::Stdout => "stdout.log",
+            Stream::Stderr => "stderr.log",
+        };
+        let store = self.env.artifacts.clone();
+        let (offset, limit) = (
+            input.offset.unwrap_or(0),
+            input.limit.unwrap_or(OUTPUT_PAGE).clamp(1, OUTPUT_PAGE),
+        );
+        let read = tokio::task::spawn_blocking(move || {
+            let rel = format!("command-runs/{id}/{name}");
+            let gz = format!("{rel}.gz");
+            let rel = if store.dir().join(&gz).exists() {
+                gz
+            } else {
+                rel
+            };
+            store.read(&rel, offset, limit).map(|r| (r, id))
+        })
+        .await
+        .map_err(|e| ToolError(format!("cannot read the output: {e}")))?;
+        let ((bytes, more), id) = read.map_err(|e| {
+            ToolError(if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "no kept {name} for command_run_id `{}` in this session (a command with no output on that stream keeps none)",
+                    input.command_run_id
+                )
+            } else {
+                format!("cannot read the output: {e}")
+            })
+        })?;
+        let out = OutputOutput {
+            command_run_id: id,
+            stream: input.stream,
+            offset,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+            next_offset: more.then(|| offset + bytes.len() as u64),
+        };
+        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
     }
 
     /// `shell.run`: judged (with questions when needed), recorded, run with its
@@ -373,6 +435,12 @@ impl ToolJob {
             env: exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home()),
         };
         let worker = self.worker.clone();
+        // What the working tree looked like before, to tell the files it changes.
+        let root = engine.root().to_path_buf();
+        let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root))
+            .await
+            .ok()
+            .flatten();
         let ended = exec::execute(
             &prepared,
             &launch,
@@ -470,6 +538,19 @@ impl ToolJob {
                 }
             }
         }
+        let changed_files = match before {
+            Some(before) => {
+                let root = engine.root().to_path_buf();
+                tokio::task::spawn_blocking(move || {
+                    crate::tools::git::Dirty::read(&root)
+                        .map(|after| before.changed(&after))
+                        .unwrap_or_default()
+                })
+                .await
+                .unwrap_or_default()
+            }
+            None => Vec::new(),
+        };
         let duration_ms = u64::try_from(ended.duration.as_millis()).unwrap_or(u64::MAX);
         let failure = if ended.timed_out {
             Some(format!(
@@ -534,6 +615,7 @@ impl ToolJob {
                 .as_ref()
                 .map_or("none", |(_, p)| p.label(confined.views))
                 .into(),
+            changed_files,
             notes,
         };
         serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))

@@ -66,9 +66,54 @@ pub struct RunOutput {
     pub artifacts: Vec<String>,
     /// `landlock` when the command ran confined, `none` when not.
     pub sandbox: String,
+    /// Files of the working tree whose state changed while the command ran (from
+    /// git's status before and after; empty outside a git repository).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_files: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
+
+/// Which output of a command.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    #[default]
+    Stdout,
+    Stderr,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutputInput {
+    /// The `command_run_id` a `shell_run` answered with.
+    pub command_run_id: String,
+    /// `stdout` (the default) or `stderr`.
+    #[serde(default)]
+    pub stream: Stream,
+    /// The byte to start at (default 0; a previous answer's `next_offset` goes on).
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// Most bytes to return (default and most 65,536).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct OutputOutput {
+    pub command_run_id: String,
+    pub stream: Stream,
+    pub offset: u64,
+    pub text: String,
+    /// Where the next page starts, when there is more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+}
+
+/// Bytes of kept output `shell.output` returns at most.
+pub const OUTPUT_PAGE: u64 = 64 * 1024;
 
 /// A command cleared to run.
 #[derive(Clone, Debug)]
@@ -607,7 +652,13 @@ pub async fn execute(
     mut output: impl FnMut(Channel, &[u8]),
     cancelled: impl Fn() -> bool,
 ) -> Result<Ended, ToolError> {
-    let script_args = vec!["-c".to_string(), p.command.clone()];
+    // A pipeline fails when any of its commands fails (`cargo test | tail` is not a
+    // pass when the tests fail); bash only, as `sh` may not know the option.
+    let mut script_args = Vec::new();
+    if bash().ends_with("bash") {
+        script_args.extend(["-o".to_string(), "pipefail".to_string()]);
+    }
+    script_args.extend(["-c".to_string(), p.command.clone()]);
     let mut cmd = match launch.launcher {
         Some(exe) => {
             let mut c = tokio::process::Command::new(exe);
@@ -804,6 +855,17 @@ mod tests {
                 .map(|(_, t)| t.as_str())
                 .collect();
             assert_eq!(out, "one\nthree\n");
+
+            // A pipeline whose first command fails fails (pipefail).
+            let ended = execute(
+                &prepared("false | true", Duration::from_secs(10)),
+                &launch,
+                |_, _| {},
+                || false,
+            )
+            .await
+            .unwrap();
+            assert_eq!(ended.exit_code, Some(1), "`false | true` must fail");
 
             // A child that outlives the timeout is killed with its parent.
             let dir = tempfile::tempdir().unwrap();

@@ -153,7 +153,7 @@ impl FsContext<'_> {
         let shown = self.shown(path);
         match self.ledger.get(self.agent_id, path) {
             None => Err(err(format!(
-                "{shown}: read the file with fs.read before changing it"
+                "{shown}: read the file with fs_read before changing it"
             ))),
             Some(hash) if hash != sha256(current) => Err(err(format!(
                 "{shown}: the file changed since you read it; read it again"
@@ -198,7 +198,7 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
     let meta = std::fs::metadata(&path).map_err(|e| err(format!("{shown}: {e}")))?;
     if meta.is_dir() {
         return Err(err(format!(
-            "{shown}: is a directory; use fs.glob to list files"
+            "{shown}: is a directory; use fs_glob to list files"
         )));
     }
     let (file, _) = open_regular(&path, &shown)?;
@@ -291,7 +291,7 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
         if shown_line.len() < text.len() || taken > line.len() {
             shown_line.push_str(" … [line truncated]");
         }
-        let entry = format!("{n:>6}\t{shown_line}\n");
+        let entry = format!("{n}\t{shown_line}\n");
         if content.len() + entry.len() > MAX_READ_BYTES {
             notes.push(format!(
                 "output capped at {} KiB; continue with offset {n}",
@@ -335,6 +335,7 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteInput {
+    /// The file, relative to the project root or absolute.
     pub path: String,
     /// The whole new content.
     pub content: String,
@@ -513,7 +514,9 @@ pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, Too
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Edit {
+    /// The exact text to replace.
     pub old_string: String,
+    /// What replaces it.
     pub new_string: String,
     /// Replace every occurrence (otherwise `old_string` must occur exactly once).
     #[serde(default)]
@@ -523,9 +526,13 @@ pub struct Edit {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditInput {
+    /// The file, relative to the project root or absolute.
     pub path: String,
+    /// The exact text to replace, as the file holds it.
     pub old_string: String,
+    /// What replaces it.
     pub new_string: String,
+    /// Replace every occurrence (otherwise `old_string` must occur exactly once).
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -533,6 +540,7 @@ pub struct EditInput {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MultiEditInput {
+    /// The file, relative to the project root or absolute.
     pub path: String,
     /// Applied in order, each to the result of the one before; all or nothing.
     pub edits: Vec<Edit>,
@@ -572,7 +580,7 @@ fn apply(bytes: &[u8], edit: &Edit, n: usize, shown: &str) -> Result<(Vec<u8>, u
     };
     if edit.old_string.is_empty() {
         return Err(err(format!(
-            "{shown}: {which}old_string is empty (use fs.write to create a file)"
+            "{shown}: {which}old_string is empty (use fs_write to create a file)"
         )));
     }
     if edit.old_string == edit.new_string {
@@ -591,8 +599,25 @@ fn apply(bytes: &[u8], edit: &Edit, n: usize, shown: &str) -> Result<(Vec<u8>, u
     }
     match at.len() {
         0 => {
+            // Copied from fs_read with its prefixes, or with escapes for tabs and
+            // quotes: say so, as that is what a model most often gets wrong.
+            let numbered = edit
+                .old_string
+                .lines()
+                .next()
+                .and_then(|l| l.split_once('\t'))
+                .is_some_and(|(n, _)| {
+                    !n.trim().is_empty() && n.trim().chars().all(|c| c.is_ascii_digit())
+                });
+            let hint = if numbered {
+                " (it starts with a line number and a tab from fs_read; leave those out)"
+            } else if edit.old_string.contains("\\t") || edit.old_string.contains("\\\"") {
+                " (it holds `\\t` or `\\\"` escapes; use the characters themselves)"
+            } else {
+                ""
+            };
             return Err(err(format!(
-                "{shown}: {which}old_string was not found; it must match the file exactly, whitespace included"
+                "{shown}: {which}old_string was not found; it must match the file exactly, whitespace and indentation included{hint}"
             )));
         }
         1 => {}
@@ -826,7 +851,7 @@ mod tests {
         let f = fixture();
         f.put("a.txt", b"one\ntwo\nthree\n");
         let out = f.read("x", "a.txt");
-        assert_eq!(out.content, "     1\tone\n     2\ttwo\n     3\tthree\n");
+        assert_eq!(out.content, "1\tone\n2\ttwo\n3\tthree\n");
         assert_eq!(out.total_lines, 3);
         let page = read(
             &f.ctx("x"),
@@ -837,7 +862,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(page.content, "     2\ttwo\n");
+        assert_eq!(page.content, "2\ttwo\n");
         assert_eq!(
             page.notes,
             ["showing lines 2–2 of 3; continue with offset 3"]
@@ -882,7 +907,7 @@ mod tests {
         w("x", "new/dir/file.txt", "hello again\n").unwrap();
         let e = w("y", "new/dir/file.txt", "mine\n").unwrap_err();
         assert!(
-            e.0.contains("read the file with fs.read before changing it"),
+            e.0.contains("read the file with fs_read before changing it"),
             "{e}"
         );
         f.read("y", "new/dir/file.txt");

@@ -1,6 +1,8 @@
 //! `git.status` and `git.diff`: the read-only views of the working tree a reviewer
 //! needs, from the real `git` in the project root.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
@@ -47,7 +49,7 @@ pub struct DiffOutput {
 /// holds the providers' keys), none of the repository's ways to run code (fsmonitor,
 /// external diffs, text conversions, hooks), at most `cap` bytes of output kept and
 /// [`super::fs::TOOL_TIME_LIMIT`] to finish.
-fn git_capped(ctx: &FsContext<'_>, args: &[&str], cap: usize) -> Result<(String, bool), ToolError> {
+fn git_capped(root: &Path, args: &[&str], cap: usize) -> Result<(String, bool), ToolError> {
     use std::io::Read as _;
     let mut cmd = Command::new("git");
     cmd.args([
@@ -59,7 +61,7 @@ fn git_capped(ctx: &FsContext<'_>, args: &[&str], cap: usize) -> Result<(String,
         "diff.external=",
     ])
     .args(args)
-    .current_dir(ctx.root)
+    .current_dir(root)
     .env_clear()
     .env("GIT_PAGER", "cat")
     .env("GIT_OPTIONAL_LOCKS", "0")
@@ -132,14 +134,70 @@ fn git_capped(ctx: &FsContext<'_>, args: &[&str], cap: usize) -> Result<(String,
     Ok((String::from_utf8_lossy(&out).into_owned(), truncated))
 }
 
-fn git(ctx: &FsContext<'_>, args: &[&str]) -> Result<String, ToolError> {
-    git_capped(ctx, args, 4 * 1024 * 1024).map(|(text, _)| text)
+fn git(root: &Path, args: &[&str]) -> Result<String, ToolError> {
+    git_capped(root, args, 4 * 1024 * 1024).map(|(text, _)| text)
+}
+
+/// The state of each changed file of the working tree (air's own `.air/` aside): its
+/// status letters and, for a file that exists, its size and modification time. Two of these taken around a
+/// command tell which files it changed. `None` outside a git repository.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dirty(BTreeMap<String, (String, Option<(u64, std::time::SystemTime)>)>);
+
+impl Dirty {
+    /// Reads it from `git status` in `root`.
+    pub fn read(root: &Path) -> Option<Dirty> {
+        let text = git(
+            root,
+            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+        )
+        .ok()?;
+        let mut map = BTreeMap::new();
+        let mut fields = text.split('\0');
+        while let Some(entry) = fields.next() {
+            if entry.len() < 4 {
+                continue;
+            }
+            let (xy, path) = entry.split_at(3);
+            // A rename is followed by its old name.
+            if xy.starts_with('R') || xy.starts_with('C') {
+                fields.next();
+            }
+            // air's own state is never a change of the project's.
+            if path == ".air" || path.starts_with(".air/") {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(root.join(path))
+                .ok()
+                .and_then(|m| Some((m.len(), m.modified().ok()?)));
+            map.insert(path.to_string(), (xy.trim_end().to_string(), meta));
+        }
+        Some(Dirty(map))
+    }
+
+    /// The files whose state differs between `self` (before) and `after`.
+    pub fn changed(&self, after: &Dirty) -> Vec<String> {
+        let mut out: Vec<String> = after
+            .0
+            .iter()
+            .filter(|(p, state)| self.0.get(*p) != Some(state))
+            .map(|(p, _)| p.clone())
+            .collect();
+        out.extend(self.0.keys().filter(|p| !after.0.contains_key(*p)).cloned());
+        out.sort();
+        out
+    }
 }
 
 /// `git.status`.
 pub fn status(ctx: &FsContext<'_>, _: &StatusInput) -> Result<StatusOutput, ToolError> {
+    status_at(ctx.root)
+}
+
+/// `git status` of the working tree at `root`: the branch line and the entries.
+pub fn status_at(root: &Path) -> Result<StatusOutput, ToolError> {
     let text = git(
-        ctx,
+        root,
         &[
             "status",
             "--porcelain=v1",
@@ -159,32 +217,125 @@ pub fn status(ctx: &FsContext<'_>, _: &StatusInput) -> Result<StatusOutput, Tool
     Ok(StatusOutput { branch, entries })
 }
 
-/// `git.diff`.
+/// `git.diff`: tracked changes as git shows them, then each new (untracked) file the
+/// agent may read, as a diff from nothing — a task that created a file shows it.
 pub fn diff(ctx: &FsContext<'_>, input: &DiffInput) -> Result<DiffOutput, ToolError> {
+    if let Some(base) = &input.base {
+        if base.starts_with('-') {
+            return Err(ToolError(format!("base: `{base}` is not a revision")));
+        }
+    }
+    let mut paths = Vec::new();
+    for p in &input.paths {
+        let (resolved, _) = ctx.permit(p, super::permission::Access::Read)?;
+        paths.push(resolved);
+    }
+    let new: Vec<String> = if input.staged {
+        Vec::new()
+    } else {
+        untracked(ctx.root, &paths)?
+            .into_iter()
+            .filter(|f| ctx.permit(f, super::permission::Access::Read).is_ok())
+            .collect()
+    };
+    changes(ctx.root, input.staged, input.base.as_deref(), &paths, &new)
+}
+
+/// The diff of a task's files against the last commit, new files included: what a
+/// reviewer reads first. `None` outside a git repository.
+pub fn task_diff(root: &Path, files: &[String]) -> Option<DiffOutput> {
+    if files.is_empty() {
+        return None;
+    }
+    let paths: Vec<std::path::PathBuf> = files.iter().map(|f| root.join(f)).collect();
+    let new = untracked(root, &paths).ok()?;
+    let head = git(root, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok();
+    changes(root, false, head.then_some("HEAD"), &paths, &new).ok()
+}
+
+/// The untracked files (not ignored) among `paths`, or in the whole tree.
+fn untracked(root: &Path, paths: &[std::path::PathBuf]) -> Result<Vec<String>, ToolError> {
+    let mut args: Vec<String> = vec![
+        "ls-files".into(),
+        "--others".into(),
+        "--exclude-standard".into(),
+        "-z".into(),
+        "--".into(),
+    ];
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = git(root, &refs)?;
+    Ok(text
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// A new file as a diff from nothing (a binary one named only).
+fn new_file_diff(root: &Path, rel: &str, room: usize) -> String {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(root.join(rel))
+        .and_then(|f| f.take(room as u64 + 1).read_to_end(&mut bytes));
+    let mut out = format!("diff --git a/{rel} b/{rel}\nnew file\n");
+    if read.is_err() {
+        return out;
+    }
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        out.push_str(&format!("Binary file b/{rel} added\n"));
+        return out;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    out.push_str(&format!(
+        "--- /dev/null\n+++ b/{rel}\n@@ -0,0 +1,{} @@\n",
+        lines.len()
+    ));
+    for l in &lines {
+        out.push('+');
+        out.push_str(l);
+        out.push('\n');
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        out.push_str("\\ No newline at end of file\n");
+    }
+    out
+}
+
+fn changes(
+    root: &Path,
+    staged: bool,
+    base: Option<&str>,
+    paths: &[std::path::PathBuf],
+    new: &[String],
+) -> Result<DiffOutput, ToolError> {
     let mut args: Vec<String> = vec![
         "diff".into(),
         "--no-color".into(),
         "--no-ext-diff".into(),
         "--no-textconv".into(),
     ];
-    if input.staged {
+    if staged {
         args.push("--cached".into());
     }
-    if let Some(base) = &input.base {
-        if base.starts_with('-') {
-            return Err(ToolError(format!("base: `{base}` is not a revision")));
-        }
-        args.push(base.clone());
+    if let Some(base) = base {
+        args.push(base.to_string());
     }
     args.push("--".into());
-    for p in &input.paths {
-        let (resolved, _) = ctx.permit(p, super::permission::Access::Read)?;
-        args.push(resolved.display().to_string());
-    }
+    args.extend(paths.iter().map(|p| p.display().to_string()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (mut diff, cut_short) = git_capped(ctx, &refs, MAX_DIFF_BYTES + 1)?;
-    let truncated = cut_short || diff.len() > MAX_DIFF_BYTES;
-    if truncated && diff.len() > MAX_DIFF_BYTES {
+    let (mut diff, cut_short) = git_capped(root, &refs, MAX_DIFF_BYTES + 1)?;
+    let mut truncated = cut_short || diff.len() > MAX_DIFF_BYTES;
+    for f in new {
+        if diff.len() >= MAX_DIFF_BYTES {
+            truncated = true;
+            break;
+        }
+        diff.push_str(&new_file_diff(root, f, MAX_DIFF_BYTES - diff.len()));
+    }
+    if diff.len() > MAX_DIFF_BYTES {
+        truncated = true;
         let mut cut = MAX_DIFF_BYTES;
         while !diff.is_char_boundary(cut) {
             cut -= 1;
@@ -249,7 +400,24 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(d.diff.is_empty(), "untracked files have no diff");
+        assert_eq!(
+            d.diff,
+            "diff --git a/new.txt b/new.txt\nnew file\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+n\n",
+            "a new file shows as added"
+        );
+        let all = diff(&ctx, &DiffInput::default()).unwrap();
+        assert!(all.diff.contains("+++ b/new.txt"), "{}", all.diff);
+        let task = task_diff(&root, &["a.txt".into(), "new.txt".into()]).unwrap();
+        assert!(
+            task.diff.contains("+two") && task.diff.contains("+n\n"),
+            "{}",
+            task.diff
+        );
+        let before = Dirty::read(&root).unwrap();
+        std::fs::write(root.join("made.txt"), "m\n").unwrap();
+        std::fs::write(root.join("a.txt"), "three, longer\n").unwrap();
+        let after = Dirty::read(&root).unwrap();
+        assert_eq!(before.changed(&after), ["a.txt", "made.txt"]);
         let e = diff(
             &ctx,
             &DiffInput {

@@ -11,6 +11,7 @@ pub mod exec;
 pub mod fs;
 pub mod git;
 pub mod permission;
+pub mod render;
 pub mod scope;
 pub mod search;
 
@@ -59,83 +60,98 @@ fn schema<T: schemars::JsonSchema>() -> Value {
     schemars::schema_for!(T).to_value()
 }
 
+/// An input schema as the model reads it: compacted.
+fn input_schema<T: schemars::JsonSchema>() -> Value {
+    let mut s = schema::<T>();
+    air_proto::tool::compact_schema(&mut s);
+    s
+}
+
 const TOOLS: &[Tool] = &[
     Tool {
         name: "fs.read",
-        description: "Read a text file: numbered lines, with offset and limit for long files.",
+        description: "Read a text file. Lines come as `NUMBER<TAB>text`; the number and the tab are not in the file (leave them out of an edit's old_string). Up to 2,000 lines from `offset`. A file must be read before it is edited or replaced, and again after it changed. Read related files together, in one turn.",
         category: ToolCategory::Filesystem,
         kind: Kind::Read,
-        input: schema::<fs::ReadInput>,
+        input: input_schema::<fs::ReadInput>,
         output: schema::<fs::ReadOutput>,
     },
     Tool {
         name: "fs.glob",
-        description: "Find files by glob (newest first); .gitignore is respected.",
+        description: "Find files by a glob such as `src/**/*.py`, newest first; what .gitignore excludes, hidden files and .git are skipped.",
         category: ToolCategory::Filesystem,
         kind: Kind::Read,
-        input: schema::<search::GlobInput>,
+        input: input_schema::<search::GlobInput>,
         output: schema::<search::GlobOutput>,
     },
     Tool {
         name: "fs.grep",
-        description:
-            "Search file contents with a regex: matching files, lines with context, or counts.",
+        description: "Search file contents with a regular expression (ripgrep's syntax), respecting .gitignore and skipping binary files: the files that match, the matching lines, or counts. Prefer it to grep in shell_run.",
         category: ToolCategory::Filesystem,
         kind: Kind::Read,
-        input: schema::<search::GrepInput>,
+        input: input_schema::<search::GrepInput>,
         output: schema::<search::GrepOutput>,
     },
     Tool {
         name: "git.status",
-        description: "The working tree's status (branch, changed and untracked files).",
+        description: "The branch, and the changed and untracked files as `git status --porcelain` lines.",
         category: ToolCategory::Project,
         kind: Kind::Read,
-        input: schema::<git::StatusInput>,
+        input: input_schema::<git::StatusInput>,
         output: schema::<git::StatusOutput>,
     },
     Tool {
         name: "git.diff",
-        description: "The diff of the working tree (or the index, or against a revision).",
+        description: "The working tree's diff (the index's with `staged`, or against a revision with `base`), new untracked files shown as added; optionally for some paths only.",
         category: ToolCategory::Project,
         kind: Kind::Read,
-        input: schema::<git::DiffInput>,
+        input: input_schema::<git::DiffInput>,
         output: schema::<git::DiffOutput>,
     },
     Tool {
         name: "fs.write",
-        description: "Create a file or replace its whole content (read an existing file first).",
+        description: "Create a file, or replace all of an existing one (read it first); for changes to an existing file prefer fs_edit. Writes outside the allowed paths, into .git or to credentials are refused or asked of a person.",
         category: ToolCategory::Filesystem,
         kind: Kind::Write,
-        input: schema::<fs::WriteInput>,
+        input: input_schema::<fs::WriteInput>,
         output: schema::<fs::WriteOutput>,
     },
     Tool {
         name: "fs.edit",
-        description:
-            "Replace an exact string in a file (unique unless replace_all); returns a diff.",
+        description: "Replace an exact string in a file: old_string must match the file byte for byte (indentation included, no line-number prefix) and occur once, unless replace_all. The file must have been read, and not changed since. Answers with the diff, so the file need not be read again. Path rules as for fs_write.",
         category: ToolCategory::Filesystem,
         kind: Kind::Write,
-        input: schema::<fs::EditInput>,
+        input: input_schema::<fs::EditInput>,
         output: schema::<fs::EditOutput>,
     },
     Tool {
         name: "fs.multi_edit",
-        description:
-            "Apply several exact replacements to one file, all or nothing; returns a diff.",
+        description: "Several fs_edit replacements in one file, applied in order, all or none; answers with the diff.",
         category: ToolCategory::Filesystem,
         kind: Kind::Write,
-        input: schema::<fs::MultiEditInput>,
+        input: input_schema::<fs::MultiEditInput>,
         output: schema::<fs::EditOutput>,
     },
     Tool {
         name: "shell.run",
-        description: "Run a command with bash in the project (cwd, timeout); output streams, and the full output is kept as an artifact.",
+        description: "Run a command in a fresh non-interactive bash (`bash -o pipefail -c`: a pipeline fails when any part fails), in the project root or `cwd`; nothing carries over between calls, stdin is empty. The answer starts with the exit code and the command_run_id (a check's evidence), then stdout and stderr, each cut to its first and last 16 KiB when longer (shell_output reads the rest). Timeout 2 minutes, at most 10. Writes outside the project and the temporary directories, into .git, or reads of credentials are refused or asked of a person. Edit files with fs_edit and fs_write, not the shell: shell edits skip the read-before-edit check.",
         category: ToolCategory::Shell,
         kind: Kind::Run,
-        input: schema::<exec::RunInput>,
+        input: input_schema::<exec::RunInput>,
         output: schema::<exec::RunOutput>,
     },
+    Tool {
+        name: "shell.output",
+        description: "Read a page of a command's kept stdout or stderr, by its command_run_id, from a byte offset.",
+        category: ToolCategory::Shell,
+        kind: Kind::Read,
+        input: input_schema::<exec::OutputInput>,
+        output: schema::<exec::OutputOutput>,
+    },
 ];
+
+/// The tools that change a file, which their output's `path` names.
+pub const WRITE_TOOLS: [&str; 3] = ["fs.write", "fs.edit", "fs.multi_edit"];
 
 /// Whether a tool has no effect on the machine (a read).
 pub fn reads_only(tool: &str) -> bool {
@@ -214,8 +230,13 @@ pub fn allowed(agent: AgentType, tool: &str) -> Result<(), ToolError> {
 pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), ToolError> {
     let Some(t) = TOOLS.iter().find(|t| t.name == tool) else {
         return Err(ToolError(format!(
-            "no tool `{tool}`; the tools are {}",
-            TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+            "no tool `{}`; the tools are {}",
+            provider_name(tool),
+            TOOLS
+                .iter()
+                .map(|t| provider_name(t.name))
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     };
     let refused = match t.kind {
@@ -227,14 +248,15 @@ pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), 
         },
         Kind::Run => matches!(agent, AgentType::Reviewer | AgentType::ArchitectureDesigner),
     };
+    let shown = provider_name(tool);
     if refused && agent == AgentType::Debugger {
         return Err(ToolError(format!(
-            "`{tool}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the reproduction or diagnostics with shell.run first)"
+            "`{shown}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the reproduction or diagnostics with shell_run first)"
         )));
     }
     if refused {
         return Err(ToolError(format!(
-            "`{tool}` is not allowed for a {}: its tools are read-only",
+            "`{shown}` is not allowed for a {}: its tools are read-only",
             agent.as_str()
         )));
     }
@@ -246,7 +268,8 @@ pub fn input<T: DeserializeOwned>(tool: &str, value: Value) -> Result<T, ToolErr
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         ToolError(format!(
-            "invalid input for `{tool}` at `{path}`: {}",
+            "invalid input for `{}` at `{path}`: {}",
+            provider_name(tool),
             e.inner()
         ))
     })
@@ -273,10 +296,11 @@ pub fn call(
         "fs.write" => output(fs::write(ctx, &input(tool, args)?)),
         "fs.edit" => output(fs::edit(ctx, &input(tool, args)?)),
         "fs.multi_edit" => output(fs::multi_edit(ctx, &input(tool, args)?)),
-        "shell.run" => Err(ToolError(
-            "shell.run streams and runs beside the scheduler; it is not a blocking tool".into(),
-        )),
-        other => Err(ToolError(format!("no tool `{other}`"))),
+        "shell.run" | "shell.output" => Err(ToolError(format!(
+            "{} runs beside the scheduler; it is not a blocking tool",
+            provider_name(tool)
+        ))),
+        other => Err(ToolError(format!("no tool `{}`", provider_name(other)))),
     }
 }
 
@@ -324,7 +348,14 @@ mod tests {
         assert_eq!(names(AgentType::Executor).len(), TOOLS.len());
         assert_eq!(
             names(AgentType::Reviewer),
-            ["fs.read", "fs.glob", "fs.grep", "git.status", "git.diff"]
+            [
+                "fs.read",
+                "fs.glob",
+                "fs.grep",
+                "git.status",
+                "git.diff",
+                "shell.output"
+            ]
         );
         assert_eq!(
             names(AgentType::ArchitectureDesigner),
@@ -374,7 +405,7 @@ mod tests {
             serde_json::json!({"path": 3}),
         )
         .unwrap_err();
-        assert!(e.0.contains("invalid input for `fs.read` at `path`"), "{e}");
+        assert!(e.0.contains("invalid input for `fs_read` at `path`"), "{e}");
         let e = call(
             &ctx,
             AgentType::Executor,
@@ -384,7 +415,7 @@ mod tests {
         .unwrap_err();
         assert!(e.0.contains("unknown field `colour`"), "{e}");
         let e = call(&ctx, AgentType::Executor, "shell.rm", serde_json::json!({})).unwrap_err();
-        assert!(e.0.contains("no tool `shell.rm`"), "{e}");
+        assert!(e.0.contains("no tool `shell_rm`"), "{e}");
         let out = call(
             &ctx,
             AgentType::Executor,

@@ -21,6 +21,7 @@ pub struct GlobInput {
     /// The directory to search (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
+    /// Most paths to list (default 1,000).
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -186,11 +187,13 @@ pub struct GrepInput {
     /// Only files whose path matches this glob, e.g. `*.rs`.
     #[serde(default)]
     pub glob: Option<String>,
+    /// What to return (default: the files that match).
     #[serde(default)]
     pub output_mode: GrepMode,
     /// Lines of context before and after each match (content mode).
     #[serde(default)]
     pub context: Option<usize>,
+    /// Match regardless of case.
     #[serde(default)]
     pub case_insensitive: bool,
     /// Most lines (content) or files to return.

@@ -433,6 +433,21 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // airsd takes the changed files from its records of the calls, so a scripted
+    // result that changed nothing through airsd says so; an honest one explains.
+    let mut result = result;
+    if act != "tools" && !result.changed_files.is_empty() {
+        result.changed_files.clear();
+        let explained = result
+            .evidence_refs
+            .iter()
+            .any(|e| e.evidence_type == Some(air_proto::task::EvidenceType::Explanation));
+        if result.status == WorkerStatus::Completed && act != "lie" && !explained {
+            result.evidence_refs.push(airsd::scheduler::sim::evidence(
+                air_proto::task::EvidenceType::Explanation,
+            ));
+        }
+    }
     send(&out, &session, &agent, IpcBody::WorkerResult(result));
     std::process::exit(0);
 }

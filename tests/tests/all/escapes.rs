@@ -393,7 +393,7 @@ fn the_escape_corpus_through_the_worker_protocol_and_airsd() {
                     i > 0
                         && which.iter().all(|&w| w != i - 1)
                         && asked(runs[i - 1].2.as_deref().unwrap_or_default(), risk)
-                        && error.contains("read the file with fs.read before changing it")
+                        && error.contains("read the file with fs_read before changing it")
                 };
                 let ok = status == "failed"
                     && match &c.expect {

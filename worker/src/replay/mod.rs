@@ -39,6 +39,16 @@ static TIME: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
     regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?").ok()
 });
 
+static MACHINE: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    let headings: Vec<String> = air_proto::context::MACHINE_SECTIONS
+        .iter()
+        .map(|h| regex::escape(h))
+        .collect();
+    regex::Regex::new(&format!(r"(?s)({})\n.*?(\n## |\z)", headings.join("|"))).ok()
+});
+static EXIT: LazyLock<Option<regex::Regex>> =
+    LazyLock::new(|| regex::Regex::new(r"^Exit code (-?\d+) ").ok());
+
 /// What stands for the project directory in recordings.
 pub const PROJECT: &str = "${PROJECT}";
 
@@ -74,6 +84,11 @@ fn mask(text: &str, root: Option<&str>) -> String {
     if let Some(re) = TIME.as_ref() {
         s = re.replace_all(&s, "<time>").into_owned();
     }
+    if let Some(re) = MACHINE.as_ref() {
+        s = re
+            .replace_all(&s, "$1\n<as on this machine>\n$2")
+            .into_owned();
+    }
     s
 }
 
@@ -81,6 +96,25 @@ fn mask(text: &str, root: Option<&str>) -> String {
 fn outcome(content: &str) -> Value {
     if content.starts_with("error: ") {
         return json!("<error>");
+    }
+    // A command's answer as text starts with how it ended.
+    if let Some(code) = EXIT
+        .as_ref()
+        .and_then(|re| re.captures(content))
+        .and_then(|c| c[1].parse::<i64>().ok())
+    {
+        return json!({ "exit_code": code });
+    }
+    if [
+        "Timed out:",
+        "Cancelled:",
+        "Killed by signal",
+        "Ended without an exit code",
+    ]
+    .iter()
+    .any(|p| content.starts_with(p))
+    {
+        return json!({ "exit_code": null });
     }
     match serde_json::from_str::<Value>(content) {
         Ok(Value::Object(o)) if o.contains_key("exit_code") => {
@@ -269,6 +303,7 @@ impl Recorder {
             recording: Recording {
                 provider: kind.as_str().to_string(),
                 exchanges: Vec::new(),
+                request_bytes: Vec::new(),
             },
         })
     }
@@ -310,6 +345,9 @@ impl Recorder {
                 }
             }
         }
+        self.recording
+            .request_bytes
+            .push(body.to_string().len() as u64);
         self.recording.exchanges.push(Exchange {
             expect: Expect {
                 contains: Vec::new(),
@@ -392,6 +430,34 @@ mod tests {
             d.contains("at messages[0].content[0].content.exit_code: recorded 0, now 1"),
             "{d}"
         );
+        // A command's answer as text counts by its exit code too.
+        let text = |t: &str| {
+            json!({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": t}]}]})
+        };
+        let a = normalize(
+            &text("Exit code 0 after 0.1 s (command_run_id x).\nok\n"),
+            None,
+        );
+        let b = normalize(
+            &text("Exit code 0 after 2.5 s (command_run_id y).\nok, more\n"),
+            None,
+        );
+        assert_eq!(diff(&a, &b), None);
+        let c = normalize(&text("Exit code 2 after 0.1 s (command_run_id x).\n"), None);
+        assert!(diff(&a, &c).is_some());
+        // The environment section is the machine's and the moment's.
+        let env = |e: &str| {
+            json!({"messages": [{"role": "user", "content": [{"type": "text",
+            "text": format!("# Task T1\n\n## Environment\n\n{e}\n## The plan\n\nP\n")}]}]})
+        };
+        let here = normalize(
+            &env("- Date: 2026-12-01\n- Uncommitted changes: `a`\n"),
+            None,
+        );
+        let there = normalize(&env("- Date: 2027-01-02\n"), None);
+        assert_eq!(diff(&here, &there), None);
+        assert!(here.to_string().contains("## The plan"), "{here}");
     }
 
     #[test]

@@ -78,6 +78,10 @@ pub struct Recording {
     /// The wire protocol: `anthropic`, `openai_chat` or `openai_responses`.
     pub provider: String,
     pub exchanges: Vec<Exchange>,
+    /// Each exchange's request as it went out, in bytes (before normalizing): for
+    /// the record of what air sends, never compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_bytes: Vec<u64>,
 }
 
 /// A request the provider received.

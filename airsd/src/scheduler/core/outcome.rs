@@ -58,10 +58,7 @@ impl Core {
                 let output: Option<ConsultOutput> =
                     serde_json::from_value(result.result.clone()).ok();
                 match output {
-                    Some(o)
-                        if o.decision == ConsultDecision::Retry
-                            && result.status == WorkerStatus::Completed =>
-                    {
+                    Some(o) if o.decision == ConsultDecision::Retry => {
                         t.rejections = 0;
                         t.failures.clear();
                         t.notes.push(format!(
@@ -93,10 +90,12 @@ impl Core {
             AgentType::Reviewer | AgentType::ArchitectureDesigner => {
                 let output: Option<ReviewerOutput> =
                     serde_json::from_value(result.result.clone()).ok();
+                // The decision is what counts, whatever the status word says: a
+                // reviewer that answers `failed` with its findings has rejected.
                 let decision = match (&output, result.status) {
-                    (_, WorkerStatus::Blocked) => Some(ReviewDecision::Blocked),
-                    (Some(o), WorkerStatus::Completed) => Some(o.decision),
-                    _ => None,
+                    (Some(o), _) => Some(o.decision),
+                    (None, WorkerStatus::Blocked) => Some(ReviewDecision::Blocked),
+                    (None, _) => None,
                 };
                 let findings = output
                     .as_ref()

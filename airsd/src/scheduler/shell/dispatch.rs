@@ -14,7 +14,10 @@ impl Shell {
             _ => TaskStatus::Running,
         };
         let tools = crate::tools::offered(d.role);
-        let (mut context, model) = self.assemble(&d, &tools);
+        let diff = self.diff_under_review(&d).await;
+        let changes = self.task_changes(&d);
+        let environment = self.environment().await;
+        let (mut context, model) = self.assemble(&d, &tools, diff.as_ref(), &changes, &environment);
         let mut compaction = None;
         if context.summary.compaction.needed {
             let e = self.event(&p::CompactionRequested {
@@ -34,7 +37,7 @@ impl Shell {
             compaction = Some(e);
         }
         let summary = context.summary.clone();
-        let start = self.start_message(&d, context, tools);
+        let start = self.start_message(&d, context, tools, changes);
         let stderr = self.stderr_path(&d.agent_id);
         let spawned = Worker::spawn(
             &self.config.worker,
@@ -79,12 +82,83 @@ impl Shell {
         Ok(())
     }
 
+    /// The project root, the platform, today's date and the working tree's state.
+    async fn environment(&self) -> crate::context::Environment {
+        let root = self.ctx.paths.root().to_path_buf();
+        let shown = root.display().to_string();
+        let status = tokio::task::spawn_blocking(move || crate::tools::git::status_at(&root).ok())
+            .await
+            .ok()
+            .flatten();
+        let (branch, dirty) = match status {
+            Some(s) => (
+                s.branch,
+                Some(
+                    s.entries
+                        .iter()
+                        .map(|e| e.get(3..).unwrap_or(e).to_string())
+                        .filter(|p| p != ".air/" && !p.starts_with(".air/"))
+                        .collect(),
+                ),
+            ),
+            None => (None, None),
+        };
+        crate::context::Environment {
+            root: shown,
+            os: format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH),
+            date: air_proto::time::now_iso().chars().take(10).collect(),
+            branch,
+            dirty,
+        }
+    }
+
+    /// For an executor or a debugger, the files the task's agents changed so far (from
+    /// airsd's record of their calls).
+    fn task_changes(&self, d: &Dispatch) -> Vec<String> {
+        if !matches!(d.role, AgentType::Executor | AgentType::Debugger) {
+            return Vec::new();
+        }
+        self.changed_in_task(&d.task_id).unwrap_or_else(|e| {
+            tracing::warn!(task = %d.task_id, "cannot read the task's changes: {e}");
+            Vec::new()
+        })
+    }
+
+    /// The files the tool calls of a task's agents changed, from the session's record.
+    pub(super) fn changed_in_task(&self, task_id: &str) -> crate::error::Result<Vec<String>> {
+        let conn = self.ctx.session.readers().get()?;
+        crate::event_store::query::changed_in_task(&conn, task_id, &crate::tools::WRITE_TOOLS)
+    }
+
+    /// For a reviewer, the diff of the result's changed files against the last
+    /// commit, new files included (seed 001 §9); `None` for other roles and outside
+    /// a git repository.
+    async fn diff_under_review(&self, d: &Dispatch) -> Option<crate::context::ReviewDiff> {
+        use crate::context::ReviewDiff;
+        if d.role != AgentType::Reviewer {
+            return None;
+        }
+        let files = d.previous.as_ref()?.changed_files.clone();
+        if files.is_empty() {
+            return Some(ReviewDiff::NoChanges);
+        }
+        let root = self.ctx.paths.root().to_path_buf();
+        let diff = tokio::task::spawn_blocking(move || crate::tools::git::task_diff(&root, &files))
+            .await
+            .ok()
+            .flatten();
+        Some(diff.map_or(ReviewDiff::NoGit, |d| ReviewDiff::Diff(d.diff)))
+    }
+
     /// The agent's starting context (D-046) and its model (`provider/model`), as far
     /// as the run knows it.
     pub(super) fn assemble(
         &self,
         d: &Dispatch,
         tools: &[air_proto::tool::ToolDefinition],
+        diff: Option<&crate::context::ReviewDiff>,
+        task_changes: &[String],
+        environment: &crate::context::Environment,
     ) -> (air_proto::context::AssembledContext, Option<String>) {
         let task_model = d.spec.constraints.model_id.as_deref();
         let choice = self.ctx.models.choice(d.role, task_model);
@@ -119,6 +193,9 @@ impl Shell {
                 tools,
                 model_id: &model_id,
                 budget,
+                diff,
+                task_changes,
+                environment: Some(environment),
             },
         );
         let model = choice
@@ -146,6 +223,7 @@ impl Shell {
         d: &Dispatch,
         context: air_proto::context::AssembledContext,
         tools: Vec<air_proto::tool::ToolDefinition>,
+        task_changes: Vec<String>,
     ) -> IpcMessage {
         let template = match d.role {
             AgentType::Executor => PermissionTemplate::Executor,
@@ -164,6 +242,7 @@ impl Shell {
                 assembled_context_ref: None,
                 notes: Some(self.notes(d)).filter(|n| !n.is_empty()),
                 previous_result: d.previous.clone().map(Box::new),
+                task_changes: Some(task_changes).filter(|c| !c.is_empty()),
                 assembled: Some(Box::new(context)),
             },
             runtime: AgentRuntimeContext {

@@ -158,7 +158,9 @@ impl Shell {
                 tokio::spawn(job.run());
                 Ok(())
             }
-            IpcBody::WorkerResult(result) => {
+            IpcBody::WorkerResult(mut result) => {
+                // The files it changed are those airsd changed for it.
+                self.own_changes(agent_id, &mut result);
                 // It counts once the worker has exited; one that names another task,
                 // role or agent has the worker killed.
                 self.core.apply(
@@ -184,6 +186,40 @@ impl Shell {
             }
             IpcBody::Control(_) | IpcBody::ToolResult(_) | IpcBody::ToolStream(_) => Ok(()),
         }
+    }
+
+    /// Puts airsd's record of the files the task's agents changed in an executor's or
+    /// a debugger's result (the other roles change nothing); a list from the worker
+    /// that says otherwise is kept as a risk, not trusted.
+    fn own_changes(&self, agent_id: &str, result: &mut air_proto::result::WorkerResult) {
+        let recorded = match result.agent_type {
+            AgentType::Executor | AgentType::Debugger => {
+                match self.changed_in_task(&result.task_id) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::warn!(agent = agent_id, "cannot read the task's changes: {e}");
+                        return;
+                    }
+                }
+            }
+            _ => Vec::new(),
+        };
+        let claimed = std::mem::take(&mut result.changed_files);
+        let unrecorded: Vec<&str> = claimed
+            .iter()
+            .filter(|c| !recorded.contains(c))
+            .map(String::as_str)
+            .collect();
+        if !unrecorded.is_empty() {
+            result.risks.push(air_proto::result::Risk {
+                severity: air_proto::result::Severity::Low,
+                summary: format!(
+                    "the result lists changed files that airsd has no record of the task's calls changing: {}",
+                    unrecorded.join(", ")
+                ),
+            });
+        }
+        result.changed_files = recorded;
     }
 
     pub(super) async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {

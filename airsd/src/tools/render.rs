@@ -1,0 +1,211 @@
+//! Each tool's answer as the model reads it: plain text, rendered by the tool from its
+//! structured output (which stays in the record and the TUI). A file's lines arrive as
+//! a reader sees them, never JSON-escaped, so what the model copies into an edit is
+//! what the file holds; a command's answer starts with how it ended.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+use super::{exec, fs, git, provider_name, search};
+
+/// The text of `tool`'s `output`; `None` when the output is not the tool's own form
+/// (the model then reads the JSON).
+pub fn text(tool: &str, output: &Value) -> Option<String> {
+    fn typed<T: DeserializeOwned>(v: &Value) -> Option<T> {
+        serde_json::from_value(v.clone()).ok()
+    }
+    Some(match tool {
+        "fs.read" => read(&typed(output)?),
+        "fs.glob" => glob(&typed(output)?),
+        "fs.grep" => grep(&typed(output)?),
+        "git.status" => status(&typed(output)?),
+        "git.diff" => diff(&typed(output)?),
+        "fs.write" => write(&typed(output)?),
+        "fs.edit" | "fs.multi_edit" => edit(&typed(output)?),
+        "shell.run" => run(&typed(output)?),
+        "shell.output" => page(&typed(output)?),
+        _ => return None,
+    })
+}
+
+fn notes(out: &mut String, notes: &[String]) {
+    for n in notes {
+        let _ = writeln!(out, "[{n}]");
+    }
+}
+
+fn read(o: &fs::ReadOutput) -> String {
+    let mut out = o.content.clone();
+    notes(&mut out, &o.notes);
+    out
+}
+
+fn glob(o: &search::GlobOutput) -> String {
+    let mut out = String::new();
+    if o.files.is_empty() {
+        out.push_str("No files match.\n");
+    }
+    for f in &o.files {
+        out.push_str(f);
+        out.push('\n');
+    }
+    notes(&mut out, &o.notes);
+    out
+}
+
+fn grep(o: &search::GrepOutput) -> String {
+    let mut out = String::new();
+    for l in o.lines.iter().chain(&o.files) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    for (file, n) in &o.counts {
+        let _ = writeln!(out, "{file}: {n}");
+    }
+    if out.is_empty() {
+        out.push_str("No matches.\n");
+    }
+    notes(&mut out, &o.notes);
+    out
+}
+
+fn status(o: &git::StatusOutput) -> String {
+    let mut out = String::new();
+    if let Some(b) = &o.branch {
+        let _ = writeln!(out, "On branch {b}");
+    }
+    if o.entries.is_empty() {
+        out.push_str("Nothing changed: the working tree is clean.\n");
+    }
+    for e in &o.entries {
+        out.push_str(e);
+        out.push('\n');
+    }
+    out
+}
+
+fn diff(o: &git::DiffOutput) -> String {
+    if o.diff.trim().is_empty() {
+        "No changes.\n".into()
+    } else {
+        o.diff.clone()
+    }
+}
+
+fn write(o: &fs::WriteOutput) -> String {
+    let mut out = format!(
+        "{} {} ({} bytes).\n",
+        if o.created { "Created" } else { "Replaced" },
+        o.path,
+        o.bytes
+    );
+    if let Some(d) = o.diff.as_deref().filter(|d| !d.is_empty()) {
+        out.push_str(d);
+    }
+    out
+}
+
+fn edit(o: &fs::EditOutput) -> String {
+    let mut out = format!(
+        "Edited {}: {} replacement{}. The file now differs as follows (no need to read it again):\n",
+        o.path,
+        o.replacements,
+        if o.replacements == 1 { "" } else { "s" }
+    );
+    out.push_str(&o.diff);
+    out
+}
+
+fn run(o: &exec::RunOutput) -> String {
+    let mut out = match (o.exit_code, o.signal) {
+        _ if o.timed_out => "Timed out: the command was killed".to_string(),
+        _ if o.cancelled => "Cancelled: the command was killed".to_string(),
+        (Some(code), _) => format!("Exit code {code}"),
+        (None, Some(s)) => format!("Killed by signal {s}"),
+        (None, None) => "Ended without an exit code".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        " after {:.1} s (command_run_id {}).",
+        o.duration_ms as f64 / 1000.0,
+        o.command_run_id
+    );
+    for (name, text, bytes) in [
+        ("stdout", &o.stdout, o.stdout_bytes),
+        ("stderr", &o.stderr, o.stderr_bytes),
+    ] {
+        if bytes == 0 {
+            continue;
+        }
+        let _ = writeln!(out, "--- {name} ({bytes} bytes) ---");
+        out.push_str(text);
+        if !text.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if o.stdout_bytes == 0 && o.stderr_bytes == 0 {
+        out.push_str("(no output)\n");
+    }
+    if o.truncated {
+        let _ = writeln!(
+            out,
+            "[the output was cut to its start and end; read the rest with {} (command_run_id {}, a line offset), or run a narrower command]",
+            provider_name("shell.output"),
+            o.command_run_id
+        );
+    }
+    if !o.changed_files.is_empty() {
+        let _ = writeln!(
+            out,
+            "[files this command changed: {}; change files with the edit tools, which keep them in the task's record]",
+            o.changed_files.join(", ")
+        );
+    }
+    notes(&mut out, &o.notes);
+    out
+}
+
+fn page(o: &exec::OutputOutput) -> String {
+    let mut out = o.text.clone();
+    if !out.ends_with('\n') && !out.is_empty() {
+        out.push('\n');
+    }
+    match o.next_offset {
+        Some(next) => {
+            let _ = writeln!(out, "[more follows: continue with offset {next}]");
+        }
+        None => out.push_str("[end of the output]\n"),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_read_is_the_lines_as_they_are() {
+        let out = json!({"path": "a.py", "content": "1\tdef f():\n2\t\treturn \"x\"\n",
+            "total_lines": 2, "first_line": 1, "last_line": 2, "sha256": "00"});
+        let text = text("fs.read", &out).unwrap();
+        assert_eq!(text, "1\tdef f():\n2\t\treturn \"x\"\n");
+    }
+
+    #[test]
+    fn a_command_starts_with_how_it_ended() {
+        let out = json!({"command_run_id": "c1", "exit_code": 1, "timed_out": false,
+            "cancelled": false, "duration_ms": 1200, "stdout": "", "stderr": "boom\n",
+            "stdout_bytes": 0, "stderr_bytes": 5, "truncated": false, "sandbox": "none"});
+        let text = text("shell.run", &out).unwrap();
+        assert!(
+            text.starts_with(
+                "Exit code 1 after 1.2 s (command_run_id c1).\n--- stderr (5 bytes) ---\nboom\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("shell.output"), "{text}");
+    }
+}
