@@ -214,7 +214,7 @@ pub enum ReviewDiff {
 }
 
 /// Where an agent works: the facts a person at the terminal would know.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Environment {
     pub root: String,
     pub os: String,
@@ -223,6 +223,8 @@ pub struct Environment {
     pub branch: Option<String>,
     /// Files changed and not committed (`git status`), when it is one.
     pub dirty: Option<Vec<String>>,
+    /// The run's permission mode.
+    pub mode: air_proto::plan::PermissionMode,
 }
 
 /// Files of the working tree named in the environment at most.
@@ -231,8 +233,19 @@ const DIRTY_SHOWN: usize = 20;
 use air_proto::context::{DIFF_HEADING as DIFF, ENVIRONMENT_HEADING as ENVIRONMENT};
 
 fn environment_text(e: &Environment) -> String {
+    use air_proto::plan::PermissionMode;
+    let mode = match e.mode {
+        PermissionMode::Default => "default: risky actions are asked of a person",
+        PermissionMode::AcceptEdits => {
+            "accept_edits: edits within the task's paths are not asked; risky actions are"
+        }
+        PermissionMode::Plan => "plan: nothing may be written and no command changes anything",
+        PermissionMode::BypassPermissions => {
+            "bypass_permissions: only what always needs a person is asked"
+        }
+    };
     let mut s = format!(
-        "{ENVIRONMENT}\n\n- Project root: {}\n- Platform: {}; commands run in bash\n- Date: {}\n",
+        "{ENVIRONMENT}\n\n- Project root: {}\n- Platform: {}; commands run in bash\n- Date: {}\n- Permission mode: {mode}\n",
         e.root, e.os, e.date
     );
     match (&e.branch, &e.dirty) {
@@ -643,7 +656,10 @@ fn task_text(t: &TaskSpec, role: AgentType) -> String {
             "Allowed paths (writes anywhere else are refused)",
             &scope.allowed_paths,
         ),
-        ("Denied paths (never written)", &scope.denied_paths),
+        (
+            "Denied paths (neither read nor written)",
+            &scope.denied_paths,
+        ),
         (
             "Preserved paths (must stay exactly as they are)",
             &scope.preserved_paths,
@@ -958,5 +974,91 @@ mod tests {
         std::fs::write(rules.join("c.md"), "---\npaths: [\"src/[\"]\n---\n").unwrap();
         let e = Sources::load_rules(dir.path(), &rules).unwrap_err();
         assert!(e.contains("bad glob"), "{e}");
+    }
+
+    /// What every role reads — the prompts, its task's text, its tools' descriptions
+    /// and schemas — names no design document of air's (decision ids, seed
+    /// sections), and the plan's headings sit under the plan's section.
+    #[test]
+    fn no_role_reads_an_internal_reference() {
+        // A decision id (`D-046`), a section sign, a seed's number.
+        let internal = |text: &str| -> Vec<String> {
+            let b = text.as_bytes();
+            let mut found = Vec::new();
+            for (i, w) in text.char_indices() {
+                let digits = |at: usize| {
+                    b.get(at..at + 3)
+                        .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+                };
+                if w == '§'
+                    || (text[i..].starts_with("D-") && digits(i + 2))
+                    || (text[i..].starts_with("seed ") && digits(i + 5))
+                {
+                    found.push(text[i..].chars().take(12).collect());
+                }
+            }
+            found
+        };
+        let mut t = spec("T1", &["src/a.rs"]);
+        t.contracts.provides = Some(vec![air_proto::task::InterfaceContract {
+            module: "a".into(),
+            kind: air_proto::task::ContractKind::Api,
+            spec: "f() -> u32".into(),
+            stability: air_proto::task::Stability::Frozen,
+        }]);
+        let sources = Sources {
+            overview: Some("# A plan\n\nIt builds a thing.\n\n## Notes\n\nMore.".into()),
+            ..Sources::default()
+        };
+        for (role, task_type) in [
+            (AgentType::Executor, air_proto::task::TaskType::Execute),
+            (AgentType::Reviewer, air_proto::task::TaskType::Execute),
+            (AgentType::Debugger, air_proto::task::TaskType::Execute),
+            (
+                AgentType::ArchitectureDesigner,
+                air_proto::task::TaskType::Execute,
+            ),
+            (
+                AgentType::ArchitectureDesigner,
+                air_proto::task::TaskType::Review,
+            ),
+        ] {
+            t.task_type = task_type;
+            let tools = crate::tools::offered(role);
+            let environment = Environment {
+                root: "/p".into(),
+                os: "linux".into(),
+                date: "2026-12-01".into(),
+                branch: Some("main".into()),
+                dirty: Some(vec!["src/a.rs".into()]),
+                mode: air_proto::plan::PermissionMode::Default,
+            };
+            let mut req = request(&t, &[], budget(200_000, 64_000));
+            req.role = role;
+            req.tools = &tools;
+            req.environment = Some(&environment);
+            let c = assemble(&sources, &req);
+            let text = format!(
+                "{}\n{}\n{}",
+                c.system.join("\n"),
+                serde_json::to_string(&c.messages).unwrap(),
+                serde_json::to_string(&tools).unwrap()
+            );
+            let found = internal(&text);
+            assert!(found.is_empty(), "{role:?}: {found:?}");
+            let user = serde_json::to_string(&c.messages).unwrap();
+            assert!(user.contains("## The plan\\n\\n### A plan"), "{user}");
+            assert!(user.contains("#### Notes"), "{user}");
+            if role == AgentType::Executor {
+                assert!(
+                    user.contains("A frozen interface must stay exactly as stated"),
+                    "{user}"
+                );
+                assert!(
+                    user.contains("## Environment\\n\\n- Project root: /p"),
+                    "{user}"
+                );
+            }
+        }
     }
 }

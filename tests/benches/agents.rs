@@ -392,6 +392,7 @@ fn assembly() {
             date: "2026-12-01".into(),
             branch: Some("main".into()),
             dirty: Some(vec!["wordcount/counter.py".into()]),
+            mode: air_proto::plan::PermissionMode::AcceptEdits,
         }),
     };
     let n = 2_000;

@@ -70,7 +70,7 @@ fn input_schema<T: schemars::JsonSchema>() -> Value {
 const TOOLS: &[Tool] = &[
     Tool {
         name: "fs.read",
-        description: "Read a text file. Lines come as `NUMBER<TAB>text`; the number and the tab are not in the file (leave them out of an edit's old_string). Up to 2,000 lines from `offset`. A file must be read before it is edited or replaced, and again after it changed. Read related files together, in one turn.",
+        description: "Read a text file (regular files only; binary files are refused, a directory is listed with fs_glob). Lines come as `NUMBER<TAB>text`; the number and the tab are not in the file (leave them out of an edit's old_string). Up to 2,000 lines from `offset`. A file must be read before it is edited or replaced, and again after it changed. Read related files together, in one turn.",
         category: ToolCategory::Filesystem,
         kind: Kind::Read,
         input: input_schema::<fs::ReadInput>,
@@ -110,7 +110,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "fs.write",
-        description: "Create a file, or replace all of an existing one (read it first); for changes to an existing file prefer fs_edit. Writes outside the allowed paths, into .git or to credentials are refused or asked of a person.",
+        description: "Create a file, or replace all of an existing one (read it first); for changes to an existing file prefer fs_edit. Writes outside the allowed paths, into .git, into air's .air/ or to credentials are refused or asked of a person.",
         category: ToolCategory::Filesystem,
         kind: Kind::Write,
         input: input_schema::<fs::WriteInput>,

@@ -208,4 +208,50 @@ mod tests {
         );
         assert!(!text.contains("shell.output"), "{text}");
     }
+
+    /// The figure: a 1,000-line file's fs_read answer is the file plus its line
+    /// numbers (a number and a tab each line), nothing more — no escapes, no hash.
+    #[test]
+    fn a_thousand_line_read_costs_the_file_and_its_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let body: String = (1..=1000)
+            .map(|i| {
+                format!(
+                    "\tif x == \"{i}\": return '{}'  # \\ note\n",
+                    "y".repeat(i % 40)
+                )
+            })
+            .collect();
+        std::fs::write(root.join("big.py"), &body).unwrap();
+        let ledger = crate::tools::ReadLedger::default();
+        let ctx = crate::tools::FsContext {
+            root: &root,
+            agent_id: "a",
+            ledger: &ledger,
+            scope: &crate::tools::scope::Scope::default(),
+            perm: crate::tools::permission::test_permits(&root),
+        };
+        let out = crate::tools::call(
+            &ctx,
+            air_proto::event::AgentType::Executor,
+            "fs.read",
+            json!({"path": "big.py"}),
+        )
+        .unwrap();
+        let shown = text("fs.read", &out).unwrap();
+        let numbers: usize = (1..=1000).map(|i: usize| i.to_string().len() + 1).sum();
+        println!(
+            "fs_read of a 1,000-line file of {} bytes: {} bytes (the file plus {numbers} bytes of line numbers; as JSON it was {} bytes)",
+            body.len(),
+            shown.len(),
+            out.to_string().len()
+        );
+        assert_eq!(shown.len(), body.len() + numbers);
+        assert!(
+            shown.starts_with("1\t\tif x == \"1\": return 'y'  # \\ note\n"),
+            "{}",
+            &shown[..200]
+        );
+    }
 }

@@ -340,6 +340,20 @@ fn main() {
             r.changed_files = vec![path];
             r
         }
+        "overclaim" => {
+            // Writes one file and claims two.
+            let path = format!("out/{}.txt", d.task_id);
+            if let Err(e) = call(
+                "fs.write",
+                serde_json::json!({ "path": path, "content": "written\n" }),
+            ) {
+                eprintln!("air-test-worker: fs.write failed: {e}");
+                std::process::exit(1);
+            }
+            let mut r = result_for(&d, WorkerStatus::Completed, true);
+            r.changed_files = vec![path, "src/never-written.rs".into()];
+            r
+        }
         "trywrite" => {
             // A reviewer tries to write; it must be refused, then it approves.
             match call(
@@ -436,7 +450,7 @@ fn main() {
     // airsd takes the changed files from its records of the calls, so a scripted
     // result that changed nothing through airsd says so; an honest one explains.
     let mut result = result;
-    if act != "tools" && !result.changed_files.is_empty() {
+    if !matches!(act.as_str(), "tools" | "overclaim") && !result.changed_files.is_empty() {
         result.changed_files.clear();
         let explained = result
             .evidence_refs

@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::asks::until;
 
 /// A daemon whose workers are the real `air-worker`, with this environment.
-fn state(dir: &std::path::Path, env: &[(&str, String)]) -> std::sync::Arc<DaemonState> {
+pub(crate) fn state(dir: &std::path::Path, env: &[(&str, String)]) -> std::sync::Arc<DaemonState> {
     state_with(dir, env, |_| {})
 }
 
@@ -51,7 +51,7 @@ pub(crate) fn state_with(
     )
 }
 
-async fn start(state: &DaemonState, plan: &str) -> String {
+pub(crate) async fn start(state: &DaemonState, plan: &str) -> String {
     crate::asks::start_plan(state, plan, OnAsk::Deny, None).await
 }
 
@@ -217,15 +217,15 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
     });
 }
 
-fn call(id: &str, tool: &str, input: serde_json::Value) -> Reply {
+pub(crate) fn call(id: &str, tool: &str, input: serde_json::Value) -> Reply {
     Reply::Events(tool_use_events(id, tool, &input))
 }
 
-fn any() -> Expect {
+pub(crate) fn any() -> Expect {
     Expect::default()
 }
 
-fn review(decision: &str, findings: serde_json::Value) -> Reply {
+pub(crate) fn review(decision: &str, findings: serde_json::Value) -> Reply {
     call(
         "toolu_r",
         "submit_result",
@@ -237,13 +237,13 @@ fn review(decision: &str, findings: serde_json::Value) -> Reply {
     )
 }
 
-fn ended(p: &air_proto::projection::Projection) -> bool {
+pub(crate) fn ended(p: &air_proto::projection::Projection) -> bool {
     p.run
         .as_ref()
         .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
 }
 
-fn key(mock: &MockProvider) -> Vec<(&'static str, String)> {
+pub(crate) fn key(mock: &MockProvider) -> Vec<(&'static str, String)> {
     vec![
         ("ANTHROPIC_API_KEY", "sk-test".into()),
         ("ANTHROPIC_BASE_URL", mock.url.clone()),

@@ -6,6 +6,7 @@
 mod agents;
 mod asks;
 mod bus;
+mod contract;
 mod crash;
 mod daemon;
 mod deltas;

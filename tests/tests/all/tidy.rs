@@ -443,3 +443,73 @@ fn the_import_reader_resolves_paths() {
         "{named:?}"
     );
 }
+
+/// `docs/tools.md`'s table of refusals holds: each refusal's text is in airsd's or the
+/// worker's code, and the sentence that tells the model beforehand is in what the
+/// model reads (a tool's description or schema, a role's prompt, the task's text).
+#[test]
+fn each_refusal_is_told_before_it_happens() {
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let doc = std::fs::read_to_string(workspace().join("docs/tools.md")).unwrap();
+    let section = doc
+        .split("### What airsd refuses, and where the model was told")
+        .nth(1)
+        .expect("docs/tools.md has its table of refusals");
+    let code: String = sources()
+        .into_iter()
+        .filter(|(rel, _)| rel.starts_with("airsd/src") || rel.starts_with("worker/src"))
+        .filter(|(rel, _)| !is_test(rel))
+        .map(|(_, text)| text)
+        .collect();
+    // What the model reads: the tools as offered, the forms, the prompts, and the
+    // texts the context and the notes are made of.
+    let mut told = String::new();
+    for d in airsd::tools::definitions() {
+        told.push_str(&d.description);
+        told.push_str(&d.input_schema.to_string());
+    }
+    for output in [
+        worker::submit::Output::Task,
+        worker::submit::Output::Review,
+        worker::submit::Output::Milestone,
+        worker::submit::Output::Debugging,
+        worker::submit::Output::Consult,
+    ] {
+        let t = worker::submit::tool_for(output);
+        told.push_str(&t.description);
+        told.push_str(&t.input_schema.to_string());
+    }
+    for e in std::fs::read_dir(workspace().join("resources/prompts"))
+        .unwrap()
+        .flatten()
+    {
+        told.push_str(&std::fs::read_to_string(e.path()).unwrap());
+    }
+    for f in [
+        "airsd/src/context.rs",
+        "airsd/src/scheduler/shell/dispatch.rs",
+    ] {
+        told.push_str(&std::fs::read_to_string(workspace().join(f)).unwrap());
+    }
+    let told = squash(&told);
+    let mut rows = 0;
+    let mut problems = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        let [refusal, _, sentence] = cells[..] else {
+            problems.push(format!("a row without three cells: {line}"));
+            continue;
+        };
+        let refusal = refusal.trim_matches('`');
+        let sentence = sentence.trim_matches('"');
+        if !code.contains(refusal) {
+            problems.push(format!("no code answers `{refusal}`"));
+        }
+        if !told.contains(&squash(sentence)) {
+            problems.push(format!("nothing the model reads says \"{sentence}\""));
+        }
+        rows += 1;
+    }
+    assert!(rows >= 20, "only {rows} rows in the table");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -109,6 +109,7 @@ impl Shell {
             date: air_proto::time::now_iso().chars().take(10).collect(),
             branch,
             dirty,
+            mode: self.ctx.engine.mode(),
         }
     }
 

@@ -107,6 +107,46 @@ fn an_executor_result_always_goes_to_a_reviewer_before_completion() {
     assert!(sim.core.is_finished());
 }
 
+/// A review counts by its decision, whatever its status word: a reviewer that says
+/// `failed` with findings has rejected, and the findings reach the next attempt.
+#[test]
+fn a_rejection_under_any_status_word_sends_its_findings_to_the_next_attempt() {
+    for status in [
+        WorkerStatus::Failed,
+        WorkerStatus::Blocked,
+        WorkerStatus::Completed,
+    ] {
+        let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
+        let exec = only(&sim.settle(), "executor").clone();
+        sim.finish(&exec.agent_id, ok(&exec));
+        let rev = only(&sim.settle(), "reviewer").clone();
+        let mut r = review(&rev, ReviewDecision::ChangesRequested);
+        r.status = status;
+        r.result = serde_json::to_value(ReviewerOutput {
+            decision: ReviewDecision::ChangesRequested,
+            findings: vec![ReviewFinding {
+                severity: Severity::High,
+                summary: "an empty string must give an empty dict".into(),
+                file: Some("wordcount/counter.py".into()),
+                line: Some(9),
+            }],
+        })
+        .unwrap();
+        sim.finish(&rev.agent_id, res(r));
+        let again = only(&sim.settle(), "the executor again").clone();
+        assert_eq!(again.role, AgentType::Executor, "{status:?}");
+        assert!(
+            again
+                .notes
+                .iter()
+                .any(|n| n
+                    .contains("wordcount/counter.py:9: an empty string must give an empty dict")),
+            "{status:?}: {:?}",
+            again.notes
+        );
+    }
+}
+
 #[test]
 fn changes_requested_twice_are_redispatched_and_the_third_escalates() {
     let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
