@@ -41,6 +41,9 @@ pub struct ModelChoice {
     pub model: String,
     pub context_window: u64,
     pub max_output: u32,
+    /// The extended-thinking budget the agent's turns ask for, when they think.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

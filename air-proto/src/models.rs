@@ -12,7 +12,16 @@
 //!   reviewer: openai/gpt-5
 //! capabilities:
 //!   my-model: { context_window: 32768, max_output: 8192 }
+//! thinking:                       # per agent type, where the model offers it
+//!   default: { budget_tokens: 4096, effort: medium }
+//!   debugger: { budget_tokens: 16384, effort: high }
 //! ```
+//!
+//! Thinking is sent only to a model whose capability says it thinks: an Anthropic
+//! model with `thinking: true` gets extended, interleaved thinking with
+//! `budget_tokens` (at least 1,024; 0 turns it off), an OpenAI model with
+//! `reasoning: true` gets the reasoning `effort` (`minimal`, `low`, `medium`,
+//! `high`).
 //!
 //! Keys are never in a file: a provider names the environment variable that holds
 //! its key (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENROUTER_API_KEY` for the known
@@ -59,7 +68,47 @@ pub struct ModelAssignment {
 pub struct Capability {
     pub context_window: u64,
     pub max_output: u32,
+    /// Extended thinking with a token budget (Anthropic's models).
+    #[serde(default)]
+    pub thinking: bool,
+    /// A reasoning effort (OpenAI's reasoning models).
+    #[serde(default)]
+    pub reasoning: bool,
 }
+
+wire_enum! {
+    /// How hard an OpenAI reasoning model thinks.
+    pub enum Effort {
+        Minimal = "minimal",
+        Low = "low",
+        Medium = "medium",
+        High = "high",
+    }
+}
+
+/// How much a model thinks before it answers, where its provider offers it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thinking {
+    /// Anthropic: the extended thinking budget in tokens (0: off).
+    pub budget_tokens: Option<u32>,
+    /// OpenAI: the reasoning effort.
+    pub effort: Option<Effort>,
+}
+
+/// The thinking of each agent type.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThinkingAssignment {
+    pub default: Option<Thinking>,
+    pub executor: Option<Thinking>,
+    pub reviewer: Option<Thinking>,
+    pub debugger: Option<Thinking>,
+    pub architecture_designer: Option<Thinking>,
+}
+
+/// The smallest extended-thinking budget Anthropic takes.
+pub const MIN_THINKING_BUDGET: u32 = 1_024;
 
 /// `models.yaml` (the user's), or the shipped table.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -74,6 +123,8 @@ pub struct ModelsConfig {
     pub defaults: BTreeMap<String, String>,
     #[serde(default)]
     pub capabilities: BTreeMap<String, Capability>,
+    #[serde(default)]
+    pub thinking: ThinkingAssignment,
 }
 
 /// What an agent talks to, resolved.
@@ -86,6 +137,8 @@ pub struct ResolvedModel {
     pub api_key_env: Option<String>,
     pub model: String,
     pub capability: Capability,
+    /// How much it thinks: the agent type's setting, as far as the model offers it.
+    pub thinking: Thinking,
 }
 
 /// A provider as `air doctor` shows it.
@@ -107,6 +160,8 @@ pub const SHIPPED: &str = include_str!("../../resources/models.yaml");
 pub const UNKNOWN_MODEL: Capability = Capability {
     context_window: 128_000,
     max_output: 8_192,
+    thinking: false,
+    reasoning: false,
 };
 
 /// A provider air knows: name, protocol, base URL, the variable that may replace
@@ -180,7 +235,33 @@ impl ModelsConfig {
         m.reviewer = o.reviewer.or(m.reviewer.take());
         m.debugger = o.debugger.or(m.debugger.take());
         m.architecture_designer = o.architecture_designer.or(m.architecture_designer.take());
+        let (t, o) = (&mut self.thinking, other.thinking);
+        t.default = o.default.or(t.default.take());
+        t.executor = o.executor.or(t.executor.take());
+        t.reviewer = o.reviewer.or(t.reviewer.take());
+        t.debugger = o.debugger.or(t.debugger.take());
+        t.architecture_designer = o.architecture_designer.or(t.architecture_designer.take());
         self
+    }
+
+    /// An agent type's thinking for a model of `capability`: its own setting (else the
+    /// default), kept only where the model offers it.
+    pub fn thinking_for(&self, agent_type: &str, capability: &Capability) -> Thinking {
+        let t = &self.thinking;
+        let own = match agent_type {
+            "executor" => t.executor,
+            "reviewer" => t.reviewer,
+            "debugger" => t.debugger,
+            "architecture_designer" => t.architecture_designer,
+            _ => None,
+        };
+        let set = own.or(t.default).unwrap_or_default();
+        Thinking {
+            budget_tokens: set
+                .budget_tokens
+                .filter(|b| capability.thinking && *b >= MIN_THINKING_BUDGET),
+            effort: set.effort.filter(|_| capability.reasoning),
+        }
     }
 
     /// A provider's settings: the file's over the known ones', with the SDKs'
@@ -307,8 +388,10 @@ impl ModelsConfig {
                 api_key_env.as_deref().unwrap_or_default()
             ));
         }
+        let capability = self.capability(&model);
         Ok(ResolvedModel {
-            capability: self.capability(&model),
+            thinking: self.thinking_for(agent_type, &capability),
+            capability,
             provider,
             kind,
             base_url,
@@ -383,6 +466,52 @@ mod tests {
             Some("claude-sonnet-4-5")
         );
         assert!(c.capabilities.contains_key("claude-sonnet-4-5"));
+    }
+
+    #[test]
+    fn each_agent_type_thinks_as_set_where_its_model_offers_it() {
+        let c = shipped();
+        let key = env(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "k")]);
+        let r = c
+            .resolve("executor", Some("anthropic/claude-sonnet-4-5"), &key)
+            .unwrap();
+        assert_eq!(r.thinking.budget_tokens, Some(4096));
+        assert_eq!(
+            r.thinking.effort, None,
+            "an Anthropic model takes no effort"
+        );
+        let r = c.resolve("debugger", Some("openai/gpt-5"), &key).unwrap();
+        assert_eq!(
+            (r.thinking.budget_tokens, r.thinking.effort),
+            (None, Some(Effort::High))
+        );
+        // A model the table does not know thinks not at all.
+        let r = c
+            .resolve("executor", Some("anthropic/claude-next"), &key)
+            .unwrap();
+        assert_eq!(r.thinking, Thinking::default());
+        // The user's file sets an agent type's own, and 0 turns a budget off.
+        let user = ModelsConfig::parse(
+            Path::new("models.yaml"),
+            "thinking:\n  reviewer: { budget_tokens: 0, effort: low }\n  executor: { budget_tokens: 20000 }\n",
+        )
+        .unwrap();
+        let c = c.overridden_by(user);
+        let r = c
+            .resolve("reviewer", Some("anthropic/claude-haiku-4-5"), &key)
+            .unwrap();
+        assert_eq!(r.thinking.budget_tokens, None);
+        let r = c
+            .resolve("executor", Some("anthropic/claude-haiku-4-5"), &key)
+            .unwrap();
+        assert_eq!(r.thinking.budget_tokens, Some(20_000));
+        let e = ModelsConfig::parse(
+            Path::new("models.yaml"),
+            "thinking:\n  executor: { effort: max }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("models.yaml") && e.contains("effort"), "{e}");
     }
 
     #[test]

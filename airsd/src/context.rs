@@ -59,11 +59,13 @@ pub const SAFETY_MARGIN: u64 = 2_048;
 /// Compaction is requested above this share of the usable window (seed 001 §10.1).
 pub const TARGET_USAGE: f64 = 0.7;
 
-/// The budget for a model with this window and output limit.
-pub fn budget(context_window: u64, max_output: u32) -> BudgetPolicy {
+/// The budget for a model with this window and output limit, whose turns think with
+/// `thinking` tokens on top of the answer's room.
+pub fn budget(context_window: u64, max_output: u32, thinking: Option<u32>) -> BudgetPolicy {
     BudgetPolicy {
         context_window_tokens: context_window,
-        reserved_output_tokens: RESERVED_OUTPUT.min(u64::from(max_output)),
+        reserved_output_tokens: (RESERVED_OUTPUT + u64::from(thinking.unwrap_or(0)))
+            .min(u64::from(max_output)),
         safety_margin_tokens: SAFETY_MARGIN,
         target_usage_ratio: TARGET_USAGE,
     }
@@ -841,7 +843,7 @@ mod tests {
             ),
             neighbour("T3", Relation::Dependent, "n/a"),
         ];
-        let c = assemble(&sources(), &request(&t, &n, budget(200_000, 64_000)));
+        let c = assemble(&sources(), &request(&t, &n, budget(200_000, 64_000, None)));
         assert_eq!(c.system.len(), 3, "system, role, rules");
         assert!(c.system[2].contains("Use tabs."));
         assert!(!c.system[2].contains("Never inline"));
@@ -893,7 +895,7 @@ mod tests {
             Relation::Dependency(DependencyType::Hard),
             &"long summary ".repeat(400),
         )];
-        let full = assemble(&sources(), &request(&t, &n, budget(200_000, 64_000)));
+        let full = assemble(&sources(), &request(&t, &n, budget(200_000, 64_000, None)));
         let full_total = full.summary.token_estimate.total;
         // A window whose threshold the full context just misses: the neighbours go
         // first, then the parents' results.
@@ -904,14 +906,14 @@ mod tests {
         let window = |threshold: u64| {
             let mut w =
                 ((threshold as f64 / TARGET_USAGE).ceil() as u64) + RESERVED_OUTPUT + SAFETY_MARGIN;
-            while budget(w, 64_000).threshold() < threshold {
+            while budget(w, 64_000, None).threshold() < threshold {
                 w += 1;
             }
             w
         };
         let c = assemble(
             &sources(),
-            &request(&t, &n, budget(window(without_neighbours), 64_000)),
+            &request(&t, &n, budget(window(without_neighbours), 64_000, None)),
         );
         let gone: Vec<&str> = c
             .summary
@@ -924,7 +926,7 @@ mod tests {
         assert!(c.summary.token_estimate.total <= c.summary.budget.threshold());
 
         // A tiny window: every optional section goes, and compaction is requested.
-        let c = assemble(&sources(), &request(&t, &n, budget(6_500, 4_096)));
+        let c = assemble(&sources(), &request(&t, &n, budget(6_500, 4_096, None)));
         let gone: Vec<&str> = c
             .summary
             .omissions
@@ -1033,7 +1035,7 @@ mod tests {
                 dirty: Some(vec!["src/a.rs".into()]),
                 mode: air_proto::plan::PermissionMode::Default,
             };
-            let mut req = request(&t, &[], budget(200_000, 64_000));
+            let mut req = request(&t, &[], budget(200_000, 64_000, None));
             req.role = role;
             req.tools = &tools;
             req.environment = Some(&environment);

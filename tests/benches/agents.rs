@@ -383,7 +383,7 @@ fn assembly() {
         neighbours: &neighbours,
         tools: &tools,
         model_id: "anthropic/claude-sonnet-4-5",
-        budget: budget(200_000, 64_000),
+        budget: budget(200_000, 64_000, Some(4_096)),
         diff: None,
         task_changes: &[],
         environment: Some(&airsd::context::Environment {

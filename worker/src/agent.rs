@@ -14,7 +14,7 @@ use air_proto::ipc::{
     AgentStart, ModelChoice, ModelQuery, ModelReply, ToolResult, ToolResultStatus,
 };
 use air_proto::message::{ContentBlock, Message, StopReason};
-use air_proto::models::{ModelsConfig, ProviderKind, ResolvedModel};
+use air_proto::models::{ModelsConfig, ProviderKind, ResolvedModel, Thinking};
 use air_proto::payload as p;
 use air_proto::result::{WorkerResult, WorkerStatus};
 use serde_json::Value;
@@ -180,10 +180,7 @@ pub fn resolve_model(
     flag: Option<&str>,
     task_model: Option<&str>,
 ) -> Result<ResolvedModel, String> {
-    let air_home = std::env::var_os("AIR_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
-    let models = ModelsConfig::load(air_home.as_deref()).map_err(|e| e.to_string())?;
+    let models = models_config()?;
     let nonempty = |m: Option<&str>| m.filter(|m| !m.is_empty()).map(str::to_string);
     let wanted = nonempty(flag)
         .or_else(|| nonempty(std::env::var("AIR_MODEL").ok().as_deref()))
@@ -191,8 +188,29 @@ pub fn resolve_model(
     models.resolve(role.as_str(), wanted.as_deref(), &|k| std::env::var(k).ok())
 }
 
+/// The shipped capability table with `~/.air/models.yaml` (or `$AIR_HOME`'s) over it.
+fn models_config() -> Result<ModelsConfig, String> {
+    let air_home = std::env::var_os("AIR_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
+    ModelsConfig::load(air_home.as_deref()).map_err(|e| e.to_string())
+}
+
+/// A recorded model as the live run had it: its capability from the table and the
+/// agent type's thinking, so a replay sends what the recorded run sent.
+fn as_recorded(model: &str, role: AgentType) -> (air_proto::models::Capability, Thinking) {
+    let models = models_config().unwrap_or_default();
+    let capability = models
+        .capabilities
+        .get(model)
+        .copied()
+        .unwrap_or(air_proto::models::UNKNOWN_MODEL);
+    let thinking = models.thinking_for(role.as_str(), &capability);
+    (capability, thinking)
+}
+
 /// The model a replayed run uses: the one its recordings name.
-fn replayed_model(dir: &str) -> Result<ModelChoice, String> {
+fn replayed_model(dir: &str, role: AgentType) -> Result<ModelChoice, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("the recording {dir}: {e}"))?;
     let mut files: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -205,18 +223,20 @@ fn replayed_model(dir: &str) -> Result<ModelChoice, String> {
     let recording = Recording::load(first)?;
     let (_, model) =
         replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", first.display()))?;
+    let (capability, thinking) = as_recorded(&model, role);
     Ok(ModelChoice {
         provider: "replay".into(),
         model,
-        context_window: air_proto::models::UNKNOWN_MODEL.context_window,
-        max_output: air_proto::models::UNKNOWN_MODEL.max_output,
+        context_window: capability.context_window,
+        max_output: capability.max_output,
+        thinking_budget: thinking.budget_tokens,
     })
 }
 
 /// The answer to `air-worker --resolve`.
 pub fn answer(q: &ModelQuery) -> ModelReply {
     if let Some(dir) = q.replay.as_deref() {
-        return match replayed_model(dir) {
+        return match replayed_model(dir, q.agent_type) {
             Ok(c) => ModelReply {
                 resolved: Some(c),
                 error: None,
@@ -234,6 +254,7 @@ pub fn answer(q: &ModelQuery) -> ModelReply {
                 model: m.model,
                 context_window: m.capability.context_window,
                 max_output: m.capability.max_output,
+                thinking_budget: m.thinking.budget_tokens,
             }),
             error: None,
         },
@@ -310,10 +331,12 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
     // Replaying while recording re-records: today's requests are taken as they are.
     let rerecord = start.runtime.record.is_some();
     let (model, key, _replay) = match start.runtime.replay.as_deref() {
-        Some(dir) => match replaying(dir, &start.runtime.agent_id, root.clone(), rerecord).await {
-            Ok((model, server)) => (model, Some("replay".to_string()), Some(server)),
-            Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
-        },
+        Some(dir) => {
+            match replaying(dir, &start.runtime.agent_id, role, root.clone(), rerecord).await {
+                Ok((model, server)) => (model, Some("replay".to_string()), Some(server)),
+                Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
+            }
+        }
         None => {
             // The model airsd resolved for this agent, when it did; else the same
             // resolution here (a worker started by hand).
@@ -369,13 +392,14 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
         },
         None => None,
     };
-    run_with(start, link, &client, &model.model, role, recorder).await
+    run_with(start, link, &client, &model, role, recorder).await
 }
 
 /// The model an agent replays: a loopback server answering from its recording.
 async fn replaying(
     dir: &str,
     agent_id: &str,
+    role: AgentType,
     root: Option<String>,
     unchecked: bool,
 ) -> Result<(ResolvedModel, Server), String> {
@@ -394,6 +418,7 @@ async fn replaying(
     }
     let (kind, model) =
         replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", file.display()))?;
+    let (capability, thinking) = as_recorded(&model, role);
     let server = Server::start(recording.exchanges, root)
         .await
         .map_err(|e| format!("cannot serve the recording: {e}"))?;
@@ -407,8 +432,9 @@ async fn replaying(
             kind,
             base_url,
             api_key_env: None,
+            capability,
+            thinking,
             model,
-            capability: air_proto::models::UNKNOWN_MODEL,
         },
         server,
     ))
@@ -418,10 +444,11 @@ async fn run_with(
     start: &AgentStart,
     link: &impl Link,
     client: &Client,
-    model: &str,
+    resolved: &ResolvedModel,
     role: AgentType,
     mut recorder: Option<Recorder>,
 ) -> WorkerResult {
+    let model = resolved.model.as_str();
     let session = start.runtime.session_id.clone();
     let agent_id = start.runtime.agent_id.clone();
     let task_id = start.task_spec.id.clone();
@@ -458,7 +485,14 @@ async fn run_with(
         system: context.system.clone(),
         messages: context.messages.clone(),
         tools,
-        max_tokens: MAX_OUTPUT,
+        // The answer's room, and the thinking's on top, within what the model gives.
+        max_tokens: match resolved.thinking.budget_tokens {
+            Some(budget) => MAX_OUTPUT
+                .saturating_add(budget)
+                .min(resolved.capability.max_output),
+            None => MAX_OUTPUT,
+        },
+        thinking: resolved.thinking,
     };
     let threshold = context.summary.budget.threshold();
     let mut compaction_asked = context.summary.compaction.needed;

@@ -131,6 +131,7 @@ fn resolve(json: &str) {
                     .unwrap_or_else(|| "scripted".into()),
                 context_window: 200_000,
                 max_output: 16_384,
+                thinking_budget: None,
             }),
             error: None,
         })
@@ -304,14 +305,23 @@ fn main() {
             }
             let _ = std::fs::write(outfile, micros.join("\n"));
         }
+        // `$LAST_COMMAND_RUN` in a call's input stands for the command_run_id of the
+        // last shell.run answered.
+        let mut last_run = String::new();
         for line in d.spec.description.lines() {
             let Some(rest) = line.trim().strip_prefix("air-test-call:") else {
                 continue;
             };
             let (tool, input) = rest.trim().split_once(' ').unwrap_or((rest.trim(), "{}"));
-            let input = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
+            let input = input.replace("$LAST_COMMAND_RUN", &last_run);
+            let input = serde_json::from_str(&input).unwrap_or(serde_json::Value::Null);
             match call(tool, input) {
-                Ok(out) => eprintln!("air-test-worker: {tool} answered: {out}"),
+                Ok(out) => {
+                    if let Some(id) = out.get("command_run_id").and_then(|v| v.as_str()) {
+                        last_run = id.to_string();
+                    }
+                    eprintln!("air-test-worker: {tool} answered: {out}")
+                }
                 Err(e) => eprintln!("air-test-worker: {tool} failed: {e}"),
             }
         }

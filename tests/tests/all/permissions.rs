@@ -275,10 +275,17 @@ fn shell_run_streams_keeps_its_output_and_records_the_exit() {
     let (_p, root, _o, _out) = dirs();
     crate::rt().block_on(async {
         let state = state(&root, Duration::from_secs(600));
-        let text = plan(&[(
-            "shell.run",
-            serde_json::json!({ "command": "echo first; echo oops >&2; seq 1 100000; echo last; exit 3" }),
-        )]);
+        let text = plan(&[
+            (
+                "shell.run",
+                serde_json::json!({ "command": "echo first; echo oops >&2; seq 1 100000; echo last; exit 3" }),
+            ),
+            // The agent reads what the answer left out, by the command's id.
+            (
+                "shell.output",
+                serde_json::json!({ "command_run_id": "$LAST_COMMAND_RUN", "offset": 6, "limit": 8 }),
+            ),
+        ]);
         let session = start(&state, text, OnAsk::Deny, None).await;
         ended(&state, &session).await;
         let runs = tool_runs(&root, &session);
@@ -294,6 +301,9 @@ fn shell_run_streams_keeps_its_output_and_records_the_exit() {
         assert!(stdout.ends_with("100000\nlast\n"), "{stdout}");
         assert!(stdout.contains("bytes left out; all of it is in artifact://"), "{stdout}");
         assert_eq!(out["stderr"], "oops\n");
+        let page = &outputs(&root, &session)[1];
+        assert_eq!(page["text"], "1\n2\n3\n4\n", "{page}");
+        assert_eq!(page["next_offset"], 14, "{page}");
         let conn =
             rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
         let (exit, status): (i32, String) = conn

@@ -28,6 +28,7 @@ fn request() -> TurnRequest {
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         }],
         max_tokens: 1024,
+        thinking: Default::default(),
     }
 }
 
@@ -133,6 +134,73 @@ fn a_streamed_turn_becomes_canonical_blocks() {
         assert!(r.body["system"][0].get("cache_control").is_none());
         assert_eq!(r.body["tools"][0]["input_schema"]["type"], "object");
         assert_eq!(r.body["messages"][0]["content"][0]["text"], "Add a README.");
+    });
+}
+
+/// Thinking goes out in each protocol's own terms: Anthropic's budget with the
+/// interleaved-thinking beta, OpenAI's reasoning effort; and not at all unless set.
+#[test]
+fn thinking_is_asked_for_in_each_protocols_terms() {
+    use air_proto::models::{Effort, Thinking};
+    let thinking = Thinking {
+        budget_tokens: Some(4096),
+        effort: Some(Effort::Medium),
+    };
+    let mut r = request();
+    r.thinking = thinking;
+    let offline = || {
+        Anthropic::new(
+            "http://127.0.0.1:9",
+            "k",
+            Timeouts::default(),
+            fast_retries(),
+        )
+        .unwrap()
+    };
+    let anthropic = offline().body(&r);
+    assert_eq!(
+        anthropic["thinking"],
+        json!({"type": "enabled", "budget_tokens": 4096})
+    );
+    assert!(anthropic.get("reasoning").is_none());
+    let responses = worker::provider::responses::OpenAiResponses::new(
+        "http://127.0.0.1:9/v1",
+        None,
+        Timeouts::default(),
+        fast_retries(),
+    )
+    .unwrap()
+    .body(&r);
+    assert_eq!(responses["reasoning"], json!({"effort": "medium"}));
+    assert!(responses.get("thinking").is_none());
+    let chat = worker::provider::openai::OpenAiChat::new(
+        "http://127.0.0.1:9/v1",
+        None,
+        Timeouts::default(),
+        fast_retries(),
+    )
+    .unwrap()
+    .body(&r);
+    assert_eq!(chat["reasoning_effort"], "medium");
+    let plain = offline().body(&request());
+    assert!(plain.get("thinking").is_none(), "{plain}");
+    // The header goes with the budget, to the wire.
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![Exchange {
+            request: None,
+            expect: Expect::default(),
+            reply: Reply::Events(tool_turn()),
+        }])
+        .await;
+        let c = client(&mock);
+        let mut sink = |_: Delta<'_>| {};
+        c.turn(&r, &mut sink).await.unwrap();
+        let got = &mock.received()[0];
+        assert_eq!(
+            got.header("anthropic-beta"),
+            Some("interleaved-thinking-2025-05-14")
+        );
+        assert_eq!(got.body["thinking"]["budget_tokens"], 4096);
     });
 }
 

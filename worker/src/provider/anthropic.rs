@@ -12,6 +12,8 @@ use super::{Delta, ProviderError, RetryPolicy, Timeouts, Turn, TurnRequest, Turn
 const NAME: &str = "anthropic";
 /// The API version this adapter speaks.
 pub const VERSION: &str = "2023-06-01";
+/// The beta that lets a model think between its tool calls.
+pub const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
 /// Where the API is when `ANTHROPIC_BASE_URL` does not say otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
@@ -79,6 +81,11 @@ impl super::Adapter for Anthropic {
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools);
         }
+        if let Some(budget) = request.thinking.budget_tokens {
+            // Extended thinking, interleaved with the tool calls (the beta header
+            // goes with it).
+            body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+        }
         body
     }
 
@@ -91,14 +98,18 @@ impl super::Adapter for Anthropic {
         body: &Value,
         on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Turn, ProviderError> {
-        let post = self
+        let mut post = self
             .client
             .post(format!("{}/v1/messages", self.base_url))
             .header("x-api-key", &self.api_key)
             .header("anthropic-version", VERSION)
             .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .body(body.to_string());
+            .header("accept", "text/event-stream");
+        if body.get("thinking").is_some() {
+            // Thinking between tool calls, not only before the first.
+            post = post.header("anthropic-beta", INTERLEAVED_THINKING);
+        }
+        let post = post.body(body.to_string());
         let mut sse = super::Sse::open(NAME, &self.timeouts, post).await?;
         let mut fold = Fold::default();
         loop {

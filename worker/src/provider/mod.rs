@@ -51,6 +51,8 @@ pub struct TurnRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_tokens: u32,
+    /// How much the model thinks first (each protocol sends the part it has).
+    pub thinking: air_proto::models::Thinking,
 }
 
 /// Tokens a turn used.

@@ -113,6 +113,9 @@ impl super::Adapter for OpenAiChat {
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools);
         }
+        if let Some(effort) = request.thinking.effort {
+            body["reasoning_effort"] = json!(effort.as_str());
+        }
         body
     }
 

@@ -122,6 +122,9 @@ impl super::Adapter for OpenAiResponses {
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools);
         }
+        if let Some(effort) = request.thinking.effort {
+            body["reasoning"] = json!({ "effort": effort.as_str() });
+        }
         body
     }
 

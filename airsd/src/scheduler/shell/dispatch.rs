@@ -166,7 +166,7 @@ impl Shell {
         let (model_id, budget) = match choice {
             Some(c) => (
                 format!("{}/{}", c.provider, c.model),
-                crate::context::budget(c.context_window, c.max_output),
+                crate::context::budget(c.context_window, c.max_output, c.thinking_budget),
             ),
             None => (
                 self.ctx
@@ -178,6 +178,7 @@ impl Shell {
                 crate::context::budget(
                     air_proto::models::UNKNOWN_MODEL.context_window,
                     air_proto::models::UNKNOWN_MODEL.max_output,
+                    None,
                 ),
             ),
         };
