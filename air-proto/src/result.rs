@@ -129,9 +129,13 @@ pub struct EvidenceLocation {
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerificationResult {
+    /// The check: the exact command that ran it.
     pub name: String,
+    /// How it came out.
     pub status: VerificationStatus,
+    /// What shows it: `command-run:<command_run_id>` of the run.
     pub evidence_refs: Option<Vec<String>>,
+    /// Anything a reader of the result should know about it.
     pub notes: Option<String>,
 }
 
@@ -146,7 +150,9 @@ pub enum VerificationStatus {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Risk {
+    /// How much it matters.
     pub severity: Severity,
+    /// What could go wrong, and where.
     pub summary: String,
 }
 
@@ -173,8 +179,11 @@ pub enum Severity {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FollowUpTask {
+    /// The task, in a few words.
     pub title: String,
+    /// What it must do, and why.
     pub description: String,
+    /// What kind of work it is (default: a change to execute).
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub task_type: Option<FollowUpType>,
 }

@@ -164,6 +164,33 @@ fn compact(schema: &mut Value) {
     }
 }
 
+/// The properties of a schema (nested ones and those of its `$defs` included) that
+/// have no description, as `path.to.name`: what a model would have to guess.
+pub fn undescribed(schema: &Value) -> Vec<String> {
+    fn walk(path: &str, v: &Value, out: &mut Vec<String>) {
+        let Some(o) = v.as_object() else { return };
+        if let Some(Value::Object(props)) = o.get("properties") {
+            for (name, p) in props {
+                if p.get("description").is_none() {
+                    out.push(format!("{path}{name}"));
+                }
+                walk(&format!("{path}{name}."), p, out);
+            }
+        }
+        if let Some(item) = o.get("items") {
+            walk(path, item, out);
+        }
+        if let Some(Value::Object(defs)) = o.get("$defs") {
+            for (name, d) in defs {
+                walk(&format!("{name}."), d, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", schema, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -4,9 +4,11 @@
 //! - System layers: the system prompt and the agent type's prompt (`resources/prompts/`),
 //!   then the project rules from `.air/shared/rules/*.md` that apply to the task's
 //!   files.
-//! - One user message in sections: the task (its spec), the plan's overview, the
+//! - One user message in sections: the task (its spec, and what its paths, frozen
+//!   interfaces and turn budget mean), where the agent works, the plan's overview, the
 //!   direct neighbours in the task graph, the results of the tasks it depends on, the
-//!   notes from earlier attempts, the result under review.
+//!   files the task changed so far, the notes from earlier attempts, the result under
+//!   review and the diff of its changes.
 //!
 //! Every section gets a token estimate; the total is held against the model's budget.
 //! Above it, optional sections are left out in a fixed order, each omission recorded

@@ -53,7 +53,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Round trips measured inside the worker: the call sent, airsd's checks, the tool,
 /// the records, the answer back.
-fn round_trip(tool: &str, n: usize, input: &str, what: &str, target: &str) {
+/// With `git_files` above 0 the project is a git repository of that many committed
+/// files (a command's changed files come from git's status around it).
+fn round_trip(tool: &str, n: usize, input: &str, what: &str, target: &str, git_files: usize) {
     let dir = project();
     let root = dir.path();
     std::fs::write(
@@ -61,6 +63,26 @@ fn round_trip(tool: &str, n: usize, input: &str, what: &str, target: &str) {
         "a line of notes, forty-odd bytes long.\n".repeat(256),
     )
     .unwrap();
+    if git_files > 0 {
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        for i in 0..git_files {
+            std::fs::write(root.join(format!("src/f{i}.txt")), format!("file {i}\n")).unwrap();
+        }
+        for args in [
+            &["init", "-q"][..],
+            &["add", "-A"],
+            &["commit", "-qm", "files"],
+        ] {
+            let ok = Command::new("git")
+                .args(["-c", "user.name=b", "-c", "user.email=b@example.invalid"])
+                .args(args)
+                .current_dir(root)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        }
+    }
     let out = root.join("lat.txt");
     run_plan(
         root,
@@ -406,8 +428,10 @@ fn main() {
             r#"{"path": "notes.txt"}"#,
             "tool.call round trip worker → airsd → worker, fs.read of a 10 KB file",
             "p50 < 1 ms",
+            0,
         );
-        round_trip("shell.run", 200, r#"{"command": "true"}"#, "tool.call round trip, shell.run of `true` (bash under the sandbox launcher: Landlock and namespaces, output kept)", "—");
+        round_trip("shell.run", 200, r#"{"command": "true"}"#, "tool.call round trip, shell.run of `true` (bash under the sandbox launcher: Landlock and namespaces, output kept)", "—", 0);
+        round_trip("shell.run", 200, r#"{"command": "true"}"#, "the same in a git repository of 1,000 files (git's status read before and after, for the files it changed)", "—", 1_000);
     }
     if on("grep") {
         grep_vs_rg();

@@ -271,8 +271,9 @@ pub fn answer(q: &ModelQuery) -> ModelReply {
 fn debug_record(
     start: &AgentStart,
     result: &WorkerResult,
-    ran: &[submit::Ran],
+    seen: &submit::Seen,
 ) -> p::DebugRecordCreated {
+    let ran = &seen.ran;
     let output: Option<air_proto::result::DebuggerOutput> =
         serde_json::from_value(result.result.clone()).ok();
     let symptom = match start.context_pack.previous_result.as_deref() {
@@ -301,7 +302,8 @@ fn debug_record(
             .unwrap_or_default(),
         root_cause: output.as_ref().and_then(|o| o.root_cause.clone()),
         fixed: output.as_ref().is_some_and(|o| o.fixed),
-        changed_files: result.changed_files.clone(),
+        // What the fix changed: the debugger's own calls.
+        changed_files: seen.own.clone(),
         command_run_ids: ran
             .iter()
             .filter(|r| !r.command_run_id.is_empty())
@@ -499,7 +501,7 @@ async fn run_with(
     let mut seen = submit::Seen::default();
     // What the task's earlier agents changed counts as the task's changes.
     for f in start.context_pack.task_changes.iter().flatten() {
-        seen.changed(f);
+        seen.earlier(f);
     }
     // The agent was told once what its result lacked for the evidence gate.
     let mut gate_told = false;
@@ -646,7 +648,7 @@ async fn run_with(
                         }
                         let end = match role {
                             AgentType::Debugger => {
-                                let record = debug_record(start, &result, &seen.ran);
+                                let record = debug_record(start, &result, &seen);
                                 let state = if record.fixed {
                                     LoopState::Recording
                                 } else {

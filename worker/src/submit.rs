@@ -27,13 +27,10 @@ pub const SUBMIT: &str = "submit_result";
 // person or the scheduler cancels a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+// What each means is the role's prompt's table; here it would cost every request.
 enum Outcome {
-    /// The work is done and its checks passed.
     Completed,
-    /// The work could not be made to pass its checks; say which failed and why.
     Failed,
-    /// The work cannot go on without a decision outside the task (a conflict with
-    /// the plan, a frozen interface or the allowed paths; a missing tool); name it.
     Blocked,
 }
 
@@ -65,6 +62,7 @@ struct Claimed {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct TaskForm {
+    /// How the work ended.
     status: Outcome,
     /// What was done and what the checks showed, in a few sentences.
     summary: String,
@@ -78,10 +76,9 @@ struct TaskForm {
     /// When you complete without changing any file: why no change was needed.
     #[serde(default)]
     explanation: Option<String>,
+    /// What could still go wrong with the change.
     #[serde(default)]
     risks: Vec<Risk>,
-    #[serde(default)]
-    follow_up_tasks: Vec<FollowUpTask>,
 }
 
 /// The reviewer's form.
@@ -110,6 +107,7 @@ struct MilestoneForm {
     decision: ReviewDecision,
     /// Why, in a few sentences.
     summary: String,
+    /// What is wrong: each with the file (and line) and what must be different.
     #[serde(default)]
     findings: Vec<ReviewFinding>,
     /// The tasks that would resolve the findings.
@@ -231,14 +229,25 @@ pub struct Ran {
 #[derive(Clone, Debug, Default)]
 pub struct Seen {
     pub ran: Vec<Ran>,
+    /// The task's changed files: the earlier agents' and this one's.
     pub changed: Vec<String>,
+    /// The files this agent's own calls changed.
+    pub own: Vec<String>,
 }
 
 impl Seen {
-    /// Notes a file a call changed (once).
-    pub fn changed(&mut self, path: &str) {
+    /// Notes a file the task's earlier agents changed (once).
+    pub fn earlier(&mut self, path: &str) {
         if !path.is_empty() && !self.changed.iter().any(|p| p == path) {
             self.changed.push(path.to_string());
+        }
+    }
+
+    /// Notes a file this agent's call changed (once).
+    pub fn changed(&mut self, path: &str) {
+        self.earlier(path);
+        if !path.is_empty() && !self.own.iter().any(|p| p == path) {
+            self.own.push(path.to_string());
         }
     }
 }
@@ -386,7 +395,6 @@ pub fn accept_as(
             let mut r = new(f.status.status(), f.summary);
             r.verification = f.verification;
             r.risks = f.risks;
-            r.follow_up_tasks = f.follow_up_tasks;
             r.evidence_refs = claimed(f.evidence, &seen.ran);
             if let Some(why) = f.explanation.filter(|w| !w.trim().is_empty()) {
                 let n = r.evidence_refs.len();
@@ -514,6 +522,12 @@ mod tests {
                 !text.contains("changed_files"),
                 "{output:?} asks for changed files"
             );
+            assert!(
+                !text.contains('§') && !text.contains("seed ") && !text.contains("D-0"),
+                "{output:?} names an internal reference: {text}"
+            );
+            let missing = air_proto::tool::undescribed(&schema);
+            assert!(missing.is_empty(), "{output:?}: undescribed {missing:?}");
             // Every reference resolves in the document the provider sees.
             for r in text.split("\"$ref\":\"#/$defs/").skip(1) {
                 let name = r.split('"').next().unwrap();
@@ -657,6 +671,7 @@ mod tests {
                 },
             ],
             changed: vec!["a.rs".into()],
+            own: vec!["a.rs".into()],
         };
         let submit = |v: serde_json::Value| {
             accept(

@@ -351,6 +351,11 @@ impl ToolJob {
             })
             .await?;
         let command_run_id = air_proto::ids::new_id();
+        // What the working tree looks like before, to tell the files the command
+        // changes: read while its start is being committed.
+        let root = self.env.engine.root().to_path_buf();
+        let since = std::time::Instant::now();
+        let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root));
         self.record(&p::CommandStarted {
             command_run_id: command_run_id.clone(),
             command: prepared.command.clone(),
@@ -435,12 +440,7 @@ impl ToolJob {
             env: exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home()),
         };
         let worker = self.worker.clone();
-        // What the working tree looked like before, to tell the files it changes.
-        let root = engine.root().to_path_buf();
-        let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root))
-            .await
-            .ok()
-            .flatten();
+        let before = before.await.ok().flatten();
         let ended = exec::execute(
             &prepared,
             &launch,
@@ -476,6 +476,24 @@ impl ToolJob {
         )
         .await;
         drop(tx);
+        // And after: read while its output is stored and recorded.
+        // Another agent's write through the file tools while it ran is that agent's.
+        let after = {
+            let root = engine.root().to_path_buf();
+            let ledger = self.env.ledger.clone();
+            let agent = self.agent_id.clone();
+            tokio::task::spawn_blocking(move || {
+                let theirs = ledger.written_by_others_since(&agent, since);
+                let physical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+                before
+                    .zip(crate::tools::git::Dirty::read(&root))
+                    .map(|(b, a)| b.changed(&a))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|f| !theirs.contains(&physical.join(f)))
+                    .collect::<Vec<_>>()
+            })
+        };
         let _ = forward.await;
         let ended = match ended {
             Ok(e) => e,
@@ -538,19 +556,7 @@ impl ToolJob {
                 }
             }
         }
-        let changed_files = match before {
-            Some(before) => {
-                let root = engine.root().to_path_buf();
-                tokio::task::spawn_blocking(move || {
-                    crate::tools::git::Dirty::read(&root)
-                        .map(|after| before.changed(&after))
-                        .unwrap_or_default()
-                })
-                .await
-                .unwrap_or_default()
-            }
-            None => Vec::new(),
-        };
+        let changed_files = after.await.unwrap_or_default();
         let duration_ms = u64::try_from(ended.duration.as_millis()).unwrap_or(u64::MAX);
         let failure = if ended.timed_out {
             Some(format!(

@@ -36,9 +36,38 @@ pub const TOOL_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(
 #[derive(Default)]
 pub struct ReadLedger {
     seen: Mutex<HashMap<(String, PathBuf), [u8; 32]>>,
+    /// The run's recent writes through these tools: when, by whom, which file (noted
+    /// before the file changes), so a command's changes can be told from another
+    /// agent's write made while it ran.
+    writes: Mutex<std::collections::VecDeque<(std::time::Instant, String, PathBuf)>>,
 }
 
+/// Writes the ledger remembers, at most.
+const WRITES_KEPT: usize = 4_096;
+
 impl ReadLedger {
+    /// Notes that `agent` is about to write `path`.
+    pub fn writing(&self, agent: &str, path: &Path) {
+        let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        if w.len() >= WRITES_KEPT {
+            w.pop_front();
+        }
+        w.push_back((
+            std::time::Instant::now(),
+            agent.to_string(),
+            path.to_path_buf(),
+        ));
+    }
+
+    /// The files agents other than `agent` wrote through these tools since `t0`.
+    pub fn written_by_others_since(&self, agent: &str, t0: std::time::Instant) -> Vec<PathBuf> {
+        let w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        w.iter()
+            .filter(|(at, who, _)| *at >= t0 && who != agent)
+            .map(|(_, _, p)| p.clone())
+            .collect()
+    }
+
     fn record(&self, agent: &str, path: &Path, hash: [u8; 32]) {
         self.seen
             .lock()
@@ -500,6 +529,7 @@ pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, Too
         return Err(err(format!("{shown}: is a directory")));
     }
     let bytes = input.content.as_bytes();
+    ctx.ledger.writing(ctx.agent_id, &path);
     write_atomic(&path, bytes, &shown)?;
     ctx.ledger.record(ctx.agent_id, &path, sha256(bytes));
     Ok(WriteOutput {
@@ -514,11 +544,11 @@ pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, Too
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Edit {
-    /// The exact text to replace.
+    /// As fs_edit's.
     pub old_string: String,
-    /// What replaces it.
+    /// As fs_edit's.
     pub new_string: String,
-    /// Replace every occurrence (otherwise `old_string` must occur exactly once).
+    /// As fs_edit's.
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -658,6 +688,7 @@ pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOut
         replacements += count;
     }
     ctx.perm.check(&path, super::permission::Access::Write)?;
+    ctx.ledger.writing(ctx.agent_id, &path);
     write_atomic(&path, &bytes, &shown)?;
     ctx.ledger.record(ctx.agent_id, &path, sha256(&bytes));
     Ok(EditOutput {

@@ -138,6 +138,12 @@ fn git(root: &Path, args: &[&str]) -> Result<String, ToolError> {
     git_capped(root, args, 4 * 1024 * 1024).map(|(text, _)| text)
 }
 
+/// Whether `root` is inside a git working tree (a `.git` in it or above it): checked
+/// on the file system, without running git.
+pub fn in_repository(root: &Path) -> bool {
+    root.ancestors().any(|d| d.join(".git").exists())
+}
+
 /// The state of each changed file of the working tree (air's own `.air/` aside): its
 /// status letters and, for a file that exists, its size and modification time. Two of these taken around a
 /// command tell which files it changed. `None` outside a git repository.
@@ -145,11 +151,21 @@ fn git(root: &Path, args: &[&str]) -> Result<String, ToolError> {
 pub struct Dirty(BTreeMap<String, (String, Option<(u64, std::time::SystemTime)>)>);
 
 impl Dirty {
-    /// Reads it from `git status` in `root`.
+    /// Reads it from `git status` in `root`; `None` at once outside a git repository
+    /// (no `.git` in `root` or above it), so a command there pays nothing for it.
     pub fn read(root: &Path) -> Option<Dirty> {
+        if !in_repository(root) {
+            return None;
+        }
         let text = git(
             root,
-            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--ignore-submodules",
+            ],
         )
         .ok()?;
         let mut map = BTreeMap::new();

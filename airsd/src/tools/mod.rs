@@ -326,6 +326,21 @@ mod tests {
         }
     }
 
+    /// The model is told what each parameter is: every property of every tool's
+    /// input schema (nested ones included) has a description.
+    #[test]
+    fn every_parameter_is_described() {
+        let missing: Vec<String> = definitions()
+            .iter()
+            .flat_map(|d| {
+                air_proto::tool::undescribed(&d.input_schema)
+                    .into_iter()
+                    .map(move |p| format!("{}: {p}", d.name))
+            })
+            .collect();
+        assert!(missing.is_empty(), "undescribed parameters: {missing:?}");
+    }
+
     #[test]
     fn outputs_are_checked_against_their_schemas() {
         for d in definitions() {

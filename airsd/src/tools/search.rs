@@ -166,13 +166,13 @@ pub fn glob(ctx: &FsContext<'_>, input: &GlobInput) -> Result<GlobOutput, ToolEr
     Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+// `content`: matching lines (with context lines when asked) as `file:line:text`;
+// `files_with_matches` (the default): the files that match; `count`: how many lines
+// match in each file. Said once, in the `output_mode` field's description.
 pub enum GrepMode {
-    /// Matching lines (with context lines when asked), as `file:line:text`.
     Content,
-    /// The files that match (the default).
     #[default]
     FilesWithMatches,
-    /// How many matching lines each file has.
     Count,
 }
 
@@ -187,7 +187,7 @@ pub struct GrepInput {
     /// Only files whose path matches this glob, e.g. `*.rs`.
     #[serde(default)]
     pub glob: Option<String>,
-    /// What to return (default: the files that match).
+    /// `files_with_matches` (the default), `content` (`file:line:text`) or `count`.
     #[serde(default)]
     pub output_mode: GrepMode,
     /// Lines of context before and after each match (content mode).

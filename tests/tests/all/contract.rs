@@ -285,3 +285,120 @@ fn the_shipped_first_requests_are_small_and_name_no_internal_reference() {
         examples.display()
     );
 }
+
+/// Copies a directory tree (what an example ships, its recording aside).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_name() == "recording" {
+            continue;
+        }
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// The real thing, at the size a user tries first: each shipped example's plan
+/// carried out by a live provider (whichever key the environment has), every task
+/// completed, and the example's own tests passing afterwards. Ignored — reported as
+/// skipped — unless `tests/run` finds a key and runs the ignored tests.
+#[test]
+#[ignore = "talks to a live LLM provider: tests/run runs it when ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY is set"]
+fn live_provider_carries_out_the_shipped_example_plans() {
+    let keys = [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENROUTER_API_KEY",
+        "AIR_MODEL",
+    ];
+    let env: Vec<(&str, String)> = keys
+        .iter()
+        .filter_map(|k| {
+            std::env::var(k)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(|v| (*k, v))
+        })
+        .collect();
+    assert!(
+        env.iter().any(|(k, _)| k.ends_with("_API_KEY")),
+        "no provider key in the environment: this test runs only with one"
+    );
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut ran = 0;
+    for example in std::fs::read_dir(&examples).unwrap().flatten() {
+        let plan = example.path().join("plan.md");
+        if !plan.is_file() {
+            continue;
+        }
+        let name = example.file_name().to_string_lossy().into_owned();
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap().join(&name);
+        copy_tree(&example.path(), &root);
+        git(&root, &["init", "-q"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", &name]);
+        let text = std::fs::read_to_string(&plan).unwrap();
+        crate::rt().block_on(async {
+            let state = state(&root, &env);
+            let session =
+                crate::asks::start_plan(&state, &text, air_proto::plan::OnAsk::Deny, None).await;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1800);
+            let p = loop {
+                let p = state.session(&session).await.unwrap().snapshot();
+                if ended(&p) {
+                    break p;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{name}: the live run took over 30 minutes: {p:#?}"
+                );
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            };
+            state.stop_runs().await;
+            let unfinished: Vec<String> = p
+                .tasks
+                .iter()
+                .filter(|t| t.status != TaskStatus::Completed)
+                .map(|t| {
+                    format!(
+                        "{} {:?}: {}",
+                        t.id,
+                        t.status,
+                        t.reason.clone().unwrap_or_default()
+                    )
+                })
+                .collect();
+            assert!(unfinished.is_empty(), "{name}: {unfinished:#?}");
+        });
+        // Every task's checks pass on the finished project, run afresh.
+        let compiled = air_proto::plan::compile("plan.md", &text).unwrap();
+        let mut checks: Vec<String> = compiled
+            .graph
+            .tasks
+            .iter()
+            .flat_map(|t| t.verification.commands.clone().unwrap_or_default())
+            .collect();
+        checks.dedup();
+        for check in checks {
+            let out = Command::new("bash")
+                .args(["-o", "pipefail", "-c", &check])
+                .current_dir(&root)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name}: `{check}` fails after the run: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        ran += 1;
+    }
+    assert!(ran > 0, "no example plan under {}", examples.display());
+}

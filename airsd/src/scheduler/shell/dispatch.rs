@@ -86,10 +86,14 @@ impl Shell {
     async fn environment(&self) -> crate::context::Environment {
         let root = self.ctx.paths.root().to_path_buf();
         let shown = root.display().to_string();
-        let status = tokio::task::spawn_blocking(move || crate::tools::git::status_at(&root).ok())
-            .await
-            .ok()
-            .flatten();
+        let status = tokio::task::spawn_blocking(move || {
+            crate::tools::git::in_repository(&root)
+                .then(|| crate::tools::git::status_at(&root).ok())
+                .flatten()
+        })
+        .await
+        .ok()
+        .flatten();
         let (branch, dirty) = match status {
             Some(s) => (
                 s.branch,
