@@ -726,12 +726,9 @@ fn denied_paths_git_and_outside_writes_are_refused_and_the_task_cannot_ignore_th
     });
 }
 
-/// The real thing: a one-task plan carried out by a live provider (whichever key the
-/// environment has). Ignored — reported as skipped — unless `tests/run` finds a key
-/// and runs the ignored tests.
-#[test]
-#[ignore = "talks to a live LLM provider: tests/run runs it when ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY is set"]
-fn live_provider_carries_out_a_small_plan() {
+/// The provider settings of the environment a live test runs with; it runs only when
+/// one holds a key.
+pub(crate) fn live_env() -> Vec<(&'static str, String)> {
     let keys = [
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
@@ -753,6 +750,16 @@ fn live_provider_carries_out_a_small_plan() {
         env.iter().any(|(k, _)| k.ends_with("_API_KEY")),
         "no provider key in the environment: this test runs only with one"
     );
+    env
+}
+
+/// The real thing: a one-task plan carried out by a live provider (whichever key the
+/// environment has). Ignored — reported as skipped — unless `tests/run` finds a key
+/// and runs the ignored tests.
+#[test]
+#[ignore = "talks to a live LLM provider: tests/run runs it when ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY is set"]
+fn live_provider_carries_out_a_small_plan() {
+    let env = live_env();
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let plan = "## Task A: write a greeting\n\n- category: logic\n- expected_files: `hello.txt`\n- verify: `grep -qx hello hello.txt`\n\nCreate the file hello.txt whose only line is the word hello.\n\nAcceptance criteria:\n- hello.txt holds exactly one line: hello\n";

@@ -309,27 +309,7 @@ fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
 #[test]
 #[ignore = "talks to a live LLM provider: tests/run runs it when ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY is set"]
 fn live_provider_carries_out_the_shipped_example_plans() {
-    let keys = [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "OPENROUTER_API_KEY",
-        "AIR_MODEL",
-    ];
-    let env: Vec<(&str, String)> = keys
-        .iter()
-        .filter_map(|k| {
-            std::env::var(k)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .map(|v| (*k, v))
-        })
-        .collect();
-    assert!(
-        env.iter().any(|(k, _)| k.ends_with("_API_KEY")),
-        "no provider key in the environment: this test runs only with one"
-    );
+    let env = crate::agents::live_env();
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut ran = 0;
     for example in std::fs::read_dir(&examples).unwrap().flatten() {
