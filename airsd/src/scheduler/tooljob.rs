@@ -129,6 +129,17 @@ impl ToolJob {
         let content = output
             .as_ref()
             .and_then(|o| crate::tools::render::text(&self.call.tool, o));
+        // The texts the rendering holds do not travel twice: the worker gets the
+        // output's small fields (ids, exit codes, paths), the record keeps it whole.
+        let output = match (&content, output) {
+            (Some(_), Some(Value::Object(mut o))) => {
+                for k in crate::tools::render::RENDERED {
+                    o.remove(*k);
+                }
+                Some(Value::Object(o))
+            }
+            (_, output) => output,
+        };
         IpcBody::ToolResult(ToolResult {
             tool_call_id: self.call.tool_call_id.clone(),
             status,

@@ -9,6 +9,10 @@ use std::fmt::Write as _;
 
 use super::{exec, fs, git, provider_name, search};
 
+/// The output fields whose text the rendering carries (left out of the structured
+/// output sent beside it).
+pub const RENDERED: &[&str] = &["content", "diff", "stdout", "stderr", "text"];
+
 /// The text of `tool`'s `output`; `None` when the output is not the tool's own form
 /// (the model then reads the JSON).
 pub fn text(tool: &str, output: &Value) -> Option<String> {
