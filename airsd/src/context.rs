@@ -215,6 +215,8 @@ pub enum ReviewDiff {
     NoChanges,
     /// Not a git repository: there is nothing to diff against.
     NoGit,
+    /// git could not make it (the reason).
+    Unavailable(String),
 }
 
 /// Where an agent works: the facts a person at the terminal would know.
@@ -281,25 +283,35 @@ fn environment_text(e: &Environment) -> String {
 /// `text` with its Markdown headings moved `by` levels down (at most to level 6),
 /// outside code fences: a plan's `# Title` nested under a section's `##`.
 fn nest_headings(text: &str, by: usize) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut fence: Option<&str> = None;
-    for line in text.split_inclusive('\n') {
+    // A fence: its character and length; a closing fence repeats the character at
+    // least as often, with nothing after it.
+    fn fence(line: &str) -> Option<(char, usize)> {
         let t = line.trim_start();
-        if let Some(f) = fence {
-            if t.starts_with(f) {
-                fence = None;
+        let c = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
+        let n = t.chars().take_while(|x| *x == c).count();
+        (n >= 3).then_some((c, n))
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut open: Option<(char, usize)> = None;
+    for line in text.split_inclusive('\n') {
+        match (open, fence(line)) {
+            (Some((c, n)), Some((d, m))) if c == d && m >= n => {
+                let rest = line.trim_start().trim_start_matches(c);
+                if rest.trim().is_empty() {
+                    open = None;
+                }
             }
-        } else if t.starts_with("```") {
-            fence = Some("```");
-        } else if t.starts_with("~~~") {
-            fence = Some("~~~");
-        } else if line.starts_with('#') {
-            let level = line.chars().take_while(|c| *c == '#').count();
-            if level <= 6 && line[level..].starts_with([' ', '\n']) {
-                out.push_str(&"#".repeat((level + by).min(6)));
-                out.push_str(&line[level..]);
-                continue;
+            (Some(_), _) => {}
+            (None, Some(f)) => open = Some(f),
+            (None, None) if line.starts_with('#') => {
+                let level = line.chars().take_while(|c| *c == '#').count();
+                if level <= 6 && line[level..].starts_with([' ', '\n']) {
+                    out.push_str(&"#".repeat((level + by).min(6)));
+                    out.push_str(&line[level..]);
+                    continue;
+                }
             }
+            (None, None) => {}
         }
         out.push_str(line);
     }
@@ -459,7 +471,10 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
             ),
             ReviewDiff::NoChanges => format!("{DIFF}\n\nThe task changed no file.\n"),
             ReviewDiff::NoGit => format!(
-                "{DIFF}\n\nThe project is not a git repository, so there is no diff: read the changed files with fs_read.\n"
+                "{DIFF}\n\nThe project is not a git repository, so there is no diff, and files that commands changed are not known: read the files the result names with fs_read, and look for others with fs_glob.\n"
+            ),
+            ReviewDiff::Unavailable(why) => format!(
+                "{DIFF}\n\nThe diff could not be made ({why}): read the changed files with fs_read.\n"
             ),
         };
         sections.push(Section {
@@ -1064,5 +1079,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn headings_nest_outside_code_fences_only() {
+        let text =
+            "# Title\n\n````md\n```\n# not a heading\n```\n````\n## Part\n~~~\n# code\n~~~\n#tag\n";
+        assert_eq!(
+            nest_headings(text, 2),
+            "### Title\n\n````md\n```\n# not a heading\n```\n````\n#### Part\n~~~\n# code\n~~~\n#tag\n"
+        );
     }
 }

@@ -109,11 +109,21 @@ pub fn model_names(text: &str, names: &[(String, String)]) -> String {
         let mut before: Option<char> = None;
         while let Some(at) = rest.find(internal.as_str()) {
             let prev = rest[..at].chars().next_back().or(before);
-            let after = rest[at + internal.len()..].chars().next();
-            let word =
-                |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            let tail = &rest[at + internal.len()..];
+            let mut ahead = tail.chars();
+            let (after, then) = (ahead.next(), ahead.next());
+            // Part of a longer name or path (`my.fs.read`, `docs/git.diff.md`,
+            // `fs.reader`) is left alone.
+            let joins = |c: char| matches!(c, '.' | '/' | '-');
+            let word = |c: char| c.is_alphanumeric() || c == '_';
+            let before_ok = !prev.is_some_and(|c| word(c) || joins(c));
+            let after_ok = match (after, then) {
+                (Some(c), _) if word(c) => false,
+                (Some(c), Some(d)) if joins(c) && word(d) => false,
+                _ => true,
+            };
             next.push_str(&rest[..at]);
-            let whole = !word(prev) && !after.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            let whole = before_ok && after_ok;
             next.push_str(if whole { wire } else { internal });
             before = internal.chars().next_back();
             rest = &rest[at + internal.len()..];
@@ -122,6 +132,26 @@ pub fn model_names(text: &str, names: &[(String, String)]) -> String {
         out = next;
     }
     out
+}
+
+/// Output tokens a turn asks for: the answer's room, plus the thinking budget or room
+/// for the reasoning an effort asks for, within what the model gives (a model that
+/// gives less than the answer's room still gets the answer's room: its own limit
+/// decides).
+fn max_tokens(m: &ResolvedModel) -> u32 {
+    let thinking = match (m.thinking.budget_tokens, m.thinking.effort) {
+        (Some(budget), _) => budget,
+        (None, Some(air_proto::models::Effort::High)) => 2 * MAX_OUTPUT,
+        (None, Some(air_proto::models::Effort::Medium)) => MAX_OUTPUT,
+        (None, Some(_)) => MAX_OUTPUT / 2,
+        (None, None) => 0,
+    };
+    if thinking == 0 {
+        return MAX_OUTPUT;
+    }
+    MAX_OUTPUT
+        .saturating_add(thinking)
+        .min(m.capability.max_output.max(MAX_OUTPUT))
 }
 
 /// A provider client of any protocol.
@@ -196,10 +226,11 @@ fn models_config() -> Result<ModelsConfig, String> {
     ModelsConfig::load(air_home.as_deref()).map_err(|e| e.to_string())
 }
 
-/// A recorded model as the live run had it: its capability from the table and the
-/// agent type's thinking, so a replay sends what the recorded run sent.
+/// A recorded model as a live run has it: its capability from the shipped table and
+/// the agent type's thinking, so a replay sends what the recorded run sent.
 fn as_recorded(model: &str, role: AgentType) -> (air_proto::models::Capability, Thinking) {
-    let models = models_config().unwrap_or_default();
+    // The shipped table, not this user's: a recording replays the same anywhere.
+    let models = ModelsConfig::load(None).unwrap_or_default();
     let capability = models
         .capabilities
         .get(model)
@@ -488,12 +519,7 @@ async fn run_with(
         messages: context.messages.clone(),
         tools,
         // The answer's room, and the thinking's on top, within what the model gives.
-        max_tokens: match resolved.thinking.budget_tokens {
-            Some(budget) => MAX_OUTPUT
-                .saturating_add(budget)
-                .min(resolved.capability.max_output),
-            None => MAX_OUTPUT,
-        },
+        max_tokens: max_tokens(resolved),
         thinking: resolved.thinking,
     };
     let threshold = context.summary.budget.threshold();
@@ -807,10 +833,10 @@ mod tests {
         ];
         assert_eq!(
             model_names(
-                "a.txt: read it with fs.read first, or `shell.run`; not my.fs.read or fs.reader",
+                "a.txt: read it with fs.read first, or `shell.run`. Not my.fs.read, fs.reader, scripts/shell.run or docs/fs.read.md.",
                 &names
             ),
-            "a.txt: read it with fs_read first, or `shell_run`; not my.fs.read or fs.reader"
+            "a.txt: read it with fs_read first, or `shell_run`. Not my.fs.read, fs.reader, scripts/shell.run or docs/fs.read.md."
         );
     }
 

@@ -314,9 +314,19 @@ fn evidence(
     }
 }
 
+/// Evidence that a check passed: a command that failed cannot be it.
+fn of_a_pass(kind: Option<EvidenceType>) -> bool {
+    use EvidenceType::*;
+    matches!(
+        kind,
+        Some(BuildPass | TestPass | SmokeTest | DeployVerify | StaticAnalysis)
+    )
+}
+
 /// The agent's evidence, each pointed at what it names: a command it ran becomes
-/// `command-run:<id>`.
-fn claimed(items: Vec<Claimed>, ran: &[Ran]) -> Vec<EvidenceRef> {
+/// `command-run:<id>`. Evidence of a pass that cites a command that failed is
+/// refused, naming it.
+fn claimed(items: Vec<Claimed>, ran: &[Ran]) -> Result<Vec<EvidenceRef>, String> {
     items
         .into_iter()
         .enumerate()
@@ -327,14 +337,27 @@ fn claimed(items: Vec<Claimed>, ran: &[Ran]) -> Vec<EvidenceRef> {
                 (!x.command_run_id.is_empty() && x.command_run_id == id) || x.command.trim() == r
             });
             let (kind, reference) = match command {
+                Some(x) if of_a_pass(c.evidence_type) && x.exit_code != Some(0) => {
+                    return Err(format!(
+                        "submit_result at `evidence[{n}]`: `{}` {}, so it is not evidence of {}; fix the cause and run it again, or report the task failed",
+                        x.command,
+                        match x.exit_code {
+                            Some(code) => format!("exited {code}"),
+                            None => "did not finish".to_string(),
+                        },
+                        c.evidence_type.map(EvidenceType::as_str).unwrap_or_default()
+                    ))
+                }
                 Some(x) => (
                     EvidenceKind::CommandRun,
                     format!("command-run:{}", x.command_run_id),
                 ),
-                None if r.starts_with("artifact") => (EvidenceKind::ArtifactExcerpt, r.to_string()),
+                None if r.starts_with("artifact") => {
+                    (EvidenceKind::ArtifactExcerpt, r.to_string())
+                }
                 None => (EvidenceKind::Message, r.to_string()),
             };
-            evidence(n, kind, reference, c.claim, c.evidence_type)
+            Ok(evidence(n, kind, reference, c.claim, c.evidence_type))
         })
         .collect()
 }
@@ -395,7 +418,7 @@ pub fn accept_as(
             let mut r = new(f.status.status(), f.summary);
             r.verification = f.verification;
             r.risks = f.risks;
-            r.evidence_refs = claimed(f.evidence, &seen.ran);
+            r.evidence_refs = claimed(f.evidence, &seen.ran)?;
             if let Some(why) = f.explanation.filter(|w| !w.trim().is_empty()) {
                 let n = r.evidence_refs.len();
                 r.evidence_refs.push(evidence(
@@ -701,5 +724,19 @@ mod tests {
         assert!(e.contains("no command you ran shows it"), "{e}");
         // A failed check needs no backing: it is honest as it is.
         assert!(submit(json!([{"name": "ctest", "status": "failed"}])).is_ok());
+        // A pass's evidence cannot cite a run that failed.
+        let e = accept(
+            AgentType::Executor,
+            "T1",
+            "a1",
+            &json!({"status": "completed", "summary": "done",
+                "evidence": [{"evidence_type": "build_pass", "ref": "c2", "claim": "it builds"}]}),
+            &seen,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("`cargo clippy` exited 1, so it is not evidence of build_pass"),
+            "{e}"
+        );
     }
 }

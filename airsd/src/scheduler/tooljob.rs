@@ -24,6 +24,28 @@ use crate::supervisor::Worker;
 use crate::tools::permission::{Ask, Engine, Permits};
 use crate::tools::ToolError;
 
+/// A command of the run while it runs: its span in the ledger ends when this goes,
+/// whichever way the call ends.
+struct Running {
+    ledger: Arc<crate::tools::ReadLedger>,
+    id: u64,
+}
+
+impl Running {
+    fn new(ledger: &Arc<crate::tools::ReadLedger>, agent: &str) -> Running {
+        Running {
+            ledger: ledger.clone(),
+            id: ledger.command_started(agent),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.ledger.command_ended(self.id);
+    }
+}
+
 /// Rounds of questions one call may raise (each round asks everything it found).
 const MAX_ASK_ROUNDS: usize = 4;
 
@@ -366,6 +388,7 @@ impl ToolJob {
         // changes: read while its start is being committed.
         let root = self.env.engine.root().to_path_buf();
         let since = std::time::Instant::now();
+        let running = Running::new(&self.env.ledger, &self.agent_id);
         let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root));
         self.record(&p::CommandStarted {
             command_run_id: command_run_id.clone(),
@@ -488,21 +511,31 @@ impl ToolJob {
         .await;
         drop(tx);
         // And after: read while its output is stored and recorded.
-        // Another agent's write through the file tools while it ran is that agent's.
+        // Another agent's write through the file tools while it ran is that agent's;
+        // when another agent's command ran at the same time, only the task's declared
+        // places count (which command changed the rest cannot be told).
         let after = {
             let root = engine.root().to_path_buf();
             let ledger = self.env.ledger.clone();
             let agent = self.agent_id.clone();
+            let scope = crate::tools::scope::Scope::new(&self.scope).ok();
+            let shared = ledger.overlapped(running.id);
+            drop(running);
             tokio::task::spawn_blocking(move || {
                 let theirs = ledger.written_by_others_since(&agent, since);
                 let physical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
-                before
+                let changed: Vec<String> = before
                     .zip(crate::tools::git::Dirty::read(&root))
                     .map(|(b, a)| b.changed(&a))
                     .unwrap_or_default()
                     .into_iter()
                     .filter(|f| !theirs.contains(&physical.join(f)))
-                    .collect::<Vec<_>>()
+                    .collect();
+                let (mine, unsure): (Vec<String>, Vec<String>) =
+                    changed.into_iter().partition(|f| {
+                        !shared || scope.as_ref().and_then(|s| s.declares(f)).unwrap_or(true)
+                    });
+                (mine, unsure.len())
             })
         };
         let _ = forward.await;
@@ -567,7 +600,6 @@ impl ToolJob {
                 }
             }
         }
-        let changed_files = after.await.unwrap_or_default();
         let duration_ms = u64::try_from(ended.duration.as_millis()).unwrap_or(u64::MAX);
         let failure = if ended.timed_out {
             Some(format!(
@@ -602,8 +634,27 @@ impl ToolJob {
             tracing::warn!("cannot record the end of command {command_run_id}: {e}");
         }
         let mut notes: Vec<String> = failure.into_iter().collect();
+        let (mut changed_files, unsure) = after.await.unwrap_or_default();
+        if unsure > 0 {
+            notes.push(format!(
+                "{unsure} file(s) outside this task's paths changed while another agent's command ran too; they are not counted as this task's changes"
+            ));
+        }
+        if changed_files.len() > exec::CHANGED_SHOWN {
+            let more = changed_files.len() - exec::CHANGED_SHOWN;
+            changed_files.truncate(exec::CHANGED_SHOWN);
+            notes.push(format!(
+                "and {more} more changed files (git_status lists them)"
+            ));
+        }
         if let Some(e) = log_error {
             notes.push(format!("the full output could not be kept: {e}"));
+        }
+        if exec::without_pipefail() {
+            notes.push(
+                "ran by sh, as this machine has no bash: a pipeline's status is its last command's"
+                    .into(),
+            );
         }
         match (&sandbox, confined.views) {
             (None, _) => notes.push("ran without an OS sandbox".into()),

@@ -25,6 +25,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Bytes of each stream the result shows from the start, and again from the end.
 pub const SHOWN_BYTES: usize = 16 * 1024;
+/// Changed files a command's answer names at most.
+pub const CHANGED_SHOWN: usize = 200;
 /// Bytes of output streamed live per command; the rest is in the artifacts.
 pub const STREAM_CAP: u64 = 1024 * 1024;
 
@@ -387,7 +389,8 @@ impl Capture {
         if self.truncated() {
             let omitted = self.total - (self.head.len() + self.tail.len()) as u64;
             out.push_str(&format!(
-                "\n[… {omitted} bytes left out{} …]\n",
+                "\n[… {omitted} bytes left out, from byte {}{} …]\n",
+                self.head.len(),
                 artifact
                     .map(|a| format!("; all of it is in {a}"))
                     .unwrap_or_default()
@@ -636,12 +639,29 @@ pub struct Launch<'a> {
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
+/// The bash commands run with: `/bin/bash`, else the first on `PATH` (NixOS has no
+/// `/bin/bash`), else `/bin/sh` (which may not know `pipefail`; the answer says so).
 fn bash() -> &'static str {
-    if Path::new("/bin/bash").exists() {
-        "/bin/bash"
-    } else {
-        "/bin/sh"
-    }
+    static BASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BASH.get_or_init(|| {
+        std::iter::once(std::path::PathBuf::from("/bin/bash"))
+            .chain(
+                std::env::var_os("PATH")
+                    .map(|p| {
+                        std::env::split_paths(&p)
+                            .map(|d| d.join("bash"))
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default(),
+            )
+            .find(|p| p.is_absolute() && p.is_file())
+            .map_or_else(|| "/bin/sh".to_string(), |p| p.display().to_string())
+    })
+}
+
+/// Whether commands run without `pipefail` (no bash here).
+pub fn without_pipefail() -> bool {
+    !bash().ends_with("bash")
 }
 
 /// Runs a prepared command to its end, handing each chunk of output to `output` as
@@ -806,7 +826,13 @@ mod tests {
         let t = c.text(Some("artifact://x"));
         assert!(t.starts_with("start\nmiddle"));
         assert!(t.ends_with("middle line\nthe end\n"));
-        assert!(t.contains("bytes left out; all of it is in artifact://x"));
+        assert!(
+            t.contains(&format!(
+                "bytes left out, from byte {SHOWN_BYTES}; all of it is in artifact://x"
+            )),
+            "{}",
+            &t[SHOWN_BYTES - 20..SHOWN_BYTES + 120]
+        );
         assert!(t.len() < 2 * SHOWN_BYTES + 200);
         let mut small = Capture::default();
         small.push(b"ok\n");

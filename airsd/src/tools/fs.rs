@@ -40,12 +40,52 @@ pub struct ReadLedger {
     /// before the file changes), so a command's changes can be told from another
     /// agent's write made while it ran.
     writes: Mutex<std::collections::VecDeque<(std::time::Instant, String, PathBuf)>>,
+    /// The run's commands, while one may still overlap another.
+    commands: Mutex<Vec<CommandSpan>>,
 }
 
 /// Writes the ledger remembers, at most.
 const WRITES_KEPT: usize = 4_096;
 
+/// A command of the run: its agent, when it started, when it ended.
+type CommandSpan = (u64, String, std::time::Instant, Option<std::time::Instant>);
+
 impl ReadLedger {
+    /// Notes that `agent` starts a command; the answer names it to
+    /// [`ReadLedger::command_ended`] and [`ReadLedger::overlapped`].
+    pub fn command_started(&self, agent: &str) -> u64 {
+        let mut c = self.commands.lock().unwrap_or_else(|p| p.into_inner());
+        let id = c.last().map_or(0, |l| l.0 + 1);
+        // What ended before every running command started can overlap nothing more.
+        let oldest_running = c.iter().filter(|x| x.3.is_none()).map(|x| x.2).min();
+        c.retain(|x| match (x.3, oldest_running) {
+            (Some(end), Some(oldest)) => end >= oldest,
+            (Some(_), None) => false,
+            (None, _) => true,
+        });
+        c.push((id, agent.to_string(), std::time::Instant::now(), None));
+        id
+    }
+
+    pub fn command_ended(&self, id: u64) {
+        let mut c = self.commands.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(x) = c.iter_mut().find(|x| x.0 == id) {
+            x.3 = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Whether another agent's command ran at some moment while command `id` did.
+    pub fn overlapped(&self, id: u64) -> bool {
+        let c = self.commands.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((_, agent, start, end)) = c.iter().find(|x| x.0 == id).cloned() else {
+            return false;
+        };
+        let end = end.unwrap_or_else(std::time::Instant::now);
+        c.iter().any(|(i, a, s, e)| {
+            *i != id && *a != agent && *s <= end && e.is_none_or(|e| e >= start)
+        })
+    }
+
     /// Notes that `agent` is about to write `path`.
     pub fn writing(&self, agent: &str, path: &Path) {
         let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());

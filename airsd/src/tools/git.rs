@@ -141,65 +141,111 @@ fn git(root: &Path, args: &[&str]) -> Result<String, ToolError> {
 /// Whether `root` is inside a git working tree (a `.git` in it or above it): checked
 /// on the file system, without running git.
 pub fn in_repository(root: &Path) -> bool {
-    root.ancestors().any(|d| d.join(".git").exists())
+    prefix(root).is_some()
 }
 
-/// The state of each changed file of the working tree (air's own `.air/` aside): its
-/// status letters and, for a file that exists, its size and modification time. Two of these taken around a
-/// command tell which files it changed. `None` outside a git repository.
+/// Where `root` lies in its repository, as git writes paths (`service/` for a project
+/// in a monorepo's `service` directory, empty at the top); `None` outside one.
+fn prefix(root: &Path) -> Option<String> {
+    let top = root.ancestors().find(|d| d.join(".git").exists())?;
+    let rel = root.strip_prefix(top).ok()?.to_string_lossy().into_owned();
+    Some(if rel.is_empty() {
+        rel
+    } else {
+        format!("{rel}/")
+    })
+}
+
+/// Bytes of `git status` read at most for a command's changed files; past it the
+/// working tree is too busy to tell, and nothing is said.
+const STATUS_CAP: usize = 4 * 1024 * 1024;
+
+/// The state of the project's changed files (air's own `.air/` aside), relative to
+/// the project root: their status letters and, for a file that exists, its size and
+/// modification time. Two of these taken around a command tell which files it
+/// changed. `None` outside a git repository, or when git cannot say.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Dirty(BTreeMap<String, (String, Option<(u64, std::time::SystemTime)>)>);
+pub struct Dirty {
+    files: BTreeMap<String, (String, Option<(u64, std::time::SystemTime)>)>,
+    /// The branch line (`main...origin/main`).
+    pub branch: Option<String>,
+}
 
 impl Dirty {
-    /// Reads it from `git status` in `root`; `None` at once outside a git repository
-    /// (no `.git` in `root` or above it), so a command there pays nothing for it.
+    /// Reads it from `git status` of the project's part of the repository; `None` at
+    /// once outside a git repository (no `.git` in `root` or above it), so a command
+    /// there pays nothing for it.
     pub fn read(root: &Path) -> Option<Dirty> {
-        if !in_repository(root) {
-            return None;
-        }
-        let text = git(
+        let prefix = prefix(root)?;
+        let (text, cut) = git_capped(
             root,
             &[
                 "status",
                 "--porcelain=v1",
                 "-z",
+                "--branch",
                 "--untracked-files=all",
                 "--ignore-submodules",
+                "--",
+                ".",
             ],
+            STATUS_CAP,
         )
         .ok()?;
-        let mut map = BTreeMap::new();
+        if cut {
+            return None;
+        }
+        let mut dirty = Dirty::default();
         let mut fields = text.split('\0');
         while let Some(entry) = fields.next() {
-            if entry.len() < 4 {
+            if let Some(b) = entry.strip_prefix("## ") {
+                dirty.branch = Some(b.to_string());
                 continue;
             }
-            let (xy, path) = entry.split_at(3);
-            // A rename is followed by its old name.
-            if xy.starts_with('R') || xy.starts_with('C') {
+            let (Some(xy), Some(path)) = (entry.get(..2), entry.get(3..)) else {
+                continue;
+            };
+            // A rename or copy (in either column) is followed by its old name.
+            if xy.contains(['R', 'C']) {
                 fields.next();
             }
+            // git writes paths from the top of the repository.
+            let Some(path) = path.strip_prefix(prefix.as_str()) else {
+                continue;
+            };
             // air's own state is never a change of the project's.
-            if path == ".air" || path.starts_with(".air/") {
+            if path.is_empty() || path == ".air" || path.starts_with(".air/") {
                 continue;
             }
             let meta = std::fs::symlink_metadata(root.join(path))
                 .ok()
                 .and_then(|m| Some((m.len(), m.modified().ok()?)));
-            map.insert(path.to_string(), (xy.trim_end().to_string(), meta));
+            dirty
+                .files
+                .insert(path.to_string(), (xy.trim_end().to_string(), meta));
         }
-        Some(Dirty(map))
+        Some(dirty)
+    }
+
+    /// The changed files, relative to the project root.
+    pub fn files(&self) -> Vec<String> {
+        self.files.keys().cloned().collect()
     }
 
     /// The files whose state differs between `self` (before) and `after`.
     pub fn changed(&self, after: &Dirty) -> Vec<String> {
         let mut out: Vec<String> = after
-            .0
+            .files
             .iter()
-            .filter(|(p, state)| self.0.get(*p) != Some(state))
+            .filter(|(p, state)| self.files.get(*p) != Some(state))
             .map(|(p, _)| p.clone())
             .collect();
-        out.extend(self.0.keys().filter(|p| !after.0.contains_key(*p)).cloned());
+        out.extend(
+            self.files
+                .keys()
+                .filter(|p| !after.files.contains_key(*p))
+                .cloned(),
+        );
         out.sort();
         out
     }
@@ -257,16 +303,42 @@ pub fn diff(ctx: &FsContext<'_>, input: &DiffInput) -> Result<DiffOutput, ToolEr
     changes(ctx.root, input.staged, input.base.as_deref(), &paths, &new)
 }
 
+/// Files of a task's diff shown at most.
+pub const TASK_DIFF_FILES: usize = 200;
+
 /// The diff of a task's files against the last commit, new files included: what a
-/// reviewer reads first. `None` outside a git repository.
-pub fn task_diff(root: &Path, files: &[String]) -> Option<DiffOutput> {
-    if files.is_empty() {
-        return None;
+/// reviewer reads first. `Ok(None)` outside a git repository; files outside the
+/// project are left out (they are not the repository's).
+pub fn task_diff(root: &Path, files: &[String]) -> Result<Option<DiffOutput>, ToolError> {
+    if !in_repository(root) {
+        return Ok(None);
     }
-    let paths: Vec<std::path::PathBuf> = files.iter().map(|f| root.join(f)).collect();
-    let new = untracked(root, &paths).ok()?;
+    let inside: Vec<&String> = files
+        .iter()
+        .filter(|f| !f.is_empty() && !Path::new(f.as_str()).is_absolute() && !f.starts_with(".."))
+        .collect();
+    let paths: Vec<std::path::PathBuf> = inside
+        .iter()
+        .take(TASK_DIFF_FILES)
+        .map(|f| root.join(f.as_str()))
+        .collect();
+    if paths.is_empty() {
+        return Ok(Some(DiffOutput {
+            diff: String::new(),
+            truncated: false,
+        }));
+    }
+    let new = untracked(root, &paths)?;
     let head = git(root, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok();
-    changes(root, false, head.then_some("HEAD"), &paths, &new).ok()
+    let mut out = changes(root, false, head.then_some("HEAD"), &paths, &new)?;
+    if inside.len() > TASK_DIFF_FILES {
+        out.truncated = true;
+        out.diff.push_str(&format!(
+            "\n… [{} more changed files not shown; git_diff shows them]\n",
+            inside.len() - TASK_DIFF_FILES
+        ));
+    }
+    Ok(Some(out))
 }
 
 /// The untracked files (not ignored) among `paths`, or in the whole tree.
@@ -288,14 +360,33 @@ fn untracked(root: &Path, paths: &[std::path::PathBuf]) -> Result<Vec<String>, T
         .collect())
 }
 
-/// A new file as a diff from nothing (a binary one named only).
+/// A new file as a diff from nothing: a regular file's lines (a binary one named
+/// only), a symbolic link by its target, never what it points at.
 fn new_file_diff(root: &Path, rel: &str, room: usize) -> String {
     use std::io::Read as _;
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(root.join(rel))
-        .and_then(|f| f.take(room as u64 + 1).read_to_end(&mut bytes));
+    let path = root.join(rel);
     let mut out = format!("diff --git a/{rel} b/{rel}\nnew file\n");
-    if read.is_err() {
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(&path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            out.push_str(&format!("(a symbolic link to {target})\n"));
+            return out;
+        }
+        Ok(_) => {}
+        Err(_) => return out,
+    }
+    let mut bytes = Vec::new();
+    let read = super::fs::open_regular(&path, rel)
+        .map_err(|e| e.0)
+        .and_then(|(f, _)| {
+            f.take(room as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(why) = read {
+        out.push_str(&format!("(not shown: {why})\n"));
         return out;
     }
     if bytes[..bytes.len().min(8192)].contains(&0) {
@@ -423,7 +514,9 @@ mod tests {
         );
         let all = diff(&ctx, &DiffInput::default()).unwrap();
         assert!(all.diff.contains("+++ b/new.txt"), "{}", all.diff);
-        let task = task_diff(&root, &["a.txt".into(), "new.txt".into()]).unwrap();
+        let task = task_diff(&root, &["a.txt".into(), "new.txt".into()])
+            .unwrap()
+            .unwrap();
         assert!(
             task.diff.contains("+two") && task.diff.contains("+n\n"),
             "{}",
@@ -434,6 +527,47 @@ mod tests {
         std::fs::write(root.join("a.txt"), "three, longer\n").unwrap();
         let after = Dirty::read(&root).unwrap();
         assert_eq!(before.changed(&after), ["a.txt", "made.txt"]);
+        assert_eq!(after.branch.as_deref(), Some("main"));
+        // A new symbolic link shows as one, never as what it points at; a FIFO is
+        // not opened.
+        let secret = root.join("secret");
+        std::fs::write(&secret, "TOPSECRET\n").unwrap();
+        std::os::unix::fs::symlink(&secret, root.join("link.txt")).unwrap();
+        nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let shown = task_diff(
+            &root,
+            &["link.txt".into(), "pipe".into(), "/etc/passwd".into()],
+        )
+        .unwrap()
+        .unwrap();
+        assert!(
+            shown.diff.contains("(a symbolic link to "),
+            "{}",
+            shown.diff
+        );
+        // git lists no FIFO; one handed over anyway is not opened.
+        assert!(
+            new_file_diff(&root, "pipe", 100).contains("(not shown: "),
+            "a FIFO"
+        );
+        assert!(
+            !shown.diff.contains("TOPSECRET") && !shown.diff.contains("root:"),
+            "{}",
+            shown.diff
+        );
+        // A project in a directory of a larger repository: paths from its own root.
+        std::fs::create_dir_all(root.join("service")).unwrap();
+        std::fs::write(root.join("service/x.rs"), "x\n").unwrap();
+        let sub = root.join("service");
+        let d = Dirty::read(&sub).unwrap();
+        assert_eq!(d.files(), ["x.rs"]);
+        let before = d;
+        std::fs::write(sub.join("x.rs"), "x, longer now\n").unwrap();
+        assert_eq!(before.changed(&Dirty::read(&sub).unwrap()), ["x.rs"]);
+        // Outside a repository there is nothing to read.
+        let plain = tempfile::tempdir().unwrap();
+        assert!(Dirty::read(plain.path()).is_none());
+        assert!(task_diff(plain.path(), &["a".into()]).unwrap().is_none());
         let e = diff(
             &ctx,
             &DiffInput {

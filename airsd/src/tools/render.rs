@@ -154,7 +154,7 @@ fn run(o: &exec::RunOutput) -> String {
     if o.truncated {
         let _ = writeln!(
             out,
-            "[the output was cut to its start and end; read the rest with {} (command_run_id {}, a line offset), or run a narrower command]",
+            "[the output was cut to its start and end; read the rest with {} (command_run_id {}, from the byte offset the cut names), or run a narrower command]",
             provider_name("shell.output"),
             o.command_run_id
         );

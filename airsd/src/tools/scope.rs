@@ -13,6 +13,8 @@ pub struct Scope {
     allowed: Option<GlobSet>,
     denied: Option<GlobSet>,
     preserved: Option<GlobSet>,
+    /// The task's expected files (a hint: never enforced).
+    expected: Option<GlobSet>,
 }
 
 fn set(globs: &Option<Vec<String>>, field: &str) -> Result<Option<GlobSet>, ToolError> {
@@ -42,7 +44,20 @@ impl Scope {
             allowed: set(&scope.allowed_paths, "allowed_paths")?,
             denied: set(&scope.denied_paths, "denied_paths")?,
             preserved: set(&scope.preserved_paths, "preserved_paths")?,
+            expected: set(&scope.expected_files, "expected_files")?,
         })
+    }
+
+    /// Whether `rel` is one of the task's declared places (its allowed paths or
+    /// expected files); `None` when the task declares none.
+    pub fn declares(&self, rel: &str) -> Option<bool> {
+        if self.allowed.is_none() && self.expected.is_none() {
+            return None;
+        }
+        Some(
+            self.allowed.as_ref().is_some_and(|a| a.is_match(rel))
+                || self.expected.as_ref().is_some_and(|e| e.is_match(rel)),
+        )
     }
 
     /// May the task read `rel` (relative to the project root)?

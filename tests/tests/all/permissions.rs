@@ -299,7 +299,7 @@ fn shell_run_streams_keeps_its_output_and_records_the_exit() {
         let stdout = out["stdout"].as_str().unwrap();
         assert!(stdout.starts_with("first\n1\n2\n"), "{stdout}");
         assert!(stdout.ends_with("100000\nlast\n"), "{stdout}");
-        assert!(stdout.contains("bytes left out; all of it is in artifact://"), "{stdout}");
+        assert!(stdout.contains("bytes left out, from byte 16384; all of it is in artifact://"), "{stdout}");
         assert_eq!(out["stderr"], "oops\n");
         let page = &outputs(&root, &session)[1];
         assert_eq!(page["text"], "1\n2\n3\n4\n", "{page}");

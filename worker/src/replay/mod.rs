@@ -44,7 +44,7 @@ static MACHINE: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
         .iter()
         .map(|h| regex::escape(h))
         .collect();
-    regex::Regex::new(&format!(r"(?s)({})\n.*?(\n## |\z)", headings.join("|"))).ok()
+    regex::Regex::new(&format!(r"(?ms)^({})\n.*?(\n## |\z)", headings.join("|"))).ok()
 });
 static EXIT: LazyLock<Option<regex::Regex>> =
     LazyLock::new(|| regex::Regex::new(r"^Exit code (-?\d+) ").ok());
@@ -458,6 +458,16 @@ mod tests {
         let there = normalize(&env("- Date: 2027-01-02\n"), None);
         assert_eq!(diff(&here, &there), None);
         assert!(here.to_string().contains("## The plan"), "{here}");
+        // A heading of that name deeper in a task's text is the task's, and compared.
+        let nested = |t: &str| {
+            json!({"messages": [{"role": "user", "content": [{"type": "text",
+            "text": format!("# Task T1\n\n### Environment\n\n{t}\n")}]}]})
+        };
+        assert!(diff(
+            &normalize(&nested("Use Python 3.9."), None),
+            &normalize(&nested("Use Python 3.12."), None)
+        )
+        .is_some());
     }
 
     #[test]

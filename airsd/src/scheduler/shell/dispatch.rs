@@ -15,7 +15,7 @@ impl Shell {
         };
         let tools = crate::tools::offered(d.role);
         let diff = self.diff_under_review(&d).await;
-        let changes = self.task_changes(&d);
+        let changes = self.task_changes(&d).await;
         let environment = self.environment().await;
         let (mut context, model) = self.assemble(&d, &tools, diff.as_ref(), &changes, &environment);
         let mut compaction = None;
@@ -86,25 +86,12 @@ impl Shell {
     async fn environment(&self) -> crate::context::Environment {
         let root = self.ctx.paths.root().to_path_buf();
         let shown = root.display().to_string();
-        let status = tokio::task::spawn_blocking(move || {
-            crate::tools::git::in_repository(&root)
-                .then(|| crate::tools::git::status_at(&root).ok())
-                .flatten()
-        })
-        .await
-        .ok()
-        .flatten();
-        let (branch, dirty) = match status {
-            Some(s) => (
-                s.branch,
-                Some(
-                    s.entries
-                        .iter()
-                        .map(|e| e.get(3..).unwrap_or(e).to_string())
-                        .filter(|p| p != ".air/" && !p.starts_with(".air/"))
-                        .collect(),
-                ),
-            ),
+        let dirty = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root))
+            .await
+            .ok()
+            .flatten();
+        let (branch, dirty) = match dirty {
+            Some(d) => (d.branch.clone(), Some(d.files())),
             None => (None, None),
         };
         crate::context::Environment {
@@ -119,20 +106,26 @@ impl Shell {
 
     /// For an executor or a debugger, the files the task's agents changed so far (from
     /// airsd's record of their calls).
-    fn task_changes(&self, d: &Dispatch) -> Vec<String> {
+    async fn task_changes(&self, d: &Dispatch) -> Vec<String> {
         if !matches!(d.role, AgentType::Executor | AgentType::Debugger) {
             return Vec::new();
         }
-        self.changed_in_task(&d.task_id).unwrap_or_else(|e| {
+        self.changed_in_task(&d.task_id).await.unwrap_or_else(|e| {
             tracing::warn!(task = %d.task_id, "cannot read the task's changes: {e}");
             Vec::new()
         })
     }
 
-    /// The files the tool calls of a task's agents changed, from the session's record.
-    pub(super) fn changed_in_task(&self, task_id: &str) -> crate::error::Result<Vec<String>> {
-        let conn = self.ctx.session.readers().get()?;
-        crate::event_store::query::changed_in_task(&conn, task_id, &crate::tools::WRITE_TOOLS)
+    /// The files the tool calls of a task's agents changed, from the session's record
+    /// (read off the scheduler's thread).
+    pub(super) async fn changed_in_task(&self, task_id: &str) -> crate::error::Result<Vec<String>> {
+        let (session, task_id) = (self.ctx.session.clone(), task_id.to_string());
+        tokio::task::spawn_blocking(move || {
+            let conn = session.readers().get()?;
+            crate::event_store::query::changed_in_task(&conn, &task_id, &crate::tools::WRITE_TOOLS)
+        })
+        .await
+        .map_err(|e| crate::error::Error::Internal(format!("reading the task's changes: {e}")))?
     }
 
     /// For a reviewer, the diff of the result's changed files against the last
@@ -140,19 +133,40 @@ impl Shell {
     /// a git repository.
     async fn diff_under_review(&self, d: &Dispatch) -> Option<crate::context::ReviewDiff> {
         use crate::context::ReviewDiff;
+        use crate::tools::permission::{Access, Verdict};
         if d.role != AgentType::Reviewer {
             return None;
         }
-        let files = d.previous.as_ref()?.changed_files.clone();
+        let root = self.ctx.paths.root().to_path_buf();
+        if !crate::tools::git::in_repository(&root) {
+            return Some(ReviewDiff::NoGit);
+        }
+        // Only what the reviewer may read itself goes into its context.
+        let engine = self.ctx.engine.clone();
+        let files: Vec<String> = d
+            .previous
+            .as_ref()?
+            .changed_files
+            .iter()
+            .filter(|f| {
+                matches!(
+                    engine.check(&root.join(f.as_str()), Access::Read),
+                    Verdict::Allow | Verdict::Backup
+                )
+            })
+            .cloned()
+            .collect();
         if files.is_empty() {
             return Some(ReviewDiff::NoChanges);
         }
-        let root = self.ctx.paths.root().to_path_buf();
-        let diff = tokio::task::spawn_blocking(move || crate::tools::git::task_diff(&root, &files))
-            .await
-            .ok()
-            .flatten();
-        Some(diff.map_or(ReviewDiff::NoGit, |d| ReviewDiff::Diff(d.diff)))
+        let diff =
+            tokio::task::spawn_blocking(move || crate::tools::git::task_diff(&root, &files)).await;
+        Some(match diff {
+            Ok(Ok(Some(d))) => ReviewDiff::Diff(d.diff),
+            Ok(Ok(None)) => ReviewDiff::NoGit,
+            Ok(Err(e)) => ReviewDiff::Unavailable(e.0),
+            Err(e) => ReviewDiff::Unavailable(e.to_string()),
+        })
     }
 
     /// The agent's starting context (D-046) and its model (`provider/model`), as far

@@ -160,7 +160,7 @@ impl Shell {
             }
             IpcBody::WorkerResult(mut result) => {
                 // The files it changed are those airsd changed for it.
-                self.own_changes(agent_id, &mut result);
+                self.own_changes(agent_id, &mut result).await;
                 // It counts once the worker has exited; one that names another task,
                 // role or agent has the worker killed.
                 self.core.apply(
@@ -191,10 +191,10 @@ impl Shell {
     /// Puts airsd's record of the files the task's agents changed in an executor's or
     /// a debugger's result (the other roles change nothing); a list from the worker
     /// that says otherwise is kept as a risk, not trusted.
-    fn own_changes(&self, agent_id: &str, result: &mut air_proto::result::WorkerResult) {
+    async fn own_changes(&self, agent_id: &str, result: &mut air_proto::result::WorkerResult) {
         let recorded = match result.agent_type {
             AgentType::Executor | AgentType::Debugger => {
-                match self.changed_in_task(&result.task_id) {
+                match self.changed_in_task(&result.task_id).await {
                     Ok(r) => r,
                     Err(e) => {
                         tracing::warn!(agent = agent_id, "cannot read the task's changes: {e}");
