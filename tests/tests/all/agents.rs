@@ -625,6 +625,9 @@ fn a_failed_check_goes_to_the_debugger_which_gathers_evidence_then_fixes() {
         assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
         assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
         assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
+        for role in ["You are the executor", "You are the debugger", "You are the reviewer"] {
+            first_request_fits(&mock, role);
+        }
         let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
         // The early write was refused and recorded as such.
         let refused: String = conn
@@ -728,6 +731,19 @@ fn denied_paths_git_and_outside_writes_are_refused_and_the_task_cannot_ignore_th
 
 /// The provider settings of the environment a live test runs with; it runs only when
 /// one holds a key.
+/// The size of the first request of the agent whose system prompt says `role`, said
+/// and held to 16 KiB (every agent's first request fits).
+pub(crate) fn first_request_fits(mock: &MockProvider, role: &str) {
+    let first = mock
+        .received()
+        .into_iter()
+        .find(|r| r.body["system"].to_string().contains(role))
+        .unwrap_or_else(|| panic!("no request of {role}"));
+    let bytes = first.body.to_string().len();
+    println!("first request of {role}: {bytes} bytes");
+    assert!(bytes <= 16 * 1024, "{role}: {bytes} bytes");
+}
+
 pub(crate) fn live_env() -> Vec<(&'static str, String)> {
     let keys = [
         "ANTHROPIC_API_KEY",
@@ -917,6 +933,7 @@ fn the_architecture_designer_is_consulted_before_a_task_is_given_up() {
         assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
         assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
         assert!(p.agents.iter().any(|a| a.id == "A-architecture_designer-1"));
+        first_request_fits(&mock, "consulted about one task");
         assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
     });
 }
