@@ -209,8 +209,9 @@ pub struct Request<'a> {
 /// What a reviewer is shown of the changes under review.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ReviewDiff {
-    /// The diff against the last commit, new files included.
-    Diff(String),
+    /// The diff against the last commit, new files included, and how many changed
+    /// files it leaves out (outside the project, or not the reviewer's to read).
+    Diff(String, usize),
     /// The task changed no file.
     NoChanges,
     /// Not a git repository: there is nothing to diff against.
@@ -219,16 +220,27 @@ pub enum ReviewDiff {
     Unavailable(String),
 }
 
+/// The working tree as git tells it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Worktree {
+    NotGit,
+    /// A git repository: its branch line and the files changed and not committed.
+    Git {
+        branch: Option<String>,
+        dirty: Vec<String>,
+    },
+    /// A git repository whose status could not be read (too large, or git failed).
+    Unknown,
+}
+
 /// Where an agent works: the facts a person at the terminal would know.
 #[derive(Clone, Debug)]
 pub struct Environment {
     pub root: String,
     pub os: String,
     pub date: String,
-    /// The git branch line, when the project is a git repository.
-    pub branch: Option<String>,
-    /// Files changed and not committed (`git status`), when it is one.
-    pub dirty: Option<Vec<String>>,
+    /// The working tree, as git tells it.
+    pub tree: Worktree,
     /// The run's permission mode.
     pub mode: air_proto::plan::PermissionMode,
 }
@@ -254,26 +266,25 @@ fn environment_text(e: &Environment) -> String {
         "{ENVIRONMENT}\n\n- Project root: {}\n- Platform: {}; commands run in bash\n- Date: {}\n- Permission mode: {mode}\n",
         e.root, e.os, e.date
     );
-    match (&e.branch, &e.dirty) {
-        (None, None) => s.push_str("- Not a git repository\n"),
-        (branch, dirty) => {
+    match &e.tree {
+        Worktree::NotGit => s.push_str("- Not a git repository\n"),
+        Worktree::Unknown => s.push_str(
+            "- A git repository whose status could not be read (too large); git_status may say more\n",
+        ),
+        Worktree::Git { branch, dirty } => {
             if let Some(b) = branch {
                 let _ = writeln!(s, "- Git branch: {b}");
             }
-            match dirty.as_deref() {
-                None | Some([]) => s.push_str("- Uncommitted changes: none\n"),
-                Some(files) => {
-                    let shown: Vec<String> = files
-                        .iter()
-                        .take(DIRTY_SHOWN)
-                        .map(|f| format!("`{f}`"))
-                        .collect();
-                    let _ = write!(s, "- Uncommitted changes: {}", shown.join(", "));
-                    if files.len() > DIRTY_SHOWN {
-                        let _ = write!(s, " and {} more", files.len() - DIRTY_SHOWN);
-                    }
-                    s.push('\n');
+            if dirty.is_empty() {
+                s.push_str("- Uncommitted changes: none\n");
+            } else {
+                let shown: Vec<String> =
+                    dirty.iter().take(DIRTY_SHOWN).map(|f| format!("`{f}`")).collect();
+                let _ = write!(s, "- Uncommitted changes: {}", shown.join(", "));
+                if dirty.len() > DIRTY_SHOWN {
+                    let _ = write!(s, " and {} more", dirty.len() - DIRTY_SHOWN);
                 }
+                s.push('\n');
             }
         }
     }
@@ -461,12 +472,19 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         });
     }
     if let Some(diff) = req.diff {
+        let left_out = match diff {
+            ReviewDiff::Diff(_, n) if *n > 0 => format!(
+                "{n} changed file(s) are not shown: outside the project, or not yours to read.\n"
+            ),
+            _ => String::new(),
+        };
         let text = match diff {
-            ReviewDiff::Diff(d) if !d.trim().is_empty() => format!(
-                "{DIFF}\n\nAgainst the last commit, new files included; git_diff and fs_read show more.\n\n```diff\n{}\n```\n",
+            ReviewDiff::Diff(d, _) if !d.trim().is_empty() => format!(
+                "{DIFF}\n\nAgainst the last commit, new files included; git_diff and fs_read show more. {left_out}\n```diff\n{}\n```\n",
                 d.trim_end()
             ),
-            ReviewDiff::Diff(_) => format!(
+            ReviewDiff::Diff(_, n) if *n > 0 => format!("{DIFF}\n\n{left_out}"),
+            ReviewDiff::Diff(..) => format!(
                 "{DIFF}\n\nThe files the task changed show no difference from the last commit.\n"
             ),
             ReviewDiff::NoChanges => format!("{DIFF}\n\nThe task changed no file.\n"),
@@ -1048,8 +1066,10 @@ mod tests {
                 root: "/p".into(),
                 os: "linux".into(),
                 date: "2026-12-01".into(),
-                branch: Some("main".into()),
-                dirty: Some(vec!["src/a.rs".into()]),
+                tree: Worktree::Git {
+                    branch: Some("main".into()),
+                    dirty: vec!["src/a.rs".into()],
+                },
                 mode: air_proto::plan::PermissionMode::Default,
             };
             let mut req = request(&t, &[], budget(200_000, 64_000, None));

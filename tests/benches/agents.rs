@@ -390,8 +390,10 @@ fn assembly() {
             root: "/home/user/project".into(),
             os: "linux (x86_64)".into(),
             date: "2026-12-01".into(),
-            branch: Some("main".into()),
-            dirty: Some(vec!["wordcount/counter.py".into()]),
+            tree: airsd::context::Worktree::Git {
+                branch: Some("main".into()),
+                dirty: vec!["wordcount/counter.py".into()],
+            },
             mode: air_proto::plan::PermissionMode::AcceptEdits,
         }),
     };

@@ -317,16 +317,13 @@ fn evidence(
 /// Evidence that a check passed: a command that failed cannot be it.
 fn of_a_pass(kind: Option<EvidenceType>) -> bool {
     use EvidenceType::*;
-    matches!(
-        kind,
-        Some(BuildPass | TestPass | SmokeTest | DeployVerify | StaticAnalysis)
-    )
+    matches!(kind, Some(BuildPass | TestPass | SmokeTest | DeployVerify))
 }
 
 /// The agent's evidence, each pointed at what it names: a command it ran becomes
 /// `command-run:<id>`. Evidence of a pass that cites a command that failed is
 /// refused, naming it.
-fn claimed(items: Vec<Claimed>, ran: &[Ran]) -> Result<Vec<EvidenceRef>, String> {
+fn claimed(items: Vec<Claimed>, ran: &[Ran], completed: bool) -> Result<Vec<EvidenceRef>, String> {
     items
         .into_iter()
         .enumerate()
@@ -337,7 +334,7 @@ fn claimed(items: Vec<Claimed>, ran: &[Ran]) -> Result<Vec<EvidenceRef>, String>
                 (!x.command_run_id.is_empty() && x.command_run_id == id) || x.command.trim() == r
             });
             let (kind, reference) = match command {
-                Some(x) if of_a_pass(c.evidence_type) && x.exit_code != Some(0) => {
+                Some(x) if completed && of_a_pass(c.evidence_type) && x.exit_code != Some(0) => {
                     return Err(format!(
                         "submit_result at `evidence[{n}]`: `{}` {}, so it is not evidence of {}; fix the cause and run it again, or report the task failed",
                         x.command,
@@ -418,7 +415,7 @@ pub fn accept_as(
             let mut r = new(f.status.status(), f.summary);
             r.verification = f.verification;
             r.risks = f.risks;
-            r.evidence_refs = claimed(f.evidence, &seen.ran)?;
+            r.evidence_refs = claimed(f.evidence, &seen.ran, f.status == Outcome::Completed)?;
             if let Some(why) = f.explanation.filter(|w| !w.trim().is_empty()) {
                 let n = r.evidence_refs.len();
                 r.evidence_refs.push(evidence(

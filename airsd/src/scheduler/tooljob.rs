@@ -24,6 +24,16 @@ use crate::supervisor::Worker;
 use crate::tools::permission::{Ask, Engine, Permits};
 use crate::tools::ToolError;
 
+/// Whether another agent's command ran beside this one, and what that did to its
+/// changed files.
+enum Shared {
+    No,
+    /// The files outside the task's declared places, left out.
+    LeftOut(usize),
+    /// The task declares no places: every file kept, though some may be the other's.
+    Kept(usize),
+}
+
 /// A command of the run while it runs: its span in the ledger ends when this goes,
 /// whichever way the call ends.
 struct Running {
@@ -511,31 +521,44 @@ impl ToolJob {
         .await;
         drop(tx);
         // And after: read while its output is stored and recorded.
-        // Another agent's write through the file tools while it ran is that agent's;
-        // when another agent's command ran at the same time, only the task's declared
-        // places count (which command changed the rest cannot be told).
+        // Another agent's write through the file tools while it ran is that agent's.
+        // When another agent's command ran at the same time (up to the moment the
+        // after-state is read), only the task's declared places count: which command
+        // changed the rest cannot be told. A task that declares none keeps them all,
+        // and the answer says they may be another's.
         let after = {
             let root = engine.root().to_path_buf();
             let ledger = self.env.ledger.clone();
             let agent = self.agent_id.clone();
             let scope = crate::tools::scope::Scope::new(&self.scope).ok();
-            let shared = ledger.overlapped(running.id);
-            drop(running);
             tokio::task::spawn_blocking(move || {
+                let now = crate::tools::git::Dirty::read(&root);
+                let shared = ledger.overlapped(running.id);
+                drop(running);
                 let theirs = ledger.written_by_others_since(&agent, since);
                 let physical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
                 let changed: Vec<String> = before
-                    .zip(crate::tools::git::Dirty::read(&root))
+                    .zip(now)
                     .map(|(b, a)| b.changed(&a))
                     .unwrap_or_default()
                     .into_iter()
                     .filter(|f| !theirs.contains(&physical.join(f)))
                     .collect();
-                let (mine, unsure): (Vec<String>, Vec<String>) =
-                    changed.into_iter().partition(|f| {
-                        !shared || scope.as_ref().and_then(|s| s.declares(f)).unwrap_or(true)
-                    });
-                (mine, unsure.len())
+                if !shared {
+                    return (changed, Shared::No);
+                }
+                match scope.as_ref() {
+                    Some(s) if changed.iter().any(|f| s.declares(f).is_some()) => {
+                        let (mine, unsure): (Vec<String>, Vec<String>) = changed
+                            .into_iter()
+                            .partition(|f| s.declares(f) == Some(true));
+                        (mine, Shared::LeftOut(unsure.len()))
+                    }
+                    _ => {
+                        let n = changed.len();
+                        (changed, Shared::Kept(n))
+                    }
+                }
             })
         };
         let _ = forward.await;
@@ -634,18 +657,15 @@ impl ToolJob {
             tracing::warn!("cannot record the end of command {command_run_id}: {e}");
         }
         let mut notes: Vec<String> = failure.into_iter().collect();
-        let (mut changed_files, unsure) = after.await.unwrap_or_default();
-        if unsure > 0 {
-            notes.push(format!(
-                "{unsure} file(s) outside this task's paths changed while another agent's command ran too; they are not counted as this task's changes"
-            ));
-        }
-        if changed_files.len() > exec::CHANGED_SHOWN {
-            let more = changed_files.len() - exec::CHANGED_SHOWN;
-            changed_files.truncate(exec::CHANGED_SHOWN);
-            notes.push(format!(
-                "and {more} more changed files (git_status lists them)"
-            ));
+        let (changed_files, shared) = after.await.unwrap_or((Vec::new(), Shared::No));
+        match shared {
+            Shared::LeftOut(n) if n > 0 => notes.push(format!(
+                "{n} file(s) outside this task's paths changed while another agent's command ran too; they are not counted as this task's changes"
+            )),
+            Shared::Kept(n) if n > 0 => notes.push(format!(
+                "another agent's command ran at the same time: some of the {n} changed file(s) may be its"
+            )),
+            _ => {}
         }
         if let Some(e) = log_error {
             notes.push(format!("the full output could not be kept: {e}"));

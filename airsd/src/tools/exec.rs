@@ -25,7 +25,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Bytes of each stream the result shows from the start, and again from the end.
 pub const SHOWN_BYTES: usize = 16 * 1024;
-/// Changed files a command's answer names at most.
+/// Changed files a command's answer names at most (the record keeps them all).
 pub const CHANGED_SHOWN: usize = 200;
 /// Bytes of output streamed live per command; the rest is in the artifacts.
 pub const STREAM_CAP: u64 = 1024 * 1024;
@@ -654,7 +654,12 @@ fn bash() -> &'static str {
                     })
                     .unwrap_or_default(),
             )
-            .find(|p| p.is_absolute() && p.is_file())
+            .find(|p| {
+                use std::os::unix::fs::PermissionsExt as _;
+                p.is_absolute()
+                    && std::fs::metadata(p)
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
             .map_or_else(|| "/bin/sh".to_string(), |p| p.display().to_string())
     })
 }

@@ -160,10 +160,17 @@ fn run(o: &exec::RunOutput) -> String {
         );
     }
     if !o.changed_files.is_empty() {
+        let shown = o.changed_files.len().min(exec::CHANGED_SHOWN);
+        let more = o.changed_files.len() - shown;
         let _ = writeln!(
             out,
-            "[files this command changed: {}; change files with the edit tools, which keep them in the task's record]",
-            o.changed_files.join(", ")
+            "[files this command changed: {}{}; change files with the edit tools, which keep them in the task's record]",
+            o.changed_files[..shown].join(", "),
+            if more > 0 {
+                format!(" and {more} more (git_status lists them)")
+            } else {
+                String::new()
+            }
         );
     }
     notes(&mut out, &o.notes);

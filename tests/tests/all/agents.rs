@@ -729,8 +729,6 @@ fn denied_paths_git_and_outside_writes_are_refused_and_the_task_cannot_ignore_th
     });
 }
 
-/// The provider settings of the environment a live test runs with; it runs only when
-/// one holds a key.
 /// The size of the first request of the agent whose system prompt says `role`, said
 /// and held to 16 KiB (every agent's first request fits).
 pub(crate) fn first_request_fits(mock: &MockProvider, role: &str) {
@@ -744,6 +742,8 @@ pub(crate) fn first_request_fits(mock: &MockProvider, role: &str) {
     assert!(bytes <= 16 * 1024, "{role}: {bytes} bytes");
 }
 
+/// The provider settings of the environment a live test runs with; it runs only when
+/// one holds a key.
 pub(crate) fn live_env() -> Vec<(&'static str, String)> {
     let keys = [
         "ANTHROPIC_API_KEY",

@@ -84,22 +84,28 @@ impl Shell {
 
     /// The project root, the platform, today's date and the working tree's state.
     async fn environment(&self) -> crate::context::Environment {
+        use crate::context::Worktree;
         let root = self.ctx.paths.root().to_path_buf();
         let shown = root.display().to_string();
-        let dirty = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root))
-            .await
-            .ok()
-            .flatten();
-        let (branch, dirty) = match dirty {
-            Some(d) => (d.branch.clone(), Some(d.files())),
-            None => (None, None),
-        };
+        let tree = tokio::task::spawn_blocking(move || {
+            if !crate::tools::git::in_repository(&root) {
+                return Worktree::NotGit;
+            }
+            match crate::tools::git::Dirty::read(&root) {
+                Some(d) => Worktree::Git {
+                    branch: d.branch.clone(),
+                    dirty: d.files(),
+                },
+                None => Worktree::Unknown,
+            }
+        })
+        .await
+        .unwrap_or(Worktree::Unknown);
         crate::context::Environment {
             root: shown,
             os: format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH),
             date: air_proto::time::now_iso().chars().take(10).collect(),
-            branch,
-            dirty,
+            tree,
             mode: self.ctx.engine.mode(),
         }
     }
@@ -137,36 +143,44 @@ impl Shell {
         if d.role != AgentType::Reviewer {
             return None;
         }
+        let files = d.previous.as_ref()?.changed_files.clone();
         let root = self.ctx.paths.root().to_path_buf();
-        if !crate::tools::git::in_repository(&root) {
-            return Some(ReviewDiff::NoGit);
-        }
-        // Only what the reviewer may read itself goes into its context.
         let engine = self.ctx.engine.clone();
-        let files: Vec<String> = d
-            .previous
-            .as_ref()?
-            .changed_files
-            .iter()
-            .filter(|f| {
-                matches!(
-                    engine.check(&root.join(f.as_str()), Access::Read),
-                    Verdict::Allow | Verdict::Backup
-                )
-            })
-            .cloned()
-            .collect();
-        if files.is_empty() {
-            return Some(ReviewDiff::NoChanges);
-        }
-        let diff =
-            tokio::task::spawn_blocking(move || crate::tools::git::task_diff(&root, &files)).await;
-        Some(match diff {
-            Ok(Ok(Some(d))) => ReviewDiff::Diff(d.diff),
-            Ok(Ok(None)) => ReviewDiff::NoGit,
-            Ok(Err(e)) => ReviewDiff::Unavailable(e.0),
-            Err(e) => ReviewDiff::Unavailable(e.to_string()),
+        let scope = crate::tools::scope::Scope::new(&d.spec.scope).ok();
+        let made = tokio::task::spawn_blocking(move || {
+            if !crate::tools::git::in_repository(&root) {
+                return ReviewDiff::NoGit;
+            }
+            // Only what the reviewer could read itself goes into its context: inside
+            // the project, not denied to the task, allowed by the engine.
+            let readable: Vec<String> = files
+                .iter()
+                .filter(|f| !std::path::Path::new(f.as_str()).is_absolute() && !f.starts_with(".."))
+                .filter(|f| scope.as_ref().is_none_or(|s| s.check_read(f).is_ok()))
+                .filter(|f| {
+                    matches!(
+                        engine.check(&root.join(f.as_str()), Access::Read),
+                        Verdict::Allow | Verdict::Backup
+                    )
+                })
+                .cloned()
+                .collect();
+            let left_out = files.len() - readable.len();
+            if readable.is_empty() {
+                return if left_out == 0 {
+                    ReviewDiff::NoChanges
+                } else {
+                    ReviewDiff::Diff(String::new(), left_out)
+                };
+            }
+            match crate::tools::git::task_diff(&root, &readable) {
+                Ok(Some(d)) => ReviewDiff::Diff(d.diff, left_out),
+                Ok(None) => ReviewDiff::NoGit,
+                Err(e) => ReviewDiff::Unavailable(e.0),
+            }
         })
+        .await;
+        Some(made.unwrap_or_else(|e| ReviewDiff::Unavailable(e.to_string())))
     }
 
     /// The agent's starting context (D-046) and its model (`provider/model`), as far
