@@ -21,6 +21,7 @@ pub mod codec;
 #[cfg(feature = "config")]
 pub mod config;
 pub mod context;
+pub mod conversation;
 pub mod dependency;
 pub mod error;
 pub mod event;

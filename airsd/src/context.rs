@@ -49,6 +49,7 @@ fn role_prompt(role: AgentType, consulted: bool) -> &'static str {
         AgentType::ArchitectureDesigner => {
             include_str!("../../resources/prompts/architecture_designer.md")
         }
+        AgentType::Main => include_str!("../../resources/prompts/main.md"),
         _ => include_str!("../../resources/prompts/executor.md"),
     }
 }
@@ -1059,6 +1060,7 @@ mod tests {
                 AgentType::ArchitectureDesigner,
                 air_proto::task::TaskType::Review,
             ),
+            (AgentType::Main, air_proto::task::TaskType::Execute),
         ] {
             t.task_type = task_type;
             let tools = crate::tools::offered(role);

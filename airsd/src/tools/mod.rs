@@ -242,16 +242,24 @@ pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), 
     let refused = match t.kind {
         Kind::Read => false,
         Kind::Write => match agent {
-            AgentType::Reviewer | AgentType::ArchitectureDesigner => true,
+            AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Main => true,
             AgentType::Debugger => !evidence,
             _ => false,
         },
-        Kind::Run => matches!(agent, AgentType::Reviewer | AgentType::ArchitectureDesigner),
+        Kind::Run => matches!(
+            agent,
+            AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Main
+        ),
     };
     let shown = provider_name(tool);
     if refused && agent == AgentType::Debugger {
         return Err(ToolError(format!(
             "`{shown}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the reproduction or diagnostics with shell_run first)"
+        )));
+    }
+    if refused && agent == AgentType::Main {
+        return Err(ToolError(format!(
+            "`{shown}` is not allowed for the main agent: it reads and delegates; changes and commands are an executor's work"
         )));
     }
     if refused {
@@ -391,6 +399,13 @@ mod tests {
         assert!(allowed_with(AgentType::Reviewer, "fs.edit", true).is_err());
         assert!(allowed_with(AgentType::Reviewer, "shell.run", true).is_err());
         assert!(allowed_with(AgentType::Executor, "shell.run", false).is_ok());
+        // The Main Agent reads and delegates: no write, no command, whatever it has.
+        for tool in ["fs.write", "fs.edit", "fs.multi_edit", "shell.run"] {
+            let e = allowed_with(AgentType::Main, tool, true).unwrap_err();
+            assert!(e.0.contains("not allowed for the main agent"), "{e}");
+        }
+        let names = |a| offered(a).into_iter().map(|d| d.name).collect::<Vec<_>>();
+        assert_eq!(names(AgentType::Main), names(AgentType::Reviewer));
     }
 
     #[test]
