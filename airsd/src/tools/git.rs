@@ -50,6 +50,16 @@ pub struct DiffOutput {
 /// external diffs, text conversions, hooks), at most `cap` bytes of output kept and
 /// [`super::fs::TOOL_TIME_LIMIT`] to finish.
 fn git_capped(root: &Path, args: &[&str], cap: usize) -> Result<(String, bool), ToolError> {
+    git_within(root, args, cap, super::fs::TOOL_TIME_LIMIT)
+}
+
+/// [`git_capped`] with its own time limit.
+fn git_within(
+    root: &Path,
+    args: &[&str],
+    cap: usize,
+    limit: std::time::Duration,
+) -> Result<(String, bool), ToolError> {
     use std::io::Read as _;
     let mut cmd = Command::new("git");
     cmd.args([
@@ -89,7 +99,7 @@ fn git_capped(root: &Path, args: &[&str], cap: usize) -> Result<(String, bool), 
     let pid = child.id();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let clock = std::thread::spawn(move || {
-        if done_rx.recv_timeout(super::fs::TOOL_TIME_LIMIT).is_err() {
+        if done_rx.recv_timeout(limit).is_err() {
             if let Ok(pid) = i32::try_from(pid) {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
@@ -116,7 +126,7 @@ fn git_capped(root: &Path, args: &[&str], cap: usize) -> Result<(String, bool), 
         return Err(ToolError(format!(
             "git {}: stopped after {} s",
             args.join(" "),
-            super::fs::TOOL_TIME_LIMIT.as_secs()
+            limit.as_secs()
         )));
     }
     read.map_err(|e| ToolError(format!("git {}: {e}", args.join(" "))))?;
@@ -159,6 +169,9 @@ fn prefix(root: &Path) -> Option<String> {
 /// Bytes of `git status` read at most for a command's changed files; past it the
 /// working tree is too busy to tell, and nothing is said.
 const STATUS_CAP: usize = 4 * 1024 * 1024;
+/// Time `git status` may take for a command's changed files or an agent's
+/// environment: past it nothing is said, and no dispatch waits longer.
+const STATUS_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The state of the project's changed files (air's own `.air/` aside), relative to
 /// the project root: their status letters and, for a file that exists, its size and
@@ -177,7 +190,7 @@ impl Dirty {
     /// there pays nothing for it.
     pub fn read(root: &Path) -> Option<Dirty> {
         let prefix = prefix(root)?;
-        let (text, cut) = git_capped(
+        let (text, cut) = git_within(
             root,
             &[
                 "status",
@@ -190,6 +203,7 @@ impl Dirty {
                 ".",
             ],
             STATUS_CAP,
+            STATUS_TIME,
         )
         .ok()?;
         if cut {
