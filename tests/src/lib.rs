@@ -15,6 +15,29 @@ use air_proto::task::{
 use serde_json::json;
 
 /// The path of a binary built from this workspace (`air`, `airsd`, `air-worker`, …).
+/// Runs git in `dir` with a neutral identity and none of the user's global
+/// configuration, and checks that it succeeded (showing its stderr when not).
+pub fn git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=air",
+            "-c",
+            "user.email=air@example.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap_or_else(|e| panic!("git {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 pub fn bin(name: &str) -> PathBuf {
     // Test executables live in target/<profile>/deps; binaries one level up.
     let exe = std::env::current_exe().unwrap_or_default();

@@ -265,15 +265,10 @@ impl Dirty {
     }
 }
 
-/// `git.status`.
+/// `git.status`: the branch line and the entries.
 pub fn status(ctx: &FsContext<'_>, _: &StatusInput) -> Result<StatusOutput, ToolError> {
-    status_at(ctx.root)
-}
-
-/// `git status` of the working tree at `root`: the branch line and the entries.
-pub fn status_at(root: &Path) -> Result<StatusOutput, ToolError> {
     let text = git(
-        root,
+        ctx.root,
         &[
             "status",
             "--porcelain=v1",

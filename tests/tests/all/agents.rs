@@ -319,11 +319,7 @@ fn a_claimed_check_that_never_ran_cannot_complete_the_task() {
         let plan = "## Task A: write a greeting\n\n- verify: `cargo test`\n\nCreate hello.txt.\n";
         let session = start(&state, plan).await;
         // The evidence gate refuses the claim, and the next attempt is told why.
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while mock.received().len() < 5 {
-            assert!(std::time::Instant::now() < deadline, "no second attempt; {:?}", mock.mismatches());
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        requests(&mock, 5, "no second attempt").await;
         let again = mock.received()[4].body.to_string();
         assert!(
             again.contains("cannot complete the task") && again.contains("verification is required"),
@@ -729,6 +725,20 @@ fn denied_paths_git_and_outside_writes_are_refused_and_the_task_cannot_ignore_th
     });
 }
 
+/// Waits (20 s at most) until the provider has had `n` requests; `what` says what
+/// is missing when it has not.
+async fn requests(mock: &MockProvider, n: usize, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while mock.received().len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}; {:?}",
+            mock.mismatches()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The size of the first request of the agent whose system prompt says `role`, said
 /// and held to 16 KiB (every agent's first request fits).
 pub(crate) fn first_request_fits(mock: &MockProvider, role: &str) {
@@ -1087,11 +1097,7 @@ fn a_result_missing_its_evidence_costs_one_more_turn_not_a_new_dispatch() {
         let state = state(&root, &key(&mock));
         let plan = "## Task A: write a greeting\n\n- verify: `cargo test`\n- retry_budget: 0\n\nCreate hello.txt.\n";
         let session = start(&state, plan).await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while mock.received().len() < 3 {
-            assert!(std::time::Instant::now() < deadline, "no third turn; {:?}", mock.mismatches());
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        requests(&mock, 3, "no third turn").await;
         let third = mock.received()[2].body.to_string();
         assert!(third.contains("not accepted yet"), "{third}");
         // The same agent asked again: no second executor was started for it.

@@ -7,30 +7,12 @@ use std::process::Command;
 
 use air_proto::layout::ProjectPaths;
 use air_proto::projection::TaskStatus;
+use air_tests::git;
 use air_tests::mock_provider::{Exchange, Expect, MockProvider};
 use serde_json::{json, Value};
 
 use crate::agents::{any, call, ended, key, review, start, state};
 use crate::asks::until;
-
-fn git(root: &std::path::Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=air",
-            "-c",
-            "user.email=air@example.invalid",
-        ])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// The first `agent.completed` of task A's executor, as recorded.
 fn executor_result(root: &std::path::Path, session: &str) -> Value {

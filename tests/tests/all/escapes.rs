@@ -12,23 +12,13 @@ use air_proto::event::AgentType;
 use air_proto::layout::ProjectPaths;
 use air_proto::plan::{OnAsk, PermissionMode};
 use air_tests::bin;
+use air_tests::git;
 use serde_json::{json, Value};
 
 use crate::permissions::{elsewhere, ended, outputs, plan, tool_runs};
 
 const KEY: &str = "sk-ant-escape-4242-marker";
 const PRIVATE: &str = "PRIVATE-KEY-MATERIAL-17";
-
-fn git(root: &Path, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 /// A project, and a home (outside the temporary directories) with a private key.
 fn project_and_home() -> (tempfile::TempDir, PathBuf, tempfile::TempDir, PathBuf) {

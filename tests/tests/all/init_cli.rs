@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use air_tests::bin;
+use air_tests::git;
 
 fn air(dir: &Path, args: &[&str]) -> Output {
     Command::new(bin("air"))
@@ -12,20 +13,6 @@ fn air(dir: &Path, args: &[&str]) -> Output {
         .current_dir(dir)
         .output()
         .unwrap()
-}
-
-fn git(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 #[test]
