@@ -2,6 +2,8 @@
 //! it cannot do from the project's files it asks airsd for, starting airsd when none
 //! runs.
 
+mod args;
+mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
 mod output;
@@ -97,6 +99,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Talk to air's Main Agent: `-p PROMPT` answers one message on stdout; without a
+    /// terminal, each line of stdin is a message. The conversation is kept by the
+    /// daemon (`--session` continues it; `air attach` shows it).
+    #[command(after_help = chat_cmd::CHAT_EXIT_CODES)]
+    Chat(Box<chat_cmd::ChatArgs>),
     /// Run a plan: start (or continue) it in the daemon and follow it to the end.
     #[command(after_help = run_cmd::RUN_EXIT_CODES)]
     Run(Box<run_cmd::RunArgs>),
@@ -358,6 +365,7 @@ async fn run(command: Command) -> CmdResult {
         } => output::events(session, types, follow, json).await,
         Command::Plan { command } => plan_cmd::run(command),
         Command::Run(args) => run_cmd::run(*args).await,
+        Command::Chat(args) => chat_cmd::run(*args).await,
         Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
         Command::Retry { tasks, session } => run_cmd::retry(tasks, session).await,

@@ -16,10 +16,10 @@ use air_proto::api::{params, AirApiClient};
 use air_proto::client::Connection;
 use air_proto::event::RuntimeEvent;
 use air_proto::payload::RunOutcome;
-use air_proto::plan::{OnAsk, PermissionMode};
 use air_proto::report::RunReport;
 use clap::Args;
 
+use crate::args::{absolute, existing_dir, model_spec, parse_duration, usage, ModeArg, OnAskArg};
 use crate::output::follow_events;
 use crate::{connect, exit, rpc_failure, CmdResult, Failure};
 
@@ -108,61 +108,6 @@ pub struct RunArgs {
     pub follow: FollowArgs,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum OnAskArg {
-    Deny,
-    Fail,
-    Queue,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum ModeArg {
-    Default,
-    AcceptEdits,
-    Plan,
-    BypassPermissions,
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 90s, 30m, 2h)"))
-}
-
-/// A directory as an absolute path (made from the current directory).
-fn absolute(dir: &std::path::Path) -> Result<String, Failure> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| usage(format!("cannot read the current directory: {e}")))?;
-    Ok(cwd.join(dir).display().to_string())
-}
-
-/// A recording directory, which must exist.
-fn existing_dir(dir: &std::path::Path) -> Result<String, Failure> {
-    std::fs::canonicalize(dir)
-        .ok()
-        .filter(|d| d.is_dir())
-        .map(|d| d.display().to_string())
-        .ok_or_else(|| usage(format!("--replay {}: no such directory", dir.display())))
-}
-
-/// `--provider` and `--model` as one model spec (`provider/model`, `model` or
-/// `provider/`).
-fn model_spec(provider: Option<&str>, model: Option<&str>) -> Result<Option<String>, Failure> {
-    let provider = provider.map(str::trim).filter(|p| !p.is_empty());
-    let model = model.map(str::trim).filter(|m| !m.is_empty());
-    Ok(match (provider, model) {
-        (None, m) => m.map(str::to_string),
-        (Some(p), _) if p.contains('/') => {
-            return Err(usage(format!(
-                "--provider `{p}`: a provider name has no `/` (give the model with --model)"
-            )))
-        }
-        (Some(p), None) => Some(format!("{p}/")),
-        (Some(p), Some(m)) => match m.split_once('/') {
-            Some((mp, _)) if mp == p => Some(m.to_string()),
-            _ => Some(format!("{p}/{m}")),
-        },
-    })
-}
-
 /// A refused `run.start`: the daemon's plan errors with how many there are, as
 /// `air plan check` shows them.
 fn plan_failure(plan: &str, e: jsonrpsee::core::client::Error) -> Failure {
@@ -184,13 +129,6 @@ fn plan_failure(plan: &str, e: jsonrpsee::core::client::Error) -> Failure {
     failure
 }
 
-fn usage(message: String) -> Failure {
-    Failure {
-        code: exit::USAGE,
-        message,
-    }
-}
-
 pub async fn run(args: RunArgs) -> CmdResult {
     let conn = connect().await?;
     let info = match (&args.plan, &args.resume) {
@@ -204,17 +142,8 @@ pub async fn run(args: RunArgs) -> CmdResult {
                 plan_text: text,
                 title: args.title.clone(),
                 concurrency: args.concurrency,
-                on_ask: args.on_ask.map(|a| match a {
-                    OnAskArg::Deny => OnAsk::Deny,
-                    OnAskArg::Fail => OnAsk::Fail,
-                    OnAskArg::Queue => OnAsk::Queue,
-                }),
-                permission_mode: args.permission_mode.map(|m| match m {
-                    ModeArg::Default => PermissionMode::Default,
-                    ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
-                    ModeArg::Plan => PermissionMode::Plan,
-                    ModeArg::BypassPermissions => PermissionMode::BypassPermissions,
-                }),
+                on_ask: args.on_ask.map(OnAskArg::policy),
+                permission_mode: args.permission_mode.map(ModeArg::mode),
                 max_cost: args.max_cost,
                 max_tokens: args.max_tokens,
                 max_time_ms: args

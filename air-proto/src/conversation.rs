@@ -5,6 +5,202 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::{DEFAULT_MAX_TURNS, DEFAULT_RETRY_BUDGET};
+use crate::task::{
+    Constraints, ContextRefs, Contracts, ModelPolicy, TaskCategory, TaskScope, TaskSpec, TaskType,
+    Verification,
+};
+
+/// The id namespace of the Main Agent's turns, `main:<n>`: one turn a user message
+/// (or a summary of delegated work). Plan ids cannot contain `:`, so a turn never
+/// collides with a plan's task.
+pub const TURN_PREFIX: &str = "main:";
+
+/// The id of the `n`th turn (1-based).
+pub fn turn_id(n: usize) -> String {
+    format!("{TURN_PREFIX}{n}")
+}
+
+/// Whether a task id is a turn of the Main Agent rather than work of the task graph.
+pub fn is_turn(task_id: &str) -> bool {
+    task_id.starts_with(TURN_PREFIX)
+}
+
+/// How long one turn of the Main Agent may take, and how many model turns: a turn
+/// answers or hands work on, it does not do the work.
+pub const TURN_MAX_TURNS: u32 = 24;
+pub const TURN_SOFT_TIMEOUT_MS: u64 = 5 * 60 * 1000;
+pub const TURN_HARD_TIMEOUT_MS: u64 = 15 * 60 * 1000;
+
+/// The task of one turn: `message` is the user's words as sent (a prefix such as
+/// `/task` included: the worker reads the kind from it), or what to summarise; a
+/// summary names the tasks it is about in `summarises`.
+pub fn turn_spec(
+    n: usize,
+    title: &str,
+    message: &str,
+    message_id: Option<&str>,
+    summarises: &[String],
+) -> TaskSpec {
+    TaskSpec {
+        id: turn_id(n),
+        task_type: TaskType::Execute,
+        title: title.to_string(),
+        description: message.to_string(),
+        acceptance_criteria: Vec::new(),
+        category: None,
+        phase: None,
+        scope: TaskScope::default(),
+        contracts: Contracts::default(),
+        dependencies: Vec::new(),
+        verification: Verification::none(),
+        constraints: Constraints {
+            max_turns: TURN_MAX_TURNS,
+            soft_timeout_ms: TURN_SOFT_TIMEOUT_MS,
+            hard_timeout_ms: TURN_HARD_TIMEOUT_MS,
+            retry_budget: 0,
+            model_policy: ModelPolicy::SchedulerForced,
+            model_id: None,
+        },
+        context_refs: ContextRefs {
+            parent_task_results: (!summarises.is_empty()).then(|| summarises.to_vec()),
+            artifacts: message_id.map(|m| vec![format!("{MESSAGE_REF}{m}")]),
+            ..ContextRefs::default()
+        },
+        output_contract: TaskType::Execute.output_contract(),
+    }
+}
+
+/// How a summary turn's title begins (the rest names the tasks).
+pub const SUMMARY_TITLE: &str = "Summarise ";
+
+/// How a turn names the user message it answers among its context refs.
+pub const MESSAGE_REF: &str = "message:";
+
+/// The id of the user message a turn answers.
+pub fn answered_message(spec: &TaskSpec) -> Option<&str> {
+    spec.context_refs
+        .artifacts
+        .iter()
+        .flatten()
+        .find_map(|a| a.strip_prefix(MESSAGE_REF))
+}
+
+/// The tasks a summary turn is about; empty for a turn that answers a user message.
+pub fn summarised(spec: &TaskSpec) -> &[String] {
+    spec.context_refs
+        .parent_task_results
+        .as_deref()
+        .unwrap_or_default()
+}
+
+/// One task the Main Agent hands to the scheduler (`simple_task`): written for an
+/// executor that never saw the conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DelegatedTask {
+    /// A short imperative title, e.g. "Add a --json flag to wc".
+    pub title: String,
+    /// What to change and why, with everything the user asked for: the executor sees
+    /// only this, not the conversation.
+    pub description: String,
+    /// Checks that show the task done, each one sentence that can be verified.
+    pub acceptance_criteria: Vec<String>,
+    /// Project-relative files the change will likely touch.
+    #[serde(default)]
+    pub expected_files: Vec<String>,
+    /// Commands that prove the change (build, tests), run from the project root.
+    #[serde(default)]
+    pub verify: Vec<String>,
+    /// The kind of change, which sets the evidence its result must carry: logic
+    /// (build and tests), build, config, docs (none), test, refactor, bugfix.
+    #[serde(default)]
+    pub category: Option<TaskCategory>,
+}
+
+impl DelegatedTask {
+    /// The problems of a delegated task, each naming its field; empty when it can run.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.title.trim().is_empty() {
+            out.push("title: must not be empty".to_string());
+        }
+        if self.description.trim().is_empty() {
+            out.push("description: must say what to change".to_string());
+        }
+        if self.acceptance_criteria.iter().all(|c| c.trim().is_empty()) {
+            out.push("acceptance_criteria: at least one check that shows it done".to_string());
+        }
+        for (i, f) in self.expected_files.iter().enumerate() {
+            if f.starts_with('/') || f.split('/').any(|part| part == "..") {
+                out.push(format!(
+                    "expected_files[{i}]: `{f}` must be a path inside the project, relative to its root"
+                ));
+            }
+        }
+        out
+    }
+
+    /// The task's spec under `id`, with the plan's default budgets.
+    pub fn spec(&self, id: String) -> TaskSpec {
+        let verify: Vec<String> = self
+            .verify
+            .iter()
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect();
+        TaskSpec {
+            id,
+            task_type: TaskType::Execute,
+            title: self.title.trim().to_string(),
+            description: self.description.clone(),
+            acceptance_criteria: self
+                .acceptance_criteria
+                .iter()
+                .filter(|c| !c.trim().is_empty())
+                .cloned()
+                .collect(),
+            category: self.category,
+            phase: None,
+            scope: TaskScope {
+                expected_files: (!self.expected_files.is_empty())
+                    .then(|| self.expected_files.clone()),
+                ..TaskScope::default()
+            },
+            contracts: Contracts::default(),
+            dependencies: Vec::new(),
+            verification: Verification {
+                required: !verify.is_empty(),
+                commands: (!verify.is_empty()).then_some(verify),
+                fallback_allowed: false,
+                evidence_types: None,
+            },
+            constraints: Constraints {
+                max_turns: DEFAULT_MAX_TURNS,
+                soft_timeout_ms: crate::plan::DEFAULT_SOFT_TIMEOUT_MS,
+                hard_timeout_ms: crate::plan::DEFAULT_HARD_TIMEOUT_MS,
+                retry_budget: DEFAULT_RETRY_BUDGET,
+                model_policy: ModelPolicy::SchedulerForced,
+                model_id: None,
+            },
+            context_refs: ContextRefs::default(),
+            output_contract: TaskType::Execute.output_contract(),
+        }
+    }
+}
+
+/// What a turn of the Main Agent ends with (its WorkerResult's `result`).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MainResult {
+    /// The kind of the message, named by its prefix or by the model.
+    pub intent: Intent,
+    /// The answer given in the conversation.
+    pub answer: String,
+    /// The task handed to the scheduler, for `simple_task`.
+    pub task: Option<DelegatedTask>,
+}
+
 wire_enum! {
     /// Where the Main Agent is. It stays ready for the user: a message is taken in
     /// any state, and while delegated work runs it is `interrupting` until the

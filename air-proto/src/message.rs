@@ -73,6 +73,17 @@ impl Message {
         }
     }
 
+    /// The message's text blocks, in order.
+    pub fn texts(&self) -> Vec<&str> {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The tool calls this (assistant) message asks for.
     pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
         self.content.iter().filter_map(|b| match b {
@@ -92,6 +103,29 @@ pub enum StopReason {
     StopSequence,
     PauseTurn,
     Refusal,
+}
+
+/// The text of a canonical message's content (a string, or its text blocks joined by
+/// newlines); tool calls, their answers and thinking are not text.
+pub fn text_of(content: &Value) -> String {
+    let mut text = String::new();
+    match content {
+        Value::String(s) => text.push_str(s),
+        Value::Array(blocks) => {
+            for block in blocks {
+                if block.get("type").and_then(Value::as_str) == Some("text") {
+                    if let Some(t) = block.get("text").and_then(Value::as_str) {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(t);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    text
 }
 
 #[cfg(test)]

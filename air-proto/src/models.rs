@@ -61,6 +61,8 @@ pub struct ModelAssignment {
     pub reviewer: Option<String>,
     pub debugger: Option<String>,
     pub architecture_designer: Option<String>,
+    /// The Main Agent, which talks with the user.
+    pub main: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +107,7 @@ pub struct ThinkingAssignment {
     pub reviewer: Option<Thinking>,
     pub debugger: Option<Thinking>,
     pub architecture_designer: Option<Thinking>,
+    pub main: Option<Thinking>,
 }
 
 /// The smallest extended-thinking budget Anthropic takes.
@@ -235,12 +238,14 @@ impl ModelsConfig {
         m.reviewer = o.reviewer.or(m.reviewer.take());
         m.debugger = o.debugger.or(m.debugger.take());
         m.architecture_designer = o.architecture_designer.or(m.architecture_designer.take());
+        m.main = o.main.or(m.main.take());
         let (t, o) = (&mut self.thinking, other.thinking);
         t.default = o.default.or(t.default.take());
         t.executor = o.executor.or(t.executor.take());
         t.reviewer = o.reviewer.or(t.reviewer.take());
         t.debugger = o.debugger.or(t.debugger.take());
         t.architecture_designer = o.architecture_designer.or(t.architecture_designer.take());
+        t.main = o.main.or(t.main.take());
         self
     }
 
@@ -253,6 +258,7 @@ impl ModelsConfig {
             "reviewer" => t.reviewer,
             "debugger" => t.debugger,
             "architecture_designer" => t.architecture_designer,
+            "main" => t.main,
             _ => None,
         };
         let set = own.or(t.default).unwrap_or_default();
@@ -318,6 +324,7 @@ impl ModelsConfig {
             "reviewer" => m.reviewer.as_deref(),
             "debugger" => m.debugger.as_deref(),
             "architecture_designer" => m.architecture_designer.as_deref(),
+            "main" => m.main.as_deref(),
             _ => None,
         };
         let has_key = |key_env: &Option<String>| {

@@ -34,7 +34,11 @@ pub struct MessageCreated {
     /// Anthropic content: a string or an array of content blocks.
     pub content: Value,
     pub agent_id: Option<String>,
+    /// The task whose agent wrote it; for a user message, the task it is addressed
+    /// to (`@T2 …`), if any.
     pub task_id: Option<String>,
+    /// For a user message, the client that sent it (its `daemon.hello` name).
+    pub client: Option<String>,
     pub model: Option<String>,
     pub usage: Option<Usage>,
 }

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::conversation::MainState;
 use crate::event::{AgentType, RuntimeEvent};
 use crate::events as ev;
 use crate::payload as p;
@@ -328,6 +329,8 @@ pub struct MessageView {
     pub role: MessageRole,
     pub agent_id: Option<String>,
     pub task_id: Option<String>,
+    /// For a user message, the client that sent it.
+    pub client: Option<String>,
     /// The first [`PREVIEW_CHARS`] characters of the message's text.
     pub preview: String,
     pub created_at: IsoTime,
@@ -413,23 +416,7 @@ impl PartialEq for Index {
 /// The preview of a canonical message: its text blocks joined, cut to
 /// [`PREVIEW_CHARS`] characters.
 pub fn message_preview(content: &Value) -> String {
-    let mut text = String::new();
-    match content {
-        Value::String(s) => text.push_str(s),
-        Value::Array(blocks) => {
-            for block in blocks {
-                if block.get("type").and_then(Value::as_str) == Some("text") {
-                    if let Some(t) = block.get("text").and_then(Value::as_str) {
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(t);
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
+    let text = crate::message::text_of(content);
     match text.char_indices().nth(PREVIEW_CHARS) {
         Some((cut, _)) => text[..cut].to_string(),
         None => text,
@@ -444,6 +431,31 @@ fn push_recent<T>(list: &mut VecDeque<T>, item: T) {
     list.push_back(item);
     while list.len() > RECENT_LIMIT {
         list.pop_front();
+    }
+}
+
+impl Projection {
+    /// Where the Main Agent is (D-005), read from the session's turns and tasks: a
+    /// turn under way is `CLASSIFYING` (or `SUMMARIZING` for a summary, or
+    /// `INTERRUPTING` while delegated work runs); work of the task graph open with no
+    /// turn under way is `EXECUTING`; otherwise `IDLE`.
+    pub fn main_state(&self) -> MainState {
+        use crate::conversation::{is_turn, SUMMARY_TITLE};
+        let turn = self
+            .tasks
+            .iter()
+            .find(|t| is_turn(&t.id) && !t.status.is_terminal());
+        let work = self
+            .tasks
+            .iter()
+            .any(|t| !is_turn(&t.id) && !t.status.is_terminal());
+        match turn {
+            Some(t) if t.title.starts_with(SUMMARY_TITLE) => MainState::Summarizing,
+            Some(_) if work => MainState::Interrupting,
+            Some(_) => MainState::Classifying,
+            None if work => MainState::Executing,
+            None => MainState::Idle,
+        }
     }
 }
 
@@ -663,6 +675,7 @@ impl Projection {
                             role,
                             agent_id: pl.agent_id,
                             task_id: pl.task_id,
+                            client: pl.client,
                             preview: message_preview(&pl.content),
                             created_at: ts.clone(),
                         },

@@ -84,9 +84,11 @@ impl RunReport {
     pub fn from_projection(p: &Projection) -> Option<RunReport> {
         let run = p.run.as_ref()?;
         let mut counts = ReportCounts::default();
+        // The conversation's turns are not work of the task graph.
         let tasks: Vec<TaskReport> = p
             .tasks
             .iter()
+            .filter(|t| !crate::conversation::is_turn(&t.id))
             .map(|t| {
                 counts.total += 1;
                 match t.status {

@@ -180,6 +180,18 @@ pub struct Verification {
     pub evidence_types: Option<Vec<EvidenceType>>,
 }
 
+impl Verification {
+    /// No commands, nothing required.
+    pub fn none() -> Verification {
+        Verification {
+            commands: None,
+            required: false,
+            fallback_allowed: false,
+            evidence_types: None,
+        }
+    }
+}
+
 // The evidence kinds of the evidence policy (seed 001 §8.2), including the two the
 // global rules add (`debugger_analysis`, `explanation`). (Not a doc comment: it would
 // reach the models in the schemas.)

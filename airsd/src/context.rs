@@ -205,6 +205,125 @@ pub struct Request<'a> {
     pub task_changes: &'a [String],
     /// Where the agent works, as airsd saw it at dispatch.
     pub environment: Option<&'a Environment>,
+    /// For the Main Agent: the conversation so far and the session's work.
+    pub conversation: Option<&'a Conversation>,
+}
+
+/// What the Main Agent is given of the session: the conversation before this turn
+/// and the session's tasks with their latest results.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Conversation {
+    /// Oldest first.
+    pub said: Vec<Said>,
+    /// The tasks of the task graph (not the turns), in creation order.
+    pub tasks: Vec<TaskLine>,
+}
+
+/// One message of the conversation as text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Said {
+    pub user: bool,
+    pub text: String,
+}
+
+/// One task of the session, for the Main Agent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskLine {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub reason: Option<String>,
+    /// The summary of its latest result, if any.
+    pub summary: Option<String>,
+}
+
+/// The most of the conversation a turn is given, in characters; older messages are
+/// left out first (and said to be).
+pub const CONVERSATION_CHARS: usize = 24_000;
+/// The most of one earlier message given, in characters.
+pub const SAID_CHARS: usize = 4_000;
+
+fn clipped(text: &str, max: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}… [cut]", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+fn conversation_text(c: &Conversation) -> Option<String> {
+    if c.said.is_empty() {
+        return None;
+    }
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for said in c.said.iter().rev() {
+        let text = clipped(&said.text, SAID_CHARS);
+        used += text.len();
+        if used > CONVERSATION_CHARS && !kept.is_empty() {
+            break;
+        }
+        kept.push((said.user, text));
+    }
+    let mut s = String::from("## The conversation so far\n\n");
+    let left_out = c.said.len() - kept.len();
+    if left_out > 0 {
+        let _ = writeln!(s, "({left_out} earlier message(s) left out.)\n");
+    }
+    for (user, text) in kept.iter().rev() {
+        let who = if *user { "User" } else { "You" };
+        let _ = writeln!(s, "**{who}:** {}\n", nest_headings(text, 3).trim_end());
+    }
+    Some(s)
+}
+
+fn session_tasks_text(tasks: &[TaskLine]) -> Option<String> {
+    if tasks.is_empty() {
+        return None;
+    }
+    let mut s = String::from("## The session's tasks\n\n");
+    for t in tasks {
+        let _ = write!(s, "- {} ({}): {}", t.id, t.status, t.title);
+        if let Some(r) = t.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+            let _ = write!(s, " — {}", clipped(r, 300));
+        }
+        s.push('\n');
+        if let Some(sum) = t.summary.as_deref().filter(|r| !r.trim().is_empty()) {
+            let _ = writeln!(s, "  Result: {}", clipped(sum, 1_200).replace('\n', " "));
+        }
+    }
+    Some(s)
+}
+
+/// The task section of a turn of the Main Agent: the message to answer, or the work
+/// to summarise.
+fn turn_text(t: &TaskSpec) -> String {
+    let about = air_proto::conversation::summarised(t);
+    if !about.is_empty() {
+        return format!(
+            "# Summarise for the user\n\nThe work you handed on has ended: {}. Tell the user what was done, the evidence airsd recorded, what failed and why, and what is next. Read the changed files or the task's output if you need to; do not call classify.\n",
+            about.join(", ")
+        );
+    }
+    let (named, text) = match air_proto::conversation::named_intent(&t.description) {
+        Some((intent, rest)) => (Some(intent), rest),
+        None => (None, t.description.as_str()),
+    };
+    let mut s = format!(
+        "# The user's message\n\n{}\n",
+        nest_headings(text.trim(), 1).trim_end()
+    );
+    match named {
+        Some(intent) => {
+            let _ = writeln!(
+                s,
+                "\nThe user named this `{}` with its prefix: act on it as that (there is no classify tool this turn).",
+                intent.as_str()
+            );
+        }
+        None => s.push_str("\nClassify it first (the classify tool), then act on it.\n"),
+    }
+    s
 }
 
 /// What a reviewer is shown of the changes under review.
@@ -372,10 +491,32 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
 
     let mut sections = vec![Section {
         name: "task",
-        text: task_text(spec, req.role),
+        text: if req.role == AgentType::Main {
+            turn_text(spec)
+        } else {
+            task_text(spec, req.role)
+        },
         drop_rank: None,
         refs: vec![spec.id.clone()],
     }];
+    if let Some(c) = req.conversation {
+        if let Some(text) = session_tasks_text(&c.tasks) {
+            sections.push(Section {
+                name: "session",
+                text,
+                drop_rank: Some(0),
+                refs: c.tasks.iter().map(|t| t.id.clone()).collect(),
+            });
+        }
+        if let Some(text) = conversation_text(c) {
+            sections.push(Section {
+                name: "conversation",
+                text,
+                drop_rank: Some(1),
+                refs: Vec::new(),
+            });
+        }
+    }
     if let Some(e) = req.environment {
         sections.push(Section {
             name: "environment",
@@ -502,6 +643,12 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
             drop_rank: Some(3),
             refs: Vec::new(),
         });
+    }
+
+    // The Main Agent reads the conversation before the message it answers.
+    if req.role == AgentType::Main && !sections.is_empty() {
+        let message = sections.remove(0);
+        sections.push(message);
     }
 
     // The estimate, and what to leave out when it is over budget.
@@ -831,6 +978,7 @@ mod tests {
             diff: None,
             task_changes: &[],
             environment: None,
+            conversation: None,
         }
     }
 

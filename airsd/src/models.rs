@@ -38,8 +38,9 @@ impl Models {
 }
 
 /// The agents a plan's run will start, each with its task's model: executors,
-/// reviewers and debuggers on every model the tasks name, and the Architecture
-/// Designer when there are phases to review.
+/// reviewers and debuggers on every model the tasks name, the Architecture
+/// Designer when there are phases to review, and the Main Agent, which answers the
+/// user in any run.
 pub fn queries(
     tasks: &[TaskSpec],
     phases: bool,
@@ -60,7 +61,12 @@ pub fn queries(
     if phases {
         roles.push(AgentType::ArchitectureDesigner);
     }
-    let mut out = Vec::new();
+    let mut out = vec![ModelQuery {
+        agent_type: AgentType::Main,
+        flag: flag.map(str::to_string),
+        task: None,
+        replay: replay.map(str::to_string),
+    }];
     for m in &task_models {
         for role in &roles {
             out.push(ModelQuery {

@@ -190,8 +190,9 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
 
     p.messages = recent(
         conn,
-        "SELECT id, role, agent_id, task_id, content_json, created_at
-         FROM messages ORDER BY seq DESC LIMIT ?1",
+        "SELECT m.id, m.role, m.agent_id, m.task_id, m.content_json, m.created_at,
+                json_extract(e.payload_json, '$.client')
+         FROM messages m JOIN events e ON e.seq = m.seq ORDER BY m.seq DESC LIMIT ?1",
         |r| {
             let role: String = r.get(1)?;
             let content: String = r.get(4)?;
@@ -206,6 +207,7 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 },
                 agent_id: r.get(2)?,
                 task_id: r.get(3)?,
+                client: r.get(6)?,
                 preview: message_preview(&content),
                 created_at: r.get(5)?,
             })

@@ -386,6 +386,7 @@ fn assembly() {
         budget: budget(200_000, 64_000, Some(4_096)),
         diff: None,
         task_changes: &[],
+        conversation: None,
         environment: Some(&airsd::context::Environment {
             root: "/home/user/project".into(),
             os: "linux (x86_64)".into(),

@@ -504,7 +504,14 @@ async fn run_with(
     let consulted = role == AgentType::ArchitectureDesigner
         && start.task_spec.task_type == air_proto::task::TaskType::Execute;
     let output = submit::Output::of(role, consulted);
-    tools.push(submit::tool_for(output));
+    // The Main Agent ends its turn with its answer, not a form.
+    let main = role == AgentType::Main;
+    let mut talk = crate::converse::Turn::of(start);
+    if main {
+        tools.extend(talk.tools());
+    } else {
+        tools.push(submit::tool_for(output));
+    }
     let Some(context) = start.context_pack.assembled.as_deref() else {
         return ended(
             start,
@@ -610,6 +617,7 @@ async fn run_with(
                 content: serde_json::to_value(&turn.content).unwrap_or_default(),
                 agent_id: Some(agent_id.clone()),
                 task_id: Some(task_id.clone()),
+                client: None,
                 model: Some(model.to_string()),
                 usage: Some(p::Usage {
                     input_tokens: turn.usage.input_tokens,
@@ -648,7 +656,19 @@ async fn run_with(
         let assistant = Message::assistant(turn.content);
         let mut answers = Vec::new();
         for (id, name, input) in assistant.tool_uses() {
-            if name == submit::SUBMIT {
+            if main && crate::converse::Turn::handles(name) {
+                let (content, is_error) = match talk.call(name, input) {
+                    Ok(told) => (told, false),
+                    Err(why) => (why, true),
+                };
+                answers.push(ContentBlock::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content,
+                    is_error,
+                });
+                continue;
+            }
+            if name == submit::SUBMIT && !main {
                 match submit::accept_as(output, role, &task_id, &agent_id, input, &seen) {
                     Ok(result) => {
                         // The evidence gate, checked here first: once, the agent is told
@@ -786,7 +806,13 @@ async fn run_with(
             link.progress(state, turn_no + 1, tokens);
         }
         let stopped = turn.stop_reason;
+        let said = assistant.texts().join("\n");
         request.messages.push(assistant);
+        if answers.is_empty() && main && stopped != Some(StopReason::MaxTokens) {
+            // Plain text is the Main Agent's answer (and, unclassified, chat).
+            link.progress(LoopState::Finalizing, turn_no + 1, tokens);
+            return talk.end(start, said.trim().to_string());
+        }
         if answers.is_empty() {
             if stopped == Some(StopReason::MaxTokens) {
                 answers.push(ContentBlock::text(
@@ -800,7 +826,12 @@ async fn run_with(
         }
         // Near the end of the turn budget, the agent is told, once a turn.
         let left = max_turns.saturating_sub(turn_no + 1);
-        if (1..=TURNS_WARNED).contains(&left) {
+        if (1..=TURNS_WARNED).contains(&left) && main {
+            answers.push(ContentBlock::text(format!(
+                "{left} turn{} left of {max_turns}: answer the user now with what you have.",
+                if left == 1 { "" } else { "s" }
+            )));
+        } else if (1..=TURNS_WARNED).contains(&left) {
             answers.push(ContentBlock::text(format!(
                 "{left} turn{} left of {max_turns}: finish and call submit_result now, or submit `failed` or `blocked` saying where you stopped.",
                 if left == 1 { "" } else { "s" }

@@ -1,6 +1,7 @@
 //! The worker's library: what `air-worker` is made of, and what tests drive directly.
 
 pub mod agent;
+pub mod converse;
 pub mod provider;
 pub mod replay;
 pub mod submit;

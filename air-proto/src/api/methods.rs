@@ -68,6 +68,9 @@ pub mod params {
         pub struct MessageSend {
             pub session_id: String,
             pub text: String,
+            /// A running task the message is for (`@T2 …`): delivered to its agent
+            /// before its next model turn instead of starting a turn of the Main Agent.
+            pub to: Option<String>,
         }
 
         pub struct UiStateGet {
@@ -121,6 +124,23 @@ pub mod params {
             pub record: Option<String>,
             /// An absolute directory holding a recording to replay instead of a live
             /// provider.
+            pub replay: Option<String>,
+        }
+
+        #[derive(Default)]
+        pub struct ConversationStart {
+            pub title: Option<String>,
+            pub concurrency: Option<u32>,
+            pub on_ask: Option<crate::plan::OnAsk>,
+            pub permission_mode: Option<crate::plan::PermissionMode>,
+            pub max_cost: Option<f64>,
+            pub max_tokens: Option<u64>,
+            pub max_time_ms: Option<u64>,
+            /// The model every agent uses, as for `run.start`.
+            pub model: Option<String>,
+            /// An absolute directory to record every provider exchange into.
+            pub record: Option<String>,
+            /// An absolute directory holding a recording to replay.
             pub replay: Option<String>,
         }
 
@@ -405,7 +425,9 @@ api! {
         session_snapshot "session.snapshot" (params::Session) -> Snapshot as "snapshot":
             "The session's projection and the seq it reflects";
         message_send "message.send" (params::MessageSend) -> MessageSent as "sent":
-            "Post a user message to a session (durable: user.message.created)";
+            "Say something in a session's conversation (user.message.created): a turn of the Main Agent answers it, in the session's run (started or continued for it)";
+        conversation_start "conversation.start" (params::ConversationStart) -> SessionInfo as "session":
+            "Start a conversation in a new session with these run settings; the first message.send starts the agents";
         events_list "events.list" (params::EventsList) -> EventsPage as "page":
             "Stored events, filtered and paginated";
         ui_state_get "ui_state.get" (params::UiStateGet) -> Option<Value> as "value":

@@ -251,6 +251,10 @@ pub struct MessageSent {
     pub message_id: String,
     /// Sequence number of its `user.message.created` event.
     pub seq: u64,
+    /// Why no turn of the Main Agent answers it (the session has no conversation or
+    /// run); absent when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unanswered: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -7,6 +7,7 @@
 
 mod artifacts;
 mod conn;
+mod conversation;
 mod lifecycle;
 mod lock;
 mod rpc;

@@ -1,7 +1,6 @@
 //! The JSON-RPC methods: the `AirApi` implementation over [`DaemonState`], one handler
 //! a method of the API's table, each given its params struct.
 
-use air_proto::events as ev;
 use std::sync::Arc;
 
 use air_proto::api::{
@@ -244,38 +243,28 @@ impl AirApi for DaemonRpc {
 
     async fn message_send(
         &self,
-        _: &Extensions,
-        params::MessageSend { session_id, text }: params::MessageSend,
+        ext: &Extensions,
+        params::MessageSend {
+            session_id,
+            text,
+            to,
+        }: params::MessageSend,
     ) -> RpcResult<MessageSent> {
-        if text.trim().is_empty() {
-            return Err(rpc_error(Error::invalid(
-                "message.send",
-                "text",
-                "must not be empty",
-            )));
-        }
-        let session = self.state.session(&session_id).await.map_err(rpc_error)?;
-        let message_id = air_proto::ids::new_id();
-        let payload = air_proto::payload::MessageCreated {
-            message_id: message_id.clone(),
-            content: serde_json::json!([{ "type": "text", "text": text }]),
-            agent_id: None,
-            task_id: None,
-            model: None,
-            usage: None,
-        };
-        let event = air_proto::event::RuntimeEvent::of(
-            &session_id,
-            air_proto::event::EventSource::new(air_proto::event::SourceKind::Main),
-            &ev::UserMessageCreated(payload),
-        )
-        .map_err(|e| rpc_error(Error::Internal(e.to_string())))?
-        .via("client");
-        let appended = session.store().append(event).await.map_err(rpc_error)?;
-        Ok(MessageSent {
-            message_id,
-            seq: appended.seq,
-        })
+        self.state
+            .converse(&session_id, &text, to, self.who(ext))
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn conversation_start(
+        &self,
+        _: &Extensions,
+        params: params::ConversationStart,
+    ) -> RpcResult<SessionInfo> {
+        self.state
+            .start_conversation(params)
+            .await
+            .map_err(rpc_error)
     }
 
     async fn clients_list(

@@ -27,7 +27,7 @@ fn event<E: air_proto::events::Event>(session: &str, event: &E) -> Result<Runtim
         .map_err(|e| Error::Internal(format!("{} payload: {e}", E::TYPE)))
 }
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -35,7 +35,7 @@ fn now_ms() -> u64 {
 }
 
 impl DaemonState {
-    fn shell_config(&self) -> Result<shell::ShellConfig> {
+    pub(super) fn shell_config(&self) -> Result<shell::ShellConfig> {
         self.shell.clone().ok_or_else(|| {
             Error::Refused(
                 "this airsd was started without a worker program; it cannot run plans".into(),
@@ -43,7 +43,7 @@ impl DaemonState {
         })
     }
 
-    fn scheduler_config(&self, concurrency: u32) -> Config {
+    pub(super) fn scheduler_config(&self, concurrency: u32) -> Config {
         let mut config = self
             .shell
             .as_ref()
@@ -64,67 +64,13 @@ impl DaemonState {
                 "cannot run plans until the configuration is fixed: {e}"
             )));
         }
-        let defaults = shell_config.defaults.clone();
-        let permissions = self.permissions(&shell_config)?;
         let compiled = air_proto::plan::compile(&req.plan, &req.plan_text).map_err(Error::Plan)?;
-        for (name, value) in [
-            ("concurrency", req.concurrency.map(f64::from)),
-            ("max_cost", req.max_cost),
-        ] {
-            if value.is_some_and(|v| !(v > 0.0 && v.is_finite())) {
-                return Err(Error::Invalid {
-                    event_type: "run.start".into(),
-                    field: name.into(),
-                    message: "must be more than zero".into(),
-                });
-            }
-        }
         let graph = compiled.graph;
-        let settings = &graph.settings;
         let title = req.title.clone().or_else(|| graph.title.clone());
-        let run = RunStarted {
-            plan: req.plan.clone(),
-            title: title.clone(),
-            concurrency: req
-                .concurrency
-                .or(settings.concurrency)
-                .or(defaults.concurrency)
-                .unwrap_or(DEFAULT_CONCURRENCY)
-                .max(1),
-            permission_mode: req
-                .permission_mode
-                .or(settings.permission_mode)
-                .or(defaults.permission_mode)
-                .or(permissions.profile.map(|p| p.mode()))
-                .unwrap_or(PermissionMode::Default),
-            on_ask: req
-                .on_ask
-                .or(settings.on_ask)
-                .or(defaults.on_ask)
-                .unwrap_or(OnAsk::Deny),
-            budgets: air_proto::plan::Budgets {
-                max_cost: req.max_cost.or(settings.budgets.max_cost),
-                max_tokens: req.max_tokens.or(settings.budgets.max_tokens),
-                max_time_ms: req.max_time_ms.or(settings.budgets.max_time_ms),
-            },
-            phases: graph.phases.iter().map(|p| p.id.clone()).collect(),
-            model: req.model.clone().filter(|m| !m.is_empty()),
-            overview: graph.overview.clone(),
-            record: req.record.clone().filter(|d| !d.is_empty()),
-            replay: req.replay.clone().filter(|d| !d.is_empty()),
-        };
-        for (name, dir) in [("record", &run.record), ("replay", &run.replay)] {
-            if dir
-                .as_deref()
-                .is_some_and(|d| !std::path::Path::new(d).is_absolute())
-            {
-                return Err(Error::Invalid {
-                    event_type: "run.start".into(),
-                    field: name.into(),
-                    message: "must be an absolute directory".into(),
-                });
-            }
-        }
+        let mut run = self.run_settings(&shell_config, &req, &graph.settings)?;
+        run.title.clone_from(&title);
+        run.phases = graph.phases.iter().map(|p| p.id.clone()).collect();
+        run.overview.clone_from(&graph.overview);
         // Every agent must be able to reach a model before anything is recorded.
         let models = crate::models::for_run(&shell_config.worker, &graph.tasks, &run)
             .await
@@ -175,6 +121,74 @@ impl DaemonState {
         })
     }
 
+    /// A run's settings: the caller's, then the plan's (`settings`), then the user's
+    /// configuration, then the defaults; checked before anything is recorded.
+    pub(super) fn run_settings(
+        &self,
+        shell_config: &shell::ShellConfig,
+        req: &air_proto::api::params::RunStart,
+        settings: &air_proto::plan::PlanSettings,
+    ) -> Result<RunStarted> {
+        let defaults = &shell_config.defaults;
+        let permissions = self.permissions(shell_config)?;
+        for (name, value) in [
+            ("concurrency", req.concurrency.map(f64::from)),
+            ("max_cost", req.max_cost),
+        ] {
+            if value.is_some_and(|v| !(v > 0.0 && v.is_finite())) {
+                return Err(Error::Invalid {
+                    event_type: "run.start".into(),
+                    field: name.into(),
+                    message: "must be more than zero".into(),
+                });
+            }
+        }
+        let run = RunStarted {
+            plan: req.plan.clone(),
+            title: req.title.clone(),
+            concurrency: req
+                .concurrency
+                .or(settings.concurrency)
+                .or(defaults.concurrency)
+                .unwrap_or(DEFAULT_CONCURRENCY)
+                .max(1),
+            permission_mode: req
+                .permission_mode
+                .or(settings.permission_mode)
+                .or(defaults.permission_mode)
+                .or(permissions.profile.map(|p| p.mode()))
+                .unwrap_or(PermissionMode::Default),
+            on_ask: req
+                .on_ask
+                .or(settings.on_ask)
+                .or(defaults.on_ask)
+                .unwrap_or(OnAsk::Deny),
+            budgets: air_proto::plan::Budgets {
+                max_cost: req.max_cost.or(settings.budgets.max_cost),
+                max_tokens: req.max_tokens.or(settings.budgets.max_tokens),
+                max_time_ms: req.max_time_ms.or(settings.budgets.max_time_ms),
+            },
+            phases: Vec::new(),
+            model: req.model.clone().filter(|m| !m.is_empty()),
+            overview: None,
+            record: req.record.clone().filter(|d| !d.is_empty()),
+            replay: req.replay.clone().filter(|d| !d.is_empty()),
+        };
+        for (name, dir) in [("record", &run.record), ("replay", &run.replay)] {
+            if dir
+                .as_deref()
+                .is_some_and(|d| !std::path::Path::new(d).is_absolute())
+            {
+                return Err(Error::Invalid {
+                    event_type: "run.start".into(),
+                    field: name.into(),
+                    message: "must be an absolute directory".into(),
+                });
+            }
+        }
+        Ok(run)
+    }
+
     /// The permissions files: the user's, then the project's over it.
     fn permissions(&self, config: &shell::ShellConfig) -> Result<PermissionsConfig> {
         let user = match &config.air_home {
@@ -191,7 +205,7 @@ impl DaemonState {
         }
     }
 
-    fn spawn_run(
+    pub(super) fn spawn_run(
         &self,
         session: Arc<Session>,
         run: RunStarted,
@@ -245,7 +259,7 @@ impl DaemonState {
         self.run_handle(session_id).is_some()
     }
 
-    fn run_handle(&self, session_id: &str) -> Option<RunHandle> {
+    pub(super) fn run_handle(&self, session_id: &str) -> Option<RunHandle> {
         let mut runs = self.runs_lock();
         runs.retain(|_, h| !h.is_done());
         runs.get(session_id).cloned()

@@ -125,3 +125,53 @@ pub fn changed_in_task(conn: &Connection, task_id: &str, writes: &[&str]) -> Res
     }
     Ok(out)
 }
+
+/// One message of the conversation, as stored.
+pub struct StoredMessage {
+    pub id: String,
+    pub user: bool,
+    pub content: Value,
+}
+
+/// The conversation with the Main Agent, oldest first, at most `limit` of the latest
+/// messages: the user's messages and what the turns' agents wrote.
+pub fn conversation(conn: &Connection, limit: u32) -> Result<Vec<StoredMessage>> {
+    let mut stmt = conn.prepare(
+        "SELECT id, role, content_json FROM messages
+         WHERE role = 'user' OR task_id LIKE 'main:%'
+         ORDER BY seq DESC LIMIT ?1",
+    )?;
+    let mut rows = stmt.query([limit])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let role: String = row.get(1)?;
+        let json: String = row.get(2)?;
+        out.push(StoredMessage {
+            id: row.get(0)?,
+            user: role == "user",
+            content: serde_json::from_str(&json).unwrap_or(Value::Null),
+        });
+    }
+    out.reverse();
+    Ok(out)
+}
+
+/// The summary of each task's latest executor result, by task.
+pub fn result_summaries(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare(
+        "SELECT task_id, json_extract(result_json, '$.summary') FROM agents
+         WHERE agent_type = 'executor' AND task_id IS NOT NULL AND result_json IS NOT NULL
+         ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut out: Vec<(String, String)> = Vec::new();
+    while let Some(row) = rows.next()? {
+        let task: String = row.get(0)?;
+        let Some(summary): Option<String> = row.get(1)? else {
+            continue;
+        };
+        out.retain(|(t, _)| *t != task);
+        out.push((task, summary));
+    }
+    Ok(out)
+}

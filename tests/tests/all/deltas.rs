@@ -80,6 +80,7 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
                 .message_send(params::MessageSend {
                     session_id: session.id.clone(),
                     text: format!("message {i}"),
+                    to: None,
                 })
                 .await
                 .unwrap();
@@ -118,6 +119,7 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
             .message_send(params::MessageSend {
                 session_id: session.id.clone(),
                 text: "after".into(),
+                to: None,
             })
             .await
             .unwrap();
@@ -171,6 +173,7 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
                 .message_send(params::MessageSend {
                     session_id: session.id.clone(),
                     text: format!("m{i}"),
+                    to: None,
                 })
                 .await
                 .unwrap();
@@ -186,6 +189,7 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
                         .message_send(params::MessageSend {
                             session_id: id.clone(),
                             text: format!("m{i}"),
+                            to: None,
                         })
                         .await
                     {

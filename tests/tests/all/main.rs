@@ -7,6 +7,7 @@ mod agents;
 mod asks;
 mod bus;
 mod contract;
+mod conversation;
 mod crash;
 mod daemon;
 mod deltas;

@@ -280,6 +280,7 @@ impl Gen {
                         content: json!([{"type": "text", "text": text}, {"type": "tool_use", "id": "x", "name": "fs_read", "input": {}}]),
                         agent_id: None,
                         task_id: None,
+                        client: (ty == "user.message.created").then(|| "air (pid 9)".to_string()),
                         model: None,
                         usage,
                     },

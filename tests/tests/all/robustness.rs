@@ -154,6 +154,7 @@ fn a_client_that_stops_reading_slows_no_one() {
                         .message_send(params::MessageSend {
                             session_id: id.clone(),
                             text: format!("m{w}-{i}"),
+                            to: None,
                         })
                         .await
                         .unwrap();

@@ -48,6 +48,12 @@ fn command(p: &Project, args: &[&str]) -> Command {
 
 /// `air` with the real `air-worker`, and no key or model from this environment.
 fn with_the_real_worker(p: &Project, args: &[&str]) -> Output {
+    real_worker(p, args).output().unwrap()
+}
+
+/// `air ARGS` whose daemon runs the real `air-worker`, with no provider settings of
+/// this environment.
+pub(crate) fn real_worker(p: &Project, args: &[&str]) -> Command {
     let mut c = command(p, args);
     c.env("AIR_WORKER", bin("air-worker"));
     for k in [
@@ -59,7 +65,7 @@ fn with_the_real_worker(p: &Project, args: &[&str]) -> Output {
     ] {
         c.env_remove(k);
     }
-    c.output().unwrap()
+    c
 }
 
 fn air(p: &Project, args: &[&str]) -> Output {

@@ -472,6 +472,7 @@ fn drafts_are_dropped_when_the_message_completes() {
             content: json!([{"type": "text", "text": "Hello world"}]),
             agent_id: Some("A1".into()),
             task_id: None,
+            client: None,
             model: Some("m".into()),
             usage: Some(p::Usage {
                 input_tokens: 10,
@@ -576,6 +577,7 @@ fn numbers_the_database_cannot_hold_are_refused_naming_the_field() {
             content: json!("hi"),
             agent_id: None,
             task_id: None,
+            client: None,
             model: None,
             usage: Some(p::Usage {
                 input_tokens: 5_000_000_000_000_000_000,

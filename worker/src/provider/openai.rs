@@ -52,14 +52,7 @@ pub fn messages(system: &[String], conversation: &[Message]) -> Vec<Value> {
                 }
             }
             Role::Assistant => {
-                let text: Vec<&str> = m
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let text = m.texts();
                 let calls: Vec<Value> = m
                     .tool_uses()
                     .map(|(id, name, input)| {

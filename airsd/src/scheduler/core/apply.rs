@@ -175,6 +175,13 @@ impl Core {
                 t.status = *status;
                 t.next = Next::Nothing;
                 t.notes.clear();
+                // Work the Main Agent handed on is summarised in the conversation.
+                if self.delegated.contains(task_id) {
+                    let about = [task_id.clone()];
+                    let title = format!("{SUMMARY_TITLE}{task_id}");
+                    let what = format!("{task_id} ended {}", status.as_str());
+                    self.ask_turn(&title, &what, None, &about);
+                }
             }
             Fact::Paused => self.paused = true,
             Fact::Resumed => self.paused = false,
@@ -244,6 +251,17 @@ impl Core {
                 // What was answered is no longer pending; a request still pending
                 // after an answer failed to be written is answered again.
                 self.answered.clear();
+            }
+            Fact::UserMessage {
+                message_id,
+                text,
+                to: _,
+            } => {
+                // A message outside a run (none yet, or ended and not continued for
+                // it) is a record only.
+                if self.started && !self.finished {
+                    self.ask_turn("Reply to the user", text, Some(message_id), &[]);
+                }
             }
             Fact::ResultReceived { agent_id, result } => self.result_received(agent_id, result),
             Fact::ProtocolViolation { agent_id, reason } => {

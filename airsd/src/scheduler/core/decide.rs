@@ -335,11 +335,13 @@ impl Core {
         if self.paused || self.stopped.is_some() || self.cancelled.is_some() {
             return;
         }
-        let running = self.agents.len() as u32;
+        // The Main Agent's turns take no slot: the user is answered while work runs.
+        let running = self
+            .agents
+            .values()
+            .filter(|a| a.role != AgentType::Main)
+            .count() as u32;
         let mut slots = self.config.concurrency.saturating_sub(running);
-        if slots == 0 {
-            return;
-        }
         let order = self.phase_order();
         let mut candidates: Vec<(bool, bool, usize, AgentType)> = Vec::new();
         for (i, t) in self.tasks.iter().enumerate() {
@@ -372,14 +374,17 @@ impl Core {
             .map(|(i, _)| i)
             .collect();
         for (_, _, i, role) in candidates {
-            if slots == 0 {
-                break;
+            let turn = role == AgentType::Main;
+            if slots == 0 && !turn {
+                continue;
             }
             if busy.iter().any(|&j| j != i && self.conflict(i, j)) {
                 continue;
             }
             busy.insert(i);
-            slots -= 1;
+            if !turn {
+                slots -= 1;
+            }
             let t = &mut self.tasks[i];
             t.in_flight = true;
             let n = t.started_by_role.get(&role).copied().unwrap_or(0) + 1;
@@ -409,6 +414,10 @@ impl Core {
     /// Whether tasks `i` and `j` must not run at the same time.
     fn conflict(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.tasks[i].spec, &self.tasks[j].spec);
+        // The conversation's turns go one at a time, in order.
+        if is_turn(&a.id) && is_turn(&b.id) {
+            return true;
+        }
         if let (Some(x), Some(y)) = (&a.scope.write_area, &b.scope.write_area) {
             if x == y {
                 return true;
@@ -482,14 +491,16 @@ impl Core {
             }
             return;
         }
-        let count = |s: TaskStatus| self.tasks.iter().filter(|t| t.status == s).count() as u32;
+        // The outcome is the task graph's: a turn of the conversation is not its work.
+        let work = || self.tasks.iter().filter(|t| !is_turn(&t.spec.id));
+        let count = |s: TaskStatus| work().filter(|t| t.status == s).count() as u32;
         let (completed, failed, blocked, cancelled) = (
             count(TaskStatus::Completed),
             count(TaskStatus::Failed),
             count(TaskStatus::Blocked),
             count(TaskStatus::Cancelled),
         );
-        let unfinished = self.tasks.iter().filter(|t| !is_terminal(t.status)).count() as u32;
+        let unfinished = work().filter(|t| !is_terminal(t.status)).count() as u32;
         let (outcome, reason) = if let Some(r) = &self.cancelled {
             (RunOutcome::Interrupted, Some(r.clone()))
         } else if failed > 0 {

@@ -69,6 +69,14 @@ const TABLE: &[Entry] = &[
     entry(ev::TaskCreated::TYPE, |_, v| {
         Some(Fact::TaskCreated(Box::new(de::<p::TaskCreated>(v)?.task)))
     }),
+    entry(ev::UserMessageCreated::TYPE, |_, v| {
+        let pl: p::MessageCreated = de(v)?;
+        Some(Fact::UserMessage {
+            text: air_proto::message::text_of(&pl.content),
+            message_id: pl.message_id,
+            to: pl.task_id,
+        })
+    }),
     entry(ev::TaskReady::TYPE, |_, v| {
         Some(Fact::TaskReady {
             task_id: de::<p::TaskStatusChanged>(v)?.task_id,

@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use air_proto::conversation::{is_turn, turn_spec, MainResult, SUMMARY_TITLE};
 use air_proto::event::AgentType;
 use air_proto::payload::{AgentFailure, PatrolEntry, RunCompleted, RunOutcome};
 use air_proto::plan::{Budgets, OnAsk};
@@ -161,6 +162,14 @@ pub enum Fact {
     /// While the run goes on, these ended tasks start over as pending (a person asked).
     Retried {
         task_ids: Vec<String>,
+    },
+    /// The user said something (`user.message.created`): a turn of the Main Agent
+    /// answers it.
+    UserMessage {
+        message_id: String,
+        text: String,
+        /// The task it is addressed to, if any.
+        to: Option<String>,
     },
     /// Observed (not recorded): what the run has spent so far, from the session's
     /// counters (themselves the fold of its recorded usage).
@@ -363,6 +372,11 @@ pub struct Core {
     exits: BTreeMap<String, ProcessEnd>,
     /// Transient: workers to kill for breaking the protocol.
     to_kill: BTreeSet<String>,
+    /// Turns of the Main Agent asked for so far (by user messages and by delegated
+    /// work that ended); turn `n` is task `main:<n>`.
+    turns: usize,
+    /// Tasks the Main Agent handed to the scheduler; each is summarised when it ends.
+    delegated: BTreeSet<String>,
 }
 
 /// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -421,7 +435,24 @@ impl Core {
             stops: HashMap::new(),
             exits: BTreeMap::new(),
             to_kill: BTreeSet::new(),
+            turns: 0,
+            delegated: BTreeSet::new(),
         }
+    }
+
+    /// The next free id `T<n>` for a task the Main Agent hands on.
+    fn next_task_id(&self) -> String {
+        (1..)
+            .map(|n| format!("T{n}"))
+            .find(|id| !self.index.contains_key(id) && !self.to_create.iter().any(|t| t.id == *id))
+            .unwrap_or_default()
+    }
+
+    /// Asks for the next turn of the Main Agent.
+    fn ask_turn(&mut self, title: &str, message: &str, message_id: Option<&str>, about: &[String]) {
+        self.turns += 1;
+        self.to_create
+            .push(turn_spec(self.turns, title, message, message_id, about));
     }
 
     pub fn config(&self) -> &Config {
@@ -563,20 +594,19 @@ fn phase_task(
         scope: TaskScope::default(),
         contracts: Contracts::default(),
         dependencies: Vec::new(),
-        verification: Verification {
-            commands: None,
-            required: false,
-            fallback_allowed: false,
-            evidence_types: None,
-        },
+        verification: Verification::none(),
         constraints,
         context_refs: ContextRefs::default(),
         output_contract: task_type.output_contract(),
     }
 }
 
-/// The agent that works on a task of this type first.
+/// The agent that works on a task of this type first; a turn of the conversation is
+/// the Main Agent's.
 fn role_for(t: &TaskState) -> AgentType {
+    if is_turn(&t.spec.id) {
+        return AgentType::Main;
+    }
     match t.spec.task_type {
         TaskType::Execute => AgentType::Executor,
         TaskType::Review if t.milestone_of.is_some() => AgentType::ArchitectureDesigner,

@@ -6,6 +6,9 @@ use super::*;
 impl Core {
     pub(super) fn on_result(&mut self, i: usize, role: AgentType, result: &WorkerResult) {
         let config = self.config.clone();
+        if role == AgentType::Main {
+            return self.on_turn(i, result);
+        }
         let t = &mut self.tasks[i];
         match role {
             AgentType::Executor if t.spec.task_type == TaskType::Execute => match result.status {
@@ -307,6 +310,27 @@ impl Core {
                 vec![format!("The milestone review finding is resolved: {title}")];
             self.to_create.push(spec);
         }
+    }
+
+    /// A turn of the Main Agent ended with its answer: the turn is done, and the task it
+    /// handed on, if any, is created (then run like any task of a plan).
+    fn on_turn(&mut self, i: usize, result: &WorkerResult) {
+        let output: Option<MainResult> = serde_json::from_value(result.result.clone()).ok();
+        let t = &mut self.tasks[i];
+        let Some(task) = output.and_then(|o| o.task) else {
+            t.next = match result.status {
+                WorkerStatus::Completed => Next::Finish(TaskStatus::Completed, None),
+                _ => Next::Finish(TaskStatus::Failed, Some(result.summary.clone())),
+            };
+            return;
+        };
+        let id = self.next_task_id();
+        self.tasks[i].next = Next::Finish(
+            TaskStatus::Completed,
+            Some(format!("handed on as task {id}")),
+        );
+        self.delegated.insert(id.clone());
+        self.to_create.push(task.spec(id));
     }
 
     pub(super) fn on_failure(

@@ -76,6 +76,12 @@ impl Shell {
                 }
                 self.event(&p::TasksRetried { task_ids, by })?
             }
+            Control::Message(e) => {
+                if self.core.is_finished() {
+                    return Ok(false);
+                }
+                *e
+            }
             Control::Shutdown => return Ok(true),
         };
         self.record(vec![e]).await?;

@@ -17,7 +17,15 @@ impl Shell {
         let diff = self.diff_under_review(&d).await;
         let changes = self.task_changes(&d).await;
         let environment = self.environment().await;
-        let (mut context, model) = self.assemble(&d, &tools, diff.as_ref(), &changes, &environment);
+        let conversation = self.conversation(&d).await;
+        let (mut context, model) = self.assemble(
+            &d,
+            &tools,
+            diff.as_ref(),
+            &changes,
+            &environment,
+            conversation.as_ref(),
+        );
         let mut compaction = None;
         if context.summary.compaction.needed {
             let e = self.event(&p::CompactionRequested {
@@ -110,6 +118,59 @@ impl Shell {
         }
     }
 
+    /// For the Main Agent, the conversation before its turn and the session's tasks
+    /// with their latest results (read off the scheduler's thread).
+    async fn conversation(&self, d: &Dispatch) -> Option<crate::context::Conversation> {
+        use crate::context::{Conversation, Said, TaskLine};
+        if d.role != AgentType::Main {
+            return None;
+        }
+        let session = self.ctx.session.clone();
+        let answering = air_proto::conversation::answered_message(&d.spec).map(str::to_string);
+        let read = tokio::task::spawn_blocking(move || -> crate::error::Result<Conversation> {
+            let conn = session.readers().get()?;
+            let messages = crate::event_store::query::conversation(&conn, 200)?;
+            let summaries = crate::event_store::query::result_summaries(&conn)?;
+            let tasks = session.bus().read(|p, _| {
+                p.tasks
+                    .iter()
+                    .filter(|t| !air_proto::conversation::is_turn(&t.id))
+                    .map(|t| TaskLine {
+                        id: t.id.clone(),
+                        title: t.title.clone(),
+                        status: t.status.as_str().to_string(),
+                        reason: t.reason.clone(),
+                        summary: summaries
+                            .iter()
+                            .find(|(id, _)| *id == t.id)
+                            .map(|(_, s)| s.clone()),
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let said = messages
+                .into_iter()
+                .filter(|m| answering.as_deref() != Some(m.id.as_str()))
+                .filter_map(|m| {
+                    let text = air_proto::message::text_of(&m.content);
+                    (!text.trim().is_empty()).then_some(Said { user: m.user, text })
+                })
+                .collect();
+            Ok(Conversation { said, tasks })
+        })
+        .await;
+        match read {
+            Ok(Ok(c)) => Some(c),
+            Ok(Err(e)) => {
+                tracing::warn!(task = %d.task_id, "cannot read the conversation: {e}");
+                Some(Conversation::default())
+            }
+            Err(e) => {
+                tracing::warn!(task = %d.task_id, "cannot read the conversation: {e}");
+                Some(Conversation::default())
+            }
+        }
+    }
+
     /// For an executor or a debugger, the files the task's agents changed so far (from
     /// airsd's record of their calls).
     async fn task_changes(&self, d: &Dispatch) -> Vec<String> {
@@ -192,6 +253,7 @@ impl Shell {
         diff: Option<&crate::context::ReviewDiff>,
         task_changes: &[String],
         environment: &crate::context::Environment,
+        conversation: Option<&crate::context::Conversation>,
     ) -> (air_proto::context::AssembledContext, Option<String>) {
         let task_model = d.spec.constraints.model_id.as_deref();
         let choice = self.ctx.models.choice(d.role, task_model);
@@ -230,6 +292,7 @@ impl Shell {
                 diff,
                 task_changes,
                 environment: Some(environment),
+                conversation,
             },
         );
         let model = choice

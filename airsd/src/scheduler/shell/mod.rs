@@ -102,6 +102,9 @@ pub enum Control {
         task_id: Option<String>,
         by: Option<String>,
     },
+    /// A user message (`user.message.created`), recorded by the scheduler so that
+    /// its turn is asked for in order with everything else the run records.
+    Message(Box<RuntimeEvent>),
     /// airsd is stopping: kill the workers and end the loop without recording
     /// anything (the next start recovers the run).
     Shutdown,

@@ -14,6 +14,7 @@ use air_proto::result::{
 use air_proto::task::{DependencyType, TaskSpec};
 use proptest::prelude::*;
 
+mod conversation;
 mod policy;
 
 use super::sim::{debug, diligent, result_for, review, Play, Sim};

@@ -1,0 +1,90 @@
+//! The command-line arguments `air run` and `air chat` share: the ask policy, the
+//! permission mode, durations, recording directories and the model spec.
+
+use air_proto::plan::{OnAsk, PermissionMode};
+use std::time::Duration;
+
+use crate::{exit, Failure};
+
+pub(crate) fn usage(message: String) -> Failure {
+    Failure {
+        code: exit::USAGE,
+        message,
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum OnAskArg {
+    Deny,
+    Fail,
+    Queue,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ModeArg {
+    Default,
+    AcceptEdits,
+    Plan,
+    BypassPermissions,
+}
+
+impl OnAskArg {
+    pub fn policy(self) -> OnAsk {
+        match self {
+            OnAskArg::Deny => OnAsk::Deny,
+            OnAskArg::Fail => OnAsk::Fail,
+            OnAskArg::Queue => OnAsk::Queue,
+        }
+    }
+}
+
+impl ModeArg {
+    pub fn mode(self) -> PermissionMode {
+        match self {
+            ModeArg::Default => PermissionMode::Default,
+            ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
+            ModeArg::Plan => PermissionMode::Plan,
+            ModeArg::BypassPermissions => PermissionMode::BypassPermissions,
+        }
+    }
+}
+
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 90s, 30m, 2h)"))
+}
+
+/// A directory as an absolute path (made from the current directory).
+pub fn absolute(dir: &std::path::Path) -> Result<String, Failure> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| usage(format!("cannot read the current directory: {e}")))?;
+    Ok(cwd.join(dir).display().to_string())
+}
+
+/// A recording directory, which must exist.
+pub fn existing_dir(dir: &std::path::Path) -> Result<String, Failure> {
+    std::fs::canonicalize(dir)
+        .ok()
+        .filter(|d| d.is_dir())
+        .map(|d| d.display().to_string())
+        .ok_or_else(|| usage(format!("--replay {}: no such directory", dir.display())))
+}
+
+/// `--provider` and `--model` as one model spec (`provider/model`, `model` or
+/// `provider/`).
+pub fn model_spec(provider: Option<&str>, model: Option<&str>) -> Result<Option<String>, Failure> {
+    let provider = provider.map(str::trim).filter(|p| !p.is_empty());
+    let model = model.map(str::trim).filter(|m| !m.is_empty());
+    Ok(match (provider, model) {
+        (None, m) => m.map(str::to_string),
+        (Some(p), _) if p.contains('/') => {
+            return Err(usage(format!(
+                "--provider `{p}`: a provider name has no `/` (give the model with --model)"
+            )))
+        }
+        (Some(p), None) => Some(format!("{p}/")),
+        (Some(p), Some(m)) => match m.split_once('/') {
+            Some((mp, _)) if mp == p => Some(m.to_string()),
+            _ => Some(format!("{p}/{m}")),
+        },
+    })
+}

@@ -1,0 +1,246 @@
+//! `air chat`: talk to the Main Agent from a plain terminal or a script. `-p PROMPT`
+//! sends one message and prints the answer on stdout (progress on stderr, on a
+//! terminal only); without `-p` and without a terminal, each line of stdin is one
+//! message. The conversation lives in airsd: `--session ID` continues one.
+//!
+//! Exit codes: 0 answered (and any work it started completed), 1 the work failed, 2
+//! usage error, 3 the work needs a human (blocked, cancelled, a permission denied), 4
+//! the daemon could not be reached.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, IsTerminal};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use air_proto::api::{params, AirApiClient};
+use air_proto::client::Connection;
+use air_proto::conversation::is_turn;
+use air_proto::events as ev;
+use air_proto::projection::TaskStatus;
+use clap::Args;
+
+use crate::args::{absolute, existing_dir, model_spec, ModeArg, OnAskArg};
+use crate::output::follow_events;
+use crate::run_cmd::BLOCKED;
+use crate::{connect, exit, rpc_failure, CmdResult, Failure};
+
+pub const CHAT_EXIT_CODES: &str = "Exit codes:\n  0  answered, and the work it started completed\n  1  the work failed\n  2  usage error\n  3  the work needs a human: blocked, cancelled, or a permission was denied\n  4  the daemon could not be reached or started";
+
+#[derive(Args, Debug)]
+pub struct ChatArgs {
+    /// Send this one message, print the answer on stdout and exit (print mode).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// Continue the conversation of this session (default: a new one).
+    #[arg(long, short = 's', value_name = "ID")]
+    pub session: Option<String>,
+    /// Print the session's events as NDJSON instead of the answer.
+    #[arg(long)]
+    pub json: bool,
+    /// default, accept_edits, plan (read-only) or bypass_permissions.
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with = "session")]
+    pub permission_mode: Option<ModeArg>,
+    /// A permission request with nobody to ask: deny it, fail the task, or queue it
+    /// for `air approve` (default deny).
+    #[arg(long, value_enum, value_name = "POLICY", conflicts_with = "session")]
+    pub on_ask: Option<OnAskArg>,
+    /// The model every agent uses: `provider/model` or a model name.
+    #[arg(long, value_name = "MODEL", conflicts_with = "session")]
+    pub model: Option<String>,
+    /// The provider every agent uses, with its default model unless --model names one.
+    #[arg(long, value_name = "NAME", conflicts_with = "session")]
+    pub provider: Option<String>,
+    /// Save every provider exchange into DIR, to replay it with --replay.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "AIR_RECORD",
+        conflicts_with = "session"
+    )]
+    pub record: Option<PathBuf>,
+    /// Answer from the recording in DIR instead of a live provider (no key needed).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["session", "model", "provider"])]
+    pub replay: Option<PathBuf>,
+}
+
+pub async fn run(args: ChatArgs) -> CmdResult {
+    let stdin = std::io::stdin();
+    if args.prompt.is_none() && stdin.is_terminal() {
+        return Err(Failure {
+            code: exit::USAGE,
+            message: "give the message with -p PROMPT, or pipe one message per line to stdin (`air attach` is the conversation on a terminal)".into(),
+        });
+    }
+    let conn = connect().await?;
+    let session = match &args.session {
+        Some(s) => s.clone(),
+        None => start(&conn, &args).await?,
+    };
+    if args.prompt.is_none() && !args.json {
+        eprintln!("air: session {session}");
+    }
+    let mut worst = exit::OK;
+    if let Some(prompt) = &args.prompt {
+        worst = say(&conn, &session, prompt, args.json).await?;
+    } else {
+        for line in stdin.lock().lines() {
+            let line = line.map_err(|e| Failure::from(format!("cannot read stdin: {e}")))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            worst = worst.max(say(&conn, &session, &line, args.json).await?);
+        }
+    }
+    match worst {
+        exit::OK => Ok(()),
+        code => Err(Failure {
+            code,
+            message: if code == BLOCKED {
+                format!("the work needs a human (`air attach -s {session}` shows it)")
+            } else {
+                format!("the work failed (`air attach -s {session}` shows it)")
+            },
+        }),
+    }
+}
+
+async fn start(conn: &Connection, args: &ChatArgs) -> Result<String, Failure> {
+    let info = conn
+        .client
+        .conversation_start(params::ConversationStart {
+            title: None,
+            concurrency: None,
+            on_ask: args.on_ask.map(OnAskArg::policy),
+            permission_mode: args.permission_mode.map(ModeArg::mode),
+            max_cost: None,
+            max_tokens: None,
+            max_time_ms: None,
+            model: model_spec(args.provider.as_deref(), args.model.as_deref())?,
+            record: args.record.as_deref().map(absolute).transpose()?,
+            replay: args.replay.as_deref().map(existing_dir).transpose()?,
+        })
+        .await
+        .map_err(rpc_failure)?;
+    Ok(info.id)
+}
+
+/// What one message set going, as its events tell it.
+#[derive(Default)]
+struct Exchange {
+    /// The last text each turn wrote, by turn, in the order the turns began.
+    answers: Vec<(String, String)>,
+    /// The tasks of the task graph created since the message, and how they stand.
+    work: BTreeMap<String, TaskStatus>,
+}
+
+impl Exchange {
+    fn event(&mut self, event: &air_proto::event::RuntimeEvent, progress: bool) {
+        let task = event.payload.get("task_id").and_then(|t| t.as_str());
+        match event.event_type.as_str() {
+            ev::AssistantMessageCreated::TYPE => {
+                let Some(turn) = task.filter(|t| is_turn(t)) else {
+                    return;
+                };
+                let text = event
+                    .payload
+                    .get("content")
+                    .map(air_proto::message::text_of)
+                    .unwrap_or_default();
+                if text.trim().is_empty() {
+                    return;
+                }
+                match self.answers.iter_mut().find(|(t, _)| t == turn) {
+                    Some((_, said)) => *said = text,
+                    None => self.answers.push((turn.to_string(), text)),
+                }
+            }
+            ev::TaskCreated::TYPE => {
+                let id = event.payload["task"]["id"].as_str().unwrap_or_default();
+                if !id.is_empty() && !is_turn(id) {
+                    self.work.insert(id.to_string(), TaskStatus::Pending);
+                    if progress {
+                        let title = event.payload["task"]["title"].as_str().unwrap_or_default();
+                        eprintln!("air: task {id} — {title}");
+                    }
+                }
+            }
+            ev::ToolStarted::TYPE if progress => {
+                let tool = event
+                    .payload
+                    .get("tool")
+                    .and_then(|t| t.as_str())
+                    .unwrap_or("?");
+                eprintln!("  {} · {tool}", task.unwrap_or("?"));
+            }
+            ty => {
+                let (Some(status), Some(id)) = (TaskStatus::from_event_type(ty), task) else {
+                    return;
+                };
+                if let Some(s) = self.work.get_mut(id) {
+                    *s = status;
+                    if progress {
+                        eprintln!("air: task {id} {}", status.as_str());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The exit code of what the message started.
+    fn code(&self) -> u8 {
+        let any = |s: TaskStatus| self.work.values().any(|w| *w == s);
+        if any(TaskStatus::Failed) {
+            exit::FAILED
+        } else if any(TaskStatus::Blocked) || any(TaskStatus::Cancelled) {
+            BLOCKED
+        } else {
+            exit::OK
+        }
+    }
+}
+
+/// Sends one message and follows what it starts until the session's run is idle
+/// again; prints the answers (or, with `json`, every event). Returns the exit code of
+/// the work.
+async fn say(conn: &Connection, session: &str, text: &str, json: bool) -> Result<u8, Failure> {
+    let after = conn
+        .client
+        .session_snapshot(params::Session {
+            session_id: session.to_string(),
+        })
+        .await
+        .map_err(rpc_failure)?
+        .seq;
+    let sent = conn
+        .client
+        .message_send(params::MessageSend {
+            session_id: session.to_string(),
+            text: text.to_string(),
+            to: None,
+        })
+        .await
+        .map_err(rpc_failure)?;
+    if let Some(why) = sent.unanswered {
+        return Err(Failure::from(why));
+    }
+    let progress = !json && std::io::stderr().is_terminal();
+    let mut exchange = Exchange::default();
+    follow_events(conn, session, after, |seq, event| {
+        if json {
+            println!("{}", serde_json::to_string(event)?);
+        }
+        exchange.event(event, progress);
+        let done = seq > sent.seq && event.event_type == ev::RunCompleted::TYPE;
+        Ok(if done {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    })
+    .await?;
+    if !json {
+        let answers: Vec<&str> = exchange.answers.iter().map(|(_, a)| a.trim()).collect();
+        println!("{}", answers.join("\n\n"));
+    }
+    Ok(exchange.code())
+}

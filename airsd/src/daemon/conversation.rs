@@ -1,0 +1,217 @@
+//! The conversation's entry: a user message is recorded and a turn of the Main Agent
+//! answers it, in the session's run (started for it, or continued when it had ended).
+
+use std::sync::Arc;
+
+use air_proto::api::params::{ConversationStart, RunStart};
+use air_proto::api::{MessageSent, SessionCreate, SessionInfo};
+use air_proto::event::{EventSource, RuntimeEvent, SourceKind};
+use air_proto::events as ev;
+use air_proto::payload::{MessageCreated, RunContinued, RunStarted};
+use rusqlite::OptionalExtension as _;
+
+use super::state::DaemonState;
+use crate::error::{Error, Result};
+use crate::scheduler::shell::{self, Control};
+use crate::Session;
+
+/// What a conversation's run is called where a plan's file name would be.
+pub const CONVERSATION_PLAN: &str = "(conversation)";
+
+impl DaemonState {
+    /// Starts a conversation in a new session with these settings (as `run.start` has
+    /// them, without a plan): `run.started` is recorded, and the first message starts
+    /// the scheduling.
+    pub async fn start_conversation(&self, req: ConversationStart) -> Result<SessionInfo> {
+        let config = self.shell_config()?;
+        let run = self.conversation_settings(&config, req)?;
+        // Every agent must be able to reach a model before anything is recorded.
+        crate::models::for_run(&config.worker, &conversation_tasks(), &run)
+            .await
+            .map_err(Error::Refused)?;
+        let info = self
+            .create_session(SessionCreate {
+                title: run.title.clone(),
+                plan_ref: None,
+            })
+            .await?;
+        let session = self.session(&info.id).await?;
+        session.store().append(event(&info.id, &run)?).await?;
+        Ok(info)
+    }
+
+    fn conversation_settings(
+        &self,
+        config: &shell::ShellConfig,
+        req: ConversationStart,
+    ) -> Result<RunStarted> {
+        if let Some(e) = &config.config_error {
+            return Err(Error::Refused(format!(
+                "cannot talk to the agents until the configuration is fixed: {e}"
+            )));
+        }
+        let as_run = RunStart {
+            plan: CONVERSATION_PLAN.into(),
+            plan_text: String::new(),
+            title: req.title,
+            concurrency: req.concurrency,
+            on_ask: req.on_ask,
+            permission_mode: req.permission_mode,
+            max_cost: req.max_cost,
+            max_tokens: req.max_tokens,
+            max_time_ms: req.max_time_ms,
+            model: req.model,
+            record: req.record,
+            replay: req.replay,
+        };
+        self.run_settings(config, &as_run, &Default::default())
+    }
+
+    /// A user message (`message.send`): recorded with who sent it, and answered by a
+    /// turn of the Main Agent. A running scheduler records it itself; otherwise the
+    /// session's run is started (with the user's defaults) or continued for it.
+    pub async fn converse(
+        &self,
+        session_id: &str,
+        text: &str,
+        to: Option<String>,
+        client: Option<String>,
+    ) -> Result<MessageSent> {
+        if text.trim().is_empty() {
+            return Err(Error::invalid("message.send", "text", "must not be empty"));
+        }
+        let gate = self.run_gate(session_id);
+        let one_at_a_time = gate.lock().await;
+        let session = self.session(session_id).await?;
+        if let Some(to) = &to {
+            let known = session
+                .bus()
+                .read(|p, _| p.tasks.iter().any(|t| t.id == *to));
+            if !known {
+                return Err(Error::invalid(
+                    "message.send",
+                    "to",
+                    format!("session {session_id} has no task `{to}`"),
+                ));
+            }
+        }
+        let message_id = air_proto::ids::new_id();
+        let message = RuntimeEvent::of(
+            session_id,
+            EventSource::new(SourceKind::Main),
+            &ev::UserMessageCreated(MessageCreated {
+                message_id: message_id.clone(),
+                content: serde_json::json!([{ "type": "text", "text": text }]),
+                agent_id: None,
+                task_id: to,
+                client: client.clone(),
+                model: None,
+                usage: None,
+            }),
+        )
+        .map_err(|e| Error::Internal(e.to_string()))?
+        .via("client");
+        // A session without a run (made by `session.create`) keeps the message as a
+        // record; a conversation starts with `conversation.start`.
+        if session.bus().read(|p, _| p.run.is_none()) {
+            drop(one_at_a_time);
+            let appended = session.store().append(message).await?;
+            return Ok(MessageSent {
+                message_id,
+                seq: appended.seq,
+                unanswered: Some(format!(
+                    "session {session_id} has no conversation or run, so no agent answers: start one with conversation.start (`air chat`)"
+                )),
+            });
+        }
+        if let Some(handle) = self.run_handle(session_id) {
+            let sent = self
+                .control_run(session_id, Control::Message(Box::new(message.clone())))
+                .await;
+            match sent {
+                Ok(true) => return self.sent(&session, message_id).await,
+                // The run ended meanwhile: it is continued below, once its scheduler
+                // is gone.
+                _ => handle.wait().await,
+            }
+        }
+        let config = self.shell_config()?;
+        let recovered = {
+            let session = session.clone();
+            let core_config = self.scheduler_config(air_proto::plan::DEFAULT_CONCURRENCY);
+            tokio::task::spawn_blocking(move || shell::recover(&session, core_config))
+                .await
+                .map_err(|e| Error::Internal(format!("recovery: {e}")))??
+        };
+        let mut events = Vec::new();
+        let (started, mut core) = match recovered {
+            Some(r) => {
+                if r.core.is_finished() {
+                    events.push(event(
+                        session_id,
+                        &RunContinued {
+                            task_ids: Vec::new(),
+                            by: client,
+                            budgets: Default::default(),
+                        },
+                    )?);
+                }
+                (r.started, r.core)
+            }
+            None => {
+                return Err(Error::NotFound(format!(
+                    "session {session_id} has no run to answer in"
+                )))
+            }
+        };
+        let models = crate::models::for_run(&config.worker, &conversation_tasks(), &started)
+            .await
+            .map_err(Error::Refused)?;
+        events.push(message);
+        let now = super::runs::now_ms();
+        for e in &events {
+            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
+                core.apply(&fact, now);
+            }
+        }
+        let seqs = session.store().append_batch(events).await?;
+        self.spawn_run(session, started, core, config, models)?;
+        drop(one_at_a_time);
+        Ok(MessageSent {
+            message_id,
+            seq: seqs.last().copied().unwrap_or_default(),
+            unanswered: None,
+        })
+    }
+
+    /// The answer for a message a running scheduler recorded.
+    async fn sent(&self, session: &Arc<Session>, message_id: String) -> Result<MessageSent> {
+        let (session, id) = (session.clone(), message_id.clone());
+        let seq = tokio::task::spawn_blocking(move || -> Result<Option<u64>> {
+            let conn = session.readers().get()?;
+            Ok(conn
+                .query_row("SELECT seq FROM messages WHERE id = ?1", [&id], |r| {
+                    r.get(0)
+                })
+                .optional()?)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("reading the message: {e}")))??;
+        Ok(MessageSent {
+            message_id,
+            seq: seq.unwrap_or_default(),
+            unanswered: None,
+        })
+    }
+}
+
+/// The tasks whose agents a conversation may start, for the models check: a turn of
+/// the Main Agent, and a task it hands on (executor, reviewer, debugger).
+fn conversation_tasks() -> Vec<air_proto::task::TaskSpec> {
+    vec![air_proto::conversation::turn_spec(1, "", "", None, &[])]
+}
+
+fn event<E: ev::Event>(session: &str, event: &E) -> Result<RuntimeEvent> {
+    RuntimeEvent::of(session, EventSource::scheduler(), event)
+        .map_err(|e| Error::Internal(format!("{} payload: {e}", E::TYPE)))
+}

@@ -1,0 +1,134 @@
+//! The conversation's turns in the core: one turn a message, one at a time, no slot
+//! taken; a task handed on runs as a plan task and is summarised when it ends; and
+//! the same at every point of a recovery.
+
+use air_proto::conversation::{DelegatedTask, Intent, MainResult};
+
+use super::*;
+
+fn say(sim: &mut Sim, n: u32, text: &str) {
+    sim.record(Fact::UserMessage {
+        message_id: format!("m{n}"),
+        text: text.into(),
+        to: None,
+    });
+}
+
+fn answer(d: &Dispatch, task: Option<DelegatedTask>) -> Play {
+    let mut r = result_for(d, WorkerStatus::Completed, false);
+    r.changed_files.clear();
+    r.result = serde_json::to_value(MainResult {
+        intent: if task.is_some() {
+            Intent::SimpleTask
+        } else {
+            Intent::Chat
+        },
+        answer: "ok".into(),
+        task,
+    })
+    .unwrap();
+    res(r)
+}
+
+fn hello() -> DelegatedTask {
+    DelegatedTask {
+        title: "Write hello.txt".into(),
+        description: "Create it".into(),
+        acceptance_criteria: vec!["it says hello".into()],
+        expected_files: vec!["hello.txt".into()],
+        verify: vec![],
+        category: Some(air_proto::task::TaskCategory::Docs),
+    }
+}
+
+#[test]
+fn turns_go_one_at_a_time_take_no_slot_and_hand_on_tasks_that_are_summarised() {
+    // One slot, held by a plan's task the whole time.
+    let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
+    let a = only(&sim.settle(), "A's executor").clone();
+    say(&mut sim, 1, "what is A doing?");
+    say(&mut sim, 2, "/task write hello.txt");
+    let t1 = only(&sim.settle(), "the first turn, beside A").clone();
+    assert_eq!((t1.task_id.as_str(), t1.role), ("main:1", AgentType::Main));
+    assert_eq!(t1.spec.description, "what is A doing?");
+    assert!(
+        sim.settle().is_empty(),
+        "the second turn waits for the first"
+    );
+    sim.finish(&t1.agent_id, answer(&t1, None));
+    let t2 = only(&sim.settle(), "the second turn").clone();
+    assert_eq!(t2.task_id, "main:2");
+    sim.finish(&t2.agent_id, answer(&t2, Some(hello())));
+    sim.settle();
+    assert_eq!(sim.core.status("main:2"), Some(TaskStatus::Completed));
+    // T1 waits for the slot A holds, like any task.
+    assert_eq!(sim.core.status("T1"), Some(TaskStatus::Ready));
+    sim.finish(&a.agent_id, ok(&a));
+    let r = only(&sim.settle(), "A's reviewer").clone();
+    sim.finish(&r.agent_id, ok(&r));
+    let e = only(&sim.settle(), "T1's executor").clone();
+    assert_eq!((e.task_id.as_str(), e.role), ("T1", AgentType::Executor));
+    assert_eq!(e.spec.scope.expected_files, Some(vec!["hello.txt".into()]));
+    sim.finish(&e.agent_id, ok(&e));
+    let r = only(&sim.settle(), "T1's reviewer").clone();
+    assert_eq!(r.role, AgentType::Reviewer, "a handed-on task is reviewed");
+    sim.finish(&r.agent_id, ok(&r));
+    let s = only(&sim.settle(), "the summary turn").clone();
+    assert_eq!(s.task_id, "main:3");
+    assert_eq!(
+        air_proto::conversation::summarised(&s.spec),
+        ["T1".to_string()]
+    );
+    sim.finish(&s.agent_id, answer(&s, None));
+    sim.settle();
+    let outcome = sim.outcome.clone().unwrap();
+    assert_eq!(
+        (outcome.outcome, outcome.completed),
+        (RunOutcome::Completed, 2),
+        "the outcome counts A and T1, not the turns"
+    );
+
+    // Recovered from any point of the record after both messages, the run ends the
+    // same.
+    let facts = sim.facts.clone();
+    let said = facts
+        .iter()
+        .rposition(|f| matches!(f, Fact::UserMessage { .. }))
+        .unwrap();
+    for cut in said + 1..=facts.len() {
+        let mut r = Sim::recover(config(1), &facts[..cut], sim.now_ms);
+        r.run(
+            &mut |d| {
+                if d.role == AgentType::Main {
+                    answer(d, (d.task_id == "main:2").then(hello))
+                } else {
+                    ok(d)
+                }
+            },
+            200,
+        );
+        let end = r.outcome.clone().unwrap();
+        assert_eq!(
+            (end.outcome, end.completed),
+            (RunOutcome::Completed, 2),
+            "cut at {cut}"
+        );
+        for id in ["main:1", "main:2", "main:3", "T1"] {
+            assert_eq!(
+                r.core.status(id),
+                Some(TaskStatus::Completed),
+                "{id}, cut at {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_message_outside_a_run_is_a_record_only() {
+    let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
+    sim.run(&mut |d| ok(d), 50);
+    assert!(sim.core.is_finished());
+    say(&mut sim, 1, "hello?");
+    assert!(sim.settle().is_empty());
+    assert_eq!(sim.core.status("main:1"), None);
+}

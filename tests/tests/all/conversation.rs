@@ -1,0 +1,410 @@
+//! The conversation with the Main Agent, end to end: the real daemon state and the
+//! real `air-worker` against the loopback provider. A message is answered by a turn
+//! of the Main Agent (`main:<n>`); a `simple_task` it hands on runs through executor
+//! and reviewer and is summarised in the conversation.
+
+use air_proto::api::params::ConversationStart;
+use air_proto::conversation::MainState;
+use air_proto::plan::PermissionMode;
+use air_proto::projection::{MessageRole, Projection, TaskStatus};
+use air_tests::mock_provider::{text_events, Exchange, Expect, MockProvider, Reply};
+use airsd::daemon::DaemonState;
+use serde_json::{json, Value};
+
+use crate::agents::{any, call, ended, key, review, state};
+use crate::asks::until;
+
+fn expect(contains: &[&str], tools: &[&str]) -> Expect {
+    Expect {
+        contains: contains.iter().map(|s| s.to_string()).collect(),
+        tools: tools.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn text(t: &str) -> Reply {
+    Reply::Events(text_events(t))
+}
+
+async fn conversation(state: &DaemonState) -> String {
+    state
+        .start_conversation(ConversationStart {
+            permission_mode: Some(PermissionMode::AcceptEdits),
+            ..ConversationStart::default()
+        })
+        .await
+        .unwrap()
+        .id
+}
+
+/// The tool names one request offered the model.
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn answered(p: &Projection, turn: &str) -> bool {
+    p.task(turn).is_some_and(|t| t.status.is_terminal()) && ended(p)
+}
+
+/// A question is classified as chat, answered after reading a file, and the answer is
+/// the conversation's; a second message (`/ask`, no classifier) sees the first
+/// exchange. The Main Agent is offered no write and no command, and the message says
+/// which client sent it.
+#[test]
+fn a_question_is_answered_from_the_project_and_the_next_turn_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("README.md"), "A greeting tool.\n").unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: expect(
+                    &[
+                        "# The user's message",
+                        "What is this project?",
+                        "Classify it first",
+                    ],
+                    &["classify", "delegate_task", "fs_read", "fs_grep"],
+                ),
+                reply: call(
+                    "m1",
+                    "classify",
+                    json!({"intent": "chat", "reason": "a question"}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["Noted: chat"], &[]),
+                reply: call("m2", "fs_read", json!({"path": "README.md"})),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["A greeting tool."], &[]),
+                reply: text("It is a greeting tool (README.md:1)."),
+            },
+            Exchange {
+                request: None,
+                expect: expect(
+                    &[
+                        "## The conversation so far",
+                        "What is this project?",
+                        "It is a greeting tool (README.md:1).",
+                        "there is no classify tool this turn",
+                    ],
+                    &["fs_read"],
+                ),
+                reply: text("Nothing else: one file."),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = conversation(&state).await;
+        state
+            .converse(
+                &session,
+                "What is this project?",
+                None,
+                Some("air (pid 7)".into()),
+            )
+            .await
+            .unwrap();
+        let p = until(&state, &session, |p| answered(p, "main:1")).await;
+        assert_eq!(
+            p.task("main:1").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert_eq!(p.main_state(), MainState::Idle);
+        let user = p
+            .messages
+            .iter()
+            .find(|m| m.role == MessageRole::User)
+            .unwrap();
+        assert_eq!(user.client.as_deref(), Some("air (pid 7)"));
+        assert!(p.messages.iter().any(|m| m.role == MessageRole::Assistant
+            && m.task_id.as_deref() == Some("main:1")
+            && m.preview.contains("greeting tool")));
+
+        state
+            .converse(&session, "/ask anything else?", None, None)
+            .await
+            .unwrap();
+        let p = until(&state, &session, |p| answered(p, "main:2")).await;
+        assert_eq!(
+            p.task("main:2").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        let bodies: Vec<Value> = mock.received().into_iter().map(|r| r.body).collect();
+        for b in &bodies {
+            let tools = offered(b);
+            for forbidden in ["fs_write", "fs_edit", "shell_run", "submit_result"] {
+                assert!(
+                    !tools.iter().any(|t| t == forbidden),
+                    "{forbidden} offered: {tools:?}"
+                );
+            }
+        }
+        assert!(
+            !offered(&bodies[3]).iter().any(|t| t == "classify"),
+            "a named /ask is not classified"
+        );
+        state.stop_runs().await;
+    });
+}
+
+/// A model that answers in plain text instead of calling the classifier has answered
+/// a chat message: the turn completes with that answer, never as an error.
+#[test]
+fn plain_text_instead_of_the_classifier_is_a_chat_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![Exchange {
+            request: None,
+            expect: any(),
+            reply: text("Hello! Ask me about the project."),
+        }])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = conversation(&state).await;
+        state.converse(&session, "hi", None, None).await.unwrap();
+        let p = until(&state, &session, |p| answered(p, "main:1")).await;
+        assert_eq!(
+            p.task("main:1").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        let conn = rusqlite::Connection::open(
+            air_proto::layout::ProjectPaths::new(&root).session_db(&session),
+        )
+        .unwrap();
+        let result: String = conn
+            .query_row(
+                "SELECT result_json FROM agents WHERE task_id = 'main:1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let result: Value = serde_json::from_str(&result).unwrap();
+        assert_eq!(result["result"]["intent"], "chat", "{result}");
+        assert_eq!(
+            result["result"]["answer"],
+            "Hello! Ask me about the project."
+        );
+        state.stop_runs().await;
+    });
+}
+
+/// A request for a change is classified `simple_task`; the Main Agent writes the task,
+/// which runs as a plan task would (executor, then the reviewer), and a summary turn
+/// tells the user how it ended.
+#[test]
+fn a_simple_task_runs_through_executor_and_reviewer_and_is_summarised() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let task = json!({
+            "title": "Write hello.txt",
+            "description": "Create hello.txt at the project root saying hello.",
+            "acceptance_criteria": ["hello.txt says hello"],
+            "expected_files": ["hello.txt"],
+            "category": "docs"
+        });
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: expect(&["make hello.txt"], &["classify", "delegate_task"]),
+                reply: call(
+                    "m1",
+                    "classify",
+                    json!({"intent": "simple_task", "reason": "one file"}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["Noted: simple_task"], &[]),
+                reply: call("m2", "delegate_task", task),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["Accepted: \\\"Write hello.txt\\\" starts as a task"], &[]),
+                reply: text(
+                    "I've asked for hello.txt to be written; I'll tell you when it's done.",
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: expect(
+                    &["# Task T1: Write hello.txt", "hello.txt says hello"],
+                    &["fs_write", "submit_result"],
+                ),
+                reply: call(
+                    "e1",
+                    "fs_write",
+                    json!({"path": "hello.txt", "content": "hello\n"}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call(
+                    "e2",
+                    "submit_result",
+                    json!({"status": "completed", "summary": "Wrote hello.txt saying hello."}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: review("approved", json!([])),
+            },
+            Exchange {
+                request: None,
+                expect: expect(
+                    &[
+                        "# Summarise for the user",
+                        "T1 (completed): Write hello.txt",
+                        "Wrote hello.txt saying hello.",
+                    ],
+                    &["fs_read"],
+                ),
+                reply: text("Done: T1 wrote hello.txt, and the reviewer approved it."),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = conversation(&state).await;
+        state
+            .converse(&session, "please make hello.txt", None, None)
+            .await
+            .unwrap();
+        let p = until(&state, &session, |p| answered(p, "main:2")).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        for (id, status) in [
+            ("main:1", TaskStatus::Completed),
+            ("T1", TaskStatus::Completed),
+            ("main:2", TaskStatus::Completed),
+        ] {
+            assert_eq!(p.task(id).map(|t| t.status), Some(status), "{id}: {p:#?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("hello.txt")).unwrap(),
+            "hello\n"
+        );
+        assert_eq!(p.main_state(), MainState::Idle);
+        assert!(p
+            .messages
+            .iter()
+            .any(|m| m.task_id.as_deref() == Some("main:2") && m.preview.starts_with("Done: T1")));
+        // The summary turn was offered no hand-over and no classifier.
+        let bodies: Vec<Value> = mock.received().into_iter().map(|r| r.body).collect();
+        let last = offered(bodies.last().unwrap());
+        assert!(
+            !last.iter().any(|t| t == "classify" || t == "delegate_task"),
+            "{last:?}"
+        );
+        state.stop_runs().await;
+    });
+}
+
+fn chat_command(
+    p: &crate::daemon::Project,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> std::process::Command {
+    let mut c = crate::run::real_worker(p, &[&["chat"], args].concat());
+    c.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
+fn chat(p: &crate::daemon::Project, args: &[&str], env: &[(&str, String)]) -> std::process::Output {
+    chat_command(p, args, env).output().unwrap()
+}
+
+/// `air chat -p` through the real binaries: the answer on stdout and exit 0; what
+/// it recorded replays in another project with no key and no provider, to the same
+/// answer.
+#[test]
+fn air_chat_print_mode_answers_on_stdout_and_replays_with_no_key() {
+    let p = crate::daemon::Project::new();
+    std::fs::write(p.root.join("README.md"), "A greeting tool.\n").unwrap();
+    let rec = tempfile::tempdir().unwrap();
+    let rec_dir = rec.path().join("recording");
+    let rt = crate::rt();
+    let mock = rt.block_on(MockProvider::start(vec![
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: call(
+                "m1",
+                "classify",
+                json!({"intent": "chat", "reason": "a question"}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: call("m2", "fs_read", json!({"path": "README.md"})),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["A greeting tool."], &[]),
+            reply: text("It is a greeting tool (README.md:1)."),
+        },
+    ]));
+    let env = key(&mock);
+    let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.clone())).collect();
+    let rec_arg = rec_dir.display().to_string();
+    let args = ["-p", "What is this project?", "--record", rec_arg.as_str()];
+    // The mock provider is served by this runtime while the command runs.
+    let out = rt
+        .block_on(async {
+            tokio::process::Command::from(chat_command(&p, &args, &env))
+                .output()
+                .await
+        })
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "It is a greeting tool (README.md:1).\n"
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    assert!(
+        out.stderr.is_empty(),
+        "no progress off a terminal: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let q = crate::daemon::Project::new();
+    std::fs::write(q.root.join("README.md"), "A greeting tool.\n").unwrap();
+    let out = chat(
+        &q,
+        &["-p", "What is this project?", "--replay", &rec_arg],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "It is a greeting tool (README.md:1).\n"
+    );
+}
