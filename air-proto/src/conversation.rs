@@ -189,6 +189,27 @@ impl DelegatedTask {
     }
 }
 
+/// A task the user wants stopped, as the Main Agent understood it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelTask {
+    /// The task's id, as the session's task list shows it (e.g. T1).
+    pub task_id: String,
+    /// Why, in the user's words.
+    pub reason: String,
+}
+
+/// A change of what the user asked for, as the Main Agent understood it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementChange {
+    /// What is now wanted instead, in one or two sentences.
+    pub change: String,
+    /// The tasks it touches, if any.
+    #[serde(default)]
+    pub task_ids: Vec<String>,
+}
+
 /// What a turn of the Main Agent ends with (its WorkerResult's `result`).
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -199,6 +220,9 @@ pub struct MainResult {
     pub answer: String,
     /// The task handed to the scheduler, for `simple_task`.
     pub task: Option<DelegatedTask>,
+    /// Tasks the user asked to stop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cancel: Vec<CancelTask>,
 }
 
 wire_enum! {

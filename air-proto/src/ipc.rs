@@ -213,10 +213,22 @@ pub struct WorkerCheckpoint {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ControlMessage {
     Start(Box<AgentStart>),
-    Cancel { reason: String },
-    Pause { reason: String },
+    Cancel {
+        reason: String,
+    },
+    Pause {
+        reason: String,
+    },
     Resume,
-    ExtendTimeout { extra_ms: u64, reason: String },
+    ExtendTimeout {
+        extra_ms: u64,
+        reason: String,
+    },
+    /// What the user said to this agent's task (`@T2 …`): given to the model before
+    /// its next turn (D-018).
+    Message {
+        text: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -267,6 +279,7 @@ impl ControlMessage {
             ControlMessage::Pause { .. } => "agent.pause",
             ControlMessage::Resume => "agent.resume",
             ControlMessage::ExtendTimeout { .. } => "agent.extend_timeout",
+            ControlMessage::Message { .. } => "agent.message",
         }
     }
 }
@@ -531,6 +544,8 @@ enum ControlType {
     Resume,
     #[serde(rename = "agent.extend_timeout")]
     ExtendTimeout,
+    #[serde(rename = "agent.message")]
+    Message,
 }
 
 #[derive(Serialize)]
@@ -551,6 +566,8 @@ struct ControlWireRef<'a> {
     extra_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -571,6 +588,8 @@ struct ControlWire {
     extra_ms: Option<u64>,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
 }
 
 impl Serialize for ControlMessage {
@@ -584,6 +603,7 @@ impl Serialize for ControlMessage {
             tools: None,
             extra_ms: None,
             reason: None,
+            text: None,
         };
         match self {
             ControlMessage::Start(start) => {
@@ -608,6 +628,10 @@ impl Serialize for ControlMessage {
                 wire.extra_ms = Some(*extra_ms);
                 wire.reason = Some(reason);
             }
+            ControlMessage::Message { text } => {
+                wire.control_type = ControlType::Message;
+                wire.text = Some(text);
+            }
         }
         wire.serialize(serializer)
     }
@@ -630,6 +654,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::Pause => "agent.pause",
             ControlType::Resume => "agent.resume",
             ControlType::ExtendTimeout => "agent.extend_timeout",
+            ControlType::Message => "agent.message",
         };
         let missing = |field: &str| format!("control `{name}` requires field `{field}`");
         let allowed: &[&str] = match w.control_type {
@@ -637,6 +662,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::Cancel | ControlType::Pause => &["reason"],
             ControlType::Resume => &[],
             ControlType::ExtendTimeout => &["extra_ms", "reason"],
+            ControlType::Message => &["text"],
         };
         let present = [
             ("version", w.version.is_some()),
@@ -646,6 +672,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ("tools", w.tools.is_some()),
             ("extra_ms", w.extra_ms.is_some()),
             ("reason", w.reason.is_some()),
+            ("text", w.text.is_some()),
         ];
         if let Some((field, _)) = present.iter().find(|(f, p)| *p && !allowed.contains(f)) {
             return Err(format!(
@@ -678,6 +705,9 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::ExtendTimeout => ControlMessage::ExtendTimeout {
                 extra_ms: w.extra_ms.ok_or_else(|| missing("extra_ms"))?,
                 reason: w.reason.ok_or_else(|| missing("reason"))?,
+            },
+            ControlType::Message => ControlMessage::Message {
+                text: w.text.ok_or_else(|| missing("text"))?,
             },
         })
     }

@@ -168,7 +168,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(ev::PermissionDecisionRecorded, "permission", "A permission decision, answered or by policy."),
     durable!(ev::DoctorCheckCompleted, "doctor", "A doctor run finished, with its findings."),
     durable!(ev::DoctorFixApplied, "doctor", "A doctor repair ran."),
-    durable!(ev::RequirementChanged, "requirement", "The user changed a requirement mid-run."),
+    durable!(worker ev::RequirementChanged, "requirement", "The user changed a requirement mid-run (the Main Agent records it)."),
     durable!(ev::ArchitecturePlanUpdated, "architecture", "The architecture plan or task graph changed."),
     durable!(ev::ArchitectureImpactCompleted, "architecture", "An impact assessment of a change finished."),
     durable!(ev::WorkspaceCreated, "workspace", "An isolated workspace (git worktree) was created."),

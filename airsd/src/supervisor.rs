@@ -331,6 +331,13 @@ impl Worker {
         });
     }
 
+    /// Gives the worker what the user said to its task (`agent.message`).
+    pub fn tell(&self, text: &str) {
+        self.control(ControlMessage::Message {
+            text: text.to_string(),
+        });
+    }
+
     /// Lets a held worker go on (`agent.resume`).
     pub fn resume(&self) {
         self.control(ControlMessage::Resume);

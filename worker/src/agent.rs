@@ -43,6 +43,11 @@ pub trait Link: Sync {
     fn hold(&self) -> impl Future<Output = ()> + Send {
         async {}
     }
+    /// What the user said to this agent since the last call (`agent.message`), for
+    /// the model's next turn.
+    fn inbox(&self) -> Vec<String> {
+        Vec::new()
+    }
     fn call_tool(
         &self,
         tool_call_id: &str,
@@ -564,6 +569,23 @@ async fn run_with(
             LoopState::Thinking
         };
         link.hold().await;
+        // What the user said to this task meanwhile reaches the model now.
+        let said = link.inbox();
+        if !said.is_empty() {
+            let told = said
+                .iter()
+                .map(|t| format!("The user says, while you work: {}", t.trim()))
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            match request.messages.last_mut() {
+                Some(last) if last.role == air_proto::message::Role::User => {
+                    last.content.push(ContentBlock::text(told));
+                }
+                _ => request
+                    .messages
+                    .push(Message::user(vec![ContentBlock::text(told)])),
+            }
+        }
         link.progress(state, turn_no + 1, tokens);
         let message_id = air_proto::ids::new_id();
         let mut deltas = |d: Delta<'_>| {
@@ -661,6 +683,19 @@ async fn run_with(
                     Ok(told) => (told, false),
                     Err(why) => (why, true),
                 };
+                for change in talk.take_changes() {
+                    let Ok(Value::Object(mut body)) = serde_json::to_value(&change) else {
+                        continue;
+                    };
+                    body.insert("turn".into(), Value::String(task_id.clone()));
+                    if let Ok(e) = RuntimeEvent::of(
+                        session.as_str(),
+                        source.clone(),
+                        &ev::RequirementChanged(body),
+                    ) {
+                        link.event(e);
+                    }
+                }
                 answers.push(ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),
                     content,

@@ -3,7 +3,8 @@
 //! message and the task it handed on (D-005, D-016).
 
 use air_proto::conversation::{
-    named_intent, summarised, Classification, DelegatedTask, Intent, MainResult,
+    named_intent, summarised, CancelTask, Classification, DelegatedTask, Intent, MainResult,
+    RequirementChange,
 };
 use air_proto::event::AgentType;
 use air_proto::ipc::AgentStart;
@@ -16,6 +17,10 @@ use crate::provider::ToolSpec;
 pub const CLASSIFY: &str = "classify";
 /// The hand-over's name as the model sees it.
 pub const DELEGATE: &str = "delegate_task";
+/// Stopping a task the user wants stopped.
+pub const CANCEL: &str = "cancel_task";
+/// Recording a change of what the user asked for.
+pub const CHANGE: &str = "note_requirement_change";
 
 /// What one turn knows as it goes.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +31,9 @@ pub struct Turn {
     summary: bool,
     intent: Option<Intent>,
     task: Option<DelegatedTask>,
+    cancel: Vec<CancelTask>,
+    /// Changes noted this turn, for `requirement.changed`, until taken.
+    changes: Vec<RequirementChange>,
 }
 
 fn schema<T: schemars::JsonSchema>() -> Value {
@@ -47,7 +55,7 @@ impl Turn {
             named,
             summary,
             intent: named.or(summary.then_some(Intent::Chat)),
-            task: None,
+            ..Turn::default()
         }
     }
 
@@ -72,12 +80,27 @@ impl Turn {
                 input_schema: schema::<DelegatedTask>(),
             });
         }
+        out.push(ToolSpec {
+            name: CANCEL.into(),
+            description: "Stop a running task of the session because the user asked (\"stop\", \"cancel that\"); it is cancelled when this turn ends.".into(),
+            input_schema: schema::<CancelTask>(),
+        });
+        out.push(ToolSpec {
+            name: CHANGE.into(),
+            description: "Record that the user changed what they asked for while work runs. The running work is not changed by it: say so to the user.".into(),
+            input_schema: schema::<RequirementChange>(),
+        });
         out
+    }
+
+    /// The requirement changes noted since the last call, to record.
+    pub fn take_changes(&mut self) -> Vec<RequirementChange> {
+        std::mem::take(&mut self.changes)
     }
 
     /// Whether `name` is one of this turn's own tools.
     pub fn handles(name: &str) -> bool {
-        name == CLASSIFY || name == DELEGATE
+        [CLASSIFY, DELEGATE, CANCEL, CHANGE].contains(&name)
     }
 
     /// The answer to a call of one of this turn's tools: `Ok` with what the model is
@@ -118,6 +141,28 @@ impl Turn {
                     "Accepted: \"{title}\" starts as a task when this turn ends. Now tell the user in a sentence or two what will be done; you will summarise it when it ends."
                 ))
             }
+            CANCEL => {
+                let c: CancelTask = serde_json::from_value(input.clone())
+                    .map_err(|e| format!("not a cancellation: {e}"))?;
+                if c.task_id.trim().is_empty() {
+                    return Err("task_id: name the task to stop (e.g. T1)".into());
+                }
+                let told = format!(
+                    "Asked: {} is cancelled when this turn ends, if it is still going. Tell the user.",
+                    c.task_id
+                );
+                self.cancel.push(c);
+                Ok(told)
+            }
+            CHANGE => {
+                let c: RequirementChange = serde_json::from_value(input.clone())
+                    .map_err(|e| format!("not a requirement change: {e}"))?;
+                if c.change.trim().is_empty() {
+                    return Err("change: say what is now wanted".into());
+                }
+                self.changes.push(c);
+                Ok("Recorded. The running work was not changed by it: tell the user so, and offer to stop it (cancel_task) or to hand on the change as a task.".into())
+            }
             other => Err(format!("there is no tool `{other}` for this agent")),
         }
     }
@@ -129,6 +174,7 @@ impl Turn {
             intent: self.intent.unwrap_or(Intent::Chat),
             answer: answer.clone(),
             task: self.task,
+            cancel: self.cancel,
         };
         let mut r = WorkerResult::new(
             &start.task_spec.id,

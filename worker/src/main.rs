@@ -38,6 +38,8 @@ struct Peer {
     role: air_proto::event::AgentType,
     /// Held by airsd (`agent.pause`) until `agent.resume`.
     paused: tokio::sync::watch::Sender<bool>,
+    /// What the user said to this agent (`agent.message`), until its next turn.
+    inbox: Mutex<Vec<String>>,
 }
 
 impl Peer {
@@ -88,6 +90,10 @@ impl worker::agent::Link for Peer {
         if changed {
             self.heartbeat();
         }
+    }
+
+    fn inbox(&self) -> Vec<String> {
+        std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     async fn hold(&self) {
@@ -255,6 +261,7 @@ async fn run() -> u8 {
         progress: Mutex::new(("LOADING", 0, (0, 0))),
         role: air_proto::event::AgentType::Executor,
         paused: tokio::sync::watch::Sender::new(false),
+        inbox: Mutex::new(Vec::new()),
     };
     // The first message must be `agent.start`.
     let start: Box<AgentStart> = loop {
@@ -318,6 +325,13 @@ async fn run() -> u8 {
                         }
                         IpcBody::Control(ControlMessage::Resume) => {
                             peer.paused.send_replace(false);
+                            None
+                        }
+                        IpcBody::Control(ControlMessage::Message { text }) => {
+                            peer.inbox
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(text);
                             None
                         }
                         IpcBody::Control(_) => None,

@@ -201,6 +201,7 @@ fn events_are_built_from_their_types() {
             "context.compaction.requested",
             "context.compaction.completed",
             "summary.created",
+            "requirement.changed",
             "memory.candidate.created",
             "debug.record.created",
             "agent.heartbeat",

@@ -83,6 +83,14 @@ impl DaemonState {
         let gate = self.run_gate(session_id);
         let one_at_a_time = gate.lock().await;
         let session = self.session(session_id).await?;
+        // `@T2 …` is said to task T2 when the session has one.
+        let to = to.or_else(|| {
+            let named = addressed(text)?;
+            session
+                .bus()
+                .read(|p, _| p.tasks.iter().any(|t| t.id == named))
+                .then(|| named.to_string())
+        });
         if let Some(to) = &to {
             let known = session
                 .bus()
@@ -205,6 +213,14 @@ impl DaemonState {
     }
 }
 
+/// The task a message names first thing (`@T2 use argparse`), if it does.
+fn addressed(text: &str) -> Option<&str> {
+    let rest = text.trim_start().strip_prefix('@')?;
+    let word = rest.split(char::is_whitespace).next()?;
+    let id = word.trim_end_matches([':', ',']);
+    (!id.is_empty()).then_some(id)
+}
+
 /// The tasks whose agents a conversation may start, for the models check: a turn of
 /// the Main Agent, and a task it hands on (executor, reviewer, debugger).
 fn conversation_tasks() -> Vec<air_proto::task::TaskSpec> {
@@ -214,4 +230,17 @@ fn conversation_tasks() -> Vec<air_proto::task::TaskSpec> {
 fn event<E: ev::Event>(session: &str, event: &E) -> Result<RuntimeEvent> {
     RuntimeEvent::of(session, EventSource::scheduler(), event)
         .map_err(|e| Error::Internal(format!("{} payload: {e}", E::TYPE)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_message_addresses_a_task_by_its_first_word() {
+        assert_eq!(super::addressed("@T2 use argparse"), Some("T2"));
+        assert_eq!(super::addressed("  @T2: use argparse"), Some("T2"));
+        assert_eq!(super::addressed("@T2, then"), Some("T2"));
+        assert_eq!(super::addressed("tell @T2"), None);
+        assert_eq!(super::addressed("@ T2"), None);
+        assert_eq!(super::addressed("@:"), None);
+    }
 }

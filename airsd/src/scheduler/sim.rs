@@ -189,6 +189,7 @@ impl Sim {
                         reason,
                     }),
                     Decision::CreateTask(spec) => self.record(Fact::TaskCreated(spec)),
+                    Decision::Deliver { .. } => {}
                     Decision::WarnSoftTimeout { agent_id, .. } => {
                         self.record(Fact::SoftTimeoutWarned { agent_id })
                     }

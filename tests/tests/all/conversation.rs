@@ -408,3 +408,181 @@ fn air_chat_print_mode_answers_on_stdout_and_replays_with_no_key() {
         "It is a greeting tool (README.md:1).\n"
     );
 }
+
+/// Waits until the provider has been asked `n` requests.
+async fn asked(mock: &MockProvider, n: usize) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while mock.received().len() < n {
+        assert!(
+            std::time::Instant::now() < end,
+            "the provider got {} requests, not {n}",
+            mock.received().len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+fn slow(id: &str, tool: &str, input: Value, gap_ms: u64) -> Reply {
+    Reply::Slow {
+        events: air_tests::mock_provider::tool_use_events(id, tool, &input),
+        gap_ms,
+    }
+}
+
+fn hello_task() -> Value {
+    json!({
+        "title": "Write hello.txt",
+        "description": "Create hello.txt at the project root saying hello.",
+        "acceptance_criteria": ["hello.txt says hello"],
+        "category": "docs"
+    })
+}
+
+/// While a task it handed on runs, the user asks how it goes (answered by a turn
+/// from the session's state, the task going on untouched) and says something to the
+/// task itself (`@T1 …`), which its agent reads before its next model turn.
+#[test]
+fn while_work_runs_a_question_is_answered_and_a_word_to_the_task_reaches_its_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call("m1", "delegate_task", hello_task()),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: text("Started T1."),
+            },
+            // The executor's first answer streams slowly: the user speaks meanwhile.
+            Exchange {
+                request: None,
+                expect: expect(&["# Task T1: Write hello.txt"], &[]),
+                reply: slow(
+                    "e1",
+                    "fs_write",
+                    json!({"path": "hello.txt", "content": "hello\n"}),
+                    300,
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: expect(
+                    &["how is it going?", "T1 (running): Write hello.txt"],
+                    &["fs_read"],
+                ),
+                reply: text("T1 is running: the executor is writing hello.txt."),
+            },
+            Exchange {
+                request: None,
+                expect: expect(
+                    &["The user says, while you work: @T1 keep it to one line"],
+                    &[],
+                ),
+                reply: call(
+                    "e2",
+                    "submit_result",
+                    json!({"status": "completed", "summary": "Wrote hello.txt, one line."}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: review("approved", json!([])),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["# Summarise for the user"], &[]),
+                reply: text("T1 is done."),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = conversation(&state).await;
+        state
+            .converse(&session, "/task write hello.txt", None, None)
+            .await
+            .unwrap();
+        asked(&mock, 3).await;
+        let sent = state
+            .converse(&session, "@T1 keep it to one line", None, None)
+            .await
+            .unwrap();
+        assert!(sent.unanswered.is_none());
+        state
+            .converse(&session, "how is it going?", None, None)
+            .await
+            .unwrap();
+        let during = until(&state, &session, |p| p.task("main:2").is_some()).await;
+        assert_eq!(
+            during.task("T1").map(|t| t.status),
+            Some(TaskStatus::Running)
+        );
+        let p = until(&state, &session, |p| answered(p, "main:3")).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(
+            p.task("T1").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert_eq!(p.task("main:4"), None, "a word to a task is not a turn");
+        let to_task = p
+            .messages
+            .iter()
+            .find(|m| m.preview.starts_with("@T1"))
+            .unwrap();
+        assert_eq!(to_task.task_id.as_deref(), Some("T1"));
+        state.stop_runs().await;
+    });
+}
+
+/// "Stop": the turn records the change of mind and cancels the running task, which
+/// ends cancelled before it wrote anything; the summary says so.
+#[test]
+fn stop_cancels_the_running_task_and_a_change_of_mind_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange { request: None, expect: any(), reply: call("m1", "delegate_task", hello_task()) },
+            Exchange { request: None, expect: any(), reply: text("Started T1.") },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: slow("e1", "fs_write", json!({"path": "hello.txt", "content": "hello\n"}), 1_000),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["stop, I want it in French"], &["cancel_task", "note_requirement_change"]),
+                reply: call("m2", "note_requirement_change", json!({"change": "hello.txt in French", "task_ids": ["T1"]})),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["The running work was not changed by it"], &[]),
+                reply: call("m3", "cancel_task", json!({"task_id": "T1", "reason": "the user said stop"})),
+            },
+            Exchange { request: None, expect: expect(&["Asked: T1 is cancelled"], &[]), reply: text("Stopping T1.") },
+            Exchange { request: None, expect: expect(&["T1 (cancelled)"], &[]), reply: text("T1 was stopped before it wrote anything.") },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = conversation(&state).await;
+        state.converse(&session, "/task write hello.txt", None, None).await.unwrap();
+        asked(&mock, 3).await;
+        state.converse(&session, "stop, I want it in French", None, None).await.unwrap();
+        let p = until(&state, &session, |p| answered(p, "main:3")).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(p.task("T1").map(|t| t.status), Some(TaskStatus::Cancelled), "{p:#?}");
+        assert!(p.task("T1").and_then(|t| t.reason.clone()).unwrap_or_default().contains("the user asked to stop it"));
+        assert!(!root.join("hello.txt").exists());
+        let conn = rusqlite::Connection::open(air_proto::layout::ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let change: String = conn
+            .query_row("SELECT json_extract(payload_json, '$.change') FROM events WHERE type = 'requirement.changed'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(change, "hello.txt in French");
+        state.stop_runs().await;
+    });
+}

@@ -255,13 +255,29 @@ impl Core {
             Fact::UserMessage {
                 message_id,
                 text,
-                to: _,
+                to,
             } => {
                 // A message outside a run (none yet, or ended and not continued for
                 // it) is a record only.
-                if self.started && !self.finished {
-                    self.ask_turn("Reply to the user", text, Some(message_id), &[]);
+                if !self.started || self.finished {
+                    return;
                 }
+                // Said to a task still going (`@T2 …`): its agent hears it before its
+                // next turn, and the task's next agent is told.
+                let open = to
+                    .as_deref()
+                    .filter(|t| !is_turn(t))
+                    .and_then(|t| self.index.get(t).copied())
+                    .filter(|&i| !is_terminal(self.tasks[i].status));
+                if let Some(i) = open {
+                    let t = &mut self.tasks[i];
+                    t.notes.push(format!("The user said, for this task: {}", text.trim()));
+                    if let Some(agent) = t.agent.clone() {
+                        self.to_deliver.push((agent, text.clone()));
+                    }
+                    return;
+                }
+                self.ask_turn("Reply to the user", text, Some(message_id), &[]);
             }
             Fact::ResultReceived { agent_id, result } => self.result_received(agent_id, result),
             Fact::ProtocolViolation { agent_id, reason } => {
@@ -303,6 +319,7 @@ impl Core {
     /// Removes a finished agent; `None` when the agent is unknown or no longer the one
     /// working on its task (a result that arrives after a cancel is ignored).
     fn agent_ended(&mut self, agent_id: &str) -> Option<(usize, AgentType)> {
+        self.to_deliver.retain(|(a, _)| a != agent_id);
         let run = self.agents.remove(agent_id)?;
         let t = &mut self.tasks[run.task];
         if t.agent.as_deref() != Some(agent_id) {

@@ -10,6 +10,9 @@ impl Core {
         let mut out = Vec::new();
         // The ends of exited workers are decided whatever the run's state.
         self.exits(&mut out);
+        for (agent_id, text) in std::mem::take(&mut self.to_deliver) {
+            out.push(Decision::Deliver { agent_id, text });
+        }
         if !(self.finished || self.completing || !self.started) {
             self.rules(now_ms, &mut out);
         }

@@ -254,6 +254,11 @@ pub enum Decision {
     },
     /// Deny a permission request by the run's policy or its timeout.
     Refuse(Box<Refusal>),
+    /// Give a running agent what the user said to its task (`agent.message`).
+    Deliver {
+        agent_id: String,
+        text: String,
+    },
     /// Record how an agent ended (`agent.completed` or `agent.failed`).
     EndAgent {
         agent_id: String,
@@ -377,6 +382,8 @@ pub struct Core {
     turns: usize,
     /// Tasks the Main Agent handed to the scheduler; each is summarised when it ends.
     delegated: BTreeSet<String>,
+    /// Transient: what the user said to running agents, to give them.
+    to_deliver: Vec<(String, String)>,
 }
 
 /// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -437,6 +444,7 @@ impl Core {
             to_kill: BTreeSet::new(),
             turns: 0,
             delegated: BTreeSet::new(),
+            to_deliver: Vec::new(),
         }
     }
 

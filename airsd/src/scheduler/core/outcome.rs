@@ -316,6 +316,21 @@ impl Core {
     /// handed on, if any, is created (then run like any task of a plan).
     fn on_turn(&mut self, i: usize, result: &WorkerResult) {
         let output: Option<MainResult> = serde_json::from_value(result.result.clone()).ok();
+        // What the user asked to stop stops (a turn is never stopped this way).
+        for c in output.iter().flat_map(|o| &o.cancel) {
+            let Some(&j) = self.index.get(&c.task_id).filter(|_| !is_turn(&c.task_id)) else {
+                continue;
+            };
+            let t = &mut self.tasks[j];
+            if !is_terminal(t.status) {
+                t.cancel.get_or_insert_with(|| {
+                    (
+                        format!("the user asked to stop it: {}", c.reason),
+                        TaskStatus::Cancelled,
+                    )
+                });
+            }
+        }
         let t = &mut self.tasks[i];
         let Some(task) = output.and_then(|o| o.task) else {
             t.next = match result.status {

@@ -461,6 +461,14 @@ impl Shell {
                 }
                 Ok(())
             }
+            Decision::Deliver { agent_id, text } => {
+                // An agent that ended meanwhile is told nothing; its task's next agent
+                // has it among its notes.
+                if let Some(w) = self.workers.get(&agent_id) {
+                    w.tell(&text);
+                }
+                Ok(())
+            }
             Decision::Patrol { idle_ms, agents } => {
                 // Silent agents are killed as stalled by the timers; the patrol records
                 // where every agent stands, for people and for the log.

@@ -25,6 +25,7 @@ fn answer(d: &Dispatch, task: Option<DelegatedTask>) -> Play {
         },
         answer: "ok".into(),
         task,
+        cancel: Vec::new(),
     })
     .unwrap();
     res(r)
@@ -131,4 +132,56 @@ fn a_message_outside_a_run_is_a_record_only() {
     say(&mut sim, 1, "hello?");
     assert!(sim.settle().is_empty());
     assert_eq!(sim.core.status("main:1"), None);
+}
+
+#[test]
+fn said_to_a_running_task_it_reaches_its_agent_and_the_next_one_and_stop_cancels() {
+    let mut sim = Sim::new(config(2), &plan("## Task A: a\n\n## Task B: b\n"));
+    let started = sim.settle();
+    assert_eq!(started.len(), 2);
+    sim.record(Fact::UserMessage {
+        message_id: "m1".into(),
+        text: "@A use argparse".into(),
+        to: Some("A".into()),
+    });
+    let out = sim.core.decide(sim.now_ms);
+    assert!(
+        out.iter().any(|d| matches!(d, Decision::Deliver { agent_id, text } if agent_id == "A-executor-1" && text == "@A use argparse")),
+        "{out:?}"
+    );
+    assert_eq!(
+        sim.core.status("main:1"),
+        None,
+        "no turn for a message to a task"
+    );
+    // The reviewer that follows is told too.
+    let a = started.iter().find(|d| d.task_id == "A").unwrap().clone();
+    sim.finish(&a.agent_id, ok(&a));
+    let r = only(&sim.settle(), "A's reviewer").clone();
+    assert!(
+        r.notes.iter().any(|n| n.contains("use argparse")),
+        "{:?}",
+        r.notes
+    );
+
+    // "stop B": the turn's answer cancels B.
+    say(&mut sim, 2, "stop B");
+    let t = only(&sim.settle(), "the turn").clone();
+    let mut stop = result_for(&t, WorkerStatus::Completed, false);
+    stop.result = serde_json::to_value(MainResult {
+        intent: Intent::Chat,
+        answer: "Stopping B.".into(),
+        task: None,
+        cancel: vec![air_proto::conversation::CancelTask {
+            task_id: "B".into(),
+            reason: "the user said stop".into(),
+        }],
+    })
+    .unwrap();
+    sim.finish(&t.agent_id, res(stop));
+    sim.run(&mut |d| ok(d), 50);
+    let (status, reason) = finish_reason(&sim, "B");
+    assert_eq!(status, TaskStatus::Cancelled);
+    assert!(reason.unwrap().contains("the user asked to stop it"));
+    assert_eq!(sim.core.status("A"), Some(TaskStatus::Completed));
 }
