@@ -61,6 +61,11 @@ pub struct ChatArgs {
     /// Answer from the recording in DIR instead of a live provider (no key needed).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["session", "model", "provider"])]
     pub replay: Option<PathBuf>,
+    /// Start the work the Main Agent hands on without asking (in the default
+    /// permission mode it asks first; without a terminal and without --yes the work
+    /// is not started).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 pub async fn run(args: ChatArgs) -> CmdResult {
@@ -79,16 +84,37 @@ pub async fn run(args: ChatArgs) -> CmdResult {
     if args.prompt.is_none() && !args.json {
         eprintln!("air: session {session}");
     }
+    // Attached to the session as a person who answers: its questions wait for us.
+    conn.client
+        .hello(params::Hello {
+            hello: air_proto::api::ClientHello {
+                client: "air chat".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                protocol_version: air_proto::PROTOCOL_VERSION,
+                session_id: Some(session.clone()),
+                mode: air_proto::api::ClientMode::Steering,
+            },
+        })
+        .await
+        .map_err(rpc_failure)?;
+    // Confirmations are asked on the terminal only when stdin is not the messages.
+    let confirm = if args.yes {
+        Confirm::Yes
+    } else if args.prompt.is_some() && stdin.is_terminal() {
+        Confirm::Ask
+    } else {
+        Confirm::No
+    };
     let mut worst = exit::OK;
     if let Some(prompt) = &args.prompt {
-        worst = say(&conn, &session, prompt, args.json).await?;
+        worst = say(&conn, &session, prompt, args.json, confirm).await?;
     } else {
         for line in stdin.lock().lines() {
             let line = line.map_err(|e| Failure::from(format!("cannot read stdin: {e}")))?;
             if line.trim().is_empty() {
                 continue;
             }
-            worst = worst.max(say(&conn, &session, &line, args.json).await?);
+            worst = worst.max(say(&conn, &session, &line, args.json, confirm).await?);
         }
     }
     match worst {
@@ -122,6 +148,35 @@ async fn start(conn: &Connection, args: &ChatArgs) -> Result<String, Failure> {
         .await
         .map_err(rpc_failure)?;
     Ok(info.id)
+}
+
+/// How work the Main Agent hands on is confirmed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Confirm {
+    /// `--yes`.
+    Yes,
+    /// On the terminal.
+    Ask,
+    /// Not started: there is nobody to ask.
+    No,
+}
+
+/// The user's answer to "start this task?", and why when it is no.
+fn confirmation(how: Confirm, action: &str) -> (bool, Option<String>) {
+    match how {
+        Confirm::Yes => (true, Some("--yes".into())),
+        Confirm::No => (
+            false,
+            Some("there was no terminal to confirm it on (air chat --yes starts such work without asking)".into()),
+        ),
+        Confirm::Ask => {
+            eprint!("air: {action}? [y/N] ");
+            let mut line = String::new();
+            let yes = std::io::stdin().read_line(&mut line).is_ok()
+                && matches!(line.trim(), "y" | "Y" | "yes");
+            (yes, (!yes).then(|| "the user declined it".into()))
+        }
+    }
 }
 
 /// What one message set going, as its events tell it.
@@ -200,9 +255,15 @@ impl Exchange {
 }
 
 /// Sends one message and follows what it starts until the session's run is idle
-/// again; prints the answers (or, with `json`, every event). Returns the exit code of
-/// the work.
-async fn say(conn: &Connection, session: &str, text: &str, json: bool) -> Result<u8, Failure> {
+/// again, answering the confirmations it asks for as `confirm` says; prints the
+/// answers (or, with `json`, every event). Returns the exit code of the work.
+async fn say(
+    conn: &Connection,
+    session: &str,
+    text: &str,
+    json: bool,
+    confirm: Confirm,
+) -> Result<u8, Failure> {
     let after = conn
         .client
         .session_snapshot(params::Session {
@@ -225,19 +286,56 @@ async fn say(conn: &Connection, session: &str, text: &str, json: bool) -> Result
     }
     let progress = !json && std::io::stderr().is_terminal();
     let mut exchange = Exchange::default();
-    follow_events(conn, session, after, |seq, event| {
-        if json {
-            println!("{}", serde_json::to_string(event)?);
-        }
-        exchange.event(event, progress);
-        let done = seq > sent.seq && event.event_type == ev::RunCompleted::TYPE;
-        Ok(if done {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
+    let mut cursor = after;
+    loop {
+        let mut asked: Option<(String, String)> = None;
+        let mut done = false;
+        cursor = follow_events(conn, session, cursor, |seq, event| {
+            if json {
+                println!("{}", serde_json::to_string(event)?);
+            }
+            exchange.event(event, progress);
+            if event.event_type == ev::PermissionRequested::TYPE
+                && event.payload["tool"].as_str() == Some(air_proto::conversation::TASK_START)
+            {
+                let id = event.payload["request_id"].as_str().unwrap_or_default();
+                let action = event.payload["action"].as_str().unwrap_or_default();
+                asked = Some((id.to_string(), action.to_string()));
+                return Ok(ControlFlow::Break(()));
+            }
+            done = seq > sent.seq && event.event_type == ev::RunCompleted::TYPE;
+            Ok(if done {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
         })
-    })
-    .await?;
+        .await?;
+        if done {
+            break;
+        }
+        let Some((request_id, action)) = asked else {
+            break;
+        };
+        let (allow, reason) = confirmation(confirm, &action);
+        if !allow && confirm == Confirm::No {
+            eprintln!("air: not started: {action} (in the default permission mode it needs a confirmation: --yes, or answer in `air attach -s {session}`)");
+        }
+        // Answered first by someone else (another terminal): that answer stands.
+        let _ = conn
+            .client
+            .permission_respond(params::PermissionRespond {
+                session_id: session.to_string(),
+                request_id,
+                decision: if allow {
+                    air_proto::payload::PermissionDecision::Allow
+                } else {
+                    air_proto::payload::PermissionDecision::Deny
+                },
+                reason,
+            })
+            .await;
+    }
     if !json {
         let answers: Vec<&str> = exchange.answers.iter().map(|(_, a)| a.trim()).collect();
         println!("{}", answers.join("\n\n"));

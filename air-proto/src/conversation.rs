@@ -71,6 +71,11 @@ pub fn turn_spec(
     }
 }
 
+/// The tool a request for the user's confirmation of work handed on names, and the
+/// prefix of its request id (`confirm:T1`).
+pub const TASK_START: &str = "task.start";
+pub const CONFIRM_PREFIX: &str = "confirm:";
+
 /// How a summary turn's title begins (the rest names the tasks).
 pub const SUMMARY_TITLE: &str = "Summarise ";
 

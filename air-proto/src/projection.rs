@@ -437,8 +437,9 @@ fn push_recent<T>(list: &mut VecDeque<T>, item: T) {
 impl Projection {
     /// Where the Main Agent is (D-005), read from the session's turns and tasks: a
     /// turn under way is `CLASSIFYING` (or `SUMMARIZING` for a summary, or
-    /// `INTERRUPTING` while delegated work runs); work of the task graph open with no
-    /// turn under way is `EXECUTING`; otherwise `IDLE`.
+    /// `INTERRUPTING` while delegated work runs); with no turn under way, work handed
+    /// on waiting for the user's confirmation is `CONFIRMING`, other open work of the
+    /// task graph `EXECUTING`; otherwise `IDLE`.
     pub fn main_state(&self) -> MainState {
         use crate::conversation::{is_turn, SUMMARY_TITLE};
         let turn = self
@@ -449,10 +450,15 @@ impl Projection {
             .tasks
             .iter()
             .any(|t| !is_turn(&t.id) && !t.status.is_terminal());
+        let confirming = self
+            .permission_requests
+            .iter()
+            .any(|r| r.request.tool.as_deref() == Some(crate::conversation::TASK_START));
         match turn {
             Some(t) if t.title.starts_with(SUMMARY_TITLE) => MainState::Summarizing,
             Some(_) if work => MainState::Interrupting,
             Some(_) => MainState::Classifying,
+            None if confirming => MainState::Confirming,
             None if work => MainState::Executing,
             None => MainState::Idle,
         }

@@ -138,7 +138,7 @@ impl Turn {
                     self.intent = Some(Intent::SimpleTask);
                 }
                 Ok(format!(
-                    "Accepted: \"{title}\" starts as a task when this turn ends. Now tell the user in a sentence or two what will be done; you will summarise it when it ends."
+                    "Accepted: \"{title}\" becomes a task when this turn ends (in the default permission mode it starts once the user confirms it). Now tell the user in a sentence or two what will be done; you will summarise it when it ends."
                 ))
             }
             CANCEL => {

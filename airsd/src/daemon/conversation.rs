@@ -134,14 +134,24 @@ impl DaemonState {
         }
         if let Some(handle) = self.run_handle(session_id) {
             let sent = self
-                .control_run(session_id, Control::Message(Box::new(message.clone())))
+                .control_run(session_id, Control::Record(Box::new(message.clone())))
                 .await;
-            match sent {
-                Ok(true) => return self.sent(&session, message_id).await,
-                // The run ended meanwhile: it is continued below, once its scheduler
-                // is gone.
-                _ => handle.wait().await,
+            if let Ok(true) = sent {
+                return self.sent(&session, message_id).await;
             }
+            // The run ended meanwhile: it is continued below, once its scheduler is
+            // gone. Otherwise the store refused the message.
+            let ended = session.bus().read(|p, _| {
+                p.run
+                    .as_ref()
+                    .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+            });
+            if !ended {
+                return Err(Error::Refused(format!(
+                    "the message was not recorded in session {session_id}; see airsd's log"
+                )));
+            }
+            handle.wait().await;
         }
         let config = self.shell_config()?;
         let recovered = {

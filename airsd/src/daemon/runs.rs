@@ -587,6 +587,27 @@ impl DaemonState {
                 reason,
             },
         )?;
+        // The answer to a confirmation is the scheduler's to fold: it goes through it.
+        if request_id.starts_with(crate::scheduler::core::CONFIRM)
+            && self.run_handle(session_id).is_some()
+        {
+            self.control_run(session_id, Control::Record(Box::new(e)))
+                .await
+                .map_err(|_| {
+                    Error::Refused(format!(
+                        "permission request {request_id} was answered first, or its run ended"
+                    ))
+                })?;
+            let conn = session.readers().get()?;
+            let seq: Option<u64> = conn
+                .query_row(
+                    "SELECT seq FROM events WHERE type = 'permission.decision.recorded' AND json_extract(payload_json, '$.request_id') = ?1",
+                    [request_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            return Ok(seq.unwrap_or_default());
+        }
         Ok(session.store().append(e).await?.seq)
     }
 

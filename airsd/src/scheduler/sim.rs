@@ -190,6 +190,9 @@ impl Sim {
                     }),
                     Decision::CreateTask(spec) => self.record(Fact::TaskCreated(spec)),
                     Decision::Deliver { .. } => {}
+                    Decision::AskConfirmation { task_id, .. } => {
+                        self.record(Fact::ConfirmationAsked { task_id })
+                    }
                     Decision::WarnSoftTimeout { agent_id, .. } => {
                         self.record(Fact::SoftTimeoutWarned { agent_id })
                     }

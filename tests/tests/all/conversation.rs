@@ -234,7 +234,10 @@ fn a_simple_task_runs_through_executor_and_reviewer_and_is_summarised() {
             },
             Exchange {
                 request: None,
-                expect: expect(&["Accepted: \\\"Write hello.txt\\\" starts as a task"], &[]),
+                expect: expect(
+                    &["Accepted: \\\"Write hello.txt\\\" becomes a task when this turn ends"],
+                    &[],
+                ),
                 reply: text(
                     "I've asked for hello.txt to be written; I'll tell you when it's done.",
                 ),
@@ -585,4 +588,115 @@ fn stop_cancels_the_running_task_and_a_change_of_mind_is_recorded() {
         assert_eq!(change, "hello.txt in French");
         state.stop_runs().await;
     });
+}
+
+/// `air chat -p` in the default permission mode: with `--yes` the task the Main
+/// Agent hands on starts, runs through executor and reviewer, and both answers reach
+/// stdout (exit 0); without a terminal and without `--yes` it is not started, the
+/// user is told why, and the command exits 3 (the work needs a human).
+#[test]
+fn air_chat_confirms_work_with_yes_and_never_starts_it_unasked() {
+    let rt = crate::rt();
+    let turn = |summary: &str| {
+        vec![
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call("m1", "delegate_task", hello_task()),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["it starts once the user confirms it"], &[]),
+                reply: text("I'll have hello.txt written."),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: text(summary),
+            },
+        ]
+    };
+    // With --yes.
+    let p = crate::daemon::Project::new();
+    let mut exchanges = turn("");
+    exchanges.pop();
+    exchanges.extend([
+        Exchange {
+            request: None,
+            expect: expect(&["# Task T1: Write hello.txt"], &[]),
+            reply: call(
+                "e1",
+                "fs_write",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: call(
+                "e2",
+                "submit_result",
+                json!({"status": "completed", "summary": "Wrote hello.txt."}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: review("approved", json!([])),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["T1 (completed)"], &[]),
+            reply: text("Done: hello.txt says hello."),
+        },
+    ]);
+    let mock = rt.block_on(MockProvider::start(exchanges));
+    let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
+    let args = ["-p", "/task write hello.txt", "--yes"];
+    let out = rt
+        .block_on(async {
+            tokio::process::Command::from(chat_command(&p, &args, &env))
+                .output()
+                .await
+        })
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "I'll have hello.txt written.\n\nDone: hello.txt says hello.\n"
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+
+    // Without: nothing is started.
+    let q = crate::daemon::Project::new();
+    let mock = rt.block_on(MockProvider::start(turn(
+        "T1 was not started: you did not confirm it.",
+    )));
+    let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
+    let args = ["-p", "/task write hello.txt"];
+    let out = rt
+        .block_on(async {
+            tokio::process::Command::from(chat_command(&q, &args, &env))
+                .output()
+                .await
+        })
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("not started: start task T1: Write hello.txt"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("you did not confirm it.\n"));
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    assert!(!q.root.join("hello.txt").exists());
 }

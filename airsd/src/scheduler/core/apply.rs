@@ -15,8 +15,10 @@ impl Core {
                 concurrency,
                 on_ask,
                 budgets,
+                confirm,
             } => {
                 self.started = true;
+                self.confirm = *confirm;
                 self.config.concurrency = (*concurrency).max(1);
                 self.on_ask = *on_ask;
                 self.budgets = budgets.clone();
@@ -251,6 +253,29 @@ impl Core {
                 // What was answered is no longer pending; a request still pending
                 // after an answer failed to be written is answered again.
                 self.answered.clear();
+            }
+            Fact::ConfirmationAsked { task_id } => {
+                self.asking.remove(task_id);
+                if let Some(asked) = self.awaiting.get_mut(task_id) {
+                    *asked = true;
+                }
+            }
+            Fact::Confirmed {
+                task_id,
+                allow,
+                reason,
+            } => {
+                if self.awaiting.remove(task_id).is_none() {
+                    return;
+                }
+                if !allow {
+                    if let Some(t) = self.task_mut(task_id) {
+                        let why = reason.as_deref().unwrap_or("the user declined it");
+                        t.cancel.get_or_insert_with(|| {
+                            (format!("not started: {why}"), TaskStatus::Cancelled)
+                        });
+                    }
+                }
             }
             Fact::UserMessage {
                 message_id,

@@ -46,6 +46,7 @@ impl Core {
         self.timers(now_ms, out);
         self.cancellations(out);
         self.unreachable(out);
+        self.confirmations(out);
         self.readiness(out);
         self.finishes(out);
         self.milestones(out);
@@ -175,10 +176,31 @@ impl Core {
         }
     }
 
+    /// Asks the user to confirm each task handed on that waits for it, once.
+    fn confirmations(&mut self, out: &mut Vec<Decision>) {
+        for (task_id, asked) in &self.awaiting {
+            if *asked || self.asking.contains(task_id) {
+                continue;
+            }
+            let Some(&i) = self.index.get(task_id) else {
+                continue;
+            };
+            self.asking.insert(task_id.clone());
+            out.push(Decision::AskConfirmation {
+                task_id: task_id.clone(),
+                title: self.tasks[i].spec.title.clone(),
+            });
+        }
+    }
+
     fn readiness(&mut self, out: &mut Vec<Decision>) {
         let mut ready = Vec::new();
         for (i, t) in self.tasks.iter().enumerate() {
             if t.status != TaskStatus::Pending || t.in_flight || t.cancel.is_some() {
+                continue;
+            }
+            // Work handed on in `default` mode starts once the user confirms it.
+            if self.awaiting.contains_key(&t.spec.id) {
                 continue;
             }
             let deps_done = t.spec.dependencies.iter().all(|d| {
@@ -464,6 +486,11 @@ impl Core {
 
     fn completion(&mut self, out: &mut Vec<Decision>) {
         if self.tasks.iter().any(|t| t.in_flight) {
+            return;
+        }
+        // A confirmation asked for is answered by the user or, in time, by the ask
+        // policy: the run waits for it.
+        if !self.awaiting.is_empty() {
             return;
         }
         let open: Vec<usize> = self

@@ -54,6 +54,7 @@ const TABLE: &[Entry] = &[
             concurrency: run.concurrency,
             on_ask: run.on_ask,
             budgets: run.budgets,
+            confirm: run.permission_mode == air_proto::plan::PermissionMode::Default,
         })
     }),
     entry(ev::RunCompleted::TYPE, |_, v| {
@@ -68,6 +69,21 @@ const TABLE: &[Entry] = &[
     }),
     entry(ev::TaskCreated::TYPE, |_, v| {
         Some(Fact::TaskCreated(Box::new(de::<p::TaskCreated>(v)?.task)))
+    }),
+    entry(ev::PermissionRequested::TYPE, |_, v| {
+        let pl: p::PermissionRequested = de(v)?;
+        (pl.tool.as_deref() == Some(TASK_START)).then_some(Fact::ConfirmationAsked {
+            task_id: pl.task_id?,
+        })
+    }),
+    entry(ev::PermissionDecisionRecorded::TYPE, |_, v| {
+        let pl: p::PermissionDecisionRecorded = de(v)?;
+        let task_id = pl.request_id?.strip_prefix(CONFIRM)?.to_string();
+        Some(Fact::Confirmed {
+            task_id,
+            allow: pl.decision == p::PermissionDecision::Allow,
+            reason: pl.reason,
+        })
     }),
     entry(ev::UserMessageCreated::TYPE, |_, v| {
         let pl: p::MessageCreated = de(v)?;

@@ -91,6 +91,9 @@ pub enum Fact {
         concurrency: u32,
         on_ask: OnAsk,
         budgets: Budgets,
+        /// Work the Main Agent hands on waits for the user's confirmation (the
+        /// `default` permission mode, D-017).
+        confirm: bool,
     },
     TaskCreated(Box<TaskSpec>),
     TaskReady {
@@ -163,6 +166,17 @@ pub enum Fact {
     Retried {
         task_ids: Vec<String>,
     },
+    /// The user was asked to confirm a task the Main Agent handed on
+    /// (`permission.requested` for `task.start`).
+    ConfirmationAsked {
+        task_id: String,
+    },
+    /// The user (or the run's policy) answered it (`permission.decision.recorded`).
+    Confirmed {
+        task_id: String,
+        allow: bool,
+        reason: Option<String>,
+    },
     /// The user said something (`user.message.created`): a turn of the Main Agent
     /// answers it.
     UserMessage {
@@ -207,6 +221,7 @@ impl Fact {
             concurrency,
             on_ask: OnAsk::Queue,
             budgets: Budgets::default(),
+            confirm: false,
         }
     }
 }
@@ -254,6 +269,11 @@ pub enum Decision {
     },
     /// Deny a permission request by the run's policy or its timeout.
     Refuse(Box<Refusal>),
+    /// Ask the user to confirm a task the Main Agent handed on before it starts.
+    AskConfirmation {
+        task_id: String,
+        title: String,
+    },
     /// Give a running agent what the user said to its task (`agent.message`).
     Deliver {
         agent_id: String,
@@ -384,6 +404,12 @@ pub struct Core {
     delegated: BTreeSet<String>,
     /// Transient: what the user said to running agents, to give them.
     to_deliver: Vec<(String, String)>,
+    /// Whether work handed on waits for the user's confirmation.
+    confirm: bool,
+    /// Tasks handed on that wait for it, and whether the user was asked.
+    awaiting: BTreeMap<String, bool>,
+    /// Transient: confirmations asked for whose fact has not come back.
+    asking: BTreeSet<String>,
 }
 
 /// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -445,6 +471,9 @@ impl Core {
             turns: 0,
             delegated: BTreeSet::new(),
             to_deliver: Vec::new(),
+            confirm: false,
+            awaiting: BTreeMap::new(),
+            asking: BTreeSet::new(),
         }
     }
 
@@ -581,6 +610,13 @@ impl Core {
         requested_ms.min(cap.saturating_sub(a.extended_ms))
     }
 }
+
+/// The id of the request that asks the user to confirm a task handed on.
+pub fn confirmation_id(task_id: &str) -> String {
+    format!("{CONFIRM}{task_id}")
+}
+
+pub use air_proto::conversation::{CONFIRM_PREFIX as CONFIRM, TASK_START};
 
 /// A task the scheduler adds to a phase (a milestone review, or a follow-up of one):
 /// no scope, no dependencies, no required verification, the phase's constraints.

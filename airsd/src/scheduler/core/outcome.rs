@@ -345,6 +345,9 @@ impl Core {
             Some(format!("handed on as task {id}")),
         );
         self.delegated.insert(id.clone());
+        if self.confirm {
+            self.awaiting.insert(id.clone(), false);
+        }
         self.to_create.push(task.spec(id));
     }
 

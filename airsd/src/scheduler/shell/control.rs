@@ -76,11 +76,22 @@ impl Shell {
                 }
                 self.event(&p::TasksRetried { task_ids, by })?
             }
-            Control::Message(e) => {
+            Control::Record(e) => {
                 if self.core.is_finished() {
                     return Ok(false);
                 }
-                *e
+                // Appended alone: an event the store refuses (an answer that came
+                // second) is refused to its caller, and the run goes on.
+                self.flush().await?;
+                let fact = fact_of(&e.event_type, &e.payload);
+                if let Err(why) = self.ctx.session.store().append(*e).await {
+                    tracing::info!("a client's event was not recorded: {why}");
+                    return Ok(false);
+                }
+                if let Some(fact) = fact {
+                    self.core.apply(&fact, now_ms());
+                }
+                return Ok(true);
             }
             Control::Shutdown => return Ok(true),
         };

@@ -102,9 +102,10 @@ pub enum Control {
         task_id: Option<String>,
         by: Option<String>,
     },
-    /// A user message (`user.message.created`), recorded by the scheduler so that
-    /// its turn is asked for in order with everything else the run records.
-    Message(Box<RuntimeEvent>),
+    /// An event a client asked for that the core folds (a user message, the answer
+    /// to a confirmation), recorded by the scheduler so that it is in order with
+    /// everything else the run records.
+    Record(Box<RuntimeEvent>),
     /// airsd is stopping: kill the workers and end the loop without recording
     /// anything (the next start recovers the run).
     Shutdown,
@@ -459,6 +460,22 @@ impl Shell {
                 if let Some(w) = self.workers.get(&agent_id) {
                     w.kill();
                 }
+                Ok(())
+            }
+            Decision::AskConfirmation { task_id, title } => {
+                let e = self.event(&p::PermissionRequested {
+                    request_id: crate::scheduler::core::confirmation_id(&task_id),
+                    action: format!("start task {task_id}: {title}"),
+                    tool: Some(crate::scheduler::core::TASK_START.into()),
+                    tool_run_id: None,
+                    agent_id: None,
+                    task_id: Some(task_id),
+                    risk: None,
+                    reason: Some(
+                        "the Main Agent handed this work on; in the default permission mode you confirm it before it starts".into(),
+                    ),
+                })?;
+                self.push(vec![e]);
                 Ok(())
             }
             Decision::Deliver { agent_id, text } => {

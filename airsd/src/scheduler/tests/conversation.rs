@@ -185,3 +185,58 @@ fn said_to_a_running_task_it_reaches_its_agent_and_the_next_one_and_stop_cancels
     assert!(reason.unwrap().contains("the user asked to stop it"));
     assert_eq!(sim.core.status("A"), Some(TaskStatus::Completed));
 }
+
+/// In the `default` permission mode (D-017) a task handed on waits for the user:
+/// asked once, started on yes, cancelled with the reason on no; the run waits for
+/// the answer rather than ending or escalating.
+#[test]
+fn work_handed_on_in_default_mode_waits_for_the_users_confirmation() {
+    for allow in [true, false] {
+        let start = Fact::RunStarted {
+            concurrency: 1,
+            on_ask: air_proto::plan::OnAsk::Deny,
+            budgets: Default::default(),
+            confirm: true,
+        };
+        let mut sim = Sim::with_start(config(1), start, &[]);
+        say(&mut sim, 1, "/task write hello.txt");
+        let t = only(&sim.settle(), "the turn").clone();
+        sim.finish(&t.agent_id, answer(&t, Some(hello())));
+        assert!(sim.settle().is_empty(), "nothing starts before the answer");
+        let asks: Vec<&Decision> = sim
+            .decisions
+            .iter()
+            .filter(|d| matches!(d, Decision::AskConfirmation { .. }))
+            .collect();
+        assert_eq!(asks.len(), 1, "asked once: {asks:?}");
+        assert_eq!(sim.core.status("T1"), Some(TaskStatus::Pending));
+        assert!(!sim.core.is_finished(), "the run waits for the answer");
+        sim.record(Fact::Confirmed {
+            task_id: "T1".into(),
+            allow,
+            reason: (!allow).then(|| "the user declined it".into()),
+        });
+        sim.run(
+            &mut |d| {
+                if d.role == AgentType::Main {
+                    answer(d, None)
+                } else {
+                    ok(d)
+                }
+            },
+            50,
+        );
+        if allow {
+            assert_eq!(sim.core.status("T1"), Some(TaskStatus::Completed));
+        } else {
+            let (status, reason) = finish_reason(&sim, "T1");
+            assert_eq!(status, TaskStatus::Cancelled);
+            assert_eq!(reason.as_deref(), Some("not started: the user declined it"));
+        }
+        assert_eq!(
+            sim.core.status("main:2"),
+            Some(TaskStatus::Completed),
+            "summarised"
+        );
+    }
+}

@@ -13,6 +13,7 @@ fn started(on_ask: OnAsk, budgets: Budgets, concurrency: u32) -> Fact {
         concurrency,
         on_ask,
         budgets,
+        confirm: false,
     }
 }
 
