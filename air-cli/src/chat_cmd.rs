@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use air_proto::api::{params, AirApiClient};
 use air_proto::client::Connection;
-use air_proto::conversation::is_turn;
+use air_proto::conversation::{in_conversation, is_turn};
 use air_proto::events as ev;
 use air_proto::projection::TaskStatus;
 use clap::Args;
@@ -31,6 +31,10 @@ pub struct ChatArgs {
     /// Send this one message, print the answer on stdout and exit (print mode).
     #[arg(short = 'p', long = "print", value_name = "PROMPT")]
     pub prompt: Option<String>,
+    /// Do the work at once in the foreground (each message as `/direct …`): an
+    /// executor with the tools, its answer on stdout.
+    #[arg(long)]
+    pub direct: bool,
     /// Continue the conversation of this session (default: a new one).
     #[arg(long, short = 's', value_name = "ID")]
     pub session: Option<String>,
@@ -105,16 +109,23 @@ pub async fn run(args: ChatArgs) -> CmdResult {
     } else {
         Confirm::No
     };
+    let lane = |text: &str| {
+        if args.direct {
+            format!("/direct {text}")
+        } else {
+            text.to_string()
+        }
+    };
     let mut worst = exit::OK;
     if let Some(prompt) = &args.prompt {
-        worst = say(&conn, &session, prompt, args.json, confirm).await?;
+        worst = say(&conn, &session, &lane(prompt), args.json, confirm).await?;
     } else {
         for line in stdin.lock().lines() {
             let line = line.map_err(|e| Failure::from(format!("cannot read stdin: {e}")))?;
             if line.trim().is_empty() {
                 continue;
             }
-            worst = worst.max(say(&conn, &session, &line, args.json, confirm).await?);
+            worst = worst.max(say(&conn, &session, &lane(&line), args.json, confirm).await?);
         }
     }
     match worst {
@@ -193,7 +204,7 @@ impl Exchange {
         let task = event.payload.get("task_id").and_then(|t| t.as_str());
         match event.event_type.as_str() {
             ev::AssistantMessageCreated::TYPE => {
-                let Some(turn) = task.filter(|t| is_turn(t)) else {
+                let Some(turn) = task.filter(|t| in_conversation(t)) else {
                     return;
                 };
                 let text = event

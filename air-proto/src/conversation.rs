@@ -26,6 +26,32 @@ pub fn is_turn(task_id: &str) -> bool {
     task_id.starts_with(TURN_PREFIX)
 }
 
+/// The id namespace of the direct lane, `direct:<n>`: work done at once, in the
+/// foreground, by an executor that answers in plain text (D-005's direct mode).
+pub const DIRECT_PREFIX: &str = "direct:";
+
+/// Whether a task id is work of the direct lane.
+pub fn is_direct(task_id: &str) -> bool {
+    task_id.starts_with(DIRECT_PREFIX)
+}
+
+/// Whether what a task's agents write is part of the conversation: a turn of the
+/// Main Agent, or work of the direct lane.
+pub fn in_conversation(task_id: &str) -> bool {
+    is_turn(task_id) || is_direct(task_id)
+}
+
+/// The task of the direct lane's `n`th request (1-based): the user's words as they
+/// were sent, the plan's default limits, no retry, no required verification.
+pub fn direct_spec(n: usize, message: &str, message_id: Option<&str>) -> TaskSpec {
+    let mut spec = turn_spec(n, "Do what the user asked", message, message_id, &[]);
+    spec.id = format!("{DIRECT_PREFIX}{n}");
+    spec.constraints.max_turns = DEFAULT_MAX_TURNS;
+    spec.constraints.soft_timeout_ms = crate::plan::DEFAULT_SOFT_TIMEOUT_MS;
+    spec.constraints.hard_timeout_ms = crate::plan::DEFAULT_HARD_TIMEOUT_MS;
+    spec
+}
+
 /// How long one turn of the Main Agent may take, and how many model turns: a turn
 /// answers or hands work on, it does not do the work.
 pub const TURN_MAX_TURNS: u32 = 24;

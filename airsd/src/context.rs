@@ -39,8 +39,9 @@ const SYSTEM: &str = include_str!("../../resources/prompts/system.md");
 
 /// The agent type's prompt; the Architecture Designer consulted about a task (an
 /// `execute` task, not a milestone review) has its own.
-fn role_prompt(role: AgentType, consulted: bool) -> &'static str {
+fn role_prompt(role: AgentType, consulted: bool, direct: bool) -> &'static str {
     match role {
+        AgentType::Executor if direct => include_str!("../../resources/prompts/direct.md"),
         AgentType::ArchitectureDesigner if consulted => {
             include_str!("../../resources/prompts/consult.md")
         }
@@ -295,6 +296,16 @@ fn session_tasks_text(tasks: &[TaskLine]) -> Option<String> {
     Some(s)
 }
 
+/// The task section of the direct lane: what the user asked, to do now.
+fn direct_text(t: &TaskSpec) -> String {
+    let text = air_proto::conversation::named_intent(&t.description)
+        .map_or(t.description.as_str(), |(_, rest)| rest);
+    format!(
+        "# The user's request\n\n{}\n\nDo it now with the tools, check it, then answer in plain text.\n",
+        nest_headings(text.trim(), 1).trim_end()
+    )
+}
+
 /// The task section of a turn of the Main Agent: the message to answer, or the work
 /// to summarise.
 fn turn_text(t: &TaskSpec) -> String {
@@ -463,6 +474,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     let spec = req.spec;
     let consulted = req.role == AgentType::ArchitectureDesigner
         && spec.task_type == air_proto::task::TaskType::Execute;
+    let direct = air_proto::conversation::is_direct(&spec.id);
     let mut omissions = Vec::new();
     let mut included = IncludedRefs::default();
 
@@ -493,6 +505,8 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         name: "task",
         text: if req.role == AgentType::Main {
             turn_text(spec)
+        } else if direct {
+            direct_text(spec)
         } else {
             task_text(spec, req.role)
         },
@@ -645,8 +659,8 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         });
     }
 
-    // The Main Agent reads the conversation before the message it answers.
-    if req.role == AgentType::Main && !sections.is_empty() {
+    // The Main Agent and the direct lane read the conversation before the message.
+    if (req.role == AgentType::Main || direct) && !sections.is_empty() {
         let message = sections.remove(0);
         sections.push(message);
     }
@@ -658,7 +672,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     by_section.insert("system".to_string(), estimate(SYSTEM));
     by_section.insert(
         "role".to_string(),
-        estimate(role_prompt(req.role, consulted)),
+        estimate(role_prompt(req.role, consulted, direct)),
     );
     if !rules_text.is_empty() {
         by_section.insert("rules".to_string(), estimate(&rules_text));
@@ -736,7 +750,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
 
     let mut system = vec![
         SYSTEM.trim().to_string(),
-        role_prompt(req.role, consulted).trim().to_string(),
+        role_prompt(req.role, consulted, direct).trim().to_string(),
     ];
     if !rules_text.is_empty() {
         system.push(rules_text);
@@ -1057,7 +1071,7 @@ mod tests {
         assert_eq!(e.by_section["system"], estimate(SYSTEM));
         assert_eq!(
             e.by_section["role"],
-            estimate(role_prompt(AgentType::Executor, false))
+            estimate(role_prompt(AgentType::Executor, false, false))
         );
         assert_eq!(
             e.by_section["plan"],

@@ -509,12 +509,15 @@ async fn run_with(
     let consulted = role == AgentType::ArchitectureDesigner
         && start.task_spec.task_type == air_proto::task::TaskType::Execute;
     let output = submit::Output::of(role, consulted);
-    // The Main Agent ends its turn with its answer, not a form.
+    // The Main Agent ends its turn with its answer, not a form; so does the direct
+    // lane's executor (D-005).
     let main = role == AgentType::Main;
+    let direct =
+        start.runtime.permission_template == air_proto::context::PermissionTemplate::MainDirect;
     let mut talk = crate::converse::Turn::of(start);
     if main {
         tools.extend(talk.tools());
-    } else {
+    } else if !direct {
         tools.push(submit::tool_for(output));
     }
     let Some(context) = start.context_pack.assembled.as_deref() else {
@@ -843,9 +846,12 @@ async fn run_with(
         let stopped = turn.stop_reason;
         let said = assistant.texts().join("\n");
         request.messages.push(assistant);
-        if answers.is_empty() && main && stopped != Some(StopReason::MaxTokens) {
-            // Plain text is the Main Agent's answer (and, unclassified, chat).
+        if answers.is_empty() && (main || direct) && stopped != Some(StopReason::MaxTokens) {
+            // Plain text is the answer (the Main Agent's: chat when unclassified).
             link.progress(LoopState::Finalizing, turn_no + 1, tokens);
+            if direct {
+                return crate::converse::direct_end(start, said.trim().to_string(), &seen.changed);
+            }
             return talk.end(start, said.trim().to_string());
         }
         if answers.is_empty() {
@@ -861,7 +867,7 @@ async fn run_with(
         }
         // Near the end of the turn budget, the agent is told, once a turn.
         let left = max_turns.saturating_sub(turn_no + 1);
-        if (1..=TURNS_WARNED).contains(&left) && main {
+        if (1..=TURNS_WARNED).contains(&left) && (main || direct) {
             answers.push(ContentBlock::text(format!(
                 "{left} turn{} left of {max_turns}: answer the user now with what you have.",
                 if left == 1 { "" } else { "s" }

@@ -113,10 +113,10 @@ impl Turn {
                 self.intent = Some(c.intent);
                 Ok(match c.intent {
                     Intent::Chat => "Noted: chat. Answer the user; read what you need first.".into(),
-                    Intent::SimpleTask | Intent::Direct => format!(
-                        "Noted: {}. Write the task with {DELEGATE} (what to change, checks that show it done, the files, the command that proves it), then tell the user in a sentence or two what will be done.",
-                        c.intent.as_str()
+                    Intent::SimpleTask => format!(
+                        "Noted: simple_task. Write the task with {DELEGATE} (what to change, checks that show it done, the files, the command that proves it), then tell the user in a sentence or two what will be done."
                     ),
+                    Intent::Direct => "Noted: direct. End your turn now with one short sentence: an executor starts on the user's words at once, in the foreground, and answers them itself.".into(),
                     Intent::NeedsPlanning => "Noted: needs_planning. Planning from a requirement is not available in this version of air: tell the user so plainly, and offer to run it as one task (`/task …`) or from a plan file (`air run --plan plan.md`). Do not start work yourself.".into(),
                 })
             }
@@ -186,6 +186,21 @@ impl Turn {
         r.result = serde_json::to_value(&result).unwrap_or_default();
         r
     }
+}
+
+/// The direct lane's result: the executor's plain answer, and the files its calls
+/// changed (airsd's record decides, as for any task).
+pub fn direct_end(start: &AgentStart, answer: String, changed: &[String]) -> WorkerResult {
+    let mut r = WorkerResult::new(
+        &start.task_spec.id,
+        &start.runtime.agent_id,
+        AgentType::Executor,
+        WorkerStatus::Completed,
+        answer.clone(),
+    );
+    r.changed_files = changed.to_vec();
+    r.result = serde_json::json!({ "answer": answer });
+    r
 }
 
 #[cfg(test)]

@@ -134,11 +134,12 @@ pub struct StoredMessage {
 }
 
 /// The conversation with the Main Agent, oldest first, at most `limit` of the latest
-/// messages: the user's messages and what the turns' agents wrote.
+/// messages: the user's messages and what the turns' and the direct lane's agents
+/// wrote.
 pub fn conversation(conn: &Connection, limit: u32) -> Result<Vec<StoredMessage>> {
     let mut stmt = conn.prepare(
         "SELECT id, role, content_json FROM messages
-         WHERE role = 'user' OR task_id LIKE 'main:%'
+         WHERE role = 'user' OR task_id LIKE 'main:%' OR task_id LIKE 'direct:%'
          ORDER BY seq DESC LIMIT ?1",
     )?;
     let mut rows = stmt.query([limit])?;

@@ -700,3 +700,121 @@ fn air_chat_confirms_work_with_yes_and_never_starts_it_unasked() {
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
     assert!(!q.root.join("hello.txt").exists());
 }
+
+/// `air chat -p --direct`: air's one-shot agent. An executor in the foreground lane
+/// runs a command and answers in plain text, on stdout, exit 0; no Main Agent turn
+/// before it, no result form, no reviewer after it.
+#[test]
+fn air_chat_direct_runs_a_command_and_answers_on_stdout() {
+    let p = crate::daemon::Project::new();
+    let rt = crate::rt();
+    let mock = rt.block_on(MockProvider::start(vec![
+        Exchange {
+            request: None,
+            expect: expect(
+                &["# The user's request", "say hi with echo", "Do it now"],
+                &["shell_run", "fs_write"],
+            ),
+            reply: call("d1", "shell_run", json!({"command": "echo hi"})),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["Exit code 0", "hi"], &[]),
+            reply: text("I ran `echo hi`; it printed hi."),
+        },
+    ]));
+    let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
+    let args = ["-p", "say hi with echo", "--direct"];
+    let out = rt
+        .block_on(async {
+            tokio::process::Command::from(chat_command(&p, &args, &env))
+                .output()
+                .await
+        })
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "I ran `echo hi`; it printed hi.\n"
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    let bodies: Vec<Value> = mock.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 2, "no turn before, no reviewer after");
+    assert!(!offered(&bodies[0]).iter().any(|t| t == "submit_result"));
+}
+
+/// A message the model classifies `direct` goes to the direct lane after the turn.
+#[test]
+fn a_message_classified_direct_is_done_in_the_direct_lane() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call(
+                    "m1",
+                    "classify",
+                    json!({"intent": "direct", "reason": "small, now"}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["Noted: direct"], &[]),
+                reply: text("On it."),
+            },
+            Exchange {
+                request: None,
+                expect: expect(
+                    &[
+                        "# The user's request",
+                        "write hi.txt saying hi",
+                        "## The conversation so far",
+                        "On it.",
+                    ],
+                    &[],
+                ),
+                reply: call(
+                    "d1",
+                    "fs_write",
+                    json!({"path": "hi.txt", "content": "hi\n"}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: text("Wrote hi.txt."),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = conversation(&state).await;
+        state
+            .converse(&session, "write hi.txt saying hi", None, None)
+            .await
+            .unwrap();
+        let p = until(&state, &session, |p| answered(p, "direct:1")).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(
+            p.task("direct:1").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("hi.txt")).unwrap(),
+            "hi\n"
+        );
+        assert_eq!(
+            p.task("main:2"),
+            None,
+            "the direct lane's answer is its own summary"
+        );
+        state.stop_runs().await;
+    });
+}

@@ -302,6 +302,13 @@ impl Core {
                     }
                     return;
                 }
+                // `/direct …` goes to the direct lane at once, with no turn before it.
+                if air_proto::conversation::named_intent(text)
+                    .is_some_and(|(i, _)| i == Intent::Direct)
+                {
+                    self.ask_direct(text, Some(message_id));
+                    return;
+                }
                 self.ask_turn("Reply to the user", text, Some(message_id), &[]);
             }
             Fact::ResultReceived { agent_id, result } => self.result_received(agent_id, result),

@@ -360,11 +360,12 @@ impl Core {
         if self.paused || self.stopped.is_some() || self.cancelled.is_some() {
             return;
         }
-        // The Main Agent's turns take no slot: the user is answered while work runs.
+        // The Main Agent's turns and the direct lane take no slot: the user is answered
+        // (and served) while the task graph's work runs.
         let running = self
             .agents
             .values()
-            .filter(|a| a.role != AgentType::Main)
+            .filter(|a| !in_conversation(&self.tasks[a.task].spec.id))
             .count() as u32;
         let mut slots = self.config.concurrency.saturating_sub(running);
         let order = self.phase_order();
@@ -399,7 +400,7 @@ impl Core {
             .map(|(i, _)| i)
             .collect();
         for (_, _, i, role) in candidates {
-            let turn = role == AgentType::Main;
+            let turn = in_conversation(&self.tasks[i].spec.id);
             if slots == 0 && !turn {
                 continue;
             }
@@ -439,8 +440,8 @@ impl Core {
     /// Whether tasks `i` and `j` must not run at the same time.
     fn conflict(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.tasks[i].spec, &self.tasks[j].spec);
-        // The conversation's turns go one at a time, in order.
-        if is_turn(&a.id) && is_turn(&b.id) {
+        // The conversation's turns go one at a time, in order; so does the direct lane.
+        if (is_turn(&a.id) && is_turn(&b.id)) || (is_direct(&a.id) && is_direct(&b.id)) {
             return true;
         }
         if let (Some(x), Some(y)) = (&a.scope.write_area, &b.scope.write_area) {

@@ -12,7 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use air_proto::conversation::{is_turn, turn_spec, MainResult, SUMMARY_TITLE};
+use air_proto::conversation::{
+    direct_spec, in_conversation, is_direct, is_turn, turn_spec, Intent, MainResult, SUMMARY_TITLE,
+};
 use air_proto::event::AgentType;
 use air_proto::payload::{AgentFailure, PatrolEntry, RunCompleted, RunOutcome};
 use air_proto::plan::{Budgets, OnAsk};
@@ -400,6 +402,8 @@ pub struct Core {
     /// Turns of the Main Agent asked for so far (by user messages and by delegated
     /// work that ended); turn `n` is task `main:<n>`.
     turns: usize,
+    /// Requests of the direct lane so far; the `n`th is task `direct:<n>`.
+    directs: usize,
     /// Tasks the Main Agent handed to the scheduler; each is summarised when it ends.
     delegated: BTreeSet<String>,
     /// Transient: what the user said to running agents, to give them.
@@ -469,6 +473,7 @@ impl Core {
             exits: BTreeMap::new(),
             to_kill: BTreeSet::new(),
             turns: 0,
+            directs: 0,
             delegated: BTreeSet::new(),
             to_deliver: Vec::new(),
             confirm: false,
@@ -483,6 +488,13 @@ impl Core {
             .map(|n| format!("T{n}"))
             .find(|id| !self.index.contains_key(id) && !self.to_create.iter().any(|t| t.id == *id))
             .unwrap_or_default()
+    }
+
+    /// Asks for the direct lane's next request: an executor does it at once.
+    fn ask_direct(&mut self, message: &str, message_id: Option<&str>) {
+        self.directs += 1;
+        self.to_create
+            .push(direct_spec(self.directs, message, message_id));
     }
 
     /// Asks for the next turn of the Main Agent.

@@ -9,6 +9,18 @@ impl Core {
         if role == AgentType::Main {
             return self.on_turn(i, result);
         }
+        // The direct lane's answer ends its task: no form, no reviewer (D-005).
+        if is_direct(&self.tasks[i].spec.id) {
+            let t = &mut self.tasks[i];
+            t.next = match result.status {
+                WorkerStatus::Completed => Next::Finish(TaskStatus::Completed, None),
+                WorkerStatus::Blocked => {
+                    Next::Finish(TaskStatus::Blocked, Some(result.summary.clone()))
+                }
+                _ => Next::Finish(TaskStatus::Failed, Some(result.summary.clone())),
+            };
+            return;
+        }
         let t = &mut self.tasks[i];
         match role {
             AgentType::Executor if t.spec.task_type == TaskType::Execute => match result.status {
@@ -331,8 +343,22 @@ impl Core {
                 });
             }
         }
+        let direct = output.as_ref().is_some_and(|o| o.intent == Intent::Direct);
         let t = &mut self.tasks[i];
         let Some(task) = output.and_then(|o| o.task) else {
+            // Classified `direct`: the direct lane does what the user asked.
+            if direct && result.status == WorkerStatus::Completed {
+                let (message, id) = (
+                    t.spec.description.clone(),
+                    air_proto::conversation::answered_message(&t.spec).map(str::to_string),
+                );
+                t.next = Next::Finish(
+                    TaskStatus::Completed,
+                    Some("handed to the direct lane".into()),
+                );
+                self.ask_direct(&message, id.as_deref());
+                return;
+            }
             t.next = match result.status {
                 WorkerStatus::Completed => Next::Finish(TaskStatus::Completed, None),
                 _ => Next::Finish(TaskStatus::Failed, Some(result.summary.clone())),

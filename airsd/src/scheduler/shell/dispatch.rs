@@ -118,11 +118,11 @@ impl Shell {
         }
     }
 
-    /// For the Main Agent, the conversation before its turn and the session's tasks
-    /// with their latest results (read off the scheduler's thread).
+    /// For the Main Agent and the direct lane, the conversation before this request and
+    /// the session's tasks with their latest results (read off the scheduler's thread).
     async fn conversation(&self, d: &Dispatch) -> Option<crate::context::Conversation> {
         use crate::context::{Conversation, Said, TaskLine};
-        if d.role != AgentType::Main {
+        if !air_proto::conversation::in_conversation(&d.task_id) {
             return None;
         }
         let session = self.ctx.session.clone();
@@ -323,6 +323,7 @@ impl Shell {
         task_changes: Vec<String>,
     ) -> IpcMessage {
         let template = match d.role {
+            _ if air_proto::conversation::is_direct(&d.task_id) => PermissionTemplate::MainDirect,
             AgentType::Executor => PermissionTemplate::Executor,
             AgentType::Reviewer | AgentType::ArchitectureDesigner => PermissionTemplate::Reviewer,
             AgentType::Debugger => PermissionTemplate::Debugger,

@@ -240,3 +240,40 @@ fn work_handed_on_in_default_mode_waits_for_the_users_confirmation() {
         );
     }
 }
+
+/// `/direct …` is done at once by an executor in the direct lane: no turn before it,
+/// no slot taken from the task graph, no reviewer; one at a time.
+#[test]
+fn the_direct_lane_takes_no_slot_and_its_answer_ends_it() {
+    let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
+    let a = only(&sim.settle(), "A's executor").clone();
+    say(&mut sim, 1, "/direct run the tests");
+    say(&mut sim, 2, "/direct then the linter");
+    let d = only(&sim.settle(), "the first direct request, beside A").clone();
+    assert_eq!(
+        (d.task_id.as_str(), d.role),
+        ("direct:1", AgentType::Executor)
+    );
+    assert_eq!(sim.core.status("main:1"), None, "no turn before it");
+    sim.finish(
+        &d.agent_id,
+        res(result_for(&d, WorkerStatus::Completed, false)),
+    );
+    let d2 = only(&sim.settle(), "the second, after the first").clone();
+    assert_eq!(d2.task_id, "direct:2");
+    assert_eq!(
+        sim.core.status("direct:1"),
+        Some(TaskStatus::Completed),
+        "no reviewer"
+    );
+    sim.finish(
+        &d2.agent_id,
+        res(result_for(&d2, WorkerStatus::Failed, false)),
+    );
+    sim.settle();
+    let (status, reason) = finish_reason(&sim, "direct:2");
+    assert_eq!(status, TaskStatus::Failed, "no debugger either: {reason:?}");
+    sim.finish(&a.agent_id, ok(&a));
+    sim.run(&mut |d| ok(d), 50);
+    assert_eq!(sim.core.status("A"), Some(TaskStatus::Completed));
+}
