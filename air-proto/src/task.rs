@@ -37,9 +37,10 @@ wire_enum! {
     }
 }
 
+// Task categories of the evidence policy (seed 001 §8.2): the C++ ones and their
+// language-neutral counterparts. (Not a doc comment: it would reach the models in the
+// schemas.)
 wire_enum! {
-    /// Task categories of the evidence policy (seed 001 §8.2): the C++ ones and their
-    /// language-neutral counterparts.
     pub enum TaskCategory {
         CppLogic = "cpp_logic",
         CppBuild = "cpp_build",

@@ -1081,6 +1081,28 @@ fn air_doctor_names_what_is_missing_and_a_run_without_a_model_is_refused() {
     assert!(text(&out.stderr).contains("--provider `anthropic/x`"));
 }
 
+/// The README's quick start: the example conversation replayed from the recording
+/// shipped with it, with no key: the Main Agent reads the project and answers.
+#[test]
+fn the_shipped_conversation_replays_with_no_key() {
+    let p = project();
+    let out = with_the_real_worker(
+        &p,
+        &[
+            "chat",
+            "-p",
+            "What is this project, and what is left to build?",
+            "--replay",
+            "conversation",
+        ],
+    );
+    expect(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("This is `wordcount`"), "{stdout}");
+    assert!(stdout.contains("(T1, plan.md:21)"), "{stdout}");
+    let _ = air(&p, &["daemon", "stop"]);
+}
+
 /// The README's quick start: the example plan replayed from the recording shipped
 /// with it, by the real `air-worker`, with no key and no provider.
 #[test]

@@ -44,7 +44,8 @@ static MACHINE: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
         .iter()
         .map(|h| regex::escape(h))
         .collect();
-    regex::Regex::new(&format!(r"(?ms)^({})\n.*?(\n## |\z)", headings.join("|"))).ok()
+    // A section ends at the next heading of its level or above (`## `, `# `).
+    regex::Regex::new(&format!(r"(?ms)^({})\n.*?(\n##? |\z)", headings.join("|"))).ok()
 });
 static EXIT: LazyLock<Option<regex::Regex>> =
     LazyLock::new(|| regex::Regex::new(r"^Exit code (-?\d+) ").ok());
@@ -458,6 +459,16 @@ mod tests {
         let there = normalize(&env("- Date: 2027-01-02\n"), None);
         assert_eq!(diff(&here, &there), None);
         assert!(here.to_string().contains("## The plan"), "{here}");
+        // It ends at a top heading too: what follows it is compared.
+        let message = |m: &str| {
+            json!({"messages": [{"role": "user", "content": [{"type": "text",
+            "text": format!("## Environment\n\n- Date: 2026-12-01\n\n# The user's message\n\n{m}\n")}]}]})
+        };
+        assert!(diff(
+            &normalize(&message("hi"), None),
+            &normalize(&message("bye"), None)
+        )
+        .is_some());
         // A heading of that name deeper in a task's text is the task's, and compared.
         let nested = |t: &str| {
             json!({"messages": [{"role": "user", "content": [{"type": "text",
