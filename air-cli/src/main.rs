@@ -33,8 +33,10 @@ const EXIT_CODES: &str = "Exit codes:\n  0  success\n  1  the command failed\n  
 #[derive(Parser)]
 #[command(name = "air", version, about = "air: a multi-agent coding runtime", after_help = EXIT_CODES)]
 struct Cli {
+    /// With none, `air` opens the conversation of the newest session in `air attach`
+    /// (starting one when the project has none).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -220,7 +222,12 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(run(cli.command)),
+        Ok(rt) => rt.block_on(async {
+            match cli.command {
+                Some(command) => run(command).await,
+                None => talk().await,
+            }
+        }),
         Err(e) => Err(Failure::from(format!("cannot start the runtime: {e}"))),
     };
     match result {
@@ -302,6 +309,45 @@ pub async fn connect() -> Result<Connection, Failure> {
         .map_err(unreachable)
 }
 
+/// `air attach`; with `chat`, on the conversation with its input box focused.
+async fn attach(session: Option<String>, theme: Option<String>, chat: bool) -> CmdResult {
+    let options = air_tui::run::Options {
+        connect: connect_options(project()?),
+        session,
+        theme,
+        air_home: std::env::var_os("AIR_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air"))),
+        chat,
+    };
+    let session = air_tui::run::attach(options).await?;
+    eprintln!("air: detached from session {session}; the run goes on (`air attach -s {session}` to come back)");
+    Ok(())
+}
+
+/// `air` alone: the conversation of the newest session, or of a new one.
+async fn talk() -> CmdResult {
+    use air_proto::api::AirApiClient as _;
+    let conn = connect().await?;
+    let sessions = conn
+        .client
+        .session_list(air_proto::api::params::NoParams {})
+        .await
+        .map_err(rpc_failure)?;
+    let session = match sessions.first() {
+        Some(s) => s.id.clone(),
+        None => {
+            conn.client
+                .conversation_start(air_proto::api::params::ConversationStart::default())
+                .await
+                .map_err(rpc_failure)?
+                .id
+        }
+    };
+    drop(conn);
+    attach(Some(session), None, true).await
+}
+
 async fn run(command: Command) -> CmdResult {
     match command {
         Command::Init { path } => {
@@ -333,19 +379,7 @@ async fn run(command: Command) -> CmdResult {
         }
         Command::Restore(args) => restore_cmd::run(args),
         Command::Doctor { json } => doctor::run(json).await,
-        Command::Attach { session, theme } => {
-            let options = air_tui::run::Options {
-                connect: connect_options(project()?),
-                session,
-                theme,
-                air_home: std::env::var_os("AIR_HOME")
-                    .map(PathBuf::from)
-                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air"))),
-            };
-            let session = air_tui::run::attach(options).await?;
-            eprintln!("air: detached from session {session}; the run goes on (`air attach -s {session}` to come back)");
-            Ok(())
-        }
+        Command::Attach { session, theme } => attach(session, theme, false).await,
         Command::Root => {
             println!("{}", project()?.root().display());
             Ok(())

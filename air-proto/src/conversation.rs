@@ -11,6 +11,9 @@ use crate::task::{
     Verification,
 };
 
+/// What a conversation's run is called where a plan's file name would be.
+pub const CONVERSATION_PLAN: &str = "(conversation)";
+
 /// The id namespace of the Main Agent's turns, `main:<n>`: one turn a user message
 /// (or a summary of delegated work). Plan ids cannot contain `:`, so a turn never
 /// collides with a plan's task.

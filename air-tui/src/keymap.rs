@@ -62,6 +62,7 @@ pub enum Action {
     Diff,
     PauseTask,
     CopySession,
+    Chat,
 }
 
 impl Action {
@@ -158,6 +159,12 @@ impl Action {
             &[Key::Char('D')],
         ),
         (Action::NextPane, "next_pane", "Next pane", &[Key::Tab]),
+        (
+            Action::Chat,
+            "chat",
+            "Talk to air: the conversation and its input box",
+            &[Key::Char('i')],
+        ),
         (
             Action::Down,
             "down",

@@ -11,6 +11,7 @@
 //! - [`run`]: the attached terminal — connection, subscription, keys, reconnects.
 
 pub mod app;
+pub mod chat_view;
 pub mod graph;
 pub mod keymap;
 pub mod markdown;
@@ -20,5 +21,7 @@ pub mod theme;
 pub mod view;
 pub mod waves;
 
+#[cfg(test)]
+mod chat_tests;
 #[cfg(test)]
 mod tests;

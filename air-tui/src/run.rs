@@ -15,8 +15,8 @@ use air_proto::payload::PermissionDecision;
 use jsonrpsee::core::client::Subscription;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
-    self, DisableMouseCapture, EnableMouseCapture, Event, KeyCode, KeyEventKind, KeyModifiers,
-    MouseButton, MouseEventKind,
+    self, DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
@@ -44,6 +44,8 @@ pub struct Options {
     /// in `~/.air/config.yaml`, else dark.
     pub theme: Option<String>,
     pub air_home: Option<PathBuf>,
+    /// Open on the conversation, its input box focused.
+    pub chat: bool,
 }
 
 /// Puts the terminal back as it was (raw mode off, main screen) when dropped.
@@ -52,7 +54,12 @@ struct Screen;
 impl Screen {
     fn enter(mouse: bool) -> std::io::Result<Screen> {
         enable_raw_mode()?;
-        execute!(std::io::stdout(), EnterAlternateScreen)?;
+        // A paste arrives whole, not as keys (an Enter in it does not send it).
+        execute!(
+            std::io::stdout(),
+            EnterAlternateScreen,
+            EnableBracketedPaste
+        )?;
         if mouse {
             execute!(std::io::stdout(), EnableMouseCapture)?;
         }
@@ -62,7 +69,12 @@ impl Screen {
 
 fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(std::io::stdout(), DisableMouseCapture, LeaveAlternateScreen);
+    let _ = execute!(
+        std::io::stdout(),
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen
+    );
     let _ = std::io::stdout().flush();
 }
 
@@ -97,6 +109,7 @@ fn key_of(e: &event::KeyEvent) -> Option<Key> {
 enum Input {
     Key(Key),
     Mouse(Mouse),
+    Paste(String),
     Resize,
 }
 
@@ -148,6 +161,7 @@ fn read_input(tx: mpsc::Sender<Input>, gate: InputGate) {
                 None => continue,
             },
             Ok(Event::Resize(..)) => Input::Resize,
+            Ok(Event::Paste(text)) => Input::Paste(text),
             Ok(Event::Mouse(m)) => {
                 let (x, y) = (m.column, m.row);
                 match m.kind {
@@ -191,6 +205,55 @@ async fn stored(
             .map(|e| (e.seq, e.event))
             .collect(),
     )
+}
+
+/// The clients attached to `session`.
+async fn attached(conn: &Connection, session: &str) -> Vec<air_proto::api::ClientInfo> {
+    let mut all = conn
+        .client
+        .clients_list(params::NoParams {})
+        .await
+        .unwrap_or_default();
+    all.retain(|c| c.session_id.as_deref() == Some(session));
+    all
+}
+
+/// Every stored message of the session up to `upto`, a page at a time.
+async fn conversation(
+    conn: &Connection,
+    session: &str,
+    upto: u64,
+) -> Vec<(u64, air_proto::event::RuntimeEvent)> {
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let Ok(page) = conn
+            .client
+            .events_list(params::EventsList {
+                session_id: session.to_string(),
+                types: Some(vec![
+                    air_proto::events::UserMessageCreated::TYPE.into(),
+                    air_proto::events::AssistantMessageCreated::TYPE.into(),
+                ]),
+                after_seq: Some(after),
+                limit: Some(1000),
+                ..Default::default()
+            })
+            .await
+        else {
+            return out;
+        };
+        out.extend(
+            page.events
+                .into_iter()
+                .filter(|e| e.seq <= upto)
+                .map(|e| (e.seq, e.event)),
+        );
+        match page.next_after_seq {
+            Some(next) if next > after && next <= upto => after = next,
+            _ => return out,
+        }
+    }
 }
 
 /// Opens `full` (shown to the user as `path`) in `$VISUAL` or `$EDITOR` (else `vi`)
@@ -441,8 +504,22 @@ async fn follow(options: &ConnectOptions, session: &str) -> Followed {
 async fn perform(conn: &Connection, session: &str, command: Command) -> Option<String> {
     let c = &conn.client;
     let s = session.to_string();
+    // A message: nothing to say unless it went unanswered or unsent.
+    if let Command::Send { text } = command {
+        return match c
+            .message_send(params::MessageSend {
+                session_id: s,
+                text,
+                to: None,
+            })
+            .await
+        {
+            Ok(sent) => sent.unanswered,
+            Err(e) => Some(format!("not sent: {e}")),
+        };
+    }
     let result = match command {
-        Command::Detach => return None,
+        Command::Detach | Command::Send { .. } => return None,
         Command::Approve { request_id } => c
             .permission_respond(params::PermissionRespond {
                 session_id: s,
@@ -585,7 +662,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                     Some(Picked::Quit) => return Err("no session chosen".into()),
                     None => {}
                 },
-                Some(Input::Resize | Input::Mouse(_)) => {}
+                Some(Input::Resize | Input::Mouse(_) | Input::Paste(_)) => {}
                 None => return Err("the terminal closed".into()),
             }
         },
@@ -630,6 +707,13 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     {
         app.history(&events);
     }
+    // The whole conversation, however long ago it began.
+    let said = conversation(&conn, &session, seq).await;
+    app.history_of_chat(&said);
+    if options.chat {
+        app.open_chat();
+    }
+    app.clients = attached(&conn, &session).await;
     // Deltas only mark the screen stale; it is drawn on the next frame (30 a second at
     // most), so a fast stream costs one draw per frame, not one per delta. Keys draw
     // at once.
@@ -700,6 +784,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                             app.mouse(m, ratatui::layout::Rect::new(0, 0, size.width, size.height));
                         }
                     }
+                    Some(Input::Paste(text)) => app.paste(&text),
                     Some(Input::Resize) => app.ui.log_rows = log_rows(&terminal, &app),
                     None => break,
                 }
@@ -726,6 +811,14 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
                         dirty = true;
                     }
                     app.ui.want_older = false;
+                }
+                // Every 2 s: who is attached.
+                if connected && ticks % 60 == 0 {
+                    let now = attached(&conn, &session).await;
+                    if now != app.clients {
+                        app.clients = now;
+                        dirty = true;
+                    }
                 }
                 // Every 5 s: keep the user's place if it moved.
                 if connected && ticks % 150 == 0 {

@@ -140,15 +140,16 @@ fn events() -> Vec<(RuntimeEvent, bool)> {
     ]
 }
 
-/// The state after every event, applied as the subscription delivers them.
-fn live() -> App {
+/// A session's state from nothing, after `events` applied one by one as the
+/// subscription delivers them (each durable one takes the next seq).
+pub(crate) fn applied(session: &str, events: Vec<(RuntimeEvent, bool)>) -> App {
     let mut app = App::new(Snapshot {
-        session_id: S.into(),
+        session_id: session.into(),
         seq: 0,
-        projection: Projection::new(S),
+        projection: Projection::new(session),
     });
     let mut seq = 0;
-    for (event, durable) in events() {
+    for (event, durable) in events {
         if durable {
             seq += 1;
         }
@@ -160,12 +161,18 @@ fn live() -> App {
             }],
         });
     }
+    app
+}
+
+/// The state after every event, applied as the subscription delivers them.
+fn live() -> App {
+    let mut app = applied(S, events());
     app.ui.selected = 1;
     app.now = air_proto::time::parse("2026-11-30T12:01:00Z");
     app
 }
 
-fn draw(app: &App, width: u16, height: u16, palette: Palette) -> Terminal<TestBackend> {
+pub(crate) fn draw(app: &App, width: u16, height: u16, palette: Palette) -> Terminal<TestBackend> {
     let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
     let theme = Theme::dark(palette);
     t.draw(|f| crate::view::render(f, app, &theme)).unwrap();
@@ -541,7 +548,7 @@ fn the_users_place_is_saved_and_restored() {
     assert_eq!(
         saved,
         json!({"selected_task": "T2", "layout": "waves", "focus": "detail", "filter": "x",
-               "task_filter": "t2"})
+               "task_filter": "t2", "chat": false, "typed": ""})
     );
     let mut other = live();
     other.restore_ui(&saved);

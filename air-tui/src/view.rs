@@ -159,7 +159,11 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         task_list(f, tasks, app, theme);
     }
     if detail_area.width > 0 {
-        detail(f, detail_area, app, theme);
+        if app.chat.shown {
+            crate::chat_view::draw(f, detail_area, app, theme);
+        } else {
+            detail(f, detail_area, app, theme);
+        }
     }
     event_log(f, log, app, theme);
     footer(f, footer_area, app, theme);
@@ -332,6 +336,14 @@ fn status_bar(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     if p.counters.cost_micro_usd > 0 {
         spans.push(Span::styled(
             format!(" · ${:.2}", p.counters.cost_micro_usd as f64 / 1e6),
+            theme.muted_style(),
+        ));
+    }
+    // Who else is here: every attached terminal sees the same conversation.
+    let others = app.clients.len();
+    if others > 1 {
+        spans.push(Span::styled(
+            format!(" · {others} attached"),
             theme.muted_style(),
         ));
     }
@@ -806,6 +818,11 @@ fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             Style::default().fg(theme.error),
         ),
         (_, Some(t)) => Span::styled(format!(" {t}"), Style::default().fg(theme.accent)),
+        // The input box has the letters: the keys that still work.
+        _ if app.ui.focus == Pane::Chat => Span::styled(
+            " Enter send · Esc leave the input · PgUp PgDn scroll · Ctrl-P actions · Ctrl-C detach",
+            theme.muted_style(),
+        ),
         _ => {
             // The keys as bound (the config may have changed them).
             use crate::keymap::Action as A;

@@ -109,6 +109,12 @@ impl App {
             }
             return None;
         }
+        // The input box has the keys it types with; the others go to the keymap.
+        if self.ui.focus == Pane::Chat && self.open_request().is_none() {
+            if let Some(command) = self.chat_key(key) {
+                return command;
+            }
+        }
         let action = self.keymap.action(key)?;
         self.act(action)
     }
@@ -151,18 +157,30 @@ impl App {
                 self.ui.filter_input = Some(current.clone().unwrap_or_default());
             }
             Action::NextPane => {
+                // The conversation, when shown, stands where the detail is.
                 self.ui.focus = match self.ui.focus {
+                    Pane::Tasks if self.chat.shown => Pane::Chat,
                     Pane::Tasks => Pane::Detail,
-                    Pane::Detail => Pane::Log,
+                    Pane::Detail | Pane::Chat => Pane::Log,
                     Pane::Log => Pane::Tasks,
                 }
             }
+            Action::Chat => {
+                if self.ui.focus == Pane::Chat {
+                    self.chat.shown = false;
+                    self.ui.focus = Pane::Tasks;
+                } else {
+                    self.open_chat();
+                }
+            }
             Action::Down => match self.ui.focus {
+                Pane::Chat => self.chat.scroll = self.chat.scroll.saturating_sub(1),
                 Pane::Log => self.ui.log_scroll = self.ui.log_scroll.saturating_sub(1),
                 Pane::Detail => self.ui.detail_scroll = self.ui.detail_scroll.saturating_add(1),
                 Pane::Tasks => self.step(1),
             },
             Action::Up => match self.ui.focus {
+                Pane::Chat => self.chat.scroll = self.chat.scroll.saturating_add(1),
                 Pane::Log => self.scroll_log(1),
                 Pane::Detail => self.ui.detail_scroll = self.ui.detail_scroll.saturating_sub(1),
                 Pane::Tasks => self.step(-1),

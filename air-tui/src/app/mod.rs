@@ -14,11 +14,13 @@ use air_proto::projection::{Projection, TaskStatus};
 pub use crate::keymap::Key;
 use crate::keymap::{Action, Keymap};
 
+mod chat;
 mod dialogs;
 mod input;
 mod log;
 mod rows;
 
+pub use chat::{Chat, Said};
 pub use dialogs::{fuzzy, CommandPalette, Picked, Picker, PickerRow, Viewer};
 pub use log::{LogFilter, LogLine};
 pub use rows::{first_row, task_rows, Row};
@@ -41,6 +43,8 @@ pub enum Pane {
     Tasks,
     Detail,
     Log,
+    /// The conversation's input box.
+    Chat,
 }
 
 /// The daemon connection as the user sees it.
@@ -56,6 +60,10 @@ pub enum Link {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Detach,
+    /// Say this in the session's conversation (`message.send`).
+    Send {
+        text: String,
+    },
     Approve {
         request_id: String,
     },
@@ -185,13 +193,35 @@ pub struct App {
     /// frame; `None`: not shown).
     pub now: Option<std::time::SystemTime>,
     pub keymap: Keymap,
+    /// The conversation and its input box.
+    pub chat: Chat,
+    /// Who is attached to the session (`clients.list`, refreshed now and then).
+    pub clients: Vec<air_proto::api::ClientInfo>,
 }
 
 impl App {
     pub fn new(snapshot: Snapshot) -> App {
+        // A conversation's session opens on the conversation.
+        let conversation = snapshot
+            .projection
+            .run
+            .as_ref()
+            .is_some_and(|r| r.plan == air_proto::conversation::CONVERSATION_PLAN);
         App {
+            chat: Chat {
+                shown: conversation,
+                ..Chat::default()
+            },
+            ui: Ui {
+                focus: if conversation {
+                    Pane::Chat
+                } else {
+                    Pane::Tasks
+                },
+                ..Ui::default()
+            },
+            clients: Vec::new(),
             projection: snapshot.projection,
-            ui: Ui::default(),
             link: Link::Connected,
             log: VecDeque::new(),
             streams: HashMap::new(),
@@ -210,10 +240,11 @@ impl App {
     /// `events` are stored events (`(seq, event)`, oldest first), all older than what
     /// the log holds.
     pub fn history(&mut self, events: &[(u64, RuntimeEvent)]) {
-        for (_, e) in events {
+        for (seq, e) in events {
             if e.event_type == ev::ToolCompleted::TYPE {
                 self.note_diff(e);
             }
+            self.chat_event(*seq, e);
         }
         for (seq, e) in events.iter().rev() {
             if !matches!(
@@ -331,6 +362,16 @@ impl App {
             return;
         }
         self.projection.apply(seq, event, durable);
+        if durable {
+            self.chat_event(seq, event);
+            // A conversation that starts while attached opens on its pane.
+            if event.event_type == ev::RunStarted::TYPE
+                && event.payload.get("plan").and_then(|p| p.as_str())
+                    == Some(air_proto::conversation::CONVERSATION_PLAN)
+            {
+                self.open_chat();
+            }
+        }
         match event.event_type.as_str() {
             ev::TokenDelta::TYPE => {
                 if let Ok(d) = serde_json::from_value::<p::TokenDelta>(event.payload.clone()) {
@@ -542,7 +583,9 @@ impl App {
         serde_json::json!({
             "selected_task": self.selected_task().map(|t| t.id.clone()),
             "layout": match self.ui.layout { Layout::List => "list", Layout::Waves => "waves", Layout::Graph => "graph" },
-            "focus": match self.ui.focus { Pane::Tasks => "tasks", Pane::Detail => "detail", Pane::Log => "log" },
+            "focus": match self.ui.focus { Pane::Tasks => "tasks", Pane::Detail => "detail", Pane::Log => "log", Pane::Chat => "chat" },
+            "chat": self.chat.shown,
+            "typed": self.chat.input,
             "filter": self.ui.filter,
             "task_filter": self.ui.task_filter,
         })
@@ -560,9 +603,17 @@ impl App {
             Some("graph") => Layout::Graph,
             _ => Layout::List,
         };
+        if let Some(shown) = v.get("chat").and_then(|s| s.as_bool()) {
+            self.chat.shown = shown;
+        }
+        if let Some(typed) = v.get("typed").and_then(|s| s.as_str()) {
+            self.chat.input = typed.to_string();
+        }
         self.ui.focus = match v.get("focus").and_then(|s| s.as_str()) {
             Some("detail") => Pane::Detail,
             Some("log") => Pane::Log,
+            Some("chat") if self.chat.shown => Pane::Chat,
+            _ if self.chat.shown => Pane::Chat,
             _ => Pane::Tasks,
         };
         let text = |key: &str| {

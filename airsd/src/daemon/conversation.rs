@@ -15,8 +15,7 @@ use crate::error::{Error, Result};
 use crate::scheduler::shell::{self, Control};
 use crate::Session;
 
-/// What a conversation's run is called where a plan's file name would be.
-pub const CONVERSATION_PLAN: &str = "(conversation)";
+use air_proto::conversation::CONVERSATION_PLAN;
 
 impl DaemonState {
     /// Starts a conversation in a new session with these settings (as `run.start` has

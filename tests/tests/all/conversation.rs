@@ -36,6 +36,32 @@ async fn conversation(state: &DaemonState) -> String {
         .id
 }
 
+/// A question about the project answered from its README: classified chat, the file
+/// read, the answer (`answer`) given.
+pub(crate) fn readme_question(answer: &str) -> Vec<Exchange> {
+    vec![
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: call(
+                "m1",
+                "classify",
+                json!({"intent": "chat", "reason": "a question"}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: call("m2", "fs_read", json!({"path": "README.md"})),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["A greeting tool."], &[]),
+            reply: text(answer),
+        },
+    ]
+}
+
 /// The tool names one request offered the model.
 fn offered(body: &Value) -> Vec<String> {
     body["tools"]
@@ -342,27 +368,9 @@ fn air_chat_print_mode_answers_on_stdout_and_replays_with_no_key() {
     let rec = tempfile::tempdir().unwrap();
     let rec_dir = rec.path().join("recording");
     let rt = crate::rt();
-    let mock = rt.block_on(MockProvider::start(vec![
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: call(
-                "m1",
-                "classify",
-                json!({"intent": "chat", "reason": "a question"}),
-            ),
-        },
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: call("m2", "fs_read", json!({"path": "README.md"})),
-        },
-        Exchange {
-            request: None,
-            expect: expect(&["A greeting tool."], &[]),
-            reply: text("It is a greeting tool (README.md:1)."),
-        },
-    ]));
+    let mock = rt.block_on(MockProvider::start(readme_question(
+        "It is a greeting tool (README.md:1).",
+    )));
     let env = key(&mock);
     let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.clone())).collect();
     let rec_arg = rec_dir.display().to_string();

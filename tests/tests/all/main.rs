@@ -25,6 +25,7 @@ mod schema;
 mod store;
 mod tidy;
 mod tui;
+mod tui_chat;
 mod worker_pipe;
 
 use air_proto::layout::ProjectPaths;

@@ -15,12 +15,12 @@ use air_tests::bin;
 use crate::daemon::Project;
 
 /// A tmux server of its own (its own socket), killed when dropped.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn new() -> Tmux {
+    pub(crate) fn new() -> Tmux {
         Tmux {
             socket: format!("air-test-{}-{}", std::process::id(), rand_suffix()),
         }
@@ -41,11 +41,21 @@ impl Tmux {
 
     /// The same, with more environment (`NAME=value …`).
     fn attach_with(&self, name: &str, root: &Path, env: &str) {
+        self.run_air(
+            name,
+            root,
+            &format!("{env} AIR_WORKER='{}'", bin("air-test-worker").display()),
+            "attach",
+        );
+    }
+
+    /// A window running `air ARGS` in `root` with this environment, 100×32; it says
+    /// DETACHED when the command ends.
+    pub(crate) fn run_air(&self, name: &str, root: &Path, env: &str, args: &str) {
         let air = bin("air");
         let shell = format!(
-            "cd '{}' && {env} AIR_WORKER='{}' NO_COLOR=1 '{}' attach; echo DETACHED; stty -a | tr ' ;' '\\n\\n' | grep -E -x -- '-?(icanon|echo)'; sleep 30",
+            "cd '{}' && {env} NO_COLOR=1 '{}' {args}; echo DETACHED; stty -a | tr ' ;' '\\n\\n' | grep -E -x -- '-?(icanon|echo)'; sleep 30",
             root.display(),
-            bin("air-test-worker").display(),
             air.display()
         );
         let out = if self.cmd(&["has-session", "-t", "air"]).status.success() {
@@ -81,15 +91,23 @@ impl Tmux {
         .into_owned()
     }
 
-    fn keys(&self, name: &str, keys: &str) {
+    pub(crate) fn keys(&self, name: &str, keys: &str) {
         assert!(self
             .cmd(&["send-keys", "-t", &format!("air:{name}"), keys])
             .status
             .success());
     }
 
+    /// Types `text` as it is (no key names).
+    pub(crate) fn type_text(&self, name: &str, text: &str) {
+        assert!(self
+            .cmd(&["send-keys", "-t", &format!("air:{name}"), "-l", text])
+            .status
+            .success());
+    }
+
     /// Waits until the window shows `what`.
-    fn wait_for(&self, name: &str, what: &dyn Fn(&str) -> bool, why: &str) -> String {
+    pub(crate) fn wait_for(&self, name: &str, what: &dyn Fn(&str) -> bool, why: &str) -> String {
         let end = Instant::now() + Duration::from_secs(20);
         loop {
             let s = self.screen(name);
