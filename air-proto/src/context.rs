@@ -97,10 +97,25 @@ pub struct AssembledContext {
     pub summary: ContextSummary,
 }
 
+wire_enum! {
+    /// What a context is assembled for (D-046's `purpose`).
+    pub enum ContextPurpose {
+        UserResponse = "user_response",
+        ArchitecturePlanning = "architecture_planning",
+        TaskExecution = "task_execution",
+        Review = "review",
+        Debug = "debug",
+        Compaction = "compaction",
+        ExperienceMining = "experience_mining",
+    }
+}
+
 /// Everything about an assembled context except its text: recorded with
 /// `agent.started`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextSummary {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<ContextPurpose>,
     pub included_refs: IncludedRefs,
     pub token_estimate: TokenEstimate,
     pub budget: BudgetPolicy,

@@ -218,37 +218,28 @@ async fn attached(conn: &Connection, session: &str) -> Vec<air_proto::api::Clien
     all
 }
 
-/// Every stored message of the session up to `upto`, a page at a time.
+/// Every stored message of the conversation up to `upto`, a page at a time.
 async fn conversation(
     conn: &Connection,
     session: &str,
     upto: u64,
-) -> Vec<(u64, air_proto::event::RuntimeEvent)> {
+) -> Vec<air_proto::api::ConversationMessage> {
     let mut out = Vec::new();
     let mut after = 0;
     loop {
         let Ok(page) = conn
             .client
-            .events_list(params::EventsList {
+            .conversation_list(params::ConversationList {
                 session_id: session.to_string(),
-                types: Some(vec![
-                    air_proto::events::UserMessageCreated::TYPE.into(),
-                    air_proto::events::AssistantMessageCreated::TYPE.into(),
-                ]),
                 after_seq: Some(after),
-                limit: Some(1000),
-                ..Default::default()
+                before_seq: None,
+                limit: Some(500),
             })
             .await
         else {
             return out;
         };
-        out.extend(
-            page.events
-                .into_iter()
-                .filter(|e| e.seq <= upto)
-                .map(|e| (e.seq, e.event)),
-        );
+        out.extend(page.messages.into_iter().filter(|m| m.seq <= upto));
         match page.next_after_seq {
             Some(next) if next > after && next <= upto => after = next,
             _ => return out,

@@ -24,8 +24,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use air_proto::context::{
-    AssembledContext, BudgetPolicy, CompactionNeed, ContextSummary, IncludedRefs, Omission,
-    TokenEstimate,
+    AssembledContext, BudgetPolicy, CompactionNeed, ContextPurpose, ContextSummary, IncludedRefs,
+    Omission, TokenEstimate,
 };
 use air_proto::event::AgentType;
 use air_proto::message::{ContentBlock, Message};
@@ -223,6 +223,8 @@ pub struct Conversation {
 /// One message of the conversation as text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Said {
+    /// The message's id (`included_refs.messages`).
+    pub id: String,
     pub user: bool,
     pub text: String,
 }
@@ -252,7 +254,9 @@ fn clipped(text: &str, max: usize) -> String {
     }
 }
 
-fn conversation_text(c: &Conversation) -> Option<String> {
+/// The conversation's section, the ids of the messages it holds, and how many older
+/// ones it left out.
+fn conversation_text(c: &Conversation) -> Option<(String, Vec<String>, usize)> {
     if c.said.is_empty() {
         return None;
     }
@@ -264,18 +268,19 @@ fn conversation_text(c: &Conversation) -> Option<String> {
         if used > CONVERSATION_CHARS && !kept.is_empty() {
             break;
         }
-        kept.push((said.user, text));
+        kept.push((said, text));
     }
     let mut s = String::from("## The conversation so far\n\n");
     let left_out = c.said.len() - kept.len();
     if left_out > 0 {
         let _ = writeln!(s, "({left_out} earlier message(s) left out.)\n");
     }
-    for (user, text) in kept.iter().rev() {
-        let who = if *user { "User" } else { "You" };
+    for (said, text) in kept.iter().rev() {
+        let who = if said.user { "User" } else { "You" };
         let _ = writeln!(s, "**{who}:** {}\n", nest_headings(text, 3).trim_end());
     }
-    Some(s)
+    let ids = kept.iter().rev().map(|(said, _)| said.id.clone()).collect();
+    Some((s, ids, left_out))
 }
 
 fn session_tasks_text(tasks: &[TaskLine]) -> Option<String> {
@@ -326,9 +331,15 @@ fn turn_text(t: &TaskSpec) -> String {
     );
     match named {
         Some(intent) => {
+            use air_proto::conversation::Intent;
+            let then = match intent {
+                Intent::Chat => "answer it",
+                Intent::SimpleTask | Intent::Direct => "write it as one task with delegate_task, then tell the user in a sentence or two what will be done",
+                Intent::NeedsPlanning => "planning from a requirement is not available in this version of air: tell the user so plainly, and offer to run it as one task (`/task …`) or from a plan file (`air run --plan plan.md`)",
+            };
             let _ = writeln!(
                 s,
-                "\nThe user named this `{}` with its prefix: act on it as that (there is no classify tool this turn).",
+                "\nThe user named this `{}` with its prefix (there is no classify tool this turn): {then}.",
                 intent.as_str()
             );
         }
@@ -522,7 +533,16 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
                 refs: c.tasks.iter().map(|t| t.id.clone()).collect(),
             });
         }
-        if let Some(text) = conversation_text(c) {
+        if let Some((text, ids, left_out)) = conversation_text(c) {
+            if left_out > 0 {
+                omissions.push(Omission {
+                    reference: "conversation".into(),
+                    reason: format!(
+                        "{left_out} earlier message(s) left out: a turn is given the latest {CONVERSATION_CHARS} characters of the conversation"
+                    ),
+                });
+            }
+            included.messages = ids;
             sections.push(Section {
                 name: "conversation",
                 text,
@@ -755,11 +775,25 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     if !rules_text.is_empty() {
         system.push(rules_text);
     }
+    if let Some(m) = air_proto::conversation::answered_message(spec) {
+        included.messages.push(m.to_string());
+    }
+    let purpose = match req.role {
+        AgentType::Main => ContextPurpose::UserResponse,
+        _ if direct => ContextPurpose::UserResponse,
+        // A milestone review and a consult about a task review what was done.
+        AgentType::Reviewer | AgentType::ArchitectureDesigner => ContextPurpose::Review,
+        AgentType::Debugger => ContextPurpose::Debug,
+        AgentType::Compactor => ContextPurpose::Compaction,
+        AgentType::ExperienceMiner => ContextPurpose::ExperienceMining,
+        _ => ContextPurpose::TaskExecution,
+    };
     AssembledContext {
         request_id: air_proto::ids::new_id(),
         system,
         messages: vec![Message::user(vec![ContentBlock::text(user)])],
         summary: ContextSummary {
+            purpose: Some(purpose),
             included_refs: included,
             token_estimate: TokenEstimate {
                 total: estimated,

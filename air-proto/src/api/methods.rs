@@ -127,6 +127,18 @@ pub mod params {
             pub replay: Option<String>,
         }
 
+        /// A page of `conversation.list`.
+        #[derive(Default)]
+        pub struct ConversationList {
+            pub session_id: String,
+            /// Messages with a seq above this (the cursor of the previous page).
+            pub after_seq: Option<u64>,
+            /// Instead, the latest messages with a seq below this (for reading back).
+            pub before_seq: Option<u64>,
+            /// At most this many (default 100, at most 500).
+            pub limit: Option<u32>,
+        }
+
         #[derive(Default)]
         pub struct ConversationStart {
             pub title: Option<String>,
@@ -426,6 +438,8 @@ api! {
             "The session's projection and the seq it reflects";
         message_send "message.send" (params::MessageSend) -> MessageSent as "sent":
             "Say something in a session's conversation (user.message.created): a turn of the Main Agent answers it, in the session's run (started or continued for it)";
+        conversation_list "conversation.list" (params::ConversationList) -> ConversationPage as "page":
+            "The conversation, oldest first: the user's messages (with the client that sent each) and what the Main Agent's turns and the direct lane wrote, paged by seq";
         conversation_start "conversation.start" (params::ConversationStart) -> SessionInfo as "session":
             "Start a conversation in a new session with these run settings; the first message.send starts the agents";
         events_list "events.list" (params::EventsList) -> EventsPage as "page":

@@ -8,6 +8,7 @@
 //! position or by name.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::event::RuntimeEvent;
 use crate::projection::{Projection, SessionStatus};
@@ -243,6 +244,34 @@ pub struct ClientInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     pub mode: ClientMode,
+}
+
+/// One message of the conversation (`conversation.list`): canonical content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConversationMessage {
+    pub seq: u64,
+    pub message_id: String,
+    pub role: crate::projection::MessageRole,
+    /// Who sent a user message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The task whose agent wrote it, or that a user message was addressed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Anthropic content: a string or an array of content blocks.
+    pub content: Value,
+    pub created_at: crate::time::IsoTime,
+}
+
+/// A page of the conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConversationPage {
+    pub messages: Vec<ConversationMessage>,
+    /// Pass as `after_seq` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after_seq: Option<u64>,
 }
 
 /// The answer to `message.send`.

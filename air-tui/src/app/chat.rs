@@ -70,69 +70,86 @@ fn completed(input: &str) -> Option<&'static str> {
 impl App {
     /// Folds a durable event into the conversation.
     pub(super) fn chat_event(&mut self, seq: u64, event: &RuntimeEvent) {
+        let p = &event.payload;
+        let user = match event.event_type.as_str() {
+            ev::UserMessageCreated::TYPE => true,
+            ev::AssistantMessageCreated::TYPE => false,
+            _ => return,
+        };
+        let text = |k: &str| p.get(k).and_then(|v| v.as_str());
+        self.chat_said(
+            seq,
+            user,
+            text("client"),
+            text("task_id"),
+            p.get("content").unwrap_or(&serde_json::Value::Null),
+        );
+    }
+
+    /// Puts one message in the conversation, in seq order (once).
+    fn chat_said(
+        &mut self,
+        seq: u64,
+        user: bool,
+        client: Option<&str>,
+        task: Option<&str>,
+        content: &serde_json::Value,
+    ) {
         if self.chat.said.iter().any(|s| s.seq == seq) {
             return;
         }
-        let p = &event.payload;
-        let text = p
-            .get("content")
-            .map(air_proto::message::text_of)
-            .unwrap_or_default();
-        let said = match event.event_type.as_str() {
-            ev::UserMessageCreated::TYPE => Said {
+        let text = air_proto::message::text_of(content);
+        let said = if user {
+            Said {
                 seq,
-                user: true,
-                who: p
-                    .get("client")
-                    .and_then(|c| c.as_str())
-                    .unwrap_or("you")
-                    .to_string(),
+                user,
+                who: client.unwrap_or("you").to_string(),
                 text,
                 tools: Vec::new(),
-            },
-            ev::AssistantMessageCreated::TYPE => {
-                let Some(task) = p
-                    .get("task_id")
-                    .and_then(|t| t.as_str())
-                    .filter(|t| in_conversation(t))
-                else {
-                    return;
-                };
-                let tools: Vec<String> = p
-                    .get("content")
-                    .and_then(|c| c.as_array())
-                    .into_iter()
-                    .flatten()
-                    .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("tool_use"))
-                    .map(|b| {
-                        brief(
-                            b.get("name").and_then(|n| n.as_str()).unwrap_or("?"),
-                            b.get("input").unwrap_or(&serde_json::Value::Null),
-                        )
-                    })
-                    .collect();
-                if text.trim().is_empty() && tools.is_empty() {
-                    return;
-                }
-                Said {
-                    seq,
-                    user: false,
-                    who: task.to_string(),
-                    text,
-                    tools,
-                }
             }
-            _ => return,
+        } else {
+            let Some(task) = task.filter(|t| in_conversation(t)) else {
+                return;
+            };
+            let tools: Vec<String> = content
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("tool_use"))
+                .map(|b| {
+                    brief(
+                        b.get("name").and_then(|n| n.as_str()).unwrap_or("?"),
+                        b.get("input").unwrap_or(&serde_json::Value::Null),
+                    )
+                })
+                .collect();
+            if text.trim().is_empty() && tools.is_empty() {
+                return;
+            }
+            Said {
+                seq,
+                user,
+                who: task.to_string(),
+                text,
+                tools,
+            }
         };
         // In seq order, whether it came live or from the store.
         let at = self.chat.said.partition_point(|s| s.seq < seq);
         self.chat.said.insert(at, said);
     }
 
-    /// Puts stored messages into the conversation (the log is not touched).
-    pub fn history_of_chat(&mut self, events: &[(u64, RuntimeEvent)]) {
-        for (seq, e) in events {
-            self.chat_event(*seq, e);
+    /// Puts stored messages (`conversation.list`) into the conversation.
+    pub fn history_of_chat(&mut self, messages: &[air_proto::api::ConversationMessage]) {
+        use air_proto::projection::MessageRole;
+        for m in messages {
+            self.chat_said(
+                m.seq,
+                m.role == MessageRole::User,
+                m.client.as_deref(),
+                m.task_id.as_deref(),
+                &m.content,
+            );
         }
     }
 

@@ -222,6 +222,37 @@ impl DaemonState {
     }
 }
 
+impl DaemonState {
+    /// A page of the conversation (`conversation.list`).
+    pub async fn conversation_page(
+        &self,
+        q: air_proto::api::params::ConversationList,
+    ) -> Result<air_proto::api::ConversationPage> {
+        let limit = q.limit.unwrap_or(100);
+        if !(1..=500).contains(&limit) {
+            return Err(Error::invalid(
+                "conversation.list",
+                "limit",
+                "must be between 1 and 500",
+            ));
+        }
+        if q.after_seq.is_some() && q.before_seq.is_some() {
+            return Err(Error::invalid(
+                "conversation.list",
+                "before_seq",
+                "give after_seq or before_seq, not both",
+            ));
+        }
+        let session = self.session(&q.session_id).await?;
+        tokio::task::spawn_blocking(move || {
+            let conn = session.readers().get()?;
+            crate::event_store::query::conversation_page(&conn, q.after_seq, q.before_seq, limit)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("reading the conversation: {e}")))?
+    }
+}
+
 /// The task a message names first thing (`@T2 use argparse`), if it does.
 fn addressed(text: &str) -> Option<&str> {
     let rest = text.trim_start().strip_prefix('@')?;

@@ -256,6 +256,17 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn conversation_list(
+        &self,
+        _: &Extensions,
+        params: params::ConversationList,
+    ) -> RpcResult<air_proto::api::ConversationPage> {
+        self.state
+            .conversation_page(params)
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn conversation_start(
         &self,
         _: &Extensions,

@@ -137,11 +137,10 @@ pub struct StoredMessage {
 /// messages: the user's messages and what the turns' and the direct lane's agents
 /// wrote.
 pub fn conversation(conn: &Connection, limit: u32) -> Result<Vec<StoredMessage>> {
-    let mut stmt = conn.prepare(
-        "SELECT id, role, content_json FROM messages
-         WHERE role = 'user' OR task_id LIKE 'main:%' OR task_id LIKE 'direct:%'
-         ORDER BY seq DESC LIMIT ?1",
-    )?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT m.id, m.role, m.content_json FROM messages m
+             WHERE {CONVERSATION} ORDER BY m.seq DESC LIMIT ?1"
+    ))?;
     let mut rows = stmt.query([limit])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
@@ -175,4 +174,64 @@ pub fn result_summaries(conn: &Connection) -> Result<Vec<(String, String)>> {
         out.push((task, summary));
     }
     Ok(out)
+}
+
+/// The messages of the conversation: the user's and the turns' and the direct lane's.
+const CONVERSATION: &str =
+    "(m.role = 'user' OR m.task_id LIKE 'main:%' OR m.task_id LIKE 'direct:%')";
+
+/// A page of the conversation, oldest first: after `after` (forward), or the latest
+/// before `before` (reading back), at most `limit`.
+pub fn conversation_page(
+    conn: &Connection,
+    after: Option<u64>,
+    before: Option<u64>,
+    limit: u32,
+) -> Result<air_proto::api::ConversationPage> {
+    use air_proto::projection::MessageRole;
+    let (cond, order, bound) = match (after, before) {
+        (_, Some(b)) => ("m.seq < ?1", "DESC", b),
+        (a, None) => ("m.seq > ?1", "ASC", a.unwrap_or(0)),
+    };
+    let sql = format!(
+        "SELECT m.seq, m.id, m.role, json_extract(e.payload_json, '$.client'), m.task_id, m.agent_id,
+                m.content_json, m.created_at
+         FROM messages m JOIN events e ON e.seq = m.seq
+         WHERE {cond} AND {CONVERSATION} ORDER BY m.seq {order} LIMIT ?2"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    // A seq past SQLite's integers is past every message.
+    let bound = i64::try_from(bound).unwrap_or(i64::MAX);
+    let mut rows = stmt.query(rusqlite::params![bound, limit + 1])?;
+    let mut messages = Vec::new();
+    while let Some(row) = rows.next()? {
+        let role: String = row.get(2)?;
+        let content: String = row.get(6)?;
+        messages.push(air_proto::api::ConversationMessage {
+            seq: row.get(0)?,
+            message_id: row.get(1)?,
+            role: if role == "user" {
+                MessageRole::User
+            } else {
+                MessageRole::Assistant
+            },
+            client: row.get(3)?,
+            task_id: row.get(4)?,
+            agent_id: row.get(5)?,
+            content: serde_json::from_str(&content).unwrap_or(Value::Null),
+            created_at: row.get(7)?,
+        });
+    }
+    let more = messages.len() > limit as usize;
+    messages.truncate(limit as usize);
+    if before.is_some() {
+        messages.reverse();
+    }
+    let next_after_seq = (more && before.is_none())
+        .then(|| messages.last().map(|m| m.seq))
+        .flatten();
+    Ok(air_proto::api::ConversationPage {
+        messages,
+        next_after_seq,
+    })
 }

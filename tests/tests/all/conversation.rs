@@ -181,6 +181,38 @@ fn a_question_is_answered_from_the_project_and_the_next_turn_sees_it() {
             !offered(&bodies[3]).iter().any(|t| t == "classify"),
             "a named /ask is not classified"
         );
+        // The conversation as clients page it: the user's messages with who sent
+        // them, the turns' messages, no other agent's.
+        let page = |after, before, limit| {
+            state.conversation_page(air_proto::api::params::ConversationList {
+                session_id: session.clone(),
+                after_seq: after,
+                before_seq: before,
+                limit,
+            })
+        };
+        let all = page(None, None, None).await.unwrap();
+        let texts: Vec<String> = all
+            .messages
+            .iter()
+            .map(|m| air_proto::message::text_of(&m.content))
+            .collect();
+        assert_eq!(all.messages.len(), 6, "{texts:?}");
+        assert_eq!(texts[0], "What is this project?");
+        assert_eq!(all.messages[0].client.as_deref(), Some("air (pid 7)"));
+        assert_eq!(texts[5], "Nothing else: one file.");
+        assert_eq!(all.next_after_seq, None);
+        let first = page(None, None, Some(2)).await.unwrap();
+        assert_eq!(first.messages.len(), 2);
+        let rest = page(first.next_after_seq, None, Some(100)).await.unwrap();
+        assert_eq!(rest.messages.len(), 4);
+        let last = page(None, Some(u64::MAX), Some(1)).await.unwrap();
+        assert_eq!(
+            air_proto::message::text_of(&last.messages[0].content),
+            "Nothing else: one file."
+        );
+        let bad = page(Some(1), Some(9), None).await.unwrap_err();
+        assert!(bad.to_string().contains("before_seq"), "{bad}");
         state.stop_runs().await;
     });
 }

@@ -152,7 +152,11 @@ impl Shell {
                 .filter(|m| answering.as_deref() != Some(m.id.as_str()))
                 .filter_map(|m| {
                     let text = air_proto::message::text_of(&m.content);
-                    (!text.trim().is_empty()).then_some(Said { user: m.user, text })
+                    (!text.trim().is_empty()).then_some(Said {
+                        id: m.id,
+                        user: m.user,
+                        text,
+                    })
                 })
                 .collect();
             Ok(Conversation { said, tasks })
