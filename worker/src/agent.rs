@@ -759,14 +759,18 @@ async fn run_with(
                 }
                 continue;
             }
-            let Some((_, tool)) = names.iter().find(|(wire, _)| wire == name) else {
-                answers.push(ContentBlock::ToolResult {
-                    tool_use_id: id.to_string(),
-                    content: format!("there is no tool `{name}` for this agent"),
-                    is_error: true,
-                });
-                continue;
+            // A tool this agent was not offered still goes to airsd, which decides
+            // every call and records it (`fs_write` is `fs.write`): refused there.
+            let tool: String = match names.iter().find(|(wire, _)| wire == name) {
+                Some((_, t)) => t.clone(),
+                None => {
+                    let t = name.replacen('_', ".", 1);
+                    // Its refusal names it as the model does.
+                    names.push((name.to_string(), t.clone()));
+                    t
+                }
             };
+            let tool = tool.as_str();
             if debugging && writes(tool) {
                 fixing = true;
             }

@@ -858,3 +858,71 @@ fn a_message_classified_direct_is_done_in_the_direct_lane() {
         state.stop_runs().await;
     });
 }
+
+/// A model that calls a write or a command it was not offered (the Main Agent's
+/// tools are read-only) is refused by airsd, which records each attempt; nothing is
+/// written, and the refusal names the tool as the model does.
+#[test]
+fn the_main_agents_writes_and_commands_are_refused_by_airsd_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call("m1", "fs_write", json!({"path": "x.txt", "content": "x"})),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["`fs_write` is not allowed for the main agent"], &[]),
+                reply: call("m2", "shell_run", json!({"command": "touch y.txt"})),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["`shell_run` is not allowed for the main agent"], &[]),
+                reply: text("I cannot change files myself; I can hand it on as a task."),
+            },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let session = conversation(&state).await;
+        state
+            .converse(&session, "write x.txt", None, None)
+            .await
+            .unwrap();
+        let p = until(&state, &session, |p| answered(p, "main:1")).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert!(!root.join("x.txt").exists() && !root.join("y.txt").exists());
+        let conn = rusqlite::Connection::open(
+            air_proto::layout::ProjectPaths::new(&root).session_db(&session),
+        )
+        .unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT tool, status, error FROM tool_runs WHERE task_id = 'main:1' ORDER BY seq",
+            )
+            .unwrap();
+        let runs: Vec<(String, String, String)> = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                ))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        for ((tool, status, error), wanted) in runs.iter().zip(["fs.write", "shell.run"]) {
+            assert_eq!((tool.as_str(), status.as_str()), (wanted, "failed"));
+            assert!(error.contains("not allowed for the main agent"), "{error}");
+        }
+        assert_eq!(
+            p.task("main:1").map(|t| t.status),
+            Some(TaskStatus::Completed)
+        );
+        state.stop_runs().await;
+    });
+}
