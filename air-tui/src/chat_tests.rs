@@ -180,6 +180,11 @@ fn the_input_box_sends_recalls_completes_and_keeps_pastes_whole() {
     assert_eq!(app.chat.input, "/task ");
     app.paste("fix a\r\nand b");
     assert_eq!(app.chat.input, "/task fix a\nand b");
+    // Ctrl-O shows the tool calls with their whole input.
+    app.key(Key::Ctrl('o'));
+    let screen = format!("{:?}", draw(&app, 100, 30, Palette::Mono).backend());
+    assert!(screen.contains("\"path\": \"README.md\""), "{screen}");
+    app.key(Key::Ctrl('o'));
     // Esc leaves the box: keys are actions again, and `i` comes back to it.
     app.key(Key::Esc);
     assert_eq!(app.ui.focus, Pane::Tasks);

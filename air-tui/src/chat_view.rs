@@ -65,11 +65,19 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
                 out.extend(crate::markdown::lines(&said.text, theme));
             }
         }
-        for t in &said.tools {
-            out.push(Line::from(Span::styled(
-                format!("  · {t}"),
-                theme.muted_style(),
-            )));
+        let calls = if app.chat.expanded {
+            &said.calls
+        } else {
+            &said.tools
+        };
+        for t in calls {
+            for (i, l) in t.lines().enumerate() {
+                let mark = if i == 0 { "  · " } else { "    " };
+                out.push(Line::from(Span::styled(
+                    format!("{mark}{l}"),
+                    theme.muted_style(),
+                )));
+            }
         }
         out.push(Line::from(""));
     }
@@ -145,7 +153,7 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         }
     }
     let hint = if focused {
-        "Enter sends · Ctrl-J new line · Tab completes /ask /direct /task /plan · Esc leaves"
+        "Enter sends · Ctrl-J new line · Ctrl-O tool calls · Tab completes /… · Esc leaves"
             .to_string()
     } else {
         format!(

@@ -22,6 +22,8 @@ pub struct Said {
     pub text: String,
     /// The tool calls of an agent's message, in brief (`fs_read README.md`).
     pub tools: Vec<String>,
+    /// The same calls with their whole input, shown when the pane is expanded.
+    pub calls: Vec<String>,
 }
 
 /// The conversation and the input box.
@@ -39,6 +41,8 @@ pub struct Chat {
     pub recall: Option<usize>,
     /// Lines scrolled up from the end of the conversation.
     pub scroll: usize,
+    /// Tool calls are shown with their whole input (Ctrl-O).
+    pub expanded: bool,
 }
 
 /// A tool call in brief: its name and its main argument.
@@ -106,20 +110,31 @@ impl App {
                 who: client.unwrap_or("you").to_string(),
                 text,
                 tools: Vec::new(),
+                calls: Vec::new(),
             }
         } else {
             let Some(task) = task.filter(|t| in_conversation(t)) else {
                 return;
             };
-            let tools: Vec<String> = content
+            let uses: Vec<(&str, &serde_json::Value)> = content
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("tool_use"))
                 .map(|b| {
-                    brief(
+                    (
                         b.get("name").and_then(|n| n.as_str()).unwrap_or("?"),
                         b.get("input").unwrap_or(&serde_json::Value::Null),
+                    )
+                })
+                .collect();
+            let tools: Vec<String> = uses.iter().map(|(n, i)| brief(n, i)).collect();
+            let calls = uses
+                .iter()
+                .map(|(n, i)| {
+                    format!(
+                        "{n} {}",
+                        serde_json::to_string_pretty(i).unwrap_or_default()
                     )
                 })
                 .collect();
@@ -132,6 +147,7 @@ impl App {
                 who: task.to_string(),
                 text,
                 tools,
+                calls,
             }
         };
         // In seq order, whether it came live or from the store.
@@ -196,6 +212,8 @@ impl App {
             }
             // A new line in the message (Enter sends it).
             Key::Ctrl('j') => chat.input.push('\n'),
+            // The tool calls in brief, or with their whole input.
+            Key::Ctrl('o') => chat.expanded = !chat.expanded,
             Key::Backspace => {
                 chat.input.pop();
             }
