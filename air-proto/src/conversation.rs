@@ -44,6 +44,33 @@ pub fn in_conversation(task_id: &str) -> bool {
     is_turn(task_id) || is_direct(task_id)
 }
 
+/// The id namespace of reviews the user asks for (`/review`): `review:<n>`, a
+/// reviewer's look at the direct lane's latest work.
+pub const REVIEW_PREFIX: &str = "review:";
+
+/// Whether a message asks for a review of the direct lane's latest work (`/review`,
+/// as a whole word at the start).
+pub fn asks_review(message: &str) -> bool {
+    let text = message.trim_start();
+    text.strip_prefix("/review")
+        .is_some_and(|rest| rest.chars().next().is_none_or(char::is_whitespace))
+}
+
+/// Whether a task id is a review the user asked for.
+pub fn is_review(task_id: &str) -> bool {
+    task_id.starts_with(REVIEW_PREFIX)
+}
+
+/// The `n`th review the user asked for (`message`), of the direct lane's task `of`.
+pub fn review_spec(n: usize, of: &str, message: &str, message_id: Option<&str>) -> TaskSpec {
+    let mut spec = turn_spec(n, &format!("Review {of}"), message, message_id, &[]);
+    spec.id = format!("{REVIEW_PREFIX}{n}");
+    spec.task_type = TaskType::Review;
+    spec.output_contract = TaskType::Review.output_contract();
+    spec.context_refs.parent_task_results = Some(vec![of.to_string()]);
+    spec
+}
+
 /// The task of the direct lane's `n`th request (1-based): the user's words as they
 /// were sent, the plan's default limits, no retry, no required verification.
 pub fn direct_spec(n: usize, message: &str, message_id: Option<&str>) -> TaskSpec {

@@ -64,9 +64,13 @@ fn completed(input: &str) -> Option<&'static str> {
     if !input.starts_with('/') || input.contains(char::is_whitespace) {
         return None;
     }
-    let mut fits = PREFIXES.iter().filter(|(p, _)| p.starts_with(input));
+    let mut fits = PREFIXES
+        .iter()
+        .map(|(p, _)| *p)
+        .chain(["/review"])
+        .filter(|p| p.starts_with(input));
     match (fits.next(), fits.next()) {
-        (Some((p, _)), None) => Some(p),
+        (Some(p), None) => Some(p),
         _ => None,
     }
 }
@@ -261,6 +265,7 @@ mod tests {
     fn a_slash_command_completes_when_one_fits() {
         assert_eq!(super::completed("/ta"), Some("/task"));
         assert_eq!(super::completed("/d"), Some("/direct"));
+        assert_eq!(super::completed("/r"), Some("/review"));
         assert_eq!(super::completed("/"), None);
         assert_eq!(super::completed("/task x"), None);
         assert_eq!(super::completed("hello"), None);

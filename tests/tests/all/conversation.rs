@@ -831,6 +831,21 @@ fn a_message_classified_direct_is_done_in_the_direct_lane() {
                 expect: any(),
                 reply: text("Wrote hi.txt."),
             },
+            // `/review`: the reviewer looks at the direct lane's result; the Main
+            // Agent says what it found.
+            Exchange {
+                request: None,
+                expect: expect(
+                    &["# Task review:1: Review direct:1", "Wrote hi.txt."],
+                    &["submit_result"],
+                ),
+                reply: review("approved", json!([])),
+            },
+            Exchange {
+                request: None,
+                expect: expect(&["# Summarise for the user", "review:1 (completed)"], &[]),
+                reply: text("The reviewer approved the change to hi.txt."),
+            },
         ])
         .await;
         let state = state(&root, &key(&mock));
@@ -854,6 +869,17 @@ fn a_message_classified_direct_is_done_in_the_direct_lane() {
             p.task("main:2"),
             None,
             "the direct lane's answer is its own summary"
+        );
+        state
+            .converse(&session, "/review", None, None)
+            .await
+            .unwrap();
+        let p = until(&state, &session, |p| answered(p, "main:2")).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(
+            p.task("review:1").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
         );
         state.stop_runs().await;
     });

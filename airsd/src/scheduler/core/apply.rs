@@ -302,6 +302,23 @@ impl Core {
                     }
                     return;
                 }
+                // `/review`: a reviewer looks at the direct lane's latest work, and the
+                // Main Agent summarises what it found.
+                if air_proto::conversation::asks_review(text) {
+                    let latest = self
+                        .tasks
+                        .iter()
+                        .rev()
+                        .find(|t| is_direct(&t.spec.id) && t.under_review.is_some())
+                        .map(|t| t.spec.id.clone());
+                    if let Some(of) = latest {
+                        self.reviews += 1;
+                        let spec = review_spec(self.reviews, &of, text, Some(message_id));
+                        self.delegated.insert(spec.id.clone());
+                        self.to_create.push(spec);
+                        return;
+                    }
+                }
                 // `/direct …` goes to the direct lane at once, with no turn before it.
                 if air_proto::conversation::named_intent(text)
                     .is_some_and(|(i, _)| i == Intent::Direct)

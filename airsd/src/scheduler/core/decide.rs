@@ -427,6 +427,13 @@ impl Core {
                 spec: t.spec.clone(),
                 notes: t.notes.clone(),
                 previous: match role {
+                    // A review the user asked for looks at the direct lane's result.
+                    AgentType::Reviewer if is_review(&t.spec.id) => {
+                        air_proto::conversation::summarised(&t.spec)
+                            .first()
+                            .and_then(|of| self.index.get(of))
+                            .and_then(|&j| self.tasks[j].under_review.clone())
+                    }
                     AgentType::Reviewer | AgentType::Debugger => t.under_review.clone(),
                     AgentType::ArchitectureDesigner if t.milestone_of.is_none() => {
                         t.under_review.clone()

@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use air_proto::conversation::{
-    direct_spec, in_conversation, is_direct, is_turn, turn_spec, Intent, MainResult, SUMMARY_TITLE,
+    direct_spec, in_conversation, is_direct, is_review, is_turn, review_spec, turn_spec, Intent,
+    MainResult, SUMMARY_TITLE,
 };
 use air_proto::event::AgentType;
 use air_proto::payload::{AgentFailure, PatrolEntry, RunCompleted, RunOutcome};
@@ -404,6 +405,8 @@ pub struct Core {
     turns: usize,
     /// Requests of the direct lane so far; the `n`th is task `direct:<n>`.
     directs: usize,
+    /// Reviews the user asked for so far (`/review`); the `n`th is `review:<n>`.
+    reviews: usize,
     /// Tasks the Main Agent handed to the scheduler; each is summarised when it ends.
     delegated: BTreeSet<String>,
     /// Transient: what the user said to running agents, to give them.
@@ -474,6 +477,7 @@ impl Core {
             to_kill: BTreeSet::new(),
             turns: 0,
             directs: 0,
+            reviews: 0,
             delegated: BTreeSet::new(),
             to_deliver: Vec::new(),
             confirm: false,

@@ -9,9 +9,30 @@ impl Core {
         if role == AgentType::Main {
             return self.on_turn(i, result);
         }
+        // A review the user asked for ends with its decision; the Main Agent tells it.
+        if is_review(&self.tasks[i].spec.id) {
+            let output: Option<ReviewerOutput> = serde_json::from_value(result.result.clone()).ok();
+            let t = &mut self.tasks[i];
+            let mut reason = match &output {
+                Some(o) => format!("{}: {}", o.decision.as_str(), result.summary),
+                None => result.summary.clone(),
+            };
+            for f in output.iter().flat_map(|o| &o.findings) {
+                let at = match (&f.file, f.line) {
+                    (Some(file), Some(line)) => format!("{file}:{line}: "),
+                    (Some(file), None) => format!("{file}: "),
+                    _ => String::new(),
+                };
+                reason.push_str(&format!("; {at}{}", f.summary));
+            }
+            t.next = Next::Finish(TaskStatus::Completed, Some(reason));
+            return;
+        }
         // The direct lane's answer ends its task: no form, no reviewer (D-005).
         if is_direct(&self.tasks[i].spec.id) {
             let t = &mut self.tasks[i];
+            // Kept for a review the user may ask for (`/review`).
+            t.under_review = Some(result.clone());
             t.next = match result.status {
                 WorkerStatus::Completed => Next::Finish(TaskStatus::Completed, None),
                 WorkerStatus::Blocked => {

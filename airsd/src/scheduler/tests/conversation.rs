@@ -6,7 +6,14 @@ use air_proto::conversation::{DelegatedTask, Intent, MainResult};
 
 use super::*;
 
+/// The user says `text`; an ended run is continued for it first, as airsd does.
 fn say(sim: &mut Sim, n: u32, text: &str) {
+    if sim.core.is_finished() {
+        sim.record(Fact::Continued {
+            task_ids: Vec::new(),
+            budgets: Default::default(),
+        });
+    }
     sim.record(Fact::UserMessage {
         message_id: format!("m{n}"),
         text: text.into(),
@@ -129,7 +136,11 @@ fn a_message_outside_a_run_is_a_record_only() {
     let mut sim = Sim::new(config(1), &plan("## Task A: a\n"));
     sim.run(&mut |d| ok(d), 50);
     assert!(sim.core.is_finished());
-    say(&mut sim, 1, "hello?");
+    sim.record(Fact::UserMessage {
+        message_id: "m1".into(),
+        text: "hello?".into(),
+        to: None,
+    });
     assert!(sim.settle().is_empty());
     assert_eq!(sim.core.status("main:1"), None);
 }
@@ -276,4 +287,62 @@ fn the_direct_lane_takes_no_slot_and_its_answer_ends_it() {
     sim.finish(&a.agent_id, ok(&a));
     sim.run(&mut |d| ok(d), 50);
     assert_eq!(sim.core.status("A"), Some(TaskStatus::Completed));
+}
+
+/// `/review` after the direct lane's work: a reviewer looks at that result (no new
+/// attempt follows, whatever it decides), and the Main Agent summarises its findings.
+#[test]
+fn review_asks_a_reviewer_about_the_direct_lanes_latest_work() {
+    let mut sim = Sim::new(config(1), &[]);
+    say(&mut sim, 1, "/review");
+    let t = only(&sim.settle(), "nothing to review: a turn says so").clone();
+    assert_eq!(t.role, AgentType::Main);
+    sim.finish(&t.agent_id, answer(&t, None));
+    say(&mut sim, 2, "/direct fix the typo");
+    let d = only(&sim.settle(), "the direct lane").clone();
+    sim.finish(
+        &d.agent_id,
+        res(result_for(&d, WorkerStatus::Completed, false)),
+    );
+    sim.settle();
+    say(&mut sim, 3, "/review please");
+    let r = only(&sim.settle(), "the review").clone();
+    assert_eq!(
+        (r.task_id.as_str(), r.role),
+        ("review:1", AgentType::Reviewer)
+    );
+    assert_eq!(
+        r.previous.as_ref().map(|p| p.task_id.as_str()),
+        Some("direct:1")
+    );
+    let mut found = review(&r, ReviewDecision::ChangesRequested);
+    if let Ok(mut o) = serde_json::from_value::<ReviewerOutput>(found.result.clone()) {
+        o.findings = vec![ReviewFinding {
+            severity: Severity::High,
+            file: Some("README.md".into()),
+            line: Some(3),
+            summary: "the typo is still there".into(),
+        }];
+        found.result = serde_json::to_value(o).unwrap();
+    }
+    sim.finish(&r.agent_id, res(found));
+    let s = only(&sim.settle(), "the summary of the review").clone();
+    assert_eq!(s.role, AgentType::Main);
+    assert_eq!(
+        air_proto::conversation::summarised(&s.spec),
+        ["review:1".to_string()]
+    );
+    let (status, reason) = finish_reason(&sim, "review:1");
+    assert_eq!(
+        status,
+        TaskStatus::Completed,
+        "no new attempt follows a review"
+    );
+    let reason = reason.unwrap();
+    assert!(
+        reason.starts_with("changes_requested")
+            && reason.contains("README.md:3: the typo is still there"),
+        "{reason}"
+    );
+    assert_eq!(sim.core.status("direct:1"), Some(TaskStatus::Completed));
 }
