@@ -445,10 +445,16 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         crate::app::Layout::List => "",
         _ => ", in waves",
     };
-    let mut title = format!("Tasks ({}{view})", app.tasks().len());
+    // The Main Agent's turns are not in the list (they are the conversation).
+    let total = app
+        .tasks()
+        .iter()
+        .filter(|t| !air_proto::conversation::is_turn(&t.id))
+        .count();
+    let mut title = format!("Tasks ({total}{view})");
     match (&app.ui.filter_input, &app.ui.task_filter) {
         (Some(typing), _) if focused => title = format!("Tasks — filter: {typing}▏"),
-        (_, Some(f)) => title = format!("Tasks — \"{f}\" ({shown} of {})", app.tasks().len()),
+        (_, Some(f)) => title = format!("Tasks — \"{f}\" ({shown} of {total})"),
         _ => {}
     }
     let block = Block::default()

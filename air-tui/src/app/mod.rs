@@ -355,6 +355,7 @@ impl App {
             }
         }
         self.trim_log();
+        self.clamp();
     }
 
     fn event(&mut self, seq: u64, event: &RuntimeEvent, durable: bool) {
@@ -575,6 +576,12 @@ impl App {
         } else if self.ui.selected >= n {
             self.ui.selected = n - 1;
         }
+        // The selection stays on a task the list shows, when there is one.
+        if !self.task_shown(self.ui.selected) {
+            if let Some(i) = (0..n).find(|&i| self.task_shown(i)) {
+                self.ui.selected = i;
+            }
+        }
     }
 
     /// What of the UI is kept for next time (`ui_state` under `attach`, D-053): the
@@ -641,6 +648,10 @@ impl App {
         let Some(t) = self.projection.tasks.get(i) else {
             return false;
         };
+        // The Main Agent's turns are the conversation's, shown in its pane.
+        if air_proto::conversation::is_turn(&t.id) {
+            return false;
+        }
         let Some(filter) = &self.ui.task_filter else {
             return true;
         };
@@ -712,7 +723,7 @@ impl App {
                     self.projection
                         .tasks
                         .iter()
-                        .filter(|t| t.status == *s)
+                        .filter(|t| t.status == *s && !air_proto::conversation::is_turn(&t.id))
                         .count(),
                 )
             })
