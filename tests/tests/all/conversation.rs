@@ -435,6 +435,30 @@ fn air_chat_print_mode_answers_on_stdout_and_replays_with_no_key() {
 
     let q = crate::daemon::Project::new();
     std::fs::write(q.root.join("README.md"), "A greeting tool.\n").unwrap();
+    // --json: the session's events, one JSON object a line.
+    let json = chat(
+        &q,
+        &[
+            "-p",
+            "What is this project?",
+            "--replay",
+            &rec_arg,
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        json.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(events.iter().any(|e| e["type"] == "user.message.created"));
+    assert!(events.iter().any(|e| e["type"] == "run.completed"));
     let out = chat(
         &q,
         &["-p", "What is this project?", "--replay", &rec_arg],
@@ -950,5 +974,52 @@ fn the_main_agents_writes_and_commands_are_refused_by_airsd_and_recorded() {
             Some(TaskStatus::Completed)
         );
         state.stop_runs().await;
+    });
+}
+
+/// The conversation is durable: after the daemon stops and a new one starts on the
+/// project, the next message's turn sees the whole exchange before it.
+#[test]
+fn the_conversation_survives_a_restart_of_the_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("README.md"), "A greeting tool.\n").unwrap();
+    crate::rt().block_on(async {
+        let mut exchanges = readme_question("It is a greeting tool (README.md:1).");
+        exchanges.push(Exchange {
+            request: None,
+            expect: expect(
+                &[
+                    "## The conversation so far",
+                    "What is this project?",
+                    "It is a greeting tool (README.md:1).",
+                ],
+                &[],
+            ),
+            reply: text("Still a greeting tool."),
+        });
+        let mock = MockProvider::start(exchanges).await;
+        let first = state(&root, &key(&mock));
+        let session = conversation(&first).await;
+        first
+            .converse(&session, "What is this project?", None, None)
+            .await
+            .unwrap();
+        until(&first, &session, |p| answered(p, "main:1")).await;
+        first.stop_runs().await;
+        drop(first);
+        let second = state(&root, &key(&mock));
+        second
+            .converse(&session, "/ask still?", None, None)
+            .await
+            .unwrap();
+        let p = until(&second, &session, |p| answered(p, "main:2")).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(
+            p.task("main:2").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        second.stop_runs().await;
     });
 }
