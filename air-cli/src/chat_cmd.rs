@@ -197,6 +197,9 @@ struct Exchange {
     answers: Vec<(String, String)>,
     /// The tasks of the task graph created since the message, and how they stand.
     work: BTreeMap<String, TaskStatus>,
+    /// The conversation's own tasks (turns, the direct lane) that ended unanswered,
+    /// with why.
+    unanswered: Vec<(String, TaskStatus, String)>,
 }
 
 impl Exchange {
@@ -242,6 +245,18 @@ impl Exchange {
                 let (Some(status), Some(id)) = (TaskStatus::from_event_type(ty), task) else {
                     return;
                 };
+                if in_conversation(id)
+                    && matches!(
+                        status,
+                        TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Cancelled
+                    )
+                {
+                    let why = event.payload["reason"]
+                        .as_str()
+                        .unwrap_or("no reason given");
+                    self.unanswered
+                        .push((id.to_string(), status, why.to_string()));
+                }
                 if let Some(s) = self.work.get_mut(id) {
                     *s = status;
                     if progress {
@@ -254,7 +269,9 @@ impl Exchange {
 
     /// The exit code of what the message started.
     fn code(&self) -> u8 {
-        let any = |s: TaskStatus| self.work.values().any(|w| *w == s);
+        let any = |s: TaskStatus| {
+            self.work.values().any(|w| *w == s) || self.unanswered.iter().any(|u| u.1 == s)
+        };
         if any(TaskStatus::Failed) {
             exit::FAILED
         } else if any(TaskStatus::Blocked) || any(TaskStatus::Cancelled) {
@@ -350,6 +367,9 @@ async fn say(
     if !json {
         let answers: Vec<&str> = exchange.answers.iter().map(|(_, a)| a.trim()).collect();
         println!("{}", answers.join("\n\n"));
+        for (task, status, why) in &exchange.unanswered {
+            eprintln!("air: {task} {}: {why}", status.as_str());
+        }
     }
     Ok(exchange.code())
 }

@@ -24,9 +24,18 @@ pub fn turn_id(n: usize) -> String {
     format!("{TURN_PREFIX}{n}")
 }
 
+/// Whether `task_id` is `prefix` followed by a number: the conversation's ids, never
+/// a plan's (a phase may be called `main`: its milestone review is
+/// `main:milestone-1`, not a turn).
+fn numbered(task_id: &str, prefix: &str) -> bool {
+    task_id
+        .strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Whether a task id is a turn of the Main Agent rather than work of the task graph.
 pub fn is_turn(task_id: &str) -> bool {
-    task_id.starts_with(TURN_PREFIX)
+    numbered(task_id, TURN_PREFIX)
 }
 
 /// The id namespace of the direct lane, `direct:<n>`: work done at once, in the
@@ -35,7 +44,7 @@ pub const DIRECT_PREFIX: &str = "direct:";
 
 /// Whether a task id is work of the direct lane.
 pub fn is_direct(task_id: &str) -> bool {
-    task_id.starts_with(DIRECT_PREFIX)
+    numbered(task_id, DIRECT_PREFIX)
 }
 
 /// Whether what a task's agents write is part of the conversation: a turn of the
@@ -58,7 +67,7 @@ pub fn asks_review(message: &str) -> bool {
 
 /// Whether a task id is a review the user asked for.
 pub fn is_review(task_id: &str) -> bool {
-    task_id.starts_with(REVIEW_PREFIX)
+    numbered(task_id, REVIEW_PREFIX)
 }
 
 /// The `n`th review the user asked for (`message`), of the direct lane's task `of`.
@@ -418,6 +427,23 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_conversations_ids_are_never_a_plans() {
+        assert!(is_turn("main:12") && is_direct("direct:3") && is_review("review:1"));
+        for plan in [
+            "main:milestone-1",
+            "direct:fix-1-2",
+            "review:",
+            "main:1a",
+            "T1",
+        ] {
+            assert!(
+                !is_turn(plan) && !is_direct(plan) && !is_review(plan),
+                "{plan}"
+            );
+        }
+    }
 
     #[test]
     fn a_prefix_names_the_kind_only_as_a_whole_word() {

@@ -223,9 +223,15 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
             }
         }
         lines.push(Line::from(""));
+        // Typing in the conversation answers nothing: it takes Esc first.
+        let then = if app.ui.focus == Pane::Chat {
+            "Esc, then "
+        } else {
+            ""
+        };
         lines.push(Line::from(Span::styled(
             format!(
-                "{} approve · {} deny   ({})",
+                "{then}{} approve · {} deny   ({})",
                 app.key_for(crate::keymap::Action::Approve),
                 app.key_for(crate::keymap::Action::Deny),
                 r.request_id

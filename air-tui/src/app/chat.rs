@@ -79,12 +79,24 @@ impl App {
     /// Folds a durable event into the conversation.
     pub(super) fn chat_event(&mut self, seq: u64, event: &RuntimeEvent) {
         let p = &event.payload;
+        let text = |k: &str| p.get(k).and_then(|v| v.as_str());
+        // A turn (or the direct lane) that ended unanswered says so in the
+        // conversation.
+        if let Some(status) = air_proto::projection::TaskStatus::from_event_type(&event.event_type)
+            .filter(|s| s.is_terminal() && *s != air_proto::projection::TaskStatus::Completed)
+        {
+            if let Some(task) = text("task_id").filter(|t| in_conversation(t)) {
+                let why = text("reason").unwrap_or("no reason given");
+                let note = serde_json::json!(format!("⚠ {}: {why}", status.as_str()));
+                self.chat_said(seq, false, None, Some(task), &note);
+            }
+            return;
+        }
         let user = match event.event_type.as_str() {
             ev::UserMessageCreated::TYPE => true,
             ev::AssistantMessageCreated::TYPE => false,
             _ => return,
         };
-        let text = |k: &str| p.get(k).and_then(|v| v.as_str());
         self.chat_said(
             seq,
             user,
@@ -251,7 +263,7 @@ impl App {
 
     /// Pasted text: into the input box, whole, when it has the keys.
     pub fn paste(&mut self, text: &str) {
-        if self.ui.focus == Pane::Chat && self.open_request().is_none() {
+        if self.ui.focus == Pane::Chat {
             self.chat
                 .input
                 .push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));

@@ -109,8 +109,9 @@ impl App {
             }
             return None;
         }
-        // The input box has the keys it types with; the others go to the keymap.
-        if self.ui.focus == Pane::Chat && self.open_request().is_none() {
+        // The input box has the keys it types with, even with a question open (a
+        // letter typed there is not an answer: Esc first); the others go to the keymap.
+        if self.ui.focus == Pane::Chat {
             if let Some(command) = self.chat_key(key) {
                 return command;
             }

@@ -181,7 +181,10 @@ impl DaemonState {
                 )))
             }
         };
-        let models = crate::models::for_run(&config.worker, &conversation_tasks(), &started)
+        // The run's own tasks keep their models (a plan run a message continues).
+        let mut specs = core.specs();
+        specs.extend(conversation_tasks());
+        let models = crate::models::for_run(&config.worker, &specs, &started)
             .await
             .map_err(Error::Refused)?;
         events.push(message);

@@ -598,14 +598,19 @@ impl DaemonState {
                         "permission request {request_id} was answered first, or its run ended"
                     ))
                 })?;
-            let conn = session.readers().get()?;
-            let seq: Option<u64> = conn
-                .query_row(
-                    "SELECT seq FROM events WHERE type = 'permission.decision.recorded' AND json_extract(payload_json, '$.request_id') = ?1",
-                    [request_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let (session, id) = (session.clone(), request_id.to_string());
+            let seq = tokio::task::spawn_blocking(move || -> Result<Option<u64>> {
+                let conn = session.readers().get()?;
+                Ok(conn
+                    .query_row(
+                        "SELECT seq FROM events WHERE type = 'permission.decision.recorded' AND json_extract(payload_json, '$.request_id') = ?1",
+                        [&id],
+                        |r| r.get(0),
+                    )
+                    .optional()?)
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("reading the answer: {e}")))??;
             return Ok(seq.unwrap_or_default());
         }
         Ok(session.store().append(e).await?.seq)

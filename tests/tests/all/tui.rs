@@ -82,7 +82,7 @@ impl Tmux {
         );
     }
 
-    fn screen(&self, name: &str) -> String {
+    pub(crate) fn screen(&self, name: &str) -> String {
         String::from_utf8_lossy(
             &self
                 .cmd(&["capture-pane", "-p", "-t", &format!("air:{name}")])

@@ -135,7 +135,17 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
     tmux.type_text("two", "/task write hello.txt");
     tmux.keys("two", "Enter");
     let asks = |s: &str| s.contains("Permission") && s.contains("start task T1: Write hello.txt");
-    tmux.wait_for("one", &asks, "no confirmation asked");
+    let asked = tmux.wait_for("one", &asks, "no confirmation asked");
+    assert!(asked.contains("Esc, then a approve"), "{asked}");
+    // A letter typed in the conversation is text, not an answer.
+    tmux.type_text("one", "a");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        asks(&tmux.screen("one")),
+        "a typed letter answered the question"
+    );
+    tmux.keys("one", "BSpace");
+    tmux.keys("one", "Escape");
     tmux.keys("one", "a");
     tmux.wait_for(
         "one",
@@ -143,8 +153,8 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
         "T1 did not start",
     );
     // Both leave while it runs (Esc leaves the input box, q detaches).
+    tmux.keys("two", "Escape");
     for w in ["one", "two"] {
-        tmux.keys(w, "Escape");
         tmux.keys(w, "q");
         tmux.wait_for(w, &|s| s.contains("DETACHED"), "did not detach");
     }

@@ -177,6 +177,14 @@ impl Core {
                 t.status = *status;
                 t.next = Next::Nothing;
                 t.notes.clear();
+                // Ended before it was confirmed (cancelled, the run stopped): its
+                // question is closed, and the run no longer waits for it.
+                if let Some(asked) = self.awaiting.remove(task_id) {
+                    self.asking.remove(task_id);
+                    if asked {
+                        self.to_close.push(task_id.clone());
+                    }
+                }
                 // Work the Main Agent handed on is summarised in the conversation.
                 if self.delegated.contains(task_id) {
                     let about = [task_id.clone()];
@@ -269,6 +277,7 @@ impl Core {
                     return;
                 }
                 if !allow {
+                    self.declined.insert(task_id.clone());
                     if let Some(t) = self.task_mut(task_id) {
                         let why = reason.as_deref().unwrap_or("the user declined it");
                         t.cancel.get_or_insert_with(|| {

@@ -13,6 +13,13 @@ impl Core {
         for (agent_id, text) in std::mem::take(&mut self.to_deliver) {
             out.push(Decision::Deliver { agent_id, text });
         }
+        for task_id in std::mem::take(&mut self.to_close) {
+            out.push(Decision::Refuse(Box::new(Refusal {
+                request_id: confirmation_id(&task_id),
+                reason: format!("{task_id} ended before it was confirmed"),
+                block: None,
+            })));
+        }
         if !(self.finished || self.completing || !self.started) {
             self.rules(now_ms, &mut out);
         }
@@ -511,6 +518,27 @@ impl Core {
         // A paused run with work left waits for `resume`; one with nothing left ends.
         if self.paused && self.cancelled.is_none() && !open.is_empty() {
             return;
+        }
+        // A stopped run (a spent budget) answers no more messages: each turn waiting
+        // ends blocked, saying why, before the run ends.
+        if let Some(why) = &self.stopped {
+            let waiting: Vec<usize> = open
+                .iter()
+                .copied()
+                .filter(|&i| in_conversation(&self.tasks[i].spec.id) && self.tasks[i].attempt == 0)
+                .collect();
+            if !waiting.is_empty() {
+                for i in waiting {
+                    let t = &mut self.tasks[i];
+                    t.in_flight = true;
+                    out.push(Decision::Finish {
+                        task_id: t.spec.id.clone(),
+                        status: TaskStatus::Blocked,
+                        reason: Some(format!("not answered: {why}")),
+                    });
+                }
+                return;
+            }
         }
         if !open.is_empty() && self.stopped.is_none() {
             // Nothing can move, nothing runs, and the run is not stopped: a transition

@@ -417,6 +417,10 @@ pub struct Core {
     awaiting: BTreeMap<String, bool>,
     /// Transient: confirmations asked for whose fact has not come back.
     asking: BTreeSet<String>,
+    /// Work the user declined to start.
+    declined: BTreeSet<String>,
+    /// Transient: confirmations to close because their task ended without them.
+    to_close: Vec<String>,
 }
 
 /// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -483,6 +487,8 @@ impl Core {
             confirm: false,
             awaiting: BTreeMap::new(),
             asking: BTreeSet::new(),
+            declined: BTreeSet::new(),
+            to_close: Vec::new(),
         }
     }
 
@@ -548,9 +554,13 @@ impl Core {
 
     /// Tasks that did not complete (what continuing an ended run would reopen).
     pub fn unfinished(&self) -> Vec<String> {
+        // The conversation's own tasks (turns answer messages once; the direct lane
+        // and reviews were asked for then) and work the user declined stay ended.
         self.tasks
             .iter()
             .filter(|t| t.status != TaskStatus::Completed && t.agent.is_none())
+            .filter(|t| !in_conversation(&t.spec.id) && !is_review(&t.spec.id))
+            .filter(|t| !self.declined.contains(&t.spec.id))
             .map(|t| t.spec.id.clone())
             .collect()
     }

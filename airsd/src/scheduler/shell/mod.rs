@@ -301,10 +301,11 @@ impl Shell {
                         // Not recorded (nothing left to do it to): no answer, and the
                         // caller says so.
                         let recorded = self.control(control).await?;
-                        self.settle().await?;
+                        // Answered once recorded: what follows cannot take it back.
                         if recorded {
                             let _ = ack.send(());
                         }
+                        self.settle().await?;
                     }
                 },
                 Some(event) = worker_rx.recv() => {
@@ -471,9 +472,7 @@ impl Shell {
                     agent_id: None,
                     task_id: Some(task_id),
                     risk: None,
-                    reason: Some(
-                        "the Main Agent handed this work on; in the default permission mode you confirm it before it starts".into(),
-                    ),
+                    reason: Some("work the Main Agent hands on starts once you confirm it".into()),
                 })?;
                 self.push(vec![e]);
                 Ok(())

@@ -346,3 +346,54 @@ fn review_asks_a_reviewer_about_the_direct_lanes_latest_work() {
     );
     assert_eq!(sim.core.status("direct:1"), Some(TaskStatus::Completed));
 }
+
+/// Work waiting for its confirmation that ends another way (cancelled) closes its
+/// question and no longer holds the run open; a run stopped by its budget answers
+/// no more messages, and says so.
+#[test]
+fn a_cancelled_confirmation_closes_and_a_stopped_run_says_it_answers_no_more() {
+    let start = Fact::RunStarted {
+        concurrency: 1,
+        on_ask: air_proto::plan::OnAsk::Deny,
+        budgets: Default::default(),
+        confirm: true,
+    };
+    let mut sim = Sim::with_start(config(1), start, &[]);
+    say(&mut sim, 1, "/task write hello.txt");
+    let t = only(&sim.settle(), "the turn").clone();
+    sim.finish(&t.agent_id, answer(&t, Some(hello())));
+    sim.settle();
+    sim.record(Fact::CancelRequested {
+        task_id: Some("T1".into()),
+        reason: "the user changed their mind".into(),
+        block: false,
+    });
+    sim.run(&mut |d| answer(d, None), 50);
+    assert!(
+        sim.decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Refuse(r) if r.request_id == "confirm:T1")),
+        "the question is closed"
+    );
+    assert_eq!(sim.core.status("T1"), Some(TaskStatus::Cancelled));
+    assert!(
+        sim.core.is_finished(),
+        "the run does not wait for a closed question"
+    );
+    // The budget is spent: a message's turn ends blocked with why.
+    say(&mut sim, 2, "anything else?");
+    sim.record(Fact::Stopped {
+        reason: "the run's max_cost of $1.00 is spent".into(),
+    });
+    sim.run(&mut |d| answer(d, None), 50);
+    let (status, reason) = finish_reason(&sim, "main:3");
+    assert_eq!(status, TaskStatus::Blocked);
+    assert_eq!(
+        reason.as_deref(),
+        Some("not answered: the run's max_cost of $1.00 is spent")
+    );
+    assert!(
+        !sim.core.unfinished().iter().any(|t| t.starts_with("main:")),
+        "turns are not reopened"
+    );
+}
