@@ -38,6 +38,18 @@ fn answer(d: &Dispatch, task: Option<DelegatedTask>) -> Play {
     res(r)
 }
 
+/// A conversation's run in the `default` permission mode: work handed on waits for
+/// the user's confirmation.
+fn confirming() -> Sim {
+    let start = Fact::RunStarted {
+        concurrency: 1,
+        on_ask: air_proto::plan::OnAsk::Deny,
+        budgets: Default::default(),
+        confirm: true,
+    };
+    Sim::with_start(config(1), start, &[])
+}
+
 fn hello() -> DelegatedTask {
     DelegatedTask {
         title: "Write hello.txt".into(),
@@ -203,13 +215,7 @@ fn said_to_a_running_task_it_reaches_its_agent_and_the_next_one_and_stop_cancels
 #[test]
 fn work_handed_on_in_default_mode_waits_for_the_users_confirmation() {
     for allow in [true, false] {
-        let start = Fact::RunStarted {
-            concurrency: 1,
-            on_ask: air_proto::plan::OnAsk::Deny,
-            budgets: Default::default(),
-            confirm: true,
-        };
-        let mut sim = Sim::with_start(config(1), start, &[]);
+        let mut sim = confirming();
         say(&mut sim, 1, "/task write hello.txt");
         let t = only(&sim.settle(), "the turn").clone();
         sim.finish(&t.agent_id, answer(&t, Some(hello())));
@@ -352,13 +358,7 @@ fn review_asks_a_reviewer_about_the_direct_lanes_latest_work() {
 /// no more messages, and says so.
 #[test]
 fn a_cancelled_confirmation_closes_and_a_stopped_run_says_it_answers_no_more() {
-    let start = Fact::RunStarted {
-        concurrency: 1,
-        on_ask: air_proto::plan::OnAsk::Deny,
-        budgets: Default::default(),
-        confirm: true,
-    };
-    let mut sim = Sim::with_start(config(1), start, &[]);
+    let mut sim = confirming();
     say(&mut sim, 1, "/task write hello.txt");
     let t = only(&sim.settle(), "the turn").clone();
     sim.finish(&t.agent_id, answer(&t, Some(hello())));
