@@ -436,7 +436,8 @@ fn push_recent<T>(list: &mut VecDeque<T>, item: T) {
 
 impl Projection {
     /// Where the Main Agent is (D-005), read from the session's turns and tasks: a
-    /// turn under way is `CLASSIFYING` (or `SUMMARIZING` for a summary, or
+    /// turn under way is `CLASSIFYING`, `DELEGATING` once its agent writes what to
+    /// hand on (or `SUMMARIZING` for a summary, or
     /// `INTERRUPTING` while delegated work runs); with no turn under way, work handed
     /// on waiting for the user's confirmation is `CONFIRMING`, other open work of the
     /// task graph `EXECUTING`; otherwise `IDLE`.
@@ -454,9 +455,19 @@ impl Projection {
             .permission_requests
             .iter()
             .any(|r| r.request.tool.as_deref() == Some(crate::conversation::TASK_START));
+        // The turn's agent says when it is writing what to hand on (its heartbeat).
+        let delegating = |task: &str| {
+            self.agents.iter().any(|a| {
+                a.task_id.as_deref() == Some(task)
+                    && a.status == RunStatus::Running
+                    && a.last_heartbeat.as_ref().and_then(|h| h.state.as_deref())
+                        == Some("DELEGATING")
+            })
+        };
         match turn {
             Some(t) if t.title.starts_with(SUMMARY_TITLE) => MainState::Summarizing,
             Some(_) if work => MainState::Interrupting,
+            Some(t) if delegating(&t.id) => MainState::Delegating,
             Some(_) => MainState::Classifying,
             None if confirming => MainState::Confirming,
             None if work => MainState::Executing,

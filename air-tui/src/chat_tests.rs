@@ -105,6 +105,12 @@ fn conversation() -> App {
             true,
         ),
         (
+            "agent.heartbeat",
+            json!({"agent_id": "main:2-main-1", "state": "DELEGATING", "turn": 2}),
+            main("main:2-main-1"),
+            false,
+        ),
+        (
             "token.delta",
             json!({"message_id": "a3", "block_index": 0, "kind": "text", "text": "There are two tests", "agent_id": "main:2-main-1"}),
             main("main:2-main-1"),
@@ -136,7 +142,7 @@ fn the_conversation_pane_shows_who_said_what_the_tools_and_the_stream() {
     );
     let screen = format!("{:?}", draw(&app, 100, 30, Palette::Mono).backend());
     for part in [
-        "Conversation — CLASSIFYING",
+        "Conversation — DELEGATING",
         "you · air (pid 7)",
         "· fs_read README.md",
         "It is a greeting tool:",

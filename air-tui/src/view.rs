@@ -345,11 +345,27 @@ fn status_bar(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             theme.muted_style(),
         ));
     }
-    // Who else is here: every attached terminal sees the same conversation.
-    let others = app.clients.len();
-    if others > 1 {
+    // Who is here: every attached terminal sees the same conversation.
+    if app.clients.len() > 1 {
+        let mut names: Vec<(&str, usize)> = Vec::new();
+        for c in &app.clients {
+            match names.iter_mut().find(|(n, _)| *n == c.client) {
+                Some((_, k)) => *k += 1,
+                None => names.push((&c.client, 1)),
+            }
+        }
+        let names: Vec<String> = names
+            .iter()
+            .map(|(n, k)| {
+                if *k > 1 {
+                    format!("{n} ×{k}")
+                } else {
+                    n.to_string()
+                }
+            })
+            .collect();
         spans.push(Span::styled(
-            format!(" · {others} attached"),
+            format!(" · attached: {}", names.join(", ")),
             theme.muted_style(),
         ));
     }

@@ -75,6 +75,8 @@ pub enum LoopState {
     Fixing,
     Recording,
     Escalating,
+    /// The Main Agent, its message classified as work: writing what to hand on.
+    Delegating,
 }
 
 impl LoopState {
@@ -92,6 +94,7 @@ impl LoopState {
             LoopState::Fixing => "FIXING",
             LoopState::Recording => "RECORDING",
             LoopState::Escalating => "ESCALATING",
+            LoopState::Delegating => "DELEGATING",
         }
     }
 }
@@ -568,6 +571,8 @@ async fn run_with(
             }
         } else if reviewing {
             LoopState::Reviewing
+        } else if main && talk.delegating() {
+            LoopState::Delegating
         } else {
             LoopState::Thinking
         };
@@ -686,6 +691,10 @@ async fn run_with(
                     Ok(told) => (told, false),
                     Err(why) => (why, true),
                 };
+                if talk.delegating() && state != LoopState::Delegating {
+                    state = LoopState::Delegating;
+                    link.progress(state, turn_no + 1, tokens);
+                }
                 for change in talk.take_changes() {
                     let Ok(Value::Object(mut body)) = serde_json::to_value(&change) else {
                         continue;

@@ -93,6 +93,17 @@ impl Turn {
         out
     }
 
+    /// Whether the message is work to hand on (DELEGATING, D-005).
+    pub fn delegating(&self) -> bool {
+        !self.summary
+            && self.intent.is_some_and(|i| {
+                matches!(
+                    i,
+                    Intent::SimpleTask | Intent::Direct | Intent::NeedsPlanning
+                )
+            })
+    }
+
     /// The requirement changes noted since the last call, to record.
     pub fn take_changes(&mut self) -> Vec<RequirementChange> {
         std::mem::take(&mut self.changes)

@@ -130,6 +130,10 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
         two.contains("· fs_read README.md"),
         "the tool call in brief: {two}"
     );
+    assert!(
+        two.contains("attached: air attach ×2"),
+        "who is attached: {two}"
+    );
 
     // A task asked for in two is confirmed in one (the default permission mode).
     tmux.type_text("two", "/task write hello.txt");
