@@ -15,6 +15,9 @@ pub fn lines(text: &str, theme: &Theme) -> Vec<Line<'static>> {
     let mut styles: Vec<Style> = vec![theme.text_style()];
     let mut lists: Vec<Option<u64>> = Vec::new();
     let mut in_code = false;
+    // A diff (```diff, or ```patch) is drawn as diffs are: additions, removals and
+    // hunk headings in their colours.
+    let mut in_diff = false;
     let flush = |out: &mut Vec<Line<'static>>, spans: &mut Vec<Span<'static>>| {
         if !spans.is_empty() {
             out.push(Line::from(std::mem::take(spans)));
@@ -70,6 +73,7 @@ pub fn lines(text: &str, theme: &Theme) -> Vec<Line<'static>> {
             Event::Start(Tag::CodeBlock(kind)) => {
                 flush(&mut out, &mut spans);
                 in_code = true;
+                in_diff = matches!(&kind, CodeBlockKind::Fenced(l) if matches!(l.as_ref(), "diff" | "patch"));
                 if let CodeBlockKind::Fenced(lang) = kind {
                     if !lang.is_empty() {
                         out.push(Line::from(Span::styled(
@@ -79,14 +83,23 @@ pub fn lines(text: &str, theme: &Theme) -> Vec<Line<'static>> {
                     }
                 }
             }
-            Event::End(TagEnd::CodeBlock) => in_code = false,
+            Event::End(TagEnd::CodeBlock) => {
+                in_code = false;
+                in_diff = false;
+            }
             Event::Start(Tag::Paragraph) => flush(&mut out, &mut spans),
             Event::End(TagEnd::Paragraph) => flush(&mut out, &mut spans),
             Event::Text(t) if in_code => {
                 for l in t.lines() {
+                    let color = match l.chars().next() {
+                        Some('+') if in_diff && !l.starts_with("+++") => theme.success,
+                        Some('-') if in_diff && !l.starts_with("---") => theme.error,
+                        Some('@') if in_diff => theme.muted,
+                        _ => theme.accent,
+                    };
                     out.push(Line::from(Span::styled(
                         format!("  {l}"),
-                        Style::default().fg(theme.accent),
+                        Style::default().fg(color),
                     )));
                 }
             }
@@ -151,5 +164,19 @@ mod tests {
         assert!(strong.style.add_modifier.contains(Modifier::BOLD));
         // Cut mid-stream: still drawn.
         assert_eq!(plain(&lines("Adding **top", &theme)), ["Adding **top"]);
+    }
+
+    #[test]
+    fn a_diff_in_a_message_is_coloured_as_a_diff() {
+        let theme = Theme::dark(Palette::TrueColor);
+        let l = lines("```diff\n@@ -1 +1 @@\n-old\n+new\n same\n```\n", &theme);
+        let colour = |i: usize| l[i].spans[0].style.fg;
+        assert_eq!(
+            plain(&l)[1..],
+            ["  @@ -1 +1 @@", "  -old", "  +new", "   same"]
+        );
+        assert_eq!(colour(2), Some(theme.error));
+        assert_eq!(colour(3), Some(theme.success));
+        assert_eq!(colour(4), Some(theme.accent));
     }
 }
