@@ -36,6 +36,7 @@ pub mod message;
 pub mod models;
 pub mod payload;
 pub mod plan;
+pub mod planning;
 pub mod projection;
 pub mod registry;
 pub mod report;

@@ -1,0 +1,350 @@
+//! The Architecture Designer's planning session, the rules both sides share: its
+//! phases (`discussing` → `proposing` → `confirmed`, back to `discussing` when the
+//! user asks for changes), which tools each phase allows (the designer never writes:
+//! airsd writes the confirmed plan), the questions it asks the user, and the check a
+//! proposal passes before the user sees it — the plan compiler of `air plan check`.
+
+use serde::{Deserialize, Serialize};
+
+wire_enum! {
+    /// Where a planning session is.
+    pub enum PlanningPhase {
+        /// Settling the requirements with the user: questions, no proposal yet.
+        Discussing = "discussing",
+        /// The architecture and the task graph proposed, the user's answer awaited.
+        Proposing = "proposing",
+        /// The user confirmed: airsd writes the plan and the run starts.
+        Confirmed = "confirmed",
+    }
+}
+
+/// What moves a planning session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanningMove {
+    /// The designer stated the requirements it settled and the user agreed, or the
+    /// user said to go ahead.
+    Settled,
+    /// The user asked for changes to the proposal.
+    ChangesAsked,
+    /// The user rejected the proposal: the discussion starts again.
+    Rejected,
+    /// The user confirmed the proposal.
+    Confirmed,
+}
+
+impl PlanningPhase {
+    /// The phase after `m`, or why `m` cannot happen here (naming both).
+    pub fn after(self, m: PlanningMove) -> Result<PlanningPhase, String> {
+        use PlanningMove as M;
+        use PlanningPhase as P;
+        Ok(match (self, m) {
+            (P::Discussing, M::Settled) => P::Proposing,
+            (P::Proposing, M::ChangesAsked | M::Rejected) => P::Discussing,
+            (P::Proposing, M::Confirmed) => P::Confirmed,
+            (phase, m) => {
+                return Err(format!(
+                    "a planning session cannot take {m:?} while {}",
+                    phase.as_str()
+                ))
+            }
+        })
+    }
+}
+
+/// The project tools the designer reads with, in every phase.
+pub const READ_TOOLS: &[&str] = &["fs.read", "fs.glob", "fs.grep", "git.status", "git.diff"];
+
+/// The questions tool (discussing).
+pub const ASK_USER: &str = "ask_user";
+/// Stating the settled requirements (discussing).
+pub const SETTLE: &str = "settle_requirements";
+/// The proposal tool (proposing).
+pub const PROPOSE: &str = "propose_plan";
+
+/// The designer's own tools in `phase`, beside [`READ_TOOLS`].
+pub fn phase_tools(phase: PlanningPhase) -> &'static [&'static str] {
+    match phase {
+        PlanningPhase::Discussing => &[ASK_USER, SETTLE],
+        PlanningPhase::Proposing => &[PROPOSE],
+        PlanningPhase::Confirmed => &[],
+    }
+}
+
+/// Why `tool` is refused to the designer in `phase`, or `None` when it may call it.
+/// It never gets a write or a command: the confirmed plan is airsd's to write.
+pub fn refusal(phase: PlanningPhase, tool: &str) -> Option<String> {
+    if READ_TOOLS.contains(&tool) || phase_tools(phase).contains(&tool) {
+        return None;
+    }
+    Some(match tool {
+        PROPOSE if phase == PlanningPhase::Discussing => format!(
+            "`{PROPOSE}` is refused while discussing: settle the requirements with the user first ({ASK_USER}, then {SETTLE})"
+        ),
+        ASK_USER | SETTLE if phase == PlanningPhase::Proposing => format!(
+            "`{tool}` is refused while a proposal waits for the user's answer"
+        ),
+        _ if phase == PlanningPhase::Confirmed => {
+            format!("`{tool}` is refused: the plan is confirmed, and airsd writes it")
+        }
+        _ => format!(
+            "`{tool}` is not allowed for the Architecture Designer: it reads and proposes; airsd writes the confirmed plan"
+        ),
+    })
+}
+
+/// One question to the user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    /// A short id the answer is given by (`storage`, `q1`).
+    pub id: String,
+    /// The question, one sentence the user can answer without the code.
+    pub text: String,
+    /// Answers to choose from, when there are few; the user may still write another.
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+/// What `ask_user` takes: several questions at once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskUser {
+    pub questions: Vec<Question>,
+}
+
+/// The most questions asked at once.
+pub const MAX_QUESTIONS: usize = 8;
+
+impl AskUser {
+    /// The problems of a set of questions, each naming its field; empty when they
+    /// can be asked.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.questions.is_empty() || self.questions.len() > MAX_QUESTIONS {
+            out.push(format!(
+                "questions: between 1 and {MAX_QUESTIONS}, not {}",
+                self.questions.len()
+            ));
+        }
+        for (i, q) in self.questions.iter().enumerate() {
+            if q.id.trim().is_empty() {
+                out.push(format!("questions[{i}].id: must not be empty"));
+            } else if self.questions[..i].iter().any(|p| p.id == q.id) {
+                out.push(format!("questions[{i}].id: `{}` is asked twice", q.id));
+            }
+            if q.text.trim().is_empty() {
+                out.push(format!("questions[{i}].text: must not be empty"));
+            }
+        }
+        out
+    }
+
+    /// The questions `answers` leaves unanswered (an empty answer is none).
+    pub fn unanswered<'a>(
+        &'a self,
+        answers: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<&'a Question> {
+        self.questions
+            .iter()
+            .filter(|q| answers.get(&q.id).is_none_or(|a| a.trim().is_empty()))
+            .collect()
+    }
+}
+
+/// A module of the proposed architecture.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Module {
+    pub name: String,
+    /// What it is responsible for, in a sentence.
+    pub responsibility: String,
+}
+
+/// A decision worth an ADR (`docs/ADR-<n>.md` once confirmed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchitectureDecision {
+    pub title: String,
+    /// What forces the decision.
+    pub context: String,
+    /// What was decided, and what it costs.
+    pub decision: String,
+}
+
+/// What `propose_plan` takes: the architecture and the task graph.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Proposal {
+    /// The architecture in a few sentences, for the user.
+    pub summary: String,
+    #[serde(default)]
+    pub modules: Vec<Module>,
+    #[serde(default)]
+    pub decisions: Vec<ArchitectureDecision>,
+    /// The plan in air's plan format (Markdown: phases, `Task <id>: <title>`
+    /// headings, their fields and sections), with each task's interfaces.
+    pub plan: String,
+}
+
+/// The name a proposal's plan is compiled under (its errors name it).
+pub const PROPOSED_PLAN: &str = "proposed plan";
+
+/// Compiles a proposal's plan with the compiler of `air plan check`: the compiled
+/// graph, or every error as `proposed plan:LINE: field: message`, which goes back to
+/// the designer, never to the user.
+#[cfg(feature = "plan")]
+pub fn check_proposal(p: &Proposal) -> Result<crate::plan::Compiled, Vec<String>> {
+    let mut problems = Vec::new();
+    if p.summary.trim().is_empty() {
+        problems.push("summary: say what the architecture is, for the user".to_string());
+    }
+    for (i, d) in p.decisions.iter().enumerate() {
+        if d.title.trim().is_empty() || d.decision.trim().is_empty() {
+            problems.push(format!(
+                "decisions[{i}]: an ADR needs its title and its decision"
+            ));
+        }
+    }
+    match crate::plan::compile(PROPOSED_PLAN, &p.plan) {
+        Ok(compiled) if problems.is_empty() => Ok(compiled),
+        Ok(_) => Err(problems),
+        Err(e) => {
+            problems.extend(
+                e.errors
+                    .iter()
+                    .map(|d| d.display(PROPOSED_PLAN).to_string()),
+            );
+            Err(problems)
+        }
+    }
+}
+
+/// The answers of `air plan new --answers FILE`: a YAML map from question id to
+/// answer. A bad file is named by its line.
+#[cfg(feature = "plan")]
+pub fn answers_from_yaml(
+    file: &str,
+    text: &str,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let value: yaml_serde::Value = yaml_serde::from_str(text).map_err(|e| match e.location() {
+        Some(at) => format!("{file}:{}: {e}", at.line()),
+        None => format!("{file}: {e}"),
+    })?;
+    let Some(map) = value.as_mapping() else {
+        return Err(format!(
+            "{file}: answers are a map from question id to answer (`storage: sqlite`)"
+        ));
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for (k, v) in map {
+        let Some(id) = k.as_str() else {
+            return Err(format!("{file}: a question id must be text, not {k:?}"));
+        };
+        let answer = match v {
+            yaml_serde::Value::String(s) => s.clone(),
+            yaml_serde::Value::Number(n) => n.to_string(),
+            yaml_serde::Value::Bool(b) => b.to_string(),
+            other => return Err(format!("{file}: `{id}`: an answer is text, not {other:?}")),
+        };
+        out.insert(id.to_string(), answer);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_phases_move_as_the_design_says_and_name_what_they_refuse() {
+        use PlanningMove as M;
+        use PlanningPhase as P;
+        assert_eq!(P::Discussing.after(M::Settled), Ok(P::Proposing));
+        assert_eq!(P::Proposing.after(M::ChangesAsked), Ok(P::Discussing));
+        assert_eq!(P::Proposing.after(M::Rejected), Ok(P::Discussing));
+        assert_eq!(P::Proposing.after(M::Confirmed), Ok(P::Confirmed));
+        let e = P::Discussing.after(M::Confirmed).unwrap_err();
+        assert!(e.contains("Confirmed") && e.contains("discussing"), "{e}");
+        assert!(P::Confirmed.after(M::Settled).is_err());
+    }
+
+    #[test]
+    fn each_phase_allows_its_tools_and_never_a_write() {
+        use PlanningPhase as P;
+        let e = refusal(P::Discussing, PROPOSE).unwrap();
+        assert!(e.contains("settle the requirements"), "{e}");
+        assert_eq!(refusal(P::Discussing, ASK_USER), None);
+        assert_eq!(refusal(P::Proposing, PROPOSE), None);
+        assert!(refusal(P::Proposing, ASK_USER).is_some());
+        for &phase in P::ALL {
+            assert_eq!(refusal(phase, "fs.read"), None);
+            for write in ["fs.write", "fs.edit", "shell.run"] {
+                assert!(refusal(phase, write).is_some(), "{write} while {phase:?}");
+            }
+        }
+    }
+
+    #[cfg(feature = "plan")]
+    #[test]
+    fn questions_are_checked_and_their_answers_counted() {
+        let q = |id: &str, text: &str| Question {
+            id: id.into(),
+            text: text.into(),
+            options: Vec::new(),
+        };
+        let ask = AskUser {
+            questions: vec![
+                q("storage", "Where are counts kept?"),
+                q("storage", ""),
+                q(" ", "?"),
+            ],
+        };
+        let p = ask.problems().join("; ");
+        assert!(
+            p.contains("questions[1].id: `storage` is asked twice"),
+            "{p}"
+        );
+        assert!(p.contains("questions[1].text"), "{p}");
+        assert!(p.contains("questions[2].id"), "{p}");
+        assert!(AskUser { questions: vec![] }.problems()[0].contains("between 1 and 8"));
+        let ask = AskUser {
+            questions: vec![q("a", "A?"), q("b", "B?")],
+        };
+        let answers = answers_from_yaml("answers.yaml", "a: sqlite\nb: ''\n").unwrap();
+        let left: Vec<&str> = ask
+            .unanswered(&answers)
+            .iter()
+            .map(|q| q.id.as_str())
+            .collect();
+        assert_eq!(left, ["b"]);
+        let e = answers_from_yaml("answers.yaml", "a: [1, 2]\n").unwrap_err();
+        assert!(e.contains("`a`: an answer is text"), "{e}");
+        let e = answers_from_yaml("answers.yaml", "a: b: c\n").unwrap_err();
+        assert!(e.starts_with("answers.yaml:1:"), "{e}");
+    }
+
+    #[cfg(feature = "plan")]
+    #[test]
+    fn a_proposal_with_plan_errors_goes_back_with_each_by_line() {
+        let proposal = |plan: &str| Proposal {
+            summary: "A library and a CLI.".into(),
+            modules: vec![],
+            decisions: vec![],
+            plan: plan.into(),
+        };
+        let good = "## Task T1: Count words\n\nCount them.\n\n## Task T2: CLI\n\n- depends_on: T1\n\nPrint them.\n";
+        assert_eq!(
+            check_proposal(&proposal(good)).unwrap().graph.tasks.len(),
+            2
+        );
+        let bad = "## Task T1: Count words\n\n- depends_on: T9\n\nCount them.\n";
+        let errors = check_proposal(&proposal(bad)).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("proposed plan:3:") && e.contains("T9")),
+            "{errors:?}"
+        );
+    }
+}
