@@ -62,6 +62,33 @@ pub(crate) fn readme_question(answer: &str) -> Vec<Exchange> {
     ]
 }
 
+/// An executor's work on T1 as a model does it: the write (`write`, its request
+/// expected to hold `first`), a completed result saying `summary`, the reviewer's
+/// approval.
+pub(crate) fn hello_work(first: Expect, write: Reply, summary: &str) -> Vec<Exchange> {
+    vec![
+        Exchange {
+            request: None,
+            expect: first,
+            reply: write,
+        },
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: call(
+                "e2",
+                "submit_result",
+                json!({"status": "completed", "summary": summary}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any(),
+            reply: review("approved", json!([])),
+        },
+    ]
+}
+
 /// The tool names one request offered the model.
 fn offered(body: &Value) -> Vec<String> {
     body["tools"]
@@ -275,7 +302,7 @@ fn a_simple_task_runs_through_executor_and_reviewer_and_is_summarised() {
             "expected_files": ["hello.txt"],
             "category": "docs"
         });
-        let mock = MockProvider::start(vec![
+        let mut exchanges = vec![
             Exchange {
                 request: None,
                 expect: expect(&["make hello.txt"], &["classify", "delegate_task"]),
@@ -300,46 +327,32 @@ fn a_simple_task_runs_through_executor_and_reviewer_and_is_summarised() {
                     "I've asked for hello.txt to be written; I'll tell you when it's done.",
                 ),
             },
-            Exchange {
-                request: None,
-                expect: expect(
-                    &["# Task T1: Write hello.txt", "hello.txt says hello"],
-                    &["fs_write", "submit_result"],
-                ),
-                reply: call(
-                    "e1",
-                    "fs_write",
-                    json!({"path": "hello.txt", "content": "hello\n"}),
-                ),
-            },
-            Exchange {
-                request: None,
-                expect: any(),
-                reply: call(
-                    "e2",
-                    "submit_result",
-                    json!({"status": "completed", "summary": "Wrote hello.txt saying hello."}),
-                ),
-            },
-            Exchange {
-                request: None,
-                expect: any(),
-                reply: review("approved", json!([])),
-            },
-            Exchange {
-                request: None,
-                expect: expect(
-                    &[
-                        "# Summarise for the user",
-                        "T1 (completed): Write hello.txt",
-                        "Wrote hello.txt saying hello.",
-                    ],
-                    &["fs_read"],
-                ),
-                reply: text("Done: T1 wrote hello.txt, and the reviewer approved it."),
-            },
-        ])
-        .await;
+        ];
+        exchanges.extend(hello_work(
+            expect(
+                &["# Task T1: Write hello.txt", "hello.txt says hello"],
+                &["fs_write", "submit_result"],
+            ),
+            call(
+                "e1",
+                "fs_write",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            "Wrote hello.txt saying hello.",
+        ));
+        exchanges.extend([Exchange {
+            request: None,
+            expect: expect(
+                &[
+                    "# Summarise for the user",
+                    "T1 (completed): Write hello.txt",
+                    "Wrote hello.txt saying hello.",
+                ],
+                &["fs_read"],
+            ),
+            reply: text("Done: T1 wrote hello.txt, and the reviewer approved it."),
+        }]);
+        let mock = MockProvider::start(exchanges).await;
         let state = state(&root, &key(&mock));
         let session = conversation(&state).await;
         state
@@ -684,36 +697,20 @@ fn air_chat_confirms_work_with_yes_and_never_starts_it_unasked() {
     let p = crate::daemon::Project::new();
     let mut exchanges = turn("");
     exchanges.pop();
-    exchanges.extend([
-        Exchange {
-            request: None,
-            expect: expect(&["# Task T1: Write hello.txt"], &[]),
-            reply: call(
-                "e1",
-                "fs_write",
-                json!({"path": "hello.txt", "content": "hello\n"}),
-            ),
-        },
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: call(
-                "e2",
-                "submit_result",
-                json!({"status": "completed", "summary": "Wrote hello.txt."}),
-            ),
-        },
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: review("approved", json!([])),
-        },
-        Exchange {
-            request: None,
-            expect: expect(&["T1 (completed)"], &[]),
-            reply: text("Done: hello.txt says hello."),
-        },
-    ]);
+    exchanges.extend(hello_work(
+        expect(&["# Task T1: Write hello.txt"], &[]),
+        call(
+            "e1",
+            "fs_write",
+            json!({"path": "hello.txt", "content": "hello\n"}),
+        ),
+        "Wrote hello.txt.",
+    ));
+    exchanges.extend([Exchange {
+        request: None,
+        expect: expect(&["T1 (completed)"], &[]),
+        reply: text("Done: hello.txt says hello."),
+    }]);
     let mock = rt.block_on(MockProvider::start(exchanges));
     let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
     let args = ["-p", "/task write hello.txt", "--yes"];

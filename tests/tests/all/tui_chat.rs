@@ -11,7 +11,7 @@ use air_tests::bin;
 use air_tests::mock_provider::{text_events, tool_use_events, Exchange, MockProvider, Reply};
 use serde_json::json;
 
-use crate::agents::{any, call, review};
+use crate::agents::{any, call};
 use crate::daemon::Project;
 use crate::tui::Tmux;
 
@@ -48,39 +48,25 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
             expect: any(),
             reply: text("I'll have hello.txt written once you confirm."),
         },
-        // The executor takes its time: the terminal detaches meanwhile.
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: Reply::Slow {
-                events: tool_use_events(
-                    "e1",
-                    "fs_write",
-                    &json!({"path": "hello.txt", "content": "hello\n"}),
-                ),
-                gap_ms: 250,
-            },
-        },
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: call(
-                "e2",
-                "submit_result",
-                json!({"status": "completed", "summary": "Wrote hello.txt."}),
-            ),
-        },
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: review("approved", json!([])),
-        },
-        Exchange {
-            request: None,
-            expect: any(),
-            reply: text("Done: T1 wrote hello.txt and the reviewer approved it."),
-        },
     ]);
+    // The executor takes its time: the terminal detaches meanwhile.
+    exchanges.extend(crate::conversation::hello_work(
+        any(),
+        Reply::Slow {
+            events: tool_use_events(
+                "e1",
+                "fs_write",
+                &json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            gap_ms: 250,
+        },
+        "Wrote hello.txt.",
+    ));
+    exchanges.extend([Exchange {
+        request: None,
+        expect: any(),
+        reply: text("Done: T1 wrote hello.txt and the reviewer approved it."),
+    }]);
     let mock = rt.block_on(MockProvider::start(exchanges));
     let env = format!(
         "AIR_WORKER='{}' ANTHROPIC_API_KEY=sk-test ANTHROPIC_BASE_URL='{}'",
