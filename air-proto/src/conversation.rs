@@ -47,10 +47,31 @@ pub fn is_direct(task_id: &str) -> bool {
     numbered(task_id, DIRECT_PREFIX)
 }
 
+/// The id namespace of the Architecture Designer's planning turns, `plan:<n>`: one
+/// turn each time the designer is to speak (a requirement to discuss, the user's
+/// answers, a change asked for).
+pub const PLAN_PREFIX: &str = "plan:";
+
+/// The id of the `n`th planning turn (1-based).
+pub fn planning_turn_id(n: usize) -> String {
+    format!("{PLAN_PREFIX}{n}")
+}
+
+/// Whether a task id is a planning turn of the Architecture Designer.
+pub fn is_planning(task_id: &str) -> bool {
+    numbered(task_id, PLAN_PREFIX)
+}
+
 /// Whether what a task's agents write is part of the conversation: a turn of the
 /// Main Agent, or work of the direct lane.
 pub fn in_conversation(task_id: &str) -> bool {
-    is_turn(task_id) || is_direct(task_id)
+    is_turn(task_id) || is_direct(task_id) || is_planning(task_id)
+}
+
+/// Whether a task id is a turn of an agent the user talks with (the Main Agent, or
+/// the Architecture Designer planning), not work of the task graph.
+pub fn is_any_turn(task_id: &str) -> bool {
+    is_turn(task_id) || is_planning(task_id)
 }
 
 /// The id namespace of reviews the user asks for (`/review`): `review:<n>`, a

@@ -139,6 +139,12 @@ own! {
     TaskProgress => "task.progress",
     TokenDelta => "token.delta",
     ToolProgress => "tool.progress",
+    QuestionsAsked => "architecture.questions.asked",
+    QuestionsAnswered => "architecture.questions.answered",
+    RequirementsSettled => "architecture.requirements.settled",
+    PlanProposed => "architecture.plan.proposed",
+    PlanDecided => "architecture.plan.decided",
+    PlanConfirmed => "architecture.plan.confirmed",
 }
 
 shared! {

@@ -37,6 +37,7 @@ pub mod models;
 pub mod payload;
 pub mod plan;
 pub mod planning;
+pub mod planning_view;
 pub mod projection;
 pub mod registry;
 pub mod report;

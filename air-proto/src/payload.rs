@@ -571,3 +571,81 @@ pub struct AgentHeartbeat {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
 }
+
+/// `architecture.questions.asked`: the designer's questions, accepted by airsd, which
+/// wait for the user's answers. With no questions, the designer answered in words (or
+/// its turn ended without an answer), and the user's words are awaited.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuestionsAsked {
+    /// The planning turn that asked (`plan:<n>`).
+    pub task_id: String,
+    pub questions: Vec<crate::planning::Question>,
+}
+
+/// `architecture.requirements.settled`: the requirements the designer stated, which
+/// wait for the user to agree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RequirementsSettled {
+    pub task_id: String,
+    pub requirements: Vec<String>,
+}
+
+/// `architecture.questions.answered`: the user's answer to what the designer asked or
+/// stated: answers by question id, words of the user's own, or go ahead (propose now;
+/// for stated requirements, agreement).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuestionsAnswered {
+    /// The planning turn answered.
+    pub task_id: String,
+    #[serde(default)]
+    pub answers: std::collections::BTreeMap<String, String>,
+    pub note: Option<String>,
+    #[serde(default)]
+    pub go_ahead: bool,
+    /// The client that answered.
+    pub client: Option<String>,
+}
+
+/// `architecture.plan.proposed`: a proposal that compiled, shown to the user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlanProposed {
+    pub task_id: String,
+    pub proposal: crate::planning::Proposal,
+    /// The compiled graph's tasks, in plan order, and its waves.
+    pub tasks: Vec<String>,
+    pub waves: Vec<Vec<String>>,
+}
+
+/// `architecture.plan.decided`: the user's answer to a proposal.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlanDecided {
+    /// The planning turn that proposed.
+    pub task_id: String,
+    pub decision: crate::planning::PlanDecision,
+    /// What to change, or why not.
+    pub note: Option<String>,
+    /// On confirmation: run the plan now (else it is only written).
+    #[serde(default = "yes")]
+    pub run: bool,
+    pub client: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `architecture.plan.confirmed`: airsd wrote the confirmed plan (`files`, relative to
+/// the project), or could not (`error`, and nothing was written).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlanConfirmed {
+    pub task_id: String,
+    #[serde(default)]
+    pub files: Vec<String>,
+    pub error: Option<String>,
+    /// The plan's tasks run now.
+    #[serde(default)]
+    pub run: bool,
+}

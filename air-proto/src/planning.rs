@@ -92,6 +92,170 @@ pub fn refusal(phase: PlanningPhase, tool: &str) -> Option<String> {
     })
 }
 
+pub use crate::conversation::{is_planning, planning_turn_id, PLAN_PREFIX};
+
+/// How long one planning turn may take, and how many model turns: it reads the
+/// project and then asks, states or proposes.
+pub const PLANNING_MAX_TURNS: u32 = 40;
+
+/// The task of the `n`th planning turn, in `phase`, about `requirement` (the user's
+/// words). What was said since is the turn's notes.
+pub fn planning_spec(
+    n: usize,
+    phase: PlanningPhase,
+    requirement: &str,
+    message_id: Option<&str>,
+) -> crate::task::TaskSpec {
+    let title = match phase {
+        PlanningPhase::Discussing => "Discuss the requirement",
+        PlanningPhase::Proposing => "Propose the architecture and the plan",
+        PlanningPhase::Confirmed => "Plan confirmed",
+    };
+    let mut spec = crate::conversation::turn_spec(n, title, requirement, message_id, &[]);
+    spec.id = planning_turn_id(n);
+    spec.context_refs
+        .artifacts
+        .get_or_insert_with(Vec::new)
+        .push(format!("{PHASE_REF}{}", phase.as_str()));
+    spec.constraints.max_turns = PLANNING_MAX_TURNS;
+    spec.constraints.soft_timeout_ms = crate::plan::DEFAULT_SOFT_TIMEOUT_MS;
+    spec.constraints.hard_timeout_ms = crate::plan::DEFAULT_HARD_TIMEOUT_MS;
+    spec
+}
+
+/// How a planning turn names its phase among its context refs.
+pub const PHASE_REF: &str = "planning-phase:";
+
+/// The phase a planning turn works in, as its task says; `None` for any other task.
+pub fn phase_of(spec: &crate::task::TaskSpec) -> Option<PlanningPhase> {
+    if !is_planning(&spec.id) {
+        return None;
+    }
+    spec.context_refs
+        .artifacts
+        .iter()
+        .flatten()
+        .find_map(|a| a.strip_prefix(PHASE_REF))
+        .and_then(|p| PlanningPhase::ALL.iter().copied().find(|x| x.as_str() == p))
+        .or(Some(PlanningPhase::Discussing))
+}
+
+/// What `settle_requirements` takes: the requirements the discussion settled, for the
+/// user to agree to (kept in `.air/shared/plan/requirements.md` once confirmed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Settle {
+    /// Each requirement in one sentence the user can check, the user's own decisions
+    /// among them.
+    pub requirements: Vec<String>,
+}
+
+/// The most requirements stated at once.
+pub const MAX_REQUIREMENTS: usize = 40;
+
+impl Settle {
+    /// The problems of a statement, each naming its field; empty when it can be shown.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.requirements.is_empty() || self.requirements.len() > MAX_REQUIREMENTS {
+            out.push(format!(
+                "requirements: between 1 and {MAX_REQUIREMENTS}, not {}",
+                self.requirements.len()
+            ));
+        }
+        for (i, r) in self.requirements.iter().enumerate() {
+            if r.trim().is_empty() {
+                out.push(format!("requirements[{i}]: must not be empty"));
+            }
+        }
+        out
+    }
+}
+
+/// How a planning turn ended (its WorkerResult's `result`): what it asked, stated or
+/// proposed (each accepted by airsd when it was called), and what it said.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlanningTurn {
+    pub asked: Option<AskUser>,
+    pub settled: Option<Settle>,
+    pub proposal: Option<Proposal>,
+    /// The designer's words to the user.
+    #[serde(default)]
+    pub answer: String,
+}
+
+wire_enum! {
+    /// The user's answer to a proposal.
+    pub enum PlanDecision {
+        /// Write the plan (and run it, unless asked not to).
+        Confirm = "confirm",
+        /// Change what the note says: the discussion goes on.
+        Change = "change",
+        /// Not this: the discussion starts again.
+        Reject = "reject",
+    }
+}
+
+impl PlanDecision {
+    /// The move it makes.
+    pub fn planning_move(self) -> PlanningMove {
+        match self {
+            PlanDecision::Confirm => PlanningMove::Confirmed,
+            PlanDecision::Change => PlanningMove::ChangesAsked,
+            PlanDecision::Reject => PlanningMove::Rejected,
+        }
+    }
+}
+
+/// Whether a tool is one of the designer's own (airsd answers it itself).
+pub fn is_designer_tool(tool: &str) -> bool {
+    matches!(tool, ASK_USER | SETTLE | PROPOSE)
+}
+
+fn definition(
+    name: &str,
+    description: &str,
+    input_schema: serde_json::Value,
+) -> crate::tool::ToolDefinition {
+    crate::tool::ToolDefinition {
+        name: name.to_string(),
+        version: 1,
+        description: description.to_string(),
+        input_schema,
+        output_schema: serde_json::json!({"type": "object"}),
+        category: crate::tool::ToolCategory::Project,
+        permissions: crate::tool::ToolPermissions::default(),
+        streaming: false,
+    }
+}
+
+/// The designer's own tools in `phase`, as offered to it (the read tools come from
+/// airsd's table).
+pub fn designer_tools(phase: PlanningPhase) -> Vec<crate::tool::ToolDefinition> {
+    let schema = |v: schemars::Schema| v.to_value();
+    phase_tools(phase)
+        .iter()
+        .map(|&name| match name {
+            ASK_USER => definition(
+                ASK_USER,
+                "Ask the user what the requirement leaves open: 1 to 8 questions at once, each with an `id` and one sentence, with `options` when there are few answers. Your turn ends with the call; the answers start your next turn. Ask only what the code and the requirement cannot tell you.",
+                schema(schemars::schema_for!(AskUser)),
+            ),
+            SETTLE => definition(
+                SETTLE,
+                "State the requirements the discussion settled, one sentence each, for the user to agree to. Your turn ends with the call. When the user agrees you may propose the plan; `propose_plan` is refused until then.",
+                schema(schemars::schema_for!(Settle)),
+            ),
+            _ => definition(
+                PROPOSE,
+                "Propose the architecture (summary, modules, decisions worth an ADR) and the task graph in air's plan format. airsd compiles the plan as `air plan check` does: a plan with errors is refused with each error as `proposed plan:LINE: field: message`, for you to fix and call again; the user sees only a plan that compiles. Your turn ends when the proposal is accepted.",
+                schema(schemars::schema_for!(Proposal)),
+            ),
+        })
+        .collect()
+}
+
 /// One question to the user.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -50,6 +50,9 @@ pub struct Projection {
     /// The plan run of this session, once one started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunView>,
+    /// The Architecture Designer's planning session, once one began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planning: Option<crate::planning_view::PlanningView>,
     #[serde(skip)]
     index: Index,
 }
@@ -630,6 +633,9 @@ impl Projection {
                 self.reopen(&pl.task_ids, ts);
             }
             return;
+        }
+        if ty.starts_with("architecture.") || ty == ev::TaskCreated::TYPE {
+            crate::planning_view::PlanningView::apply(&mut self.planning, ty, &event.payload);
         }
         if ty.starts_with("run.") || ty.starts_with("scheduler.") {
             self.apply_run(ty, event);

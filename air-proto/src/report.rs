@@ -88,7 +88,7 @@ impl RunReport {
         let tasks: Vec<TaskReport> = p
             .tasks
             .iter()
-            .filter(|t| !crate::conversation::is_turn(&t.id))
+            .filter(|t| !crate::conversation::is_any_turn(&t.id))
             .map(|t| {
                 counts.total += 1;
                 match t.status {

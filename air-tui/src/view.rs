@@ -471,7 +471,7 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let total = app
         .tasks()
         .iter()
-        .filter(|t| !air_proto::conversation::is_turn(&t.id))
+        .filter(|t| !air_proto::conversation::is_any_turn(&t.id))
         .count();
     let mut title = format!("Tasks ({total}{view})");
     match (&app.ui.filter_input, &app.ui.task_filter) {

@@ -210,143 +210,9 @@ pub struct Request<'a> {
     pub conversation: Option<&'a Conversation>,
 }
 
-/// What the Main Agent is given of the session: the conversation before this turn
-/// and the session's tasks with their latest results.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Conversation {
-    /// Oldest first.
-    pub said: Vec<Said>,
-    /// The tasks of the task graph (not the turns), in creation order.
-    pub tasks: Vec<TaskLine>,
-}
-
-/// One message of the conversation as text.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Said {
-    /// The message's id (`included_refs.messages`).
-    pub id: String,
-    pub user: bool,
-    pub text: String,
-}
-
-/// One task of the session, for the Main Agent.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskLine {
-    pub id: String,
-    pub title: String,
-    pub status: String,
-    pub reason: Option<String>,
-    /// The summary of its latest result, if any.
-    pub summary: Option<String>,
-}
-
-/// The most of the conversation a turn is given, in characters; older messages are
-/// left out first (and said to be).
-pub const CONVERSATION_CHARS: usize = 24_000;
-/// The most of one earlier message given, in characters.
-pub const SAID_CHARS: usize = 4_000;
-
-fn clipped(text: &str, max: usize) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}… [cut]", &text[..at]),
-        None => text.to_string(),
-    }
-}
-
-/// The conversation's section, the ids of the messages it holds, and how many older
-/// ones it left out.
-fn conversation_text(c: &Conversation) -> Option<(String, Vec<String>, usize)> {
-    if c.said.is_empty() {
-        return None;
-    }
-    let mut kept = Vec::new();
-    let mut used = 0;
-    for said in c.said.iter().rev() {
-        let text = clipped(&said.text, SAID_CHARS);
-        used += text.len();
-        if used > CONVERSATION_CHARS && !kept.is_empty() {
-            break;
-        }
-        kept.push((said, text));
-    }
-    let mut s = String::from("## The conversation so far\n\n");
-    let left_out = c.said.len() - kept.len();
-    if left_out > 0 {
-        let _ = writeln!(s, "({left_out} earlier message(s) left out.)\n");
-    }
-    for (said, text) in kept.iter().rev() {
-        let who = if said.user { "User" } else { "You" };
-        let _ = writeln!(s, "**{who}:** {}\n", nest_headings(text, 3).trim_end());
-    }
-    let ids = kept.iter().rev().map(|(said, _)| said.id.clone()).collect();
-    Some((s, ids, left_out))
-}
-
-fn session_tasks_text(tasks: &[TaskLine]) -> Option<String> {
-    if tasks.is_empty() {
-        return None;
-    }
-    let mut s = String::from("## The session's tasks\n\n");
-    for t in tasks {
-        let _ = write!(s, "- {} ({}): {}", t.id, t.status, t.title);
-        if let Some(r) = t.reason.as_deref().filter(|r| !r.trim().is_empty()) {
-            let _ = write!(s, " — {}", clipped(r, 300));
-        }
-        s.push('\n');
-        if let Some(sum) = t.summary.as_deref().filter(|r| !r.trim().is_empty()) {
-            let _ = writeln!(s, "  Result: {}", clipped(sum, 1_200).replace('\n', " "));
-        }
-    }
-    Some(s)
-}
-
-/// The task section of the direct lane: what the user asked, to do now.
-fn direct_text(t: &TaskSpec) -> String {
-    let text = air_proto::conversation::named_intent(&t.description)
-        .map_or(t.description.as_str(), |(_, rest)| rest);
-    format!(
-        "# The user's request\n\n{}\n\nDo it now with the tools, check it, then answer in plain text.\n",
-        nest_headings(text.trim(), 1).trim_end()
-    )
-}
-
-/// The task section of a turn of the Main Agent: the message to answer, or the work
-/// to summarise.
-fn turn_text(t: &TaskSpec) -> String {
-    let about = air_proto::conversation::summarised(t);
-    if !about.is_empty() {
-        return format!(
-            "# Summarise for the user\n\nThe work you handed on has ended: {}. Tell the user what was done, the evidence airsd recorded, what failed and why, and what is next. Read the changed files or the task's output if you need to; do not call classify.\n",
-            about.join(", ")
-        );
-    }
-    let (named, text) = match air_proto::conversation::named_intent(&t.description) {
-        Some((intent, rest)) => (Some(intent), rest),
-        None => (None, t.description.as_str()),
-    };
-    let mut s = format!(
-        "# The user's message\n\n{}\n",
-        nest_headings(text.trim(), 1).trim_end()
-    );
-    match named {
-        Some(intent) => {
-            use air_proto::conversation::Intent;
-            let then = match intent {
-                Intent::Chat => "answer it",
-                Intent::SimpleTask | Intent::Direct => "write it as one task with delegate_task, then tell the user in a sentence or two what will be done",
-                Intent::NeedsPlanning => "planning from a requirement is not available in this version of air: tell the user so plainly, and offer to run it as one task (`/task …`) or from a plan file (`air run --plan plan.md`)",
-            };
-            let _ = writeln!(
-                s,
-                "\nThe user named this `{}` with its prefix (there is no classify tool this turn): {then}.",
-                intent.as_str()
-            );
-        }
-        None => s.push_str("\nClassify it first (the classify tool), then act on it.\n"),
-    }
-    s
-}
+mod talk;
+use talk::{conversation_text, direct_text, session_tasks_text, turn_text};
+pub use talk::{Conversation, Said, TaskLine, CONVERSATION_CHARS};
 
 /// What a reviewer is shown of the changes under review.
 #[derive(Clone, Debug, PartialEq)]
@@ -483,9 +349,15 @@ struct Section {
 /// Builds an agent's starting context.
 pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     let spec = req.spec;
-    let consulted = req.role == AgentType::ArchitectureDesigner
-        && spec.task_type == air_proto::task::TaskType::Execute;
     let direct = air_proto::conversation::is_direct(&spec.id);
+    let planning = air_proto::planning::phase_of(spec);
+    let consulted = req.role == AgentType::ArchitectureDesigner
+        && spec.task_type == air_proto::task::TaskType::Execute
+        && planning.is_none();
+    let prompt = match planning {
+        Some(_) => include_str!("../../resources/prompts/planning.md"),
+        None => role_prompt(req.role, consulted, direct),
+    };
     let mut omissions = Vec::new();
     let mut included = IncludedRefs::default();
 
@@ -514,7 +386,13 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
 
     let mut sections = vec![Section {
         name: "task",
-        text: if req.role == AgentType::Main {
+        text: if let Some(phase) = planning {
+            let taken: Vec<String> = req
+                .conversation
+                .map(|c| c.tasks.iter().map(|t| t.id.clone()).collect())
+                .unwrap_or_default();
+            crate::planning::turn_text(spec, phase, &taken)
+        } else if req.role == AgentType::Main {
             turn_text(spec)
         } else if direct {
             direct_text(spec)
@@ -606,7 +484,11 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         });
     }
     if !req.notes.is_empty() {
-        let mut text = String::from("## From earlier attempts\n\n");
+        let mut text = String::from(if planning.is_some() {
+            "## The discussion so far\n\n"
+        } else {
+            "## From earlier attempts\n\n"
+        });
         for n in req.notes {
             let _ = writeln!(text, "- {}", n.trim());
         }
@@ -679,8 +561,9 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         });
     }
 
-    // The Main Agent and the direct lane read the conversation before the message.
-    if (req.role == AgentType::Main || direct) && !sections.is_empty() {
+    // The Main Agent, the direct lane and the designer planning read the conversation
+    // before the message.
+    if (req.role == AgentType::Main || direct || planning.is_some()) && !sections.is_empty() {
         let message = sections.remove(0);
         sections.push(message);
     }
@@ -690,10 +573,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     let tools_json = serde_json::to_string(req.tools).unwrap_or_default();
     let mut by_section = BTreeMap::new();
     by_section.insert("system".to_string(), estimate(SYSTEM));
-    by_section.insert(
-        "role".to_string(),
-        estimate(role_prompt(req.role, consulted, direct)),
-    );
+    by_section.insert("role".to_string(), estimate(prompt));
     if !rules_text.is_empty() {
         by_section.insert("rules".to_string(), estimate(&rules_text));
     }
@@ -768,10 +648,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
     }
     included.rules = rules.iter().map(|r| r.name.clone()).collect();
 
-    let mut system = vec![
-        SYSTEM.trim().to_string(),
-        role_prompt(req.role, consulted, direct).trim().to_string(),
-    ];
+    let mut system = vec![SYSTEM.trim().to_string(), prompt.trim().to_string()];
     if !rules_text.is_empty() {
         system.push(rules_text);
     }
@@ -779,6 +656,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         included.messages.push(m.to_string());
     }
     let purpose = match req.role {
+        _ if planning.is_some() => ContextPurpose::ArchitecturePlanning,
         AgentType::Main => ContextPurpose::UserResponse,
         _ if direct => ContextPurpose::UserResponse,
         // A milestone review and a consult about a task review what was done.

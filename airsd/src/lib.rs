@@ -24,6 +24,7 @@ pub mod error;
 pub mod event_store;
 pub mod logfile;
 pub mod models;
+pub mod planning;
 pub mod projection;
 pub mod sandbox;
 pub mod scheduler;

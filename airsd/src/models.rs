@@ -87,9 +87,10 @@ pub async fn for_run(
     tasks: &[TaskSpec],
     run: &air_proto::payload::RunStarted,
 ) -> Result<Models, String> {
+    // A conversation may plan (the Architecture Designer), and its plan have phases.
     let queries = queries(
         tasks,
-        !run.phases.is_empty(),
+        !run.phases.is_empty() || run.plan == air_proto::conversation::CONVERSATION_PLAN,
         run.model.as_deref(),
         run.replay.as_deref(),
     );

@@ -289,6 +289,19 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
         event.timestamp = r.get(3)?;
         p.apply_run(&ty, &event);
     }
+    // Nor has the planning session: its view is the fold of its events.
+    let mut stmt = conn.prepare(
+        "SELECT type, payload_json FROM events
+         WHERE type LIKE 'architecture.%'
+            OR (type = ?1 AND json_extract(payload_json, '$.task.id') GLOB 'plan:[0-9]*')
+         ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([ev::TaskCreated::TYPE])?;
+    while let Some(r) = rows.next()? {
+        let (ty, payload): (String, String) = (r.get(0)?, r.get(1)?);
+        let payload = serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null);
+        air_proto::planning_view::PlanningView::apply(&mut p.planning, &ty, &payload);
+    }
     // Whether a running agent is held is the last of its pause events.
     let mut stmt = conn.prepare(
         "SELECT type, json_extract(payload_json, '$.agent_id') FROM events

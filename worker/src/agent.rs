@@ -509,8 +509,13 @@ async fn run_with(
             }
         })
         .collect();
+    // A planning turn of the Architecture Designer ends with its call of ask_user,
+    // settle_requirements or propose_plan that airsd accepted, or with plain text.
+    let planning = role == AgentType::ArchitectureDesigner
+        && air_proto::planning::is_planning(&start.task_spec.id);
     let consulted = role == AgentType::ArchitectureDesigner
-        && start.task_spec.task_type == air_proto::task::TaskType::Execute;
+        && start.task_spec.task_type == air_proto::task::TaskType::Execute
+        && !planning;
     let output = submit::Output::of(role, consulted);
     // The Main Agent ends its turn with its answer, not a form; so does the direct
     // lane's executor (D-005).
@@ -520,7 +525,7 @@ async fn run_with(
     let mut talk = crate::converse::Turn::of(start);
     if main {
         tools.extend(talk.tools());
-    } else if !direct {
+    } else if !direct && !planning {
         tools.push(submit::tool_for(output));
     }
     let Some(context) = start.context_pack.assembled.as_deref() else {
@@ -554,7 +559,10 @@ async fn run_with(
         n => n,
     };
     let debugging = role == AgentType::Debugger;
-    let reviewing = matches!(role, AgentType::Reviewer | AgentType::ArchitectureDesigner);
+    let reviewing =
+        matches!(role, AgentType::Reviewer | AgentType::ArchitectureDesigner) && !planning;
+    // Plain text ends the turn: the answer is for the user.
+    let talking = main || direct || planning;
     let mut state = LoopState::Loading;
     let mut tokens = (0u64, 0u64);
     let mut fixing = false;
@@ -795,6 +803,18 @@ async fn run_with(
             }
             link.hold().await;
             let answer = link.call_tool(id, tool, input.clone(), &message_id).await;
+            if planning
+                && air_proto::planning::is_designer_tool(tool)
+                && answer.status == ToolResultStatus::Ok
+            {
+                link.progress(LoopState::Finalizing, turn_no + 1, tokens);
+                let said = assistant.texts().join("\n");
+                return crate::converse::planning_end(
+                    start,
+                    Some((tool, input)),
+                    said.trim().to_string(),
+                );
+            }
             // What ran is what a passed check may cite; what the calls changed is
             // the result's changed files.
             if let Some(out) = answer.output.as_ref() {
@@ -859,9 +879,12 @@ async fn run_with(
         let stopped = turn.stop_reason;
         let said = assistant.texts().join("\n");
         request.messages.push(assistant);
-        if answers.is_empty() && (main || direct) && stopped != Some(StopReason::MaxTokens) {
+        if answers.is_empty() && talking && stopped != Some(StopReason::MaxTokens) {
             // Plain text is the answer (the Main Agent's: chat when unclassified).
             link.progress(LoopState::Finalizing, turn_no + 1, tokens);
+            if planning {
+                return crate::converse::planning_end(start, None, said.trim().to_string());
+            }
             if direct {
                 return crate::converse::direct_end(start, said.trim().to_string(), &seen.changed);
             }
@@ -880,7 +903,7 @@ async fn run_with(
         }
         // Near the end of the turn budget, the agent is told, once a turn.
         let left = max_turns.saturating_sub(turn_no + 1);
-        if (1..=TURNS_WARNED).contains(&left) && (main || direct) {
+        if (1..=TURNS_WARNED).contains(&left) && talking {
             answers.push(ContentBlock::text(format!(
                 "{left} turn{} left of {max_turns}: answer the user now with what you have.",
                 if left == 1 { "" } else { "s" }

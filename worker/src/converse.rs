@@ -128,7 +128,7 @@ impl Turn {
                         "Noted: simple_task. Write the task with {DELEGATE} (what to change, checks that show it done, the files, the command that proves it), then tell the user in a sentence or two what will be done."
                     ),
                     Intent::Direct => "Noted: direct. End your turn now with one short sentence: an executor starts on the user's words at once, in the foreground, and answers them itself.".into(),
-                    Intent::NeedsPlanning => "Noted: needs_planning. Planning from a requirement is not available in this version of air: tell the user so plainly, and offer to run it as one task (`/task …`) or from a plan file (`air run --plan plan.md`). Do not start work yourself.".into(),
+                    Intent::NeedsPlanning => "Noted: needs_planning. The Architecture Designer takes it from here: it discusses the requirement with the user, then proposes a plan for them to confirm. End your turn now with one short sentence saying so; do not start work yourself.".into(),
                 })
             }
             DELEGATE => {
@@ -211,6 +211,49 @@ pub fn direct_end(start: &AgentStart, answer: String, changed: &[String]) -> Wor
     );
     r.changed_files = changed.to_vec();
     r.result = serde_json::json!({ "answer": answer });
+    r
+}
+
+/// A planning turn's result: what the designer asked, stated or proposed (the input
+/// of the call airsd accepted, `tool`), or only its words.
+pub fn planning_end(
+    start: &AgentStart,
+    tool: Option<(&str, &Value)>,
+    answer: String,
+) -> WorkerResult {
+    use air_proto::planning::{PlanningTurn, ASK_USER, PROPOSE, SETTLE};
+    let mut turn = PlanningTurn {
+        answer: answer.clone(),
+        ..PlanningTurn::default()
+    };
+    let summary = match tool {
+        Some((ASK_USER, input)) => {
+            turn.asked = serde_json::from_value(input.clone()).ok();
+            let n = turn.asked.as_ref().map_or(0, |a| a.questions.len());
+            format!("asked the user {n} question(s)")
+        }
+        Some((SETTLE, input)) => {
+            turn.settled = serde_json::from_value(input.clone()).ok();
+            "stated the settled requirements".to_string()
+        }
+        Some((PROPOSE, input)) => {
+            turn.proposal = serde_json::from_value(input.clone()).ok();
+            "proposed the architecture and the plan".to_string()
+        }
+        _ => answer.clone(),
+    };
+    let mut r = WorkerResult::new(
+        &start.task_spec.id,
+        &start.runtime.agent_id,
+        AgentType::ArchitectureDesigner,
+        WorkerStatus::Completed,
+        if summary.trim().is_empty() {
+            "answered the user".to_string()
+        } else {
+            summary
+        },
+    );
+    r.result = serde_json::to_value(&turn).unwrap_or_default();
     r
 }
 

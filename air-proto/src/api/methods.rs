@@ -175,6 +175,30 @@ pub mod params {
             pub reason: Option<String>,
         }
 
+        pub struct PlanningAnswer {
+            pub session_id: String,
+            /// The planning turn answered (the planning view's `waiting_on`); the one
+            /// waiting when omitted.
+            pub task_id: Option<String>,
+            /// Answers by question id.
+            pub answers: Option<std::collections::BTreeMap<String, String>>,
+            /// Words of the user's own, for the designer.
+            pub note: Option<String>,
+            /// Propose now (for stated requirements: they are agreed to).
+            pub go_ahead: Option<bool>,
+        }
+
+        pub struct PlanningDecide {
+            pub session_id: String,
+            /// The planning turn that proposed; the one waiting when omitted.
+            pub task_id: Option<String>,
+            pub decision: crate::planning::PlanDecision,
+            /// What to change, or why not.
+            pub note: Option<String>,
+            /// On confirmation, run the plan now (the default); `false` only writes it.
+            pub run: Option<bool>,
+        }
+
         pub struct SessionRetire {
             pub session_id: String,
             pub reason: Option<String>,
@@ -462,6 +486,10 @@ api! {
             "Dispatch again after a pause";
         permission_respond "permission.respond" (params::PermissionRespond) -> u64 as "seq":
             "Answer a pending permission request; the first answer wins";
+        planning_answer "planning.answer" (params::PlanningAnswer) -> u64 as "seq":
+            "Answer what the Architecture Designer asked (answers by question id) or stated (go_ahead agrees), or say something to it (note)";
+        planning_decide "planning.decide" (params::PlanningDecide) -> u64 as "seq":
+            "Answer a proposed plan: confirm (airsd writes it and, unless run is false, runs it), change (with a note) or reject";
         artifact_list "artifact.list" (params::ArtifactList) -> Vec<ArtifactInfo> as "artifacts":
             "A session's artifacts (command logs, reports …), newest first, filtered";
         artifact_read "artifact.read" (params::ArtifactRead) -> ArtifactChunk as "chunk":

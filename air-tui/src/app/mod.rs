@@ -649,7 +649,7 @@ impl App {
             return false;
         };
         // The Main Agent's turns are the conversation's, shown in its pane.
-        if air_proto::conversation::is_turn(&t.id) {
+        if air_proto::conversation::is_any_turn(&t.id) {
             return false;
         }
         let Some(filter) = &self.ui.task_filter else {
@@ -723,7 +723,7 @@ impl App {
                     self.projection
                         .tasks
                         .iter()
-                        .filter(|t| t.status == *s && !air_proto::conversation::is_turn(&t.id))
+                        .filter(|t| t.status == *s && !air_proto::conversation::is_any_turn(&t.id))
                         .count(),
                 )
             })

@@ -131,15 +131,40 @@ impl DaemonState {
                 )),
             });
         }
+        let recorded = self
+            .record_in_run(&session, session_id, message, client)
+            .await?;
+        drop(one_at_a_time);
+        match recorded {
+            None => self.sent(&session, message_id).await,
+            Some(seq) => Ok(MessageSent {
+                message_id,
+                seq,
+                unanswered: None,
+            }),
+        }
+    }
+
+    /// Records a client's event for a conversation's scheduler to fold: through the
+    /// running scheduler (`None`: it recorded it), or, when none runs, by starting
+    /// the session's run again (continued if it had ended) with it (`Some(seq)`).
+    /// The caller holds the session's run gate.
+    pub(super) async fn record_in_run(
+        &self,
+        session: &Arc<Session>,
+        session_id: &str,
+        message: RuntimeEvent,
+        client: Option<String>,
+    ) -> Result<Option<u64>> {
         if let Some(handle) = self.run_handle(session_id) {
             let sent = self
                 .control_run(session_id, Control::Record(Box::new(message.clone())))
                 .await;
             if let Ok(true) = sent {
-                return self.sent(&session, message_id).await;
+                return Ok(None);
             }
             // The run ended meanwhile: it is continued below, once its scheduler is
-            // gone. Otherwise the store refused the message.
+            // gone. Otherwise the store refused the event.
             let ended = session.bus().read(|p, _| {
                 p.run
                     .as_ref()
@@ -147,7 +172,8 @@ impl DaemonState {
             });
             if !ended {
                 return Err(Error::Refused(format!(
-                    "the message was not recorded in session {session_id}; see airsd's log"
+                    "{} was not recorded in session {session_id}; see airsd's log",
+                    message.event_type
                 )));
             }
             handle.wait().await;
@@ -195,13 +221,8 @@ impl DaemonState {
             }
         }
         let seqs = session.store().append_batch(events).await?;
-        self.spawn_run(session, started, core, config, models)?;
-        drop(one_at_a_time);
-        Ok(MessageSent {
-            message_id,
-            seq: seqs.last().copied().unwrap_or_default(),
-            unanswered: None,
-        })
+        self.spawn_run(session.clone(), started, core, config, models)?;
+        Ok(Some(seqs.last().copied().unwrap_or_default()))
     }
 
     /// The answer for a message a running scheduler recorded.

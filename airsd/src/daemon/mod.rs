@@ -10,6 +10,7 @@ mod conn;
 mod conversation;
 mod lifecycle;
 mod lock;
+mod planning;
 mod rpc;
 mod runs;
 pub mod socket;

@@ -367,6 +367,28 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn planning_answer(
+        &self,
+        ext: &Extensions,
+        params: params::PlanningAnswer,
+    ) -> RpcResult<u64> {
+        self.state
+            .answer_planning(params, self.who(ext))
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn planning_decide(
+        &self,
+        ext: &Extensions,
+        params: params::PlanningDecide,
+    ) -> RpcResult<u64> {
+        self.state
+            .decide_plan(params, self.who(ext))
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn permission_respond(
         &self,
         ext: &Extensions,

@@ -180,7 +180,7 @@ pub fn result_summaries(conn: &Connection) -> Result<Vec<(String, String)>> {
 /// (a turn is `main:` and a number; a plan's phase may be called `main`, whose
 /// milestone review `main:milestone-1` is not the conversation).
 const CONVERSATION: &str =
-    "(m.role = 'user' OR m.task_id GLOB 'main:[0-9]*' OR m.task_id GLOB 'direct:[0-9]*')";
+    "(m.role = 'user' OR m.task_id GLOB 'main:[0-9]*' OR m.task_id GLOB 'direct:[0-9]*' OR m.task_id GLOB 'plan:[0-9]*')";
 
 /// A page of the conversation, oldest first: after `after` (forward), or the latest
 /// before `before` (reading back), at most `limit`.

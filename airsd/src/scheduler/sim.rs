@@ -190,6 +190,17 @@ impl Sim {
                     }),
                     Decision::CreateTask(spec) => self.record(Fact::TaskCreated(spec)),
                     Decision::Deliver { .. } => {}
+                    Decision::Planning(f) => self.record(Fact::Planning(f)),
+                    Decision::WritePlan { task_id, run, .. } => self.record(Fact::Planning(
+                        Box::new(crate::scheduler::core::PlanningFact::Written(
+                            air_proto::payload::PlanConfirmed {
+                                task_id,
+                                files: vec![".air/shared/plan/plan.md".into()],
+                                error: None,
+                                run,
+                            },
+                        )),
+                    )),
                     Decision::AskConfirmation { task_id, .. } => {
                         self.record(Fact::ConfirmationAsked { task_id })
                     }

@@ -87,6 +87,8 @@ pub struct ToolJob {
     pub role: AgentType,
     pub task_id: String,
     pub scope: air_proto::task::TaskScope,
+    /// A planning turn's phase: what its designer may call (P0-5, P1-16).
+    pub planning: Option<air_proto::planning::PlanningPhase>,
 }
 
 fn millis(t0: std::time::Instant) -> Option<u64> {
@@ -255,10 +257,19 @@ impl ToolJob {
             .env
             .interrupted
             .count(&self.task_id, &self.call.tool, &self.call.input);
+        let designer =
+            self.planning.is_some() && air_proto::planning::is_designer_tool(&self.call.tool);
         let result = if crashed >= 2 {
             Err(ToolError(format!(
                 "this exact call was running when airsd stopped, {crashed} times in this task; it is refused, as it may be what stops airsd: change it (a smaller part, another tool)"
             )))
+        } else if let Some(why) = self
+            .planning
+            .and_then(|phase| air_proto::planning::refusal(phase, &self.call.tool))
+        {
+            Err(ToolError(why))
+        } else if designer {
+            self.designer_call()
         } else if self.call.tool == "shell.run" {
             self.shell_run(&tool_run_id).await
         } else if self.call.tool == "shell.output" {
@@ -271,6 +282,9 @@ impl ToolJob {
             .await
         };
         let result = result.and_then(|output| {
+            if designer {
+                return Ok(output);
+            }
             crate::tools::validate_output(&self.call.tool, &output).map(|()| output)
         });
         let (ended, reply) = match result {
@@ -313,6 +327,66 @@ impl ToolJob {
             // An effect is answered once its end is on record.
             settle.await;
             self.worker.reply(&self.header, reply);
+        }
+    }
+
+    /// One of the designer's own tools: its input checked field by field (a proposal
+    /// compiled as `air plan check` does, its task ids apart from the session's), the
+    /// answer saying that the turn ends here. What it asked or proposed is recorded
+    /// when the turn ends, from its result, checked again.
+    fn designer_call(&self) -> Result<Value, ToolError> {
+        use air_proto::planning::{AskUser, Proposal, Settle, ASK_USER, SETTLE};
+        let tool = self.call.tool.as_str();
+        let input = self.call.input.clone();
+        let problems = |p: Vec<String>| -> Result<(), ToolError> {
+            if p.is_empty() {
+                Ok(())
+            } else {
+                Err(ToolError(format!(
+                    "`{}` refused: {}",
+                    crate::tools::provider_name(tool),
+                    p.join("; ")
+                )))
+            }
+        };
+        match tool {
+            ASK_USER => {
+                let ask: AskUser = crate::tools::input(tool, input)?;
+                problems(ask.problems())?;
+                Ok(serde_json::json!({
+                    "asked": ask.questions.len(),
+                    "next": "your turn ends here: the user's answers start your next turn",
+                }))
+            }
+            SETTLE => {
+                let settle: Settle = crate::tools::input(tool, input)?;
+                problems(settle.problems())?;
+                Ok(serde_json::json!({
+                    "stated": settle.requirements.len(),
+                    "next": "your turn ends here: the user agrees or says what is wrong",
+                }))
+            }
+            _ => {
+                let proposal: Proposal = crate::tools::input(tool, input)?;
+                let taken: Vec<String> = self
+                    .env
+                    .session
+                    .bus()
+                    .read(|p, _| p.tasks.iter().map(|t| t.id.clone()).collect());
+                let pl = crate::scheduler::core::proposed(&self.task_id, proposal, &taken)
+                    .map_err(|e| {
+                        ToolError(format!(
+                            "the plan was not accepted; fix each error and call {} again:\n{}",
+                            crate::tools::provider_name(tool),
+                            e.join("\n")
+                        ))
+                    })?;
+                Ok(serde_json::json!({
+                    "tasks": pl.tasks,
+                    "waves": pl.waves,
+                    "next": "your turn ends here: the user confirms, asks for changes or rejects it",
+                }))
+            }
         }
     }
 

@@ -165,7 +165,9 @@ impl Core {
                 }
             }
             Fact::TaskFinished {
-                task_id, status, ..
+                task_id,
+                status,
+                reason,
             } => {
                 let Some(t) = self.task_mut(task_id) else {
                     return;
@@ -185,6 +187,8 @@ impl Core {
                         self.to_close.push(task_id.clone());
                     }
                 }
+                self.planning_turn_ended(task_id, *status, reason.as_deref());
+                self.plan_ended(task_id);
                 // Work the Main Agent handed on is summarised in the conversation.
                 if self.delegated.contains(task_id) {
                     let about = [task_id.clone()];
@@ -276,13 +280,26 @@ impl Core {
                 if self.awaiting.remove(task_id).is_none() {
                     return;
                 }
+                // A confirmed plan's tasks wait for one answer, the proposing turn's.
+                let mut ids: Vec<String> = self
+                    .held
+                    .iter()
+                    .filter(|(_, gate)| *gate == task_id)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                self.held.retain(|_, gate| gate != task_id);
+                if ids.is_empty() {
+                    ids.push(task_id.clone());
+                }
                 if !allow {
-                    self.declined.insert(task_id.clone());
-                    if let Some(t) = self.task_mut(task_id) {
-                        let why = reason.as_deref().unwrap_or("the user declined it");
-                        t.cancel.get_or_insert_with(|| {
-                            (format!("not started: {why}"), TaskStatus::Cancelled)
-                        });
+                    let why = reason.as_deref().unwrap_or("the user declined it");
+                    for id in ids {
+                        self.declined.insert(id.clone());
+                        if let Some(t) = self.task_mut(&id) {
+                            t.cancel.get_or_insert_with(|| {
+                                (format!("not started: {why}"), TaskStatus::Cancelled)
+                            });
+                        }
                     }
                 }
             }
@@ -328,15 +345,27 @@ impl Core {
                         return;
                     }
                 }
+                let named = air_proto::conversation::named_intent(text);
                 // `/direct …` goes to the direct lane at once, with no turn before it.
-                if air_proto::conversation::named_intent(text)
-                    .is_some_and(|(i, _)| i == Intent::Direct)
-                {
+                if let Some((Intent::Direct, _)) = named {
                     self.ask_direct(text, Some(message_id));
+                    return;
+                }
+                // `/plan …` goes to the Architecture Designer.
+                if let Some((Intent::NeedsPlanning, requirement)) = named {
+                    if !requirement.trim().is_empty() {
+                        self.start_planning(requirement, Some(message_id));
+                        return;
+                    }
+                }
+                // While a planning session is open the user talks with the designer
+                // (`/ask …` still reaches the Main Agent).
+                if named.is_none() && self.planning_words(text) {
                     return;
                 }
                 self.ask_turn("Reply to the user", text, Some(message_id), &[]);
             }
+            Fact::Planning(f) => self.apply_planning(f),
             Fact::ResultReceived { agent_id, result } => self.result_received(agent_id, result),
             Fact::ProtocolViolation { agent_id, reason } => {
                 self.stops

@@ -54,6 +54,7 @@ impl Core {
         self.cancellations(out);
         self.unreachable(out);
         self.confirmations(out);
+        self.planning_decisions(out);
         self.readiness(out);
         self.finishes(out);
         self.milestones(out);
@@ -192,10 +193,16 @@ impl Core {
             let Some(&i) = self.index.get(task_id) else {
                 continue;
             };
+            let held = self.held.values().filter(|g| *g == task_id).count();
+            let title = if held > 0 {
+                format!("run the confirmed plan ({held} task(s))")
+            } else {
+                self.tasks[i].spec.title.clone()
+            };
             self.asking.insert(task_id.clone());
             out.push(Decision::AskConfirmation {
                 task_id: task_id.clone(),
-                title: self.tasks[i].spec.title.clone(),
+                title,
             });
         }
     }
@@ -207,7 +214,7 @@ impl Core {
                 continue;
             }
             // Work handed on in `default` mode starts once the user confirms it.
-            if self.awaiting.contains_key(&t.spec.id) {
+            if self.awaiting.contains_key(&t.spec.id) || self.held.contains_key(&t.spec.id) {
                 continue;
             }
             let deps_done = t.spec.dependencies.iter().all(|d| {
@@ -418,6 +425,8 @@ impl Core {
             if !turn {
                 slots -= 1;
             }
+            let planning_notes = air_proto::planning::is_planning(&self.tasks[i].spec.id)
+                .then(|| self.planning_notes());
             let t = &mut self.tasks[i];
             t.in_flight = true;
             let n = t.started_by_role.get(&role).copied().unwrap_or(0) + 1;
@@ -432,7 +441,7 @@ impl Core {
                 role,
                 attempt,
                 spec: t.spec.clone(),
-                notes: t.notes.clone(),
+                notes: planning_notes.unwrap_or_else(|| t.notes.clone()),
                 previous: match role {
                     // A review the user asked for looks at the direct lane's result.
                     AgentType::Reviewer if is_review(&t.spec.id) => {
@@ -455,7 +464,11 @@ impl Core {
     fn conflict(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.tasks[i].spec, &self.tasks[j].spec);
         // The conversation's turns go one at a time, in order; so does the direct lane.
-        if (is_turn(&a.id) && is_turn(&b.id)) || (is_direct(&a.id) && is_direct(&b.id)) {
+        let planning = air_proto::planning::is_planning;
+        if (is_turn(&a.id) && is_turn(&b.id))
+            || (is_direct(&a.id) && is_direct(&b.id))
+            || (planning(&a.id) && planning(&b.id))
+        {
             return true;
         }
         if let (Some(x), Some(y)) = (&a.scope.write_area, &b.scope.write_area) {
@@ -508,6 +521,11 @@ impl Core {
         if !self.awaiting.is_empty() {
             return;
         }
+        // So is a planning session: the user's answer is awaited (unless the run was
+        // cancelled or stopped).
+        if self.planning_open() && self.cancelled.is_none() && self.stopped.is_none() {
+            return;
+        }
         let open: Vec<usize> = self
             .tasks
             .iter()
@@ -558,7 +576,11 @@ impl Core {
             return;
         }
         // The outcome is the task graph's: a turn of the conversation is not its work.
-        let work = || self.tasks.iter().filter(|t| !is_turn(&t.spec.id));
+        let work = || {
+            self.tasks
+                .iter()
+                .filter(|t| !is_turn(&t.spec.id) && !air_proto::planning::is_planning(&t.spec.id))
+        };
         let count = |s: TaskStatus| work().filter(|t| t.status == s).count() as u32;
         let (completed, failed, blocked, cancelled) = (
             count(TaskStatus::Completed),

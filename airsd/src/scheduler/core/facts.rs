@@ -39,6 +39,10 @@ fn finished(event_type: &str, v: &Value) -> Option<Fact> {
     })
 }
 
+fn planning(f: PlanningFact) -> Option<Fact> {
+    Some(Fact::Planning(Box::new(f)))
+}
+
 const fn entry(event_type: &'static str, fact: fn(&str, &Value) -> Option<Fact>) -> Entry {
     Entry {
         event_type,
@@ -92,6 +96,24 @@ const TABLE: &[Entry] = &[
             message_id: pl.message_id,
             to: pl.task_id,
         })
+    }),
+    entry(ev::QuestionsAsked::TYPE, |_, v| {
+        planning(PlanningFact::Asked(de(v)?))
+    }),
+    entry(ev::RequirementsSettled::TYPE, |_, v| {
+        planning(PlanningFact::Settled(de(v)?))
+    }),
+    entry(ev::PlanProposed::TYPE, |_, v| {
+        planning(PlanningFact::Proposed(Box::new(de(v)?)))
+    }),
+    entry(ev::QuestionsAnswered::TYPE, |_, v| {
+        planning(PlanningFact::Answered(de(v)?))
+    }),
+    entry(ev::PlanDecided::TYPE, |_, v| {
+        planning(PlanningFact::Decided(de(v)?))
+    }),
+    entry(ev::PlanConfirmed::TYPE, |_, v| {
+        planning(PlanningFact::Written(de(v)?))
     }),
     entry(ev::TaskReady::TYPE, |_, v| {
         Some(Fact::TaskReady {

@@ -38,10 +38,12 @@ mod decide;
 mod exit;
 mod facts;
 mod outcome;
+mod planning;
 
 pub use asks::{Ask, Refusal};
 pub use exit::{classify_exit, AgentEnd, ProcessEnd};
 pub use facts::{fact_of, recovered_types};
+pub use planning::{proposed, PlanningFact};
 
 /// Tunables of the rules. The defaults are the seeds' numbers.
 #[derive(Clone, Debug, PartialEq)]
@@ -188,6 +190,8 @@ pub enum Fact {
         /// The task it is addressed to, if any.
         to: Option<String>,
     },
+    /// A planning session moved (an `architecture.*` event).
+    Planning(Box<PlanningFact>),
     /// Observed (not recorded): what the run has spent so far, from the session's
     /// counters (themselves the fold of its recorded usage).
     Usage {
@@ -281,6 +285,19 @@ pub enum Decision {
     Deliver {
         agent_id: String,
         text: String,
+    },
+    /// Record what a planning turn asked, stated or proposed (its `architecture.*`
+    /// event).
+    Planning(Box<PlanningFact>),
+    /// Write the confirmed plan under `.air/shared/plan/` (and its ADRs), then record
+    /// `architecture.plan.confirmed` with the files or why nothing was written.
+    WritePlan {
+        task_id: String,
+        /// The user's words the session began with.
+        requirement: String,
+        proposal: Box<air_proto::planning::Proposal>,
+        requirements: Vec<String>,
+        run: bool,
     },
     /// Record how an agent ended (`agent.completed` or `agent.failed`).
     EndAgent {
@@ -421,6 +438,17 @@ pub struct Core {
     declined: BTreeSet<String>,
     /// Transient: confirmations to close because their task ended without them.
     to_close: Vec<String>,
+    /// The Architecture Designer's planning session, once one began.
+    planning: Option<planning::Planning>,
+    /// Planning turns asked for so far; the `n`th is task `plan:<n>`.
+    plan_turns: usize,
+    /// Transient: what planning turns asked, stated or proposed, to record.
+    planning_out: Vec<PlanningFact>,
+    /// The confirmed plan's tasks, summarised in the conversation when all end.
+    planned: BTreeSet<String>,
+    /// Tasks of a confirmed plan held until the user says to start them, by the
+    /// confirmation they wait for (the proposing turn's id).
+    held: BTreeMap<String, String>,
 }
 
 /// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -489,6 +517,11 @@ impl Core {
             asking: BTreeSet::new(),
             declined: BTreeSet::new(),
             to_close: Vec::new(),
+            planning: None,
+            plan_turns: 0,
+            planning_out: Vec::new(),
+            planned: BTreeSet::new(),
+            held: BTreeMap::new(),
         }
     }
 
@@ -676,6 +709,9 @@ fn phase_task(
 fn role_for(t: &TaskState) -> AgentType {
     if is_turn(&t.spec.id) {
         return AgentType::Main;
+    }
+    if planning::planning_turn(&t.spec.id) {
+        return AgentType::ArchitectureDesigner;
     }
     match t.spec.task_type {
         TaskType::Execute => AgentType::Executor,

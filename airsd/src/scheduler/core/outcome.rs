@@ -9,6 +9,9 @@ impl Core {
         if role == AgentType::Main {
             return self.on_turn(i, result);
         }
+        if air_proto::planning::is_planning(&self.tasks[i].spec.id) {
+            return self.on_planning_turn(i, result);
+        }
         // A review the user asked for ends with its decision; the Main Agent tells it.
         if is_review(&self.tasks[i].spec.id) {
             let output: Option<ReviewerOutput> = serde_json::from_value(result.result.clone()).ok();
@@ -365,7 +368,24 @@ impl Core {
             }
         }
         let direct = output.as_ref().is_some_and(|o| o.intent == Intent::Direct);
+        let planning = output
+            .as_ref()
+            .is_some_and(|o| o.intent == Intent::NeedsPlanning && o.task.is_none());
         let t = &mut self.tasks[i];
+        // Classified `needs_planning`: the Architecture Designer discusses it.
+        if planning && result.status == WorkerStatus::Completed {
+            let message = t.spec.description.clone();
+            let id = air_proto::conversation::answered_message(&t.spec).map(str::to_string);
+            t.next = Next::Finish(
+                TaskStatus::Completed,
+                Some("handed to the Architecture Designer".into()),
+            );
+            let requirement = air_proto::conversation::named_intent(&message)
+                .map_or(message.as_str(), |(_, rest)| rest)
+                .to_string();
+            self.start_planning(&requirement, id.as_deref());
+            return;
+        }
         let Some(task) = output.and_then(|o| o.task) else {
             // Classified `direct`: the direct lane does what the user asked.
             if direct && result.status == WorkerStatus::Completed {

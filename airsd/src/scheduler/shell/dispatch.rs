@@ -8,12 +8,19 @@ impl Shell {
         let mut status = status_payload(&d.task_id, Some(d.attempt));
         status.agent_id = Some(d.agent_id.clone());
         status.agent_type = Some(d.role);
+        let planning = air_proto::planning::phase_of(&d.spec);
         let status_now = match d.role {
+            _ if planning.is_some() => TaskStatus::Running,
             AgentType::Reviewer | AgentType::ArchitectureDesigner => TaskStatus::Reviewing,
             AgentType::Debugger => TaskStatus::Debugging,
             _ => TaskStatus::Running,
         };
-        let tools = crate::tools::offered(d.role);
+        let mut tools = crate::tools::offered(d.role);
+        // A planning turn: the read tools and its phase's own, nothing else (P0-5).
+        if let Some(phase) = planning {
+            tools.retain(|t| air_proto::planning::refusal(phase, &t.name).is_none());
+            tools.extend(air_proto::planning::designer_tools(phase));
+        }
         let diff = self.diff_under_review(&d).await;
         let changes = self.task_changes(&d).await;
         let environment = self.environment().await;
@@ -134,7 +141,7 @@ impl Shell {
             let tasks = session.bus().read(|p, _| {
                 p.tasks
                     .iter()
-                    .filter(|t| !air_proto::conversation::is_turn(&t.id))
+                    .filter(|t| !air_proto::conversation::is_any_turn(&t.id))
                     .map(|t| TaskLine {
                         id: t.id.clone(),
                         title: t.title.clone(),

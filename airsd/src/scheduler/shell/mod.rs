@@ -513,6 +513,50 @@ impl Shell {
                 self.record(vec![e]).await
             }
             Decision::Refuse(refusal) => self.refuse(*refusal).await,
+            Decision::Planning(f) => {
+                use crate::scheduler::core::PlanningFact as F;
+                let e = match *f {
+                    F::Asked(pl) => self.event(&pl)?,
+                    F::Settled(pl) => self.event(&pl)?,
+                    F::Proposed(pl) => self.event(&*pl)?,
+                    F::Answered(pl) => self.event(&pl)?,
+                    F::Decided(pl) => self.event(&pl)?,
+                    F::Written(pl) => self.event(&pl)?,
+                };
+                self.push(vec![e]);
+                Ok(())
+            }
+            Decision::WritePlan {
+                task_id,
+                requirement,
+                proposal,
+                requirements,
+                run,
+            } => {
+                let root = self.ctx.paths.root().to_path_buf();
+                let written = tokio::task::spawn_blocking(move || {
+                    crate::planning::write_plan(&root, &requirement, &proposal, &requirements)
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("the plan's writer stopped: {e}")));
+                let pl = match written {
+                    Ok(files) => p::PlanConfirmed {
+                        task_id,
+                        files,
+                        error: None,
+                        run,
+                    },
+                    Err(e) => p::PlanConfirmed {
+                        task_id,
+                        files: Vec::new(),
+                        error: Some(e),
+                        run: false,
+                    },
+                };
+                let e = self.event(&pl)?;
+                self.push(vec![e]);
+                Ok(())
+            }
             Decision::EndAgent { agent_id, end } => {
                 let event = match end {
                     AgentEnd::Completed { result, exit_code } => {

@@ -154,6 +154,7 @@ impl Shell {
                     role: d.role,
                     task_id: d.task_id.clone(),
                     scope: d.spec.scope.clone(),
+                    planning: air_proto::planning::phase_of(&d.spec),
                 };
                 tokio::spawn(job.run());
                 Ok(())

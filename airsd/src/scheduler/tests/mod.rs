@@ -15,6 +15,7 @@ use air_proto::task::{DependencyType, TaskSpec};
 use proptest::prelude::*;
 
 mod conversation;
+mod planning;
 mod policy;
 
 use super::sim::{debug, diligent, result_for, review, Play, Sim};

@@ -1,0 +1,534 @@
+//! The Architecture Designer's planning session (seed 001 §4.2, P1-16): a requirement
+//! discussed with the user (`discussing`), an architecture and a task graph proposed
+//! (`proposing`), and, once the user confirms, the plan airsd writes and runs
+//! (`confirmed`). Each time the designer is to speak it gets a turn, task `plan:<n>`,
+//! in the phase the session is in; what the user answered between turns is the next
+//! turn's notes. Like everything in the core, the session is the fold of recorded
+//! facts: the designer's accepted questions, statements and proposals, and the user's
+//! answers.
+
+use air_proto::payload as p;
+use air_proto::planning::{
+    check_proposal, is_planning, planning_spec, PlanDecision, PlanningMove, PlanningPhase,
+    PlanningTurn, Proposal, Question,
+};
+
+use super::*;
+
+/// A planning fact: one `architecture.*` event.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlanningFact {
+    Asked(p::QuestionsAsked),
+    Settled(p::RequirementsSettled),
+    Proposed(Box<p::PlanProposed>),
+    Answered(p::QuestionsAnswered),
+    Decided(p::PlanDecided),
+    Written(p::PlanConfirmed),
+}
+
+/// What the session waits for the user to answer.
+#[derive(Clone, Debug, PartialEq)]
+enum Waiting {
+    /// The designer said something (or its turn ended without an answer): the user's
+    /// next words go to it.
+    Words,
+    Questions(Vec<Question>),
+    Requirements(Vec<String>),
+    Proposal(Box<Proposal>),
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Planning {
+    requirement: String,
+    message_id: Option<String>,
+    phase: PlanningPhase,
+    /// The turn whose words wait for the user, and what they are; none while the
+    /// designer works.
+    waiting: Option<(String, Waiting)>,
+    /// What the next turn must know: the discussion so far.
+    log: Vec<String>,
+    /// The requirements the user agreed to.
+    agreed: Vec<String>,
+    /// Confirmed: the proposal airsd is to write, the turn that proposed it, and
+    /// whether its tasks run.
+    confirmed: Option<(String, Box<Proposal>, bool)>,
+    /// Transient: the write is asked for.
+    writing: bool,
+    /// Written: the session is over.
+    done: bool,
+    /// Turns in a row that ended with something airsd could not accept.
+    refused: u32,
+}
+
+/// Turns in a row with a refused answer before the session waits for the user.
+const REFUSED_LIMIT: u32 = 3;
+
+impl Planning {
+    fn open(&self) -> bool {
+        !self.done
+    }
+}
+
+impl Core {
+    /// Whether a planning session is open (not yet written): the run waits for it.
+    pub(super) fn planning_open(&self) -> bool {
+        self.planning.as_ref().is_some_and(Planning::open)
+    }
+
+    /// The user asked for a plan (`/plan …`, or a message the Main Agent classified
+    /// `needs_planning`): a session starts with the designer's first turn, unless one
+    /// is open, which hears it as more words of the user.
+    pub(super) fn start_planning(&mut self, requirement: &str, message_id: Option<&str>) {
+        if self.planning_open() {
+            self.planning_words(requirement);
+            return;
+        }
+        self.planning = Some(Planning {
+            requirement: requirement.trim().to_string(),
+            message_id: message_id.map(str::to_string),
+            phase: PlanningPhase::Discussing,
+            waiting: None,
+            log: Vec::new(),
+            agreed: Vec::new(),
+            confirmed: None,
+            writing: false,
+            done: false,
+            refused: 0,
+        });
+        self.ask_planning();
+    }
+
+    /// The designer's next turn, in the session's phase.
+    fn ask_planning(&mut self) {
+        let Some(s) = self.planning.as_mut() else {
+            return;
+        };
+        s.waiting = None;
+        self.plan_turns += 1;
+        let spec = planning_spec(
+            self.plan_turns,
+            s.phase,
+            &s.requirement,
+            s.message_id.as_deref(),
+        );
+        self.to_create.push(spec);
+    }
+
+    /// What the designer's turn must know: the discussion so far.
+    pub(super) fn planning_notes(&self) -> Vec<String> {
+        self.planning
+            .as_ref()
+            .map(|s| s.log.clone())
+            .unwrap_or_default()
+    }
+
+    /// The user said something while a session is open (a message in the
+    /// conversation): the answer to what waits, or words for the designer at work.
+    /// Whether the session took it.
+    pub(super) fn planning_words(&mut self, text: &str) -> bool {
+        let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
+            return false;
+        };
+        if s.confirmed.is_some() {
+            return false;
+        }
+        s.log.push(format!("The user said: {}", text.trim()));
+        match s.waiting.take() {
+            Some((_, waiting)) => {
+                if matches!(waiting, Waiting::Proposal(_)) {
+                    s.log.push(
+                        "(That is the user's answer to your proposal: the discussion goes on.)"
+                            .into(),
+                    );
+                    s.phase = PlanningPhase::Discussing;
+                }
+                self.ask_planning();
+            }
+            None => {
+                // The designer is at work: it hears it before its next step.
+                let turn = planning_turn_id_of(self.plan_turns);
+                let agent = self
+                    .index
+                    .get(&turn)
+                    .and_then(|&i| self.tasks[i].agent.clone());
+                if let Some(agent) = agent {
+                    self.to_deliver.push((agent, text.to_string()));
+                }
+            }
+        }
+        true
+    }
+
+    /// A planning turn ended with its result: what it asked, stated or proposed is
+    /// recorded (checked again here: a result is not taken at its word), or its words
+    /// wait for the user.
+    pub(super) fn on_planning_turn(&mut self, i: usize, result: &WorkerResult) {
+        let turn_id = self.tasks[i].spec.id.clone();
+        let phase =
+            air_proto::planning::phase_of(&self.tasks[i].spec).unwrap_or(PlanningPhase::Discussing);
+        let output: PlanningTurn =
+            serde_json::from_value(result.result.clone()).unwrap_or_default();
+        let taken: Vec<String> = self.tasks.iter().map(|t| t.spec.id.clone()).collect();
+        let mut refused = None;
+        let mut refuse = |why: String| {
+            refused = Some(why);
+            None
+        };
+        // What the turn ended with, in the phase it worked in (a call the phase does
+        // not allow is refused, whatever the result says).
+        let wrong = |tool: &str| air_proto::planning::refusal(phase, tool);
+        let fact = if let Some(ask) = output.asked {
+            match (wrong(air_proto::planning::ASK_USER), ask.problems()) {
+                (Some(why), _) => refuse(why),
+                (None, p) if !p.is_empty() => refuse(p.join("; ")),
+                _ => Some(PlanningFact::Asked(p::QuestionsAsked {
+                    task_id: turn_id.clone(),
+                    questions: ask.questions,
+                })),
+            }
+        } else if let Some(settle) = output.settled {
+            match (wrong(air_proto::planning::SETTLE), settle.problems()) {
+                (Some(why), _) => refuse(why),
+                (None, p) if !p.is_empty() => refuse(p.join("; ")),
+                _ => Some(PlanningFact::Settled(p::RequirementsSettled {
+                    task_id: turn_id.clone(),
+                    requirements: settle.requirements,
+                })),
+            }
+        } else if let Some(proposal) = output.proposal {
+            match wrong(air_proto::planning::PROPOSE) {
+                Some(why) => refuse(why),
+                None => match proposed(&turn_id, proposal, &taken) {
+                    Ok(pl) => Some(PlanningFact::Proposed(Box::new(pl))),
+                    Err(e) => refuse(e.join("; ")),
+                },
+            }
+        } else {
+            None
+        };
+        let t = &mut self.tasks[i];
+        t.next = match result.status {
+            WorkerStatus::Completed => Next::Finish(TaskStatus::Completed, None),
+            WorkerStatus::Blocked => {
+                Next::Finish(TaskStatus::Blocked, Some(result.summary.clone()))
+            }
+            _ => Next::Finish(TaskStatus::Failed, Some(result.summary.clone())),
+        };
+        let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
+            return;
+        };
+        if let Some(fact) = fact {
+            s.refused = 0;
+            self.planning_out.push(fact);
+            return;
+        }
+        let said = output.answer.trim();
+        if !said.is_empty() {
+            s.log.push(format!("You said to the user: {said}"));
+        }
+        if let Some(why) = refused {
+            s.refused += 1;
+            s.log
+                .push(format!("airsd did not accept your last call: {why}"));
+            if s.refused < REFUSED_LIMIT {
+                return self.ask_planning();
+            }
+        }
+        if result.status != WorkerStatus::Completed {
+            s.log.push(format!(
+                "Your previous turn ended {} without an answer: {}",
+                worker_status(result.status),
+                result.summary
+            ));
+        }
+        self.wait_for_words(&turn_id);
+    }
+
+    /// The session waits for the user's words after `turn_id` (recorded as questions
+    /// asked, none of them).
+    fn wait_for_words(&mut self, turn_id: &str) {
+        let pending = self.planning_out.iter().any(|f| match f {
+            PlanningFact::Asked(a) => a.task_id == turn_id,
+            PlanningFact::Settled(a) => a.task_id == turn_id,
+            PlanningFact::Proposed(a) => a.task_id == turn_id,
+            _ => false,
+        });
+        if pending || self.planning.as_ref().is_some_and(|s| s.waiting.is_some()) {
+            return;
+        }
+        self.planning_out
+            .push(PlanningFact::Asked(p::QuestionsAsked {
+                task_id: turn_id.to_string(),
+                questions: Vec::new(),
+            }));
+    }
+
+    /// A planning turn ended without a result (its worker crashed, stalled, was
+    /// stopped): its session waits for the user rather than for nothing.
+    pub(super) fn planning_turn_ended(
+        &mut self,
+        task_id: &str,
+        status: TaskStatus,
+        reason: Option<&str>,
+    ) {
+        let current = planning_turn_id_of(self.plan_turns);
+        let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
+            return;
+        };
+        if task_id != current || s.waiting.is_some() || status == TaskStatus::Completed {
+            return;
+        }
+        s.log.push(format!(
+            "Your previous turn ended {} without an answer: {}",
+            status.as_str(),
+            reason.unwrap_or("no reason given")
+        ));
+        self.wait_for_words(task_id);
+    }
+
+    /// Folds a planning fact.
+    pub(super) fn apply_planning(&mut self, fact: &PlanningFact) {
+        self.planning_out.retain(|f| f != fact);
+        if let PlanningFact::Written(pl) = fact {
+            return self.plan_written(pl);
+        }
+        let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
+            return;
+        };
+        let mut next_turn = false;
+        match fact {
+            PlanningFact::Asked(pl) if pl.questions.is_empty() => {
+                s.waiting = Some((pl.task_id.clone(), Waiting::Words));
+            }
+            PlanningFact::Asked(pl) => {
+                let asked: Vec<String> = pl
+                    .questions
+                    .iter()
+                    .map(|q| format!("[{}] {}", q.id, q.text))
+                    .collect();
+                s.log.push(format!("You asked: {}", asked.join(" ")));
+                s.waiting = Some((pl.task_id.clone(), Waiting::Questions(pl.questions.clone())));
+            }
+            PlanningFact::Settled(pl) => {
+                s.log.push(format!(
+                    "You stated the requirements: {}",
+                    pl.requirements.join("; ")
+                ));
+                s.waiting = Some((
+                    pl.task_id.clone(),
+                    Waiting::Requirements(pl.requirements.clone()),
+                ));
+            }
+            PlanningFact::Proposed(pl) => {
+                s.log.push(format!(
+                    "You proposed: {} ({} task(s): {})",
+                    pl.proposal.summary.trim(),
+                    pl.tasks.len(),
+                    pl.tasks.join(", ")
+                ));
+                s.waiting = Some((
+                    pl.task_id.clone(),
+                    Waiting::Proposal(Box::new(pl.proposal.clone())),
+                ));
+            }
+            PlanningFact::Answered(pl) => {
+                let Some((_, waiting)) = s.waiting.take_if(|(t, _)| *t == pl.task_id) else {
+                    return;
+                };
+                match &waiting {
+                    Waiting::Questions(qs) => {
+                        for q in qs {
+                            let answer = pl
+                                .answers
+                                .get(&q.id)
+                                .map(|a| a.trim())
+                                .filter(|a| !a.is_empty())
+                                .unwrap_or("(not answered)");
+                            s.log
+                                .push(format!("[{}] {} The user answered: {answer}", q.id, q.text));
+                        }
+                    }
+                    Waiting::Requirements(r) if pl.go_ahead => {
+                        s.agreed.clone_from(r);
+                        s.log
+                            .push("The user agreed to the requirements you stated.".into());
+                    }
+                    _ => {}
+                }
+                if let Some(note) = pl.note.as_deref().filter(|n| !n.trim().is_empty()) {
+                    s.log.push(format!("The user said: {}", note.trim()));
+                }
+                if matches!(waiting, Waiting::Proposal(_)) {
+                    s.phase = PlanningPhase::Discussing;
+                } else if pl.go_ahead {
+                    if !matches!(waiting, Waiting::Requirements(_)) {
+                        s.log.push("The user said to go ahead: propose the plan now, choosing sensibly where something is still open, and say what you chose.".into());
+                    }
+                    s.phase = s.phase.after(PlanningMove::Settled).unwrap_or(s.phase);
+                }
+                next_turn = true;
+            }
+            PlanningFact::Decided(pl) => {
+                let proposal = match &s.waiting {
+                    Some((t, Waiting::Proposal(p))) if *t == pl.task_id => p.clone(),
+                    _ => return,
+                };
+                let Ok(next) = s.phase.after(pl.decision.planning_move()) else {
+                    return;
+                };
+                s.waiting = None;
+                s.phase = next;
+                let note = pl.note.as_deref().map(str::trim).filter(|n| !n.is_empty());
+                match pl.decision {
+                    PlanDecision::Confirm => {
+                        s.confirmed = Some((pl.task_id.clone(), proposal, pl.run));
+                    }
+                    PlanDecision::Change => {
+                        s.log.push(format!(
+                            "The user asked for changes to your proposal: {}",
+                            note.unwrap_or("(no details: ask what to change)")
+                        ));
+                        next_turn = true;
+                    }
+                    PlanDecision::Reject => {
+                        s.log.push(format!(
+                            "The user rejected your proposal{}. Discuss again what is wanted.",
+                            note.map(|n| format!(": {n}")).unwrap_or_default()
+                        ));
+                        next_turn = true;
+                    }
+                }
+            }
+            PlanningFact::Written(_) => {}
+        }
+        if next_turn {
+            self.ask_planning();
+        }
+    }
+
+    /// airsd wrote the confirmed plan (its tasks are created, held for the user's
+    /// word to start in `default` mode), or could not (the designer proposes again).
+    fn plan_written(&mut self, pl: &p::PlanConfirmed) {
+        let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
+            return;
+        };
+        s.writing = false;
+        let Some((_, proposal, run)) = s.confirmed.take() else {
+            return;
+        };
+        if let Some(e) = &pl.error {
+            // Nothing reached the disk: the designer proposes again.
+            s.phase = PlanningPhase::Proposing;
+            s.log.push(format!(
+                "The user confirmed your proposal, but airsd could not write it: {e}. Propose it again with that fixed."
+            ));
+            return self.ask_planning();
+        }
+        s.done = true;
+        if !(run && pl.run) {
+            return;
+        }
+        let Ok(compiled) = check_proposal(&proposal) else {
+            return;
+        };
+        let gate = pl.task_id.clone();
+        for spec in compiled.graph.tasks {
+            if self.index.contains_key(&spec.id) {
+                continue;
+            }
+            self.planned.insert(spec.id.clone());
+            if self.confirm {
+                self.held.insert(spec.id.clone(), gate.clone());
+            }
+            self.to_create.push(spec);
+        }
+        if self.confirm && !self.planned.is_empty() {
+            self.awaiting.insert(gate, false);
+        }
+    }
+
+    /// The planning decisions due: the accepted answers of turns to record, and the
+    /// confirmed plan to write.
+    pub(super) fn planning_decisions(&mut self, out: &mut Vec<Decision>) {
+        for f in &self.planning_out {
+            out.push(Decision::Planning(Box::new(f.clone())));
+        }
+        if let Some(s) = self.planning.as_mut() {
+            if let (Some((task_id, proposal, run)), false) = (&s.confirmed, s.writing) {
+                s.writing = true;
+                out.push(Decision::WritePlan {
+                    task_id: task_id.clone(),
+                    requirement: s.requirement.clone(),
+                    proposal: proposal.clone(),
+                    requirements: s.agreed.clone(),
+                    run: *run,
+                });
+            }
+        }
+    }
+
+    /// The plan's tasks all ended: the Main Agent tells the user how it went.
+    pub(super) fn plan_ended(&mut self, task_id: &str) {
+        if !self.planned.contains(task_id) {
+            return;
+        }
+        let all_ended = self
+            .planned
+            .iter()
+            .all(|id| self.status(id).is_some_and(is_terminal));
+        if !all_ended {
+            return;
+        }
+        let about: Vec<String> = std::mem::take(&mut self.planned).into_iter().collect();
+        let title = format!("{SUMMARY_TITLE}the plan");
+        let what = format!("the plan's {} task(s) ended", about.len());
+        self.ask_turn(&title, &what, None, &about);
+    }
+}
+
+fn planning_turn_id_of(n: usize) -> String {
+    air_proto::planning::planning_turn_id(n)
+}
+
+/// The `architecture.plan.proposed` of a proposal that compiles and names no task the
+/// session already has; otherwise every problem.
+pub fn proposed(
+    turn_id: &str,
+    proposal: Proposal,
+    taken: &[String],
+) -> Result<p::PlanProposed, Vec<String>> {
+    let compiled = check_proposal(&proposal)?;
+    let clash: Vec<&str> = compiled
+        .graph
+        .tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .filter(|id| taken.iter().any(|t| t == id))
+        .collect();
+    if !clash.is_empty() {
+        return Err(vec![format!(
+            "plan: the session already has task(s) {}: number the plan's tasks after them",
+            clash.join(", ")
+        )]);
+    }
+    Ok(p::PlanProposed {
+        task_id: turn_id.to_string(),
+        tasks: compiled.graph.tasks.iter().map(|t| t.id.clone()).collect(),
+        waves: compiled.graph.waves,
+        proposal,
+    })
+}
+
+/// Whether a task is a planning turn (for the core's rules).
+pub(super) fn planning_turn(task_id: &str) -> bool {
+    is_planning(task_id)
+}
+
+fn worker_status(s: WorkerStatus) -> &'static str {
+    match s {
+        WorkerStatus::Completed => "completed",
+        WorkerStatus::Failed => "failed",
+        WorkerStatus::Blocked => "blocked",
+        WorkerStatus::Cancelled => "cancelled",
+    }
+}
