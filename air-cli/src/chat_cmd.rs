@@ -89,18 +89,7 @@ pub async fn run(args: ChatArgs) -> CmdResult {
         eprintln!("air: session {session}");
     }
     // Attached to the session as a person who answers: its questions wait for us.
-    conn.client
-        .hello(params::Hello {
-            hello: air_proto::api::ClientHello {
-                client: "air chat".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                protocol_version: air_proto::PROTOCOL_VERSION,
-                session_id: Some(session.clone()),
-                mode: air_proto::api::ClientMode::Steering,
-            },
-        })
-        .await
-        .map_err(rpc_failure)?;
+    crate::output::steer(&conn, &session, "air chat").await?;
     // Confirmations are asked on the terminal only when stdin is not the messages.
     let confirm = if args.yes {
         Confirm::Yes

@@ -8,6 +8,7 @@ mod daemon_cmd;
 mod doctor;
 mod output;
 mod plan_cmd;
+mod plan_new;
 mod restore_cmd;
 mod run_cmd;
 mod service;
@@ -165,7 +166,8 @@ enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Check a plan or draw its task graph (no daemon needed).
+    /// Plan from a requirement (`new`), or check a plan or draw its task graph (no
+    /// daemon needed).
     Plan {
         #[command(subcommand)]
         command: plan_cmd::PlanCommand,
@@ -397,6 +399,9 @@ async fn run(command: Command) -> CmdResult {
             follow,
             json,
         } => output::events(session, types, follow, json).await,
+        Command::Plan {
+            command: plan_cmd::PlanCommand::New(args),
+        } => plan_new::run(*args).await,
         Command::Plan { command } => plan_cmd::run(command),
         Command::Run(args) => run_cmd::run(*args).await,
         Command::Chat(args) => chat_cmd::run(*args).await,

@@ -275,6 +275,28 @@ async fn replay_stored(
     Ok(false)
 }
 
+/// Says to the daemon that this client steers `session` (a person who answers its
+/// questions), named `client`.
+pub async fn steer(
+    conn: &air_proto::client::Connection,
+    session: &str,
+    client: &str,
+) -> Result<(), Failure> {
+    conn.client
+        .hello(params::Hello {
+            hello: air_proto::api::ClientHello {
+                client: client.into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                protocol_version: air_proto::PROTOCOL_VERSION,
+                session_id: Some(session.to_string()),
+                mode: air_proto::api::ClientMode::Steering,
+            },
+        })
+        .await
+        .map_err(rpc_failure)?;
+    Ok(())
+}
+
 /// Calls `on_event` for every durable event of a session after `after`, stored ones
 /// first, then live ones as they commit, in order and without gaps (a subscriber that
 /// falls behind is resynced from the database), until it returns `Break`. Returns the

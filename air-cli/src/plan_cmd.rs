@@ -11,6 +11,11 @@ use crate::{exit, CmdResult, Failure};
 
 #[derive(Subcommand)]
 pub enum PlanCommand {
+    /// Plan from a requirement with the Architecture Designer: its questions
+    /// answered, the requirements agreed, the proposal confirmed; airsd writes the
+    /// plan and runs it (or, with --out, only writes it).
+    #[command(after_help = crate::plan_new::PLAN_NEW_EXIT_CODES)]
+    New(Box<crate::plan_new::PlanNewArgs>),
     /// Validate a plan and print its waves, without running anything. Every error is
     /// printed as FILE:LINE: FIELD: message.
     Check {
@@ -60,6 +65,7 @@ pub fn load(path: &Path) -> Result<Compiled, Failure> {
 
 pub fn run(command: PlanCommand) -> CmdResult {
     match command {
+        PlanCommand::New(_) => Err(Failure::from("`air plan new` needs the daemon")),
         PlanCommand::Check { plan, json } => {
             let compiled = load(&plan)?;
             let g = &compiled.graph;

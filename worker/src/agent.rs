@@ -781,7 +781,12 @@ async fn run_with(
             let tool: String = match names.iter().find(|(wire, _)| wire == name) {
                 Some((_, t)) => t.clone(),
                 None => {
-                    let t = name.replacen('_', ".", 1);
+                    // The designer's own tools have no namespace.
+                    let t = if air_proto::planning::is_designer_tool(name) {
+                        name.to_string()
+                    } else {
+                        name.replacen('_', ".", 1)
+                    };
                     // Its refusal names it as the model does.
                     names.push((name.to_string(), t.clone()));
                     t

@@ -14,14 +14,14 @@ use serde_json::{json, Value};
 use crate::agents::{any, call, ended, key, review, state};
 use crate::asks::until;
 
-fn expect(contains: &[&str], tools: &[&str]) -> Expect {
+pub(crate) fn expect(contains: &[&str], tools: &[&str]) -> Expect {
     Expect {
         contains: contains.iter().map(|s| s.to_string()).collect(),
         tools: tools.iter().map(|s| s.to_string()).collect(),
     }
 }
 
-fn text(t: &str) -> Reply {
+pub(crate) fn text(t: &str) -> Reply {
     Reply::Events(text_events(t))
 }
 

@@ -16,6 +16,7 @@ mod escapes;
 mod init_cli;
 mod permissions;
 mod plan_cli;
+mod planning;
 mod projection;
 mod provider;
 mod retry;

@@ -1,0 +1,499 @@
+//! Planning from a requirement, end to end: the real daemon state and the real
+//! `air-worker` against the loopback provider. The Architecture Designer discusses the
+//! requirement (two questions answered, requirements agreed), proposes a plan (one
+//! with errors sent back and fixed), the user asks for a change, then confirms;
+//! airsd writes the plan and the run carries it out to a summary in the
+//! conversation.
+
+use air_proto::api::params::{ConversationStart, PlanningAnswer, PlanningDecide};
+use air_proto::plan::PermissionMode;
+use air_proto::planning::{PlanDecision, PlanningPhase};
+use air_proto::projection::{Projection, TaskStatus};
+use air_tests::mock_provider::{Exchange, MockProvider};
+use airsd::daemon::DaemonState;
+use serde_json::{json, Value};
+
+use crate::agents::{call, ended, key, state};
+use crate::asks::until;
+use crate::conversation::{expect, text};
+
+/// A plan of one task that writes hello.txt (`extra` added to its description).
+pub(crate) fn hello_plan(extra: &str) -> String {
+    format!(
+        "# Hello\n\nA greeting file.\n\n## Task T1: Write hello.txt\n\n- category: docs\n- expected_files: `hello.txt`\n\nWrite `hello.txt` saying hello.{extra}\n\nAcceptance criteria:\n- hello.txt says hello\n"
+    )
+}
+
+pub(crate) fn proposal(plan: &str) -> Value {
+    json!({
+        "summary": "One file, written by one task.",
+        "modules": [{"name": "hello", "responsibility": "the greeting"}],
+        "decisions": [{"title": "Plain text", "context": "Nothing reads it but people.", "decision": "A text file, no format."}],
+        "plan": plan,
+    })
+}
+
+/// The designer's turns of the whole discussion, as a model does them.
+pub(crate) fn discussion() -> Vec<Exchange> {
+    vec![
+        // plan:1, discussing: proposing at once is refused; it asks instead.
+        Exchange {
+            request: None,
+            expect: expect(
+                &["# The requirement", "a hello file", "Phase: `discussing`"],
+                &["ask_user", "settle_requirements", "fs_read", "fs_glob"],
+            ),
+            reply: call("d1", "propose_plan", proposal(&hello_plan(""))),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["`propose_plan` is refused while discussing"], &[]),
+            reply: call(
+                "d2",
+                "ask_user",
+                json!({"questions": [
+                    {"id": "where", "text": "Where should the file go?"},
+                    {"id": "words", "text": "Which words?", "options": ["hello", "hi"]}
+                ]}),
+            ),
+        },
+        // plan:2: the answers, then the requirements stated.
+        Exchange {
+            request: None,
+            expect: expect(
+                &[
+                    "## The discussion so far",
+                    "[where]",
+                    "the project root",
+                    "[words]",
+                ],
+                &["settle_requirements"],
+            ),
+            reply: call(
+                "d3",
+                "settle_requirements",
+                json!({"requirements": ["hello.txt in the project root says hello."]}),
+            ),
+        },
+        // plan:3, proposing: a plan with an error, sent back; then a good one.
+        Exchange {
+            request: None,
+            expect: expect(
+                &[
+                    "Phase: `proposing`",
+                    "## The plan format",
+                    "agreed to the requirements",
+                ],
+                &["propose_plan"],
+            ),
+            reply: call(
+                "d4",
+                "propose_plan",
+                proposal("## Task T1: Write hello.txt\n\n- depends_on: T9\n\nWrite it.\n"),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["proposed plan:", "T9"], &[]),
+            reply: call("d5", "propose_plan", proposal(&hello_plan(""))),
+        },
+        // plan:4, after the change asked for: discussing again.
+        Exchange {
+            request: None,
+            expect: expect(&["Phase: `discussing`", "end with a newline"], &[]),
+            reply: call(
+                "d6",
+                "settle_requirements",
+                json!({"requirements": ["hello.txt says hello and ends with a newline."]}),
+            ),
+        },
+        // plan:5: the changed plan.
+        Exchange {
+            request: None,
+            expect: expect(&["Phase: `proposing`"], &[]),
+            reply: call(
+                "d7",
+                "propose_plan",
+                proposal(&hello_plan(" End it with a newline.")),
+            ),
+        },
+    ]
+}
+
+async fn waiting(state: &DaemonState, session: &str, turn: &str) -> Projection {
+    until(state, session, |p| {
+        p.planning
+            .as_ref()
+            .is_some_and(|v| v.waiting_on.as_deref() == Some(turn))
+    })
+    .await
+}
+
+fn answer(session: &str, answers: &[(&str, &str)], go_ahead: bool) -> PlanningAnswer {
+    PlanningAnswer {
+        session_id: session.into(),
+        task_id: None,
+        answers: Some(
+            answers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        note: None,
+        go_ahead: Some(go_ahead),
+    }
+}
+
+#[test]
+fn a_requirement_is_discussed_proposed_changed_confirmed_written_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mut exchanges = discussion();
+        exchanges.extend(crate::conversation::hello_work(
+            expect(
+                &["Write `hello.txt` saying hello. End it with a newline."],
+                &[],
+            ),
+            call(
+                "e1",
+                "fs_write",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            "hello.txt written",
+        ));
+        exchanges.push(Exchange {
+            request: None,
+            expect: expect(&["# Summarise for the user", "T1"], &[]),
+            reply: text("Done: hello.txt says hello (T1, approved)."),
+        });
+        let mock = MockProvider::start(exchanges).await;
+        let state = state(&root, &key(&mock));
+        let session = state
+            .start_conversation(ConversationStart {
+                permission_mode: Some(PermissionMode::AcceptEdits),
+                ..ConversationStart::default()
+            })
+            .await
+            .unwrap()
+            .id;
+        state
+            .converse(&session, "/plan a hello file", None, None)
+            .await
+            .unwrap();
+        let p = waiting(&state, &session, "plan:1").await;
+        let v = p.planning.clone().unwrap();
+        assert_eq!(v.phase, PlanningPhase::Discussing);
+        assert_eq!(v.requirement, "a hello file");
+        assert_eq!(v.questions.len(), 2, "{v:?}");
+        // An answer to a question never asked is named.
+        let e = state
+            .answer_planning(answer(&session, &[("colour", "red")], false), None)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("answers.colour"), "{e}");
+        let e = state
+            .decide_plan(
+                PlanningDecide {
+                    session_id: session.clone(),
+                    task_id: None,
+                    decision: PlanDecision::Confirm,
+                    note: None,
+                    run: None,
+                },
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("proposed no plan"), "{e}");
+        state
+            .answer_planning(
+                answer(
+                    &session,
+                    &[("where", "the project root"), ("words", "hello")],
+                    false,
+                ),
+                Some("air plan new".into()),
+            )
+            .await
+            .unwrap();
+        let p = waiting(&state, &session, "plan:2").await;
+        assert_eq!(p.planning.as_ref().unwrap().requirements.len(), 1);
+        state
+            .answer_planning(answer(&session, &[], true), None)
+            .await
+            .unwrap();
+        let p = waiting(&state, &session, "plan:3").await;
+        let v = p.planning.clone().unwrap();
+        assert_eq!(
+            (v.phase, v.tasks.clone()),
+            (PlanningPhase::Proposing, vec!["T1".to_string()])
+        );
+        assert!(
+            !root.join(".air/shared/plan/plan.md").exists(),
+            "nothing written before the user confirms"
+        );
+        let decide = |decision, note: Option<&str>| PlanningDecide {
+            session_id: session.clone(),
+            task_id: None,
+            decision,
+            note: note.map(str::to_string),
+            run: None,
+        };
+        state
+            .decide_plan(
+                decide(PlanDecision::Change, Some("end with a newline")),
+                None,
+            )
+            .await
+            .unwrap();
+        waiting(&state, &session, "plan:4").await;
+        state
+            .answer_planning(answer(&session, &[], true), None)
+            .await
+            .unwrap();
+        waiting(&state, &session, "plan:5").await;
+        state
+            .decide_plan(decide(PlanDecision::Confirm, None), None)
+            .await
+            .unwrap();
+        let p = until(&state, &session, |p| {
+            ended(p) && p.task("main:1").is_some_and(|t| t.status.is_terminal())
+        })
+        .await;
+        assert_eq!(
+            p.task("T1").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert_eq!(
+            p.run.as_ref().and_then(|r| r.outcome),
+            Some(air_proto::payload::RunOutcome::Completed)
+        );
+        let v = p.planning.clone().unwrap();
+        assert_eq!(v.phase, PlanningPhase::Confirmed);
+        assert!(
+            v.files
+                .contains(&".air/shared/plan/task-graph.json".to_string()),
+            "{v:?}"
+        );
+        let plan = std::fs::read_to_string(root.join(".air/shared/plan/plan.md")).unwrap();
+        assert!(plan.contains("End it with a newline."), "{plan}");
+        let req = std::fs::read_to_string(root.join(".air/shared/plan/requirements.md")).unwrap();
+        assert!(req.contains("ends with a newline"), "{req}");
+        assert!(root.join("docs/ADR-0001-plain-text.md").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("hello.txt")).unwrap(),
+            "hello\n"
+        );
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(
+            mock.received().len(),
+            11,
+            "every exchange served, none more"
+        );
+        // The designer is never offered a write, a command or submit_result.
+        for r in mock.received() {
+            let tools: Vec<String> = r.body["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["name"].as_str().map(str::to_string))
+                .collect();
+            if tools.iter().any(|t| t == "ask_user" || t == "propose_plan") {
+                for forbidden in ["fs_write", "fs_edit", "shell_run", "submit_result"] {
+                    assert!(
+                        !tools.iter().any(|t| t == forbidden),
+                        "{forbidden}: {tools:?}"
+                    );
+                }
+            }
+        }
+        // The refused proposal is on record as refused.
+        let conn = state
+            .session(&session)
+            .await
+            .unwrap()
+            .readers()
+            .get()
+            .unwrap();
+        let refused: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM tool_runs WHERE tool = 'propose_plan' AND status = 'failed'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            refused, 2,
+            "the proposal while discussing and the one with errors"
+        );
+        state.stop_runs().await;
+    });
+}
+
+/// `air plan new` through the real binaries, its stdin `input`, with `args`.
+fn plan_new(
+    rt: &tokio::runtime::Runtime,
+    p: &crate::daemon::Project,
+    mock: &MockProvider,
+    args: &[&str],
+    input: &str,
+) -> std::process::Output {
+    let mut c = crate::run::real_worker(p, &[&["plan", "new"], args].concat());
+    c.envs(key(mock));
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let input = input.to_string();
+    // The mock provider is served by this runtime while the command runs.
+    rt.block_on(async move {
+        use tokio::io::AsyncWriteExt as _;
+        let mut child = tokio::process::Command::from(c).spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).await.unwrap();
+        drop(stdin);
+        child.wait_with_output().await.unwrap()
+    })
+}
+
+fn shown(out: &std::process::Output) -> String {
+    format!(
+        "code {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The same discussion in a pipe: one answer from `--answers`, the rest and every
+/// decision (a change asked for, then confirm) on stdin; the plan runs to its end.
+#[test]
+fn air_plan_new_in_a_pipe_discusses_changes_confirms_and_runs_the_plan() {
+    let p = crate::daemon::Project::new();
+    let mut exchanges = discussion();
+    exchanges.extend(crate::conversation::hello_work(
+        expect(&["End it with a newline."], &[]),
+        call(
+            "e1",
+            "fs_write",
+            json!({"path": "hello.txt", "content": "hello\n"}),
+        ),
+        "hello.txt written",
+    ));
+    exchanges.push(Exchange {
+        request: None,
+        expect: expect(&["# Summarise for the user"], &[]),
+        reply: text("Done: hello.txt says hello."),
+    });
+    let rt = crate::rt();
+    let mock = rt.block_on(MockProvider::start(exchanges));
+    std::fs::write(p.root.join("answers.yaml"), "where: the project root\n").unwrap();
+    // words; agree; change; agree; confirm.
+    let out = plan_new(
+        &rt,
+        &p,
+        &mock,
+        &[
+            "a hello file",
+            "--answers",
+            "answers.yaml",
+            "--permission-mode",
+            "accept-edits",
+        ],
+        "hello\ny\nend with a newline\n\nc\n",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", shown(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for said in [
+        "[where] Where should the file go?",
+        "  → the project root",
+        "[words] Which words? (hello / hi)",
+        "  - hello.txt in the project root says hello.",
+        "The proposal (plan:3)",
+        "wave 1 (1 task)",
+        "T1: files hello.txt",
+        "Done: hello.txt says hello.",
+    ] {
+        assert!(stdout.contains(said), "{said}\n{}", shown(&out));
+    }
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    assert!(p.root.join(".air/shared/plan/plan.md").exists());
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    let _ = p.air(&["daemon", "stop"]);
+}
+
+/// In CI: a question nobody answered stops the command (exit 3) rather than being
+/// guessed, and the run is cancelled; with every answer given, `--out` writes the
+/// confirmed plan to the file and runs nothing.
+#[test]
+fn air_plan_new_never_guesses_and_out_writes_the_plan_without_running_it() {
+    let p = crate::daemon::Project::new();
+    let ask = || Exchange {
+        request: None,
+        expect: expect(&["Phase: `discussing`"], &[]),
+        reply: call(
+            "d1",
+            "ask_user",
+            json!({"questions": [{"id": "where", "text": "Where should the file go?"}]}),
+        ),
+    };
+    let rt = crate::rt();
+    let mock = rt.block_on(MockProvider::start(vec![ask()]));
+    let out = plan_new(&rt, &p, &mock, &["a hello file", "--yes"], "");
+    assert_eq!(out.status.code(), Some(3), "{}", shown(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("question `where` was not answered") && stderr.contains("--answers"),
+        "{}",
+        shown(&out)
+    );
+    let _ = p.air(&["daemon", "stop"]);
+
+    let q = crate::daemon::Project::new();
+    let mock = rt.block_on(MockProvider::start(vec![
+        ask(),
+        Exchange {
+            request: None,
+            expect: expect(&["the project root"], &[]),
+            reply: call(
+                "d2",
+                "settle_requirements",
+                json!({"requirements": ["hello.txt says hello."]}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["Phase: `proposing`"], &[]),
+            reply: call("d3", "propose_plan", proposal(&hello_plan(""))),
+        },
+    ]));
+    std::fs::write(q.root.join("answers.yaml"), "where: the project root\n").unwrap();
+    let out = plan_new(
+        &rt,
+        &q,
+        &mock,
+        &[
+            "a hello file",
+            "--answers",
+            "answers.yaml",
+            "--yes",
+            "--out",
+            "hello-plan.md",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", shown(&out));
+    let plan = std::fs::read_to_string(q.root.join("hello-plan.md")).unwrap();
+    assert!(plan.contains("## Task T1: Write hello.txt"), "{plan}");
+    assert_eq!(
+        plan,
+        std::fs::read_to_string(q.root.join(".air/shared/plan/plan.md")).unwrap()
+    );
+    assert!(!q.root.join("hello.txt").exists(), "--out runs nothing");
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    let _ = q.air(&["daemon", "stop"]);
+}
