@@ -232,7 +232,7 @@ fn the_shipped_first_requests_are_small_and_name_no_internal_reference() {
     let dirs = std::fs::read_dir(&examples)
         .unwrap()
         .flatten()
-        .flat_map(|e| [e.path().join("recording"), e.path().join("conversation")]);
+        .flat_map(|e| ["recording", "conversation", "planning"].map(|d| e.path().join(d)));
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;

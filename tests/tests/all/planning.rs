@@ -497,3 +497,44 @@ fn air_plan_new_never_guesses_and_out_writes_the_plan_without_running_it() {
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
     let _ = q.air(&["daemon", "stop"]);
 }
+
+/// The README's quick start: the example planned from a one-line requirement,
+/// replayed from the recording shipped with it, with no key: the designer's two
+/// questions answered from the shipped answers, the plan confirmed, written and run
+/// by the real agents to the Main Agent's summary.
+#[test]
+fn the_shipped_planning_replays_with_no_key() {
+    let p = crate::run::project();
+    let out = crate::run::real_worker(
+        &p,
+        &[
+            "plan",
+            "new",
+            "A Python package that counts words in text and lists the most frequent ones",
+            "--replay",
+            "planning",
+            "--answers",
+            "planning/answers.yaml",
+            "--yes",
+            "--permission-mode",
+            "accept-edits",
+        ],
+    )
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", shown(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("  → alphabetically"), "{}", shown(&out));
+    assert!(stdout.contains("The plan is done."), "{}", shown(&out));
+    let graph = std::fs::read_to_string(p.root.join(".air/shared/plan/task-graph.json")).unwrap();
+    let graph: air_proto::plan::TaskGraph = serde_json::from_str(&graph).unwrap();
+    assert_eq!(graph.waves, [["T1".to_string()], ["T2".to_string()]]);
+    assert!(p
+        .root
+        .join("docs/ADR-0001-words-by-a-regular-expression.md")
+        .exists());
+    let counter = std::fs::read_to_string(p.root.join("wordcount/counter.py")).unwrap();
+    assert!(counter.contains("def top_words"), "{counter}");
+    let _ = p.air(&["daemon", "stop"]);
+}

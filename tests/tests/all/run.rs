@@ -12,7 +12,7 @@ use rusqlite::OpenFlags;
 use crate::daemon::Project;
 
 /// A project whose daemon runs the scripted worker with fast heartbeats.
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let p = Project::new();
     for entry in
         std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wordcount"))

@@ -457,7 +457,11 @@ fn each_refusal_is_told_before_it_happens() {
         .expect("docs/tools.md has its table of refusals");
     let code: String = sources()
         .into_iter()
-        .filter(|(rel, _)| rel.starts_with("airsd/src") || rel.starts_with("worker/src"))
+        .filter(|(rel, _)| {
+            rel.starts_with("airsd/src")
+                || rel.starts_with("worker/src")
+                || rel == "air-proto/src/planning.rs"
+        })
         .filter(|(rel, _)| !is_test(rel))
         .map(|(_, text)| text)
         .collect();
@@ -485,8 +489,16 @@ fn each_refusal_is_told_before_it_happens() {
     {
         told.push_str(&std::fs::read_to_string(e.path()).unwrap());
     }
+    for phase in air_proto::planning::PlanningPhase::ALL {
+        for d in air_proto::planning::designer_tools(*phase) {
+            told.push_str(&d.description);
+            told.push_str(&d.input_schema.to_string());
+        }
+    }
     for f in [
         "airsd/src/context.rs",
+        "airsd/src/context/talk.rs",
+        "airsd/src/planning.rs",
         "airsd/src/scheduler/shell/dispatch.rs",
     ] {
         told.push_str(&std::fs::read_to_string(workspace().join(f)).unwrap());
