@@ -304,6 +304,7 @@ async fn say(
     let progress = !json && std::io::stderr().is_terminal();
     let mut exchange = Exchange::default();
     let mut cursor = after;
+    let mut waits = None;
     loop {
         let mut asked: Option<(String, String)> = None;
         let mut done = false;
@@ -312,6 +313,11 @@ async fn say(
                 println!("{}", serde_json::to_string(event)?);
             }
             exchange.event(event, progress);
+            // The Architecture Designer waits for the user: the next message answers.
+            if let Some(w) = planning_wait(event).filter(|_| seq > sent.seq) {
+                waits = Some(w);
+                return Ok(ControlFlow::Break(()));
+            }
             if event.event_type == ev::PermissionRequested::TYPE
                 && event.payload["tool"].as_str() == Some(air_proto::conversation::TASK_START)
             {
@@ -328,7 +334,7 @@ async fn say(
             })
         })
         .await?;
-        if done {
+        if done || waits.is_some() {
             break;
         }
         let Some((request_id, action)) = asked else {
@@ -359,6 +365,46 @@ async fn say(
         for (task, status, why) in &exchange.unanswered {
             eprintln!("air: {task} {}: {why}", status.as_str());
         }
+        if let Some(w) = &waits {
+            println!("{w}");
+            eprintln!("air: the Architecture Designer waits for your answer: say it in the next message (`air chat -s {session} -p \"…\"`, or `air attach -s {session}`)");
+        }
     }
     Ok(exchange.code())
+}
+
+/// What a planning event asks of the user, as text, when it asks something.
+fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
+    use air_proto::payload as p;
+    let de = |v: &serde_json::Value| v.clone();
+    match event.event_type.as_str() {
+        ev::QuestionsAsked::TYPE => {
+            let pl: p::QuestionsAsked = serde_json::from_value(de(&event.payload)).ok()?;
+            Some(
+                pl.questions
+                    .iter()
+                    .map(|q| format!("[{}] {}", q.id, q.text))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        }
+        ev::RequirementsSettled::TYPE => {
+            let pl: p::RequirementsSettled = serde_json::from_value(de(&event.payload))
+                .ok()
+                .filter(|pl: &p::RequirementsSettled| !pl.user_agreed)?;
+            Some(format!(
+                "The requirements, as the designer states them (agree, or say what to change):\n{}",
+                pl.requirements
+                    .iter()
+                    .map(|r| format!("  - {r}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ))
+        }
+        ev::PlanProposed::TYPE => {
+            let pl: p::PlanProposed = serde_json::from_value(de(&event.payload)).ok()?;
+            Some(crate::plan_new::shown(&pl))
+        }
+        _ => None,
+    }
 }

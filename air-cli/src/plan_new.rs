@@ -403,7 +403,10 @@ impl Flow<'_> {
             let task = pl.get("task_id").and_then(|t| t.as_str()).unwrap_or("");
             wait = match e.event_type.as_str() {
                 ev::QuestionsAsked::TYPE => de(pl).map(Wait::Asked),
-                ev::RequirementsSettled::TYPE => de(pl).map(Wait::Settled),
+                // Agreed in the user's words: nothing waits.
+                ev::RequirementsSettled::TYPE => de::<p::RequirementsSettled>(pl)
+                    .filter(|s| !s.user_agreed)
+                    .map(Wait::Settled),
                 ev::PlanProposed::TYPE => de(pl).map(|x| Wait::Proposed(Box::new(x))),
                 ev::PermissionRequested::TYPE
                     if pl["tool"].as_str() == Some(air_proto::conversation::TASK_START) =>

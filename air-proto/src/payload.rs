@@ -588,6 +588,10 @@ pub struct QuestionsAsked {
 pub struct RequirementsSettled {
     pub task_id: String,
     pub requirements: Vec<String>,
+    /// The designer says the user's words agreed to the requirements it stated
+    /// before: accepted only when the user spoke last about stated requirements.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub user_agreed: bool,
 }
 
 /// `architecture.questions.answered`: the user's answer to what the designer asked or

@@ -148,6 +148,10 @@ pub struct Settle {
     /// Each requirement in one sentence the user can check, the user's own decisions
     /// among them.
     pub requirements: Vec<String>,
+    /// True only when the user's last words agreed to the requirements you stated
+    /// last (the same ones, restated here): the plan is proposed next.
+    #[serde(default)]
+    pub user_agreed: bool,
 }
 
 /// The most requirements stated at once.
@@ -244,7 +248,7 @@ pub fn designer_tools(phase: PlanningPhase) -> Vec<crate::tool::ToolDefinition> 
             ),
             SETTLE => definition(
                 SETTLE,
-                "State the requirements the discussion settled, one sentence each, for the user to agree to. Your turn ends with the call. When the user agrees you may propose the plan; `propose_plan` is refused until then.",
+                "State the requirements the discussion settled, one sentence each, for the user to agree to. Your turn ends with the call. When the user agrees you may propose the plan; `propose_plan` is refused until then. When the user's last words agreed to the requirements you stated, call it again with them and `user_agreed: true`.",
                 schema(schemars::schema_for!(Settle)),
             ),
             _ => definition(

@@ -27,6 +27,8 @@ pub struct PlanningView {
     pub proposal: Option<Proposal>,
     /// The turn whose proposal waits for the user's decision.
     pub proposed_by: Option<String>,
+    /// The turn whose stated requirements wait for the user to agree.
+    pub stated_by: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -69,6 +71,9 @@ impl PlanningView {
                 Some(v) if v.phase != PlanningPhase::Confirmed => {
                     v.phase = phase;
                     v.waiting_on = None;
+                    v.questions.clear();
+                    v.proposed_by = None;
+                    v.stated_by = None;
                 }
                 _ => {
                     *view = Some(PlanningView {
@@ -79,6 +84,7 @@ impl PlanningView {
                         requirements: Vec::new(),
                         proposal: None,
                         proposed_by: None,
+                        stated_by: None,
                         tasks: Vec::new(),
                         waves: Vec::new(),
                         files: Vec::new(),
@@ -95,19 +101,26 @@ impl PlanningView {
                     v.waiting_on = Some(pl.task_id);
                     v.questions = pl.questions;
                     v.proposed_by = None;
+                    v.stated_by = None;
                 }
             }
             ev::RequirementsSettled::TYPE => {
-                if let Some(pl) = de::<p::RequirementsSettled>(payload) {
+                if let Some(pl) = de::<p::RequirementsSettled>(payload).filter(|p| p.user_agreed) {
+                    // Agreed in the user's words: nothing waits; the plan comes next.
+                    v.requirements = pl.requirements;
+                    v.waiting_on = None;
+                } else if let Some(pl) = de::<p::RequirementsSettled>(payload) {
                     v.waiting_on = Some(pl.task_id);
                     v.questions.clear();
                     v.requirements = pl.requirements;
                     v.proposed_by = None;
+                    v.stated_by = Some(v.waiting_on.clone().unwrap_or_default());
                 }
             }
             ev::PlanProposed::TYPE => {
                 if let Some(pl) = de::<p::PlanProposed>(payload) {
                     v.proposed_by = Some(pl.task_id.clone());
+                    v.stated_by = None;
                     v.waiting_on = Some(pl.task_id);
                     v.questions.clear();
                     v.proposal = Some(pl.proposal);
@@ -120,11 +133,13 @@ impl PlanningView {
                 v.waiting_on = None;
                 v.questions.clear();
                 v.proposed_by = None;
+                v.stated_by = None;
             }
             ev::PlanDecided::TYPE => {
                 if let Some(pl) = de::<p::PlanDecided>(payload) {
                     v.waiting_on = None;
                     v.proposed_by = None;
+                    v.stated_by = None;
                     if pl.decision == PlanDecision::Confirm {
                         v.phase = PlanningPhase::Confirmed;
                     }

@@ -453,7 +453,7 @@ impl Projection {
         let work = self
             .tasks
             .iter()
-            .any(|t| !is_turn(&t.id) && !t.status.is_terminal());
+            .any(|t| !crate::conversation::is_any_turn(&t.id) && !t.status.is_terminal());
         let confirming = self
             .permission_requests
             .iter()

@@ -198,3 +198,103 @@ fn the_input_box_sends_recalls_completes_and_keeps_pastes_whole() {
     app.key(Key::Char('i'));
     assert_eq!(app.ui.focus, Pane::Chat);
 }
+
+/// A planning session in the TUI: the designer's questions, then its proposal, each in
+/// a dialog over the session (not while typing in the conversation); approve confirms
+/// the proposal, deny rejects it, and the dialog closes when the answer is recorded.
+#[test]
+fn the_planning_dialog_shows_the_questions_then_the_proposal_and_answers_it() {
+    use air_proto::planning::PlanDecision;
+    let designer = |id: &str| EventSource::agent(id, AgentType::ArchitectureDesigner);
+    let mut plan_turn = turn("plan:1", "Discuss the requirement");
+    plan_turn["task"]["description"] = json!("a word counter");
+    plan_turn["task"]["context_refs"] = json!({"artifacts": ["planning-phase:discussing"]});
+    let mut proposing = turn("plan:2", "Propose the architecture and the plan");
+    proposing["task"]["description"] = json!("a word counter");
+    proposing["task"]["context_refs"] = json!({"artifacts": ["planning-phase:proposing"]});
+    let e = |ty: &str, payload: serde_json::Value, source: EventSource| {
+        let mut e = RuntimeEvent::new(ty, S, source, payload);
+        e.timestamp = "2026-12-01T12:00:00.000000Z".into();
+        (e, true)
+    };
+    let mut events = vec![
+        e("session.created", json!({}), EventSource::scheduler()),
+        e(
+            "run.started",
+            json!({"plan": "(conversation)", "concurrency": 4, "permission_mode": "default", "on_ask": "deny"}),
+            EventSource::scheduler(),
+        ),
+        e("task.created", plan_turn, EventSource::scheduler()),
+        e(
+            "architecture.questions.asked",
+            json!({"task_id": "plan:1", "questions": [
+                {"id": "case", "text": "Ignore case?", "options": ["yes", "no"]},
+                {"id": "ties", "text": "How are ties ordered?"}
+            ]}),
+            designer("plan:1-architecture_designer-1"),
+        ),
+    ];
+    let mut app = applied(S, events.clone());
+    app.ui.focus = Pane::Tasks;
+    let screen = format!("{:?}", draw(&app, 100, 30, Palette::Mono).backend());
+    for part in [
+        "Questions (plan:1)",
+        "[case] Ignore case?  (yes / no)",
+        "answer in the conversation",
+    ] {
+        assert!(screen.contains(part), "{part} missing:\n{screen}");
+    }
+    // While typing the answer, the conversation is not covered.
+    app.ui.focus = Pane::Chat;
+    let screen = format!("{:?}", draw(&app, 100, 30, Palette::Mono).backend());
+    assert!(!screen.contains("Questions (plan:1)"), "{screen}");
+
+    events.extend([
+        e("task.created", proposing, EventSource::scheduler()),
+        e(
+            "architecture.plan.proposed",
+            json!({"task_id": "plan:2", "tasks": ["T1", "T2"], "waves": [["T1"], ["T2"]], "proposal": {
+                "summary": "One module, two tasks.",
+                "modules": [{"name": "wordcount.counter", "responsibility": "counting"}],
+                "decisions": [{"title": "Words by a pattern", "context": "c", "decision": "One regular expression."}],
+                "plan": "## Task T1: Count\n\nCount.\n\n## Task T2: Top\n\n- depends_on: T1\n\nTop.\n"
+            }}),
+            designer("plan:2-architecture_designer-1"),
+        ),
+    ]);
+    let mut app = applied(S, events.clone());
+    app.now = air_proto::time::parse("2026-12-01T12:01:00Z");
+    app.ui.focus = Pane::Tasks;
+    insta::assert_snapshot!(
+        "planning_proposal_100x30",
+        draw(&app, 100, 30, Palette::Mono).backend()
+    );
+    let confirm = app.key(Key::Char('a'));
+    assert_eq!(
+        confirm,
+        Some(Command::DecidePlan {
+            task_id: "plan:2".into(),
+            decision: PlanDecision::Confirm
+        })
+    );
+    assert_eq!(
+        app.key(Key::Char('d')),
+        Some(Command::DecidePlan {
+            task_id: "plan:2".into(),
+            decision: PlanDecision::Reject
+        })
+    );
+    // Confirmed from another terminal: the dialog closes here, saying who.
+    events.push(e(
+        "architecture.plan.decided",
+        json!({"task_id": "plan:2", "decision": "confirm", "run": true, "client": "air attach (pid 9)"}),
+        EventSource::scheduler(),
+    ));
+    let app = applied(S, events);
+    let screen = format!("{:?}", draw(&app, 100, 30, Palette::Mono).backend());
+    assert!(!screen.contains("Proposed plan"), "{screen}");
+    assert!(
+        screen.contains("plan:2 confirmed by air attach (pid 9)"),
+        "{screen}"
+    );
+}

@@ -15,6 +15,7 @@ pub mod chat_view;
 pub mod graph;
 pub mod keymap;
 pub mod markdown;
+pub mod plan_dialog;
 pub mod pointer;
 pub mod run;
 pub mod theme;

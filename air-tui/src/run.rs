@@ -529,6 +529,26 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
             })
             .await
             .map(|_| format!("denied {request_id}")),
+        Command::GoAhead { task_id } => c
+            .planning_answer(params::PlanningAnswer {
+                session_id: s,
+                task_id: Some(task_id.clone()),
+                answers: None,
+                note: None,
+                go_ahead: Some(true),
+            })
+            .await
+            .map(|_| format!("{task_id}: go ahead")),
+        Command::DecidePlan { task_id, decision } => c
+            .planning_decide(params::PlanningDecide {
+                session_id: s,
+                task_id: Some(task_id.clone()),
+                decision,
+                note: None,
+                run: None,
+            })
+            .await
+            .map(|_| format!("{task_id}: {}", decision.as_str())),
         Command::CancelTask { task_id } => c
             .run_cancel(params::RunCancel {
                 session_id: s,

@@ -245,6 +245,17 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
             "Permission".into()
         };
         dialog(f, area, theme, &title, lines);
+    } else if let Some((v, turn)) = app
+        .open_planning()
+        // Questions are answered in the conversation: not covered while typing.
+        .filter(|(v, t)| {
+            app.ui.focus != Pane::Chat
+                || v.questions.is_empty()
+                || v.proposed_by.as_deref() == Some(t)
+        })
+    {
+        let (title, lines) = crate::plan_dialog::lines(app, v, turn, theme);
+        dialog(f, area, theme, &title, lines);
     } else if app.ui.help {
         // Scrolled as far as the user asked, but never past the last key.
         let lines = help_lines(app, theme);

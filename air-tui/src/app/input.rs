@@ -137,6 +137,33 @@ impl App {
                 _ => None,
             };
         }
+        // A planning turn waits for the user: approve and deny answer it; everything
+        // else works as usual (its questions are answered in the conversation).
+        if let Some((v, turn)) = self.open_planning() {
+            use air_proto::planning::PlanDecision;
+            let task_id = turn.to_string();
+            let proposal = v.proposed_by.as_deref() == Some(turn);
+            match action {
+                Action::Approve if proposal => {
+                    return Some(Command::DecidePlan {
+                        task_id,
+                        decision: PlanDecision::Confirm,
+                    })
+                }
+                Action::Deny if proposal => {
+                    return Some(Command::DecidePlan {
+                        task_id,
+                        decision: PlanDecision::Reject,
+                    })
+                }
+                Action::Approve => return Some(Command::GoAhead { task_id }),
+                Action::Deny => {
+                    self.open_chat();
+                    return None;
+                }
+                _ => {}
+            }
+        }
         let n = self.projection.tasks.len();
         match action {
             Action::Detach => return Some(Command::Detach),

@@ -70,6 +70,16 @@ pub enum Command {
     Deny {
         request_id: String,
     },
+    /// Answer a planning turn: agree to its stated requirements, or go ahead without
+    /// answering its questions (`planning.answer`).
+    GoAhead {
+        task_id: String,
+    },
+    /// Answer the plan a planning turn proposed (`planning.decide`).
+    DecidePlan {
+        task_id: String,
+        decision: air_proto::planning::PlanDecision,
+    },
     CancelTask {
         task_id: String,
     },
@@ -430,6 +440,21 @@ impl App {
             }
             ev::ToolCompleted::TYPE => self.note_diff(event),
             ev::AgentHeartbeat::TYPE | "tool.stream" => return,
+            ev::PlanDecided::TYPE | ev::QuestionsAnswered::TYPE => {
+                // Every attached terminal says who answered, as its dialog closes.
+                let field = |k: &str| event.payload.get(k).and_then(|v| v.as_str()).unwrap_or("");
+                let what = match field("decision") {
+                    "" => "answered",
+                    "confirm" => "confirmed",
+                    "change" => "sent back for changes",
+                    _ => "rejected",
+                };
+                let by = match field("client") {
+                    "" => "a client",
+                    c => c,
+                };
+                self.ui.toast = Some(format!("{} {what} by {by}", field("task_id")));
+            }
             ev::PermissionDecisionRecorded::TYPE => {
                 // Every attached terminal says who answered, as its dialog closes.
                 let field = |k: &str| event.payload.get(k).and_then(|v| v.as_str()).unwrap_or("");
@@ -562,6 +587,22 @@ impl App {
             .rev()
             .find(|a| &a.id == id && a.status == air_proto::projection::RunStatus::Running)
             .map(|a| a.paused)
+    }
+
+    /// The planning session's turn whose questions, statement or proposal wait for
+    /// the user, when no permission request is open (that comes first).
+    pub fn open_planning(&self) -> Option<(&air_proto::planning_view::PlanningView, &str)> {
+        if self.open_request().is_some() {
+            return None;
+        }
+        let v = self.projection.planning.as_ref()?;
+        let turn = v.waiting_on.as_deref()?;
+        // Words only (no questions, nothing stated or proposed): the conversation
+        // has them.
+        let shown = v.proposed_by.as_deref() == Some(turn)
+            || v.stated_by.as_deref() == Some(turn)
+            || !v.questions.is_empty();
+        shown.then_some((v, turn))
     }
 
     /// The permission request the dialog shows (the oldest open one).

@@ -388,7 +388,7 @@ fn a_simple_task_runs_through_executor_and_reviewer_and_is_summarised() {
     });
 }
 
-fn chat_command(
+pub(crate) fn chat_command(
     p: &crate::daemon::Project,
     args: &[&str],
     env: &[(&str, String)],

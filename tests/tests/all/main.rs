@@ -27,6 +27,7 @@ mod store;
 mod tidy;
 mod tui;
 mod tui_chat;
+mod tui_planning;
 mod worker_pipe;
 
 use air_proto::layout::ProjectPaths;

@@ -538,3 +538,76 @@ fn the_shipped_planning_replays_with_no_key() {
     assert!(counter.contains("def top_words"), "{counter}");
     let _ = p.air(&["daemon", "stop"]);
 }
+
+/// `air chat -p "/plan …"` returns once the designer waits for the user, printing
+/// what it stated and how to answer; the next message answers it.
+#[test]
+fn air_chat_stops_where_the_designer_waits_and_the_next_message_answers() {
+    let p = crate::daemon::Project::new();
+    let rt = crate::rt();
+    let mock = rt.block_on(MockProvider::start(vec![
+        Exchange {
+            request: None,
+            expect: expect(&["Phase: `discussing`"], &[]),
+            reply: call(
+                "d1",
+                "settle_requirements",
+                json!({"requirements": ["hello.txt says hello."]}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["The user said: yes, that is it"], &[]),
+            reply: call(
+                "d2",
+                "settle_requirements",
+                json!({"requirements": ["hello.txt says hello."], "user_agreed": true}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: expect(
+                &["Phase: `proposing`", "The user agreed to the requirements"],
+                &[],
+            ),
+            reply: call("d3", "propose_plan", proposal(&hello_plan(""))),
+        },
+    ]));
+    let env = key(&mock);
+    let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.clone())).collect();
+    let chat = |args: &[&str]| {
+        let c = crate::conversation::chat_command(&p, args, &env);
+        rt.block_on(async { tokio::process::Command::from(c).output().await })
+            .unwrap()
+    };
+    let out = chat(&[
+        "-p",
+        "/plan a hello file",
+        "--permission-mode",
+        "accept-edits",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", shown(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("  - hello.txt says hello."),
+        "{}",
+        shown(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("waits for your answer"),
+        "{}",
+        shown(&out)
+    );
+    let sessions = p.air(&["sessions", "--json"]);
+    let list: Value = serde_json::from_slice(&sessions.stdout).unwrap();
+    let session = list[0]["id"].as_str().unwrap().to_string();
+    let out = chat(&["-s", &session, "-p", "yes, that is it"]);
+    assert_eq!(out.status.code(), Some(0), "{}", shown(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("The proposal (plan:3)") && stdout.contains("wave 1"),
+        "{}",
+        shown(&out)
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    let _ = p.air(&["daemon", "stop"]);
+}

@@ -68,25 +68,7 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
         reply: text("Done: T1 wrote hello.txt and the reviewer approved it."),
     }]);
     let mock = rt.block_on(MockProvider::start(exchanges));
-    let env = format!(
-        "AIR_WORKER='{}' ANTHROPIC_API_KEY=sk-test ANTHROPIC_BASE_URL='{}'",
-        bin("air-worker").display(),
-        mock.url
-    );
-    // The daemon, started with the provider's settings; the terminals use it.
-    let started = Command::new(bin("air"))
-        .args(["daemon", "start"])
-        .current_dir(&p.root)
-        .env("AIR_WORKER", bin("air-worker"))
-        .env("ANTHROPIC_API_KEY", "sk-test")
-        .env("ANTHROPIC_BASE_URL", &mock.url)
-        .output()
-        .unwrap();
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
+    let env = daemon_for(&p, &mock);
 
     let tmux = Tmux::new();
     tmux.run_air("one", &p.root, &env, "");
@@ -177,4 +159,28 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
         std::fs::read_to_string(p.root.join("hello.txt")).unwrap(),
         "hello\n"
     );
+}
+
+/// The project's daemon, started with the real worker and the loopback provider's
+/// settings (the terminals use it); the same settings for a terminal's shell.
+pub(crate) fn daemon_for(p: &Project, mock: &MockProvider) -> String {
+    let env = format!(
+        "AIR_WORKER='{}' ANTHROPIC_API_KEY=sk-test ANTHROPIC_BASE_URL='{}'",
+        bin("air-worker").display(),
+        mock.url
+    );
+    let started = Command::new(bin("air"))
+        .args(["daemon", "start"])
+        .current_dir(&p.root)
+        .env("AIR_WORKER", bin("air-worker"))
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("ANTHROPIC_BASE_URL", &mock.url)
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    env
 }

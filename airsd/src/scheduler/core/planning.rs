@@ -58,6 +58,9 @@ pub(super) struct Planning {
     done: bool,
     /// Turns in a row that ended with something airsd could not accept.
     refused: u32,
+    /// The user's last words answered stated requirements (so the designer may say
+    /// they agreed).
+    words_on_requirements: bool,
 }
 
 /// Turns in a row with a refused answer before the session waits for the user.
@@ -94,6 +97,7 @@ impl Core {
             writing: false,
             done: false,
             refused: 0,
+            words_on_requirements: false,
         });
         self.ask_planning();
     }
@@ -135,6 +139,7 @@ impl Core {
         s.log.push(format!("The user said: {}", text.trim()));
         match s.waiting.take() {
             Some((_, waiting)) => {
+                s.words_on_requirements = matches!(waiting, Waiting::Requirements(_));
                 if matches!(waiting, Waiting::Proposal(_)) {
                     s.log.push(
                         "(That is the user's answer to your proposal: the discussion goes on.)"
@@ -193,6 +198,13 @@ impl Core {
                 _ => Some(PlanningFact::Settled(p::RequirementsSettled {
                     task_id: turn_id.clone(),
                     requirements: settle.requirements,
+                    // Said only when the user's last words were about stated
+                    // requirements; otherwise it is a statement like any other.
+                    user_agreed: settle.user_agreed
+                        && self
+                            .planning
+                            .as_ref()
+                            .is_some_and(|s| s.words_on_requirements),
                 })),
             }
         } else if let Some(proposal) = output.proposal {
@@ -309,7 +321,18 @@ impl Core {
                 s.log.push(format!("You asked: {}", asked.join(" ")));
                 s.waiting = Some((pl.task_id.clone(), Waiting::Questions(pl.questions.clone())));
             }
+            PlanningFact::Settled(pl) if pl.user_agreed && s.words_on_requirements => {
+                s.words_on_requirements = false;
+                s.agreed.clone_from(&pl.requirements);
+                s.log.push(format!(
+                    "The user agreed to the requirements: {}",
+                    pl.requirements.join("; ")
+                ));
+                s.phase = s.phase.after(PlanningMove::Settled).unwrap_or(s.phase);
+                next_turn = true;
+            }
             PlanningFact::Settled(pl) => {
+                s.words_on_requirements = false;
                 s.log.push(format!(
                     "You stated the requirements: {}",
                     pl.requirements.join("; ")

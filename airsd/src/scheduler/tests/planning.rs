@@ -65,6 +65,7 @@ fn settles(d: &Dispatch) -> Play {
         PlanningTurn {
             settled: Some(Settle {
                 requirements: vec!["Words are read from a file.".into()],
+                user_agreed: d.notes.iter().any(|n| n.contains("looks right")),
             }),
             ..PlanningTurn::default()
         },
@@ -263,6 +264,28 @@ fn a_requirement_is_discussed_proposed_changed_confirmed_written_and_run() {
             "cut at {cut}"
         );
     }
+}
+
+/// Agreement in the user's own words: the designer says so, and the plan is proposed
+/// next; without the user's words about stated requirements, saying so is a statement
+/// like any other.
+#[test]
+fn the_user_agrees_in_words_and_the_designer_may_say_so() {
+    let mut sim = conversation(false);
+    say(&mut sim, 1, "/plan a word counter");
+    let p1 = only(&sim.settle(), "discussing").clone();
+    sim.finish(&p1.agent_id, settles(&p1));
+    sim.settle();
+    say(&mut sim, 2, "that looks right");
+    let p2 = only(&sim.settle(), "the user's words").clone();
+    assert_eq!(phase(&p2), PlanningPhase::Discussing);
+    sim.finish(&p2.agent_id, settles(&p2));
+    let p3 = only(&sim.settle(), "proposing, with no wait").clone();
+    assert_eq!(phase(&p3), PlanningPhase::Proposing);
+    assert!(p3
+        .notes
+        .iter()
+        .any(|n| n.contains("The user agreed to the requirements")));
 }
 
 #[test]
