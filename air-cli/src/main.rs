@@ -118,6 +118,15 @@ enum Command {
         #[command(flatten)]
         follow: run_cmd::FollowArgs,
     },
+    /// Say that a requirement changed while the run goes on: dispatch freezes, the
+    /// Architecture Designer re-plans the unfinished work, and you confirm the new
+    /// graph (in `air attach`, or `planning.decide` over the API).
+    Change {
+        /// What is now wanted instead.
+        change: String,
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+    },
     /// Cancel a task, or with no task the whole run (of the newest session by default).
     Cancel {
         /// The task to cancel (default: the whole run).
@@ -407,6 +416,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Chat(args) => chat_cmd::run(*args).await,
         Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
+        Command::Change { change, session } => run_cmd::change(change, session).await,
         Command::Retry { tasks, session } => run_cmd::retry(tasks, session).await,
         Command::Pause { task, session } => run_cmd::control("pause", session, task).await,
         Command::Approve {

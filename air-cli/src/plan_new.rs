@@ -203,6 +203,7 @@ impl Flow<'_> {
         out: Option<&str>,
     ) -> CmdResult {
         let mut cursor = 0;
+        let mut words = 0;
         loop {
             let (next, wait) = self.next(cursor).await?;
             cursor = next;
@@ -227,6 +228,15 @@ impl Flow<'_> {
                     }
                     println!("{}", self.said.trim());
                     if args.yes {
+                        // Words again after going ahead: the designer is not getting
+                        // on, and --yes has nothing more to say.
+                        words += 1;
+                        if words > 2 {
+                            return Err(unanswered(format!(
+                                "{} keeps answering in words instead of asking or proposing",
+                                a.task_id
+                            )));
+                        }
                         self.answer(&a.task_id, BTreeMap::new(), None, true).await?;
                         continue;
                     }
@@ -417,6 +427,23 @@ impl Flow<'_> {
                     ))
                 }
                 ev::RunCompleted::TYPE => de(pl).map(Wait::Ended),
+                // A planning turn that ended without an answer (its model could not
+                // be reached): said before the wait for words it leads to.
+                ev::AgentCompleted::TYPE => {
+                    let result = &pl["result"];
+                    let turn = result["task_id"].as_str().unwrap_or_default();
+                    let status = match result["status"].as_str() {
+                        Some("failed") => Some(air_proto::projection::TaskStatus::Failed),
+                        Some("blocked") => Some(air_proto::projection::TaskStatus::Blocked),
+                        _ => None,
+                    };
+                    if let Some(status) = status.filter(|_| air_proto::planning::is_planning(turn))
+                    {
+                        let why = result["summary"].as_str().unwrap_or("no reason given");
+                        *ended = Some((turn.to_string(), status, why.to_string()));
+                    }
+                    None
+                }
                 ev::AssistantMessageCreated::TYPE => {
                     let text = pl
                         .get("content")

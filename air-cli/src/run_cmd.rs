@@ -246,6 +246,25 @@ async fn newest_session(conn: &Connection) -> Result<String, Failure> {
 }
 
 /// `air cancel`, `air pause`, `air resume`.
+/// `air change "TEXT"`: the requirement changed, in the newest session by default.
+pub async fn change(change: String, session: Option<String>) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    let seq = conn
+        .client
+        .requirement_change(params::RequirementChange {
+            session_id: session.clone(),
+            change,
+        })
+        .await
+        .map_err(rpc_failure)?;
+    eprintln!("air: recorded (seq {seq}); the Architecture Designer re-plans what is unfinished: `air attach -s {session}` shows its proposal to confirm");
+    Ok(())
+}
+
 pub async fn control(what: &str, session: Option<String>, task: Option<String>) -> CmdResult {
     let conn = connect().await?;
     let session = match session {

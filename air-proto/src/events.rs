@@ -145,6 +145,7 @@ own! {
     PlanProposed => "architecture.plan.proposed",
     PlanDecided => "architecture.plan.decided",
     PlanConfirmed => "architecture.plan.confirmed",
+    PlanUpdated => "architecture.plan.updated",
 }
 
 shared! {
@@ -177,7 +178,6 @@ free! {
     DoctorCheckCompleted => "doctor.check.completed",
     DoctorFixApplied => "doctor.fix.applied",
     RequirementChanged => "requirement.changed",
-    ArchitecturePlanUpdated => "architecture.plan.updated",
     ArchitectureImpactCompleted => "architecture.impact.completed",
     MemoryCandidateCreated => "memory.candidate.created",
     MemoryPromoted => "memory.promoted",

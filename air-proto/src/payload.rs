@@ -653,3 +653,21 @@ pub struct PlanConfirmed {
     #[serde(default)]
     pub run: bool,
 }
+
+/// `architecture.plan.updated`: a confirmed re-plan applied to the run's graph. Added
+/// tasks are created (`task.created` follows), changed ones are pending again with
+/// their new spec, removed ones end cancelled as replaced; completed tasks are never
+/// touched (their interfaces are frozen).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlanUpdated {
+    /// The planning turn that proposed the new graph.
+    pub task_id: String,
+    /// What changed, as the designer described it.
+    pub summary: String,
+    #[serde(default)]
+    pub added: Vec<TaskSpec>,
+    #[serde(default)]
+    pub changed: Vec<TaskSpec>,
+    #[serde(default)]
+    pub removed: Vec<String>,
+}

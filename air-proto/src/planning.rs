@@ -339,6 +339,31 @@ pub struct ArchitectureDecision {
     pub decision: String,
 }
 
+// How far a requirement change reaches, each wider than the one before (the scopes
+// of seed 001 §12.2). Not a doc comment: it would reach the model in the schema.
+wire_enum! {
+    /// How far the change reaches, each wider than the one before.
+    pub enum ChangeScope {
+        Implementation = "implementation",
+        InternalInterface = "internal_interface",
+        ExternalInterface = "external_interface",
+        ModuleReplacement = "module_replacement",
+        GlobalConstraint = "global_constraint",
+    }
+}
+
+/// What a requirement change is, as the designer classifies it when it re-plans.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeDescription {
+    pub scope: ChangeScope,
+    /// The modules it touches.
+    #[serde(default)]
+    pub affected_modules: Vec<String>,
+    /// The change in a sentence or two.
+    pub summary: String,
+}
+
 /// What `propose_plan` takes: the architecture and the task graph.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -352,6 +377,23 @@ pub struct Proposal {
     /// The plan in air's plan format (Markdown: phases, `Task <id>: <title>`
     /// headings, their fields and sections), with each task's interfaces.
     pub plan: String,
+    /// When re-planning after a requirement change: what the change is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<ChangeDescription>,
+}
+
+/// How a re-planning turn names itself among its context refs.
+pub const REPLAN_REF: &str = "planning-replan";
+
+/// Whether a planning turn re-plans after a requirement change.
+pub fn is_replan(spec: &crate::task::TaskSpec) -> bool {
+    is_planning(&spec.id)
+        && spec
+            .context_refs
+            .artifacts
+            .iter()
+            .flatten()
+            .any(|a| a == REPLAN_REF)
 }
 
 /// The name a proposal's plan is compiled under (its errors name it).
@@ -500,6 +542,7 @@ mod tests {
             modules: vec![],
             decisions: vec![],
             plan: plan.into(),
+            change: None,
         };
         let good = "## Task T1: Count words\n\nCount them.\n\n## Task T2: CLI\n\n- depends_on: T1\n\nPrint them.\n";
         assert_eq!(

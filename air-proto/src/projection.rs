@@ -634,6 +634,15 @@ impl Projection {
             }
             return;
         }
+        if let Some(pl) = payload::<p::PlanUpdated>(event).filter(|_| ty == ev::PlanUpdated::TYPE) {
+            let ids: Vec<String> = pl.changed.iter().map(|t| t.id.clone()).collect();
+            self.reopen(&ids, ts);
+            for spec in pl.changed {
+                if let Some(t) = self.task_mut(&spec.id) {
+                    t.title = spec.title;
+                }
+            }
+        }
         if ty.starts_with("architecture.") || ty == ev::TaskCreated::TYPE {
             crate::planning_view::PlanningView::apply(&mut self.planning, ty, &event.payload);
         }

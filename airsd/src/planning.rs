@@ -15,6 +15,17 @@ use air_proto::task::TaskSpec;
 pub fn turn_text(spec: &TaskSpec, phase: PlanningPhase, taken: &[String]) -> String {
     let requirement = air_proto::conversation::named_intent(&spec.description)
         .map_or(spec.description.as_str(), |(_, rest)| rest);
+    if air_proto::planning::is_replan(spec) {
+        let plan = spec
+            .context_refs
+            .plan_ref
+            .as_deref()
+            .unwrap_or(".air/shared/plan/plan.md");
+        return format!(
+            "# The requirement changed\n\n{}\n\n## Re-planning\n\nPhase: `proposing`. Dispatch is frozen: the work under way finishes its attempt, and nothing new starts until the user confirms a new graph. Read the plan (`{plan}`) and what the session's tasks did, then call {PROPOSE} with the whole plan again: every completed task kept as it is (its interfaces are frozen: other work relies on them), the unfinished ones changed or removed as the change needs, new ones added; and `change` (its scope, the modules it touches, a summary). A plan with errors, or one that drops or renames a completed task, comes back to you with why.\n{PLAN_FORMAT}",
+            requirement.trim()
+        );
+    }
     let mut s = format!(
         "# The requirement\n\n{}\n\n## Where the planning is\n\nPhase: `{}`.\n",
         requirement.trim(),
@@ -217,6 +228,7 @@ mod tests {
                 decision: "A HashMap; no database.".into(),
             }],
             plan: plan.into(),
+            change: None,
         }
     }
 

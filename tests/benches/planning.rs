@@ -44,13 +44,15 @@ fn main() {
         modules: Vec::new(),
         decisions: Vec::new(),
         plan: plan(),
+        change: None,
     };
     // The session's tasks so far: a conversation's.
     let taken: Vec<String> = (1..=20).map(|n| format!("main:{n}")).collect();
     let mut times: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let t = Instant::now();
-            let pl = airsd::scheduler::core::proposed("plan:3", proposal.clone(), &taken).unwrap();
+            let pl =
+                airsd::scheduler::core::proposed("plan:3", proposal.clone(), &taken, None).unwrap();
             let recorded = serde_json::to_vec(&pl).unwrap();
             let compiled = check_proposal(&pl.proposal).unwrap();
             let shown = air_proto::plan::graph::text(&compiled.graph, &Default::default());

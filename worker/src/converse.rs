@@ -172,7 +172,7 @@ impl Turn {
                     return Err("change: say what is now wanted".into());
                 }
                 self.changes.push(c);
-                Ok("Recorded. The running work was not changed by it: tell the user so, and offer to stop it (cancel_task) or to hand on the change as a task.".into())
+                Ok("Recorded. A task you handed on is not changed by it: tell the user so, and offer to stop it (cancel_task) or to hand on the change as a task. The unfinished work of a plan is re-planned by the Architecture Designer, who shows the user the new graph to confirm.".into())
             }
             other => Err(format!("there is no tool `{other}` for this agent")),
         }

@@ -199,6 +199,12 @@ pub mod params {
             pub run: Option<bool>,
         }
 
+        pub struct RequirementChange {
+            pub session_id: String,
+            /// What is now wanted instead, in the user's words.
+            pub change: String,
+        }
+
         pub struct SessionRetire {
             pub session_id: String,
             pub reason: Option<String>,
@@ -490,6 +496,8 @@ api! {
             "Answer what the Architecture Designer asked (answers by question id) or stated (go_ahead agrees), or say something to it (note)";
         planning_decide "planning.decide" (params::PlanningDecide) -> u64 as "seq":
             "Answer a proposed plan: confirm (airsd writes it and, unless run is false, runs it), change (with a note) or reject";
+        requirement_change "requirement.change" (params::RequirementChange) -> u64 as "seq":
+            "Record that a requirement changed (requirement.changed) in a session's run: an open planning session hears it; otherwise dispatch freezes while the Architecture Designer re-plans the unfinished work, and the user confirms the new graph";
         artifact_list "artifact.list" (params::ArtifactList) -> Vec<ArtifactInfo> as "artifacts":
             "A session's artifacts (command logs, reports …), newest first, filtered";
         artifact_read "artifact.read" (params::ArtifactRead) -> ArtifactChunk as "chunk":

@@ -120,6 +120,37 @@ impl DaemonState {
         self.record_planning(&q.session_id, &pl, client).await
     }
 
+    /// `requirement.change`.
+    pub async fn change_requirement(
+        &self,
+        q: air_proto::api::params::RequirementChange,
+        client: Option<String>,
+    ) -> Result<u64> {
+        if q.change.trim().is_empty() {
+            return Err(Error::invalid(
+                "requirement.change",
+                "change",
+                "must not be empty: say what is now wanted",
+            ));
+        }
+        let gate = self.run_gate(&q.session_id);
+        let _one_at_a_time = gate.lock().await;
+        let session = self.session(&q.session_id).await?;
+        if session.bus().read(|p, _| p.run.is_none()) {
+            return Err(Error::NotFound(format!(
+                "session {} has no run whose plan could change",
+                q.session_id
+            )));
+        }
+        let pl = air_proto::events::RequirementChanged(
+            serde_json::json!({ "change": q.change.trim(), "by": client })
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        self.record_planning(&q.session_id, &pl, client).await
+    }
+
     async fn record_planning<E: Event>(
         &self,
         session_id: &str,

@@ -378,6 +378,17 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn requirement_change(
+        &self,
+        ext: &Extensions,
+        params: params::RequirementChange,
+    ) -> RpcResult<u64> {
+        self.state
+            .change_requirement(params, self.who(ext))
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn planning_decide(
         &self,
         ext: &Extensions,

@@ -89,6 +89,8 @@ pub struct ToolJob {
     pub scope: air_proto::task::TaskScope,
     /// A planning turn's phase: what its designer may call (P0-5, P1-16).
     pub planning: Option<air_proto::planning::PlanningPhase>,
+    /// A re-planning turn: its proposal keeps the completed tasks.
+    pub replan: bool,
 }
 
 fn millis(t0: std::time::Instant) -> Option<u64> {
@@ -368,12 +370,20 @@ impl ToolJob {
             }
             _ => {
                 let proposal: Proposal = crate::tools::input(tool, input)?;
-                let taken: Vec<String> = self
-                    .env
-                    .session
-                    .bus()
-                    .read(|p, _| p.tasks.iter().map(|t| t.id.clone()).collect());
-                let pl = crate::scheduler::core::proposed(&self.task_id, proposal, &taken)
+                let (taken, done): (Vec<String>, Vec<(String, String)>) =
+                    self.env.session.bus().read(|p, _| {
+                        let done = p
+                            .tasks
+                            .iter()
+                            .filter(|t| t.status == air_proto::projection::TaskStatus::Completed)
+                            .filter(|t| !air_proto::conversation::in_conversation(&t.id))
+                            .filter(|t| !t.id.contains(':'))
+                            .map(|t| (t.id.clone(), t.title.clone()))
+                            .collect();
+                        (p.tasks.iter().map(|t| t.id.clone()).collect(), done)
+                    });
+                let frozen = self.replan.then_some(done.as_slice());
+                let pl = crate::scheduler::core::proposed(&self.task_id, proposal, &taken, frozen)
                     .map_err(|e| {
                         ToolError(format!(
                             "the plan was not accepted; fix each error and call {} again:\n{}",

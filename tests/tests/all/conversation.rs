@@ -641,7 +641,7 @@ fn stop_cancels_the_running_task_and_a_change_of_mind_is_recorded() {
             },
             Exchange {
                 request: None,
-                expect: expect(&["The running work was not changed by it"], &[]),
+                expect: expect(&["A task you handed on is not changed by it"], &[]),
                 reply: call("m3", "cancel_task", json!({"task_id": "T1", "reason": "the user said stop"})),
             },
             Exchange { request: None, expect: expect(&["Asked: T1 is cancelled"], &[]), reply: text("Stopping T1.") },

@@ -9,7 +9,7 @@ use air_proto::api::params::{ConversationStart, PlanningAnswer, PlanningDecide};
 use air_proto::plan::PermissionMode;
 use air_proto::planning::{PlanDecision, PlanningPhase};
 use air_proto::projection::{Projection, TaskStatus};
-use air_tests::mock_provider::{Exchange, MockProvider};
+use air_tests::mock_provider::{Exchange, MockProvider, Reply};
 use airsd::daemon::DaemonState;
 use serde_json::{json, Value};
 
@@ -120,6 +120,32 @@ pub(crate) fn discussion() -> Vec<Exchange> {
     ]
 }
 
+/// The one value `sql` reads from the session's database.
+async fn one<T: rusqlite::types::FromSql>(state: &DaemonState, session: &str, sql: &str) -> T {
+    let conn = state
+        .session(session)
+        .await
+        .unwrap()
+        .readers()
+        .get()
+        .unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// A conversation (edits accepted) whose first message is `plan`.
+async fn planning(state: &DaemonState, plan: &str) -> String {
+    let session = state
+        .start_conversation(ConversationStart {
+            permission_mode: Some(PermissionMode::AcceptEdits),
+            ..ConversationStart::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    state.converse(&session, plan, None, None).await.unwrap();
+    session
+}
+
 async fn waiting(state: &DaemonState, session: &str, turn: &str) -> Projection {
     until(state, session, |p| {
         p.planning
@@ -169,18 +195,7 @@ fn a_requirement_is_discussed_proposed_changed_confirmed_written_and_run() {
         });
         let mock = MockProvider::start(exchanges).await;
         let state = state(&root, &key(&mock));
-        let session = state
-            .start_conversation(ConversationStart {
-                permission_mode: Some(PermissionMode::AcceptEdits),
-                ..ConversationStart::default()
-            })
-            .await
-            .unwrap()
-            .id;
-        state
-            .converse(&session, "/plan a hello file", None, None)
-            .await
-            .unwrap();
+        let session = planning(&state, "/plan a hello file").await;
         let p = waiting(&state, &session, "plan:1").await;
         let v = p.planning.clone().unwrap();
         assert_eq!(v.phase, PlanningPhase::Discussing);
@@ -310,20 +325,12 @@ fn a_requirement_is_discussed_proposed_changed_confirmed_written_and_run() {
             }
         }
         // The refused proposal is on record as refused.
-        let conn = state
-            .session(&session)
-            .await
-            .unwrap()
-            .readers()
-            .get()
-            .unwrap();
-        let refused: i64 = conn
-            .query_row(
-                "SELECT COUNT(*) FROM tool_runs WHERE tool = 'propose_plan' AND status = 'failed'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let refused: i64 = one(
+            &state,
+            &session,
+            "SELECT COUNT(*) FROM tool_runs WHERE tool = 'propose_plan' AND status = 'failed'",
+        )
+        .await;
         assert_eq!(
             refused, 2,
             "the proposal while discussing and the one with errors"
@@ -610,4 +617,205 @@ fn air_chat_stops_where_the_designer_waits_and_the_next_message_answers() {
     );
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
     let _ = p.air(&["daemon", "stop"]);
+}
+
+/// A requirement change in the middle of a run (`requirement.change`, as `air change`
+/// sends it): while T1's executor works, dispatch freezes; the designer re-plans the
+/// whole graph with T1 kept and T2 changed; the user confirms; once T1 has finished,
+/// the new graph is applied (`architecture.plan.updated`) and T2 runs as re-planned.
+#[test]
+fn a_requirement_change_mid_run_replaces_the_unfinished_task_and_the_run_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let two = |file: &str| {
+        format!(
+            "{}\n## Task T2: Write {file}\n\n- category: docs\n- depends_on: T1\n- expected_files: `{file}`\n\nWrite `{file}` saying bye.\n",
+            hello_plan("")
+        )
+    };
+    let mut replanned = proposal(&two("goodbye.txt"));
+    replanned["change"] = json!({"scope": "implementation", "affected_modules": ["bye"], "summary": "T2 writes goodbye.txt instead of bye.txt"});
+    let exchanges = vec![
+        Exchange {
+            request: None,
+            expect: expect(&["Phase: `discussing`"], &[]),
+            reply: call(
+                "d1",
+                "settle_requirements",
+                json!({"requirements": ["hello.txt, then bye.txt."]}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["Phase: `proposing`"], &[]),
+            reply: call("d2", "propose_plan", proposal(&two("bye.txt"))),
+        },
+        // T1's executor takes its time: the requirement changes meanwhile.
+        Exchange {
+            request: None,
+            expect: expect(&["Write `hello.txt` saying hello."], &[]),
+            reply: Reply::Slow {
+                events: air_tests::mock_provider::tool_use_events(
+                    "e1",
+                    "fs_write",
+                    &json!({"path": "hello.txt", "content": "hello\n"}),
+                ),
+                gap_ms: 600,
+            },
+        },
+        Exchange {
+            request: None,
+            expect: expect(
+                &[
+                    "# The requirement changed",
+                    "goodbye.txt instead",
+                    "Dispatch is frozen",
+                    ".air/shared/plan/plan.md",
+                ],
+                &["propose_plan", "fs_read"],
+            ),
+            reply: call("d3", "propose_plan", replanned),
+        },
+        Exchange {
+            request: None,
+            expect: any_expect(),
+            reply: call(
+                "e2",
+                "submit_result",
+                json!({"status": "completed", "summary": "hello.txt written"}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any_expect(),
+            reply: crate::agents::review("approved", json!([])),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["Write `goodbye.txt` saying bye.", "re-planned"], &[]),
+            reply: call(
+                "e3",
+                "fs_write",
+                json!({"path": "goodbye.txt", "content": "bye\n"}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any_expect(),
+            reply: call(
+                "e4",
+                "submit_result",
+                json!({"status": "completed", "summary": "goodbye.txt written"}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: any_expect(),
+            reply: crate::agents::review("approved", json!([])),
+        },
+        Exchange {
+            request: None,
+            expect: expect(&["# Summarise for the user"], &[]),
+            reply: text("Done: hello.txt and goodbye.txt."),
+        },
+    ];
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(exchanges).await;
+        let state = state(&root, &key(&mock));
+        let session = planning(&state, "/plan hello, then bye").await;
+        waiting(&state, &session, "plan:1").await;
+        state
+            .answer_planning(answer(&session, &[], true), None)
+            .await
+            .unwrap();
+        waiting(&state, &session, "plan:2").await;
+        let confirm = || PlanningDecide {
+            session_id: session.clone(),
+            task_id: None,
+            decision: PlanDecision::Confirm,
+            note: None,
+            run: None,
+        };
+        state.decide_plan(confirm(), None).await.unwrap();
+        until(&state, &session, |p| {
+            p.agents.iter().any(|a| a.id == "T1-executor-1")
+        })
+        .await;
+        let e = state
+            .change_requirement(
+                air_proto::api::params::RequirementChange {
+                    session_id: session.clone(),
+                    change: " ".into(),
+                },
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("change"), "{e}");
+        state
+            .change_requirement(
+                air_proto::api::params::RequirementChange {
+                    session_id: session.clone(),
+                    change: "T2 should write goodbye.txt instead of bye.txt".into(),
+                },
+                Some("air change".into()),
+            )
+            .await
+            .unwrap();
+        let p = waiting(&state, &session, "plan:3").await;
+        assert_eq!(
+            p.planning.as_ref().unwrap().proposed_by.as_deref(),
+            Some("plan:3")
+        );
+        assert_eq!(
+            p.task("T2").map(|t| t.status),
+            Some(TaskStatus::Pending),
+            "T2 has not started"
+        );
+        state.decide_plan(confirm(), None).await.unwrap();
+        let p = until(&state, &session, |p| {
+            ended(p) && p.task("main:1").is_some_and(|t| t.status.is_terminal())
+        })
+        .await;
+        assert_eq!(
+            p.task("T2").map(|t| t.title.as_str()),
+            Some("Write goodbye.txt"),
+            "{p:#?}"
+        );
+        for id in ["T1", "T2"] {
+            assert_eq!(
+                p.task(id).map(|t| t.status),
+                Some(TaskStatus::Completed),
+                "{id}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("goodbye.txt")).unwrap(),
+            "bye\n"
+        );
+        assert!(!root.join("bye.txt").exists());
+        let plan = std::fs::read_to_string(root.join(".air/shared/plan/plan.md")).unwrap();
+        assert!(
+            plan.contains("goodbye.txt"),
+            "the plan on disk is the new one: {plan}"
+        );
+        let updated: String = one(
+            &state,
+            &session,
+            "SELECT payload_json FROM events WHERE type = 'architecture.plan.updated'",
+        )
+        .await;
+        let updated: Value = serde_json::from_str(&updated).unwrap();
+        assert_eq!(updated["changed"][0]["id"], "T2");
+        assert_eq!(
+            updated["summary"],
+            "T2 writes goodbye.txt instead of bye.txt"
+        );
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        state.stop_runs().await;
+    });
+}
+
+fn any_expect() -> air_tests::mock_provider::Expect {
+    crate::agents::any()
 }

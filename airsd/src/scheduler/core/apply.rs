@@ -366,6 +366,7 @@ impl Core {
                 self.ask_turn("Reply to the user", text, Some(message_id), &[]);
             }
             Fact::Planning(f) => self.apply_planning(f),
+            Fact::RequirementChanged { change } => self.requirement_changed(change),
             Fact::ResultReceived { agent_id, result } => self.result_received(agent_id, result),
             Fact::ProtocolViolation { agent_id, reason } => {
                 self.stops
@@ -398,7 +399,7 @@ impl Core {
         }
     }
 
-    fn task_mut(&mut self, task_id: &str) -> Option<&mut TaskState> {
+    pub(super) fn task_mut(&mut self, task_id: &str) -> Option<&mut TaskState> {
         let i = *self.index.get(task_id)?;
         self.tasks.get_mut(i)
     }

@@ -394,6 +394,11 @@ impl Core {
             if !self.phase_gate_open(t, &order) {
                 continue;
             }
+            // While a re-plan is under way nothing new starts: work under way goes on
+            // to the end of its attempt (its review, its debugging).
+            if self.frozen && !in_conversation(&t.spec.id) && t.attempt == 0 {
+                continue;
+            }
             let fresh = t.attempt == 0;
             let soft_waiting = t.spec.dependencies.iter().any(|d| {
                 d.dependency_type == DependencyType::Soft

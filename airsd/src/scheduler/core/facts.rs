@@ -115,6 +115,14 @@ const TABLE: &[Entry] = &[
     entry(ev::PlanConfirmed::TYPE, |_, v| {
         planning(PlanningFact::Written(de(v)?))
     }),
+    entry(ev::PlanUpdated::TYPE, |_, v| {
+        planning(PlanningFact::Updated(Box::new(de(v)?)))
+    }),
+    entry(ev::RequirementChanged::TYPE, |_, v| {
+        Some(Fact::RequirementChanged {
+            change: v.get("change")?.as_str()?.to_string(),
+        })
+    }),
     entry(ev::TaskReady::TYPE, |_, v| {
         Some(Fact::TaskReady {
             task_id: de::<p::TaskStatusChanged>(v)?.task_id,

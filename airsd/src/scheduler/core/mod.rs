@@ -192,6 +192,10 @@ pub enum Fact {
     },
     /// A planning session moved (an `architecture.*` event).
     Planning(Box<PlanningFact>),
+    /// The user changed a requirement (`requirement.changed`).
+    RequirementChanged {
+        change: String,
+    },
     /// Observed (not recorded): what the run has spent so far, from the session's
     /// counters (themselves the fold of its recorded usage).
     Usage {
@@ -449,6 +453,8 @@ pub struct Core {
     /// Tasks of a confirmed plan held until the user says to start them, by the
     /// confirmation they wait for (the proposing turn's id).
     held: BTreeMap<String, String>,
+    /// Dispatch of the graph's work is frozen while a re-plan is under way.
+    frozen: bool,
 }
 
 /// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -522,6 +528,7 @@ impl Core {
             planning_out: Vec::new(),
             planned: BTreeSet::new(),
             held: BTreeMap::new(),
+            frozen: false,
         }
     }
 

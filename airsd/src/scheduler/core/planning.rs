@@ -24,6 +24,7 @@ pub enum PlanningFact {
     Answered(p::QuestionsAnswered),
     Decided(p::PlanDecided),
     Written(p::PlanConfirmed),
+    Updated(Box<p::PlanUpdated>),
 }
 
 /// What the session waits for the user to answer.
@@ -61,12 +62,36 @@ pub(super) struct Planning {
     /// The user's last words answered stated requirements (so the designer may say
     /// they agreed).
     words_on_requirements: bool,
+    /// A re-plan of the run's graph after a requirement change (dispatch frozen).
+    replan: bool,
 }
 
 /// Turns in a row with a refused answer before the session waits for the user.
 const REFUSED_LIMIT: u32 = 3;
 
 impl Planning {
+    fn new(
+        requirement: &str,
+        message_id: Option<&str>,
+        phase: PlanningPhase,
+        replan: bool,
+    ) -> Planning {
+        Planning {
+            requirement: requirement.trim().to_string(),
+            message_id: message_id.map(str::to_string),
+            phase,
+            waiting: None,
+            log: Vec::new(),
+            agreed: Vec::new(),
+            confirmed: None,
+            writing: false,
+            done: false,
+            refused: 0,
+            words_on_requirements: false,
+            replan,
+        }
+    }
+
     fn open(&self) -> bool {
         !self.done
     }
@@ -86,20 +111,60 @@ impl Core {
             self.planning_words(requirement);
             return;
         }
-        self.planning = Some(Planning {
-            requirement: requirement.trim().to_string(),
-            message_id: message_id.map(str::to_string),
-            phase: PlanningPhase::Discussing,
-            waiting: None,
-            log: Vec::new(),
-            agreed: Vec::new(),
-            confirmed: None,
-            writing: false,
-            done: false,
-            refused: 0,
-            words_on_requirements: false,
-        });
+        self.planning = Some(Planning::new(
+            requirement,
+            message_id,
+            PlanningPhase::Discussing,
+            false,
+        ));
         self.ask_planning();
+    }
+
+    /// The requirement changed mid-run (`requirement.changed`): an open planning
+    /// session hears it; otherwise, with work of the graph unfinished, dispatch
+    /// freezes and the designer re-plans the unfinished part (seed 001 §12.2's MVP).
+    pub(super) fn requirement_changed(&mut self, change: &str) {
+        if !self.started || self.finished || change.trim().is_empty() {
+            return;
+        }
+        if self.planning_open() {
+            self.planning_words(change);
+            return;
+        }
+        // The work of a plan (a task handed on in the conversation is not re-planned:
+        // the Main Agent offers to stop it or to hand on the change).
+        let unfinished = self.tasks.iter().any(|t| {
+            !in_conversation(&t.spec.id)
+                && t.spec.context_refs.plan_ref.is_some()
+                && !is_terminal(t.status)
+        });
+        if !unfinished {
+            return;
+        }
+        self.frozen = true;
+        self.planning = Some(Planning::new(change, None, PlanningPhase::Proposing, true));
+        self.ask_planning();
+    }
+
+    /// The plan file the run's graph came from (what a re-plan edits).
+    fn plan_file(&self) -> String {
+        self.tasks
+            .iter()
+            .filter(|t| !in_conversation(&t.spec.id))
+            .find_map(|t| t.spec.context_refs.plan_ref.as_deref())
+            .map(|r| r.split('#').next().unwrap_or(r).to_string())
+            .filter(|f| !f.is_empty())
+            .unwrap_or_else(|| PLAN_FILE.to_string())
+    }
+
+    /// The completed tasks of the graph, whose interfaces a re-plan keeps frozen.
+    pub(super) fn completed_work(&self) -> Vec<(String, String)> {
+        self.tasks
+            .iter()
+            .filter(|t| !in_conversation(&t.spec.id) && !is_review(&t.spec.id))
+            .filter(|t| t.status == TaskStatus::Completed && t.milestone_of.is_none())
+            .map(|t| (t.spec.id.clone(), t.spec.title.clone()))
+            .collect()
     }
 
     /// The designer's next turn, in the session's phase.
@@ -109,12 +174,21 @@ impl Core {
         };
         s.waiting = None;
         self.plan_turns += 1;
-        let spec = planning_spec(
+        let replan = s.replan;
+        let mut spec = planning_spec(
             self.plan_turns,
             s.phase,
             &s.requirement,
             s.message_id.as_deref(),
         );
+        if replan {
+            spec.title = "Re-plan after the requirement changed".into();
+            spec.context_refs
+                .artifacts
+                .get_or_insert_with(Vec::new)
+                .push(air_proto::planning::REPLAN_REF.into());
+            spec.context_refs.plan_ref = Some(self.plan_file());
+        }
         self.to_create.push(spec);
     }
 
@@ -174,6 +248,8 @@ impl Core {
         let output: PlanningTurn =
             serde_json::from_value(result.result.clone()).unwrap_or_default();
         let taken: Vec<String> = self.tasks.iter().map(|t| t.spec.id.clone()).collect();
+        let frozen =
+            air_proto::planning::is_replan(&self.tasks[i].spec).then(|| self.completed_work());
         let mut refused = None;
         let mut refuse = |why: String| {
             refused = Some(why);
@@ -210,7 +286,7 @@ impl Core {
         } else if let Some(proposal) = output.proposal {
             match wrong(air_proto::planning::PROPOSE) {
                 Some(why) => refuse(why),
-                None => match proposed(&turn_id, proposal, &taken) {
+                None => match proposed(&turn_id, proposal, &taken, frozen.as_deref()) {
                     Ok(pl) => Some(PlanningFact::Proposed(Box::new(pl))),
                     Err(e) => refuse(e.join("; ")),
                 },
@@ -303,6 +379,9 @@ impl Core {
         self.planning_out.retain(|f| f != fact);
         if let PlanningFact::Written(pl) = fact {
             return self.plan_written(pl);
+        }
+        if let PlanningFact::Updated(pl) = fact {
+            return self.plan_updated(pl);
         }
         let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
             return;
@@ -413,6 +492,11 @@ impl Core {
                         ));
                         next_turn = true;
                     }
+                    PlanDecision::Reject if s.replan => {
+                        // The graph stays as it was, and goes on.
+                        s.done = true;
+                        self.frozen = false;
+                    }
                     PlanDecision::Reject => {
                         s.log.push(format!(
                             "The user rejected your proposal{}. Discuss again what is wanted.",
@@ -422,7 +506,7 @@ impl Core {
                     }
                 }
             }
-            PlanningFact::Written(_) => {}
+            PlanningFact::Written(_) | PlanningFact::Updated(_) => {}
         }
         if next_turn {
             self.ask_planning();
@@ -447,18 +531,33 @@ impl Core {
             ));
             return self.ask_planning();
         }
-        s.done = true;
-        if !(run && pl.run) {
-            return;
+        let replan = s.replan;
+        if !replan {
+            s.done = true;
         }
         let Ok(compiled) = check_proposal(&proposal) else {
             return;
         };
+        if replan {
+            let summary = proposal
+                .change
+                .as_ref()
+                .map_or_else(|| proposal.summary.clone(), |c| c.summary.clone());
+            let update = self.replan_diff(&pl.task_id, summary, compiled.graph.tasks);
+            self.planning_out
+                .push(PlanningFact::Updated(Box::new(update)));
+            return;
+        }
+        if !(run && pl.run) {
+            return;
+        }
         let gate = pl.task_id.clone();
         for spec in compiled.graph.tasks {
             if self.index.contains_key(&spec.id) {
                 continue;
             }
+            let mut spec = spec;
+            spec.context_refs.plan_ref = Some(format!("{PLAN_FILE}#{}", spec.id));
             self.planned.insert(spec.id.clone());
             if self.confirm {
                 self.held.insert(spec.id.clone(), gate.clone());
@@ -470,13 +569,95 @@ impl Core {
         }
     }
 
+    /// What a confirmed re-plan changes in the graph: tasks added, unfinished ones
+    /// changed or removed; completed ones are never touched.
+    fn replan_diff(&self, turn: &str, summary: String, new: Vec<TaskSpec>) -> p::PlanUpdated {
+        let ids: BTreeSet<String> = new.iter().map(|t| t.id.clone()).collect();
+        let mut update = p::PlanUpdated {
+            task_id: turn.to_string(),
+            summary,
+            added: Vec::new(),
+            changed: Vec::new(),
+            removed: Vec::new(),
+        };
+        let file = self.plan_file();
+        for mut spec in new {
+            spec.context_refs.plan_ref = Some(format!("{file}#{}", spec.id));
+            match self.index.get(&spec.id).map(|&i| &self.tasks[i]) {
+                None => update.added.push(spec),
+                Some(t) if t.status == TaskStatus::Completed => {}
+                Some(t) if same_work(&t.spec, &spec) && !is_terminal(t.status) => {}
+                Some(_) => update.changed.push(spec),
+            }
+        }
+        update.removed = self
+            .tasks
+            .iter()
+            .filter(|t| !in_conversation(&t.spec.id) && !is_review(&t.spec.id))
+            .filter(|t| t.milestone_of.is_none() && t.status != TaskStatus::Completed)
+            .filter(|t| !ids.contains(&t.spec.id))
+            .map(|t| t.spec.id.clone())
+            .collect();
+        update
+    }
+
+    /// A confirmed re-plan, applied: the changed tasks start over with their new
+    /// spec, the removed ones end as replaced, the added ones are created; dispatch
+    /// goes on.
+    fn plan_updated(&mut self, pl: &p::PlanUpdated) {
+        let Some(s) = self.planning.as_mut().filter(|s| s.open() && s.replan) else {
+            return;
+        };
+        s.done = true;
+        self.frozen = false;
+        let why = format!("replaced by the updated plan ({})", pl.task_id);
+        for id in &pl.removed {
+            self.declined.insert(id.clone());
+            if let Some(t) = self.task_mut(id) {
+                if !is_terminal(t.status) {
+                    t.cancel
+                        .get_or_insert_with(|| (why.clone(), TaskStatus::Cancelled));
+                }
+            }
+        }
+        for spec in &pl.changed {
+            if let Some(t) = self.task_mut(&spec.id) {
+                t.spec = spec.clone();
+                t.status = TaskStatus::Pending;
+                t.next = Next::Nothing;
+                t.retries_used = 0;
+                t.rejections = 0;
+                t.failures.clear();
+                t.cancel = None;
+                t.in_flight = false;
+                t.under_review = None;
+                t.notes.push(format!(
+                    "The requirement changed and this task was re-planned: {}. Check what is already in place before you change anything.",
+                    pl.summary
+                ));
+            }
+            self.declined.remove(&spec.id);
+        }
+        for spec in &pl.added {
+            if !self.index.contains_key(&spec.id) {
+                self.planned.insert(spec.id.clone());
+                self.to_create.push(spec.clone());
+            }
+        }
+    }
+
     /// The planning decisions due: the accepted answers of turns to record, and the
     /// confirmed plan to write.
     pub(super) fn planning_decisions(&mut self, out: &mut Vec<Decision>) {
         for f in &self.planning_out {
             out.push(Decision::Planning(Box::new(f.clone())));
         }
-        if let Some(s) = self.planning.as_mut() {
+        // A re-plan is applied once the work under way has finished its attempt.
+        let busy = self
+            .agents
+            .values()
+            .any(|a| !in_conversation(&self.tasks[a.task].spec.id));
+        if let Some(s) = self.planning.as_mut().filter(|s| !(s.replan && busy)) {
             if let (Some((task_id, proposal, run)), false) = (&s.confirmed, s.writing) {
                 s.writing = true;
                 out.push(Decision::WritePlan {
@@ -509,6 +690,20 @@ impl Core {
     }
 }
 
+/// Where airsd writes a confirmed plan, relative to the project.
+const PLAN_FILE: &str = ".air/shared/plan/plan.md";
+
+/// Whether two specs ask for the same work (what a re-plan may leave alone).
+fn same_work(a: &TaskSpec, b: &TaskSpec) -> bool {
+    a.title == b.title
+        && a.description == b.description
+        && a.acceptance_criteria == b.acceptance_criteria
+        && a.scope == b.scope
+        && a.dependencies == b.dependencies
+        && a.verification == b.verification
+        && a.contracts == b.contracts
+}
+
 fn planning_turn_id_of(n: usize) -> String {
     air_proto::planning::planning_turn_id(n)
 }
@@ -519,20 +714,49 @@ pub fn proposed(
     turn_id: &str,
     proposal: Proposal,
     taken: &[String],
+    frozen: Option<&[(String, String)]>,
 ) -> Result<p::PlanProposed, Vec<String>> {
     let compiled = check_proposal(&proposal)?;
-    let clash: Vec<&str> = compiled
-        .graph
-        .tasks
-        .iter()
-        .map(|t| t.id.as_str())
-        .filter(|id| taken.iter().any(|t| t == id))
-        .collect();
-    if !clash.is_empty() {
-        return Err(vec![format!(
-            "plan: the session already has task(s) {}: number the plan's tasks after them",
-            clash.join(", ")
-        )]);
+    match frozen {
+        // A re-plan: the whole graph again, every completed task kept as it is.
+        Some(done) => {
+            let mut problems = Vec::new();
+            if proposal.change.is_none() {
+                problems.push(
+                    "change: say what the requirement change is (scope, affected_modules, summary)"
+                        .to_string(),
+                );
+            }
+            for (id, title) in done {
+                match compiled.graph.tasks.iter().find(|t| t.id == *id) {
+                    None => problems.push(format!(
+                        "plan: {id} is completed: keep it in the plan as it is (its interfaces are frozen)"
+                    )),
+                    Some(t) if t.title != *title => problems.push(format!(
+                        "plan: {id} is completed: keep its title `{title}` (its interfaces are frozen)"
+                    )),
+                    Some(_) => {}
+                }
+            }
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+        }
+        None => {
+            let clash: Vec<&str> = compiled
+                .graph
+                .tasks
+                .iter()
+                .map(|t| t.id.as_str())
+                .filter(|id| taken.iter().any(|t| t == id))
+                .collect();
+            if !clash.is_empty() {
+                return Err(vec![format!(
+                    "plan: the session already has task(s) {}: number the plan's tasks after them",
+                    clash.join(", ")
+                )]);
+            }
+        }
     }
     Ok(p::PlanProposed {
         task_id: turn_id.to_string(),

@@ -522,6 +522,7 @@ impl Shell {
                     F::Answered(pl) => self.event(&pl)?,
                     F::Decided(pl) => self.event(&pl)?,
                     F::Written(pl) => self.event(&pl)?,
+                    F::Updated(pl) => self.event(&*pl)?,
                 };
                 self.push(vec![e]);
                 Ok(())

@@ -121,8 +121,17 @@ impl Shell {
                     }
                     _ => {}
                 }
-                if let Err(e) = self.ctx.session.store().append(event).await {
-                    tracing::warn!(agent = agent_id, "a worker's event was refused: {e}");
+                // A requirement change the Main Agent noted is the core's to act on.
+                let fact = (event.event_type == ev::RequirementChanged::TYPE)
+                    .then(|| crate::scheduler::core::fact_of(&event.event_type, &event.payload))
+                    .flatten();
+                match self.ctx.session.store().append(event).await {
+                    Ok(_) => {
+                        if let Some(fact) = fact {
+                            self.core.apply(&fact, now_ms());
+                        }
+                    }
+                    Err(e) => tracing::warn!(agent = agent_id, "a worker's event was refused: {e}"),
                 }
                 Ok(())
             }
@@ -155,6 +164,7 @@ impl Shell {
                     task_id: d.task_id.clone(),
                     scope: d.spec.scope.clone(),
                     planning: air_proto::planning::phase_of(&d.spec),
+                    replan: air_proto::planning::is_replan(&d.spec),
                 };
                 tokio::spawn(job.run());
                 Ok(())

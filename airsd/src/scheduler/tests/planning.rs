@@ -80,6 +80,7 @@ fn proposal(plan: &str) -> Proposal {
         modules: vec![],
         decisions: vec![],
         plan: plan.into(),
+        change: None,
     }
 }
 
@@ -372,4 +373,144 @@ fn in_default_mode_a_confirmed_plan_waits_for_one_more_word_and_no_stops_it_all(
         sim.core.unfinished().is_empty(),
         "declined work stays ended"
     );
+}
+
+fn replan(d: &Dispatch, plan: &str) -> Play {
+    let mut p = proposal(plan);
+    p.change = Some(air_proto::planning::ChangeDescription {
+        scope: air_proto::planning::ChangeScope::Implementation,
+        affected_modules: vec!["b".into()],
+        summary: "B changes, C goes, D comes".into(),
+    });
+    turn(
+        d,
+        PlanningTurn {
+            proposal: Some(p),
+            ..PlanningTurn::default()
+        },
+    )
+}
+
+/// A requirement change in the middle of a run: dispatch freezes (the running task
+/// finishes its attempt), the designer re-plans (a plan that drops a completed task
+/// is refused), the user confirms, and the new graph is applied — a task changed, one
+/// removed, one added — and run to its end, the same from any point of a recovery.
+#[test]
+fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work() {
+    let tasks = plan(
+        "## Task A: a\n\n## Task B: b\n\n- depends_on: A\n\n## Task C: c\n\n- depends_on: B\n",
+    );
+    let start = Fact::RunStarted {
+        concurrency: 1,
+        on_ask: air_proto::plan::OnAsk::Deny,
+        budgets: Default::default(),
+        confirm: false,
+    };
+    let mut sim = Sim::with_start(config(1), start, &tasks);
+    let a = only(&sim.settle(), "A").clone();
+    sim.record(Fact::RequirementChanged {
+        change: "B must count bytes, and C is not needed".into(),
+    });
+    let p1 = only(&sim.settle(), "the re-planning turn, beside A").clone();
+    assert!(air_proto::planning::is_replan(&p1.spec), "{:?}", p1.spec);
+    assert_eq!(phase(&p1), PlanningPhase::Proposing);
+    assert_eq!(p1.spec.context_refs.plan_ref.as_deref(), Some("t.md"));
+    sim.finish(&a.agent_id, ok(&a));
+    let r = only(&sim.settle(), "A's reviewer").clone();
+    sim.finish(&r.agent_id, ok(&r));
+    assert!(sim.settle().is_empty(), "B waits: dispatch is frozen");
+    assert_eq!(
+        sim.core.status("B"),
+        Some(TaskStatus::Ready),
+        "ready, not started"
+    );
+    // Dropping the completed A is refused.
+    sim.finish(&p1.agent_id, replan(&p1, "## Task B: b\n\nBytes.\n"));
+    let p2 = only(&sim.settle(), "another try").clone();
+    assert!(
+        p2.notes.iter().any(|n| n.contains("A is completed")),
+        "{:?}",
+        p2.notes
+    );
+    const NEW: &str = "## Task A: a\n\n## Task B: b\n\n- depends_on: A\n\nCount bytes.\n\n## Task D: d\n\n- depends_on: B\n";
+    sim.finish(&p2.agent_id, replan(&p2, NEW));
+    sim.settle();
+    sim.record(decided("plan:2", PlanDecision::Confirm, None));
+    sim.run(&mut agent, 100);
+    let update = sim
+        .facts
+        .iter()
+        .find_map(|f| match f {
+            Fact::Planning(b) => match &**b {
+                PlanningFact::Updated(u) => Some(u.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap();
+    let ids = |v: &[air_proto::task::TaskSpec]| v.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&update.changed), ["B"]);
+    assert_eq!(ids(&update.added), ["D"]);
+    assert_eq!(update.removed, ["C"]);
+    assert_eq!(sim.core.status("C"), Some(TaskStatus::Cancelled));
+    let (_, why) = finish_reason(&sim, "C");
+    assert!(why.unwrap().contains("replaced by the updated plan"));
+    for id in ["A", "B", "D"] {
+        assert_eq!(sim.core.status(id), Some(TaskStatus::Completed), "{id}");
+    }
+    assert!(
+        sim.core.unfinished().is_empty(),
+        "a replaced task stays ended"
+    );
+
+    // Recovered from any point after the change, with the user's answer given when
+    // it waits, the run ends the same.
+    let facts = sim.facts.clone();
+    let from = facts
+        .iter()
+        .position(|f| matches!(f, Fact::RequirementChanged { .. }))
+        .unwrap();
+    // The designer proposes the new graph whenever it is asked; the user confirms
+    // whatever proposal waits.
+    let script = |d: &Dispatch| match d.role {
+        AgentType::ArchitectureDesigner => replan(d, NEW),
+        _ => agent(d),
+    };
+    let waiting = |r: &Sim| {
+        let mut open = None;
+        for f in &r.facts {
+            if let Fact::Planning(b) = f {
+                match &**b {
+                    PlanningFact::Proposed(p) => open = Some(p.task_id.clone()),
+                    PlanningFact::Decided(_) => open = None,
+                    _ => {}
+                }
+            }
+        }
+        open
+    };
+    for cut in from + 1..=facts.len() {
+        let mut r = Sim::recover(config(1), &facts[..cut], sim.now_ms);
+        for _ in 0..400 {
+            r.settle();
+            if r.core.is_finished() {
+                break;
+            }
+            if let Some(d) = r.running.first().cloned() {
+                r.finish(&d.agent_id, script(&d));
+            } else if let Some(turn) = waiting(&r) {
+                r.record(decided(&turn, PlanDecision::Confirm, None));
+            } else {
+                r.now_ms += 60_000;
+            }
+        }
+        assert!(r.core.is_finished(), "cut at {cut}");
+        for (id, status) in [
+            ("B", TaskStatus::Completed),
+            ("C", TaskStatus::Cancelled),
+            ("D", TaskStatus::Completed),
+        ] {
+            assert_eq!(r.core.status(id), Some(status), "{id}, cut at {cut}");
+        }
+    }
 }
