@@ -253,7 +253,7 @@ pub fn designer_tools(phase: PlanningPhase) -> Vec<crate::tool::ToolDefinition> 
             ),
             _ => definition(
                 PROPOSE,
-                "Propose the architecture (summary, modules, decisions worth an ADR) and the task graph in air's plan format. airsd compiles the plan as `air plan check` does: a plan with errors is refused with each error as `proposed plan:LINE: field: message`, for you to fix and call again; the user sees only a plan that compiles. Your turn ends when the proposal is accepted.",
+                "Propose the architecture (summary, modules, decisions worth an ADR) and the task graph in air's plan format. airsd compiles the plan as `air plan check` does: a plan with errors is refused with each error as `proposed plan:LINE: field: message`, for you to fix and call again; the user sees only a plan that compiles. Markers the user wrote (`[no-screenshot]`) are kept on every task they apply to, at the end of its title. Your turn ends when the proposal is accepted.",
                 schema(schemars::schema_for!(Proposal)),
             ),
         })
@@ -429,6 +429,45 @@ pub fn check_proposal(p: &Proposal) -> Result<crate::plan::Compiled, Vec<String>
     }
 }
 
+/// The evidence the user opted out of in the requirement's words: each `[no-<type>]`
+/// marker (`[no-screenshot]`, `[no-build-pass]`).
+pub fn opted_out(requirement: &str) -> Vec<crate::task::EvidenceType> {
+    let mut out = Vec::new();
+    let mut rest = requirement;
+    while let Some(at) = rest.find("[no-") {
+        let tail = &rest[at + 4..];
+        let Some(end) = tail.find(']') else { break };
+        let name = tail[..end].trim().to_ascii_lowercase().replace('-', "_");
+        if let Some(t) = crate::task::EvidenceType::parse(&name) {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// Every task of a compiled proposal that still requires evidence the user opted
+/// out of (`[no-…]` in the requirement): the designer must keep the markers.
+#[cfg(feature = "plan")]
+pub fn markers_dropped(requirement: &str, compiled: &crate::plan::Compiled) -> Vec<String> {
+    let opted = opted_out(requirement);
+    let mut out = Vec::new();
+    for t in &compiled.graph.tasks {
+        for e in t.verification.evidence_types.iter().flatten() {
+            if opted.contains(e) {
+                out.push(format!(
+                    "{}: the user asked for [no-{}]: end its title with that marker (or leave the evidence out with `evidence:`)",
+                    t.id,
+                    e.as_str().replace('_', "-")
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// The answers of `air plan new --answers FILE`: a YAML map from question id to
 /// answer. A bad file is named by its line.
 #[cfg(feature = "plan")]
@@ -532,6 +571,26 @@ mod tests {
         assert!(e.contains("`a`: an answer is text"), "{e}");
         let e = answers_from_yaml("answers.yaml", "a: b: c\n").unwrap_err();
         assert!(e.starts_with("answers.yaml:1:"), "{e}");
+    }
+
+    #[cfg(feature = "plan")]
+    #[test]
+    fn the_users_no_markers_are_kept_on_every_task_they_apply_to() {
+        use crate::task::EvidenceType as E;
+        assert_eq!(
+            opted_out("a login dialog [no-screenshot], fast [no-build-pass] [no-nonsense]"),
+            [E::Screenshot, E::BuildPass]
+        );
+        let compiled = |plan: &str| crate::plan::compile("p.md", plan).unwrap();
+        let gui = "## Task T1: Login dialog\n\n- category: gui\n\nDraw it.\n";
+        let dropped = markers_dropped("a login dialog [no-screenshot]", &compiled(gui));
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert!(
+            dropped[0].starts_with("T1: the user asked for [no-screenshot]"),
+            "{dropped:?}"
+        );
+        let kept = "## Task T1: Login dialog [no-screenshot]\n\n- category: gui\n\nDraw it.\n";
+        assert!(markers_dropped("a login dialog [no-screenshot]", &compiled(kept)).is_empty());
     }
 
     #[cfg(feature = "plan")]

@@ -51,8 +51,8 @@ fn main() {
     let mut times: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let t = Instant::now();
-            let pl =
-                airsd::scheduler::core::proposed("plan:3", proposal.clone(), &taken, None).unwrap();
+            let pl = airsd::scheduler::core::proposed("plan:3", "", proposal.clone(), &taken, None)
+                .unwrap();
             let recorded = serde_json::to_vec(&pl).unwrap();
             let compiled = check_proposal(&pl.proposal).unwrap();
             let shown = air_proto::plan::graph::text(&compiled.graph, &Default::default());

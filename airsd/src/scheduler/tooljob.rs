@@ -91,6 +91,9 @@ pub struct ToolJob {
     pub planning: Option<air_proto::planning::PlanningPhase>,
     /// A re-planning turn: its proposal keeps the completed tasks.
     pub replan: bool,
+    /// A planning turn's requirement, in the user's words (its `[no-…]` markers are
+    /// kept).
+    pub requirement: String,
 }
 
 fn millis(t0: std::time::Instant) -> Option<u64> {
@@ -383,14 +386,20 @@ impl ToolJob {
                         (p.tasks.iter().map(|t| t.id.clone()).collect(), done)
                     });
                 let frozen = self.replan.then_some(done.as_slice());
-                let pl = crate::scheduler::core::proposed(&self.task_id, proposal, &taken, frozen)
-                    .map_err(|e| {
-                        ToolError(format!(
-                            "the plan was not accepted; fix each error and call {} again:\n{}",
-                            crate::tools::provider_name(tool),
-                            e.join("\n")
-                        ))
-                    })?;
+                let pl = crate::scheduler::core::proposed(
+                    &self.task_id,
+                    &self.requirement,
+                    proposal,
+                    &taken,
+                    frozen,
+                )
+                .map_err(|e| {
+                    ToolError(format!(
+                        "the plan was not accepted; fix each error and call {} again:\n{}",
+                        crate::tools::provider_name(tool),
+                        e.join("\n")
+                    ))
+                })?;
                 Ok(serde_json::json!({
                     "tasks": pl.tasks,
                     "waves": pl.waves,

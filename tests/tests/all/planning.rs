@@ -36,12 +36,25 @@ pub(crate) fn proposal(plan: &str) -> Value {
 /// The designer's turns of the whole discussion, as a model does them.
 pub(crate) fn discussion() -> Vec<Exchange> {
     vec![
-        // plan:1, discussing: proposing at once is refused; it asks instead.
+        // plan:1, discussing: a write is refused, and so is proposing at once; it
+        // asks instead.
         Exchange {
             request: None,
             expect: expect(
                 &["# The requirement", "a hello file", "Phase: `discussing`"],
                 &["ask_user", "settle_requirements", "fs_read", "fs_glob"],
+            ),
+            reply: call(
+                "d0",
+                "fs_write",
+                json!({"path": "hello.txt", "content": "hi\n"}),
+            ),
+        },
+        Exchange {
+            request: None,
+            expect: expect(
+                &["`fs_write` is not allowed for the Architecture Designer"],
+                &[],
             ),
             reply: call("d1", "propose_plan", proposal(&hello_plan(""))),
         },
@@ -304,7 +317,7 @@ fn a_requirement_is_discussed_proposed_changed_confirmed_written_and_run() {
         assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
         assert_eq!(
             mock.received().len(),
-            11,
+            12,
             "every exchange served, none more"
         );
         // The designer is never offered a write, a command or submit_result.
@@ -335,6 +348,13 @@ fn a_requirement_is_discussed_proposed_changed_confirmed_written_and_run() {
             refused, 2,
             "the proposal while discussing and the one with errors"
         );
+        let wrote: i64 = one(
+            &state,
+            &session,
+            "SELECT COUNT(*) FROM tool_runs WHERE tool = 'fs.write' AND status = 'failed' AND task_id = 'plan:1'",
+        )
+        .await;
+        assert_eq!(wrote, 1, "the designer's write is refused and recorded");
         state.stop_runs().await;
     });
 }
@@ -625,6 +645,17 @@ fn air_chat_stops_where_the_designer_waits_and_the_next_message_answers() {
 /// the new graph is applied (`architecture.plan.updated`) and T2 runs as re-planned.
 #[test]
 fn a_requirement_change_mid_run_replaces_the_unfinished_task_and_the_run_finishes() {
+    replanned_mid_run(false);
+}
+
+/// The same change made by editing `.air/shared/plan/requirements.md` while the run
+/// goes (airsd watches it): seen as a requirement change, re-planned the same way.
+#[test]
+fn an_edit_of_the_requirements_file_mid_run_is_a_requirement_change() {
+    replanned_mid_run(true);
+}
+
+fn replanned_mid_run(by_editing: bool) {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let two = |file: &str| {
@@ -660,7 +691,8 @@ fn a_requirement_change_mid_run_replaces_the_unfinished_task_and_the_run_finishe
                     "fs_write",
                     &json!({"path": "hello.txt", "content": "hello\n"}),
                 ),
-                gap_ms: 600,
+                // An edit is seen within the watcher's 2 seconds.
+                gap_ms: if by_editing { 1_200 } else { 600 },
             },
         },
         Exchange {
@@ -668,7 +700,11 @@ fn a_requirement_change_mid_run_replaces_the_unfinished_task_and_the_run_finishe
             expect: expect(
                 &[
                     "# The requirement changed",
-                    "goodbye.txt instead",
+                    if by_editing {
+                        "The user edited .air/shared/plan/requirements.md"
+                    } else {
+                        "goodbye.txt instead"
+                    },
                     "Dispatch is frozen",
                     ".air/shared/plan/plan.md",
                 ],
@@ -752,16 +788,23 @@ fn a_requirement_change_mid_run_replaces_the_unfinished_task_and_the_run_finishe
             .await
             .unwrap_err();
         assert!(e.to_string().contains("change"), "{e}");
-        state
-            .change_requirement(
-                air_proto::api::params::RequirementChange {
-                    session_id: session.clone(),
-                    change: "T2 should write goodbye.txt instead of bye.txt".into(),
-                },
-                Some("air change".into()),
-            )
-            .await
-            .unwrap();
+        if by_editing {
+            let file = root.join(".air/shared/plan/requirements.md");
+            let mut text = std::fs::read_to_string(&file).unwrap();
+            text.push_str("- T2 should write goodbye.txt instead of bye.txt.\n");
+            std::fs::write(&file, text).unwrap();
+        } else {
+            state
+                .change_requirement(
+                    air_proto::api::params::RequirementChange {
+                        session_id: session.clone(),
+                        change: "T2 should write goodbye.txt instead of bye.txt".into(),
+                    },
+                    Some("air change".into()),
+                )
+                .await
+                .unwrap();
+        }
         let p = waiting(&state, &session, "plan:3").await;
         assert_eq!(
             p.planning.as_ref().unwrap().proposed_by.as_deref(),

@@ -133,17 +133,27 @@ impl Core {
         }
         // The work of a plan (a task handed on in the conversation is not re-planned:
         // the Main Agent offers to stop it or to hand on the change).
-        let unfinished = self.tasks.iter().any(|t| {
-            !in_conversation(&t.spec.id)
-                && t.spec.context_refs.plan_ref.is_some()
-                && !is_terminal(t.status)
-        });
-        if !unfinished {
+        if !self.plan_work_left() {
             return;
         }
         self.frozen = true;
         self.planning = Some(Planning::new(change, None, PlanningPhase::Proposing, true));
         self.ask_planning();
+    }
+
+    /// Whether the run has unfinished work of a plan, and no planning session open (a
+    /// requirement change would re-plan it).
+    pub fn has_plan_work(&self) -> bool {
+        self.started && !self.finished && !self.planning_open() && self.plan_work_left()
+    }
+
+    /// Whether a task of a plan has not ended.
+    fn plan_work_left(&self) -> bool {
+        self.tasks.iter().any(|t| {
+            !in_conversation(&t.spec.id)
+                && t.spec.context_refs.plan_ref.is_some()
+                && !is_terminal(t.status)
+        })
     }
 
     /// The plan file the run's graph came from (what a re-plan edits).
@@ -248,6 +258,7 @@ impl Core {
         let output: PlanningTurn =
             serde_json::from_value(result.result.clone()).unwrap_or_default();
         let taken: Vec<String> = self.tasks.iter().map(|t| t.spec.id.clone()).collect();
+        let requirement = self.tasks[i].spec.description.clone();
         let frozen =
             air_proto::planning::is_replan(&self.tasks[i].spec).then(|| self.completed_work());
         let mut refused = None;
@@ -286,7 +297,8 @@ impl Core {
         } else if let Some(proposal) = output.proposal {
             match wrong(air_proto::planning::PROPOSE) {
                 Some(why) => refuse(why),
-                None => match proposed(&turn_id, proposal, &taken, frozen.as_deref()) {
+                None => match proposed(&turn_id, &requirement, proposal, &taken, frozen.as_deref())
+                {
                     Ok(pl) => Some(PlanningFact::Proposed(Box::new(pl))),
                     Err(e) => refuse(e.join("; ")),
                 },
@@ -712,11 +724,17 @@ fn planning_turn_id_of(n: usize) -> String {
 /// session already has; otherwise every problem.
 pub fn proposed(
     turn_id: &str,
+    requirement: &str,
     proposal: Proposal,
     taken: &[String],
     frozen: Option<&[(String, String)]>,
 ) -> Result<p::PlanProposed, Vec<String>> {
     let compiled = check_proposal(&proposal)?;
+    // The user's `[no-…]` markers are kept.
+    let dropped = air_proto::planning::markers_dropped(requirement, &compiled);
+    if !dropped.is_empty() {
+        return Err(dropped);
+    }
     match frozen {
         // A re-plan: the whole graph again, every completed task kept as it is.
         Some(done) => {

@@ -25,6 +25,7 @@ use super::core::{fact_of, AgentEnd, Config, Core, Decision, Dispatch, Fact, Ref
 mod control;
 mod dispatch;
 mod records;
+mod requirements;
 mod worker;
 
 use crate::error::{Error, Result};
@@ -214,6 +215,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         last_error: HashMap::new(),
         tools,
         drafts: Default::default(),
+        watched: Default::default(),
     };
     tokio::spawn(async move {
         shell.unhalt().await;
@@ -247,6 +249,8 @@ struct Shell {
     tools: crate::scheduler::tooljob::ToolEnv,
     /// The messages streaming now, stored as drafts as they go.
     drafts: super::drafts::Drafts,
+    /// The requirement files, watched while a plan's work is unfinished.
+    watched: requirements::Watched,
 }
 
 impl Shell {
@@ -316,7 +320,10 @@ impl Shell {
                     }
                     self.flush().await?;
                 }
-                _ = tick.tick() => self.observe(),
+                _ = tick.tick() => {
+                    self.observe();
+                    self.watch_requirements();
+                }
             }
         }
     }
@@ -556,6 +563,8 @@ impl Shell {
                 };
                 let e = self.event(&pl)?;
                 self.push(vec![e]);
+                // airsd's own write is not a person's edit.
+                self.watched.rebase(self.ctx.paths.root());
                 Ok(())
             }
             Decision::EndAgent { agent_id, end } => {

@@ -139,6 +139,32 @@ impl Shell {
         self.core.apply(&Fact::Asks { pending, humans }, now);
     }
 
+    /// A person edited the requirement files while a plan's work is unfinished: the
+    /// requirement changed (`requirement.changed`, for the core to re-plan).
+    pub(super) fn watch_requirements(&mut self) {
+        if !self.core.has_plan_work() {
+            return;
+        }
+        let edited = self
+            .watched
+            .edited(self.ctx.paths.root(), std::time::Instant::now());
+        if edited.is_empty() {
+            return;
+        }
+        let change = format!(
+            "The user edited {} while the run went on: read it for what is now wanted.",
+            edited.join(", ")
+        );
+        let body = serde_json::json!({ "change": change, "files": edited });
+        let Some(body) = body.as_object().cloned() else {
+            return;
+        };
+        match self.event(&ev::RequirementChanged(body)) {
+            Ok(e) => self.push(vec![e]),
+            Err(e) => tracing::warn!("cannot record a requirement change: {e}"),
+        }
+    }
+
     /// Denies a request by the run's policy (and under `fail` blocks its task), in one
     /// transaction: a person who answered first makes it fail as a conflict (the first
     /// answer wins), and then nothing is blocked either.

@@ -165,6 +165,7 @@ impl Shell {
                     scope: d.spec.scope.clone(),
                     planning: air_proto::planning::phase_of(&d.spec),
                     replan: air_proto::planning::is_replan(&d.spec),
+                    requirement: d.spec.description.clone(),
                 };
                 tokio::spawn(job.run());
                 Ok(())
