@@ -189,9 +189,10 @@ fn drop_caps() -> Result<(), String> {
 
 /// Asks the kernel to kill this process when its parent goes (airsd spawns the
 /// launcher from a runtime thread that lives as long as the daemon does). A parent
-/// already gone (adopted by init) is an error.
+/// already gone is an error: adopted by init, or not `expected` any more (adopted by
+/// a subreaper).
 #[allow(unsafe_code)]
-pub fn die_with_parent() -> Result<(), String> {
+pub fn die_with_parent(expected: Option<i32>) -> Result<(), String> {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers and touches no memory of
     // ours.
     let rc = unsafe {
@@ -209,7 +210,12 @@ pub fn die_with_parent() -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    if nix::unistd::getppid() == nix::unistd::Pid::from_raw(1) {
+    let parent = nix::unistd::getppid();
+    let gone = match expected {
+        Some(pid) => parent != nix::unistd::Pid::from_raw(pid),
+        None => parent == nix::unistd::Pid::from_raw(1),
+    };
+    if gone {
         return Err("airsd is gone; the command is not run".into());
     }
     Ok(())
@@ -228,7 +234,7 @@ pub fn enter(views: &Views) -> Result<(), String> {
         ForkResult::Child => {
             // PID 1 of the namespace dies with the launcher, and everything in the
             // namespace with it.
-            die_with_parent()?;
+            die_with_parent(None)?;
             mount_views(views)?;
             drop_caps()
         }

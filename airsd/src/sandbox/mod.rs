@@ -106,7 +106,13 @@ pub struct Policy {
 /// The launcher's arguments: `[--isolate [--ro P]… [--hide P]…] --write DIR`… `--`
 /// program args….
 pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsString> {
-    let mut out: Vec<OsString> = vec![ARG.into()];
+    // Who the launcher's parent must be: if airsd dies before the launcher ties its
+    // life to it, the launcher finds another parent (init, or a subreaper) and stops.
+    let mut out: Vec<OsString> = vec![
+        ARG.into(),
+        "--parent".into(),
+        std::process::id().to_string().into(),
+    ];
     if let Some(views) = &policy.isolate {
         out.push("--isolate".into());
         for p in &views.read_only {
@@ -206,6 +212,7 @@ pub fn launch(args: &[OsString]) -> i32 {
     let mut writable = Vec::new();
     let mut views = Views::default();
     let mut isolate = false;
+    let mut parent = None;
     let mut i = 0;
     while i < args.len() {
         let value = args.get(i + 1).map(PathBuf::from);
@@ -213,6 +220,13 @@ pub fn launch(args: &[OsString]) -> i32 {
             (Some("--write"), Some(p)) => writable.push(p),
             (Some("--hide"), Some(p)) => views.hidden.push(p),
             (Some("--ro"), Some(p)) => views.read_only.push(p),
+            (Some("--parent"), Some(p)) => {
+                parent = p.to_str().and_then(|p| p.parse::<i32>().ok());
+                if parent.is_none() {
+                    eprintln!("airsd {ARG}: --parent takes a process id, not {p:?}");
+                    return 126;
+                }
+            }
             (Some("--isolate"), _) => {
                 isolate = true;
                 i += 1;
@@ -235,7 +249,7 @@ pub fn launch(args: &[OsString]) -> i32 {
     };
     // The command dies with airsd: a command of a daemon that was killed must not go
     // on changing the project while the run is recovered.
-    if let Err(e) = isolate::die_with_parent() {
+    if let Err(e) = isolate::die_with_parent(parent) {
         eprintln!("airsd {ARG}: {e}");
         return 126;
     }
