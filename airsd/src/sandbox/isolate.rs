@@ -221,6 +221,22 @@ pub fn die_with_parent(expected: Option<i32>) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the launcher still holds its end of `alive` (a read finds no end of file).
+fn launcher_lives(alive: &std::os::fd::OwnedFd) -> Result<(), String> {
+    use std::os::fd::AsFd as _;
+    let flags = nix::fcntl::fcntl(alive.as_fd(), nix::fcntl::FcntlArg::F_GETFL)
+        .map_err(|e| format!("fcntl: {e}"))?;
+    let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(alive.as_fd(), nix::fcntl::FcntlArg::F_SETFL(flags))
+        .map_err(|e| format!("fcntl: {e}"))?;
+    let mut byte = [0u8; 1];
+    match nix::unistd::read(alive.as_fd(), &mut byte) {
+        Ok(0) => Err("airsd is gone; the command is not run".into()),
+        Ok(_) | Err(nix::errno::Errno::EAGAIN) => Ok(()),
+        Err(e) => Err(format!("cannot tell whether the launcher lives: {e}")),
+    }
+}
+
 /// Moves the launcher into the command's namespaces. Returns in the child that is
 /// PID 1 there, with the views mounted and the capabilities dropped; the launcher
 /// itself waits for that child and exits as it did (this function does not return
@@ -228,13 +244,21 @@ pub fn die_with_parent(expected: Option<i32>) -> Result<(), String> {
 #[allow(unsafe_code)]
 pub fn enter(views: &Views) -> Result<(), String> {
     unshare_all()?;
+    // The launcher holds the write end while it lives: the child, whose parent is
+    // outside its namespace (getppid() says 0), learns from the read end whether the
+    // launcher died before the child tied its life to it.
+    let (alive, held) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     // SAFETY: the launcher is single-threaded (a fresh `airsd __sandbox` process
     // that started no threads), so the child may do anything.
     match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
         ForkResult::Child => {
+            drop(held);
             // PID 1 of the namespace dies with the launcher, and everything in the
             // namespace with it.
             die_with_parent(None)?;
+            launcher_lives(&alive)?;
+            drop(alive);
             mount_views(views)?;
             drop_caps()
         }
