@@ -69,6 +69,35 @@ pub fn existing_dir(dir: &std::path::Path) -> Result<String, Failure> {
         .ok_or_else(|| usage(format!("--replay {}: no such directory", dir.display())))
 }
 
+/// The settings of a conversation's run as `air chat` and `air plan new` take them.
+pub struct Conversation<'a> {
+    pub title: Option<String>,
+    pub on_ask: Option<OnAskArg>,
+    pub permission_mode: Option<ModeArg>,
+    pub provider: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub record: Option<&'a std::path::Path>,
+    pub replay: Option<&'a std::path::Path>,
+}
+
+impl Conversation<'_> {
+    /// `conversation.start`'s params (paths made absolute, the replay checked).
+    pub fn params(&self) -> Result<air_proto::api::params::ConversationStart, Failure> {
+        Ok(air_proto::api::params::ConversationStart {
+            title: self.title.clone(),
+            concurrency: None,
+            on_ask: self.on_ask.map(OnAskArg::policy),
+            permission_mode: self.permission_mode.map(ModeArg::mode),
+            max_cost: None,
+            max_tokens: None,
+            max_time_ms: None,
+            model: model_spec(self.provider, self.model)?,
+            record: self.record.map(absolute).transpose()?,
+            replay: self.replay.map(existing_dir).transpose()?,
+        })
+    }
+}
+
 /// `--provider` and `--model` as one model spec (`provider/model`, `model` or
 /// `provider/`).
 pub fn model_spec(provider: Option<&str>, model: Option<&str>) -> Result<Option<String>, Failure> {

@@ -19,7 +19,7 @@ use air_proto::events as ev;
 use air_proto::projection::TaskStatus;
 use clap::Args;
 
-use crate::args::{absolute, existing_dir, model_spec, ModeArg, OnAskArg};
+use crate::args::{ModeArg, OnAskArg};
 use crate::output::follow_events;
 use crate::run_cmd::BLOCKED;
 use crate::{connect, exit, rpc_failure, CmdResult, Failure};
@@ -133,18 +133,18 @@ pub async fn run(args: ChatArgs) -> CmdResult {
 async fn start(conn: &Connection, args: &ChatArgs) -> Result<String, Failure> {
     let info = conn
         .client
-        .conversation_start(params::ConversationStart {
-            title: None,
-            concurrency: None,
-            on_ask: args.on_ask.map(OnAskArg::policy),
-            permission_mode: args.permission_mode.map(ModeArg::mode),
-            max_cost: None,
-            max_tokens: None,
-            max_time_ms: None,
-            model: model_spec(args.provider.as_deref(), args.model.as_deref())?,
-            record: args.record.as_deref().map(absolute).transpose()?,
-            replay: args.replay.as_deref().map(existing_dir).transpose()?,
-        })
+        .conversation_start(
+            crate::args::Conversation {
+                title: None,
+                on_ask: args.on_ask,
+                permission_mode: args.permission_mode,
+                provider: args.provider.as_deref(),
+                model: args.model.as_deref(),
+                record: args.record.as_deref(),
+                replay: args.replay.as_deref(),
+            }
+            .params()?,
+        )
         .await
         .map_err(rpc_failure)?;
     Ok(info.id)
@@ -375,11 +375,11 @@ async fn say(
 
 /// What a planning event asks of the user, as text, when it asks something.
 fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
+    use crate::plan_new::de;
     use air_proto::payload as p;
-    let de = |v: &serde_json::Value| v.clone();
     match event.event_type.as_str() {
         ev::QuestionsAsked::TYPE => {
-            let pl: p::QuestionsAsked = serde_json::from_value(de(&event.payload)).ok()?;
+            let pl: p::QuestionsAsked = de(&event.payload)?;
             Some(
                 pl.questions
                     .iter()
@@ -389,9 +389,7 @@ fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
             )
         }
         ev::RequirementsSettled::TYPE => {
-            let pl: p::RequirementsSettled = serde_json::from_value(de(&event.payload))
-                .ok()
-                .filter(|pl: &p::RequirementsSettled| !pl.user_agreed)?;
+            let pl = de::<p::RequirementsSettled>(&event.payload).filter(|pl| !pl.user_agreed)?;
             Some(format!(
                 "The requirements, as the designer states them (agree, or say what to change):\n{}",
                 pl.requirements
@@ -402,7 +400,7 @@ fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
             ))
         }
         ev::PlanProposed::TYPE => {
-            let pl: p::PlanProposed = serde_json::from_value(de(&event.payload)).ok()?;
+            let pl: p::PlanProposed = de(&event.payload)?;
             Some(crate::plan_new::shown(&pl))
         }
         _ => None,

@@ -21,7 +21,7 @@ use air_proto::payload as p;
 use air_proto::planning::{PlanDecision, Proposal};
 use clap::Args;
 
-use crate::args::{absolute, existing_dir, model_spec, usage, ModeArg, OnAskArg};
+use crate::args::{absolute, usage, ModeArg, OnAskArg};
 use crate::output::follow_events;
 use crate::run_cmd::BLOCKED;
 use crate::{connect, exit, rpc_failure, CmdResult, Failure};
@@ -121,18 +121,18 @@ pub async fn run(args: PlanNewArgs) -> CmdResult {
     let conn = connect().await?;
     let session = conn
         .client
-        .conversation_start(params::ConversationStart {
-            title: Some(format!("plan: {}", args.requirement.trim())),
-            concurrency: None,
-            on_ask: args.on_ask.map(OnAskArg::policy),
-            permission_mode: args.permission_mode.map(ModeArg::mode),
-            max_cost: None,
-            max_tokens: None,
-            max_time_ms: None,
-            model: model_spec(args.provider.as_deref(), args.model.as_deref())?,
-            record: args.record.as_deref().map(absolute).transpose()?,
-            replay: args.replay.as_deref().map(existing_dir).transpose()?,
-        })
+        .conversation_start(
+            crate::args::Conversation {
+                title: Some(format!("plan: {}", args.requirement.trim())),
+                on_ask: args.on_ask,
+                permission_mode: args.permission_mode,
+                provider: args.provider.as_deref(),
+                model: args.model.as_deref(),
+                record: args.record.as_deref(),
+                replay: args.replay.as_deref(),
+            }
+            .params()?,
+        )
         .await
         .map_err(rpc_failure)?
         .id;
@@ -557,7 +557,7 @@ impl Flow<'_> {
     }
 }
 
-fn de<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
+pub(crate) fn de<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
     serde_json::from_value(v.clone()).ok()
 }
 

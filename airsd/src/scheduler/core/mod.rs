@@ -717,7 +717,7 @@ fn role_for(t: &TaskState) -> AgentType {
     if is_turn(&t.spec.id) {
         return AgentType::Main;
     }
-    if planning::planning_turn(&t.spec.id) {
+    if air_proto::planning::is_planning(&t.spec.id) {
         return AgentType::ArchitectureDesigner;
     }
     match t.spec.task_type {

@@ -9,8 +9,8 @@
 
 use air_proto::payload as p;
 use air_proto::planning::{
-    check_proposal, is_planning, planning_spec, PlanDecision, PlanningMove, PlanningPhase,
-    PlanningTurn, Proposal, Question,
+    check_proposal, planning_spec, PlanDecision, PlanningMove, PlanningPhase, PlanningTurn,
+    Proposal, Question,
 };
 
 use super::*;
@@ -235,7 +235,7 @@ impl Core {
             }
             None => {
                 // The designer is at work: it hears it before its next step.
-                let turn = planning_turn_id_of(self.plan_turns);
+                let turn = air_proto::planning::planning_turn_id(self.plan_turns);
                 let agent = self
                     .index
                     .get(&turn)
@@ -371,7 +371,7 @@ impl Core {
         status: TaskStatus,
         reason: Option<&str>,
     ) {
-        let current = planning_turn_id_of(self.plan_turns);
+        let current = air_proto::planning::planning_turn_id(self.plan_turns);
         let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
             return;
         };
@@ -716,10 +716,6 @@ fn same_work(a: &TaskSpec, b: &TaskSpec) -> bool {
         && a.contracts == b.contracts
 }
 
-fn planning_turn_id_of(n: usize) -> String {
-    air_proto::planning::planning_turn_id(n)
-}
-
 /// The `architecture.plan.proposed` of a proposal that compiles and names no task the
 /// session already has; otherwise every problem.
 pub fn proposed(
@@ -782,11 +778,6 @@ pub fn proposed(
         waves: compiled.graph.waves,
         proposal,
     })
-}
-
-/// Whether a task is a planning turn (for the core's rules).
-pub(super) fn planning_turn(task_id: &str) -> bool {
-    is_planning(task_id)
 }
 
 fn worker_status(s: WorkerStatus) -> &'static str {
