@@ -1,16 +1,169 @@
-//! The evidence gates (seed 001 §8.2): what a WorkerResult must carry before its task
-//! may complete. A pure function of the task and the result, shared: the worker checks
-//! its own result before it sends it (a missing piece costs the agent one more turn,
-//! not a new dispatch), and airsd's scheduler checks it again as the authority — a
-//! result that fails a gate cannot complete the task, whatever its status says.
+//! The evidence gates (seed 001 §8.2, P0-1, P0-2): what must be on airsd's record
+//! before a task may complete. Evidence is airsd's, never the agent's: a build that
+//! exited 0, a test run that ran tests and failed none, an analysis over the changed
+//! files, each one a piece airsd derived from a command it ran itself. A result may
+//! cite those records; it cannot create evidence by claiming it.
+//!
+//! One pure function, [`check`], of the task, the result and the [`Ledger`] of the
+//! attempt (what airsd recorded of it, in record order): airsd runs it when a worker
+//! asks before it hands its result back (so the agent is told in the same turn what is
+//! missing), and again as the authority when the result arrives; its [`Verdict`] is
+//! recorded with the result, so that a replay decides as the run did.
 
-use crate::result::{VerificationStatus, WorkerResult, WorkerStatus};
+use serde::{Deserialize, Serialize};
+
+use crate::result::{EvidenceKind, VerificationStatus, WorkerResult, WorkerStatus};
 use crate::task::{EvidenceType, TaskSpec};
 
 /// File endings that count as C or C++ source (global rule 3).
 const C_FAMILY: &[&str] = &[
-    ".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx",
+    ".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".ipp", ".tpp",
 ];
+
+/// The tool a worker calls (never offered to the model) to hear the gate's verdict on
+/// a result from airsd's records before it hands the result back.
+pub const CHECK_TOOL: &str = "evidence.check";
+
+/// The prefix of a reference to a command run (`command-run:<command_run_id>`).
+pub const COMMAND_RUN: &str = "command-run:";
+
+/// A piece of evidence airsd derived from its own records (an `evidence.created`).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Piece {
+    pub id: String,
+    pub evidence_type: EvidenceType,
+    /// What shows it: `command-run:<id>`, an artifact URI, `diagnostic:<id>`.
+    pub reference: String,
+    pub claim: String,
+    /// Where it stands in the session's record (its event's seq).
+    pub seq: u64,
+    /// The command run it comes from.
+    pub command_run_id: Option<String>,
+    /// For `static_analysis`: the paths the analysis covered (relative to the project
+    /// root; a directory covers what is under it). `None`: the whole project.
+    pub covers: Option<Vec<String>>,
+}
+
+/// A command an agent of the attempt ran, as airsd recorded its end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CommandRecord {
+    pub command_run_id: String,
+    pub command: String,
+    /// `None`: it did not run to its end (killed, timed out, could not start).
+    pub exit_code: Option<i32>,
+    /// The seq of its end.
+    pub seq: u64,
+}
+
+impl CommandRecord {
+    fn passed(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// Files a tool call of the attempt changed.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Change {
+    /// The seq of the call's start (one agent's calls never overlap).
+    pub seq: u64,
+    pub files: Vec<String>,
+    /// The command that changed them, when it was one.
+    pub command_run_id: Option<String>,
+}
+
+/// What airsd recorded of one attempt of a task, in record order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Ledger {
+    pub pieces: Vec<Piece>,
+    pub commands: Vec<CommandRecord>,
+    pub changes: Vec<Change>,
+}
+
+impl Ledger {
+    /// The first file changed after `seq` by anything but `own` (the command the
+    /// evidence comes from judged its own changes): the evidence is stale.
+    pub fn stale_by(&self, seq: u64, own: Option<&str>) -> Option<&str> {
+        self.changes
+            .iter()
+            .filter(|c| c.seq > seq && (own.is_none() || c.command_run_id.as_deref() != own))
+            .flat_map(|c| c.files.iter())
+            .map(String::as_str)
+            .next()
+    }
+
+    /// Every file the attempt's calls changed, once each, in order.
+    pub fn changed_files(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for f in self.changes.iter().flat_map(|c| &c.files) {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+        out
+    }
+
+    fn command(&self, id: &str) -> Option<&CommandRecord> {
+        self.commands.iter().find(|c| c.command_run_id == id)
+    }
+
+    fn fresh(&self, c: &CommandRecord) -> bool {
+        self.stale_by(c.seq, Some(&c.command_run_id)).is_none()
+    }
+}
+
+/// A piece that counted for a required evidence type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Counted {
+    pub evidence_type: EvidenceType,
+    /// The piece's id (`result:…` for what the result itself is, e.g. an explanation).
+    pub evidence_id: String,
+    pub reference: String,
+    pub claim: String,
+}
+
+/// What the gate found: the evidence that counted, and why the result cannot
+/// complete its task (empty: it may).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Verdict {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counted: Vec<Counted>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        self.refused.is_empty()
+    }
+}
+
+/// Where an evidence type comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// airsd derives it from a command it ran (a build, tests, an analysis, a check
+    /// the plan names).
+    Records,
+    /// The result itself is it (an explanation, the debugger's analysis).
+    Result,
+    /// The scheduler's own step provides it (the review that follows every task).
+    Scheduler,
+    /// No tool records it yet: the task must opt out with a `[no-…]` marker.
+    NoTool,
+}
+
+/// Where evidence of `kind` comes from.
+pub fn source(kind: EvidenceType) -> Source {
+    use EvidenceType::*;
+    match kind {
+        BuildPass | TestPass | TestOutput | StaticAnalysis | BuildLog | SmokeTest
+        | Reproduction => Source::Records,
+        Explanation | DebuggerAnalysis => Source::Result,
+        DiffReview => Source::Scheduler,
+        Screenshot | Pcap | DeployVerify | CodeTrace => Source::NoTool,
+    }
+}
 
 /// The evidence the task itself asks for: its own list, or its category's. (A result
 /// may need more: see [`required_evidence`].)
@@ -25,19 +178,23 @@ pub fn task_evidence(spec: &TaskSpec) -> Vec<EvidenceType> {
 }
 
 /// The evidence `result` must carry for `spec`: the task's list (or its category's),
-/// plus the three global rules.
-pub fn required_evidence(spec: &TaskSpec, result: &WorkerResult) -> Vec<EvidenceType> {
+/// plus the three global rules. `changed` is every file the attempt changed.
+pub fn required_for(
+    spec: &TaskSpec,
+    status: WorkerStatus,
+    changed: &[String],
+) -> Vec<EvidenceType> {
     let mut required = task_evidence(spec);
     // 1. failed or blocked needs a debugger's analysis.
-    if matches!(result.status, WorkerStatus::Failed | WorkerStatus::Blocked) {
+    if matches!(status, WorkerStatus::Failed | WorkerStatus::Blocked) {
         required.push(EvidenceType::DebuggerAnalysis);
     }
     // 2. done without changing anything needs an explanation.
-    if result.status == WorkerStatus::Completed && result.changed_files.is_empty() {
+    if status == WorkerStatus::Completed && changed.is_empty() {
         required.push(EvidenceType::Explanation);
     }
     // 3. C and C++ changes need static analysis.
-    if result.changed_files.iter().any(|f| is_c_family(f)) {
+    if changed.iter().any(|f| is_c_family(f)) {
         required.push(EvidenceType::StaticAnalysis);
     }
     required.sort();
@@ -45,14 +202,360 @@ pub fn required_evidence(spec: &TaskSpec, result: &WorkerResult) -> Vec<Evidence
     required
 }
 
-fn is_c_family(path: &str) -> bool {
+/// [`required_for`] the result's own status and changed files.
+pub fn required_evidence(spec: &TaskSpec, result: &WorkerResult) -> Vec<EvidenceType> {
+    required_for(spec, result.status, &result.changed_files)
+}
+
+/// Whether `path` is C or C++ source (global rule 3).
+pub fn is_c_family(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     C_FAMILY.iter().any(|ext| lower.ends_with(ext))
 }
 
-/// Checks a result that claims completion. `Err` lists every reason it cannot complete
-/// the task.
-pub fn check_completion(spec: &TaskSpec, result: &WorkerResult) -> Result<(), Vec<String>> {
+/// A command's text with its whitespace folded, for comparing what an agent names
+/// with what ran.
+pub fn normalize_command(command: &str) -> String {
+    command.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `ran` ran `wanted`: the same command, or one of the steps of an `&&`
+/// chain (which all succeeded when the chain did).
+pub fn runs(ran: &str, wanted: &str) -> bool {
+    let wanted = normalize_command(wanted);
+    if wanted.is_empty() {
+        return false;
+    }
+    normalize_command(ran) == wanted
+        || (!ran.contains("||")
+            && ran
+                .split("&&")
+                .any(|step| normalize_command(step) == wanted))
+}
+
+/// Whether `path` is one of `covers` or under one of them.
+fn covered(path: &str, covers: &[String]) -> bool {
+    let path = path.trim_start_matches("./");
+    covers.iter().any(|c| {
+        let c = c.trim_start_matches("./").trim_end_matches('/');
+        c.is_empty() || c == "." || path == c || path.starts_with(&format!("{c}/"))
+    })
+}
+
+fn command_id(reference: &str) -> &str {
+    reference
+        .trim()
+        .strip_prefix(COMMAND_RUN)
+        .unwrap_or(reference.trim())
+}
+
+/// Checks a result against what airsd recorded of its attempt: every evidence ref and
+/// every "passed" verification in the result must point at a record of this attempt
+/// that shows it, fresh (nothing the task changed since); and a result that claims
+/// completion must have, for each evidence type its task requires, a passing, fresh
+/// piece airsd recorded. Each refusal names what is missing and what to do.
+pub fn check(spec: &TaskSpec, result: &WorkerResult, ledger: &Ledger) -> Verdict {
+    let mut v = check_claims(result, ledger);
+    if result.status != WorkerStatus::Completed {
+        return v;
+    }
+    let mut changed = ledger.changed_files();
+    for f in &result.changed_files {
+        if !changed.contains(f) {
+            changed.push(f.clone());
+        }
+    }
+    for kind in required_for(spec, result.status, &changed) {
+        match find(kind, result, ledger, &changed) {
+            Ok(c) => v.counted.push(c),
+            Err(why) => v.refused.push(why),
+        }
+    }
+    if spec.verification.required {
+        check_verification(spec, result, ledger, &mut v.refused);
+    }
+    v
+}
+
+/// Only the result's own claims: every evidence ref and "passed" check points at a
+/// fresh record of this attempt that shows it (a debugger's result, which does not
+/// complete its task).
+pub fn check_claims(result: &WorkerResult, ledger: &Ledger) -> Verdict {
+    let mut v = Verdict::default();
+    claims(result, ledger, &mut v.refused);
+    v
+}
+
+/// The result's own claims: its evidence refs and its passed checks.
+fn claims(result: &WorkerResult, ledger: &Ledger, refused: &mut Vec<String>) {
+    for (i, e) in result.evidence_refs.iter().enumerate() {
+        let Some(kind) = e.evidence_type.filter(|k| source(*k) == Source::Records) else {
+            continue;
+        };
+        if e.kind != EvidenceKind::CommandRun && !e.reference.starts_with(COMMAND_RUN) {
+            refused.push(format!(
+                "evidence[{i}] claims {} from `{}`, which is not a command airsd ran; {} is airsd's record of a command, never a claim",
+                kind.as_str(),
+                e.reference,
+                kind.as_str()
+            ));
+            continue;
+        }
+        let id = command_id(&e.reference);
+        let Some(c) = ledger.command(id) else {
+            refused.push(format!(
+                "evidence[{i}] cites {COMMAND_RUN}{id}, which no agent of this attempt ran; run the check now and let its record stand"
+            ));
+            continue;
+        };
+        let piece = ledger
+            .pieces
+            .iter()
+            .rev()
+            .find(|p| p.evidence_type == kind && p.command_run_id.as_deref() == Some(id));
+        match piece {
+            None => refused.push(format!(
+                "evidence[{i}] claims {} from `{}` ({COMMAND_RUN}{id}), but airsd's record of it shows no {} ({})",
+                kind.as_str(),
+                c.command,
+                kind.as_str(),
+                ended(c)
+            )),
+            Some(p) => {
+                if let Some(file) = ledger.stale_by(p.seq, p.command_run_id.as_deref()) {
+                    refused.push(format!(
+                        "evidence[{i}] claims {} from `{}` ({COMMAND_RUN}{id}), which ran before {file} changed; run it again",
+                        kind.as_str(),
+                        c.command
+                    ));
+                }
+            }
+        }
+    }
+    for (i, check) in result.verification.iter().enumerate() {
+        if check.status != VerificationStatus::Passed {
+            continue;
+        }
+        let cited: Vec<&str> = check
+            .evidence_refs
+            .iter()
+            .flatten()
+            .map(|r| command_id(r))
+            .collect();
+        let named = |c: &&CommandRecord| {
+            cited.contains(&c.command_run_id.as_str()) || runs(&c.command, &check.name)
+        };
+        let latest = ledger.commands.iter().rev().find(named);
+        match latest {
+            None => refused.push(format!(
+                "verification[{i}] `{}` is reported passed, but no command of this attempt shows it; run it and name it by its exact command",
+                check.name
+            )),
+            Some(c) if !c.passed() => refused.push(format!(
+                "verification[{i}] `{}` is reported passed, but its latest run ({COMMAND_RUN}{}) {}",
+                check.name,
+                c.command_run_id,
+                ended(c)
+            )),
+            Some(c) if !ledger.fresh(c) => refused.push(format!(
+                "verification[{i}] `{}` passed before {} changed; run it again",
+                check.name,
+                ledger
+                    .stale_by(c.seq, Some(&c.command_run_id))
+                    .unwrap_or_default()
+            )),
+            Some(_) => {}
+        }
+    }
+}
+
+fn ended(c: &CommandRecord) -> String {
+    match c.exit_code {
+        Some(code) => format!("exited {code}"),
+        None => "did not run to its end".to_string(),
+    }
+}
+
+/// The piece that provides `kind`, or why none does.
+fn find(
+    kind: EvidenceType,
+    result: &WorkerResult,
+    ledger: &Ledger,
+    changed: &[String],
+) -> Result<Counted, String> {
+    match source(kind) {
+        Source::Result => result
+            .evidence_refs
+            .iter()
+            .find(|e| e.evidence_type == Some(kind) && !e.claim.trim().is_empty())
+            .map(|e| Counted {
+                evidence_type: kind,
+                evidence_id: e.id.clone(),
+                reference: e.reference.clone(),
+                claim: e.claim.clone(),
+            })
+            .ok_or_else(|| match kind {
+                EvidenceType::Explanation => "missing explanation: completing without changing a file needs an explanation of why no change was needed".to_string(),
+                _ => format!("missing {}", kind.as_str()),
+            }),
+        Source::Scheduler => Ok(Counted {
+            evidence_type: kind,
+            evidence_id: "scheduler:review".into(),
+            reference: "the review that follows the task".into(),
+            claim: "the reviewer reviews the diff before the task completes".into(),
+        }),
+        Source::NoTool => Err(format!(
+            "missing {}: no tool of air records {} evidence yet; the plan must opt out with [no-{}] until one does",
+            kind.as_str(),
+            kind.as_str(),
+            kind.as_str().replace('_', "-")
+        )),
+        Source::Records if kind == EvidenceType::Reproduction => reproduction(ledger),
+        Source::Records => {
+            let mut stale: Option<(String, String)> = None;
+            let mut uncovered: Option<String> = None;
+            for p in ledger.pieces.iter().rev().filter(|p| p.evidence_type == kind) {
+                if let Some(file) = ledger.stale_by(p.seq, p.command_run_id.as_deref()) {
+                    stale.get_or_insert_with(|| (p.claim.clone(), file.to_string()));
+                    continue;
+                }
+                if kind == EvidenceType::StaticAnalysis {
+                    if let Some(covers) = &p.covers {
+                        if let Some(f) = changed
+                            .iter()
+                            .find(|f| is_c_family(f) && !covered(f, covers))
+                        {
+                            uncovered.get_or_insert_with(|| f.clone());
+                            continue;
+                        }
+                    }
+                }
+                return Ok(Counted {
+                    evidence_type: kind,
+                    evidence_id: p.id.clone(),
+                    reference: p.reference.clone(),
+                    claim: p.claim.clone(),
+                });
+            }
+            Err(match (stale, uncovered) {
+                (Some((claim, file)), _) => format!(
+                    "missing {}: the last one ({claim}) was recorded before {file} changed; run it again",
+                    kind.as_str()
+                ),
+                (None, Some(file)) => format!(
+                    "missing {}: no analysis of this attempt covered {file}",
+                    kind.as_str()
+                ),
+                (None, None) => format!("missing {}: {}", kind.as_str(), how_to(kind)),
+            })
+        }
+    }
+}
+
+/// What produces evidence of a kind airsd records.
+fn how_to(kind: EvidenceType) -> &'static str {
+    use EvidenceType::*;
+    match kind {
+        BuildPass => "no build of this attempt exited 0 (airsd records a build it ran: a build tool, or a verify command of the task that builds)",
+        BuildLog => "no build of this attempt kept its log",
+        TestPass => "no test run of this attempt ran at least one test and failed none",
+        TestOutput => "no test run of this attempt ran a test",
+        StaticAnalysis => "no static analysis of this attempt ran over the changed files and passed",
+        SmokeTest => "no smoke test of this attempt passed (a verify command of the task declared as smoke_test)",
+        _ => "airsd has no record of it",
+    }
+}
+
+/// A check that failed, then passed after a change: the problem reproduced, then
+/// fixed.
+fn reproduction(ledger: &Ledger) -> Result<Counted, String> {
+    for pass in ledger.commands.iter().rev().filter(|c| c.passed()) {
+        if !ledger.fresh(pass) {
+            continue;
+        }
+        let before = ledger.commands.iter().find(|f| {
+            f.seq < pass.seq
+                && f.exit_code.is_some_and(|c| c != 0)
+                && normalize_command(&f.command) == normalize_command(&pass.command)
+                && ledger
+                    .changes
+                    .iter()
+                    .any(|ch| ch.seq > f.seq && ch.seq < pass.seq)
+        });
+        if let Some(f) = before {
+            return Ok(Counted {
+                evidence_type: EvidenceType::Reproduction,
+                evidence_id: format!("reproduction:{}", pass.command_run_id),
+                reference: format!("{COMMAND_RUN}{}", pass.command_run_id),
+                claim: format!(
+                    "`{}` failed ({COMMAND_RUN}{}, {}) and passed after the change",
+                    pass.command,
+                    f.command_run_id,
+                    ended(f)
+                ),
+            });
+        }
+    }
+    Err("missing reproduction: no check of this attempt failed first and passed after the fix (run the failing check before you change anything)".into())
+}
+
+/// With required verification: checks were reported, and each command the task names
+/// passed, fresh (unless the task allows other checks to stand in).
+fn check_verification(
+    spec: &TaskSpec,
+    result: &WorkerResult,
+    ledger: &Ledger,
+    refused: &mut Vec<String>,
+) {
+    if result.verification.is_empty() {
+        refused.push("verification is required but no verification result was reported".into());
+    }
+    refused.extend(result.verification.iter().filter_map(|c| unpassed(spec, c)));
+    if spec.verification.fallback_allowed {
+        return;
+    }
+    for wanted in spec.verification.commands.iter().flatten() {
+        let latest = ledger
+            .commands
+            .iter()
+            .rev()
+            .find(|c| runs(&c.command, wanted));
+        match latest {
+            Some(c) if c.passed() && ledger.fresh(c) => {}
+            Some(c) if c.passed() => refused.push(format!(
+                "the task's check `{wanted}` passed before {} changed; run it again",
+                ledger
+                    .stale_by(c.seq, Some(&c.command_run_id))
+                    .unwrap_or_default()
+            )),
+            Some(c) => refused.push(format!(
+                "the task's check `{wanted}` {} when it last ran ({COMMAND_RUN}{})",
+                ended(c),
+                c.command_run_id
+            )),
+            None => refused.push(format!(
+                "the task's check `{wanted}` was not run in this attempt; run it as written"
+            )),
+        }
+    }
+}
+
+/// Why a reported check does not count as passed, if it does not.
+fn unpassed(spec: &TaskSpec, check: &crate::result::VerificationResult) -> Option<String> {
+    let word = match check.status {
+        VerificationStatus::Passed => return None,
+        VerificationStatus::Skipped if spec.verification.fallback_allowed => return None,
+        VerificationStatus::Skipped => "skipped (no fallback allowed)",
+        VerificationStatus::Failed => "failed",
+        VerificationStatus::Unknown => "unknown",
+    };
+    Some(format!("verification `{}` is {word}", check.name))
+}
+
+/// How a result recorded without a verdict (before airsd derived evidence) is checked:
+/// by its own claims, as it was when it was recorded, so that a replay decides as the
+/// run did.
+pub fn check_recorded_claims(spec: &TaskSpec, result: &WorkerResult) -> Result<(), Vec<String>> {
     let mut reasons = Vec::new();
     for kind in required_evidence(spec, result) {
         let present = result
@@ -67,25 +570,7 @@ pub fn check_completion(spec: &TaskSpec, result: &WorkerResult) -> Result<(), Ve
         if result.verification.is_empty() {
             reasons.push("verification is required but no verification result was reported".into());
         }
-        for v in &result.verification {
-            let ok = match v.status {
-                VerificationStatus::Passed => true,
-                VerificationStatus::Skipped => spec.verification.fallback_allowed,
-                VerificationStatus::Failed | VerificationStatus::Unknown => false,
-            };
-            if !ok {
-                reasons.push(format!(
-                    "verification `{}` is {}",
-                    v.name,
-                    match v.status {
-                        VerificationStatus::Passed => "passed",
-                        VerificationStatus::Failed => "failed",
-                        VerificationStatus::Skipped => "skipped (no fallback allowed)",
-                        VerificationStatus::Unknown => "unknown",
-                    }
-                ));
-            }
-        }
+        reasons.extend(result.verification.iter().filter_map(|c| unpassed(spec, c)));
         if !result.verification.is_empty()
             && !result
                 .verification
@@ -112,3 +597,6 @@ pub fn failed_verification(result: &WorkerResult) -> Vec<String> {
         .map(|v| v.name.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

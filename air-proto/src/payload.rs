@@ -107,6 +107,11 @@ pub struct AgentCompleted {
     pub agent_id: String,
     pub exit_code: Option<i32>,
     pub result: Option<WorkerResult>,
+    /// The evidence gate's verdict on the result, from airsd's records of its attempt
+    /// (`air_proto::gate::check`): what counted and why it cannot complete its task.
+    /// Absent for roles that claim nothing, and in sessions recorded before airsd
+    /// derived evidence (their results are judged by their claims, as then).
+    pub gate: Option<crate::gate::Verdict>,
 }
 
 /// `agent.failed`.
@@ -444,6 +449,10 @@ pub struct EvidenceCreated {
     pub evidence: EvidenceRef,
     pub task_id: Option<String>,
     pub agent_id: Option<String>,
+    /// The command run airsd derived it from.
+    pub command_run_id: Option<String>,
+    /// For `static_analysis`: the paths the analysis covered, from the project root.
+    pub covers: Option<Vec<String>>,
 }
 
 /// `workspace.created`.

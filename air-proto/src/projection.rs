@@ -23,6 +23,9 @@ use crate::events as ev;
 use crate::payload as p;
 use crate::time::IsoTime;
 
+mod lines;
+pub use lines::{brief, evidence_lines, EvidenceView, BRIEF_CHARS, TASK_EVIDENCE_LIMIT};
+
 /// How many recent tool runs, command runs and messages a projection keeps.
 pub const RECENT_LIMIT: usize = 50;
 /// Characters of a message kept as its preview.
@@ -94,6 +97,10 @@ pub struct TaskView {
     pub updated_at: IsoTime,
     /// Live only (from `task.progress`).
     pub progress: Option<p::TaskProgress>,
+    /// The evidence airsd recorded of the task's work (from the commands its agents
+    /// ran), oldest first, the latest [`TASK_EVIDENCE_LIMIT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceView>,
 }
 
 wire_enum! {
@@ -215,61 +222,6 @@ impl AgentView {
             .map(|t| t.title.clone())
             .collect();
     }
-}
-
-/// Characters of a tool call's input or output kept as its brief.
-pub const BRIEF_CHARS: usize = 160;
-
-/// A tool call's input or output in one line for people: its short fields
-/// (`path=src/a.rs line=3`); long text, lists and objects only counted; ids, empty
-/// values and `false` left out.
-pub fn brief(v: &Value) -> Option<String> {
-    let field = |k: &str, v: &Value| -> Option<String> {
-        if k.ends_with("_id") {
-            return None;
-        }
-        Some(match v {
-            Value::Null | Value::Bool(false) => return None,
-            Value::String(s) if s.is_empty() => return None,
-            Value::Array(a) if a.is_empty() => return None,
-            Value::String(s) if s.contains('\n') => format!("{k}=({} lines)", s.lines().count()),
-            Value::String(s) if s.chars().count() > 80 => {
-                format!("{k}=({} chars)", s.chars().count())
-            }
-            Value::String(s) => format!("{k}={s}"),
-            Value::Array(a) => format!("{k}=[{}]", a.len()),
-            Value::Object(_) => format!("{k}={{…}}"),
-            other => format!("{k}={other}"),
-        })
-    };
-    let text = match v {
-        Value::Null => return None,
-        Value::Object(m) => m
-            .iter()
-            .filter_map(|(k, v)| field(k, v))
-            .collect::<Vec<_>>()
-            .join(" "),
-        Value::String(s) => s.lines().next().unwrap_or("").to_string(),
-        other => other.to_string(),
-    };
-    let mut out: String = text.chars().take(BRIEF_CHARS).collect();
-    if text.chars().count() > BRIEF_CHARS {
-        out.push('…');
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-/// The evidence of a result as lines for people: `test_pass: the tests passed
-/// (command_run cmd-1)`.
-pub fn evidence_lines(result: &crate::result::WorkerResult) -> Vec<String> {
-    result
-        .evidence_refs
-        .iter()
-        .map(|e| {
-            let kind = e.evidence_type.map_or("evidence", |t| t.as_str());
-            format!("{kind}: {} ({} {})", e.claim, e.kind.as_str(), e.reference)
-        })
-        .collect()
 }
 
 #[serde_with::skip_serializing_none]
@@ -737,6 +689,7 @@ impl Projection {
                         created_at: ts.clone(),
                         updated_at: ts.clone(),
                         progress: None,
+                        evidence: Vec::new(),
                         id: spec.id,
                     });
                 }
@@ -902,7 +855,26 @@ impl Projection {
             }
             ev::ArtifactCreated::TYPE => self.counters.artifacts += 1,
             ev::DiagnosticCreated::TYPE => self.counters.diagnostics += 1,
-            ev::EvidenceCreated::TYPE => self.counters.evidence += 1,
+            ev::EvidenceCreated::TYPE => {
+                self.counters.evidence += 1;
+                if let Some(pl) = payload::<p::EvidenceCreated>(event) {
+                    let Some(kind) = pl.evidence.evidence_type else {
+                        return;
+                    };
+                    if let Some(task) = pl.task_id.as_deref().and_then(|id| self.task_mut(id)) {
+                        task.evidence.push(EvidenceView {
+                            id: pl.evidence.id,
+                            evidence_type: kind.as_str().to_string(),
+                            claim: pl.evidence.claim,
+                            reference: pl.evidence.reference,
+                            agent_id: pl.agent_id,
+                        });
+                        if task.evidence.len() > TASK_EVIDENCE_LIMIT {
+                            task.evidence.remove(0);
+                        }
+                    }
+                }
+            }
             ev::PermissionRequested::TYPE => {
                 if let Some(request) = payload::<p::PermissionRequested>(event) {
                     self.permission_requests.push(PermissionRequestView {

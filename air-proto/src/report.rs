@@ -67,7 +67,9 @@ pub struct TaskReport {
     pub duration_ms: Option<u64>,
     /// The summary of the last executor (or single agent) result.
     pub summary: Option<String>,
-    /// That result's evidence, one line each.
+    /// The evidence airsd recorded of the task's work, one line each: what it shows and
+    /// what shows it (`command-run:<id>`, whose logs are under the session's
+    /// `artifacts/command-runs/<id>/`, or an artifact's URI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
 }
@@ -133,7 +135,13 @@ impl RunReport {
                     started_at,
                     updated_at: t.updated_at.clone(),
                     summary: worker.and_then(|a| a.summary.clone()),
-                    evidence: worker.map(|a| a.evidence.clone()).unwrap_or_default(),
+                    // airsd's own records of the work; a session recorded before
+                    // airsd derived evidence has only the result's claims.
+                    evidence: if t.evidence.is_empty() {
+                        worker.map(|a| a.evidence.clone()).unwrap_or_default()
+                    } else {
+                        t.evidence.iter().map(|e| e.line()).collect()
+                    },
                 }
             })
             .collect();

@@ -188,6 +188,7 @@ mod tests {
             created_at: "2026-11-30T00:00:00Z".into(),
             updated_at: "2026-11-30T00:00:00Z".into(),
             progress: None,
+            evidence: Vec::new(),
         };
         let edge = |a: &str, b: &str, t: DependencyType| EdgeView {
             task_id: a.into(),

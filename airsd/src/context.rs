@@ -746,16 +746,12 @@ fn task_text(t: &TaskSpec, role: AgentType) -> String {
         if kinds.is_empty() {
             s.push_str(" none of its own");
         } else {
-            let _ = write!(
-                s,
-                " {}, each an `evidence` entry whose `ref` is the command_run_id of a shell_run that shows it",
-                kinds.join(", ")
-            );
+            let _ = write!(s, " {}", kinds.join(", "));
         }
         if t.verification.required {
-            s.push_str("; and its verification passed");
+            s.push_str("; and each verification command passed");
         }
-        s.push_str(". Changing C or C++ files also needs static_analysis; completing without changing a file needs an `explanation`.\n");
+        s.push_str(". airsd records evidence from the commands you run, never from what a result says: a build that exits 0 is build_pass, a test run that runs tests and fails none is test_pass, a static analysis over the files is static_analysis; a change after a check makes it stale, so run checks after your last edit. Changing C or C++ files also needs static_analysis; completing without changing a file needs an `explanation`.\n");
     }
     let scope = &t.scope;
     let lists = [

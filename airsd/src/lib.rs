@@ -8,7 +8,9 @@
 //! and the shell that drives workers), the worker processes ([`supervisor`]), the
 //! [`tools`] agents act through and the OS [`sandbox`] their commands run in, the
 //! agents' starting [`context`], their [`models`], the session [`artifacts`], the
-//! daemon's rotating [`logfile`], and the crate's [`error`]s.
+//! [`evidence`] airsd derives from the commands it runs and the language
+//! [`profiles`] that say what a build, a test or an analysis is, the daemon's
+//! rotating [`logfile`], and the crate's [`error`]s.
 //!
 //! Must not: print (it logs through `tracing`; only the sandbox launcher, which runs as
 //! its own process, writes to its stdio), or trust any input it did not check.
@@ -22,9 +24,11 @@ pub mod daemon;
 pub mod db;
 pub mod error;
 pub mod event_store;
+pub mod evidence;
 pub mod logfile;
 pub mod models;
 pub mod planning;
+pub mod profiles;
 pub mod projection;
 pub mod sandbox;
 pub mod scheduler;

@@ -83,9 +83,41 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 created_at: r.get(10)?,
                 updated_at: r.get(11)?,
                 progress: None,
+                evidence: Vec::new(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
+    // Each task's evidence, the latest of it, as the live view keeps it.
+    {
+        let mut stmt = conn.prepare(
+            "SELECT id, evidence_type, claim, ref, task_id, agent_id FROM evidence_refs
+             WHERE task_id IS NOT NULL AND evidence_type IS NOT NULL ORDER BY seq",
+        )?;
+        let mut rows = stmt.query([])?;
+        let index: std::collections::HashMap<String, usize> = p
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        while let Some(r) = rows.next()? {
+            let task: String = r.get(4)?;
+            let Some(&i) = index.get(&task) else {
+                continue;
+            };
+            let list = &mut p.tasks[i].evidence;
+            list.push(air_proto::projection::EvidenceView {
+                id: r.get(0)?,
+                evidence_type: r.get(1)?,
+                claim: r.get(2)?,
+                reference: r.get(3)?,
+                agent_id: r.get(5)?,
+            });
+            if list.len() > air_proto::projection::TASK_EVIDENCE_LIMIT {
+                list.remove(0);
+            }
+        }
+    }
 
     p.edges = conn
         .prepare(

@@ -72,6 +72,7 @@ fn decisions() {
                     facts.push(Fact::AgentResult {
                         agent_id: d.agent_id.clone(),
                         result: r,
+                        gate: None,
                     });
                 }
             }

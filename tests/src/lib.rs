@@ -228,6 +228,7 @@ pub fn work_unit(session: &str, n: u64) -> Vec<RuntimeEvent> {
                 agent_id: agent,
                 exit_code: Some(0),
                 result: None,
+                gate: None,
             },
         ),
     ]

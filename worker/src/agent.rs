@@ -26,6 +26,37 @@ use crate::provider::{Adapter, Delta, RetryPolicy, Timeouts, ToolSpec, TurnReque
 use crate::replay::{self, Recorder, Recording, Server};
 use crate::submit;
 
+/// Results refused by airsd's evidence gate that the agent is told about before the
+/// next one goes to airsd as it is (and airsd refuses it there).
+const MAX_REFUSALS: u32 = 2;
+
+/// What airsd's evidence gate says is wrong with `result` (empty: nothing). A gate
+/// that cannot be asked refuses nothing here: airsd judges the result when it comes.
+async fn gate_refusals(
+    link: &impl Link,
+    call_id: &str,
+    result: &WorkerResult,
+    origin_message_id: &str,
+) -> Vec<String> {
+    let input = serde_json::json!({ "result": result });
+    let answer = link
+        .call_tool(
+            &format!("{call_id}:check"),
+            air_proto::gate::CHECK_TOOL,
+            input,
+            origin_message_id,
+        )
+        .await;
+    if answer.status != ToolResultStatus::Ok {
+        return Vec::new();
+    }
+    answer
+        .output
+        .and_then(|o| serde_json::from_value::<air_proto::gate::Verdict>(o).ok())
+        .map(|v| v.refused)
+        .unwrap_or_default()
+}
+
 /// Turns left at which the agent is warned that its budget ends.
 const TURNS_WARNED: u32 = 3;
 /// Output tokens asked for per turn, at most.
@@ -552,8 +583,8 @@ async fn run_with(
     for f in start.context_pack.task_changes.iter().flatten() {
         seen.earlier(f);
     }
-    // The agent was told once what its result lacked for the evidence gate.
-    let mut gate_told = false;
+    // Results airsd's evidence gate refused, each told to the agent.
+    let mut refusals = 0u32;
     let max_turns = match start.task_spec.constraints.max_turns {
         0 => air_proto::plan::DEFAULT_MAX_TURNS,
         n => n,
@@ -726,26 +757,26 @@ async fn run_with(
             if name == submit::SUBMIT && !main {
                 match submit::accept_as(output, role, &task_id, &agent_id, input, &seen) {
                     Ok(result) => {
-                        // The evidence gate, checked here first: once, the agent is told
-                        // what its task still needs (airsd checks again, and decides).
-                        let lacking = (!gate_told
-                            && output == submit::Output::Task
-                            && result.status == WorkerStatus::Completed)
-                            .then(|| {
-                                air_proto::gate::check_completion(&start.task_spec, &result).err()
-                            })
-                            .flatten();
-                        if let Some(missing) = lacking {
-                            gate_told = true;
-                            answers.push(ContentBlock::ToolResult {
-                                tool_use_id: id.to_string(),
-                                content: format!(
-                                    "not accepted yet: this task cannot complete without {}. Do what is missing and submit again (with the `evidence` of what you ran), or submit `failed` or `blocked` saying why.",
-                                    missing.join("; ")
-                                ),
-                                is_error: true,
-                            });
-                            continue;
+                        // airsd's evidence gate, asked first: the agent is told in this
+                        // turn what airsd's records do not show (airsd judges again
+                        // when the result comes, and decides).
+                        let asks =
+                            matches!(output, submit::Output::Task | submit::Output::Debugging)
+                                && refusals < MAX_REFUSALS;
+                        if asks {
+                            let refused = gate_refusals(link, id, &result, &message_id).await;
+                            if !refused.is_empty() {
+                                refusals += 1;
+                                answers.push(ContentBlock::ToolResult {
+                                    tool_use_id: id.to_string(),
+                                    content: format!(
+                                        "not accepted: airsd's records of this attempt do not show what this result needs:\n- {}\nDo what is missing (airsd records the evidence of the commands you run) and submit again, or submit `failed` or `blocked` saying why.",
+                                        refused.join("\n- ")
+                                    ),
+                                    is_error: true,
+                                });
+                                continue;
+                            }
                         }
                         let end = match role {
                             AgentType::Debugger => {

@@ -105,25 +105,141 @@ pub fn changed_in_task(conn: &Connection, task_id: &str, writes: &[&str]) -> Res
         let Ok(output) = serde_json::from_str::<Value>(&json) else {
             continue;
         };
-        let mut paths: Vec<&str> = Vec::new();
-        if writes.contains(&tool.as_str()) {
-            paths.extend(output.get("path").and_then(Value::as_str));
-        }
-        paths.extend(
-            output
-                .get("changed_files")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str),
-        );
-        for p in paths {
+        for p in changed_by(&tool, &output, writes) {
             if !out.iter().any(|o| o == p) {
                 out.push(p.to_string());
             }
         }
     }
     Ok(out)
+}
+
+/// The files a completed tool call changed, from its output: the path of a write or
+/// an edit (`writes` names those tools), the files a command changed.
+pub fn changed_by<'a>(tool: &str, output: &'a Value, writes: &[&str]) -> Vec<&'a str> {
+    let mut paths: Vec<&str> = Vec::new();
+    if writes.contains(&tool) {
+        paths.extend(output.get("path").and_then(Value::as_str));
+    }
+    paths.extend(
+        output
+            .get("changed_files")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str),
+    );
+    paths
+}
+
+/// What airsd recorded of the agents of one attempt (in record order): the evidence
+/// it derived, the commands they ran and how each ended, and the files their calls
+/// changed. Read by the agents' own index, so its cost does not grow with the rest of
+/// the session.
+pub fn attempt_ledger(
+    conn: &Connection,
+    agents: &[String],
+    writes: &[&str],
+) -> Result<air_proto::gate::Ledger> {
+    use air_proto::events as ev;
+    use air_proto::gate::{Change, CommandRecord, Ledger, Piece};
+    use std::collections::HashMap;
+    let mut ledger = Ledger::default();
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, type, payload_json FROM events WHERE agent_id = ?1 AND type IN
+         ('tool.started', 'tool.completed', 'command.started', 'command.completed',
+          'command.failed', 'evidence.created') ORDER BY seq",
+    )?;
+    for agent in agents {
+        let mut tools: HashMap<String, (u64, String)> = HashMap::new();
+        let mut commands: HashMap<String, String> = HashMap::new();
+        let mut rows = stmt.query([agent])?;
+        while let Some(row) = rows.next()? {
+            let seq: u64 = row.get(0)?;
+            let kind: String = row.get(1)?;
+            let json: String = row.get(2)?;
+            let Ok(v) = serde_json::from_str::<Value>(&json) else {
+                continue;
+            };
+            let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+            match kind.as_str() {
+                ev::ToolStarted::TYPE => {
+                    if let (Some(id), Some(tool)) = (text("tool_run_id"), text("tool")) {
+                        tools.insert(id, (seq, tool));
+                    }
+                }
+                ev::ToolCompleted::TYPE => {
+                    let Some((started, tool)) =
+                        text("tool_run_id").and_then(|id| tools.remove(&id))
+                    else {
+                        continue;
+                    };
+                    let Some(output) = v.get("output") else {
+                        continue;
+                    };
+                    let files: Vec<String> = changed_by(&tool, output, writes)
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect();
+                    if !files.is_empty() {
+                        ledger.changes.push(Change {
+                            seq: started,
+                            files,
+                            command_run_id: output
+                                .get("command_run_id")
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
+                        });
+                    }
+                }
+                ev::CommandStarted::TYPE => {
+                    if let (Some(id), Some(command)) = (text("command_run_id"), text("command")) {
+                        commands.insert(id, command);
+                    }
+                }
+                ev::CommandCompleted::TYPE | ev::CommandFailed::TYPE => {
+                    let Some(id) = text("command_run_id") else {
+                        continue;
+                    };
+                    let Some(command) = commands.remove(&id) else {
+                        continue;
+                    };
+                    let exit_code = (kind == ev::CommandCompleted::TYPE)
+                        .then(|| v.get("exit_code").and_then(Value::as_i64))
+                        .flatten()
+                        .and_then(|c| i32::try_from(c).ok());
+                    ledger.commands.push(CommandRecord {
+                        command_run_id: id,
+                        command,
+                        exit_code,
+                        seq,
+                    });
+                }
+                _ => {
+                    let Ok(e) = serde_json::from_value::<air_proto::payload::EvidenceCreated>(v)
+                    else {
+                        continue;
+                    };
+                    let Some(evidence_type) = e.evidence.evidence_type else {
+                        continue;
+                    };
+                    ledger.pieces.push(Piece {
+                        id: e.evidence.id,
+                        evidence_type,
+                        reference: e.evidence.reference,
+                        claim: e.evidence.claim,
+                        seq,
+                        command_run_id: e.command_run_id,
+                        covers: e.covers,
+                    });
+                }
+            }
+        }
+    }
+    ledger.pieces.sort_by_key(|p| p.seq);
+    ledger.commands.sort_by_key(|c| c.seq);
+    ledger.changes.sort_by_key(|c| c.seq);
+    Ok(ledger)
 }
 
 /// One message of the conversation, as stored.

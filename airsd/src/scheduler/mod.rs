@@ -13,4 +13,4 @@ pub mod sim;
 mod tests;
 pub mod tooljob;
 
-pub use self::core::{Config, Core, Decision, Dispatch, Fact};
+pub use self::core::{Config, Core, Decision, Dispatch, Fact, GateSubject};

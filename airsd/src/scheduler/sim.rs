@@ -237,7 +237,12 @@ impl Sim {
                     }
                     Decision::EndAgent { agent_id, end } => match end {
                         AgentEnd::Completed { result, .. } => {
-                            self.record(Fact::AgentResult { agent_id, result })
+                            // No records here: results are judged by their claims.
+                            self.record(Fact::AgentResult {
+                                agent_id,
+                                result,
+                                gate: None,
+                            })
                         }
                         AgentEnd::Failed {
                             failure, reason, ..
@@ -258,6 +263,7 @@ impl Sim {
             Play::Result(result) => self.record(Fact::AgentResult {
                 agent_id: agent_id.to_string(),
                 result,
+                gate: None,
             }),
             Play::Fail(failure, reason) => self.record(Fact::AgentFailed {
                 agent_id: agent_id.to_string(),

@@ -11,13 +11,16 @@
 //! ```
 //!
 //! `air-test-call:` lines (any number) are tool calls the executor makes, in order,
+//! (`air-test-call-N:` only on its N-th run; `claim` makes the N-th run's result from
+//! its `air-test-claim-N: {"evidence_refs": […], "verification": […]}` line),
 //! before its action; their answers go to stderr (the calls are recorded by airsd).
 //! `air-test-bench: TOOL N OUTFILE {json}` makes the call N times and writes each
 //! round trip's microseconds to OUTFILE, one per line (for the benchmarks).
 //!
 //! The n-th run of a role on the task (the number at the end of its agent id) takes the
-//! n-th action of that role, or the last one. Actions: `complete` (honest, with the
-//! evidence its gate needs), `lie` (claims completion with no evidence), `fail` (a
+//! n-th action of that role, or the last one. Actions: `complete` (honest: runs the
+//! task's verify commands through airsd and reports them as they came out, claiming
+//! no evidence of its own), `lie` (claims completion with evidence it does not have), `fail` (a
 //! failed verification), `block`, `crash` (exit 1, no result), `hang` (heartbeats but
 //! never finishes), `silent` (no heartbeats, never finishes), `garbage` (a line that is
 //! not JSON), `flood` (10,000 log lines, then completes), `approve`, `changes`, `fix`,
@@ -281,6 +284,7 @@ fn main() {
             };
         }
     };
+    let last_run_seen: std::cell::RefCell<Option<String>> = Default::default();
     if role == AgentType::Executor {
         for line in d.spec.description.lines() {
             let Some(rest) = line.trim().strip_prefix("air-test-bench:") else {
@@ -308,8 +312,14 @@ fn main() {
         // `$LAST_COMMAND_RUN` in a call's input stands for the command_run_id of the
         // last shell.run answered.
         let mut last_run = String::new();
+        let last_run_seen = &last_run_seen;
+        let this_run = format!("air-test-call-{run}:");
         for line in d.spec.description.lines() {
-            let Some(rest) = line.trim().strip_prefix("air-test-call:") else {
+            let line = line.trim();
+            let Some(rest) = line
+                .strip_prefix("air-test-call:")
+                .or_else(|| line.strip_prefix(this_run.as_str()))
+            else {
                 continue;
             };
             let (tool, input) = rest.trim().split_once(' ').unwrap_or((rest.trim(), "{}"));
@@ -319,6 +329,7 @@ fn main() {
                 Ok(out) => {
                     if let Some(id) = out.get("command_run_id").and_then(|v| v.as_str()) {
                         last_run = id.to_string();
+                        last_run_seen.replace(Some(id.to_string()));
                     }
                     eprintln!("air-test-worker: {tool} answered: {out}")
                 }
@@ -326,7 +337,44 @@ fn main() {
             }
         }
     }
+    let last_run = last_run_seen.take();
     let result: WorkerResult = match act.as_str() {
+        "claim" => {
+            // Claims completion with what the run's `air-test-claim-N:` line says
+            // (`$LAST_COMMAND_RUN`: the last command this run ran; `$NOTED_COMMAND_RUN`:
+            // the first command run its notes name, another attempt's).
+            let noted = start
+                .context_pack
+                .notes
+                .iter()
+                .flatten()
+                .find_map(|n| {
+                    n.split("command-run:").nth(1).map(|r| {
+                        r.chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                            .collect::<String>()
+                    })
+                })
+                .unwrap_or_default();
+            let key = format!("air-test-claim-{run}:");
+            let claim = d
+                .spec
+                .description
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(key.as_str()))
+                .unwrap_or("{}")
+                .replace("$LAST_COMMAND_RUN", last_run.as_deref().unwrap_or(""))
+                .replace("$NOTED_COMMAND_RUN", &noted);
+            let claim: serde_json::Value = serde_json::from_str(&claim).unwrap_or_default();
+            let mut r = result_for(&d, WorkerStatus::Completed, false);
+            if let Some(refs) = claim.get("evidence_refs") {
+                r.evidence_refs = serde_json::from_value(refs.clone()).unwrap_or_default();
+            }
+            if let Some(v) = claim.get("verification") {
+                r.verification = serde_json::from_value(v.clone()).unwrap_or_default();
+            }
+            r
+        }
         "tools" => {
             let path = format!("out/{}.txt", d.task_id);
             let steps = [
@@ -460,6 +508,39 @@ fn main() {
     // airsd takes the changed files from its records of the calls, so a scripted
     // result that changed nothing through airsd says so; an honest one explains.
     let mut result = result;
+    // Evidence is airsd's record of what ran, never a claim: an honest executor runs
+    // the task's checks through airsd and reports each as it came out, and claims no
+    // build or test it did not run. A liar keeps its claims.
+    let honest = matches!(
+        act.as_str(),
+        "complete" | "extend" | "flood" | "tools" | "overclaim"
+    );
+    if role == AgentType::Executor && honest {
+        result.evidence_refs.retain(|e| {
+            e.evidence_type
+                .is_none_or(|k| air_proto::gate::source(k) != air_proto::gate::Source::Records)
+        });
+        result.verification.clear();
+        for command in d.spec.verification.commands.iter().flatten() {
+            let out = call("shell.run", serde_json::json!({ "command": command }));
+            let exit = out
+                .as_ref()
+                .ok()
+                .and_then(|o| o.get("exit_code").and_then(|c| c.as_i64()));
+            result
+                .verification
+                .push(air_proto::result::VerificationResult {
+                    name: command.clone(),
+                    status: if exit == Some(0) {
+                        air_proto::result::VerificationStatus::Passed
+                    } else {
+                        air_proto::result::VerificationStatus::Failed
+                    },
+                    evidence_refs: None,
+                    notes: out.err(),
+                });
+        }
+    }
     if !matches!(act.as_str(), "tools" | "overclaim") && !result.changed_files.is_empty() {
         result.changed_files.clear();
         let explained = result

@@ -292,8 +292,9 @@ fn changes_requested_once_then_fixed_and_approved_through_provider_faults() {
 
 /// A task whose verification is required cannot complete on a claim: the model says
 /// a check passed without running anything and the worker sends it back; when it then
-/// submits with no check at all, the evidence gate refuses completion and the next
-/// attempt is told why.
+/// submits with no check at all, airsd's evidence gate refuses it in the same turn,
+/// twice; the third time the result goes to airsd, which refuses completion, and the
+/// next attempt is told why.
 #[test]
 fn a_claimed_check_that_never_ran_cannot_complete_the_task() {
     let dir = tempfile::tempdir().unwrap();
@@ -307,11 +308,16 @@ fn a_claimed_check_that_never_ran_cannot_complete_the_task() {
                 expect: Expect { contains: vec!["no command you ran shows it".into()], tools: vec![] },
                 reply: call("t3", "submit_result", json!({"status": "completed", "summary": "Done"})),
             },
-            // The worker says once what the gate will refuse; the same claim again
-            // goes to airsd, whose gate is the authority.
+            // The worker asks airsd's gate, which refuses (twice, told to the
+            // model); the same claim again goes to airsd, whose gate is the
+            // authority.
             Exchange { request: None,
-                expect: Expect { contains: vec!["not accepted yet".into(), "verification is required".into()], tools: vec![] },
+                expect: Expect { contains: vec!["not accepted: airsd's records".into(), "verification is required".into()], tools: vec![] },
                 reply: call("t4", "submit_result", json!({"status": "completed", "summary": "Done"})),
+            },
+            Exchange { request: None,
+                expect: Expect { contains: vec!["not accepted: airsd's records".into(), "the task's check `cargo test` was not run".into()], tools: vec![] },
+                reply: call("t5", "submit_result", json!({"status": "completed", "summary": "Done"})),
             },
         ])
         .await;
@@ -319,8 +325,8 @@ fn a_claimed_check_that_never_ran_cannot_complete_the_task() {
         let plan = "## Task A: write a greeting\n\n- verify: `cargo test`\n\nCreate hello.txt.\n";
         let session = start(&state, plan).await;
         // The evidence gate refuses the claim, and the next attempt is told why.
-        requests(&mock, 5, "no second attempt").await;
-        let again = mock.received()[4].body.to_string();
+        requests(&mock, 6, "no second attempt").await;
+        let again = mock.received()[5].body.to_string();
         assert!(
             again.contains("cannot complete the task") && again.contains("verification is required"),
             "{again}"
@@ -607,7 +613,7 @@ fn a_failed_check_goes_to_the_debugger_which_gathers_evidence_then_fixes() {
             x(call("e5", "submit_result", json!({
                 "status": "completed", "summary": "hello.txt says hello; the check passes.",
                 "verification": [{"name": check, "status": "passed"}],
-                "evidence": [{"ref": check, "claim": "the check passes", "evidence_type": "test_pass"}]
+                "evidence": [{"ref": check, "claim": "the check passes"}]
             }))),
             x(review("approved", json!([]))),
         ])
@@ -675,8 +681,13 @@ fn denied_paths_git_and_outside_writes_are_refused_and_the_task_cannot_ignore_th
                 "status": "completed", "summary": "Done.",
                 "evidence": [{"ref": "x", "claim": "done", "evidence_type": "test_pass"}]
             }))),
-            // Told once what is missing, it claims the same again.
+            // Told twice by airsd's gate what its records do not show, it claims the
+            // same again, and the result goes to airsd, which refuses it.
             x(call("a6", "submit_result", json!({
+                "status": "completed", "summary": "Done.",
+                "evidence": [{"ref": "x", "claim": "done", "evidence_type": "test_pass"}]
+            }))),
+            x(call("a7", "submit_result", json!({
                 "status": "completed", "summary": "Done.",
                 "evidence": [{"ref": "x", "claim": "done", "evidence_type": "test_pass"}]
             }))),
@@ -719,7 +730,7 @@ fn denied_paths_git_and_outside_writes_are_refused_and_the_task_cannot_ignore_th
         // The claim was refused by the evidence gate, and the next attempt was told
         // why.
         let received = mock.received();
-        let next = received.get(6).map(|r| r.body.to_string()).unwrap_or_default();
+        let next = received.get(7).map(|r| r.body.to_string()).unwrap_or_default();
         assert!(next.contains("cannot complete the task"), "{next}");
         assert!(next.contains("verification is required but no verification result was reported"), "{next}");
     });
@@ -1089,7 +1100,7 @@ fn a_result_missing_its_evidence_costs_one_more_turn_not_a_new_dispatch() {
             Exchange { request: None, expect: any(), reply: call("t1", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})) },
             Exchange { request: None, expect: any(), reply: call("t2", "submit_result", bare.clone()) },
             Exchange { request: None,
-                expect: Expect { contains: vec!["not accepted yet".into(), "verification is required".into()], tools: vec![] },
+                expect: Expect { contains: vec!["not accepted: airsd's records of this attempt".into(), "the task's check `cargo test` was not run in this attempt".into()], tools: vec![] },
                 reply: call("t3", "submit_result", json!({"status": "blocked", "summary": "cargo is not installed here"})),
             },
         ])
@@ -1099,7 +1110,7 @@ fn a_result_missing_its_evidence_costs_one_more_turn_not_a_new_dispatch() {
         let session = start(&state, plan).await;
         requests(&mock, 3, "no third turn").await;
         let third = mock.received()[2].body.to_string();
-        assert!(third.contains("not accepted yet"), "{third}");
+        assert!(third.contains("not accepted: airsd's records"), "{third}");
         // The same agent asked again: no second executor was started for it.
         let p = state.session(&session).await.unwrap().snapshot();
         let executors = p

@@ -13,6 +13,7 @@ mod daemon;
 mod deltas;
 mod disk_full;
 mod escapes;
+mod evidence;
 mod init_cli;
 mod permissions;
 mod plan_cli;

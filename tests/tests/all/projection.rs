@@ -171,6 +171,7 @@ impl Gen {
                     agent_id: format!("A{agent}"),
                     exit_code: Some(0),
                     result: None,
+                    gate: None,
                 },
             ),
             Op::EndAgent { agent, ok: false } => event(
@@ -350,6 +351,8 @@ impl Gen {
                         evidence,
                         task_id: None,
                         agent_id: None,
+                        command_run_id: None,
+                        covers: None,
                     },
                 )
             }

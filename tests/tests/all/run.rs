@@ -33,6 +33,18 @@ pub(crate) fn project() -> Project {
     p
 }
 
+/// The example project for the scripted worker, with what its scripted agents do not
+/// write but the example's checks run: a command-line tool (`python3 -m wordcount`).
+fn scripted_project() -> Project {
+    let p = project();
+    std::fs::write(
+        p.root.join("wordcount/__main__.py"),
+        "import sys\n\nprint(\"a 2\")\nsys.exit(0)\n",
+    )
+    .unwrap();
+    p
+}
+
 fn command(p: &Project, args: &[&str]) -> Command {
     let mut c = Command::new(bin("air"));
     c.args(args)
@@ -68,7 +80,7 @@ pub(crate) fn real_worker(p: &Project, args: &[&str]) -> Command {
     c
 }
 
-fn air(p: &Project, args: &[&str]) -> Output {
+pub(crate) fn air(p: &Project, args: &[&str]) -> Output {
     command(p, args).output().unwrap()
 }
 
@@ -77,7 +89,7 @@ fn text(b: &[u8]) -> String {
 }
 
 /// Checks the exit code, showing both streams when it is wrong.
-fn expect(out: &Output, code: i32) {
+pub(crate) fn expect(out: &Output, code: i32) {
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -91,7 +103,7 @@ fn write(p: &Project, name: &str, body: &str) {
     std::fs::write(p.root.join(name), body).unwrap();
 }
 
-fn db(p: &Project, session: &str) -> rusqlite::Connection {
+pub(crate) fn db(p: &Project, session: &str) -> rusqlite::Connection {
     rusqlite::Connection::open_with_flags(
         p.paths().session_db(session),
         OpenFlags::SQLITE_OPEN_READ_ONLY,
@@ -103,7 +115,7 @@ fn count(conn: &rusqlite::Connection, sql: &str) -> i64 {
     conn.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
-fn newest_session(p: &Project) -> String {
+pub(crate) fn newest_session(p: &Project) -> String {
     let out = air(p, &["sessions", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     list[0]["id"].as_str().unwrap().to_string()
@@ -111,7 +123,7 @@ fn newest_session(p: &Project) -> String {
 
 #[test]
 fn the_example_plan_runs_to_completion_with_reports() {
-    let p = project();
+    let p = scripted_project();
     let step_summary = p.dir.path().join("step-summary.md");
     std::fs::write(&step_summary, "earlier steps\n").unwrap();
     let out = command(
@@ -179,7 +191,7 @@ fn the_example_plan_runs_to_completion_with_reports() {
         .unwrap();
     assert!(out.contains("summary: executor completed of T1"), "{out}");
     assert!(
-        out.contains("evidence: build_pass: build_pass holds (command_run command-run:1)"),
+        out.contains("evidence: build_pass: `python3 -m compileall -q wordcount` built with exit 0 (command-run:"),
         "{out}"
     );
     assert!(cases.contains(&"core:milestone-1: Milestone review of phase core".to_string()));
@@ -324,7 +336,9 @@ fn crashes_hangs_garbage_and_lies_end_as_the_rules_say() {
     );
     assert_eq!(outcome["liar"].0, "error", "blocked");
     assert!(
-        outcome["liar"].1.contains("missing build_pass evidence"),
+        outcome["liar"]
+            .1
+            .contains("missing build_pass: no build of this attempt exited 0"),
         "{:?}",
         outcome["liar"]
     );
@@ -421,7 +435,7 @@ fn exit_codes_say_blocked_and_plan_errors() {
 
 #[test]
 fn a_detached_run_is_followed_by_air_wait() {
-    let p = project();
+    let p = scripted_project();
     let out = air(&p, &["run", "--plan", "plan.md", "--detach"]);
     expect(&out, 0);
     let session = text(&out.stdout).trim().to_string();
@@ -1126,7 +1140,8 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
         .unwrap();
     assert!(tests.status.success(), "{}", text(&tests.stderr));
     assert!(p.root.join("wordcount/__main__.py").exists());
-    // The report lists each task's evidence: the commands the agents ran.
+    // The report lists each task's evidence as airsd recorded it from the commands the
+    // agents ran, each with what shows it.
     let session = newest_session(&p);
     let report: serde_json::Value = serde_json::from_slice(
         &std::fs::read(
@@ -1145,7 +1160,13 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
         .unwrap();
     let evidence = t1["evidence"].to_string();
     assert!(
-        evidence.contains("test_pass: `python3 -m unittest discover -s tests` exited 0"),
+        evidence.contains("test_pass: `python3 -m unittest discover -s tests` ran 1 test(s), none failed (command-run:"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains(
+            "build_pass: `python3 -m compileall -q wordcount` built with exit 0 (command-run:"
+        ),
         "{evidence}"
     );
     let _ = air(&p, &["daemon", "stop"]);

@@ -53,6 +53,9 @@ impl Core {
                     in_flight: false,
                     consulted: false,
                     escalation: None,
+                    attempt_agents: Vec::new(),
+                    after_analysis: None,
+                    crash: None,
                 });
                 if let Some(reason) = &self.cancelled {
                     let i = self.tasks.len() - 1;
@@ -84,6 +87,10 @@ impl Core {
                     AgentType::Reviewer | AgentType::ArchitectureDesigner => TaskStatus::Reviewing,
                     _ => TaskStatus::Running,
                 };
+                if *attempt > t.attempt {
+                    t.attempt_agents.clear();
+                }
+                t.attempt_agents.push(agent_id.clone());
                 t.attempt = (*attempt).max(t.attempt);
                 t.next = Next::Nothing;
                 t.agent = Some(agent_id.clone());
@@ -150,9 +157,13 @@ impl Core {
                     }
                 }
             }
-            Fact::AgentResult { agent_id, result } => {
+            Fact::AgentResult {
+                agent_id,
+                result,
+                gate,
+            } => {
                 if let Some((i, role)) = self.agent_ended(agent_id) {
-                    self.on_result(i, role, result);
+                    self.on_result(i, role, result, gate.as_deref());
                 }
             }
             Fact::AgentFailed {

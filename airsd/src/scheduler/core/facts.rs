@@ -141,6 +141,7 @@ const TABLE: &[Entry] = &[
             Some(result) => Fact::AgentResult {
                 agent_id: pl.agent_id,
                 result: Box::new(result),
+                gate: pl.gate.map(Box::new),
             },
             None => Fact::AgentFailed {
                 agent_id: pl.agent_id,

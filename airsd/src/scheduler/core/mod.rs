@@ -40,6 +40,7 @@ mod facts;
 mod outcome;
 mod planning;
 
+pub use crate::evidence::GateSubject;
 pub use asks::{Ask, Refusal};
 pub use exit::{classify_exit, AgentEnd, ProcessEnd};
 pub use facts::{fact_of, recovered_types};
@@ -113,6 +114,9 @@ pub enum Fact {
     AgentResult {
         agent_id: String,
         result: Box<WorkerResult>,
+        /// The evidence gate's verdict recorded with it (see
+        /// `air_proto::payload::AgentCompleted::gate`).
+        gate: Option<Box<air_proto::gate::Verdict>>,
     },
     AgentFailed {
         agent_id: String,
@@ -359,6 +363,13 @@ struct TaskState {
     consulted: bool,
     /// How the task ends unless the consulted Architecture Designer grants a retry.
     escalation: Option<(TaskStatus, String)>,
+    /// The agents of its latest attempt (whose records its evidence gate reads).
+    attempt_agents: Vec<String>,
+    /// How the task ends once the debugger has analysed its executor's failure (the
+    /// same failure too often).
+    after_analysis: Option<(TaskStatus, String)>,
+    /// How its executor ended without a result, until the debugger has analysed it.
+    crash: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -585,6 +596,28 @@ impl Core {
             .iter()
             .map(|(id, a)| (id.clone(), self.tasks[a.task].spec.id.clone()))
             .collect()
+    }
+
+    /// What the evidence gate of a running agent's result reads. `None` for an agent
+    /// whose result claims no evidence (a turn of the conversation, a planning turn,
+    /// the direct lane, a reviewer of an executor's work).
+    pub fn gate_subject(&self, agent_id: &str) -> Option<GateSubject> {
+        let a = self.agents.get(agent_id)?;
+        let t = &self.tasks[a.task];
+        let id = &t.spec.id;
+        if in_conversation(id) || is_review(id) {
+            return None;
+        }
+        let one_agent = t.spec.task_type != TaskType::Execute;
+        let completes = one_agent || a.role == AgentType::Executor;
+        if !completes && a.role != AgentType::Debugger {
+            return None;
+        }
+        Some(GateSubject {
+            spec: t.spec.clone(),
+            agents: t.attempt_agents.clone(),
+            completes,
+        })
     }
 
     /// A task's status, if the task exists.

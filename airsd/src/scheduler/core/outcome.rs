@@ -4,7 +4,13 @@
 use super::*;
 
 impl Core {
-    pub(super) fn on_result(&mut self, i: usize, role: AgentType, result: &WorkerResult) {
+    pub(super) fn on_result(
+        &mut self,
+        i: usize,
+        role: AgentType,
+        result: &WorkerResult,
+        verdict: Option<&gate::Verdict>,
+    ) {
         let config = self.config.clone();
         if role == AgentType::Main {
             return self.on_turn(i, result);
@@ -48,7 +54,7 @@ impl Core {
         let t = &mut self.tasks[i];
         match role {
             AgentType::Executor if t.spec.task_type == TaskType::Execute => match result.status {
-                WorkerStatus::Completed => match gate::check_completion(&t.spec, result) {
+                WorkerStatus::Completed => match judged(&t.spec, result, verdict) {
                     Ok(()) => {
                         t.under_review = Some(result.clone());
                         t.next = Next::Dispatch(AgentType::Reviewer);
@@ -231,6 +237,20 @@ impl Core {
                     );
                     return;
                 };
+                // What it analysed, when its executor left no result.
+                let analysis = match t.crash.take() {
+                    Some(crash) => format!("{analysis} (the executor's end: {crash})"),
+                    None => analysis,
+                };
+                // The task was to end once analysed (its executor failed the same way
+                // too often).
+                if let Some((end, reason)) = t.after_analysis.take() {
+                    t.next = Next::Finish(
+                        end,
+                        Some(format!("{reason}; debugger analysis: {analysis}")),
+                    );
+                    return;
+                }
                 match result.status {
                     WorkerStatus::Completed => {
                         if t.retries_used < t.spec.constraints.retry_budget {
@@ -262,7 +282,7 @@ impl Core {
             _ => {
                 // One-agent tasks (review/debug/compact/mine_experience tasks of a plan).
                 match result.status {
-                    WorkerStatus::Completed => match gate::check_completion(&t.spec, result) {
+                    WorkerStatus::Completed => match judged(&t.spec, result, verdict) {
                         Ok(()) => t.next = Next::Finish(TaskStatus::Completed, None),
                         Err(reasons) => {
                             t.next = Next::Finish(
@@ -459,6 +479,39 @@ impl Core {
             AgentFailure::Crash
             | AgentFailure::Timeout
             | AgentFailure::Stalled
+            | AgentFailure::Protocol
+                if role == AgentType::Executor
+                    && t.spec.task_type == TaskType::Execute
+                    && !in_conversation(&t.spec.id) =>
+            {
+                // Global rule 1: a task does not end failed or blocked without a
+                // debugger's analysis, and an executor that crashed, stalled or was
+                // killed left no result to end it: the debugger looks first.
+                let n = t
+                    .failures
+                    .entry(signature(failure.as_str(), reason))
+                    .or_insert(0);
+                *n += 1;
+                if *n >= limit {
+                    t.after_analysis = Some((
+                        TaskStatus::Blocked,
+                        format!(
+                            "the same failure {n} times, escalated: {}: {reason}",
+                            failure.as_str()
+                        ),
+                    ));
+                }
+                t.notes.push(format!(
+                    "The executor ended without a result ({}): {reason}. Find out why from what it did (its commands, their output, its changes) before you change anything.",
+                    failure.as_str()
+                ));
+                t.under_review = None;
+                t.crash = Some(format!("{}: {reason}", failure.as_str()));
+                t.next = Next::Dispatch(AgentType::Debugger);
+            }
+            AgentFailure::Crash
+            | AgentFailure::Timeout
+            | AgentFailure::Stalled
             | AgentFailure::Protocol => {
                 if repeated(t, failure.as_str(), reason, limit, false) {
                     return;
@@ -483,6 +536,21 @@ impl Core {
                 }
             }
         }
+    }
+}
+
+/// Whether a completed result may complete its task: by the verdict airsd recorded
+/// from its records, or (a result recorded before airsd derived evidence) by its own
+/// claims, as it was judged then.
+fn judged(
+    spec: &air_proto::task::TaskSpec,
+    result: &WorkerResult,
+    verdict: Option<&gate::Verdict>,
+) -> Result<(), Vec<String>> {
+    match verdict {
+        Some(v) if v.passed() => Ok(()),
+        Some(v) => Err(v.refused.clone()),
+        None => gate::check_recorded_claims(spec, result),
     }
 }
 

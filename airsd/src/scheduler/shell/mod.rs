@@ -570,10 +570,12 @@ impl Shell {
             Decision::EndAgent { agent_id, end } => {
                 let event = match end {
                     AgentEnd::Completed { result, exit_code } => {
+                        let gate = self.verdict(&agent_id, &result).await;
                         self.event(&p::AgentCompleted {
                             agent_id: agent_id.clone(),
                             exit_code,
                             result: Some(*result),
+                            gate,
                         })?
                     }
                     AgentEnd::Failed {
@@ -592,6 +594,25 @@ impl Shell {
                 Ok(())
             }
         }
+    }
+
+    /// The evidence gate's verdict on an agent's result, from airsd's records of its
+    /// attempt (recorded with the result, so that a replay decides as the run did).
+    async fn verdict(
+        &self,
+        agent_id: &str,
+        result: &air_proto::result::WorkerResult,
+    ) -> Option<air_proto::gate::Verdict> {
+        let subject = self.core.gate_subject(agent_id)?;
+        let (session, result) = (self.ctx.session.clone(), result.clone());
+        let judged = tokio::task::spawn_blocking(move || {
+            crate::evidence::judge(&session, &subject, &result)
+        })
+        .await;
+        Some(judged.unwrap_or_else(|e| air_proto::gate::Verdict {
+            counted: Vec::new(),
+            refused: vec![format!("the evidence gate stopped: {e}")],
+        }))
     }
 
     fn kill_all(&mut self) {

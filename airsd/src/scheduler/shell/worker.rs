@@ -148,6 +148,23 @@ impl Shell {
                 }
                 Ok(())
             }
+            IpcBody::ToolCall(call) if call.tool == crate::evidence::CHECK => {
+                // The worker asks what the evidence gate says of a result before it
+                // hands it back: a read of airsd's records, answered beside the loop
+                // and recorded nowhere (the agent's conversation keeps what it was
+                // told).
+                let subject = self.core.gate_subject(agent_id);
+                let (session, worker, header) = (
+                    self.ctx.session.clone(),
+                    worker.clone(),
+                    message.header.clone(),
+                );
+                tokio::spawn(async move {
+                    let answer = crate::evidence::answer_check(session, subject, call).await;
+                    worker.reply(&header, IpcBody::ToolResult(answer));
+                });
+                Ok(())
+            }
             IpcBody::ToolCall(call) => {
                 // Tools run beside the scheduler, never blocking it; each call is
                 // recorded (`tool.started` first: the write-ahead record) and answered.

@@ -244,13 +244,13 @@ fn the_global_evidence_rules_apply() {
     let mut r = result_for(&d, WorkerStatus::Completed, false);
     r.changed_files.clear();
     assert_eq!(
-        gate::check_completion(spec, &r).unwrap_err(),
+        gate::check_recorded_claims(spec, &r).unwrap_err(),
         ["missing explanation evidence"],
         "done without changes needs an explanation"
     );
     r.changed_files = vec!["src/net/socket.CPP".into()];
     assert_eq!(
-        gate::check_completion(spec, &r).unwrap_err(),
+        gate::check_recorded_claims(spec, &r).unwrap_err(),
         ["missing static_analysis evidence"],
         "C++ changes need static analysis"
     );
@@ -273,7 +273,7 @@ fn the_global_evidence_rules_apply() {
         evidence_refs: None,
         notes: None,
     });
-    let reasons = gate::check_completion(spec, &r).unwrap_err();
+    let reasons = gate::check_recorded_claims(spec, &r).unwrap_err();
     assert!(
         reasons.contains(&"verification `make` is failed".to_string()),
         "{reasons:?}"
@@ -349,52 +349,83 @@ fn a_debugger_without_an_analysis_cannot_fail_a_task_silently() {
         .contains("the debugger returned no analysis"));
 }
 
+/// An executor that crashed left no result: the debugger analyses it (global rule
+/// 1), then the task retries as a new attempt within its budget.
+fn crash_then_analyse(
+    sim: &mut Sim,
+    attempt: u32,
+    failure: AgentFailure,
+    reason: &str,
+) -> Dispatch {
+    let exec = only(&sim.settle(), "executor").clone();
+    assert_eq!(exec.role, AgentType::Executor);
+    assert_eq!(exec.attempt, attempt);
+    sim.finish(&exec.agent_id, Play::Fail(failure, reason.into()));
+    let dbg = only(&sim.settle(), "the debugger's analysis").clone();
+    assert_eq!(dbg.role, AgentType::Debugger);
+    assert_eq!(
+        dbg.attempt, attempt,
+        "the debugger works on the failed attempt"
+    );
+    assert!(
+        dbg.notes[0].contains(&format!(
+            "ended without a result ({}): {reason}",
+            failure.as_str()
+        )),
+        "{:?}",
+        dbg.notes
+    );
+    dbg
+}
+
 #[test]
-fn crashes_retry_as_new_attempts_and_the_same_crash_three_times_escalates() {
+fn crashes_are_analysed_then_retried_and_the_same_crash_three_times_escalates() {
     let mut sim = Sim::new(config(1), &plan("## Task A: a\n\n- retry_budget: 5\n"));
     for attempt in 1..=3 {
-        let exec = only(&sim.settle(), "executor").clone();
-        assert_eq!(exec.attempt, attempt);
-        sim.finish(
-            &exec.agent_id,
-            Play::Fail(
-                AgentFailure::Crash,
-                format!("exit code 101 (pid {})", 4000 + attempt),
-            ),
-        );
+        let reason = format!("exit code 101 (pid {})", 4000 + attempt);
+        let dbg = crash_then_analyse(&mut sim, attempt, AgentFailure::Crash, &reason);
+        sim.finish(&dbg.agent_id, res(debug(&dbg, WorkerStatus::Completed)));
     }
     sim.settle();
     let (status, reason) = finish_reason(&sim, "A");
     assert_eq!(status, TaskStatus::Blocked);
-    assert!(reason
-        .unwrap()
-        .contains("the same failure 3 times, escalated: crash: exit code"));
+    let reason = reason.unwrap();
+    assert!(
+        reason.contains("the same failure 3 times, escalated: crash: exit code"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("debugger analysis: the cause of A's failure"),
+        "{reason}"
+    );
 
-    // Different failures run out of budget instead.
-    let mut sim = Sim::new(config(1), &plan("## Task A: a\n\n- retry_budget: 1\n"));
-    let exec = only(&sim.settle(), "executor").clone();
-    sim.finish(
-        &exec.agent_id,
-        Play::Fail(AgentFailure::Crash, "segfault".into()),
-    );
-    let exec = only(&sim.settle(), "retry").clone();
-    assert!(exec.notes[0].contains("ended without a result (crash): segfault"));
-    sim.finish(
-        &exec.agent_id,
-        Play::Fail(AgentFailure::Protocol, "garbage on stdout".into()),
-    );
+    // Different failures run out of budget instead, each analysed.
+    let no_consult = Config {
+        consult: false,
+        ..config(1)
+    };
+    let mut sim = Sim::new(no_consult, &plan("## Task A: a\n\n- retry_budget: 1\n"));
+    let dbg = crash_then_analyse(&mut sim, 1, AgentFailure::Crash, "segfault");
+    sim.finish(&dbg.agent_id, res(debug(&dbg, WorkerStatus::Completed)));
+    let dbg = crash_then_analyse(&mut sim, 2, AgentFailure::Protocol, "garbage on stdout");
+    sim.finish(&dbg.agent_id, res(debug(&dbg, WorkerStatus::Completed)));
     sim.settle();
     let (status, reason) = finish_reason(&sim, "A");
     assert_eq!(status, TaskStatus::Failed);
-    assert!(reason
-        .unwrap()
-        .contains("retry budget (1) spent; last failure (protocol)"));
+    let reason = reason.unwrap();
+    assert!(
+        reason.contains("retry budget (1) spent; debugger analysis"),
+        "{reason}"
+    );
 }
 
 #[test]
 fn soft_timeouts_warn_and_allow_extensions_hard_timeouts_kill() {
     let mut sim = Sim::new(
-        config(1),
+        Config {
+            consult: false,
+            ..config(1)
+        },
         &plan("## Task A: a\n\n- soft_timeout: 10m\n- hard_timeout: 20m\n- retry_budget: 0\n"),
     );
     let exec = only(&sim.settle(), "executor").clone();
@@ -448,7 +479,21 @@ fn soft_timeouts_warn_and_allow_extensions_hard_timeouts_kill() {
     };
     assert_eq!(*failure, AgentFailure::Timeout);
     assert!(reason.starts_with("hard timeout"), "{reason}");
-    assert_eq!(finish_reason(&sim, "A").0, TaskStatus::Failed);
+    // Killed on its hard timeout, it is analysed before the task fails.
+    let dbg = sim
+        .decisions
+        .iter()
+        .rev()
+        .find_map(|d| match d {
+            Decision::Dispatch(d) if d.role == AgentType::Debugger => Some((**d).clone()),
+            _ => None,
+        })
+        .expect("the debugger after a timeout");
+    sim.finish(&dbg.agent_id, res(debug(&dbg, WorkerStatus::Completed)));
+    sim.settle();
+    let (status, reason) = finish_reason(&sim, "A");
+    assert_eq!(status, TaskStatus::Failed);
+    assert!(reason.unwrap().contains("debugger analysis"));
 }
 
 /// A hold stops an agent's clock only once its worker holds (the step under way may
@@ -510,9 +555,12 @@ fn a_silent_agent_is_killed_as_stalled_and_retried() {
     sim.now_ms += 119_000;
     assert!(sim.settle().is_empty());
     sim.now_ms += 2_000;
-    let retry = only(&sim.settle(), "retry after stall").clone();
-    assert_eq!(retry.attempt, 2);
+    let dbg = only(&sim.settle(), "the debugger after a stall").clone();
     assert!(sim.decisions.iter().any(|d| matches!(d, Decision::Kill { agent_id, failure: AgentFailure::Stalled, .. } if agent_id == &exec.agent_id)));
+    assert_eq!(dbg.role, AgentType::Debugger);
+    sim.finish(&dbg.agent_id, res(debug(&dbg, WorkerStatus::Completed)));
+    let retry = only(&sim.settle(), "retry after the analysis").clone();
+    assert_eq!((retry.role, retry.attempt), (AgentType::Executor, 2));
 }
 
 #[test]
@@ -920,7 +968,9 @@ fn check_log(case: &Case, facts: &[Fact]) {
                 let _ = role;
                 in_progress.insert(task_id.clone());
             }
-            Fact::AgentResult { agent_id, result } => {
+            Fact::AgentResult {
+                agent_id, result, ..
+            } => {
                 running_agents.remove(agent_id);
                 if result.agent_type == AgentType::Executor {
                     last_exec.insert(result.task_id.clone(), (**result).clone());
@@ -946,7 +996,7 @@ fn check_log(case: &Case, facts: &[Fact]) {
                         let r = last_exec
                             .get(task_id)
                             .expect("an executor result before completion");
-                        gate::check_completion(spec, r).expect("evidence gate held");
+                        gate::check_recorded_claims(spec, r).expect("evidence gate held");
                         assert!(
                             approved.contains(task_id),
                             "{task_id} completed without approval"

@@ -1,0 +1,380 @@
+//! The evidence gate's rules, each shown on a ledger built by hand: real records complete a task, and each way a result can claim more than the records show is refused.
+#![allow(clippy::unwrap_used)]
+use super::*;
+use crate::result::{EvidenceRef, VerificationResult};
+use crate::role::AgentType;
+use crate::task::{
+    Constraints, ContextRefs, Contracts, ModelPolicy, TaskCategory, TaskScope, TaskType,
+    Verification,
+};
+
+fn spec(category: TaskCategory, verify: &[&str]) -> TaskSpec {
+    TaskSpec {
+        id: "T1".into(),
+        task_type: TaskType::Execute,
+        title: "t".into(),
+        description: String::new(),
+        acceptance_criteria: Vec::new(),
+        category: Some(category),
+        phase: None,
+        scope: TaskScope::default(),
+        contracts: Contracts::default(),
+        dependencies: Vec::new(),
+        verification: Verification {
+            commands: (!verify.is_empty()).then(|| verify.iter().map(|c| c.to_string()).collect()),
+            required: !verify.is_empty(),
+            fallback_allowed: false,
+            evidence_types: None,
+        },
+        constraints: Constraints {
+            max_turns: 10,
+            soft_timeout_ms: 1,
+            hard_timeout_ms: 2,
+            retry_budget: 0,
+            model_policy: ModelPolicy::SchedulerForced,
+            model_id: None,
+        },
+        context_refs: ContextRefs::default(),
+        output_contract: TaskType::Execute.output_contract(),
+    }
+}
+
+fn completed(changed: &[&str]) -> WorkerResult {
+    let mut r = WorkerResult::new(
+        "T1",
+        "a1",
+        AgentType::Executor,
+        WorkerStatus::Completed,
+        "done".into(),
+    );
+    r.changed_files = changed.iter().map(|c| c.to_string()).collect();
+    r
+}
+
+fn claim(kind: EvidenceType, command_run: &str) -> EvidenceRef {
+    EvidenceRef {
+        id: format!("ev-{}", kind.as_str()),
+        kind: EvidenceKind::CommandRun,
+        reference: format!("{COMMAND_RUN}{command_run}"),
+        location: None,
+        claim: format!("{} holds", kind.as_str()),
+        evidence_type: Some(kind),
+    }
+}
+
+fn passed(name: &str) -> VerificationResult {
+    VerificationResult {
+        name: name.into(),
+        status: VerificationStatus::Passed,
+        evidence_refs: None,
+        notes: None,
+    }
+}
+
+/// A ledger built step by step, seqs in order.
+#[derive(Default)]
+struct Record {
+    ledger: Ledger,
+    seq: u64,
+}
+
+impl Record {
+    fn next(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn ran(
+        &mut self,
+        id: &str,
+        command: &str,
+        exit: Option<i32>,
+        shows: &[EvidenceType],
+    ) -> &mut Self {
+        let seq = self.next();
+        self.ledger.commands.push(CommandRecord {
+            command_run_id: id.into(),
+            command: command.into(),
+            exit_code: exit,
+            seq,
+        });
+        for kind in shows {
+            let seq = self.next();
+            self.ledger.pieces.push(Piece {
+                id: format!("{id}-{}", kind.as_str()),
+                evidence_type: *kind,
+                reference: format!("{COMMAND_RUN}{id}"),
+                claim: format!("{command} shows {}", kind.as_str()),
+                seq,
+                command_run_id: Some(id.into()),
+                covers: None,
+            });
+        }
+        self
+    }
+
+    fn wrote(&mut self, file: &str) -> &mut Self {
+        let seq = self.next();
+        self.ledger.changes.push(Change {
+            seq,
+            files: vec![file.into()],
+            command_run_id: None,
+        });
+        self
+    }
+}
+
+use EvidenceType::*;
+
+#[test]
+fn real_records_complete_a_logic_task() {
+    let mut rec = Record::default();
+    rec.wrote("src/a.py")
+        .ran("c1", "python3 -m compileall -q src", Some(0), &[BuildPass])
+        .ran(
+            "c2",
+            "python3 -m unittest",
+            Some(0),
+            &[TestPass, TestOutput],
+        );
+    let v = check(
+        &spec(TaskCategory::Logic, &[]),
+        &completed(&["src/a.py"]),
+        &rec.ledger,
+    );
+    assert!(v.passed(), "{v:?}");
+    let counted: Vec<_> = v
+        .counted
+        .iter()
+        .map(|c| (c.evidence_type, c.evidence_id.as_str()))
+        .collect();
+    assert_eq!(
+        counted,
+        [(BuildPass, "c1-build_pass"), (TestPass, "c2-test_pass")]
+    );
+}
+
+#[test]
+fn a_claim_the_records_do_not_show_is_refused_each_way_a_worker_can_lie() {
+    let s = spec(TaskCategory::Logic, &[]);
+    let mut rec = Record::default();
+    rec.wrote("src/a.py").ran("bad", "make", Some(2), &[]).ran(
+        "ok",
+        "python3 -m unittest",
+        Some(0),
+        &[TestPass],
+    );
+    // build_pass and test_pass both pointing at a failed command.
+    let mut r = completed(&["src/a.py"]);
+    r.evidence_refs = vec![claim(BuildPass, "bad"), claim(TestPass, "bad")];
+    let v = check(&s, &r, &rec.ledger);
+    assert!(!v.passed());
+    assert!(
+        v.refused[0].contains("evidence[0] claims build_pass from `make`"),
+        "{v:?}"
+    );
+    assert!(v.refused[0].contains("exited 2"), "{v:?}");
+    assert!(
+        v.refused
+            .iter()
+            .any(|r| r.starts_with("missing build_pass")),
+        "{v:?}"
+    );
+    // A command of another attempt (not in this ledger).
+    let mut r = completed(&["src/a.py"]);
+    r.evidence_refs = vec![claim(BuildPass, "elsewhere")];
+    let v = check(&s, &r, &rec.ledger);
+    assert!(
+        v.refused[0].contains("no agent of this attempt ran"),
+        "{v:?}"
+    );
+    // A build before the last edit.
+    let mut rec = Record::default();
+    rec.ran("b1", "make", Some(0), &[BuildPass])
+        .ran("t1", "ctest", Some(0), &[TestPass])
+        .wrote("src/a.cpp");
+    let mut r = completed(&["src/a.cpp"]);
+    r.evidence_refs = vec![claim(BuildPass, "b1")];
+    let v = check(&spec(TaskCategory::CppLogic, &[]), &r, &rec.ledger);
+    assert!(
+        v.refused[0].contains("which ran before src/a.cpp changed"),
+        "{v:?}"
+    );
+    assert!(
+        v.refused
+            .iter()
+            .any(|r| r.contains("missing build_pass: the last one") && r.contains("src/a.cpp")),
+        "{v:?}"
+    );
+    // A "passed" check no command shows.
+    let mut rec = Record::default();
+    rec.wrote("src/a.py")
+        .ran("c1", "python3 -m compileall -q src", Some(0), &[BuildPass])
+        .ran("c2", "python3 -m unittest", Some(0), &[TestPass]);
+    let mut r = completed(&["src/a.py"]);
+    r.verification = vec![passed("pytest -q")];
+    let v = check(&s, &r, &rec.ledger);
+    assert_eq!(v.refused.len(), 1, "{v:?}");
+    assert!(
+        v.refused[0].contains("no command of this attempt shows it"),
+        "{v:?}"
+    );
+    // A claim of build_pass from something that is not a command.
+    let mut r = completed(&["src/a.py"]);
+    r.evidence_refs = vec![EvidenceRef {
+        kind: EvidenceKind::Message,
+        reference: "trust me".into(),
+        ..claim(BuildPass, "x")
+    }];
+    let v = check(&s, &r, &rec.ledger);
+    assert!(v.refused[0].contains("not a command airsd ran"), "{v:?}");
+}
+
+#[test]
+fn a_command_s_own_changes_leave_its_evidence_fresh() {
+    let mut rec = Record::default();
+    rec.wrote("src/a.py")
+        .ran("c1", "make", Some(0), &[BuildPass]);
+    rec.ledger.changes.push(Change {
+        seq: 99,
+        files: vec!["src/generated.py".into()],
+        command_run_id: Some("c1".into()),
+    });
+    let v = check(
+        &spec(TaskCategory::Build, &[]),
+        &completed(&["src/a.py"]),
+        &rec.ledger,
+    );
+    assert!(v.passed(), "{v:?}");
+}
+
+#[test]
+fn the_task_s_checks_must_each_have_passed_after_the_last_change() {
+    let s = spec(
+        TaskCategory::Docs,
+        &[
+            "python3 -m unittest discover -s tests",
+            "grep -q x README.md",
+        ],
+    );
+    let mut rec = Record::default();
+    rec.wrote("README.md")
+        .ran(
+            "c1",
+            "cd . && python3 -m unittest discover -s tests",
+            Some(0),
+            &[],
+        )
+        .ran("c2", "grep -q x README.md", Some(1), &[]);
+    let mut r = completed(&["README.md"]);
+    r.verification = vec![passed("python3 -m unittest discover -s tests")];
+    let v = check(&s, &r, &rec.ledger);
+    assert_eq!(
+        v.refused,
+        ["the task's check `grep -q x README.md` exited 1 when it last ran (command-run:c2)"]
+    );
+    rec.ran("c3", "grep -q x README.md", Some(0), &[])
+        .wrote("README.md");
+    let v = check(&s, &r, &rec.ledger);
+    assert!(
+        v.refused
+            .iter()
+            .all(|r| r.contains("changed; run it again")),
+        "{v:?}"
+    );
+    assert_eq!(v.refused.len(), 3, "{v:?}");
+}
+
+#[test]
+fn c_changes_need_an_analysis_that_covered_them() {
+    let mut rec = Record::default();
+    rec.wrote("src/a.cpp").wrote("lib/b.hpp").ran(
+        "c1",
+        "cmake --build build",
+        Some(0),
+        &[BuildPass],
+    );
+    let seq = rec.next();
+    rec.ledger.pieces.push(Piece {
+        id: "p".into(),
+        evidence_type: StaticAnalysis,
+        reference: "command-run:c2".into(),
+        claim: "cppcheck src passed".into(),
+        seq,
+        command_run_id: Some("c2".into()),
+        covers: Some(vec!["src".into()]),
+    });
+    let v = check(
+        &spec(TaskCategory::CppBuild, &[]),
+        &completed(&["src/a.cpp"]),
+        &rec.ledger,
+    );
+    assert_eq!(
+        v.refused,
+        ["missing static_analysis: no analysis of this attempt covered lib/b.hpp"]
+    );
+    rec.ledger.pieces.last_mut().unwrap().covers = Some(vec![".".into()]);
+    assert!(check(
+        &spec(TaskCategory::CppBuild, &[]),
+        &completed(&[]),
+        &rec.ledger
+    )
+    .passed());
+}
+
+#[test]
+fn a_bugfix_needs_the_check_to_fail_first_and_pass_after_the_fix() {
+    let s = spec(TaskCategory::Bugfix, &[]);
+    let mut rec = Record::default();
+    rec.ran("t1", "pytest -q", Some(1), &[])
+        .wrote("a.py")
+        .ran("b", "python3 -m compileall -q .", Some(0), &[BuildPass])
+        .ran("t2", "pytest -q", Some(0), &[TestPass]);
+    let v = check(&s, &completed(&["a.py"]), &rec.ledger);
+    assert!(v.passed(), "{v:?}");
+    assert!(v
+        .counted
+        .iter()
+        .any(|c| c.evidence_type == Reproduction && c.claim.contains("command-run:t1")));
+    // Passing only, never failing first: no reproduction.
+    let mut rec = Record::default();
+    rec.wrote("a.py")
+        .ran("b", "python3 -m compileall -q .", Some(0), &[BuildPass])
+        .ran("t2", "pytest -q", Some(0), &[TestPass]);
+    let v = check(&s, &completed(&["a.py"]), &rec.ledger);
+    assert_eq!(v.refused.len(), 1, "{v:?}");
+    assert!(v.refused[0].starts_with("missing reproduction"), "{v:?}");
+}
+
+#[test]
+fn evidence_no_tool_records_names_the_marker_to_use() {
+    let v = check(
+        &spec(TaskCategory::CppGui, &[]),
+        &completed(&["a.cpp"]),
+        &Ledger::default(),
+    );
+    assert!(
+        v.refused.iter().any(
+            |r| r.contains("no tool of air records screenshot evidence yet")
+                && r.contains("[no-screenshot]")
+        ),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_failed_result_is_checked_for_its_claims_only() {
+    let mut r = completed(&[]);
+    r.status = WorkerStatus::Failed;
+    assert!(check(&spec(TaskCategory::Logic, &[]), &r, &Ledger::default()).passed());
+    r.evidence_refs = vec![claim(TestPass, "nowhere")];
+    assert!(!check(&spec(TaskCategory::Logic, &[]), &r, &Ledger::default()).passed());
+}
+
+#[test]
+fn runs_matches_a_step_of_an_and_chain_only() {
+    assert!(runs("cd build &&  make  test", "make test"));
+    assert!(runs("make test", "make  test"));
+    assert!(!runs("make test || true", "make test"));
+    assert!(!runs("make tests", "make test"));
+}

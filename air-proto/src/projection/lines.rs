@@ -1,0 +1,85 @@
+//! The projection's lines for people: a tool call's input or output in brief, a
+//! result's evidence as lines, and the evidence airsd recorded of a task.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How many pieces of evidence a task view keeps.
+pub const TASK_EVIDENCE_LIMIT: usize = 50;
+
+/// A piece of evidence airsd recorded: what it shows, and what shows it.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EvidenceView {
+    pub id: String,
+    pub evidence_type: String,
+    pub claim: String,
+    /// `command-run:<id>` or an artifact URI.
+    pub reference: String,
+    pub agent_id: Option<String>,
+}
+
+impl EvidenceView {
+    /// One line for people: `build_pass: claim (reference)`.
+    pub fn line(&self) -> String {
+        format!(
+            "{}: {} ({})",
+            self.evidence_type, self.claim, self.reference
+        )
+    }
+}
+
+/// Characters of a tool call's input or output kept as its brief.
+pub const BRIEF_CHARS: usize = 160;
+
+/// A tool call's input or output in one line for people: its short fields
+/// (`path=src/a.rs line=3`); long text, lists and objects only counted; ids, empty
+/// values and `false` left out.
+pub fn brief(v: &Value) -> Option<String> {
+    let field = |k: &str, v: &Value| -> Option<String> {
+        if k.ends_with("_id") {
+            return None;
+        }
+        Some(match v {
+            Value::Null | Value::Bool(false) => return None,
+            Value::String(s) if s.is_empty() => return None,
+            Value::Array(a) if a.is_empty() => return None,
+            Value::String(s) if s.contains('\n') => format!("{k}=({} lines)", s.lines().count()),
+            Value::String(s) if s.chars().count() > 80 => {
+                format!("{k}=({} chars)", s.chars().count())
+            }
+            Value::String(s) => format!("{k}={s}"),
+            Value::Array(a) => format!("{k}=[{}]", a.len()),
+            Value::Object(_) => format!("{k}={{…}}"),
+            other => format!("{k}={other}"),
+        })
+    };
+    let text = match v {
+        Value::Null => return None,
+        Value::Object(m) => m
+            .iter()
+            .filter_map(|(k, v)| field(k, v))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::String(s) => s.lines().next().unwrap_or("").to_string(),
+        other => other.to_string(),
+    };
+    let mut out: String = text.chars().take(BRIEF_CHARS).collect();
+    if text.chars().count() > BRIEF_CHARS {
+        out.push('…');
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The evidence of a result as lines for people: `test_pass: the tests passed
+/// (command_run cmd-1)`.
+pub fn evidence_lines(result: &crate::result::WorkerResult) -> Vec<String> {
+    result
+        .evidence_refs
+        .iter()
+        .map(|e| {
+            let kind = e.evidence_type.map_or("evidence", |t| t.as_str());
+            format!("{kind}: {} ({} {})", e.claim, e.kind.as_str(), e.reference)
+        })
+        .collect()
+}

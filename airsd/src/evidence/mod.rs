@@ -1,0 +1,284 @@
+//! Evidence that airsd owns (seed 001 §8.2, P0-1): derived from the commands airsd
+//! ran itself, never from what an agent says. A build that exited 0 is `build_pass`
+//! (its log `build_log`), a test run that ran at least one test and failed none is
+//! `test_pass` (any run that ran tests is `test_output`), an analysis that passed is
+//! `static_analysis` over the paths it covered, and a check the plan declares (a
+//! verify command with the evidence it yields) is that evidence when it passes.
+//! What counts as a build, a test or an analysis is the language [`profiles`]'; how
+//! a command's text vouches for its steps is [`chain`]'s; how many tests ran is
+//! [`tally`]'s.
+//!
+//! Each piece becomes an `evidence.created` recorded in the same transaction as the
+//! `command.completed` it comes from.
+//!
+//! [`profiles`]: crate::profiles
+
+use air_proto::gate::{normalize_command, runs, COMMAND_RUN};
+use air_proto::result::EvidenceKind;
+use air_proto::task::EvidenceType;
+
+use crate::profiles::{self, Activity};
+
+pub mod chain;
+pub mod tally;
+
+pub use tally::{Count, Tally};
+
+pub use air_proto::gate::CHECK_TOOL as CHECK;
+
+/// The evidence gate's verdict on `result`, from what airsd recorded of the agents of
+/// its attempt. A record that cannot be read refuses: evidence that cannot be shown
+/// does not count.
+pub fn judge(
+    session: &crate::Session,
+    subject: &GateSubject,
+    result: &air_proto::result::WorkerResult,
+) -> air_proto::gate::Verdict {
+    let ledger = session
+        .readers()
+        .get()
+        .map_err(crate::Error::from)
+        .and_then(|conn| {
+            crate::event_store::query::attempt_ledger(
+                &conn,
+                &subject.agents,
+                &crate::tools::WRITE_TOOLS,
+            )
+        });
+    match ledger {
+        Ok(ledger) if subject.completes => air_proto::gate::check(&subject.spec, result, &ledger),
+        Ok(ledger) => air_proto::gate::check_claims(result, &ledger),
+        Err(e) => air_proto::gate::Verdict {
+            counted: Vec::new(),
+            refused: vec![format!(
+                "airsd could not read its records of this attempt: {e}"
+            )],
+        },
+    }
+}
+
+/// What the evidence gate of one agent's result reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateSubject {
+    pub spec: air_proto::task::TaskSpec,
+    /// The agents of the task's attempt, whose records count.
+    pub agents: Vec<String>,
+    /// Whether the result may complete the task (an executor's, or the one agent's
+    /// of a task of another type): then the task's evidence is required too; a
+    /// debugger's result has only its own claims checked.
+    pub completes: bool,
+}
+
+/// Answers a worker's `evidence.check`: the gate's verdict on the result it carries,
+/// from airsd's records (a subject of `None`: the agent's result claims no evidence,
+/// and nothing is refused).
+pub async fn answer_check(
+    session: std::sync::Arc<crate::Session>,
+    subject: Option<GateSubject>,
+    call: air_proto::ipc::ToolCall,
+) -> air_proto::ipc::ToolResult {
+    use air_proto::ipc::{ToolResult, ToolResultStatus};
+    #[derive(serde::Deserialize)]
+    struct Input {
+        result: air_proto::result::WorkerResult,
+    }
+    let verdict = match serde_path_to_error::deserialize::<_, Input>(call.input) {
+        Err(e) => Err(format!("{CHECK}: at `{}`: {}", e.path(), e.inner())),
+        Ok(input) => match subject {
+            None => Ok(air_proto::gate::Verdict::default()),
+            Some(subject) => {
+                tokio::task::spawn_blocking(move || judge(&session, &subject, &input.result))
+                    .await
+                    .map_err(|e| format!("the evidence gate stopped: {e}"))
+            }
+        },
+    };
+    let (status, output, error) = match verdict.and_then(|v| {
+        serde_json::to_value(v).map_err(|e| format!("cannot encode the verdict: {e}"))
+    }) {
+        Ok(v) => (ToolResultStatus::Ok, Some(v), None),
+        Err(message) => (
+            ToolResultStatus::Error,
+            None,
+            Some(air_proto::error::WireError {
+                kind: air_proto::error::ErrorKind::InvalidInput,
+                message,
+                details: None,
+            }),
+        ),
+    };
+    ToolResult {
+        tool_call_id: call.tool_call_id,
+        status,
+        content: None,
+        output,
+        error,
+        truncated: false,
+        artifact_ref: None,
+    }
+}
+
+/// What a command run was, for deriving its evidence.
+#[derive(Clone, Debug)]
+pub struct Run<'a> {
+    pub command_run_id: &'a str,
+    pub command: &'a str,
+    /// `None`: it did not run to its end (killed, timed out, cancelled).
+    pub exit_code: Option<i32>,
+    /// Whether the shell failed a pipeline when any part failed.
+    pub pipefail: bool,
+    /// Where it started, relative to the project root (`""`: the root).
+    pub start_dir: &'a str,
+    /// Its kept output (artifact URIs).
+    pub logs: &'a [String],
+    /// The tests its output says ran.
+    pub count: Option<Count>,
+    /// The task's verify commands with the evidence each yields.
+    pub yields: &'a [(String, EvidenceType)],
+}
+
+/// One piece of evidence a run shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derived {
+    pub evidence_type: EvidenceType,
+    pub kind: EvidenceKind,
+    pub reference: String,
+    pub claim: String,
+    /// For `static_analysis`: the paths covered, from the project root.
+    pub covers: Option<Vec<String>>,
+}
+
+/// The evidence a finished command run shows.
+pub fn derive(run: &Run<'_>) -> Vec<Derived> {
+    let read = chain::read(run.command, run.pipefail);
+    let passed = run.exit_code == Some(0) && read.vouches;
+    let reference = format!("{COMMAND_RUN}{}", run.command_run_id);
+    let shown = format!("`{}`", short(run.command));
+    let mut out: Vec<Derived> = Vec::new();
+    let mut push = |d: Derived| {
+        if !out.iter().any(|o| o.evidence_type == d.evidence_type) {
+            out.push(d);
+        }
+    };
+    let mut built = false;
+    let mut tested = false;
+    let mut covers: Option<Vec<String>> = None;
+    for step in &read.steps {
+        for activity in profiles::classify(&step.argv) {
+            match activity {
+                Activity::Build => built = true,
+                Activity::Test => tested = true,
+                Activity::Analysis { paths } => {
+                    let all = covers.get_or_insert_with(Vec::new);
+                    let wanted = if paths.is_empty() {
+                        vec![".".to_string()]
+                    } else {
+                        paths
+                    };
+                    // A path that cannot be placed covers nothing.
+                    all.extend(
+                        wanted
+                            .iter()
+                            .filter_map(|p| chain::from_root(run.start_dir, step.dir.as_deref(), p))
+                            .map(|p| if p.is_empty() { ".".into() } else { p }),
+                    );
+                }
+            }
+        }
+    }
+    let log = run.logs.first().cloned();
+    if built && passed {
+        push(Derived {
+            evidence_type: EvidenceType::BuildPass,
+            kind: EvidenceKind::CommandRun,
+            reference: reference.clone(),
+            claim: format!("{shown} built with exit 0"),
+            covers: None,
+        });
+        if let Some(uri) = &log {
+            push(Derived {
+                evidence_type: EvidenceType::BuildLog,
+                kind: EvidenceKind::ArtifactExcerpt,
+                reference: uri.clone(),
+                claim: format!("the log of {shown}"),
+                covers: None,
+            });
+        }
+    }
+    let tests_passed = run.count.is_some_and(|c| c.ran > 0 && c.failed == 0);
+    if let Some(c) = run.count.filter(|c| c.ran > 0) {
+        if tested {
+            push(Derived {
+                evidence_type: EvidenceType::TestOutput,
+                kind: if log.is_some() {
+                    EvidenceKind::ArtifactExcerpt
+                } else {
+                    EvidenceKind::CommandRun
+                },
+                reference: log.clone().unwrap_or_else(|| reference.clone()),
+                claim: format!("{shown} ran {} test(s), {} failed", c.ran, c.failed),
+                covers: None,
+            });
+        }
+    }
+    if tested && passed && tests_passed {
+        let c = run.count.unwrap_or_default();
+        push(Derived {
+            evidence_type: EvidenceType::TestPass,
+            kind: EvidenceKind::CommandRun,
+            reference: reference.clone(),
+            claim: format!("{shown} ran {} test(s), none failed", c.ran),
+            covers: None,
+        });
+    }
+    if let Some(covers) = covers.filter(|_| passed) {
+        push(Derived {
+            evidence_type: EvidenceType::StaticAnalysis,
+            kind: EvidenceKind::CommandRun,
+            reference: reference.clone(),
+            claim: format!("{shown} passed over {}", covers.join(", ")),
+            covers: Some(covers),
+        });
+    }
+    // The checks the plan declares: their evidence when they pass.
+    let exact = |wanted: &str| normalize_command(wanted) == normalize_command(run.command);
+    for (wanted, kind) in run.yields {
+        let ran_it = (read.vouches && runs(run.command, wanted)) || exact(wanted);
+        if !ran_it || run.exit_code != Some(0) {
+            continue;
+        }
+        let counted = run.count.filter(|c| c.ran > 0);
+        let holds = match kind {
+            EvidenceType::TestPass => run.count.is_none_or(|c| c.ran > 0 && c.failed == 0),
+            EvidenceType::TestOutput => counted.is_some() || run.count.is_none(),
+            _ => true,
+        };
+        if holds {
+            push(Derived {
+                evidence_type: *kind,
+                kind: EvidenceKind::CommandRun,
+                reference: reference.clone(),
+                claim: format!(
+                    "`{}`, which the task declares {}, exited 0",
+                    short(wanted),
+                    kind.as_str()
+                ),
+                covers: (*kind == EvidenceType::StaticAnalysis).then(|| vec![".".into()]),
+            });
+        }
+    }
+    out
+}
+
+/// A command as a claim quotes it: its first line, at most 120 characters.
+fn short(command: &str) -> String {
+    let first = command.lines().next().unwrap_or("").trim();
+    let mut s: String = first.chars().take(120).collect();
+    if first.chars().count() > 120 || command.lines().count() > 1 {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,92 @@
+//! The C and C++ profile (baseline §20, D-011…D-013): CMake, Make and Ninja builds,
+//! compiler calls, CTest, cppcheck and clang-tidy.
+
+use std::path::Path;
+
+use air_proto::dependency::{DependencySeverity, DependencySpec};
+
+use super::{executable, operands, present, program, Activity, Profile};
+
+pub struct Cpp;
+
+/// Make targets that run tests rather than build.
+const TEST_TARGETS: &[&str] = &["test", "tests", "check", "ctest"];
+/// Make targets that neither build nor test.
+const OTHER_TARGETS: &[&str] = &["clean", "distclean", "install", "uninstall", "help"];
+
+impl Profile for Cpp {
+    fn name(&self) -> &'static str {
+        "cpp"
+    }
+
+    fn detect(&self, root: &Path) -> Vec<String> {
+        present(
+            root,
+            &[
+                "CMakeLists.txt",
+                "meson.build",
+                "BUILD.bazel",
+                "WORKSPACE",
+                "xmake.lua",
+                "compile_commands.json",
+                ".clang-format",
+                ".clang-tidy",
+            ],
+        )
+    }
+
+    fn classify(&self, argv: &[String]) -> Vec<Activity> {
+        let args = &argv[argv.len().min(1)..];
+        match program(argv) {
+            "cmake" if args.iter().any(|a| a == "--build") => vec![Activity::Build],
+            "make" | "gmake" | "ninja" => {
+                let targets: Vec<String> = operands(args)
+                    .into_iter()
+                    // `make -C dir` and `ninja -C dir` name a directory, not a target.
+                    .filter(|t| !t.contains('=') && !t.contains('/'))
+                    .filter(|t| {
+                        !args
+                            .windows(2)
+                            .any(|w| (w[0] == "-C" || w[0] == "-f" || w[0] == "-j") && &w[1] == t)
+                    })
+                    .collect();
+                if targets.iter().any(|t| OTHER_TARGETS.contains(&t.as_str())) {
+                    return Vec::new();
+                }
+                let tests = targets.iter().any(|t| TEST_TARGETS.contains(&t.as_str()));
+                match (tests, targets.iter().any(|t| t == "check")) {
+                    // `make check` builds what it tests (the GNU convention).
+                    (true, true) => vec![Activity::Build, Activity::Test],
+                    (true, false) => vec![Activity::Test],
+                    (false, _) => vec![Activity::Build],
+                }
+            }
+            "ctest" => vec![Activity::Test],
+            "g++" | "gcc" | "clang" | "clang++" | "c++" | "cc"
+                if args.iter().any(|a| a == "-c" || a == "-o") =>
+            {
+                vec![Activity::Build]
+            }
+            "cppcheck" | "clang-tidy" => {
+                let paths = operands(args);
+                vec![Activity::Analysis { paths }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn dependencies(&self) -> Vec<DependencySpec> {
+        use DependencySeverity::*;
+        vec![
+            executable("cmake", &["cpp.build"], Required, "cmake"),
+            executable("ninja", &["cpp.build"], Optional, "ninja-build"),
+            executable("make", &["cpp.build"], Degraded, "make"),
+            executable("g++", &["cpp.build"], Required, "g++"),
+            executable("clang++", &["cpp.diagnose"], Optional, "clang"),
+            executable("ctest", &["cpp.test"], Required, "cmake"),
+            executable("cppcheck", &["cpp.analyze"], Required, "cppcheck"),
+            executable("clang-tidy", &["cpp.analyze"], Optional, "clang-tidy"),
+            executable("clangd", &["cpp.intelligence"], Optional, "clangd"),
+        ]
+    }
+}

@@ -1,0 +1,88 @@
+//! The Python profile: byte-compiling is its build, unittest and pytest its tests,
+//! ruff, flake8, pyflakes, mypy and pylint its analyses.
+
+use std::path::Path;
+
+use air_proto::dependency::{DependencySeverity, DependencySpec};
+
+use super::{executable, operands, present, program, Activity, Profile};
+
+pub struct Python;
+
+const ANALYZERS: &[&str] = &["flake8", "pyflakes", "mypy", "pylint", "pyright"];
+
+/// `python3`, `python`, `python3.11`, `pypy3`.
+fn is_python(name: &str) -> bool {
+    let rest = name
+        .strip_prefix("python")
+        .or_else(|| name.strip_prefix("pypy"));
+    rest.is_some_and(|r| r.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+fn by_name(name: &str, args: &[String]) -> Vec<Activity> {
+    match name {
+        "compileall" | "py_compile" => vec![Activity::Build],
+        "unittest" | "pytest" | "py.test" => vec![Activity::Test],
+        "ruff" if args.first().is_some_and(|a| a == "check") => vec![Activity::Analysis {
+            paths: operands(&args[1..]),
+        }],
+        n if ANALYZERS.contains(&n) => vec![Activity::Analysis {
+            paths: operands(args),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+impl Profile for Python {
+    fn name(&self) -> &'static str {
+        "python"
+    }
+
+    fn detect(&self, root: &Path) -> Vec<String> {
+        let mut found = present(
+            root,
+            &[
+                "pyproject.toml",
+                "setup.py",
+                "setup.cfg",
+                "requirements.txt",
+                "tox.ini",
+            ],
+        );
+        if found.is_empty() {
+            // A package at the top: a directory with an __init__.py.
+            if let Ok(dir) = std::fs::read_dir(root) {
+                for e in dir.flatten().take(200) {
+                    if e.path().join("__init__.py").is_file() {
+                        found.push(format!("{}/__init__.py", e.file_name().to_string_lossy()));
+                        break;
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    fn classify(&self, argv: &[String]) -> Vec<Activity> {
+        let name = program(argv);
+        let args = &argv[argv.len().min(1)..];
+        if is_python(name) {
+            // `python3 -m MODULE …`
+            let m = args.iter().position(|a| a == "-m");
+            return match m.and_then(|i| args.get(i + 1).map(|n| (i, n))) {
+                Some((i, module)) => by_name(module, &args[i + 2..]),
+                None => Vec::new(),
+            };
+        }
+        by_name(name, args)
+    }
+
+    fn dependencies(&self) -> Vec<DependencySpec> {
+        vec![executable(
+            "python3",
+            &["python"],
+            DependencySeverity::Required,
+            "python3",
+        )]
+    }
+}

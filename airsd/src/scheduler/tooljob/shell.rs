@@ -1,0 +1,496 @@
+//! The shell tools of a tool call: `shell.run` (judged, recorded, run under the
+//! sandbox with its output streamed and kept, its evidence derived and recorded in
+//! the same transaction as its end) and `shell.output` (a page of a command's kept
+//! output).
+
+use std::sync::Arc;
+
+use air_proto::event::{EventSource, RuntimeEvent};
+use air_proto::events::{self as ev, Event};
+use air_proto::ipc::IpcBody;
+use air_proto::payload as p;
+use serde_json::Value;
+
+use super::{resolved_root, ToolJob};
+use crate::tools::ToolError;
+
+/// An event payload as the event of this session and source.
+trait IntoEvent {
+    fn into_event(self, session: &str, source: EventSource) -> Result<RuntimeEvent, String>;
+}
+
+impl<E: Event> IntoEvent for E {
+    fn into_event(self, session: &str, source: EventSource) -> Result<RuntimeEvent, String> {
+        RuntimeEvent::of(session, source, &self).map_err(|e| e.to_string())
+    }
+}
+
+/// Whether another agent's command ran beside this one, and what that did to its
+/// changed files.
+enum Shared {
+    No,
+    /// The files outside the task's declared places, left out.
+    LeftOut(usize),
+    /// The task declares no places: every file kept, though some may be the other's.
+    Kept(usize),
+}
+
+/// A command of the run while it runs: its span in the ledger ends when this goes,
+/// whichever way the call ends.
+struct Running {
+    ledger: Arc<crate::tools::ReadLedger>,
+    id: u64,
+}
+
+impl Running {
+    fn new(ledger: &Arc<crate::tools::ReadLedger>, agent: &str) -> Running {
+        Running {
+            ledger: ledger.clone(),
+            id: ledger.command_started(agent),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.ledger.command_ended(self.id);
+    }
+}
+
+impl ToolJob {
+    /// `shell.output`: a page of a command's kept output, from the ArtifactStore.
+    pub(super) async fn shell_output(&self) -> Result<Value, ToolError> {
+        use crate::tools::exec::{OutputInput, OutputOutput, Stream, OUTPUT_PAGE};
+        crate::tools::allowed(self.role, "shell.output")?;
+        let input: OutputInput = crate::tools::input("shell.output", self.call.input.clone())?;
+        let id = input.command_run_id.trim().to_string();
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(ToolError(format!(
+                "command_run_id: `{id}` is not a command_run_id (a shell_run answer names it)"
+            )));
+        }
+        let name = match input.stream {
+            Stream::Stdout => "stdout.log",
+            Stream::Stderr => "stderr.log",
+        };
+        let store = self.env.artifacts.clone();
+        let (offset, limit) = (
+            input.offset.unwrap_or(0),
+            input.limit.unwrap_or(OUTPUT_PAGE).clamp(1, OUTPUT_PAGE),
+        );
+        let read = tokio::task::spawn_blocking(move || {
+            let rel = format!("command-runs/{id}/{name}");
+            let gz = format!("{rel}.gz");
+            let rel = if store.dir().join(&gz).exists() {
+                gz
+            } else {
+                rel
+            };
+            store.read(&rel, offset, limit).map(|r| (r, id))
+        })
+        .await
+        .map_err(|e| ToolError(format!("cannot read the output: {e}")))?;
+        let ((bytes, more), id) = read.map_err(|e| {
+            ToolError(if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "no kept {name} for command_run_id `{}` in this session (a command with no output on that stream keeps none)",
+                    input.command_run_id
+                )
+            } else {
+                format!("cannot read the output: {e}")
+            })
+        })?;
+        let out = OutputOutput {
+            command_run_id: id,
+            stream: input.stream,
+            offset,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+            next_offset: more.then(|| offset + bytes.len() as u64),
+        };
+        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+    }
+
+    /// `shell.run`: judged (with questions when needed), recorded, run with its
+    /// output streamed and stored, and recorded again at its end.
+    pub(super) async fn shell_run(&self, tool_run_id: &str) -> Result<Value, ToolError> {
+        use crate::tools::exec::{self, Channel};
+        crate::tools::allowed(self.role, "shell.run")?;
+        let input: exec::RunInput = crate::tools::input("shell.run", self.call.input.clone())?;
+        let role = self.role;
+        let sandbox = self
+            .env
+            .sandbox_exe
+            .clone()
+            .filter(|_| self.env.engine.sandbox());
+        let confined = exec::Confinement {
+            writes: sandbox.as_ref().is_some_and(|(_, p)| p.landlock),
+            views: sandbox.as_ref().is_some_and(|(_, p)| p.isolation.is_ok()),
+        };
+        let prepared = self
+            .with_permission(tool_run_id, move |ctx| {
+                exec::prepare(ctx, &input, role, confined)
+            })
+            .await?;
+        let command_run_id = air_proto::ids::new_id();
+        // What the working tree looks like before, to tell the files the command
+        // changes: read while its start is being committed.
+        let root = self.env.engine.root().to_path_buf();
+        let since = std::time::Instant::now();
+        let running = Running::new(&self.env.ledger, &self.agent_id);
+        let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root));
+        self.record(&p::CommandStarted {
+            command_run_id: command_run_id.clone(),
+            command: prepared.command.clone(),
+            cwd: Some(prepared.cwd.display().to_string()),
+            tool_run_id: Some(tool_run_id.to_string()),
+            agent_id: Some(self.agent_id.clone()),
+            task_id: Some(self.task_id.clone()),
+            origin_message_id: self.call.origin_message_id.clone(),
+        })
+        .await
+        .map_err(|e| {
+            ToolError(format!(
+                "the command could not be recorded, so it did not run: {e}"
+            ))
+        })?;
+
+        let store = self.env.artifacts.clone();
+        let dir = format!("command-runs/{command_run_id}");
+        let mut logs = [
+            store.create(&format!("{dir}/stdout.log")).ok(),
+            store.create(&format!("{dir}/stderr.log")).ok(),
+        ];
+        let mut captures = [exec::Capture::default(), exec::Capture::default()];
+        // How many tests its output says ran, read as it streams.
+        let mut tally = crate::evidence::Tally::default();
+        let mut carry: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+        let mut streamed = 0u64;
+        let mut log_error: Option<String> = None;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Channel, String)>();
+        // Live output: ephemeral deltas for clients and tool.stream for the agent.
+        let forward = {
+            let (session, worker, header) = (
+                self.env.session.clone(),
+                self.worker.clone(),
+                self.header.clone(),
+            );
+            let (source, call_id, run_id) = (
+                self.source(),
+                self.call.tool_call_id.clone(),
+                command_run_id.clone(),
+            );
+            tokio::spawn(async move {
+                while let Some((channel, text)) = rx.recv().await {
+                    let delta = p::OutputDelta {
+                        command_run_id: run_id.clone(),
+                        data: text.clone(),
+                    };
+                    let (event, stream) = match channel {
+                        Channel::Stdout => (
+                            RuntimeEvent::of(session.id(), source.clone(), &ev::StdoutDelta(delta)),
+                            air_proto::ipc::StreamChannel::Stdout,
+                        ),
+                        Channel::Stderr => (
+                            RuntimeEvent::of(session.id(), source.clone(), &ev::StderrDelta(delta)),
+                            air_proto::ipc::StreamChannel::Stderr,
+                        ),
+                    };
+                    if let Ok(e) = event {
+                        let _ = session.store().append(e).await;
+                    }
+                    worker.reply(
+                        &header,
+                        IpcBody::ToolStream(air_proto::ipc::ToolStream {
+                            tool_call_id: call_id.clone(),
+                            channel: stream,
+                            text,
+                        }),
+                    );
+                }
+            })
+        };
+        let engine = &self.env.engine;
+        let writable = crate::sandbox::writable(
+            engine.root(),
+            engine.home(),
+            &[engine.writable_roots(), &prepared.extra_writable[..]].concat(),
+        );
+        let isolate = confined
+            .views
+            .then(|| engine.views(&writable, &prepared.visible, &prepared.unlocked));
+        let launch = exec::Launch {
+            launcher: sandbox.as_ref().map(|(exe, _)| exe.as_path()),
+            policy: crate::sandbox::Policy { writable, isolate },
+            env: exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home()),
+        };
+        let worker = self.worker.clone();
+        let before = before.await.ok().flatten();
+        let ended = exec::execute(
+            &prepared,
+            &launch,
+            |channel, data| {
+                let i = usize::from(channel == Channel::Stderr);
+                if let Some(log) = logs[i].as_mut() {
+                    if let Err(e) = log.write(data) {
+                        log_error.get_or_insert(e.to_string());
+                    }
+                }
+                captures[i].push(data);
+                tally.push(i, data);
+                if streamed >= exec::STREAM_CAP {
+                    return;
+                }
+                streamed += data.len() as u64;
+                carry[i].extend_from_slice(data);
+                let valid = match std::str::from_utf8(&carry[i]) {
+                    Ok(_) => carry[i].len(),
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    Err(_) => carry[i].len(),
+                };
+                let text = String::from_utf8_lossy(&carry[i][..valid]).into_owned();
+                carry[i].drain(..valid);
+                let mut text = text;
+                if streamed >= exec::STREAM_CAP {
+                    text.push_str(
+                        "\n[live output stops here; the rest is kept in the command's artifacts]\n",
+                    );
+                }
+                let _ = tx.send((channel, text));
+            },
+            || worker.exited(),
+        )
+        .await;
+        drop(tx);
+        // And after: read while its output is stored and recorded.
+        // Another agent's write through the file tools while it ran is that agent's.
+        // When another agent's command ran at the same time (up to the moment the
+        // after-state is read), only the task's declared places count: which command
+        // changed the rest cannot be told. A task that declares none keeps them all,
+        // and the answer says they may be another's.
+        let after = {
+            let root = engine.root().to_path_buf();
+            let ledger = self.env.ledger.clone();
+            let agent = self.agent_id.clone();
+            let scope = crate::tools::scope::Scope::new(&self.scope).ok();
+            tokio::task::spawn_blocking(move || {
+                let now = crate::tools::git::Dirty::read(&root);
+                let shared = ledger.overlapped(running.id);
+                drop(running);
+                let theirs = ledger.written_by_others_since(&agent, since);
+                let physical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+                let changed: Vec<String> = before
+                    .zip(now)
+                    .map(|(b, a)| b.changed(&a))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|f| !theirs.contains(&physical.join(f)))
+                    .collect();
+                if !shared {
+                    return (changed, Shared::No);
+                }
+                match scope.as_ref() {
+                    Some(s) if changed.iter().any(|f| s.declares(f).is_some()) => {
+                        let (mine, unsure): (Vec<String>, Vec<String>) = changed
+                            .into_iter()
+                            .partition(|f| s.declares(f) == Some(true));
+                        (mine, Shared::LeftOut(unsure.len()))
+                    }
+                    _ => {
+                        let n = changed.len();
+                        (changed, Shared::Kept(n))
+                    }
+                }
+            })
+        };
+        let _ = forward.await;
+        let ended = match ended {
+            Ok(e) => e,
+            Err(e) => {
+                for log in logs.into_iter().flatten() {
+                    log.discard();
+                }
+                let _ = self
+                    .record(&p::CommandFailed {
+                        command_run_id: command_run_id.clone(),
+                        error: e.0.clone(),
+                        exit_code: None,
+                        duration_ms: Some(0),
+                    })
+                    .await;
+                return Err(e);
+            }
+        };
+        // The logs become artifacts (compressed when large; off the async threads).
+        let mut uris = [None, None];
+        for (i, log) in logs.into_iter().enumerate() {
+            let Some(log) = log else { continue };
+            if log.is_empty() {
+                log.discard();
+                continue;
+            }
+            let store = store.clone();
+            let stored = tokio::task::spawn_blocking(move || {
+                store.finish(log, air_proto::result::ArtifactType::Other, true)
+            })
+            .await;
+            match stored {
+                Ok(Ok(stored)) => {
+                    let name = if i == 0 { "stdout.log" } else { "stderr.log" };
+                    let recorded = self
+                        .record(&p::ArtifactCreated {
+                            artifact: stored.artifact.clone(),
+                            path: Some(stored.rel.clone()),
+                            original_name: Some(name.into()),
+                            task_id: Some(self.task_id.clone()),
+                            agent_id: Some(self.agent_id.clone()),
+                            tool_run_id: Some(tool_run_id.to_string()),
+                            command_run_id: Some(command_run_id.clone()),
+                            entity_type: None,
+                            entity_id: None,
+                        })
+                        .await;
+                    match recorded {
+                        Ok(()) => uris[i] = Some(stored.artifact.uri),
+                        Err(e) => {
+                            log_error.get_or_insert(e);
+                        }
+                    }
+                }
+                Ok(Err(e)) => {
+                    log_error.get_or_insert(e.to_string());
+                }
+                Err(e) => {
+                    log_error.get_or_insert(e.to_string());
+                }
+            }
+        }
+        let duration_ms = u64::try_from(ended.duration.as_millis()).unwrap_or(u64::MAX);
+        let failure = if ended.timed_out {
+            Some(format!(
+                "timed out after {}; the process group was killed",
+                humantime::format_duration(prepared.timeout)
+            ))
+        } else if ended.cancelled {
+            Some("cancelled: the agent ended; the process group was killed".to_string())
+        } else {
+            ended.signal.map(|s| format!("killed by signal {s}"))
+        };
+        let recorded = match &failure {
+            None => {
+                // Its evidence commits with its end, in one transaction.
+                let exit_code = ended.exit_code.unwrap_or_default();
+                let root = resolved_root(self.env.engine.root());
+                let start_dir = prepared
+                    .cwd
+                    .strip_prefix(&root)
+                    .or_else(|_| prepared.cwd.strip_prefix(self.env.engine.root()))
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| "..".into());
+                let logs: Vec<String> = uris.iter().flatten().cloned().collect();
+                let derived = crate::evidence::derive(&crate::evidence::Run {
+                    command_run_id: &command_run_id,
+                    command: &prepared.command,
+                    exit_code: Some(exit_code),
+                    pipefail: !exec::without_pipefail(),
+                    start_dir: &start_dir,
+                    logs: &logs,
+                    count: tally.finish(),
+                    yields: &[],
+                });
+                let mut events = vec![p::CommandCompleted {
+                    command_run_id: command_run_id.clone(),
+                    exit_code,
+                    duration_ms: Some(duration_ms),
+                }
+                .into_event(self.env.session.id(), self.source())];
+                for d in derived {
+                    events.push(
+                        p::EvidenceCreated {
+                            evidence: air_proto::result::EvidenceRef {
+                                id: air_proto::ids::new_id(),
+                                kind: d.kind,
+                                reference: d.reference,
+                                location: None,
+                                claim: d.claim,
+                                evidence_type: Some(d.evidence_type),
+                            },
+                            task_id: Some(self.task_id.clone()),
+                            agent_id: Some(self.agent_id.clone()),
+                            command_run_id: Some(command_run_id.clone()),
+                            covers: d.covers,
+                        }
+                        .into_event(self.env.session.id(), self.source()),
+                    );
+                }
+                self.record_all(events).await
+            }
+            Some(error) => {
+                self.record(&p::CommandFailed {
+                    command_run_id: command_run_id.clone(),
+                    error: error.clone(),
+                    exit_code: ended.exit_code,
+                    duration_ms: Some(duration_ms),
+                })
+                .await
+            }
+        };
+        if let Err(e) = recorded {
+            tracing::warn!("cannot record the end of command {command_run_id}: {e}");
+        }
+        let mut notes: Vec<String> = failure.into_iter().collect();
+        let (changed_files, shared) = after.await.unwrap_or((Vec::new(), Shared::No));
+        match shared {
+            Shared::LeftOut(n) if n > 0 => notes.push(format!(
+                "{n} file(s) outside this task's paths changed while another agent's command ran too; they are not counted as this task's changes"
+            )),
+            Shared::Kept(n) if n > 0 => notes.push(format!(
+                "another agent's command ran at the same time: some of the {n} changed file(s) may be its"
+            )),
+            _ => {}
+        }
+        if let Some(e) = log_error {
+            notes.push(format!("the full output could not be kept: {e}"));
+        }
+        if exec::without_pipefail() {
+            notes.push(
+                "ran by sh, as this machine has no bash: a pipeline's status is its last command's"
+                    .into(),
+            );
+        }
+        match (&sandbox, confined.views) {
+            (None, _) => notes.push("ran without an OS sandbox".into()),
+            (Some((_, p)), false) => {
+                notes.push(format!(
+                "ran without the namespaces that hide air's state and the credential stores: {}",
+                p.isolation.as_ref().err().map_or("turned off", String::as_str)
+            ))
+            }
+            _ => {}
+        }
+        let out = exec::RunOutput {
+            command_run_id,
+            exit_code: ended.exit_code,
+            signal: ended.signal,
+            timed_out: ended.timed_out,
+            cancelled: ended.cancelled,
+            duration_ms,
+            stdout: captures[0].text(uris[0].as_deref()),
+            stderr: captures[1].text(uris[1].as_deref()),
+            stdout_bytes: captures[0].total,
+            stderr_bytes: captures[1].total,
+            truncated: captures.iter().any(exec::Capture::truncated),
+            artifacts: uris.into_iter().flatten().collect(),
+            sandbox: sandbox
+                .as_ref()
+                .map_or("none", |(_, p)| p.label(confined.views))
+                .into(),
+            changed_files,
+            notes,
+        };
+        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+    }
+}
