@@ -73,15 +73,49 @@ pub struct Change {
     pub command_run_id: Option<String>,
 }
 
+/// An error a compiler or linker reported in a command of the attempt, by its
+/// semantic signature (the same for the same error whichever compiler said it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Finding {
+    pub command_run_id: String,
+    pub signature: String,
+}
+
 /// What airsd recorded of one attempt of a task, in record order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ledger {
     pub pieces: Vec<Piece>,
     pub commands: Vec<CommandRecord>,
     pub changes: Vec<Change>,
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 impl Ledger {
+    /// The error signatures of the attempt's latest failed command that had any,
+    /// sorted: what the failure is, for counting repeats of it.
+    pub fn failure_signatures(&self) -> Vec<String> {
+        let failed = self.commands.iter().rev().find(|c| {
+            !c.passed()
+                && self
+                    .findings
+                    .iter()
+                    .any(|f| f.command_run_id == c.command_run_id)
+        });
+        let Some(c) = failed else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = self
+            .findings
+            .iter()
+            .filter(|f| f.command_run_id == c.command_run_id)
+            .map(|f| f.signature.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The first file changed after `seq` by anything but `own` (the command the
     /// evidence comes from judged its own changes): the evidence is stale.
     pub fn stale_by(&self, seq: u64, own: Option<&str>) -> Option<&str> {
@@ -131,6 +165,11 @@ pub struct Verdict {
     pub counted: Vec<Counted>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// The compiler and linker errors of the attempt's latest failed build, by
+    /// signature ([`Ledger::failure_signatures`]): how the scheduler tells the same
+    /// failure again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
 }
 
 impl Verdict {
@@ -281,7 +320,10 @@ pub fn check(spec: &TaskSpec, result: &WorkerResult, ledger: &Ledger) -> Verdict
 /// fresh record of this attempt that shows it (a debugger's result, which does not
 /// complete its task).
 pub fn check_claims(result: &WorkerResult, ledger: &Ledger) -> Verdict {
-    let mut v = Verdict::default();
+    let mut v = Verdict {
+        signatures: ledger.failure_signatures(),
+        ..Verdict::default()
+    };
     claims(result, ledger, &mut v.refused);
     v
 }

@@ -39,7 +39,9 @@ fn events(session: &str, agent: &str, task: &str) -> Vec<RuntimeEvent> {
         }));
         out.push(of(&p::ToolCompleted {
             tool_run_id,
-            output: Some(serde_json::json!({"path": format!("src/f{k}.py"), "created": true, "bytes": 1})),
+            output: Some(
+                serde_json::json!({"path": format!("src/f{k}.py"), "created": true, "bytes": 1}),
+            ),
             duration_ms: Some(1),
         }));
         let command_run_id = format!("{agent}-c{k}");

@@ -142,13 +142,13 @@ pub fn attempt_ledger(
     writes: &[&str],
 ) -> Result<air_proto::gate::Ledger> {
     use air_proto::events as ev;
-    use air_proto::gate::{Change, CommandRecord, Ledger, Piece};
+    use air_proto::gate::{Change, CommandRecord, Finding, Ledger, Piece};
     use std::collections::HashMap;
     let mut ledger = Ledger::default();
     let mut stmt = conn.prepare_cached(
         "SELECT seq, type, payload_json FROM events WHERE agent_id = ?1 AND type IN
          ('tool.started', 'tool.completed', 'command.started', 'command.completed',
-          'command.failed', 'evidence.created') ORDER BY seq",
+          'command.failed', 'evidence.created', 'diagnostic.created') ORDER BY seq",
     )?;
     for agent in agents {
         let mut tools: HashMap<String, (u64, String)> = HashMap::new();
@@ -215,6 +215,20 @@ pub fn attempt_ledger(
                         seq,
                     });
                 }
+                ev::DiagnosticCreated::TYPE => {
+                    let Ok(d) = serde_json::from_value::<air_proto::payload::DiagnosticCreated>(v)
+                    else {
+                        continue;
+                    };
+                    if let (air_proto::payload::DiagnosticSeverity::Error, Some(c), Some(s)) =
+                        (d.severity, d.command_run_id, d.signature)
+                    {
+                        ledger.findings.push(Finding {
+                            command_run_id: c,
+                            signature: s,
+                        });
+                    }
+                }
                 _ => {
                     let Ok(e) = serde_json::from_value::<air_proto::payload::EvidenceCreated>(v)
                     else {
@@ -240,6 +254,36 @@ pub fn attempt_ledger(
     ledger.commands.sort_by_key(|c| c.seq);
     ledger.changes.sort_by_key(|c| c.seq);
     Ok(ledger)
+}
+
+/// The compiler and linker findings of these agents' commands, errors first, as lines
+/// (`file:line:column: severity [signature]: message`), at most `limit`.
+pub fn findings_of(conn: &Connection, agents: &[String], limit: usize) -> Result<Vec<String>> {
+    let placeholders = vec!["?"; agents.len()].join(", ");
+    let mut stmt = conn.prepare(&format!(
+        "SELECT file, line, column_number, severity, signature, message FROM diagnostics
+         WHERE agent_id IN ({placeholders})
+         ORDER BY severity <> 'error', seq LIMIT {limit}"
+    ))?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(agents.iter()), |r| {
+        let file: Option<String> = r.get(0)?;
+        let line: Option<u32> = r.get(1)?;
+        let column: Option<u32> = r.get(2)?;
+        let severity: String = r.get(3)?;
+        let signature: Option<String> = r.get(4)?;
+        let message: String = r.get(5)?;
+        let place = match (file, line, column) {
+            (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}"),
+            (Some(f), Some(l), None) => format!("{f}:{l}"),
+            (Some(f), None, _) => f,
+            _ => "(no place)".into(),
+        };
+        Ok(format!(
+            "{place}: {severity} [{}]: {message}",
+            signature.unwrap_or_default()
+        ))
+    })?;
+    Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
 }
 
 /// One message of the conversation, as stored.

@@ -49,10 +49,10 @@ pub fn judge(
         Ok(ledger) if subject.completes => air_proto::gate::check(&subject.spec, result, &ledger),
         Ok(ledger) => air_proto::gate::check_claims(result, &ledger),
         Err(e) => air_proto::gate::Verdict {
-            counted: Vec::new(),
             refused: vec![format!(
                 "airsd could not read its records of this attempt: {e}"
             )],
+            ..Default::default()
         },
     }
 }
@@ -268,6 +268,32 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
         }
     }
     out
+}
+
+/// Whether a command builds C or C++ (a step the C and C++ profile says builds), so
+/// that its output is read for compiler and linker findings.
+pub fn compiles(command: &str) -> bool {
+    use crate::profiles::Profile as _;
+    chain::read(command, true).steps.iter().any(|s| {
+        crate::profiles::Cpp
+            .classify(&s.argv)
+            .contains(&Activity::Build)
+    })
+}
+
+/// Most findings of one command recorded as `diagnostic.created` (errors first).
+pub const DIAGNOSTICS_RECORDED: usize = 200;
+
+/// The findings of a command's output worth recording: its errors, then its
+/// warnings, at most [`DIAGNOSTICS_RECORDED`].
+pub fn recorded(
+    mut found: Vec<crate::profiles::cpp::diagnose::Diagnostic>,
+) -> Vec<crate::profiles::cpp::diagnose::Diagnostic> {
+    use air_proto::payload::DiagnosticSeverity;
+    found.retain(|d| d.severity != DiagnosticSeverity::Note);
+    found.sort_by_key(|d| d.severity != DiagnosticSeverity::Error);
+    found.truncate(DIAGNOSTICS_RECORDED);
+    found
 }
 
 /// A command as a claim quotes it: its first line, at most 120 characters.

@@ -4,6 +4,8 @@
 //! N failed` line. When a run shows several formats (CTest running GoogleTest
 //! binaries verbosely), the outermost runner's count is the one taken.
 
+use crate::profiles::lines::Lines;
+
 /// Longest line kept for matching; a longer one is matched on its start.
 const LINE_CAP: usize = 4096;
 
@@ -27,15 +29,7 @@ enum Format {
 
 const FORMATS: usize = 6;
 
-/// A line reader of one stream.
-#[derive(Default)]
-struct Lines {
-    buf: Vec<u8>,
-    overflow: bool,
-}
-
 /// The test summaries seen in a command's output so far.
-#[derive(Default)]
 pub struct Tally {
     streams: [Lines; 2],
     counts: [Option<Count>; FORMATS],
@@ -43,39 +37,30 @@ pub struct Tally {
     unittest_ran: Option<u64>,
 }
 
+impl Default for Tally {
+    fn default() -> Self {
+        Self {
+            streams: [Lines::new(LINE_CAP), Lines::new(LINE_CAP)],
+            counts: [None; FORMATS],
+            unittest_ran: None,
+        }
+    }
+}
+
 impl Tally {
     /// Feeds a chunk of one stream (0 stdout, 1 stderr).
     pub fn push(&mut self, stream: usize, data: &[u8]) {
         let i = stream.min(1);
-        let mut rest = data;
-        while let Some(n) = rest.iter().position(|b| *b == b'\n') {
-            let (line, tail) = rest.split_at(n);
-            self.extend(i, line);
-            let line = std::mem::take(&mut self.streams[i].buf);
-            self.streams[i].overflow = false;
-            self.line(&String::from_utf8_lossy(&line));
-            rest = &tail[1..];
-        }
-        self.extend(i, rest);
-    }
-
-    fn extend(&mut self, i: usize, data: &[u8]) {
-        let s = &mut self.streams[i];
-        if s.overflow {
-            return;
-        }
-        let room = LINE_CAP.saturating_sub(s.buf.len());
-        s.buf.extend_from_slice(&data[..data.len().min(room)]);
-        s.overflow = data.len() > room;
+        let mut lines = std::mem::replace(&mut self.streams[i], Lines::new(0));
+        lines.push(data, |line| self.line(line));
+        self.streams[i] = lines;
     }
 
     /// The count of the outermost runner seen, after the output ended.
     pub fn finish(mut self) -> Option<Count> {
         for i in 0..2 {
-            let line = std::mem::take(&mut self.streams[i].buf);
-            if !line.is_empty() {
-                self.line(&String::from_utf8_lossy(&line));
-            }
+            let mut lines = std::mem::replace(&mut self.streams[i], Lines::new(0));
+            lines.finish(|line| self.line(line));
         }
         self.counts.iter().flatten().next().copied()
     }
@@ -87,7 +72,6 @@ impl Tally {
     }
 
     fn line(&mut self, line: &str) {
-        let line = line.trim_end_matches('\r');
         let t = line.trim();
         if t.is_empty() {
             return;

@@ -11,7 +11,8 @@ use std::path::Path;
 
 use air_proto::dependency::DependencySpec;
 
-mod cpp;
+pub mod cpp;
+pub mod lines;
 mod python;
 mod rust;
 

@@ -23,6 +23,19 @@ fn verdicts(p: &Project, session: &str) -> Vec<(String, air_proto::gate::Verdict
         .collect()
 }
 
+/// Checks how task `id` ended: its status, and a reason that says `says`.
+fn ended(conn: &rusqlite::Connection, id: &str, status: &str, says: &str) {
+    let (got, reason): (String, String) = conn
+        .query_row(
+            "SELECT status, COALESCE(reason, '') FROM tasks WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(got, status, "{reason}");
+    assert!(reason.contains(says), "{reason}");
+}
+
 const LIES: &str = r#"# Lies
 
 ## Task L: a package that builds
@@ -141,14 +154,81 @@ fn a_worker_killed_on_its_hard_timeout_is_analysed_before_its_task_fails() {
         ("H-debugger-1", "completed"),
         "{agents:?}"
     );
-    let (status, reason): (String, String) = conn
-        .query_row("SELECT status, reason FROM tasks WHERE id = 'H'", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
-    assert_eq!(status, "failed");
-    assert!(
-        reason.contains("debugger analysis: the cause of H's failure"),
-        "{reason}"
+    ended(
+        &conn,
+        "H",
+        "failed",
+        "debugger analysis: the cause of H's failure",
     );
+}
+
+const BROKEN_BUILD: &str = r#"# A build that keeps failing
+
+## Task C: compile the unit
+
+- retry_budget: 5
+
+air-test: executor=fail debugger=fix
+air-test-call: shell.run {"command": "g++ -c unit.cpp -o unit.o"}
+"#;
+
+/// A C++ build that fails is read by airsd: its compiler's findings are recorded
+/// with their signatures, the debugger is told them, and the same compiler error
+/// three times is the same failure, whatever else the attempts said.
+#[test]
+fn a_failing_build_is_diagnosed_and_its_repeats_are_told_by_signature() {
+    assert!(
+        std::process::Command::new("g++")
+            .arg("--version")
+            .output()
+            .is_ok(),
+        "g++ is missing: tests/run installs the C and C++ toolchain"
+    );
+    let p = Project::new();
+    std::fs::write(
+        p.root.join("unit.cpp"),
+        "int unit() {\n  return undeclared_name + 1;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(p.root.join("broken.md"), BROKEN_BUILD).unwrap();
+    let out = run_with_the_scripted_worker(&p, &["run", "--plan", "broken.md", "--json"]);
+    expect(&out, 3);
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    type Finding = (String, Option<u32>, Option<u32>, String, String);
+    let findings: Vec<Finding> = conn
+        .prepare("SELECT file, line, column_number, signature, source_tool FROM diagnostics WHERE severity = 'error' ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(findings.len(), 3, "one per attempt: {findings:?}");
+    for f in &findings {
+        assert_eq!(
+            (f.0.as_str(), f.1, f.2, f.3.as_str(), f.4.as_str()),
+            (
+                "unit.cpp",
+                Some(2),
+                Some(10),
+                "undeclared-identifier:undeclared_name",
+                "compiler"
+            )
+        );
+    }
+    ended(
+        &conn,
+        "C",
+        "blocked",
+        "the same failure 3 times, escalated: build failed: undeclared-identifier:undeclared_name",
+    );
+    // The debugger was told the findings (its notes are in its worker's stderr).
+    let workers = p.paths().artifacts(&session).join("workers");
+    let told = std::fs::read_dir(&workers)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("debugger"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .any(|s| s.contains("unit.cpp:2:10: error [undeclared-identifier:undeclared_name]"));
+    assert!(told, "the debugger's notes name the finding");
 }

@@ -620,6 +620,14 @@ impl Core {
         })
     }
 
+    /// The agents of a task's latest attempt.
+    pub fn attempt_agents(&self, task_id: &str) -> Vec<String> {
+        self.index
+            .get(task_id)
+            .map(|&i| self.tasks[i].attempt_agents.clone())
+            .unwrap_or_default()
+    }
+
     /// A task's status, if the task exists.
     pub fn status(&self, task_id: &str) -> Option<TaskStatus> {
         self.index.get(task_id).map(|&i| self.tasks[i].status)

@@ -73,8 +73,14 @@ impl Core {
                     }
                 },
                 WorkerStatus::Failed | WorkerStatus::Blocked => {
+                    // The same failure is told by the compiler's and linker's errors
+                    // (their signatures, alike across compilers), else by the checks
+                    // that failed, else by what the agent said.
                     let failed = gate::failed_verification(result);
-                    let (kind, what) = if failed.is_empty() {
+                    let signatures = verdict.map(|v| v.signatures.clone()).unwrap_or_default();
+                    let (kind, what) = if !signatures.is_empty() {
+                        ("build failed", signatures.join(", "))
+                    } else if failed.is_empty() {
                         ("gave up", result.summary.clone())
                     } else {
                         ("verification failed", failed.join(", "))

@@ -3,8 +3,16 @@
 
 use super::*;
 
+/// Most compiler and linker findings told to a debugger.
+const FINDINGS_TOLD: usize = 40;
+
 impl Shell {
-    pub(super) async fn dispatch(&mut self, d: Dispatch) -> Result<()> {
+    pub(super) async fn dispatch(&mut self, mut d: Dispatch) -> Result<()> {
+        // The debugger is given what the compilers and linkers of the failed attempt
+        // said, as airsd parsed it.
+        if let Some(note) = self.findings_note(&d).await {
+            d.notes.push(note);
+        }
         let mut status = status_payload(&d.task_id, Some(d.attempt));
         status.agent_id = Some(d.agent_id.clone());
         status.agent_type = Some(d.role);
@@ -180,6 +188,45 @@ impl Shell {
                 Some(Conversation::default())
             }
         }
+    }
+
+    /// For a debugger, the compiler and linker findings of the attempt it is given,
+    /// errors first, one line each with its signature.
+    async fn findings_note(&self, d: &Dispatch) -> Option<String> {
+        if d.role != AgentType::Debugger {
+            return None;
+        }
+        let agents = self.core.attempt_agents(&d.task_id);
+        if agents.is_empty() {
+            return None;
+        }
+        let session = self.ctx.session.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let conn = session.readers().get()?;
+            crate::event_store::query::findings_of(&conn, &agents, FINDINGS_TOLD)
+        })
+        .await;
+        let rows = match read {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(e)) => {
+                tracing::warn!(task = %d.task_id, "cannot read the attempt's diagnostics: {e}");
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!(task = %d.task_id, "cannot read the attempt's diagnostics: {e}");
+                return None;
+            }
+        };
+        if rows.is_empty() {
+            return None;
+        }
+        let mut note = String::from(
+            "What the compilers and linkers said in the failed attempt, as airsd parsed it (file:line:column, severity, signature, message):",
+        );
+        for r in rows {
+            note.push_str(&format!("\n- {r}"));
+        }
+        Some(note)
     }
 
     /// For an executor or a debugger, the files the task's agents changed so far (from

@@ -612,6 +612,7 @@ impl Shell {
         Some(judged.unwrap_or_else(|e| air_proto::gate::Verdict {
             counted: Vec::new(),
             refused: vec![format!("the evidence gate stopped: {e}")],
+            ..Default::default()
         }))
     }
 

@@ -167,6 +167,14 @@ impl ToolJob {
         let mut captures = [exec::Capture::default(), exec::Capture::default()];
         // How many tests its output says ran, read as it streams.
         let mut tally = crate::evidence::Tally::default();
+        // What a C or C++ build says, read as it streams (each stream by itself: a
+        // line may come in pieces).
+        let mut findings = crate::evidence::compiles(&prepared.command).then(|| {
+            [
+                crate::profiles::cpp::diagnose::Parser::default(),
+                crate::profiles::cpp::diagnose::Parser::default(),
+            ]
+        });
         let mut carry: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
         let mut streamed = 0u64;
         let mut log_error: Option<String> = None;
@@ -241,6 +249,9 @@ impl ToolJob {
                 }
                 captures[i].push(data);
                 tally.push(i, data);
+                if let Some(p) = findings.as_mut() {
+                    p[i].push(data);
+                }
                 if streamed >= exec::STREAM_CAP {
                     return;
                 }
@@ -422,6 +433,29 @@ impl ToolJob {
                             agent_id: Some(self.agent_id.clone()),
                             command_run_id: Some(command_run_id.clone()),
                             covers: d.covers,
+                        }
+                        .into_event(self.env.session.id(), self.source()),
+                    );
+                }
+                let diagnostics = findings
+                    .take()
+                    .map(|[out, err]| [out.finish(), err.finish()].concat())
+                    .unwrap_or_default();
+                for d in crate::evidence::recorded(diagnostics) {
+                    events.push(
+                        p::DiagnosticCreated {
+                            diagnostic_id: air_proto::ids::new_id(),
+                            severity: d.severity,
+                            message: d.message,
+                            file: d.file,
+                            line: d.line,
+                            column: d.column,
+                            code: d.code,
+                            signature: Some(d.signature),
+                            source_tool: Some(d.tool.as_str().to_string()),
+                            command_run_id: Some(command_run_id.clone()),
+                            task_id: Some(self.task_id.clone()),
+                            agent_id: Some(self.agent_id.clone()),
                         }
                         .into_event(self.env.session.id(), self.source()),
                     );

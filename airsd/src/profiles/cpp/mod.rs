@@ -7,6 +7,9 @@ use air_proto::dependency::{DependencySeverity, DependencySpec};
 
 use super::{executable, operands, present, program, Activity, Profile};
 
+pub mod diagnose;
+mod signature;
+
 pub struct Cpp;
 
 /// Make targets that run tests rather than build.
