@@ -270,14 +270,16 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
     out
 }
 
-/// Whether a command builds C or C++ (a step the C and C++ profile says builds), so
-/// that its output is read for compiler and linker findings.
+/// Whether a command builds or analyses C or C++ (a step the C and C++ profile
+/// recognises), so that its output is read for compiler, linker and analyzer
+/// findings.
 pub fn compiles(command: &str) -> bool {
     use crate::profiles::Profile as _;
     chain::read(command, true).steps.iter().any(|s| {
         crate::profiles::Cpp
             .classify(&s.argv)
-            .contains(&Activity::Build)
+            .iter()
+            .any(|a| matches!(a, Activity::Build | Activity::Analysis { .. }))
     })
 }
 

@@ -24,6 +24,7 @@ use crate::supervisor::Worker;
 use crate::tools::permission::{Ask, Engine, Permits};
 use crate::tools::ToolError;
 
+mod cpp;
 mod shell;
 
 /// Rounds of questions one call may raise (each round asks everything it found).
@@ -251,6 +252,8 @@ impl ToolJob {
             Err(ToolError(why))
         } else if designer {
             self.designer_call()
+        } else if self.call.tool.starts_with("cpp.") {
+            self.cpp(&tool_run_id).await
         } else if self.call.tool == "shell.run" {
             self.shell_run(&tool_run_id).await
         } else if self.call.tool == "shell.output" {

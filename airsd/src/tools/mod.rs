@@ -54,6 +54,9 @@ struct Tool {
     kind: Kind,
     input: fn() -> Value,
     output: fn() -> Value,
+    /// The language profile whose tool it is (offered when the project or the task
+    /// calls for that language), or none: offered always.
+    profile: Option<&'static str>,
 }
 
 fn schema<T: schemars::JsonSchema>() -> Value {
@@ -75,6 +78,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Read,
         input: input_schema::<fs::ReadInput>,
         output: schema::<fs::ReadOutput>,
+        profile: None,
     },
     Tool {
         name: "fs.glob",
@@ -83,6 +87,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Read,
         input: input_schema::<search::GlobInput>,
         output: schema::<search::GlobOutput>,
+        profile: None,
     },
     Tool {
         name: "fs.grep",
@@ -91,6 +96,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Read,
         input: input_schema::<search::GrepInput>,
         output: schema::<search::GrepOutput>,
+        profile: None,
     },
     Tool {
         name: "git.status",
@@ -99,6 +105,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Read,
         input: input_schema::<git::StatusInput>,
         output: schema::<git::StatusOutput>,
+        profile: None,
     },
     Tool {
         name: "git.diff",
@@ -107,6 +114,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Read,
         input: input_schema::<git::DiffInput>,
         output: schema::<git::DiffOutput>,
+        profile: None,
     },
     Tool {
         name: "fs.write",
@@ -115,6 +123,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Write,
         input: input_schema::<fs::WriteInput>,
         output: schema::<fs::WriteOutput>,
+        profile: None,
     },
     Tool {
         name: "fs.edit",
@@ -123,6 +132,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Write,
         input: input_schema::<fs::EditInput>,
         output: schema::<fs::EditOutput>,
+        profile: None,
     },
     Tool {
         name: "fs.multi_edit",
@@ -131,6 +141,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Write,
         input: input_schema::<fs::MultiEditInput>,
         output: schema::<fs::EditOutput>,
+        profile: None,
     },
     Tool {
         name: "shell.run",
@@ -139,6 +150,7 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Run,
         input: input_schema::<exec::RunInput>,
         output: schema::<exec::RunOutput>,
+        profile: None,
     },
     Tool {
         name: "shell.output",
@@ -147,6 +159,52 @@ const TOOLS: &[Tool] = &[
         kind: Kind::Read,
         input: input_schema::<exec::OutputInput>,
         output: schema::<exec::OutputOutput>,
+        profile: None,
+    },
+    Tool {
+        name: "cpp.build",
+        description: "Build a C or C++ project: CMake (configured with Ninja, or Make when Ninja is missing or fails; the compilation database written) or a Makefile. Repairs a stale build directory itself. Answers whether it passed, with each compiler and linker error parsed (file, line, signature); a build that exits 0 is the task's build evidence. Two build systems in one tree: it asks which (ask the user).",
+        category: ToolCategory::Build,
+        kind: Kind::Run,
+        input: input_schema::<crate::profiles::cpp::tools::BuildInput>,
+        output: schema::<crate::profiles::cpp::tools::BuildOutput>,
+        profile: Some("cpp"),
+    },
+    Tool {
+        name: "cpp.test",
+        description: "Run a CMake build's tests with CTest (or one GoogleTest binary), and answer with the counts and each failed test with its file and line. No test run is not a pass.",
+        category: ToolCategory::Test,
+        kind: Kind::Run,
+        input: input_schema::<crate::profiles::cpp::tools::TestInput>,
+        output: schema::<crate::profiles::cpp::tools::TestOutput>,
+        profile: Some("cpp"),
+    },
+    Tool {
+        name: "cpp.analyze",
+        description: "Static analysis with cppcheck (and clang-tidy when installed) over the compilation database or the given files (default: the C and C++ files this task changed). A clean run over the changed files is the task's static_analysis evidence; suppress a false finding inline with `// cppcheck-suppress ID`.",
+        category: ToolCategory::StaticAnalysis,
+        kind: Kind::Run,
+        input: input_schema::<crate::profiles::cpp::tools::AnalyzeInput>,
+        output: schema::<crate::profiles::cpp::tools::AnalyzeOutput>,
+        profile: Some("cpp"),
+    },
+    Tool {
+        name: "cpp.intelligence",
+        description: "Check one C or C++ file with clangd (`clangd --check`): its diagnostics, and whether its compile flags were found in the compilation database.",
+        category: ToolCategory::StaticAnalysis,
+        kind: Kind::Run,
+        input: input_schema::<crate::profiles::cpp::tools::IntelligenceInput>,
+        output: schema::<crate::profiles::cpp::tools::IntelligenceOutput>,
+        profile: Some("cpp"),
+    },
+    Tool {
+        name: "cpp.diagnose",
+        description: "Read a command's compiler and linker output (by command_run_id, or given as text) into findings: file, line, column, severity, flag or code, notes, and a signature that is the same for the same error across compilers.",
+        category: ToolCategory::Debug,
+        kind: Kind::Read,
+        input: input_schema::<crate::profiles::cpp::tools::DiagnoseInput>,
+        output: schema::<crate::profiles::cpp::tools::DiagnoseOutput>,
+        profile: Some("cpp"),
     },
 ];
 
@@ -213,9 +271,21 @@ pub fn definitions() -> Vec<ToolDefinition> {
 /// its fixing tools too; airsd refuses them until its evidence is recorded, and says
 /// so.
 pub fn offered(agent: AgentType) -> Vec<ToolDefinition> {
+    offered_for(agent, &[])
+}
+
+/// [`offered`], with the tools of these language profiles (`cpp`) too.
+pub fn offered_for(agent: AgentType, profiles: &[&str]) -> Vec<ToolDefinition> {
     definitions()
         .into_iter()
         .filter(|d| allowed_with(agent, &d.name, true).is_ok())
+        .filter(|d| {
+            TOOLS
+                .iter()
+                .find(|t| t.name == d.name)
+                .and_then(|t| t.profile)
+                .is_none_or(|p| profiles.contains(&p))
+        })
         .collect()
 }
 
@@ -368,7 +438,8 @@ mod tests {
     #[test]
     fn each_agent_is_offered_its_whitelist() {
         let names = |a| offered(a).into_iter().map(|d| d.name).collect::<Vec<_>>();
-        assert_eq!(names(AgentType::Executor).len(), TOOLS.len());
+        let always = TOOLS.iter().filter(|t| t.profile.is_none()).count();
+        assert_eq!(names(AgentType::Executor).len(), always);
         assert_eq!(
             names(AgentType::Reviewer),
             [
@@ -384,7 +455,22 @@ mod tests {
             names(AgentType::ArchitectureDesigner),
             names(AgentType::Reviewer)
         );
-        assert_eq!(names(AgentType::Debugger).len(), TOOLS.len());
+        assert_eq!(names(AgentType::Debugger).len(), always);
+        // A language's tools when the project calls for it; read-only ones for the
+        // reviewer.
+        let cpp = |a| {
+            offered_for(a, &["cpp"])
+                .into_iter()
+                .map(|d| d.name)
+                .filter(|n| n.starts_with("cpp."))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            cpp(AgentType::Executor),
+            ["cpp.build", "cpp.test", "cpp.analyze", "cpp.intelligence", "cpp.diagnose"]
+        );
+        assert_eq!(cpp(AgentType::Debugger), cpp(AgentType::Executor));
+        assert_eq!(cpp(AgentType::Reviewer), ["cpp.diagnose"]);
     }
 
     #[test]

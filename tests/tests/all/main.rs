@@ -8,6 +8,7 @@ mod asks;
 mod bus;
 mod contract;
 mod conversation;
+mod cpp;
 mod crash;
 mod daemon;
 mod deltas;

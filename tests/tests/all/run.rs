@@ -45,7 +45,7 @@ fn scripted_project() -> Project {
     p
 }
 
-fn command(p: &Project, args: &[&str]) -> Command {
+pub(crate) fn command(p: &Project, args: &[&str]) -> Command {
     let mut c = Command::new(bin("air"));
     c.args(args)
         .current_dir(&p.root)

@@ -30,7 +30,12 @@ pub enum Tool {
     /// GNU ld (or gold) through the compiler driver.
     Ld,
     Lld,
+    /// cppcheck, with the template `cpp.analyze` gives it ([`CPPCHECK_TEMPLATE`]).
+    Cppcheck,
 }
+
+/// The line format `cpp.analyze` asks cppcheck for, which this reader reads.
+pub const CPPCHECK_TEMPLATE: &str = "{file}:{line}:{column}: cppcheck-{severity}: {message} [{id}]";
 
 impl Tool {
     pub fn as_str(self) -> &'static str {
@@ -39,6 +44,7 @@ impl Tool {
             Tool::Msvc => "msvc",
             Tool::Ld => "ld",
             Tool::Lld => "lld",
+            Tool::Cppcheck => "cppcheck",
         }
     }
 }
@@ -116,7 +122,10 @@ impl Parser {
         }
         d.notes.append(&mut self.pending);
         d.notes.truncate(MAX_NOTES);
-        d.signature = signature(&d.message, d.code.as_deref(), d.severity);
+        d.signature = match (d.tool, d.code.as_deref()) {
+            (Tool::Cppcheck, Some(id)) => format!("cppcheck:{id}"),
+            _ => signature(&d.message, d.code.as_deref(), d.severity),
+        };
         self.findings.push(d);
     }
 
@@ -306,6 +315,25 @@ fn compiler(t: &str) -> Option<Line> {
             return severity_of(rest).map(|(severity, message)| finding(severity, place, message));
         }
     };
+    if let Some(rest) = rest.strip_prefix("cppcheck-") {
+        let (word, message) = rest.split_once(": ")?;
+        let severity = match word {
+            "error" => DiagnosticSeverity::Error,
+            "information" => DiagnosticSeverity::Note,
+            _ => DiagnosticSeverity::Warning,
+        };
+        let (message, id) = match message.strip_suffix(']').and_then(|m| m.rsplit_once(" [")) {
+            Some((m, id)) => (m, Some(id.to_string())),
+            None => (message, None),
+        };
+        return Some(Line::Finding(diagnostic(
+            severity,
+            place,
+            id,
+            message.trim().to_string(),
+            Tool::Cppcheck,
+        )));
+    }
     if let Some(note) = rest.strip_prefix("note: ") {
         return Some(Line::Note(format!(
             "{}:{}: {note}",

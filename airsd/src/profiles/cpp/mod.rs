@@ -9,6 +9,7 @@ use super::{executable, operands, present, program, Activity, Profile};
 
 pub mod diagnose;
 mod signature;
+pub mod tools;
 
 pub struct Cpp;
 
@@ -71,7 +72,13 @@ impl Profile for Cpp {
                 vec![Activity::Build]
             }
             "cppcheck" | "clang-tidy" => {
-                let paths = operands(args);
+                // The files it was given, or those its filters keep of a project.
+                let mut paths = operands(args);
+                paths.extend(
+                    args.iter()
+                        .filter_map(|a| a.strip_prefix("--file-filter="))
+                        .map(str::to_string),
+                );
                 vec![Activity::Analysis { paths }]
             }
             _ => Vec::new(),

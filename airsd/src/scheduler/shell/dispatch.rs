@@ -23,7 +23,8 @@ impl Shell {
             AgentType::Debugger => TaskStatus::Debugging,
             _ => TaskStatus::Running,
         };
-        let mut tools = crate::tools::offered(d.role);
+        let profiles = self.profiles_called_for(&d);
+        let mut tools = crate::tools::offered_for(d.role, &profiles);
         // A planning turn: the read tools and its phase's own, nothing else (P0-5).
         if let Some(phase) = planning {
             tools.retain(|t| air_proto::planning::refusal(phase, &t.name).is_none());
@@ -188,6 +189,26 @@ impl Shell {
                 Some(Conversation::default())
             }
         }
+    }
+
+    /// The language profiles whose tools this agent is offered: those the project's
+    /// top-level files call for, and C and C++ when the task's files are.
+    fn profiles_called_for(&self, d: &Dispatch) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = crate::profiles::detected(self.ctx.paths.root())
+            .into_iter()
+            .map(|(p, _)| p.name())
+            .collect();
+        let c_files = d
+            .spec
+            .scope
+            .expected_files
+            .iter()
+            .flatten()
+            .any(|f| air_proto::gate::is_c_family(f));
+        if c_files && !out.contains(&"cpp") {
+            out.push("cpp");
+        }
+        out
     }
 
     /// For a debugger, the compiler and linker findings of the attempt it is given,

@@ -12,6 +12,7 @@ use air_proto::payload as p;
 use serde_json::Value;
 
 use super::{resolved_root, ToolJob};
+use crate::profiles::cpp::diagnose::Diagnostic;
 use crate::tools::ToolError;
 
 /// An event payload as the event of this session and source.
@@ -117,9 +118,25 @@ impl ToolJob {
     /// `shell.run`: judged (with questions when needed), recorded, run with its
     /// output streamed and stored, and recorded again at its end.
     pub(super) async fn shell_run(&self, tool_run_id: &str) -> Result<Value, ToolError> {
-        use crate::tools::exec::{self, Channel};
         crate::tools::allowed(self.role, "shell.run")?;
-        let input: exec::RunInput = crate::tools::input("shell.run", self.call.input.clone())?;
+        let input: crate::tools::exec::RunInput =
+            crate::tools::input("shell.run", self.call.input.clone())?;
+        let (out, _) = self.run_step(tool_run_id, input, &[]).await?;
+        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+    }
+
+    /// One command of a tool call, as `shell.run` runs it: judged (with questions when
+    /// needed), recorded, run under the sandbox with its output streamed and kept, its
+    /// evidence and findings recorded with its end. `yields`: evidence the calling
+    /// tool knows the command shows when it passes (a GoogleTest binary is tests).
+    /// Answers with the compiler's, linker's or analyzer's findings too.
+    pub(super) async fn run_step(
+        &self,
+        tool_run_id: &str,
+        input: crate::tools::exec::RunInput,
+        yields: &[(String, air_proto::task::EvidenceType)],
+    ) -> Result<(crate::tools::exec::RunOutput, Vec<Diagnostic>), ToolError> {
+        use crate::tools::exec::{self, Channel};
         let role = self.role;
         let sandbox = self
             .env
@@ -390,6 +407,7 @@ impl ToolJob {
         } else {
             ended.signal.map(|s| format!("killed by signal {s}"))
         };
+        let mut found: Vec<Diagnostic> = Vec::new();
         let recorded = match &failure {
             None => {
                 // Its evidence commits with its end, in one transaction.
@@ -410,7 +428,7 @@ impl ToolJob {
                     start_dir: &start_dir,
                     logs: &logs,
                     count: tally.finish(),
-                    yields: &[],
+                    yields,
                 });
                 let mut events = vec![p::CommandCompleted {
                     command_run_id: command_run_id.clone(),
@@ -441,7 +459,8 @@ impl ToolJob {
                     .take()
                     .map(|[out, err]| [out.finish(), err.finish()].concat())
                     .unwrap_or_default();
-                for d in crate::evidence::recorded(diagnostics) {
+                found = crate::evidence::recorded(diagnostics);
+                for d in found.clone() {
                     events.push(
                         p::DiagnosticCreated {
                             diagnostic_id: air_proto::ids::new_id(),
@@ -525,6 +544,6 @@ impl ToolJob {
             changed_files,
             notes,
         };
-        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+        Ok((out, found))
     }
 }

@@ -1,0 +1,568 @@
+//! The C and C++ tools of a tool call (baseline §20): `cpp.build` (CMake with Ninja,
+//! falling back to Make; a Makefile alone; repairs before anything goes to the
+//! debugger; `compile_commands.json` made on demand), `cpp.test` (CTest's JUnit
+//! report, or a GoogleTest binary's XML), `cpp.analyze` (cppcheck over the
+//! compilation database or the files; clang-tidy when installed), `cpp.intelligence`
+//! (`clangd --check`) and `cpp.diagnose` (a command's kept output read for findings).
+//! Every command runs through `shell.run`'s path ([`ToolJob::run_step`]): judged by
+//! the PermissionEngine, confined by the sandbox, its output streamed and kept, its
+//! evidence and findings recorded with its end.
+
+use std::path::{Path, PathBuf};
+
+use air_proto::task::EvidenceType;
+use serde_json::Value;
+
+use super::ToolJob;
+use crate::profiles::cpp::diagnose::{self, Diagnostic, CPPCHECK_TEMPLATE};
+use crate::profiles::cpp::tools::*;
+use crate::tools::exec::{RunInput, RunOutput};
+use crate::tools::ToolError;
+
+/// How long a build, a test run or an analysis may take (the most `shell.run`
+/// allows).
+const LONG: u64 = 600_000;
+/// Largest test report read.
+const REPORT_CAP: u64 = 16 * 1024 * 1024;
+
+fn encode<T: serde::Serialize>(out: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the answer: {e}")))
+}
+
+/// A word for the shell, quoted when it needs to be.
+fn quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// A directory the model named, as a path under the project root: refused when it
+/// leaves the project.
+fn inside(field: &str, value: Option<&str>, default: &str) -> Result<String, ToolError> {
+    let v = value.unwrap_or(default).trim();
+    let v = if v.is_empty() { default } else { v };
+    if Path::new(v).is_absolute() || v.split('/').any(|p| p == "..") {
+        return Err(ToolError(format!(
+            "{field}: `{v}` must be a path inside the project, relative to its root"
+        )));
+    }
+    Ok(v.trim_end_matches('/').to_string())
+}
+
+fn step(command: &str, out: &RunOutput) -> Step {
+    Step {
+        command: command.to_string(),
+        command_run_id: out.command_run_id.clone(),
+        exit_code: out.exit_code,
+        duration_ms: out.duration_ms,
+    }
+}
+
+/// The end of a command's output, for the answer.
+fn tail(out: &RunOutput) -> String {
+    let text = format!("{}{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// Findings for an answer: errors first, at most [`FINDINGS_SHOWN`].
+fn shown(mut found: Vec<Diagnostic>) -> Vec<Finding> {
+    found.sort_by_key(|d| d.severity != air_proto::payload::DiagnosticSeverity::Error);
+    found
+        .into_iter()
+        .take(FINDINGS_SHOWN)
+        .map(Finding::from)
+        .collect()
+}
+
+/// Whether `program` is on the PATH the commands run with.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            let p = d.join(program);
+            p.is_file()
+                && std::fs::metadata(&p).is_ok_and(|m| {
+                    use std::os::unix::fs::PermissionsExt;
+                    m.permissions().mode() & 0o111 != 0
+                })
+        })
+    })
+}
+
+impl ToolJob {
+    /// One of the C and C++ tools.
+    pub(super) async fn cpp(&self, tool_run_id: &str) -> Result<Value, ToolError> {
+        let tool = self.call.tool.as_str();
+        crate::tools::allowed(self.role, tool)?;
+        let input = self.call.input.clone();
+        match tool {
+            "cpp.build" => encode(&self.cpp_build(tool_run_id, crate::tools::input(tool, input)?).await?),
+            "cpp.test" => encode(&self.cpp_test(tool_run_id, crate::tools::input(tool, input)?).await?),
+            "cpp.analyze" => {
+                encode(&self.cpp_analyze(tool_run_id, crate::tools::input(tool, input)?).await?)
+            }
+            "cpp.intelligence" => {
+                encode(&self.cpp_intelligence(tool_run_id, crate::tools::input(tool, input)?).await?)
+            }
+            "cpp.diagnose" => encode(&self.cpp_diagnose(crate::tools::input(tool, input)?).await?),
+            other => Err(ToolError(format!("no tool `{other}`"))),
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        super::resolved_root(self.env.engine.root())
+    }
+
+    async fn step(
+        &self,
+        tool_run_id: &str,
+        command: String,
+        yields: &[(String, EvidenceType)],
+    ) -> Result<(RunOutput, Vec<Diagnostic>), ToolError> {
+        self.run_step(
+            tool_run_id,
+            RunInput {
+                command,
+                cwd: None,
+                timeout_ms: Some(LONG),
+                description: None,
+            },
+            yields,
+        )
+        .await
+    }
+
+    async fn cpp_build(&self, tool_run_id: &str, input: BuildInput) -> Result<BuildOutput, ToolError> {
+        let source = inside("source_dir", input.source_dir.as_deref(), ".")?;
+        let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
+        let root = self.root();
+        let found = systems(&root.join(&source));
+        let chosen = match input.build_system.as_deref().map(str::to_ascii_lowercase) {
+            Some(s) if s == "cmake" && found.cmake => "cmake",
+            Some(s) if s == "make" && found.make => "make",
+            Some(s) => {
+                return Err(ToolError(format!(
+                    "build_system: `{s}` is not a build system of `{source}` (it has {})",
+                    names(&found)
+                )))
+            }
+            None => match (found.cmake, found.make) {
+                (true, true) => {
+                    return Err(ToolError(format!(
+                        "`{source}` has two build systems, CMake (CMakeLists.txt) and Make (a Makefile CMake did not generate); which one builds the project is the user's decision, not a guess: ask, then call cpp_build with build_system"
+                    )))
+                }
+                (true, false) => "cmake",
+                (false, true) => "make",
+                (false, false) => {
+                    return Err(ToolError(match found.unsupported.first() {
+                        Some((name, file)) => format!(
+                            "`{source}` is built with {name} ({file}), which cpp_build does not support yet: run its commands with shell_run"
+                        ),
+                        None => format!("`{source}` has no CMakeLists.txt or Makefile: nothing for cpp_build to build"),
+                    }))
+                }
+            },
+        };
+        if chosen == "make" {
+            let mut command = format!("make -C {}", quote(&source));
+            if let Some(t) = &input.target {
+                command.push(' ');
+                command.push_str(&quote(t));
+            }
+            let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
+            return Ok(BuildOutput {
+                passed: out.exit_code == Some(0),
+                build_system: "make".into(),
+                steps: vec![step(&command, &out)],
+                findings: shown(found),
+                command_run_id: out.command_run_id.clone(),
+                artifacts: out.artifacts.clone(),
+                output_tail: tail(&out),
+                changed_files: out.changed_files.clone(),
+                ..BuildOutput::default()
+            });
+        }
+        let mut steps = Vec::new();
+        let mut repaired = Vec::new();
+        let mut changed: Vec<String> = Vec::new();
+        let build_path = root.join(&build);
+        let ninja = on_path("ninja");
+        // A cache made with a generator that cannot build here (Ninja gone) is set
+        // aside: the build directory is configured again.
+        let cached = cache_generator(&build_path);
+        let mut configure = cached.is_none();
+        if let Some(g) = &cached {
+            if g == "Ninja" && !ninja {
+                let command = format!(
+                    "rm -rf {}/CMakeCache.txt {}/CMakeFiles",
+                    quote(&build),
+                    quote(&build)
+                );
+                let (out, _) = self.step(tool_run_id, command.clone(), &[]).await?;
+                steps.push(step(&command, &out));
+                repaired.push(format!(
+                    "{build}'s CMake cache was made with Ninja, which is not installed here: set aside, configured again with Make"
+                ));
+                configure = true;
+            }
+        }
+        if !build_path.is_dir() {
+            repaired.push(format!("{build} did not exist: made by configuring"));
+        }
+        let mut generator = cached.filter(|_| !configure);
+        if configure {
+            let mut tried = Vec::new();
+            let mut done = false;
+            for g in [Some("Ninja").filter(|_| ninja), Some("Unix Makefiles")]
+                .into_iter()
+                .flatten()
+            {
+                let command = format!(
+                    "cmake -S {} -B {} -G {} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                    quote(&source),
+                    quote(&build),
+                    quote(g)
+                );
+                let (out, _) = self.step(tool_run_id, command.clone(), &[]).await?;
+                steps.push(step(&command, &out));
+                changed.extend(out.changed_files.clone());
+                if out.exit_code == Some(0) {
+                    generator = Some(g.to_string());
+                    done = true;
+                    break;
+                }
+                tried.push(g);
+                // A failed configure leaves a cache with its generator: set it aside
+                // before the next one.
+                let clean = format!(
+                    "rm -rf {}/CMakeCache.txt {}/CMakeFiles",
+                    quote(&build),
+                    quote(&build)
+                );
+                let (o, _) = self.step(tool_run_id, clean.clone(), &[]).await?;
+                steps.push(step(&clean, &o));
+                if g == "Ninja" {
+                    repaired.push("configuring with Ninja failed: configured again with Make".into());
+                }
+                if g == "Unix Makefiles" {
+                    return Ok(BuildOutput {
+                        passed: false,
+                        build_system: "cmake".into(),
+                        generator: None,
+                        build_dir: Some(build),
+                        steps,
+                        repaired,
+                        command_run_id: out.command_run_id.clone(),
+                        artifacts: out.artifacts.clone(),
+                        output_tail: tail(&out),
+                        changed_files: changed,
+                        ..BuildOutput::default()
+                    });
+                }
+            }
+            if !ninja {
+                repaired.push("Ninja is not installed here: configured with Make".into());
+            }
+            let _ = done;
+        }
+        let mut command = format!("cmake --build {} --parallel", quote(&build));
+        if let Some(t) = &input.target {
+            command.push_str(&format!(" --target {}", quote(t)));
+        }
+        if let Some(c) = &input.config {
+            command.push_str(&format!(" --config {}", quote(c)));
+        }
+        let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
+        steps.push(step(&command, &out));
+        changed.extend(out.changed_files.clone());
+        let db = format!("{build}/compile_commands.json");
+        Ok(BuildOutput {
+            passed: out.exit_code == Some(0),
+            build_system: "cmake".into(),
+            generator,
+            build_dir: Some(build),
+            compile_commands: root.join(&db).is_file().then_some(db),
+            steps,
+            repaired,
+            findings: shown(found),
+            command_run_id: out.command_run_id.clone(),
+            artifacts: out.artifacts.clone(),
+            output_tail: tail(&out),
+            changed_files: changed,
+        })
+    }
+
+    async fn cpp_test(&self, tool_run_id: &str, input: TestInput) -> Result<TestOutput, ToolError> {
+        let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
+        let root = self.root();
+        let (command, report, runner, yields) = match &input.gtest {
+            Some(binary) => {
+                let binary = inside("gtest", Some(binary), "")?;
+                let report = format!("{build}/air-gtest-report.xml");
+                let mut command = format!(
+                    "./{} --gtest_output=xml:{}",
+                    quote(&binary),
+                    quote(&report)
+                );
+                if let Some(f) = &input.filter {
+                    command.push_str(&format!(" --gtest_filter={}", quote(f)));
+                }
+                let yields = vec![
+                    (command.clone(), EvidenceType::TestPass),
+                    (command.clone(), EvidenceType::TestOutput),
+                ];
+                (command, report, "gtest", yields)
+            }
+            None => {
+                if !root.join(&build).join("CTestTestfile.cmake").is_file() {
+                    return Err(ToolError(format!(
+                        "build_dir: `{build}` has no tests CTest knows of (no CTestTestfile.cmake): build the project with cpp_build first, and enable_testing() in its CMakeLists.txt"
+                    )));
+                }
+                let report = format!("{build}/air-ctest-junit.xml");
+                let mut command = format!(
+                    "ctest --test-dir {} --output-on-failure --output-junit air-ctest-junit.xml",
+                    quote(&build)
+                );
+                if let Some(f) = &input.filter {
+                    command.push_str(&format!(" -R {}", quote(f)));
+                }
+                if let Some(c) = &input.config {
+                    command.push_str(&format!(" -C {}", quote(c)));
+                }
+                (command, report, "ctest", Vec::new())
+            }
+        };
+        let report_path = root.join(&report);
+        let _ = std::fs::remove_file(&report_path);
+        let (out, _) = self.step(tool_run_id, command, &yields).await?;
+        let mut notes = Vec::new();
+        let read = std::fs::File::open(&report_path).and_then(|f| {
+            use std::io::Read;
+            let mut s = String::new();
+            f.take(REPORT_CAP).read_to_string(&mut s).map(|_| s)
+        });
+        let (tests, failures, skipped, failed) = match read {
+            Ok(xml) => read_report(&xml).unwrap_or_else(|e| {
+                notes.push(format!("{report}: {e}"));
+                (0, 0, 0, Vec::new())
+            }),
+            Err(e) => {
+                notes.push(format!("no report at {report}: {e}"));
+                (0, 0, 0, Vec::new())
+            }
+        };
+        if tests == 0 {
+            notes.push("no test ran: that is not a pass".into());
+        }
+        Ok(TestOutput {
+            passed: tests > 0 && failures == 0 && out.exit_code == Some(0),
+            runner: runner.into(),
+            tests,
+            failures,
+            skipped,
+            failed,
+            report: report_path.is_file().then_some(report),
+            command_run_id: out.command_run_id.clone(),
+            artifacts: out.artifacts.clone(),
+            output_tail: tail(&out),
+            notes,
+        })
+    }
+
+    async fn cpp_analyze(&self, tool_run_id: &str, input: AnalyzeInput) -> Result<AnalyzeOutput, ToolError> {
+        let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
+        let root = self.root();
+        let files: Vec<String> = match input.files {
+            Some(files) => files
+                .iter()
+                .map(|f| inside("files", Some(f), "."))
+                .collect::<Result<_, _>>()?,
+            None => self.changed_c_files().await,
+        };
+        let db = format!("{build}/compile_commands.json");
+        let with_db = root.join(&db).is_file();
+        let mut command = format!(
+            "cppcheck --enable=warning,performance,portability --inline-suppr --error-exitcode=1 --quiet --template={}",
+            quote(CPPCHECK_TEMPLATE)
+        );
+        if with_db {
+            command.push_str(&format!(" --project={}", quote(&db)));
+            for f in &files {
+                command.push_str(&format!(" --file-filter={}", quote(f)));
+            }
+        } else if files.is_empty() {
+            command.push_str(" .");
+        } else {
+            for f in &files {
+                command.push(' ');
+                command.push_str(&quote(f));
+            }
+        }
+        let covered = if files.is_empty() {
+            vec![".".to_string()]
+        } else {
+            files.clone()
+        };
+        let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
+        let mut steps = vec![step(&command, &out)];
+        let mut findings = found;
+        let mut analyzers = vec!["cppcheck".to_string()];
+        let mut notes = Vec::new();
+        let mut passed = out.exit_code == Some(0);
+        if on_path("clang-tidy") && with_db && !files.is_empty() {
+            let mut tidy = format!("clang-tidy -p {} --quiet", quote(&build));
+            for f in &files {
+                tidy.push(' ');
+                tidy.push_str(&quote(f));
+            }
+            let (o, f) = self.step(tool_run_id, tidy.clone(), &[]).await?;
+            steps.push(step(&tidy, &o));
+            findings.extend(f);
+            passed &= o.exit_code == Some(0);
+            analyzers.push("clang-tidy".into());
+        } else if !on_path("clang-tidy") {
+            notes.push("clang-tidy is not installed here: cppcheck alone analysed".into());
+        }
+        Ok(AnalyzeOutput {
+            passed,
+            analyzers,
+            covered,
+            findings: shown(findings),
+            steps,
+            notes,
+        })
+    }
+
+    /// The C and C++ files the task's agents changed so far.
+    async fn changed_c_files(&self) -> Vec<String> {
+        let (session, task) = (self.env.session.clone(), self.task_id.clone());
+        tokio::task::spawn_blocking(move || {
+            session
+                .readers()
+                .get()
+                .map_err(crate::Error::from)
+                .and_then(|conn| {
+                    crate::event_store::query::changed_in_task(
+                        &conn,
+                        &task,
+                        &crate::tools::WRITE_TOOLS,
+                    )
+                })
+                .unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| air_proto::gate::is_c_family(f))
+        .collect()
+    }
+
+    async fn cpp_intelligence(
+        &self,
+        tool_run_id: &str,
+        input: IntelligenceInput,
+    ) -> Result<IntelligenceOutput, ToolError> {
+        let file = inside("file", Some(&input.file), "")?;
+        let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
+        let root = self.root();
+        if !root.join(&file).is_file() {
+            return Err(ToolError(format!("file: `{file}` is not a file of the project")));
+        }
+        let mut command = format!("clangd --check={}", quote(&file));
+        if root.join(&build).join("compile_commands.json").is_file() {
+            command.push_str(&format!(" --compile-commands-dir={}", quote(&build)));
+        }
+        // clangd logs to stderr; the answer reads it whole from the step's output.
+        let (out, _) = self.step(tool_run_id, format!("{command} 2>&1"), &[]).await?;
+        let text = format!("{}\n{}", out.stdout, out.stderr);
+        let (compile_flags_found, findings) = read_clangd(&text, &file);
+        Ok(IntelligenceOutput {
+            file,
+            compile_flags_found,
+            findings,
+            command_run_id: out.command_run_id.clone(),
+        })
+    }
+
+    async fn cpp_diagnose(&self, input: DiagnoseInput) -> Result<DiagnoseOutput, ToolError> {
+        let text = match (input.text, input.command_run_id) {
+            (Some(t), _) => t,
+            (None, Some(id)) => self.kept_output(&id).await?,
+            (None, None) => {
+                return Err(ToolError(
+                    "give `command_run_id` (a command whose output to read) or `text`".into(),
+                ))
+            }
+        };
+        let found = diagnose::parse(&text);
+        let errors = found
+            .iter()
+            .filter(|d| d.severity == air_proto::payload::DiagnosticSeverity::Error)
+            .count() as u64;
+        let warnings = found
+            .iter()
+            .filter(|d| d.severity == air_proto::payload::DiagnosticSeverity::Warning)
+            .count() as u64;
+        Ok(DiagnoseOutput {
+            errors,
+            warnings,
+            findings: shown(found),
+        })
+    }
+
+    /// A command run's kept stdout and stderr (bounded), from the ArtifactStore.
+    async fn kept_output(&self, id: &str) -> Result<String, ToolError> {
+        let id = id.trim().to_string();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(ToolError(format!(
+                "command_run_id: `{id}` is not a command_run_id (a shell_run answer names it)"
+            )));
+        }
+        let store = self.env.artifacts.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut text = String::new();
+            for name in ["stdout.log", "stderr.log"] {
+                let rel = format!("command-runs/{id}/{name}");
+                let gz = format!("{rel}.gz");
+                let rel = if store.dir().join(&gz).exists() { gz } else { rel };
+                if let Ok((bytes, _)) = store.read(&rel, 0, 8 * 1024 * 1024) {
+                    text.push_str(&String::from_utf8_lossy(&bytes));
+                    text.push('\n');
+                }
+            }
+            if text.trim().is_empty() {
+                Err(ToolError(format!(
+                    "command_run_id: no kept output for `{id}` in this session"
+                )))
+            } else {
+                Ok(text)
+            }
+        })
+        .await
+        .map_err(|e| ToolError(format!("cannot read the output: {e}")))?
+    }
+}
+
+fn names(s: &Systems) -> String {
+    let mut out = Vec::new();
+    if s.cmake {
+        out.push("CMake".to_string());
+    }
+    if s.make {
+        out.push("Make".to_string());
+    }
+    out.extend(s.unsupported.iter().map(|(n, _)| format!("{n} (not supported yet)")));
+    if out.is_empty() {
+        "none".into()
+    } else {
+        out.join(", ")
+    }
+}

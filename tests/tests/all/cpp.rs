@@ -1,0 +1,192 @@
+//! The C and C++ tools end to end, with the real toolchain (`tests/run` installs
+//! cmake, ninja, g++, clang, cppcheck, clangd and GoogleTest): the seeded sample
+//! project under `tests/fixtures/cpp-sample` fails to compile, is diagnosed (the same
+//! signature from g++ and clang++), is fixed, builds with Ninja, its tests fail then
+//! pass as seeded, cppcheck finds the seeded defect, clangd finds the file's flags;
+//! and with Ninja gone from PATH the build directory is repaired and built with Make.
+//! The calls are made by the scripted worker through airsd, as an agent makes them.
+
+use std::path::Path;
+
+use crate::daemon::Project;
+use crate::run::{air, db, expect, newest_session};
+
+/// A copy of the sample project.
+fn sample() -> Project {
+    let p = Project::new();
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cpp-sample");
+    copy(&from, &p.root);
+    p
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+fn write_call(path: &str, content: &str) -> String {
+    format!(
+        "air-test-call: fs.read {}\nair-test-call: fs.write {}\n",
+        serde_json::json!({ "path": path }),
+        serde_json::json!({ "path": path, "content": content })
+    )
+}
+
+/// The outputs of the calls of one tool, in order.
+fn outputs(conn: &rusqlite::Connection, tool: &str) -> Vec<serde_json::Value> {
+    conn.prepare("SELECT COALESCE(output_json, error) FROM tool_runs WHERE tool = ?1 ORDER BY seq")
+        .unwrap()
+        .query_map([tool], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|r| {
+            let text = r.unwrap();
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+        })
+        .collect()
+}
+
+fn signatures(v: &serde_json::Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f["signature"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn the_sample_is_built_diagnosed_fixed_tested_and_analysed_with_the_real_toolchain() {
+    for tool in ["cmake", "ninja", "g++", "clang++", "cppcheck", "clangd"] {
+        assert!(
+            std::process::Command::new(tool).arg("--version").output().is_ok(),
+            "{tool} is missing: tests/run installs the C and C++ toolchain"
+        );
+    }
+    let p = sample();
+    let half_fixed = "#include \"sample/sum.h\"\n\nint sum(int a, int b) { return a == b ? a + b + 1 : a + b; }\n";
+    let fixed = "#include \"sample/sum.h\"\n\nint sum(int a, int b) { return a + b; }\n";
+    let mut plan = String::from(
+        "# The sample\n\n## Task S: make the sample build and pass\n\n- expected_files: `src/sum.cpp`\n\nair-test: executor=complete\n",
+    );
+    plan.push_str("air-test-call: cpp.build {}\n");
+    plan.push_str("air-test-call: shell.run {\"command\": \"clang++ -std=c++17 -Iinclude -c src/sum.cpp -o /tmp/air-cpp-sample-clang.o\"}\n");
+    plan.push_str("air-test-call: shell.run {\"command\": \"g++ -std=c++17 -Iinclude -c src/sum.cpp -o /tmp/air-cpp-sample-gcc.o\"}\n");
+    plan.push_str("air-test-call: cpp.diagnose {\"command_run_id\": \"$LAST_COMMAND_RUN\"}\n");
+    plan.push_str(&write_call("src/sum.cpp", half_fixed));
+    plan.push_str("air-test-call: cpp.build {}\nair-test-call: cpp.test {}\n");
+    plan.push_str(&write_call("src/sum.cpp", fixed));
+    plan.push_str("air-test-call: cpp.build {}\nair-test-call: cpp.test {}\n");
+    plan.push_str("air-test-call: cpp.analyze {\"files\": [\"src/buffer.cpp\"]}\n");
+    plan.push_str("air-test-call: cpp.analyze {\"files\": [\"src/sum.cpp\"]}\n");
+    plan.push_str("air-test-call: cpp.intelligence {\"file\": \"src/sum.cpp\"}\n");
+    std::fs::write(p.root.join("plan.md"), &plan).unwrap();
+    let out = air(&p, &["run", "--plan", "plan.md"]);
+    // The task completes on airsd's own evidence: the analysis of the changed file.
+    expect(&out, 0);
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+
+    let builds = outputs(&conn, "cpp.build");
+    assert_eq!(builds.len(), 3, "{builds:#?}");
+    assert_eq!(builds[0]["passed"], false, "{:#?}", builds[0]);
+    assert_eq!(builds[0]["generator"], "Ninja", "{:#?}", builds[0]);
+    assert!(
+        signatures(&builds[0]).contains(&"undeclared-identifier:offset".to_string()),
+        "{:#?}",
+        builds[0]
+    );
+    assert_eq!(builds[1]["passed"], true, "{:#?}", builds[1]);
+    assert_eq!(builds[1]["compile_commands"], "build/compile_commands.json");
+    assert_eq!(builds[2]["passed"], true);
+    // The same error from the CMake build (g++), clang++ and g++ by hand: one signature.
+    let by_tool: Vec<(String, String)> = conn
+        .prepare("SELECT d.signature, c.command FROM diagnostics d JOIN command_runs c ON c.id = d.command_run_id WHERE d.severity = 'error' ORDER BY d.seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for compiler in ["cmake --build", "clang++", "g++ -std"] {
+        assert!(
+            by_tool
+                .iter()
+                .any(|(s, c)| s == "undeclared-identifier:offset" && c.contains(compiler)),
+            "{compiler}: {by_tool:#?}"
+        );
+    }
+    let diagnosed = outputs(&conn, "cpp.diagnose");
+    assert!(signatures(&diagnosed[0]).contains(&"undeclared-identifier:offset".to_string()), "{diagnosed:#?}");
+
+    let tests = outputs(&conn, "cpp.test");
+    assert_eq!(tests.len(), 2, "{tests:#?}");
+    assert_eq!((tests[0]["passed"].clone(), tests[0]["tests"].clone(), tests[0]["failures"].clone()), (false.into(), 2.into(), 1.into()), "{:#?}", tests[0]);
+    let failed = &tests[0]["failed"][0];
+    assert_eq!(failed["name"], "Sum.Seeded", "{failed:#}");
+    assert!(failed["file"].as_str().unwrap_or("").ends_with("tests/sum_test.cpp"), "{failed:#}");
+    assert_eq!(failed["line"], 8, "{failed:#}");
+    assert_eq!((tests[1]["passed"].clone(), tests[1]["tests"].clone()), (true.into(), 2.into()), "{:#?}", tests[1]);
+
+    let analyses = outputs(&conn, "cpp.analyze");
+    assert_eq!(analyses[0]["passed"], false, "{:#?}", analyses[0]);
+    let defect = analyses[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["signature"] == "cppcheck:arrayIndexOutOfBounds")
+        .unwrap_or_else(|| panic!("{:#?}", analyses[0]));
+    assert_eq!((defect["file"].as_str(), defect["line"].as_u64()), (Some("src/buffer.cpp"), Some(6)));
+    assert_eq!(analyses[1]["passed"], true, "{:#?}", analyses[1]);
+
+    let clangd = outputs(&conn, "cpp.intelligence");
+    assert_eq!(clangd[0]["compile_flags_found"], true, "{:#?}", clangd[0]);
+
+    // airsd's evidence of the work: the passing build, the tests, the analysis.
+    let evidence: Vec<String> = conn
+        .prepare("SELECT evidence_type FROM evidence_refs WHERE task_id = 'S' ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for kind in ["build_pass", "build_log", "test_output", "test_pass", "static_analysis"] {
+        assert!(evidence.iter().any(|e| e == kind), "{kind}: {evidence:?}");
+    }
+    let _ = air(&p, &["daemon", "stop"]);
+
+    // With Ninja gone from PATH, the build directory Ninja made is set aside and the
+    // project is configured and built with Make.
+    let shadow = tempfile::tempdir().unwrap();
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap()) {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            if name == "ninja" || shadow.path().join(&name).exists() {
+                continue;
+            }
+            let _ = std::os::unix::fs::symlink(e.path(), shadow.path().join(&name));
+        }
+    }
+    std::fs::write(
+        p.root.join("make.md"),
+        "# Again\n\n## Task M: build without Ninja\n\nair-test: executor=complete\nair-test-call: cpp.build {}\n",
+    )
+    .unwrap();
+    let out = crate::run::command(&p, &["run", "--plan", "make.md"])
+        .env("PATH", shadow.path())
+        .output()
+        .unwrap();
+    expect(&out, 0);
+    let session = newest_session(&p);
+    let builds = outputs(&db(&p, &session), "cpp.build");
+    assert_eq!(builds[0]["passed"], true, "{:#?}", builds[0]);
+    assert_eq!(builds[0]["generator"], "Unix Makefiles", "{:#?}", builds[0]);
+    let repaired = builds[0]["repaired"].to_string();
+    assert!(repaired.contains("made with Ninja, which is not installed here"), "{repaired}");
+    let _ = air(&p, &["daemon", "stop"]);
+}
