@@ -751,7 +751,7 @@ fn task_text(t: &TaskSpec, role: AgentType) -> String {
         if t.verification.required {
             s.push_str("; and each verification command passed");
         }
-        s.push_str(". airsd records evidence from the commands you run, never from what a result says: a build that exits 0 is build_pass, a test run that runs tests and fails none is test_pass, a static analysis over the files is static_analysis; a change after a check makes it stale, so run checks after your last edit. Changing C or C++ files also needs static_analysis; completing without changing a file needs an `explanation`.\n");
+        s.push_str(". airsd records evidence from the commands you run, never from what a result says (a build that exits 0, tests that run and fail none, an analysis of the changed files); a change after a check makes it stale, so run checks after your last edit. C or C++ changes also need static_analysis; completing without a change needs an `explanation`.\n");
     }
     let scope = &t.scope;
     let lists = [

@@ -38,6 +38,20 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     out
 }
 
+/// Copies a directory tree (regular files and directories).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    for e in std::fs::read_dir(from).into_iter().flatten().flatten() {
+        let target = to.join(e.file_name());
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target)
+                .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
+        }
+    }
+}
+
 pub fn bin(name: &str) -> PathBuf {
     // Test executables live in target/<profile>/deps; binaries one level up.
     let exe = std::env::current_exe().unwrap_or_default();

@@ -163,7 +163,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.build",
-        description: "Build a C or C++ project: CMake (configured with Ninja, or Make when Ninja is missing or fails; the compilation database written) or a Makefile. Repairs a stale build directory itself. Answers whether it passed, with each compiler and linker error parsed (file, line, signature); a build that exits 0 is the task's build evidence. Two build systems in one tree: it asks which (ask the user).",
+        description: "Build C/C++ with CMake (Ninja, else Make; compile_commands.json; a stale build dir repaired) or a Makefile: pass or fail, with each compiler and linker error parsed. Two build systems: ask the user which.",
         category: ToolCategory::Build,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::BuildInput>,
@@ -172,7 +172,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.test",
-        description: "Run a CMake build's tests with CTest (or one GoogleTest binary), and answer with the counts and each failed test with its file and line. No test run is not a pass.",
+        description: "Run the tests (CTest, or a GoogleTest binary): counts and each failure with file and line. No test run is no pass.",
         category: ToolCategory::Test,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::TestInput>,
@@ -181,7 +181,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.analyze",
-        description: "Static analysis with cppcheck (and clang-tidy when installed) over the compilation database or the given files (default: the C and C++ files this task changed). A clean run over the changed files is the task's static_analysis evidence; suppress a false finding inline with `// cppcheck-suppress ID`.",
+        description: "cppcheck (and clang-tidy if installed) over the files, default those this task changed; clean, it is static_analysis evidence. Silence a false finding: `// cppcheck-suppress ID`.",
         category: ToolCategory::StaticAnalysis,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::AnalyzeInput>,
@@ -190,7 +190,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.intelligence",
-        description: "Check one C or C++ file with clangd (`clangd --check`): its diagnostics, and whether its compile flags were found in the compilation database.",
+        description: "clangd --check of one file: its diagnostics, and whether its compile flags were found.",
         category: ToolCategory::StaticAnalysis,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::IntelligenceInput>,
@@ -199,7 +199,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.diagnose",
-        description: "Read a command's compiler and linker output (by command_run_id, or given as text) into findings: file, line, column, severity, flag or code, notes, and a signature that is the same for the same error across compilers.",
+        description: "Parse a command's compiler and linker output (by command_run_id, or text): file, line, severity, signature.",
         category: ToolCategory::Debug,
         kind: Kind::Read,
         input: input_schema::<crate::profiles::cpp::tools::DiagnoseInput>,
@@ -274,11 +274,17 @@ pub fn offered(agent: AgentType) -> Vec<ToolDefinition> {
     offered_for(agent, &[])
 }
 
+/// Tools that read findings, which are the debugger's and the reviewer's: an
+/// executor reads its build's findings in `cpp_build`'s answer (and its first request
+/// stays within its budget). It may still call them.
+const DIAGNOSIS: &[&str] = &["cpp.intelligence", "cpp.diagnose"];
+
 /// [`offered`], with the tools of these language profiles (`cpp`) too.
 pub fn offered_for(agent: AgentType, profiles: &[&str]) -> Vec<ToolDefinition> {
     definitions()
         .into_iter()
         .filter(|d| allowed_with(agent, &d.name, true).is_ok())
+        .filter(|d| agent != AgentType::Executor || !DIAGNOSIS.contains(&d.name.as_str()))
         .filter(|d| {
             TOOLS
                 .iter()
@@ -466,10 +472,19 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            cpp(AgentType::Executor),
-            ["cpp.build", "cpp.test", "cpp.analyze", "cpp.intelligence", "cpp.diagnose"]
+            cpp(AgentType::Debugger),
+            [
+                "cpp.build",
+                "cpp.test",
+                "cpp.analyze",
+                "cpp.intelligence",
+                "cpp.diagnose"
+            ]
         );
-        assert_eq!(cpp(AgentType::Debugger), cpp(AgentType::Executor));
+        assert_eq!(
+            cpp(AgentType::Executor),
+            ["cpp.build", "cpp.test", "cpp.analyze"]
+        );
         assert_eq!(cpp(AgentType::Reviewer), ["cpp.diagnose"]);
     }
 

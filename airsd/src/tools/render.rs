@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 
 use super::{exec, fs, git, provider_name, search};
+use crate::profiles::cpp::tools as cpp;
 
 /// The output fields whose text the rendering carries (left out of the structured
 /// output sent beside it).
@@ -29,6 +30,13 @@ pub fn text(tool: &str, output: &Value) -> Option<String> {
         "fs.edit" | "fs.multi_edit" => edit(&typed(output)?),
         "shell.run" => run(&typed(output)?),
         "shell.output" => page(&typed(output)?),
+        "cpp.build" => cpp_build(&typed(output)?),
+        "cpp.test" => cpp_test(&typed(output)?),
+        "cpp.analyze" => cpp_analyze(&typed(output)?),
+        "cpp.intelligence" => cpp_intelligence(&typed(output)?),
+        "cpp.diagnose" => {
+            findings_text(&typed::<crate::profiles::cpp::tools::DiagnoseOutput>(output)?.findings)
+        }
         _ => return None,
     })
 }
@@ -188,6 +196,135 @@ fn page(o: &exec::OutputOutput) -> String {
         }
         None => out.push_str("[end of the output]\n"),
     }
+    out
+}
+
+/// Findings, one a line: `file:line:column: severity [signature]: message`.
+fn findings_text(findings: &[cpp::Finding]) -> String {
+    let mut out = String::new();
+    if findings.is_empty() {
+        out.push_str("No findings.\n");
+    }
+    for f in findings {
+        let place = match (&f.file, f.line, f.column) {
+            (Some(file), Some(l), Some(c)) => format!("{file}:{l}:{c}"),
+            (Some(file), Some(l), None) => format!("{file}:{l}"),
+            (Some(file), None, _) => file.clone(),
+            _ => "(no place)".into(),
+        };
+        let _ = writeln!(
+            out,
+            "- {place}: {} [{}]: {}",
+            f.severity, f.signature, f.message
+        );
+        for n in f.notes.iter().take(4) {
+            let _ = writeln!(out, "    {n}");
+        }
+    }
+    out
+}
+
+/// The steps a tool ran, each with how it ended (no durations: the answer reads the
+/// same each time the same thing happens).
+fn steps_text(out: &mut String, steps: &[cpp::Step]) {
+    for s in steps {
+        let ended = match s.exit_code {
+            Some(c) => format!("exited {c}"),
+            None => "did not finish".into(),
+        };
+        let _ = writeln!(
+            out,
+            "- `{}` {ended} (command_run_id {})",
+            s.command, s.command_run_id
+        );
+    }
+}
+
+fn cpp_build(o: &cpp::BuildOutput) -> String {
+    let mut out = format!(
+        "Build {} ({}{}{}).\n",
+        if o.passed { "passed" } else { "FAILED" },
+        o.build_system,
+        o.generator
+            .as_deref()
+            .map(|g| format!(", {g}"))
+            .unwrap_or_default(),
+        o.build_dir
+            .as_deref()
+            .map(|d| format!(", in {d}"))
+            .unwrap_or_default(),
+    );
+    if let Some(db) = &o.compile_commands {
+        let _ = writeln!(out, "Compilation database: {db}");
+    }
+    for r in &o.repaired {
+        let _ = writeln!(out, "Repaired: {r}");
+    }
+    steps_text(&mut out, &o.steps);
+    if !o.findings.is_empty() {
+        out.push_str("Findings (errors first):\n");
+        out.push_str(&findings_text(&o.findings));
+    }
+    if !o.passed && !o.output_tail.is_empty() {
+        let _ = writeln!(out, "The end of its output:\n{}", o.output_tail);
+    }
+    out
+}
+
+fn cpp_test(o: &cpp::TestOutput) -> String {
+    let mut out = format!(
+        "Tests {} ({}): {} ran, {} failed, {} skipped (command_run_id {}).\n",
+        if o.passed { "passed" } else { "FAILED" },
+        o.runner,
+        o.tests,
+        o.failures,
+        o.skipped,
+        o.command_run_id
+    );
+    for f in &o.failed {
+        let place = match (&f.file, f.line) {
+            (Some(file), Some(l)) => format!(" at {file}:{l}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "- {}{place}: {}",
+            f.name,
+            f.message.as_deref().unwrap_or("")
+        );
+    }
+    notes(&mut out, &o.notes);
+    if !o.passed && o.failed.is_empty() && !o.output_tail.is_empty() {
+        let _ = writeln!(out, "The end of its output:\n{}", o.output_tail);
+    }
+    out
+}
+
+fn cpp_analyze(o: &cpp::AnalyzeOutput) -> String {
+    let mut out = format!(
+        "Analysis {} ({} over {}).\n",
+        if o.passed { "passed" } else { "FAILED" },
+        o.analyzers.join(" and "),
+        o.covered.join(", ")
+    );
+    steps_text(&mut out, &o.steps);
+    out.push_str(&findings_text(&o.findings));
+    notes(&mut out, &o.notes);
+    out
+}
+
+fn cpp_intelligence(o: &cpp::IntelligenceOutput) -> String {
+    let mut out = format!(
+        "clangd checked {}: compile flags {} (command_run_id {}).\n",
+        o.file,
+        if o.compile_flags_found {
+            "found in the compilation database"
+        } else {
+            "not found (guessed; its findings may be wrong)"
+        },
+        o.command_run_id
+    );
+    out.push_str(&findings_text(&o.findings));
     out
 }
 

@@ -15,20 +15,8 @@ use crate::run::{air, db, expect, newest_session};
 fn sample() -> Project {
     let p = Project::new();
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cpp-sample");
-    copy(&from, &p.root);
+    air_tests::copy_dir(&from, &p.root);
     p
-}
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
 }
 
 fn write_call(path: &str, content: &str) -> String {
@@ -65,7 +53,10 @@ fn signatures(v: &serde_json::Value) -> Vec<String> {
 fn the_sample_is_built_diagnosed_fixed_tested_and_analysed_with_the_real_toolchain() {
     for tool in ["cmake", "ninja", "g++", "clang++", "cppcheck", "clangd"] {
         assert!(
-            std::process::Command::new(tool).arg("--version").output().is_ok(),
+            std::process::Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok(),
             "{tool} is missing: tests/run installs the C and C++ toolchain"
         );
     }
@@ -122,16 +113,39 @@ fn the_sample_is_built_diagnosed_fixed_tested_and_analysed_with_the_real_toolcha
         );
     }
     let diagnosed = outputs(&conn, "cpp.diagnose");
-    assert!(signatures(&diagnosed[0]).contains(&"undeclared-identifier:offset".to_string()), "{diagnosed:#?}");
+    assert!(
+        signatures(&diagnosed[0]).contains(&"undeclared-identifier:offset".to_string()),
+        "{diagnosed:#?}"
+    );
 
     let tests = outputs(&conn, "cpp.test");
     assert_eq!(tests.len(), 2, "{tests:#?}");
-    assert_eq!((tests[0]["passed"].clone(), tests[0]["tests"].clone(), tests[0]["failures"].clone()), (false.into(), 2.into(), 1.into()), "{:#?}", tests[0]);
+    assert_eq!(
+        (
+            tests[0]["passed"].clone(),
+            tests[0]["tests"].clone(),
+            tests[0]["failures"].clone()
+        ),
+        (false.into(), 2.into(), 1.into()),
+        "{:#?}",
+        tests[0]
+    );
     let failed = &tests[0]["failed"][0];
     assert_eq!(failed["name"], "Sum.Seeded", "{failed:#}");
-    assert!(failed["file"].as_str().unwrap_or("").ends_with("tests/sum_test.cpp"), "{failed:#}");
+    assert!(
+        failed["file"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("tests/sum_test.cpp"),
+        "{failed:#}"
+    );
     assert_eq!(failed["line"], 8, "{failed:#}");
-    assert_eq!((tests[1]["passed"].clone(), tests[1]["tests"].clone()), (true.into(), 2.into()), "{:#?}", tests[1]);
+    assert_eq!(
+        (tests[1]["passed"].clone(), tests[1]["tests"].clone()),
+        (true.into(), 2.into()),
+        "{:#?}",
+        tests[1]
+    );
 
     let analyses = outputs(&conn, "cpp.analyze");
     assert_eq!(analyses[0]["passed"], false, "{:#?}", analyses[0]);
@@ -141,7 +155,10 @@ fn the_sample_is_built_diagnosed_fixed_tested_and_analysed_with_the_real_toolcha
         .iter()
         .find(|f| f["signature"] == "cppcheck:arrayIndexOutOfBounds")
         .unwrap_or_else(|| panic!("{:#?}", analyses[0]));
-    assert_eq!((defect["file"].as_str(), defect["line"].as_u64()), (Some("src/buffer.cpp"), Some(6)));
+    assert_eq!(
+        (defect["file"].as_str(), defect["line"].as_u64()),
+        (Some("src/buffer.cpp"), Some(6))
+    );
     assert_eq!(analyses[1]["passed"], true, "{:#?}", analyses[1]);
 
     let clangd = outputs(&conn, "cpp.intelligence");
@@ -155,7 +172,13 @@ fn the_sample_is_built_diagnosed_fixed_tested_and_analysed_with_the_real_toolcha
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    for kind in ["build_pass", "build_log", "test_output", "test_pass", "static_analysis"] {
+    for kind in [
+        "build_pass",
+        "build_log",
+        "test_output",
+        "test_pass",
+        "static_analysis",
+    ] {
         assert!(evidence.iter().any(|e| e == kind), "{kind}: {evidence:?}");
     }
     let _ = air(&p, &["daemon", "stop"]);
@@ -187,6 +210,48 @@ fn the_sample_is_built_diagnosed_fixed_tested_and_analysed_with_the_real_toolcha
     assert_eq!(builds[0]["passed"], true, "{:#?}", builds[0]);
     assert_eq!(builds[0]["generator"], "Unix Makefiles", "{:#?}", builds[0]);
     let repaired = builds[0]["repaired"].to_string();
-    assert!(repaired.contains("made with Ninja, which is not installed here"), "{repaired}");
+    assert!(
+        repaired.contains("made with Ninja, which is not installed here"),
+        "{repaired}"
+    );
+    let _ = air(&p, &["daemon", "stop"]);
+}
+
+/// The shipped C++ example replays with no key: the real agents, airsd's C and C++
+/// tools and the real toolchain carry its plan out, each task completed on the
+/// evidence airsd recorded.
+#[test]
+fn the_shipped_cpp_recording_replays_with_no_key() {
+    let p = Project::new();
+    air_tests::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/intstats"),
+        &p.root,
+    );
+    let out = crate::run::real_worker(&p, &["run", "--plan", "plan.md", "--replay", "recording"])
+        .output()
+        .unwrap();
+    expect(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("completed: 2 completed"), "{stdout}");
+    // The work is there: the tests CTest runs pass.
+    let ctest = std::process::Command::new("ctest")
+        .args(["--test-dir", "build"])
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(
+        ctest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ctest.stdout)
+    );
+    let t2 = crate::run::reported_evidence(&p, "T2");
+    for kind in [
+        "build_pass: `cmake --build build",
+        "test_pass: `ctest --test-dir build",
+        "ran 5 test(s), none failed",
+        "static_analysis: `cppcheck",
+    ] {
+        assert!(t2.contains(kind), "{kind}: {t2}");
+    }
     let _ = air(&p, &["daemon", "stop"]);
 }

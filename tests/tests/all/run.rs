@@ -115,6 +115,31 @@ fn count(conn: &rusqlite::Connection, sql: &str) -> i64 {
     conn.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
+/// The newest session's run report.
+fn newest_report(p: &Project) -> serde_json::Value {
+    let session = newest_session(p);
+    serde_json::from_slice(
+        &std::fs::read(
+            p.paths()
+                .artifacts(&session)
+                .join("reports/run-report.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+/// A task's evidence as the newest session's run report lists it (JSON text).
+pub(crate) fn reported_evidence(p: &Project, task: &str) -> String {
+    newest_report(p)["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == task)
+        .unwrap()["evidence"]
+        .to_string()
+}
+
 pub(crate) fn newest_session(p: &Project) -> String {
     let out = air(p, &["sessions", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -202,15 +227,7 @@ fn the_example_plan_runs_to_completion_with_reports() {
     assert!(summary.contains("t_T1 --> t_T2"), "{summary}");
 
     let session = newest_session(&p);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            p.paths()
-                .artifacts(&session)
-                .join("reports/run-report.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let report = newest_report(&p);
     assert_eq!(report["outcome"], "completed");
     assert_eq!(report["counts"]["completed"], 7);
     let graph: serde_json::Value =
@@ -1142,23 +1159,7 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
     assert!(p.root.join("wordcount/__main__.py").exists());
     // The report lists each task's evidence as airsd recorded it from the commands the
     // agents ran, each with what shows it.
-    let session = newest_session(&p);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            p.paths()
-                .artifacts(&session)
-                .join("reports/run-report.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let t1 = report["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "T1")
-        .unwrap();
-    let evidence = t1["evidence"].to_string();
+    let evidence = reported_evidence(&p, "T1");
     assert!(
         evidence.contains("test_pass: `python3 -m unittest discover -s tests` ran 1 test(s), none failed (command-run:"),
         "{evidence}"

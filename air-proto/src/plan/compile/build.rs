@@ -162,6 +162,23 @@ impl Compiler<'_> {
         }
         evidence.sort();
         evidence.dedup();
+        // Evidence no tool records yet: the task could never complete.
+        for kind in evidence.iter().filter(|k| {
+            task.task_type == TaskType::Execute
+                && crate::gate::source(**k) == crate::gate::Source::NoTool
+        }) {
+            self.warnings.push(diag(
+                task.line,
+                "evidence",
+                format!(
+                    "task {} requires {}, which no tool of air records yet, so it cannot complete: opt out with [no-{}] in its title (or `evidence: no-{}`) until such a tool lands",
+                    task.id,
+                    kind.as_str(),
+                    kind.as_str().replace('_', "-"),
+                    kind.as_str().replace('_', "-")
+                ),
+            ));
+        }
         if task.task_type == TaskType::Execute && task.acceptance.is_empty() {
             self.warnings.push(diag(
                 task.line,

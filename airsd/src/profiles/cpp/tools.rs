@@ -10,24 +10,20 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// `cpp.build`'s input.
+// `cpp.build`'s input.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuildInput {
-    /// The directory with the project's CMakeLists.txt or Makefile (default: the
-    /// project root).
+    /// Default `.`.
     #[serde(default)]
     pub source_dir: Option<String>,
-    /// Where CMake builds (default `build`).
+    /// Default `build`.
     #[serde(default)]
     pub build_dir: Option<String>,
-    /// A target to build (default: all).
+    /// Default: all.
     #[serde(default)]
     pub target: Option<String>,
-    /// `Debug`, `Release` … for multi-configuration generators.
-    #[serde(default)]
-    pub config: Option<String>,
-    /// `cmake` or `make`, when the tree has both and the user said which.
+    /// `cmake` or `make` (the user's choice).
     #[serde(default)]
     pub build_system: Option<String>,
 }
@@ -103,22 +99,19 @@ pub struct BuildOutput {
     pub changed_files: Vec<String>,
 }
 
-/// `cpp.test`'s input.
+// `cpp.test`'s input.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TestInput {
-    /// The CMake build directory whose tests CTest runs (default `build`).
+    /// Default `build`.
     #[serde(default)]
     pub build_dir: Option<String>,
-    /// Only tests whose name matches this regular expression.
+    /// A regex of test names.
     #[serde(default)]
     pub filter: Option<String>,
-    /// A GoogleTest binary to run by itself instead of CTest (a path).
+    /// A GoogleTest binary to run instead of CTest.
     #[serde(default)]
     pub gtest: Option<String>,
-    /// `Debug`, `Release` … for multi-configuration generators.
-    #[serde(default)]
-    pub config: Option<String>,
 }
 
 /// A test that failed.
@@ -152,15 +145,14 @@ pub struct TestOutput {
     pub notes: Vec<String>,
 }
 
-/// `cpp.analyze`'s input.
+// `cpp.analyze`'s input.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnalyzeInput {
-    /// The files to analyse (default: the C and C++ files this task changed, else
-    /// everything in the compilation database or the tree).
+    /// Default: the C/C++ files this task changed, else all.
     #[serde(default)]
     pub files: Option<Vec<String>>,
-    /// The CMake build directory with `compile_commands.json` (default `build`).
+    /// Default `build`.
     #[serde(default)]
     pub build_dir: Option<String>,
 }
@@ -181,13 +173,13 @@ pub struct AnalyzeOutput {
     pub notes: Vec<String>,
 }
 
-/// `cpp.intelligence`'s input.
+// `cpp.intelligence`'s input.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IntelligenceInput {
-    /// The source file to check.
+    /// A source file.
     pub file: String,
-    /// The CMake build directory with `compile_commands.json` (default `build`).
+    /// Default `build`.
     #[serde(default)]
     pub build_dir: Option<String>,
 }
@@ -204,14 +196,14 @@ pub struct IntelligenceOutput {
     pub command_run_id: String,
 }
 
-/// `cpp.diagnose`'s input.
+// `cpp.diagnose`'s input.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiagnoseInput {
-    /// A command run whose kept output to read.
+    /// A command run's output to read.
     #[serde(default)]
     pub command_run_id: Option<String>,
-    /// Or the compiler's output itself.
+    /// Or the output itself.
     #[serde(default)]
     pub text: Option<String>,
 }
@@ -310,7 +302,10 @@ pub fn read_report(xml: &str) -> Result<(u64, u64, u64, Vec<FailedTest>), String
                 .and_then(|c| c.text())
                 .unwrap_or("");
             let name = match case.attribute("classname") {
-                Some(c) if !c.is_empty() && case.attribute("name").is_some_and(|n| !n.starts_with(c)) => {
+                Some(c)
+                    if !c.is_empty()
+                        && case.attribute("name").is_some_and(|n| !n.starts_with(c)) =>
+                {
                     format!("{c}.{}", case.attribute("name").unwrap_or(""))
                 }
                 _ => case.attribute("name").unwrap_or("").to_string(),
@@ -367,7 +362,9 @@ pub fn read_clangd(output: &str, file: &str) -> (bool, Vec<Finding>) {
     let mut found_flags = false;
     let mut findings = Vec::new();
     for line in output.lines() {
-        if line.contains("Loaded compilation database from") || line.contains("Compile command from CDB") {
+        if line.contains("Loaded compilation database from")
+            || line.contains("Compile command from CDB")
+        {
             found_flags = true;
         }
         let severity = match line.as_bytes().first() {
@@ -424,6 +421,9 @@ mod tests {
         assert!(!flags);
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].line, Some(2));
-        assert_eq!(findings[0].signature, "undeclared-identifier:undeclared_name");
+        assert_eq!(
+            findings[0].signature,
+            "undeclared-identifier:undeclared_name"
+        );
     }
 }

@@ -102,14 +102,26 @@ impl ToolJob {
         crate::tools::allowed(self.role, tool)?;
         let input = self.call.input.clone();
         match tool {
-            "cpp.build" => encode(&self.cpp_build(tool_run_id, crate::tools::input(tool, input)?).await?),
-            "cpp.test" => encode(&self.cpp_test(tool_run_id, crate::tools::input(tool, input)?).await?),
-            "cpp.analyze" => {
-                encode(&self.cpp_analyze(tool_run_id, crate::tools::input(tool, input)?).await?)
-            }
-            "cpp.intelligence" => {
-                encode(&self.cpp_intelligence(tool_run_id, crate::tools::input(tool, input)?).await?)
-            }
+            "cpp.build" => encode(
+                &self
+                    .cpp_build(tool_run_id, crate::tools::input(tool, input)?)
+                    .await?,
+            ),
+            "cpp.test" => encode(
+                &self
+                    .cpp_test(tool_run_id, crate::tools::input(tool, input)?)
+                    .await?,
+            ),
+            "cpp.analyze" => encode(
+                &self
+                    .cpp_analyze(tool_run_id, crate::tools::input(tool, input)?)
+                    .await?,
+            ),
+            "cpp.intelligence" => encode(
+                &self
+                    .cpp_intelligence(tool_run_id, crate::tools::input(tool, input)?)
+                    .await?,
+            ),
             "cpp.diagnose" => encode(&self.cpp_diagnose(crate::tools::input(tool, input)?).await?),
             other => Err(ToolError(format!("no tool `{other}`"))),
         }
@@ -138,7 +150,11 @@ impl ToolJob {
         .await
     }
 
-    async fn cpp_build(&self, tool_run_id: &str, input: BuildInput) -> Result<BuildOutput, ToolError> {
+    async fn cpp_build(
+        &self,
+        tool_run_id: &str,
+        input: BuildInput,
+    ) -> Result<BuildOutput, ToolError> {
         let source = inside("source_dir", input.source_dir.as_deref(), ".")?;
         let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
         let root = self.root();
@@ -249,7 +265,8 @@ impl ToolJob {
                 let (o, _) = self.step(tool_run_id, clean.clone(), &[]).await?;
                 steps.push(step(&clean, &o));
                 if g == "Ninja" {
-                    repaired.push("configuring with Ninja failed: configured again with Make".into());
+                    repaired
+                        .push("configuring with Ninja failed: configured again with Make".into());
                 }
                 if g == "Unix Makefiles" {
                     return Ok(BuildOutput {
@@ -275,9 +292,6 @@ impl ToolJob {
         let mut command = format!("cmake --build {} --parallel", quote(&build));
         if let Some(t) = &input.target {
             command.push_str(&format!(" --target {}", quote(t)));
-        }
-        if let Some(c) = &input.config {
-            command.push_str(&format!(" --config {}", quote(c)));
         }
         let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
         steps.push(step(&command, &out));
@@ -306,11 +320,8 @@ impl ToolJob {
             Some(binary) => {
                 let binary = inside("gtest", Some(binary), "")?;
                 let report = format!("{build}/air-gtest-report.xml");
-                let mut command = format!(
-                    "./{} --gtest_output=xml:{}",
-                    quote(&binary),
-                    quote(&report)
-                );
+                let mut command =
+                    format!("./{} --gtest_output=xml:{}", quote(&binary), quote(&report));
                 if let Some(f) = &input.filter {
                     command.push_str(&format!(" --gtest_filter={}", quote(f)));
                 }
@@ -333,9 +344,6 @@ impl ToolJob {
                 );
                 if let Some(f) = &input.filter {
                     command.push_str(&format!(" -R {}", quote(f)));
-                }
-                if let Some(c) = &input.config {
-                    command.push_str(&format!(" -C {}", quote(c)));
                 }
                 (command, report, "ctest", Vec::new())
             }
@@ -377,7 +385,11 @@ impl ToolJob {
         })
     }
 
-    async fn cpp_analyze(&self, tool_run_id: &str, input: AnalyzeInput) -> Result<AnalyzeOutput, ToolError> {
+    async fn cpp_analyze(
+        &self,
+        tool_run_id: &str,
+        input: AnalyzeInput,
+    ) -> Result<AnalyzeOutput, ToolError> {
         let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
         let root = self.root();
         let files: Vec<String> = match input.files {
@@ -474,14 +486,18 @@ impl ToolJob {
         let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
         let root = self.root();
         if !root.join(&file).is_file() {
-            return Err(ToolError(format!("file: `{file}` is not a file of the project")));
+            return Err(ToolError(format!(
+                "file: `{file}` is not a file of the project"
+            )));
         }
         let mut command = format!("clangd --check={}", quote(&file));
         if root.join(&build).join("compile_commands.json").is_file() {
             command.push_str(&format!(" --compile-commands-dir={}", quote(&build)));
         }
         // clangd logs to stderr; the answer reads it whole from the step's output.
-        let (out, _) = self.step(tool_run_id, format!("{command} 2>&1"), &[]).await?;
+        let (out, _) = self
+            .step(tool_run_id, format!("{command} 2>&1"), &[])
+            .await?;
         let text = format!("{}\n{}", out.stdout, out.stderr);
         let (compile_flags_found, findings) = read_clangd(&text, &file);
         Ok(IntelligenceOutput {
@@ -521,7 +537,11 @@ impl ToolJob {
     /// A command run's kept stdout and stderr (bounded), from the ArtifactStore.
     async fn kept_output(&self, id: &str) -> Result<String, ToolError> {
         let id = id.trim().to_string();
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
             return Err(ToolError(format!(
                 "command_run_id: `{id}` is not a command_run_id (a shell_run answer names it)"
             )));
@@ -532,7 +552,11 @@ impl ToolJob {
             for name in ["stdout.log", "stderr.log"] {
                 let rel = format!("command-runs/{id}/{name}");
                 let gz = format!("{rel}.gz");
-                let rel = if store.dir().join(&gz).exists() { gz } else { rel };
+                let rel = if store.dir().join(&gz).exists() {
+                    gz
+                } else {
+                    rel
+                };
                 if let Ok((bytes, _)) = store.read(&rel, 0, 8 * 1024 * 1024) {
                     text.push_str(&String::from_utf8_lossy(&bytes));
                     text.push('\n');
@@ -559,7 +583,11 @@ fn names(s: &Systems) -> String {
     if s.make {
         out.push("Make".to_string());
     }
-    out.extend(s.unsupported.iter().map(|(n, _)| format!("{n} (not supported yet)")));
+    out.extend(
+        s.unsupported
+            .iter()
+            .map(|(n, _)| format!("{n} (not supported yet)")),
+    );
     if out.is_empty() {
         "none".into()
     } else {
