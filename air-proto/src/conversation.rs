@@ -265,6 +265,7 @@ impl DelegatedTask {
                 commands: (!verify.is_empty()).then_some(verify),
                 fallback_allowed: false,
                 evidence_types: None,
+                declared: None,
             },
             constraints: Constraints {
                 max_turns: DEFAULT_MAX_TURNS,

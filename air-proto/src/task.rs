@@ -179,7 +179,27 @@ pub struct Verification {
     pub required: bool,
     pub fallback_allowed: bool,
     pub evidence_types: Option<Vec<EvidenceType>>,
+    /// Checks the plan declares evidence of: a command here that passes is that
+    /// evidence (`- \`./smoke.sh\` [smoke_test]`), whatever airsd would read in it.
+    pub declared: Option<Vec<DeclaredCheck>>,
 }
+
+/// A verify command and the evidence it yields when it passes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeclaredCheck {
+    pub command: String,
+    pub evidence_type: EvidenceType,
+}
+
+/// The evidence a plan may declare a check to yield (those a passing command can
+/// show); the others need a tool of air that records them.
+pub const DECLARABLE: &[EvidenceType] = &[
+    EvidenceType::BuildPass,
+    EvidenceType::TestPass,
+    EvidenceType::TestOutput,
+    EvidenceType::StaticAnalysis,
+    EvidenceType::SmokeTest,
+];
 
 impl Verification {
     /// No commands, nothing required.
@@ -189,6 +209,7 @@ impl Verification {
             required: false,
             fallback_allowed: false,
             evidence_types: None,
+            declared: None,
         }
     }
 }

@@ -5,13 +5,15 @@
 //! - [`app`]: the state — the projection and the UI's own (selection, focus, dialogs)
 //!   — and what keys do to it;
 //! - [`view`]: rendering, a pure function of the state and the [`theme`] ([`graph`]
-//!   draws the task graph, [`waves`] orders its tasks, [`markdown`] the agents' text);
+//!   draws the task graph, [`waves`] orders its tasks, [`markdown`] the agents' text,
+//!   [`evidence_view`] the evidence airsd recorded of a task);
 //! - [`keymap`]: keys and the actions they are bound to; [`pointer`]: the mouse,
 //!   through the renderer's layout;
 //! - [`run`]: the attached terminal — connection, subscription, keys, reconnects.
 
 pub mod app;
 pub mod chat_view;
+pub mod evidence_view;
 pub mod graph;
 pub mod keymap;
 pub mod markdown;

@@ -71,6 +71,12 @@ fn events() -> Vec<(RuntimeEvent, bool)> {
             true,
         ),
         ev(
+            "evidence.created",
+            json!({"evidence": {"id": "ev1", "kind": "command_run", "ref": "command-run:c1", "claim": "`python3 -m unittest` ran 2 test(s), none failed", "evidence_type": "test_pass"},
+                "task_id": "T1", "agent_id": "T1-executor-1", "command_run_id": "c1"}),
+            true,
+        ),
+        ev(
             "agent.completed",
             json!({"agent_id": "T1-executor-1", "exit_code": 0, "result": {
             "task_id": "T1", "agent_id": "T1-executor-1", "agent_type": "executor", "status": "completed",

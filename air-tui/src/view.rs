@@ -722,6 +722,7 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let reviewing = |a: &&air_proto::projection::AgentView| {
         a.agent_type == air_proto::event::AgentType::Reviewer
     };
+    lines.extend(crate::evidence_view::lines(t, theme));
     let work = done.iter().rev().find(|a| !reviewing(a));
     let review = done.iter().rev().find(|a| reviewing(a));
     let mut shown: Vec<_> = work.into_iter().chain(review).collect();
@@ -737,7 +738,7 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             theme,
         ));
         for (heading, items) in [
-            ("evidence", &last.evidence),
+            ("evidence it cited", &last.evidence),
             ("verification", &last.verification),
             ("risks", &last.risks),
             ("follow-ups", &last.follow_ups),

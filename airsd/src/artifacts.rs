@@ -82,6 +82,9 @@ fn digest(path: &Path) -> std::io::Result<(u64, String)> {
     Ok((size, hex(&hasher.finalize())))
 }
 
+/// The directories a command's logs are kept under, by what the command was.
+pub const COMMAND_LOG_DIRS: [&str; 3] = ["command-runs", "builds", "tests"];
+
 impl ArtifactStore {
     pub fn new(dir: impl Into<PathBuf>, project_id: &str, session_id: &str) -> ArtifactStore {
         ArtifactStore {
@@ -93,6 +96,26 @@ impl ArtifactStore {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where a command run's kept `name` (`stdout.log`, `stderr.log`) is, relative to
+    /// the store: under the directory of what the command was (D-054: `builds/` for
+    /// a build of `cpp.build`, `tests/` for a test run of `cpp.test`,
+    /// `command-runs/` for the rest), compressed or not.
+    pub fn command_log(&self, command_run_id: &str, name: &str) -> String {
+        let mut first = None;
+        for kind in COMMAND_LOG_DIRS {
+            let rel = format!("{kind}/{command_run_id}/{name}");
+            let gz = format!("{rel}.gz");
+            if self.dir.join(&gz).exists() {
+                return gz;
+            }
+            if self.dir.join(&rel).exists() {
+                return rel;
+            }
+            first.get_or_insert(rel);
+        }
+        first.unwrap_or_default()
     }
 
     pub fn uri(&self, id: &str) -> String {

@@ -128,6 +128,7 @@ pub fn task_spec(id: &str, deps: &[&str]) -> TaskSpec {
             required: false,
             fallback_allowed: true,
             evidence_types: None,
+            declared: None,
         },
         constraints: Constraints {
             max_turns: 10,

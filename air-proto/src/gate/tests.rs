@@ -25,6 +25,7 @@ fn spec(category: TaskCategory, verify: &[&str]) -> TaskSpec {
             required: !verify.is_empty(),
             fallback_allowed: false,
             evidence_types: None,
+            declared: None,
         },
         constraints: Constraints {
             max_turns: 10,

@@ -289,3 +289,56 @@ fn the_format_document_lists_every_field_and_holds_the_example() {
         "docs/plan-format.md must hold examples/wordcount/plan.md verbatim"
     );
 }
+
+#[test]
+fn a_check_may_declare_the_evidence_it_yields_and_no_tool_s_evidence_is_warned_of() {
+    let plan = "# P\n\n## Task A: smoke\n\n- category: cpp_deploy\n- verify: `make check` [test_pass]\n\nShip it.\n\nAcceptance criteria:\n- it ships\n\nVerify:\n- `./smoke.sh` [smoke_test]\n- `make`\n";
+    let compiled = compile("p.md", plan).unwrap();
+    let v = &compiled.graph.tasks[0].verification;
+    let declared: Vec<(String, EvidenceType)> = v
+        .declared
+        .iter()
+        .flatten()
+        .map(|d| (d.command.clone(), d.evidence_type))
+        .collect();
+    assert_eq!(
+        declared,
+        [
+            ("make check".to_string(), EvidenceType::TestPass),
+            ("./smoke.sh".to_string(), EvidenceType::SmokeTest)
+        ]
+    );
+    assert_eq!(
+        v.commands.as_deref().unwrap(),
+        ["make check", "./smoke.sh", "make"]
+    );
+    // cpp_deploy requires deploy_verify, which no tool records yet: warned, with the
+    // marker to use.
+    let w: Vec<String> = compiled
+        .warnings
+        .iter()
+        .map(|w| w.display("p.md").to_string())
+        .collect();
+    assert!(
+        w.iter().any(
+            |w| w.contains("requires deploy_verify, which no tool of air records yet")
+                && w.contains("[no-deploy-verify]")
+        ),
+        "{w:?}"
+    );
+    for (bad, says) in [
+        (
+            "- verify: `x` [teapot]",
+            "`[teapot]` is not an evidence type",
+        ),
+        (
+            "- verify: `x` [screenshot]",
+            "`[screenshot]` cannot be declared",
+        ),
+    ] {
+        let plan =
+            format!("# P\n\n## Task A: a\n\n{bad}\n\nDo it.\n\nAcceptance criteria:\n- done\n");
+        let e = compile("p.md", &plan).unwrap_err().to_string();
+        assert!(e.contains("p.md:5: verify:") && e.contains(says), "{e}");
+    }
+}

@@ -65,6 +65,9 @@ pub struct ToolJob {
     /// A planning turn's requirement, in the user's words (its `[no-…]` markers are
     /// kept).
     pub requirement: String,
+    /// The task's checks the plan declares evidence of (a command, what it yields
+    /// when it passes).
+    pub yields: Vec<(String, air_proto::task::EvidenceType)>,
 }
 
 fn millis(t0: std::time::Instant) -> Option<u64> {

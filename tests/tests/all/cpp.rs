@@ -161,6 +161,22 @@ fn the_sample_is_built_diagnosed_fixed_tested_and_analysed_with_the_real_toolcha
     );
     assert_eq!(analyses[1]["passed"], true, "{:#?}", analyses[1]);
 
+    // Each tool's logs are kept under what they are (builds/, tests/).
+    for (v, dir) in [(&builds[1], "builds/"), (&tests[1], "tests/")] {
+        let id = v["command_run_id"].as_str().unwrap();
+        let paths: Vec<String> = conn
+            .prepare("SELECT path FROM artifacts WHERE command_run_id = ?1")
+            .unwrap()
+            .query_map([id], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            !paths.is_empty() && paths.iter().all(|p| p.starts_with(dir)),
+            "{dir}: {paths:?}"
+        );
+    }
+
     let clangd = outputs(&conn, "cpp.intelligence");
     assert_eq!(clangd[0]["compile_flags_found"], true, "{:#?}", clangd[0]);
 

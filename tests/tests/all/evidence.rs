@@ -232,3 +232,32 @@ fn a_failing_build_is_diagnosed_and_its_repeats_are_told_by_signature() {
         .any(|s| s.contains("unit.cpp:2:10: error [undeclared-identifier:undeclared_name]"));
     assert!(told, "the debugger's notes name the finding");
 }
+
+/// A check the plan declares (`[smoke_test]`) is that evidence when it passes: airsd
+/// records it from the command's run, and the task completes on it.
+#[test]
+fn a_declared_check_yields_its_evidence_when_it_passes() {
+    let p = Project::new();
+    std::fs::write(p.root.join("smoke.sh"), "echo the service answers\n").unwrap();
+    std::fs::write(
+        p.root.join("declared.md"),
+        "# Declared\n\n## Task D: a smoke check\n\n- evidence: smoke_test\n- verify: `sh smoke.sh` [smoke_test]\n\nair-test: executor=complete\n\nAcceptance criteria:\n- the smoke check passes\n",
+    )
+    .unwrap();
+    let out = run_with_the_scripted_worker(&p, &["run", "--plan", "declared.md"]);
+    expect(&out, 0);
+    let session = newest_session(&p);
+    let v = verdicts(&p, &session);
+    let counted = &v[0].1.counted;
+    let smoke = counted
+        .iter()
+        .find(|c| c.evidence_type == air_proto::task::EvidenceType::SmokeTest)
+        .unwrap_or_else(|| panic!("{v:#?}"));
+    assert!(
+        smoke
+            .claim
+            .contains("`sh smoke.sh`, which the task declares smoke_test, exited 0"),
+        "{smoke:?}"
+    );
+    assert!(smoke.reference.starts_with("command-run:"));
+}

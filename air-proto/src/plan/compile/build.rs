@@ -218,6 +218,15 @@ impl Compiler<'_> {
                 required,
                 fallback_allowed: task.fallback_allowed,
                 evidence_types: (!evidence.is_empty()).then_some(evidence),
+                declared: (!task.declared.is_empty()).then(|| {
+                    task.declared
+                        .into_iter()
+                        .map(|(command, evidence_type)| crate::task::DeclaredCheck {
+                            command,
+                            evidence_type,
+                        })
+                        .collect()
+                }),
             },
             constraints: Constraints {
                 max_turns: task

@@ -80,6 +80,8 @@ struct TaskBuilder {
     denied_paths: Option<Vec<String>>,
     preserved_paths: Option<Vec<String>>,
     commands: Vec<String>,
+    /// Verify commands the plan declares evidence of (`[test_pass]` after one).
+    declared: Vec<(String, EvidenceType)>,
     verification_required: Option<bool>,
     fallback_allowed: bool,
     evidence: Option<Vec<EvidenceType>>,
@@ -115,6 +117,7 @@ impl TaskBuilder {
             denied_paths: None,
             preserved_paths: None,
             commands: Vec::new(),
+            declared: Vec::new(),
             verification_required: None,
             fallback_allowed: false,
             evidence: None,
@@ -346,8 +349,15 @@ impl Compiler<'_> {
                 }
                 Section::Verify => {
                     let commands = commands_of(&inlines);
-                    if let Some(task) = self.current.as_mut() {
-                        task.commands.extend(commands);
+                    let declared = declared_of(&inlines, &commands);
+                    match declared {
+                        Ok(declared) => {
+                            if let Some(task) = self.current.as_mut() {
+                                task.commands.extend(commands);
+                                task.declared.extend(declared);
+                            }
+                        }
+                        Err(message) => self.error(line, Some("verify"), message),
                     }
                 }
                 Section::Provides | Section::Requires => match contract(&inlines) {
@@ -464,7 +474,11 @@ impl Compiler<'_> {
                 };
                 slot.get_or_insert_with(Vec::new).extend(globs);
             }
-            "verify" => task.commands.extend(commands_of(value)),
+            "verify" => {
+                let commands = commands_of(value);
+                task.declared.extend(declared_of(value, &commands)?);
+                task.commands.extend(commands);
+            }
             "verification_required" => task.verification_required = Some(parse_bool(text)?),
             "fallback_allowed" => task.fallback_allowed = parse_bool(text)?,
             "evidence" => {

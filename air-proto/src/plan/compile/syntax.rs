@@ -317,6 +317,53 @@ pub(super) fn commands_of(inlines: &[Inline]) -> Vec<String> {
     }
 }
 
+/// The evidence a verify item declares of its commands: `[type]` in its text after
+/// them (`- \`./smoke.sh\` [smoke_test]`); every command of the item yields it. Only
+/// what a passing command can show may be declared.
+pub(super) fn declared_of(
+    inlines: &[Inline],
+    commands: &[String],
+) -> Result<Vec<(String, crate::task::EvidenceType)>, String> {
+    let text: String = inlines
+        .iter()
+        .filter(|i| !matches!(i, Inline::Code(_)))
+        .map(|i| plain(std::slice::from_ref(i)))
+        .collect();
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']') else {
+            break;
+        };
+        let word = rest[open + 1..open + close].trim();
+        rest = &rest[open + close + 1..];
+        let Some(kind) = crate::task::EvidenceType::parse(word) else {
+            return Err(format!(
+                "`[{word}]` is not an evidence type; a check may declare {}",
+                declarable()
+            ));
+        };
+        if !crate::task::DECLARABLE.contains(&kind) {
+            return Err(format!(
+                "`[{word}]` cannot be declared of a command (no tool of air records it yet); a check may declare {}",
+                declarable()
+            ));
+        }
+        for c in commands {
+            out.push((c.clone(), kind));
+        }
+    }
+    Ok(out)
+}
+
+fn declarable() -> String {
+    crate::task::DECLARABLE
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Commands in a shell code block: one per line, `\` continuations joined, comments and
 /// blank lines skipped.
 pub(super) fn shell_lines(code: &str) -> Vec<String> {

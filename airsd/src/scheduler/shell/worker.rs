@@ -183,6 +183,14 @@ impl Shell {
                     planning: air_proto::planning::phase_of(&d.spec),
                     replan: air_proto::planning::is_replan(&d.spec),
                     requirement: d.spec.description.clone(),
+                    yields: d
+                        .spec
+                        .verification
+                        .declared
+                        .iter()
+                        .flatten()
+                        .map(|c| (c.command.clone(), c.evidence_type))
+                        .collect(),
                 };
                 tokio::spawn(job.run());
                 Ok(())

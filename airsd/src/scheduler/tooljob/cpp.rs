@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use air_proto::task::EvidenceType;
 use serde_json::Value;
 
+use super::shell::Logs;
 use super::ToolJob;
 use crate::profiles::cpp::diagnose::{self, Diagnostic, CPPCHECK_TEMPLATE};
 use crate::profiles::cpp::tools::*;
@@ -137,6 +138,12 @@ impl ToolJob {
         command: String,
         yields: &[(String, EvidenceType)],
     ) -> Result<(RunOutput, Vec<Diagnostic>), ToolError> {
+        // Each command's logs under what it is (D-054).
+        let logs = match self.call.tool.as_str() {
+            "cpp.build" => Logs::Build,
+            "cpp.test" => Logs::Test,
+            _ => Logs::Command,
+        };
         self.run_step(
             tool_run_id,
             RunInput {
@@ -146,6 +153,7 @@ impl ToolJob {
                 description: None,
             },
             yields,
+            logs,
         )
         .await
     }
@@ -550,13 +558,7 @@ impl ToolJob {
         tokio::task::spawn_blocking(move || {
             let mut text = String::new();
             for name in ["stdout.log", "stderr.log"] {
-                let rel = format!("command-runs/{id}/{name}");
-                let gz = format!("{rel}.gz");
-                let rel = if store.dir().join(&gz).exists() {
-                    gz
-                } else {
-                    rel
-                };
+                let rel = store.command_log(&id, name);
                 if let Ok((bytes, _)) = store.read(&rel, 0, 8 * 1024 * 1024) {
                     text.push_str(&String::from_utf8_lossy(&bytes));
                     text.push('\n');

@@ -15,6 +15,35 @@ use super::{resolved_root, ToolJob};
 use crate::profiles::cpp::diagnose::Diagnostic;
 use crate::tools::ToolError;
 
+/// What a command's logs are kept as (D-054).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Logs {
+    /// A command of `shell.run` (or of a tool that is neither a build nor tests).
+    Command,
+    /// A build: `builds/<command_run_id>/`, build logs.
+    Build,
+    /// A test run: `tests/<command_run_id>/`, test logs.
+    Test,
+}
+
+impl Logs {
+    fn dir(self) -> &'static str {
+        match self {
+            Logs::Command => crate::artifacts::COMMAND_LOG_DIRS[0],
+            Logs::Build => crate::artifacts::COMMAND_LOG_DIRS[1],
+            Logs::Test => crate::artifacts::COMMAND_LOG_DIRS[2],
+        }
+    }
+
+    fn artifact_type(self) -> air_proto::result::ArtifactType {
+        match self {
+            Logs::Command => air_proto::result::ArtifactType::Other,
+            Logs::Build => air_proto::result::ArtifactType::BuildLog,
+            Logs::Test => air_proto::result::ArtifactType::TestLog,
+        }
+    }
+}
+
 /// An event payload as the event of this session and source.
 trait IntoEvent {
     fn into_event(self, session: &str, source: EventSource) -> Result<RuntimeEvent, String>;
@@ -84,13 +113,7 @@ impl ToolJob {
             input.limit.unwrap_or(OUTPUT_PAGE).clamp(1, OUTPUT_PAGE),
         );
         let read = tokio::task::spawn_blocking(move || {
-            let rel = format!("command-runs/{id}/{name}");
-            let gz = format!("{rel}.gz");
-            let rel = if store.dir().join(&gz).exists() {
-                gz
-            } else {
-                rel
-            };
+            let rel = store.command_log(&id, name);
             store.read(&rel, offset, limit).map(|r| (r, id))
         })
         .await
@@ -121,7 +144,9 @@ impl ToolJob {
         crate::tools::allowed(self.role, "shell.run")?;
         let input: crate::tools::exec::RunInput =
             crate::tools::input("shell.run", self.call.input.clone())?;
-        let (out, _) = self.run_step(tool_run_id, input, &[]).await?;
+        let (out, _) = self
+            .run_step(tool_run_id, input, &self.yields, Logs::Command)
+            .await?;
         serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
     }
 
@@ -135,6 +160,7 @@ impl ToolJob {
         tool_run_id: &str,
         input: crate::tools::exec::RunInput,
         yields: &[(String, air_proto::task::EvidenceType)],
+        kept_as: Logs,
     ) -> Result<(crate::tools::exec::RunOutput, Vec<Diagnostic>), ToolError> {
         use crate::tools::exec::{self, Channel};
         let role = self.role;
@@ -176,7 +202,7 @@ impl ToolJob {
         })?;
 
         let store = self.env.artifacts.clone();
-        let dir = format!("command-runs/{command_run_id}");
+        let dir = format!("{}/{command_run_id}", kept_as.dir());
         let mut logs = [
             store.create(&format!("{dir}/stdout.log")).ok(),
             store.create(&format!("{dir}/stderr.log")).ok(),
@@ -354,6 +380,7 @@ impl ToolJob {
         };
         // The logs become artifacts (compressed when large; off the async threads).
         let mut uris = [None, None];
+        let mut kept: Vec<Result<RuntimeEvent, String>> = Vec::new();
         for (i, log) in logs.into_iter().enumerate() {
             let Some(log) = log else { continue };
             if log.is_empty() {
@@ -362,14 +389,15 @@ impl ToolJob {
             }
             let store = store.clone();
             let stored = tokio::task::spawn_blocking(move || {
-                store.finish(log, air_proto::result::ArtifactType::Other, true)
+                store.finish(log, kept_as.artifact_type(), true)
             })
             .await;
             match stored {
                 Ok(Ok(stored)) => {
                     let name = if i == 0 { "stdout.log" } else { "stderr.log" };
-                    let recorded = self
-                        .record(&p::ArtifactCreated {
+                    // Recorded with the command's end, in its transaction.
+                    kept.push(
+                        p::ArtifactCreated {
                             artifact: stored.artifact.clone(),
                             path: Some(stored.rel.clone()),
                             original_name: Some(name.into()),
@@ -379,14 +407,10 @@ impl ToolJob {
                             command_run_id: Some(command_run_id.clone()),
                             entity_type: None,
                             entity_id: None,
-                        })
-                        .await;
-                    match recorded {
-                        Ok(()) => uris[i] = Some(stored.artifact.uri),
-                        Err(e) => {
-                            log_error.get_or_insert(e);
                         }
-                    }
+                        .into_event(self.env.session.id(), self.source()),
+                    );
+                    uris[i] = Some(stored.artifact.uri);
                 }
                 Ok(Err(e)) => {
                     log_error.get_or_insert(e.to_string());
@@ -430,12 +454,15 @@ impl ToolJob {
                     count: tally.finish(),
                     yields,
                 });
-                let mut events = vec![p::CommandCompleted {
-                    command_run_id: command_run_id.clone(),
-                    exit_code,
-                    duration_ms: Some(duration_ms),
-                }
-                .into_event(self.env.session.id(), self.source())];
+                let mut events = std::mem::take(&mut kept);
+                events.push(
+                    p::CommandCompleted {
+                        command_run_id: command_run_id.clone(),
+                        exit_code,
+                        duration_ms: Some(duration_ms),
+                    }
+                    .into_event(self.env.session.id(), self.source()),
+                );
                 for d in derived {
                     events.push(
                         p::EvidenceCreated {
@@ -482,13 +509,17 @@ impl ToolJob {
                 self.record_all(events).await
             }
             Some(error) => {
-                self.record(&p::CommandFailed {
-                    command_run_id: command_run_id.clone(),
-                    error: error.clone(),
-                    exit_code: ended.exit_code,
-                    duration_ms: Some(duration_ms),
-                })
-                .await
+                let mut events = std::mem::take(&mut kept);
+                events.push(
+                    p::CommandFailed {
+                        command_run_id: command_run_id.clone(),
+                        error: error.clone(),
+                        exit_code: ended.exit_code,
+                        duration_ms: Some(duration_ms),
+                    }
+                    .into_event(self.env.session.id(), self.source()),
+                );
+                self.record_all(events).await
             }
         };
         if let Err(e) = recorded {
