@@ -119,19 +119,24 @@ impl Ledger {
     /// The first file changed after `seq` by anything but `own` (the command the
     /// evidence comes from judged its own changes): the evidence is stale.
     pub fn stale_by(&self, seq: u64, own: Option<&str>) -> Option<&str> {
+        // A command's own changes are excused only when it is one step: `make` that
+        // regenerates a file judged it; `make && sed -i …` did not.
+        let own = own.filter(|id| self.command(id).is_some_and(|c| single_step(&c.command)));
         self.changes
             .iter()
             .filter(|c| c.seq > seq && (own.is_none() || c.command_run_id.as_deref() != own))
             .flat_map(|c| c.files.iter())
             .map(String::as_str)
-            .next()
+            .find(|f| !is_output(f))
     }
 
-    /// Every file the attempt's calls changed, once each, in order.
+    /// Every file the attempt's calls changed (build outputs left out), once each, in
+    /// order.
     pub fn changed_files(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
         let mut out: Vec<String> = Vec::new();
         for f in self.changes.iter().flat_map(|c| &c.files) {
-            if !out.contains(f) {
+            if !is_output(f) && seen.insert(f.as_str()) {
                 out.push(f.clone());
             }
         }
@@ -252,6 +257,38 @@ pub fn is_c_family(path: &str) -> bool {
     C_FAMILY.iter().any(|ext| lower.ends_with(ext))
 }
 
+/// What a build or a test run leaves behind, not a change to the work: compiled
+/// Python, object files, a build or target directory, caches.
+pub fn is_output(path: &str) -> bool {
+    let p = path.trim_start_matches("./");
+    const DIRS: &[&str] = &[
+        "__pycache__",
+        "build",
+        "target",
+        "node_modules",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        "CMakeFiles",
+        "Testing",
+    ];
+    const ENDINGS: &[&str] = &[
+        ".pyc", ".pyo", ".o", ".obj", ".a", ".so", ".d", ".gcda", ".gcno",
+    ];
+    p.split('/')
+        .rev()
+        .skip(1)
+        .any(|dir| DIRS.contains(&dir) || dir.starts_with("cmake-build-"))
+        || ENDINGS.iter().any(|e| p.ends_with(e))
+}
+
+/// Whether a command is one step: no chain, list, pipe, substitution or comment.
+fn single_step(command: &str) -> bool {
+    !["&&", "||", ";", "|", "&", "\n", "`", "$(", "#"]
+        .iter()
+        .any(|op| command.contains(op))
+}
+
 /// A command's text with its whitespace folded, for comparing what an agent names
 /// with what ran.
 pub fn normalize_command(command: &str) -> String {
@@ -265,11 +302,49 @@ pub fn runs(ran: &str, wanted: &str) -> bool {
     if wanted.is_empty() {
         return false;
     }
-    normalize_command(ran) == wanted
-        || (!ran.contains("||")
-            && ran
-                .split("&&")
-                .any(|step| normalize_command(step) == wanted))
+    if normalize_command(ran) == wanted {
+        return true;
+    }
+    // A step of a plain `&&` chain: nothing in it that could hide the step or change
+    // what it runs (quotes, comments, other operators, substitutions, a `cd` or a
+    // changed PATH before it).
+    let plain = !["||", ";", "|", "\n", "`", "$(", "#", "'", "\"", "\\"]
+        .iter()
+        .any(|op| ran.contains(op))
+        && !ran.replace("&&", "").contains('&');
+    if !plain {
+        return false;
+    }
+    for step in ran.split("&&").map(normalize_command) {
+        // Leading assignments (`CMAKE_BUILD_PARALLEL_LEVEL=2 cmake --build build`) set
+        // the step's environment, not what it is; one that changes which program
+        // runs does.
+        let mut words = step.split(' ').peekable();
+        while let Some(w) = words.peek() {
+            if !w.contains('=') || w.starts_with('-') {
+                break;
+            }
+            if ["PATH=", "BASH_ENV=", "ENV=", "LD_PRELOAD="]
+                .iter()
+                .any(|v| w.starts_with(v))
+            {
+                return false;
+            }
+            words.next();
+        }
+        let step: Vec<&str> = words.collect();
+        if step.join(" ") == wanted {
+            return true;
+        }
+        let first = step.first().copied().unwrap_or("");
+        if matches!(
+            first,
+            "cd" | "pushd" | "popd" | "export" | "set" | "alias" | "hash" | "trap" | "source" | "."
+        ) {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether `path` is one of `covers` or under one of them.
@@ -299,8 +374,9 @@ pub fn check(spec: &TaskSpec, result: &WorkerResult, ledger: &Ledger) -> Verdict
         return v;
     }
     let mut changed = ledger.changed_files();
+    let mut seen: std::collections::HashSet<String> = changed.iter().cloned().collect();
     for f in &result.changed_files {
-        if !changed.contains(f) {
+        if !is_output(f) && seen.insert(f.clone()) {
             changed.push(f.clone());
         }
     }

@@ -262,7 +262,7 @@ fn the_task_s_checks_must_each_have_passed_after_the_last_change() {
     rec.wrote("README.md")
         .ran(
             "c1",
-            "cd . && python3 -m unittest discover -s tests",
+            "python3 -m compileall -q . && python3 -m unittest discover -s tests",
             Some(0),
             &[],
         )
@@ -374,8 +374,23 @@ fn a_failed_result_is_checked_for_its_claims_only() {
 
 #[test]
 fn runs_matches_a_step_of_an_and_chain_only() {
-    assert!(runs("cd build &&  make  test", "make test"));
+    assert!(runs("make  all &&  make  test", "make test"));
     assert!(runs("make test", "make  test"));
     assert!(!runs("make test || true", "make test"));
     assert!(!runs("make tests", "make test"));
+    assert!(runs(
+        "CMAKE_BUILD_PARALLEL_LEVEL=2 cmake --build build",
+        "cmake --build build"
+    ));
+    // What could hide the step or change what it runs.
+    for ran in [
+        "true # && make test",
+        "echo \"&& make test &&\"",
+        "mkdir -p x && cd x && make test",
+        "PATH=/tmp/fake make test",
+        "make test | tail -5",
+        "make test & wait",
+    ] {
+        assert!(!runs(ran, "make test"), "{ran}");
+    }
 }

@@ -195,6 +195,15 @@ fn wrapper(word: &str) -> bool {
     )
 }
 
+/// Builtins that change the shell's state for the steps after them.
+const SHELL_STATE: &[&str] = &[
+    "trap", "set", "shopt", "hash", "enable", "alias", "export", "declare", "typeset", "unset",
+    "source", ".", "eval", "builtin", "function",
+];
+
+/// Assignments that change which program a name runs, or what bash runs first.
+const RUNS_ELSEWHERE: &[&str] = &["PATH=", "BASH_ENV=", "ENV=", "LD_PRELOAD="];
+
 fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty()
@@ -232,7 +241,15 @@ fn program_words(words: Vec<String>) -> Vec<String> {
         if wrapper(w) {
             let name = w.clone();
             i += 1;
-            // Their options, and `timeout`'s duration.
+            // Their options, and `timeout`'s duration. One that asks the wrapper
+            // something (`command -v make`, `env --version`) runs nothing.
+            if argv[i.min(argv.len())..]
+                .iter()
+                .take_while(|a| a.starts_with('-'))
+                .any(|a| matches!(a.as_str(), "-v" | "-V" | "--version" | "--help" | "-h"))
+            {
+                return Vec::new();
+            }
             while i < argv.len() && (argv[i].starts_with('-') || is_assignment(&argv[i])) {
                 let takes_value = matches!(argv[i].as_str(), "-n" | "-u" | "-s" | "-k");
                 i += 1;
@@ -260,6 +277,19 @@ pub fn read(command: &str, pipefail: bool) -> Chain {
     let mut dir: Option<String> = Some(String::new());
     let mut words: Vec<String> = Vec::new();
     let end_step = |words: &mut Vec<String>, chain: &mut Chain, dir: &mut Option<String>| {
+        // Steps that change what the later ones run or how the status is kept
+        // (`trap 'exit 0' EXIT`, `set +o pipefail`, `hash -p /bin/true make`, a PATH of
+        // its own): the status vouches for nothing after them.
+        if words
+            .first()
+            .is_some_and(|w| SHELL_STATE.contains(&w.as_str()))
+            || words
+                .iter()
+                .take_while(|w| is_assignment(w))
+                .any(|w| RUNS_ELSEWHERE.iter().any(|v| w.starts_with(v)))
+        {
+            chain.vouches = false;
+        }
         let argv = program_words(std::mem::take(words));
         if argv.is_empty() {
             return;
@@ -380,6 +410,22 @@ mod tests {
         );
         assert!(c.vouches, "{c:?}");
         assert_eq!(c.steps[0].argv[2], "$(pwd)/build");
+    }
+
+    #[test]
+    fn what_changes_the_shell_or_asks_a_wrapper_vouches_for_nothing() {
+        for text in [
+            "trap 'exit 0' EXIT && cmake --build build",
+            "set +o pipefail && cmake --build build | cat",
+            "hash -p /bin/true make && make",
+            "PATH=/tmp/fake make",
+            "export PATH=/tmp/fake && make",
+        ] {
+            assert!(!read(text, true).vouches, "{text}");
+        }
+        assert!(read("command -v make", true).steps.is_empty());
+        assert!(read("env --version make", true).steps.is_empty());
+        assert_eq!(argv(&read("CC=clang make", true)), ["make"]);
     }
 
     #[test]

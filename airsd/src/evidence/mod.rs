@@ -170,10 +170,24 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
                 Activity::Test => tested = true,
                 Activity::Analysis { paths } => {
                     let all = covers.get_or_insert_with(Vec::new);
-                    let wanted = if paths.is_empty() {
+                    // A glob covers the directory before its first pattern.
+                    let wanted: Vec<String> = if paths.is_empty() {
                         vec![".".to_string()]
                     } else {
                         paths
+                            .into_iter()
+                            .map(|p| match p.find(['*', '?', '[']) {
+                                Some(i) => {
+                                    let dir = p[..i].rsplit_once('/').map_or("", |(d, _)| d);
+                                    if dir.is_empty() {
+                                        ".".to_string()
+                                    } else {
+                                        dir.to_string()
+                                    }
+                                }
+                                None => p,
+                            })
+                            .collect()
                     };
                     // A path that cannot be placed covers nothing.
                     all.extend(
@@ -248,9 +262,10 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
             continue;
         }
         let counted = run.count.filter(|c| c.ran > 0);
+        // Tests are evidence only when the run's output shows they ran.
         let holds = match kind {
-            EvidenceType::TestPass => run.count.is_none_or(|c| c.ran > 0 && c.failed == 0),
-            EvidenceType::TestOutput => counted.is_some() || run.count.is_none(),
+            EvidenceType::TestPass => run.count.is_some_and(|c| c.ran > 0 && c.failed == 0),
+            EvidenceType::TestOutput => counted.is_some(),
             _ => true,
         };
         if holds {

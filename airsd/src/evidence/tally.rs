@@ -67,8 +67,8 @@ impl Tally {
 
     fn add(&mut self, format: Format, ran: u64, failed: u64) {
         let c = self.counts[format as usize].get_or_insert_with(Count::default);
-        c.ran += ran;
-        c.failed += failed;
+        c.ran = c.ran.saturating_add(ran);
+        c.failed = c.failed.saturating_add(failed);
     }
 
     fn line(&mut self, line: &str) {
@@ -109,7 +109,7 @@ impl Tally {
         if let Some(rest) = t.strip_prefix("test result: ") {
             let passed = number_before(rest, " passed").unwrap_or(0);
             let failed = number_before(rest, " failed").unwrap_or(0);
-            return self.add(Format::Cargo, passed + failed, failed);
+            return self.add(Format::Cargo, passed.saturating_add(failed), failed);
         }
         // unittest: `Ran 3 tests in 0.001s`, then `OK`, `OK (skipped=1)` or
         // `FAILED (failures=1, errors=1)`.
@@ -127,8 +127,9 @@ impl Tally {
             }
             if t.starts_with("FAILED (") {
                 self.unittest_ran = None;
-                let failed = number_after(t, "failures=").unwrap_or(0)
-                    + number_after(t, "errors=").unwrap_or(0);
+                let failed = number_after(t, "failures=")
+                    .unwrap_or(0)
+                    .saturating_add(number_after(t, "errors=").unwrap_or(0));
                 return self.add(Format::Unittest, ran, failed.max(1));
             }
         }
@@ -141,11 +142,12 @@ impl Tally {
         {
             let head = inner.rsplit_once(" in ").map_or(inner, |(h, _)| h);
             let passed = number_before(head, " passed").unwrap_or(0);
-            let failed = number_before(head, " failed").unwrap_or(0)
-                + number_before(head, " errors")
+            let failed = number_before(head, " failed").unwrap_or(0).saturating_add(
+                number_before(head, " errors")
                     .or(number_before(head, " error"))
-                    .unwrap_or(0);
-            return self.add(Format::Pytest, passed + failed, failed);
+                    .unwrap_or(0),
+            );
+            return self.add(Format::Pytest, passed.saturating_add(failed), failed);
         }
         // The plain line: `N passed, N failed` (`, N skipped` may follow; one word
         // with a colon may stand before it).
@@ -159,7 +161,7 @@ impl Tally {
                 if rest.split_once(" failed").is_some_and(|(_, after)| {
                     after.is_empty() || after.starts_with(", ") && after.ends_with("skipped")
                 }) {
-                    self.add(Format::Plain, passed + failed, failed);
+                    self.add(Format::Plain, passed.saturating_add(failed), failed);
                 }
             }
         }
@@ -265,6 +267,16 @@ mod tests {
         // CTest running a GoogleTest binary verbosely: CTest's count stands.
         let out = "[==========] 5 tests from 1 test suite ran.\n[  PASSED  ] 5 tests.\n100% tests passed, 0 tests failed out of 1\n";
         assert_eq!(tally(out, ""), count(1, 0));
+    }
+
+    #[test]
+    fn counts_that_overflow_saturate() {
+        let c = tally(
+            "test result: ok. 18446744073709551615 passed; 1 failed; 0 ignored\n",
+            "",
+        )
+        .unwrap();
+        assert_eq!((c.ran, c.failed), (u64::MAX, 1));
     }
 
     #[test]

@@ -77,7 +77,7 @@ fn an_analysis_covers_what_it_was_pointed_at_from_the_project_root() {
     let d = derive(&Run {
         start_dir: "sub",
         ..run(
-            "cd src && cppcheck --enable=all a.cpp ../include",
+            "cd src && cppcheck --error-exitcode=1 --enable=all a.cpp ../include",
             Some(0),
             None,
         )
@@ -89,7 +89,15 @@ fn an_analysis_covers_what_it_was_pointed_at_from_the_project_root() {
     );
     let d = derive(&run("ruff check", Some(0), None));
     assert_eq!(d[0].covers, Some(vec![".".into()]));
-    assert!(derive(&run("cppcheck src", Some(1), None)).is_empty());
+    assert!(derive(&run("cppcheck --error-exitcode=1 src", Some(1), None)).is_empty());
+    // Findings that do not fail it: its status says nothing.
+    assert!(derive(&run("cppcheck src", Some(0), None)).is_empty());
+    let d = derive(&run("cppcheck --error-exitcode=1 src/*.cpp", Some(0), None));
+    assert_eq!(
+        d[0].covers,
+        Some(vec!["src".into()]),
+        "a glob covers its directory"
+    );
 }
 
 #[test]
@@ -106,6 +114,12 @@ fn a_check_the_plan_declares_yields_its_evidence_when_it_passes() {
     assert!(derive(&Run {
         yields: &yields,
         ..run("./scripts/smoke.sh", Some(1), None)
+    })
+    .is_empty());
+    // A declared test run whose output shows no test is no pass either.
+    assert!(derive(&Run {
+        yields: &yields,
+        ..run("./run-tests", Some(0), None)
     })
     .is_empty());
     // A declared test run whose output shows a failure is not a pass.

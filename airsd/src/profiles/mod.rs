@@ -75,9 +75,12 @@ pub fn detected(root: &Path) -> Vec<(&'static dyn Profile, Vec<String>)> {
         .collect()
 }
 
-/// The program's name without its directory (`/usr/bin/python3` → `python3`).
+/// The program's name without its directory (`/usr/bin/python3` → `python3`). A
+/// program named by a relative path (`./make`, `bin/pytest`) is the project's own
+/// script, whatever its name: it is no tool of a profile.
 fn program(argv: &[String]) -> &str {
     argv.first()
+        .filter(|p| !p.contains('/') || p.starts_with('/'))
         .map(|p| p.rsplit('/').next().unwrap_or(p))
         .unwrap_or("")
 }
@@ -154,11 +157,22 @@ mod tests {
             ("g++ -c a.cpp -o a.o", vec![Build]),
             ("g++ --version", vec![]),
             (
-                "cppcheck src include",
+                "cppcheck --error-exitcode=1 src include",
                 vec![Analysis {
                     paths: vec!["src".into(), "include".into()],
                 }],
             ),
+            // What vouches for nothing: findings that do not fail it, a dry run, a
+            // script of the project's named like a tool, a program given to -c.
+            ("cppcheck src", vec![]),
+            ("make -n", vec![]),
+            ("ninja -t targets", vec![]),
+            ("./make", vec![]),
+            ("bin/pytest", vec![]),
+            ("/usr/bin/make", vec![Build]),
+            ("python3 -c print(1) -m pytest", vec![]),
+            ("python3 script.py -m pytest", vec![]),
+            ("python3 -u -m pytest", vec![Test]),
             ("python3 -m compileall -q wordcount", vec![Build]),
             ("python3 -m unittest discover -s tests", vec![Test]),
             ("/usr/bin/python3.11 -m pytest -q", vec![Test]),

@@ -67,12 +67,22 @@ impl Profile for Python {
         let name = program(argv);
         let args = &argv[argv.len().min(1)..];
         if is_python(name) {
-            // `python3 -m MODULE …`
-            let m = args.iter().position(|a| a == "-m");
-            return match m.and_then(|i| args.get(i + 1).map(|n| (i, n))) {
-                Some((i, module)) => by_name(module, &args[i + 2..]),
-                None => Vec::new(),
-            };
+            // `python3 [-u -B …] -m MODULE …`: the module is what runs only when `-m`
+            // comes before any script or `-c` program.
+            for (i, a) in args.iter().enumerate() {
+                match a.as_str() {
+                    "-m" => {
+                        return match args.get(i + 1) {
+                            Some(module) => by_name(module, &args[i + 2..]),
+                            None => Vec::new(),
+                        }
+                    }
+                    "-c" => return Vec::new(),
+                    a if a.starts_with('-') => {}
+                    _ => return Vec::new(),
+                }
+            }
+            return Vec::new();
         }
         by_name(name, args)
     }

@@ -262,7 +262,7 @@ fn the_shipped_cpp_recording_replays_with_no_key() {
     );
     let t2 = crate::run::reported_evidence(&p, "T2");
     for kind in [
-        "build_pass: `cmake --build build",
+        "cmake --build build` built with exit 0",
         "test_pass: `ctest --test-dir build",
         "ran 5 test(s), none failed",
         "static_analysis: `cppcheck",

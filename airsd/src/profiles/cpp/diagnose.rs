@@ -139,6 +139,14 @@ impl Parser {
     }
 
     fn line(&mut self, line: &str) {
+        // Colours (`-fdiagnostics-color=always`) are not part of what was said.
+        let plain;
+        let line = if line.contains('\x1b') {
+            plain = strip_ansi(line);
+            plain.as_str()
+        } else {
+            line
+        };
         let t = line.trim_start();
         if t.is_empty() {
             return;
@@ -355,10 +363,18 @@ fn compiler(t: &str) -> Option<Line> {
 }
 
 fn finding(severity: DiagnosticSeverity, place: Place, message: &str) -> Line {
-    // A trailing `[-Wflag]` (Clang may add `,-Werror` or more after it).
+    // A trailing `[-Wflag]`: Clang's `[-Werror,-Wunused-variable]` and GCC's
+    // `[-Werror=unused-variable]` name the same warning, `-Wunused-variable`.
     let (message, code) = match message.strip_suffix(']').and_then(|m| m.rsplit_once(" [")) {
-        Some((m, flag)) if flag.starts_with("-W") => {
-            (m, Some(flag.split(',').next().unwrap_or(flag).to_string()))
+        Some((m, flags)) if flags.starts_with("-W") => {
+            let flag = flags
+                .rsplit(',')
+                .map(|f| match f.strip_prefix("-Werror=") {
+                    Some(w) => format!("-W{w}"),
+                    None => f.to_string(),
+                })
+                .find(|f| f != "-Werror");
+            (m, flag)
         }
         _ => (message, None),
     };
@@ -438,7 +454,39 @@ fn msvc(t: &str) -> Option<Diagnostic> {
 
 /// GNU ld: `/usr/bin/ld: a.o: in function `main':` then
 /// `a.cpp:(.text+0x9): undefined reference to `foo()'`, `multiple definition of …`.
+/// `line` without its ANSI escape sequences.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn ld(t: &str, function: &mut Option<String>) -> Option<Diagnostic> {
+    // `/usr/bin/ld: cannot find -lfoo: No such file or directory`.
+    if let Some(rest) = t.split_once(": cannot find -l").map(|(_, r)| r) {
+        let lib = rest.split([':', ' ']).next().unwrap_or("").to_string();
+        return Some(diagnostic(
+            DiagnosticSeverity::Error,
+            Place::default(),
+            None,
+            format!("cannot find -l{lib}"),
+            Tool::Ld,
+        ));
+    }
     // Every line of GNU ld's quotes a symbol with a backquote.
     if !t.contains('`') {
         return None;

@@ -43,6 +43,25 @@ impl Profile for Cpp {
         let args = &argv[argv.len().min(1)..];
         match program(argv) {
             "cmake" if args.iter().any(|a| a == "--build") => vec![Activity::Build],
+            // A dry run, a question or errors ignored builds nothing it vouches for.
+            "make" | "gmake" | "ninja"
+                if args.iter().any(|a| {
+                    matches!(
+                        a.as_str(),
+                        "-n" | "-q"
+                            | "-i"
+                            | "-t"
+                            | "--dry-run"
+                            | "--just-print"
+                            | "--recon"
+                            | "--question"
+                            | "--ignore-errors"
+                            | "--touch"
+                    ) || (program(argv) == "ninja" && a.starts_with("-t"))
+                }) =>
+            {
+                Vec::new()
+            }
             "make" | "gmake" | "ninja" => {
                 let targets: Vec<String> = operands(args)
                     .into_iter()
@@ -70,6 +89,22 @@ impl Profile for Cpp {
                 if args.iter().any(|a| a == "-c" || a == "-o") =>
             {
                 vec![Activity::Build]
+            }
+            // An analyzer vouches by its status only when findings fail it.
+            "cppcheck"
+                if !args.iter().any(|a| {
+                    a.strip_prefix("--error-exitcode=")
+                        .is_some_and(|n| n != "0")
+                }) =>
+            {
+                Vec::new()
+            }
+            "clang-tidy"
+                if !args.iter().any(|a| {
+                    a.starts_with("--warnings-as-errors") || a.starts_with("-warnings-as-errors")
+                }) =>
+            {
+                Vec::new()
             }
             "cppcheck" | "clang-tidy" => {
                 // The files it was given, or those its filters keep of a project.

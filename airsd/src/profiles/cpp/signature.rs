@@ -86,6 +86,12 @@ pub fn signature(m: &str, code: Option<&str>, severity_of: DiagnosticSeverity) -
     {
         return rule("multiple-definition", Some(function(sym)));
     }
+    if let Some(lib) = m.strip_prefix("cannot find -l") {
+        return rule("missing-library", Some(lib.to_string()));
+    }
+    if code == "LNK1104" {
+        return rule("missing-library", quoted(m));
+    }
     if code == "LNK2005" {
         return rule(
             "multiple-definition",

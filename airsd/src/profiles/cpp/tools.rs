@@ -143,6 +143,9 @@ pub struct TestOutput {
     pub output_tail: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Files of the working tree the test run changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_files: Vec<String>,
 }
 
 // `cpp.analyze`'s input.
@@ -171,6 +174,9 @@ pub struct AnalyzeOutput {
     pub steps: Vec<Step>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Files of the working tree the analysis changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_files: Vec<String>,
 }
 
 // `cpp.intelligence`'s input.
@@ -194,6 +200,9 @@ pub struct IntelligenceOutput {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
     pub command_run_id: String,
+    /// Files of the working tree the check changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_files: Vec<String>,
 }
 
 // `cpp.diagnose`'s input.
@@ -227,6 +236,28 @@ pub struct Systems {
     pub unsupported: Vec<(&'static str, &'static str)>,
 }
 
+/// At most `cap` bytes of a regular file, never following a last symbolic link and
+/// never waiting on a FIFO or a device (what a command left in the tree is read by
+/// airsd itself, outside the sandbox).
+pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Which build systems the directory holds.
 pub fn systems(dir: &Path) -> Systems {
     let makefile = ["Makefile", "makefile", "GNUmakefile"]
@@ -234,12 +265,7 @@ pub fn systems(dir: &Path) -> Systems {
         .map(|n| dir.join(n))
         .find(|p| p.is_file());
     let generated = makefile.as_ref().is_some_and(|p| {
-        std::fs::read(p)
-            .map(|b| {
-                let head = &b[..b.len().min(4096)];
-                String::from_utf8_lossy(head).contains("CMAKE generated file")
-            })
-            .unwrap_or(false)
+        read_capped(p, 4096).is_ok_and(|head| head.contains("CMAKE generated file"))
     });
     let mut s = Systems {
         cmake: dir.join("CMakeLists.txt").is_file(),
@@ -261,7 +287,7 @@ pub fn systems(dir: &Path) -> Systems {
 
 /// The generator a CMake cache was made with.
 pub fn cache_generator(build_dir: &Path) -> Option<String> {
-    let cache = std::fs::read_to_string(build_dir.join("CMakeCache.txt")).ok()?;
+    let cache = read_capped(&build_dir.join("CMakeCache.txt"), 4 * 1024 * 1024).ok()?;
     cache
         .lines()
         .find_map(|l| l.strip_prefix("CMAKE_GENERATOR:INTERNAL="))

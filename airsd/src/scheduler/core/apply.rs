@@ -90,6 +90,12 @@ impl Core {
                 if *attempt > t.attempt {
                     t.attempt_agents.clear();
                 }
+                // A crash is the debugger's to analyse; once an executor goes again it
+                // is behind (and a session recorded before that rule never had one).
+                if *role == AgentType::Executor {
+                    t.crash = None;
+                    t.after_analysis = None;
+                }
                 t.attempt_agents.push(agent_id.clone());
                 t.attempt = (*attempt).max(t.attempt);
                 t.next = Next::Nothing;

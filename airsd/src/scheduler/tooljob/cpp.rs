@@ -48,7 +48,7 @@ fn quote(word: &str) -> String {
 fn inside(field: &str, value: Option<&str>, default: &str) -> Result<String, ToolError> {
     let v = value.unwrap_or(default).trim();
     let v = if v.is_empty() { default } else { v };
-    if Path::new(v).is_absolute() || v.split('/').any(|p| p == "..") {
+    if Path::new(v).is_absolute() || v.split('/').any(|p| p == "..") || v.starts_with('-') {
         return Err(ToolError(format!(
             "{field}: `{v}` must be a path inside the project, relative to its root"
         )));
@@ -297,7 +297,13 @@ impl ToolJob {
             }
             let _ = done;
         }
-        let mut command = format!("cmake --build {} --parallel", quote(&build));
+        // As people write it (so it is the task's `cmake --build build` check too),
+        // in parallel through CMake's variable for it.
+        let mut command = format!(
+            "CMAKE_BUILD_PARALLEL_LEVEL={} cmake --build {}",
+            std::thread::available_parallelism().map_or(2, |n| n.get()),
+            quote(&build)
+        );
         if let Some(t) = &input.target {
             command.push_str(&format!(" --target {}", quote(t)));
         }
@@ -357,14 +363,26 @@ impl ToolJob {
             }
         };
         let report_path = root.join(&report);
-        let _ = std::fs::remove_file(&report_path);
+        // An old report is set aside (never through a link: only a regular file).
+        if std::fs::symlink_metadata(&report_path).is_ok_and(|m| m.file_type().is_file()) {
+            let _ = std::fs::remove_file(&report_path);
+        }
         let (out, _) = self.step(tool_run_id, command, &yields).await?;
         let mut notes = Vec::new();
-        let read = std::fs::File::open(&report_path).and_then(|f| {
-            use std::io::Read;
-            let mut s = String::new();
-            f.take(REPORT_CAP).read_to_string(&mut s).map(|_| s)
-        });
+        let under_root = report_path
+            .parent()
+            .and_then(|d| std::fs::canonicalize(d).ok())
+            .is_some_and(|d| d.starts_with(&root));
+        let path = report_path.clone();
+        let read = if under_root {
+            tokio::task::spawn_blocking(move || read_capped(&path, REPORT_CAP))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+        } else {
+            Err(std::io::Error::other(
+                "its directory is not inside the project",
+            ))
+        };
         let (tests, failures, skipped, failed) = match read {
             Ok(xml) => read_report(&xml).unwrap_or_else(|e| {
                 notes.push(format!("{report}: {e}"));
@@ -390,6 +408,7 @@ impl ToolJob {
             artifacts: out.artifacts.clone(),
             output_tail: tail(&out),
             notes,
+            changed_files: out.changed_files.clone(),
         })
     }
 
@@ -434,6 +453,7 @@ impl ToolJob {
         let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
         let mut steps = vec![step(&command, &out)];
         let mut findings = found;
+        let mut changed_files = out.changed_files.clone();
         let mut analyzers = vec!["cppcheck".to_string()];
         let mut notes = Vec::new();
         let mut passed = out.exit_code == Some(0);
@@ -445,6 +465,7 @@ impl ToolJob {
             }
             let (o, f) = self.step(tool_run_id, tidy.clone(), &[]).await?;
             steps.push(step(&tidy, &o));
+            changed_files.extend(o.changed_files.clone());
             findings.extend(f);
             passed &= o.exit_code == Some(0);
             analyzers.push("clang-tidy".into());
@@ -458,6 +479,7 @@ impl ToolJob {
             findings: shown(findings),
             steps,
             notes,
+            changed_files,
         })
     }
 
@@ -513,6 +535,7 @@ impl ToolJob {
             compile_flags_found,
             findings,
             command_run_id: out.command_run_id.clone(),
+            changed_files: out.changed_files.clone(),
         })
     }
 

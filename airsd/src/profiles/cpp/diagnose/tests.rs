@@ -219,3 +219,18 @@ fn unknown_errors_still_repeat_under_one_signature() {
     assert_eq!(a[0].signature, b[0].signature);
     assert_eq!(a[0].signature, "error:some new complaint about _ at places");
 }
+
+#[test]
+fn werror_colours_and_missing_libraries_are_read() {
+    let clang = parse("a.cpp:3:7: error: unused variable 'x' [-Werror,-Wunused-variable]\n");
+    let gcc = parse("a.cpp:3:7: error: unused variable ‘x’ [-Werror=unused-variable]\n");
+    assert_eq!(clang[0].code.as_deref(), Some("-Wunused-variable"));
+    assert_eq!(gcc[0].code.as_deref(), Some("-Wunused-variable"));
+    assert_eq!(clang[0].signature, gcc[0].signature);
+    let coloured = parse("\x1b[01m\x1b[Ka.cpp:2:10:\x1b[m\x1b[K \x1b[01;31m\x1b[Kerror: \x1b[m\x1b[K‘y’ was not declared in this scope\n");
+    assert_eq!(coloured[0].signature, "undeclared-identifier:y");
+    assert_eq!(coloured[0].line, Some(2));
+    let ld = parse("/usr/bin/ld: cannot find -lfoo: No such file or directory\ncollect2: error: ld returned 1 exit status\n");
+    assert_eq!(ld.len(), 1);
+    assert_eq!(ld[0].signature, "missing-library:foo");
+}
