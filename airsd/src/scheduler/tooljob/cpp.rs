@@ -297,13 +297,17 @@ impl ToolJob {
             }
             let _ = done;
         }
-        // As people write it (so it is the task's `cmake --build build` check too),
-        // in parallel through CMake's variable for it.
-        let mut command = format!(
-            "CMAKE_BUILD_PARALLEL_LEVEL={} cmake --build {}",
-            std::thread::available_parallelism().map_or(2, |n| n.get()),
-            quote(&build)
-        );
+        // As people write it (so it is the task's `cmake --build build` check too).
+        // Ninja builds in parallel by itself; Make is told how, through CMake's
+        // variable for it.
+        let mut command = match generator.as_deref() {
+            Some("Ninja") => format!("cmake --build {}", quote(&build)),
+            _ => format!(
+                "CMAKE_BUILD_PARALLEL_LEVEL={} cmake --build {}",
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+                quote(&build)
+            ),
+        };
         if let Some(t) = &input.target {
             command.push_str(&format!(" --target {}", quote(t)));
         }
