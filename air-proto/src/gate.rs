@@ -257,6 +257,10 @@ pub fn is_c_family(path: &str) -> bool {
     C_FAMILY.iter().any(|ext| lower.ends_with(ext))
 }
 
+/// Assignments that change which program a command's name runs, or what bash runs
+/// first: a step after one is not the step its words say.
+pub const RUNS_ELSEWHERE: &[&str] = &["PATH=", "BASH_ENV=", "ENV=", "LD_PRELOAD="];
+
 /// What a build or a test run leaves behind, not a change to the work: compiled
 /// Python, object files, a build or target directory, caches.
 pub fn is_output(path: &str) -> bool {
@@ -324,10 +328,7 @@ pub fn runs(ran: &str, wanted: &str) -> bool {
             if !w.contains('=') || w.starts_with('-') {
                 break;
             }
-            if ["PATH=", "BASH_ENV=", "ENV=", "LD_PRELOAD="]
-                .iter()
-                .any(|v| w.starts_with(v))
-            {
+            if RUNS_ELSEWHERE.iter().any(|v| w.starts_with(v)) {
                 return false;
             }
             words.next();

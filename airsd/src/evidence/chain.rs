@@ -7,6 +7,8 @@
 //! function, a control structure at the top level) makes the status vouch for
 //! nothing, and the steps are still named for the test tallies.
 
+use air_proto::gate::RUNS_ELSEWHERE;
+
 /// One step: its words, quotes removed, with leading assignments and wrappers
 /// (`env`, `timeout 60`, `nice`, `time`, `sudo`, `command`, `stdbuf`) taken off, and
 /// the directory it runs in (relative to where the command started; `None` once a
@@ -200,9 +202,6 @@ const SHELL_STATE: &[&str] = &[
     "trap", "set", "shopt", "hash", "enable", "alias", "export", "declare", "typeset", "unset",
     "source", ".", "eval", "builtin", "function",
 ];
-
-/// Assignments that change which program a name runs, or what bash runs first.
-const RUNS_ELSEWHERE: &[&str] = &["PATH=", "BASH_ENV=", "ENV=", "LD_PRELOAD="];
 
 fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {

@@ -571,16 +571,7 @@ impl ToolJob {
 
     /// A command run's kept stdout and stderr (bounded), from the ArtifactStore.
     async fn kept_output(&self, id: &str) -> Result<String, ToolError> {
-        let id = id.trim().to_string();
-        if id.is_empty()
-            || !id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(ToolError(format!(
-                "command_run_id: `{id}` is not a command_run_id (a shell_run answer names it)"
-            )));
-        }
+        let id = super::shell::command_run_id(id)?;
         let store = self.env.artifacts.clone();
         tokio::task::spawn_blocking(move || {
             let mut text = String::new();

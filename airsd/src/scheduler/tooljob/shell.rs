@@ -15,6 +15,22 @@ use super::{resolved_root, ToolJob};
 use crate::profiles::cpp::diagnose::Diagnostic;
 use crate::tools::ToolError;
 
+/// A command_run_id the model named, checked to be one (it names a directory of the
+/// session's artifacts).
+pub(super) fn command_run_id(id: &str) -> Result<String, ToolError> {
+    let id = id.trim().to_string();
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(ToolError(format!(
+            "command_run_id: `{id}` is not a command_run_id (a shell_run answer names it)"
+        )));
+    }
+    Ok(id)
+}
+
 /// What a command's logs are kept as (D-054).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Logs {
@@ -93,16 +109,7 @@ impl ToolJob {
         use crate::tools::exec::{OutputInput, OutputOutput, Stream, OUTPUT_PAGE};
         crate::tools::allowed(self.role, "shell.output")?;
         let input: OutputInput = crate::tools::input("shell.output", self.call.input.clone())?;
-        let id = input.command_run_id.trim().to_string();
-        if id.is_empty()
-            || !id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(ToolError(format!(
-                "command_run_id: `{id}` is not a command_run_id (a shell_run answer names it)"
-            )));
-        }
+        let id = command_run_id(&input.command_run_id)?;
         let name = match input.stream {
             Stream::Stdout => "stdout.log",
             Stream::Stderr => "stderr.log",
