@@ -112,6 +112,7 @@ own! {
     AgentFailed => "agent.failed",
     AgentSoftTimeout => "agent.soft_timeout",
     TimeoutExtended => "agent.timeout_extended",
+    ModelFallback => "agent.model_fallback",
     RunStarted => "run.started",
     RunCompleted => "run.completed",
     RunContinued => "run.continued",

@@ -224,6 +224,14 @@ pub enum ControlMessage {
         extra_ms: u64,
         reason: String,
     },
+    /// The agent's soft timeout passed (`elapsed_ms` of its time so far; the hard
+    /// timeout ends it at `hard_timeout_ms`): it should finish, or ask for more time
+    /// with the reason (`agent.timeout_extension.requested`, answered by
+    /// `agent.extend_timeout`).
+    SoftTimeout {
+        elapsed_ms: u64,
+        hard_timeout_ms: u64,
+    },
     /// What the user said to this agent's task (`@T2 …`): given to the model before
     /// its next turn (D-018).
     Message {
@@ -279,6 +287,7 @@ impl ControlMessage {
             ControlMessage::Pause { .. } => "agent.pause",
             ControlMessage::Resume => "agent.resume",
             ControlMessage::ExtendTimeout { .. } => "agent.extend_timeout",
+            ControlMessage::SoftTimeout { .. } => "agent.soft_timeout",
             ControlMessage::Message { .. } => "agent.message",
         }
     }
@@ -544,6 +553,8 @@ enum ControlType {
     Resume,
     #[serde(rename = "agent.extend_timeout")]
     ExtendTimeout,
+    #[serde(rename = "agent.soft_timeout")]
+    SoftTimeout,
     #[serde(rename = "agent.message")]
     Message,
 }
@@ -564,6 +575,10 @@ struct ControlWireRef<'a> {
     tools: Option<&'a [crate::tool::ToolDefinition]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     extra_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elapsed_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hard_timeout_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -587,6 +602,10 @@ struct ControlWire {
     #[serde(default)]
     extra_ms: Option<u64>,
     #[serde(default)]
+    elapsed_ms: Option<u64>,
+    #[serde(default)]
+    hard_timeout_ms: Option<u64>,
+    #[serde(default)]
     reason: Option<String>,
     #[serde(default)]
     text: Option<String>,
@@ -602,6 +621,8 @@ impl Serialize for ControlMessage {
             runtime: None,
             tools: None,
             extra_ms: None,
+            elapsed_ms: None,
+            hard_timeout_ms: None,
             reason: None,
             text: None,
         };
@@ -627,6 +648,14 @@ impl Serialize for ControlMessage {
                 wire.control_type = ControlType::ExtendTimeout;
                 wire.extra_ms = Some(*extra_ms);
                 wire.reason = Some(reason);
+            }
+            ControlMessage::SoftTimeout {
+                elapsed_ms,
+                hard_timeout_ms,
+            } => {
+                wire.control_type = ControlType::SoftTimeout;
+                wire.elapsed_ms = Some(*elapsed_ms);
+                wire.hard_timeout_ms = Some(*hard_timeout_ms);
             }
             ControlMessage::Message { text } => {
                 wire.control_type = ControlType::Message;
@@ -654,6 +683,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::Pause => "agent.pause",
             ControlType::Resume => "agent.resume",
             ControlType::ExtendTimeout => "agent.extend_timeout",
+            ControlType::SoftTimeout => "agent.soft_timeout",
             ControlType::Message => "agent.message",
         };
         let missing = |field: &str| format!("control `{name}` requires field `{field}`");
@@ -662,6 +692,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::Cancel | ControlType::Pause => &["reason"],
             ControlType::Resume => &[],
             ControlType::ExtendTimeout => &["extra_ms", "reason"],
+            ControlType::SoftTimeout => &["elapsed_ms", "hard_timeout_ms"],
             ControlType::Message => &["text"],
         };
         let present = [
@@ -671,6 +702,8 @@ impl TryFrom<ControlWire> for ControlMessage {
             ("runtime", w.runtime.is_some()),
             ("tools", w.tools.is_some()),
             ("extra_ms", w.extra_ms.is_some()),
+            ("elapsed_ms", w.elapsed_ms.is_some()),
+            ("hard_timeout_ms", w.hard_timeout_ms.is_some()),
             ("reason", w.reason.is_some()),
             ("text", w.text.is_some()),
         ];
@@ -705,6 +738,12 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::ExtendTimeout => ControlMessage::ExtendTimeout {
                 extra_ms: w.extra_ms.ok_or_else(|| missing("extra_ms"))?,
                 reason: w.reason.ok_or_else(|| missing("reason"))?,
+            },
+            ControlType::SoftTimeout => ControlMessage::SoftTimeout {
+                elapsed_ms: w.elapsed_ms.ok_or_else(|| missing("elapsed_ms"))?,
+                hard_timeout_ms: w
+                    .hard_timeout_ms
+                    .ok_or_else(|| missing("hard_timeout_ms"))?,
             },
             ControlType::Message => ControlMessage::Message {
                 text: w.text.ok_or_else(|| missing("text"))?,

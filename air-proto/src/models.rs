@@ -15,6 +15,14 @@
 //! thinking:                       # per agent type, where the model offers it
 //!   default: { budget_tokens: 4096, effort: medium }
 //!   debugger: { budget_tokens: 16384, effort: high }
+//! prices:                         # US dollars per million tokens
+//!   my-model: { input: 1.0, output: 4.0, cache_read: 0.1, cache_write: 1.25 }
+//! fallbacks:                      # tried in order when a provider keeps failing
+//!   default: [openai/gpt-5]
+//!   executor: [anthropic/claude-haiku-4-5, openai/gpt-5-mini]
+//! stream:
+//!   idle_secs: 90                 # no event at all for this long: cut and retried
+//!   stall_secs: 300               # only keep-alives for this long: cut and retried
 //! ```
 //!
 //! Thinking is sent only to a model whose capability says it thinks: an Anthropic
@@ -52,18 +60,65 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
 }
 
-/// The model of each agent type (`provider/model`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// A setting per agent type, with a default for the types not named.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ModelAssignment {
-    pub default: Option<String>,
-    pub executor: Option<String>,
-    pub reviewer: Option<String>,
-    pub debugger: Option<String>,
-    pub architecture_designer: Option<String>,
+pub struct PerAgent<T> {
+    pub default: Option<T>,
+    pub executor: Option<T>,
+    pub reviewer: Option<T>,
+    pub debugger: Option<T>,
+    pub architecture_designer: Option<T>,
     /// The Main Agent, which talks with the user.
-    pub main: Option<String>,
+    pub main: Option<T>,
 }
+
+impl<T> Default for PerAgent<T> {
+    fn default() -> Self {
+        PerAgent {
+            default: None,
+            executor: None,
+            reviewer: None,
+            debugger: None,
+            architecture_designer: None,
+            main: None,
+        }
+    }
+}
+
+impl<T> PerAgent<T> {
+    /// The agent type's own setting (`None` for a type without one).
+    pub fn own(&self, agent_type: &str) -> Option<&T> {
+        match agent_type {
+            "executor" => self.executor.as_ref(),
+            "reviewer" => self.reviewer.as_ref(),
+            "debugger" => self.debugger.as_ref(),
+            "architecture_designer" => self.architecture_designer.as_ref(),
+            "main" => self.main.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The agent type's own setting, else the default.
+    pub fn for_type(&self, agent_type: &str) -> Option<&T> {
+        self.own(agent_type).or(self.default.as_ref())
+    }
+
+    /// Each setting of `other` over this one's.
+    pub fn overridden_by(self, other: PerAgent<T>) -> PerAgent<T> {
+        PerAgent {
+            default: other.default.or(self.default),
+            executor: other.executor.or(self.executor),
+            reviewer: other.reviewer.or(self.reviewer),
+            debugger: other.debugger.or(self.debugger),
+            architecture_designer: other.architecture_designer.or(self.architecture_designer),
+            main: other.main.or(self.main),
+        }
+    }
+}
+
+/// The model of each agent type (`provider/model`).
+pub type ModelAssignment = PerAgent<String>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,15 +154,104 @@ pub struct Thinking {
 }
 
 /// The thinking of each agent type.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub type ThinkingAssignment = PerAgent<Thinking>;
+
+/// US dollars per million tokens, 0 or more.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct PerMillion(f64);
+
+impl TryFrom<f64> for PerMillion {
+    type Error = String;
+
+    fn try_from(v: f64) -> Result<Self, Self::Error> {
+        if v.is_finite() && v >= 0.0 {
+            Ok(PerMillion(v))
+        } else {
+            Err(format!(
+                "a price is US dollars per million tokens, 0 or more (not {v})"
+            ))
+        }
+    }
+}
+
+impl From<PerMillion> for f64 {
+    fn from(p: PerMillion) -> f64 {
+        p.0
+    }
+}
+
+/// What a model's tokens cost, as its provider prices them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ThinkingAssignment {
-    pub default: Option<Thinking>,
-    pub executor: Option<Thinking>,
-    pub reviewer: Option<Thinking>,
-    pub debugger: Option<Thinking>,
-    pub architecture_designer: Option<Thinking>,
-    pub main: Option<Thinking>,
+pub struct Price {
+    /// Input tokens read fresh (not from the prompt cache).
+    pub input: PerMillion,
+    pub output: PerMillion,
+    /// Input tokens read from the prompt cache (the input price when not set).
+    pub cache_read: Option<PerMillion>,
+    /// Input tokens written to the prompt cache (the input price when not set:
+    /// providers that cache by themselves charge nothing more).
+    pub cache_write: Option<PerMillion>,
+}
+
+/// Tokens of one turn, by how they are priced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenCounts {
+    /// Input read fresh (neither from nor into the cache).
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Price {
+    /// What `tokens` cost, in millionths of a US dollar (rounded to the nearest).
+    pub fn micro_usd(&self, tokens: TokenCounts) -> u64 {
+        let input = self.input.0;
+        // Dollars per million tokens are millionths of a dollar per token.
+        let cost = tokens.input as f64 * input
+            + tokens.output as f64 * self.output.0
+            + tokens.cache_read as f64 * self.cache_read.map_or(input, |p| p.0)
+            + tokens.cache_write as f64 * self.cache_write.map_or(input, |p| p.0);
+        if cost.is_finite() && cost > 0.0 {
+            // Saturates at u64::MAX, far past any budget.
+            cost.round() as u64
+        } else {
+            0
+        }
+    }
+}
+
+/// Models to fall back on, per agent type (`provider/model`, in order).
+pub type FallbackAssignment = PerAgent<Vec<String>>;
+
+/// How long a provider's stream may go without an event, or without progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamLimits {
+    /// No event at all (not even a keep-alive) for this long: the stream is cut and
+    /// the turn tried again (90 s when not set).
+    pub idle_secs: Option<u64>,
+    /// Only keep-alives (pings), no part of the answer, for this long: the stream is
+    /// cut and the turn tried again (300 s when not set).
+    pub stall_secs: Option<u64>,
+}
+
+impl StreamLimits {
+    pub const DEFAULT_IDLE_SECS: u64 = 90;
+    pub const DEFAULT_STALL_SECS: u64 = 300;
+
+    /// The idle limit (at least a second).
+    pub fn idle(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.idle_secs.unwrap_or(Self::DEFAULT_IDLE_SECS).max(1))
+    }
+
+    /// The stall limit (never shorter than the idle limit).
+    pub fn stall(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.stall_secs.unwrap_or(Self::DEFAULT_STALL_SECS).max(1))
+            .max(self.idle())
+    }
 }
 
 /// The smallest extended-thinking budget Anthropic takes.
@@ -128,10 +272,17 @@ pub struct ModelsConfig {
     pub capabilities: BTreeMap<String, Capability>,
     #[serde(default)]
     pub thinking: ThinkingAssignment,
+    /// Prices per model (`resources/models.yaml` ships the known ones').
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    pub fallbacks: FallbackAssignment,
+    #[serde(default)]
+    pub stream: StreamLimits,
 }
 
 /// What an agent talks to, resolved.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ResolvedModel {
     pub provider: String,
     pub kind: ProviderKind,
@@ -142,6 +293,9 @@ pub struct ResolvedModel {
     pub capability: Capability,
     /// How much it thinks: the agent type's setting, as far as the model offers it.
     pub thinking: Thinking,
+    /// What its tokens cost (`None`: no price is known; its turns cost nothing
+    /// counted).
+    pub price: Option<Price>,
 }
 
 /// A provider as `air doctor` shows it.
@@ -232,36 +386,32 @@ impl ModelsConfig {
         self.providers.extend(other.providers);
         self.defaults.extend(other.defaults);
         self.capabilities.extend(other.capabilities);
-        let (m, o) = (&mut self.models, other.models);
-        m.default = o.default.or(m.default.take());
-        m.executor = o.executor.or(m.executor.take());
-        m.reviewer = o.reviewer.or(m.reviewer.take());
-        m.debugger = o.debugger.or(m.debugger.take());
-        m.architecture_designer = o.architecture_designer.or(m.architecture_designer.take());
-        m.main = o.main.or(m.main.take());
-        let (t, o) = (&mut self.thinking, other.thinking);
-        t.default = o.default.or(t.default.take());
-        t.executor = o.executor.or(t.executor.take());
-        t.reviewer = o.reviewer.or(t.reviewer.take());
-        t.debugger = o.debugger.or(t.debugger.take());
-        t.architecture_designer = o.architecture_designer.or(t.architecture_designer.take());
-        t.main = o.main.or(t.main.take());
+        self.models = self.models.overridden_by(other.models);
+        self.thinking = self.thinking.overridden_by(other.thinking);
+        self.prices.extend(other.prices);
+        self.fallbacks = self.fallbacks.overridden_by(other.fallbacks);
+        let (s, o) = (&mut self.stream, other.stream);
+        s.idle_secs = o.idle_secs.or(s.idle_secs);
+        s.stall_secs = o.stall_secs.or(s.stall_secs);
         self
+    }
+
+    /// The models an agent type falls back on, in order: its own list, else the
+    /// default list.
+    pub fn fallbacks_for(&self, agent_type: &str) -> &[String] {
+        self.fallbacks
+            .for_type(agent_type)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// An agent type's thinking for a model of `capability`: its own setting (else the
     /// default), kept only where the model offers it.
     pub fn thinking_for(&self, agent_type: &str, capability: &Capability) -> Thinking {
-        let t = &self.thinking;
-        let own = match agent_type {
-            "executor" => t.executor,
-            "reviewer" => t.reviewer,
-            "debugger" => t.debugger,
-            "architecture_designer" => t.architecture_designer,
-            "main" => t.main,
-            _ => None,
-        };
-        let set = own.or(t.default).unwrap_or_default();
+        let set = self
+            .thinking
+            .for_type(agent_type)
+            .copied()
+            .unwrap_or_default();
         Thinking {
             budget_tokens: set
                 .budget_tokens
@@ -319,14 +469,7 @@ impl ModelsConfig {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedModel, String> {
         let m = &self.models;
-        let assigned = match agent_type {
-            "executor" => m.executor.as_deref(),
-            "reviewer" => m.reviewer.as_deref(),
-            "debugger" => m.debugger.as_deref(),
-            "architecture_designer" => m.architecture_designer.as_deref(),
-            "main" => m.main.as_deref(),
-            _ => None,
-        };
+        let assigned = m.own(agent_type).map(String::as_str);
         let has_key = |key_env: &Option<String>| {
             key_env
                 .as_deref()
@@ -398,6 +541,7 @@ impl ModelsConfig {
         let capability = self.capability(&model);
         Ok(ResolvedModel {
             thinking: self.thinking_for(agent_type, &capability),
+            price: self.prices.get(&model).copied(),
             capability,
             provider,
             kind,
@@ -602,5 +746,75 @@ mod tests {
         assert!(e3.starts_with("no provider `nope`"), "{e3}");
         let bad = ModelsConfig::parse(Path::new("m.yaml"), "models:\n  executer: x\n").unwrap_err();
         assert!(bad.to_string().starts_with("m.yaml:2"), "{bad}");
+    }
+
+    #[test]
+    fn prices_turn_usage_into_cost_and_the_user_file_overrides_them() {
+        let c = shipped();
+        let sonnet = c
+            .prices
+            .get("claude-sonnet-4-5")
+            .copied()
+            .unwrap_or_default();
+        let turn = TokenCounts {
+            input: 1_000,
+            output: 500,
+            cache_read: 2_000,
+            cache_write: 100,
+        };
+        // 1,000 × $3 + 500 × $15 + 2,000 × $0.30 + 100 × $3.75, per million.
+        assert_eq!(sonnet.micro_usd(turn), 11_475);
+        // OpenAI charges no more for writing its cache: the input price.
+        let gpt = c.prices.get("gpt-5").copied().unwrap_or_default();
+        assert_eq!(gpt.micro_usd(turn), 1_250 + 5_000 + 250 + 125);
+        let key = env(&[("ANTHROPIC_API_KEY", "k")]);
+        let r = c
+            .resolve("executor", Some("anthropic/claude-haiku-4-5"), &key)
+            .unwrap();
+        assert_eq!(
+            r.price.map(|p| p.micro_usd(turn)),
+            Some(1_000 + 2_500 + 200 + 125)
+        );
+        assert_eq!(
+            c.resolve("executor", Some("anthropic/claude-next"), &key)
+                .unwrap()
+                .price,
+            None
+        );
+        let user = ModelsConfig::parse(
+            Path::new("models.yaml"),
+            "prices:\n  claude-next: { input: 2, output: 8 }\nfallbacks:\n  default: [openai/gpt-5]\n  executor: [anthropic/claude-haiku-4-5, openai/gpt-5-mini]\nstream: { stall_secs: 30 }\n",
+        )
+        .unwrap();
+        let c = c.overridden_by(user);
+        let r = c
+            .resolve("executor", Some("anthropic/claude-next"), &key)
+            .unwrap();
+        assert_eq!(
+            r.price.map(|p| p.micro_usd(turn)),
+            Some(2_000 + 4_000 + 4_000 + 200)
+        );
+        assert_eq!(
+            c.fallbacks_for("executor"),
+            ["anthropic/claude-haiku-4-5", "openai/gpt-5-mini"]
+        );
+        assert_eq!(c.fallbacks_for("reviewer"), ["openai/gpt-5"]);
+        assert!(shipped().fallbacks_for("executor").is_empty());
+        assert_eq!(c.stream.idle(), std::time::Duration::from_secs(90));
+        assert_eq!(
+            c.stream.stall(),
+            std::time::Duration::from_secs(90),
+            "never under idle"
+        );
+        let bad = ModelsConfig::parse(
+            Path::new("m.yaml"),
+            "prices:\n  x: { input: -1, output: 2 }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            bad.starts_with("m.yaml:2") && bad.contains("0 or more"),
+            "{bad}"
+        );
     }
 }

@@ -299,6 +299,22 @@ pub struct TimeoutExtended {
     pub reason: Option<String>,
 }
 
+/// `agent.model_fallback`: the agent's provider kept failing (after its retries), so
+/// it goes on with the next model configured for its agent type; the failed turn is
+/// asked again of that model (no tool ran for it).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ModelFallback {
+    pub agent_id: String,
+    pub task_id: Option<String>,
+    /// `provider/model` it talked to.
+    pub from_model: String,
+    /// `provider/model` it talks to now.
+    pub to_model: String,
+    /// The provider's last failure, and configured models passed over on the way.
+    pub reason: String,
+}
+
 /// `scheduler.patrol`: nothing happened for a while, so every running agent was checked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Patrol {

@@ -132,6 +132,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(ev::AgentFailed, "agent", "A worker crashed, timed out, broke the protocol or was killed."),
     durable!(ev::AgentSoftTimeout, "agent", "A worker passed its soft timeout and was warned."),
     durable!(ev::TimeoutExtended, "agent", "A worker was granted more time before its hard timeout."),
+    durable!(worker ev::ModelFallback, "agent", "An agent's provider kept failing; it went on with the next model configured for its agent type."),
     durable!(ev::AgentPaused, "agent", "A running agent is held between its steps; its time limits stop counting."),
     durable!(ev::AgentResumed, "agent", "A held agent goes on; its time limits move by the time it was held."),
     durable!(ev::RunStarted, "run", "A plan run began, with its effective settings."),

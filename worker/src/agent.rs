@@ -10,20 +10,16 @@ use air_proto::events as ev;
 use std::future::Future;
 
 use air_proto::event::{AgentType, EventSource, RuntimeEvent};
-use air_proto::ipc::{
-    AgentStart, ModelChoice, ModelQuery, ModelReply, ToolResult, ToolResultStatus,
-};
+use air_proto::ipc::{AgentStart, ToolResult, ToolResultStatus};
 use air_proto::message::{ContentBlock, Message, StopReason};
-use air_proto::models::{ModelsConfig, ProviderKind, ResolvedModel, Thinking};
+use air_proto::models::ResolvedModel;
 use air_proto::payload as p;
 use air_proto::result::{WorkerResult, WorkerStatus};
 use serde_json::Value;
 
-use crate::provider::anthropic::Anthropic;
-use crate::provider::openai::OpenAiChat;
-use crate::provider::responses::OpenAiResponses;
-use crate::provider::{Adapter, Delta, RetryPolicy, Timeouts, ToolSpec, TurnRequest};
-use crate::replay::{self, Recorder, Recording, Server};
+use crate::model::Talker;
+use crate::provider::{Delta, ToolSpec, TurnRequest};
+use crate::replay::Recorder;
 use crate::submit;
 
 /// Results refused by airsd's evidence gate that the agent is told about before the
@@ -59,8 +55,6 @@ async fn gate_refusals(
 
 /// Turns left at which the agent is warned that its budget ends.
 const TURNS_WARNED: u32 = 3;
-/// Output tokens asked for per turn, at most.
-pub const MAX_OUTPUT: u32 = 16_384;
 
 /// What the loop needs from its surroundings: sending events to airsd and calling
 /// its tools (the real worker speaks NDJSON on its pipes; tests may do otherwise).
@@ -79,6 +73,20 @@ pub trait Link: Sync {
     fn inbox(&self) -> Vec<String> {
         Vec::new()
     }
+    /// airsd said the agent's soft timeout passed: (time so far, hard timeout) in
+    /// milliseconds, given once.
+    fn time_notice(&self) -> Option<(u64, u64)> {
+        None
+    }
+    /// Asks airsd for `extra_ms` more before the hard timeout, saying why; the answer
+    /// is the time granted (0: refused) and airsd's word on it.
+    fn ask_for_time(
+        &self,
+        _extra_ms: u64,
+        _reason: String,
+    ) -> impl Future<Output = (u64, String)> + Send {
+        async { (0, "this agent cannot ask airsd for time".to_string()) }
+    }
     fn call_tool(
         &self,
         tool_call_id: &str,
@@ -86,6 +94,80 @@ pub trait Link: Sync {
         input: Value,
         origin_message_id: &str,
     ) -> impl Future<Output = ToolResult> + Send;
+}
+
+/// The tool the model is offered once its soft timeout passed.
+pub const MORE_TIME: &str = "request_more_time";
+
+/// [`MORE_TIME`] as the model sees it.
+fn more_time_tool() -> ToolSpec {
+    ToolSpec {
+        name: MORE_TIME.into(),
+        description: "Ask for more time before the hard time limit ends this agent. Say why the work needs it; airsd grants or refuses by its rules. Call it only when the work cannot be finished in the time left.".into(),
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "minutes": {"type": "integer", "minimum": 1, "maximum": 240, "description": "How many more minutes."},
+                "reason": {"type": "string", "description": "Why the work needs them."}
+            },
+            "required": ["minutes", "reason"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// A span as people say it: seconds under two minutes, else minutes.
+fn span(ms: u64) -> String {
+    if ms < 120_000 {
+        format!("{} s", ms.div_ceil(1_000))
+    } else {
+        format!("{} min", ms.div_ceil(60_000))
+    }
+}
+
+/// What the model is told when its soft timeout passed.
+fn time_told(elapsed_ms: u64, hard_ms: u64) -> String {
+    format!(
+        "Your soft time limit has passed ({} so far). airsd ends this agent at its hard limit, in about {}. Finish and submit now; if the work truly needs longer, call {MORE_TIME} with how many minutes and why.",
+        span(elapsed_ms),
+        span(hard_ms.saturating_sub(elapsed_ms))
+    )
+}
+
+/// The model's call of [`MORE_TIME`], asked of airsd; the tool's answer.
+async fn ask_time(link: &impl Link, input: &Value) -> (String, bool) {
+    let minutes = input.get("minutes").and_then(Value::as_u64);
+    let reason = input
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or_default();
+    let Some(minutes) = minutes.filter(|m| (1..=240).contains(m)) else {
+        return (
+            "`minutes` must be a whole number from 1 to 240".into(),
+            true,
+        );
+    };
+    if reason.is_empty() {
+        return (
+            "`reason` must say why the work needs more time".into(),
+            true,
+        );
+    }
+    let (granted, why) = link
+        .ask_for_time(minutes.saturating_mul(60_000), reason.to_string())
+        .await;
+    if granted == 0 {
+        (
+            format!("refused: {why}. Finish with what you have and submit."),
+            true,
+        )
+    } else {
+        (
+            format!("granted: {} more before the hard limit.", span(granted)),
+            false,
+        )
+    }
 }
 
 /// Where an agent's loop is (D-006), per agent type: the executor LOADING →
@@ -173,168 +255,6 @@ pub fn model_names(text: &str, names: &[(String, String)]) -> String {
     out
 }
 
-/// Output tokens a turn asks for: the answer's room, plus the thinking budget or room
-/// for the reasoning an effort asks for, within what the model gives (a model that
-/// gives less than the answer's room still gets the answer's room: its own limit
-/// decides).
-fn max_tokens(m: &ResolvedModel) -> u32 {
-    let thinking = match (m.thinking.budget_tokens, m.thinking.effort) {
-        (Some(budget), _) => budget,
-        (None, Some(air_proto::models::Effort::High)) => 2 * MAX_OUTPUT,
-        (None, Some(air_proto::models::Effort::Medium)) => MAX_OUTPUT,
-        (None, Some(_)) => MAX_OUTPUT / 2,
-        (None, None) => 0,
-    };
-    if thinking == 0 {
-        return MAX_OUTPUT;
-    }
-    MAX_OUTPUT
-        .saturating_add(thinking)
-        .min(m.capability.max_output.max(MAX_OUTPUT))
-}
-
-/// A provider client of any protocol.
-enum Client {
-    Anthropic(Anthropic),
-    Chat(OpenAiChat),
-    Responses(OpenAiResponses),
-}
-
-impl Client {
-    fn new(m: &ResolvedModel, key: Option<String>) -> Result<Client, String> {
-        let (timeouts, retry) = (Timeouts::default(), RetryPolicy::default());
-        match m.kind {
-            ProviderKind::Anthropic => {
-                Anthropic::new(&m.base_url, key.as_deref().unwrap_or(""), timeouts, retry)
-                    .map(Client::Anthropic)
-            }
-            ProviderKind::OpenaiChat => {
-                OpenAiChat::new(&m.base_url, key.as_deref(), timeouts, retry).map(Client::Chat)
-            }
-            ProviderKind::OpenaiResponses => {
-                OpenAiResponses::new(&m.base_url, key.as_deref(), timeouts, retry)
-                    .map(Client::Responses)
-            }
-        }
-        .map_err(|e| e.to_string())
-    }
-
-    /// The request body of a turn, as this client sends it.
-    fn body(&self, request: &TurnRequest) -> Value {
-        match self {
-            Client::Anthropic(c) => c.body(request),
-            Client::Chat(c) => c.body(request),
-            Client::Responses(c) => c.body(request),
-        }
-    }
-
-    async fn turn(
-        &self,
-        request: &TurnRequest,
-        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
-    ) -> Result<crate::provider::Turn, crate::provider::ProviderError> {
-        match self {
-            Client::Anthropic(c) => c.turn(request, on_delta).await,
-            Client::Chat(c) => c.turn(request, on_delta).await,
-            Client::Responses(c) => c.turn(request, on_delta).await,
-        }
-    }
-}
-
-/// The model an agent talks to: the run's override (`--model`/`--provider`), else
-/// `AIR_MODEL`, else the task's `model` from the plan, else `~/.air/models.yaml` and
-/// the environment.
-pub fn resolve_model(
-    role: AgentType,
-    flag: Option<&str>,
-    task_model: Option<&str>,
-) -> Result<ResolvedModel, String> {
-    let models = models_config()?;
-    let nonempty = |m: Option<&str>| m.filter(|m| !m.is_empty()).map(str::to_string);
-    let wanted = nonempty(flag)
-        .or_else(|| nonempty(std::env::var("AIR_MODEL").ok().as_deref()))
-        .or_else(|| nonempty(task_model));
-    models.resolve(role.as_str(), wanted.as_deref(), &|k| std::env::var(k).ok())
-}
-
-/// The shipped capability table with `~/.air/models.yaml` (or `$AIR_HOME`'s) over it.
-fn models_config() -> Result<ModelsConfig, String> {
-    let air_home = std::env::var_os("AIR_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
-    ModelsConfig::load(air_home.as_deref()).map_err(|e| e.to_string())
-}
-
-/// A recorded model as a live run has it: its capability from the shipped table and
-/// the agent type's thinking, so a replay sends what the recorded run sent.
-fn as_recorded(model: &str, role: AgentType) -> (air_proto::models::Capability, Thinking) {
-    // The shipped table, not this user's: a recording replays the same anywhere.
-    let models = ModelsConfig::load(None).unwrap_or_default();
-    let capability = models
-        .capabilities
-        .get(model)
-        .copied()
-        .unwrap_or(air_proto::models::UNKNOWN_MODEL);
-    let thinking = models.thinking_for(role.as_str(), &capability);
-    (capability, thinking)
-}
-
-/// The model a replayed run uses: the one its recordings name.
-fn replayed_model(dir: &str, role: AgentType) -> Result<ModelChoice, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("the recording {dir}: {e}"))?;
-    let mut files: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    let first = files
-        .first()
-        .ok_or_else(|| format!("the recording {dir} holds no conversations (*.json)"))?;
-    let recording = Recording::load(first)?;
-    let (_, model) =
-        replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", first.display()))?;
-    let (capability, thinking) = as_recorded(&model, role);
-    Ok(ModelChoice {
-        provider: "replay".into(),
-        model,
-        context_window: capability.context_window,
-        max_output: capability.max_output,
-        thinking_budget: thinking.budget_tokens,
-    })
-}
-
-/// The answer to `air-worker --resolve`.
-pub fn answer(q: &ModelQuery) -> ModelReply {
-    if let Some(dir) = q.replay.as_deref() {
-        return match replayed_model(dir, q.agent_type) {
-            Ok(c) => ModelReply {
-                resolved: Some(c),
-                error: None,
-            },
-            Err(e) => ModelReply {
-                resolved: None,
-                error: Some(e),
-            },
-        };
-    }
-    match resolve_model(q.agent_type, q.flag.as_deref(), q.task.as_deref()) {
-        Ok(m) => ModelReply {
-            resolved: Some(ModelChoice {
-                provider: m.provider,
-                model: m.model,
-                context_window: m.capability.context_window,
-                max_output: m.capability.max_output,
-                thinking_budget: m.thinking.budget_tokens,
-            }),
-            error: None,
-        },
-        Err(e) => ModelReply {
-            resolved: None,
-            error: Some(e),
-        },
-    }
-}
-
 /// The debugger's record of what it found (`debug.record.created`): the symptom (the
 /// executor's failed checks or summary), the analysis and cause, the fix, and the
 /// commands that show it.
@@ -382,6 +302,29 @@ fn debug_record(
     }
 }
 
+/// The request made for the model an agent fell back on: its name and room, no
+/// thinking, and the earlier model's thinking left out (signed for that model only).
+fn falls_back(request: &mut TurnRequest, to: &ResolvedModel) {
+    request.model = to.model.clone();
+    request.max_tokens = crate::model::max_tokens(to);
+    request.thinking = to.thinking;
+    for m in &mut request.messages {
+        m.content.retain(|b| {
+            !matches!(
+                b,
+                ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. }
+            )
+        });
+    }
+    // A turn that only thought keeps its place in the conversation.
+    for m in &mut request.messages {
+        if m.content.is_empty() {
+            m.content
+                .push(ContentBlock::text("(thought without answering)"));
+        }
+    }
+}
+
 /// An honest end without a submission.
 fn ended(start: &AgentStart, role: AgentType, status: WorkerStatus, why: String) -> WorkerResult {
     WorkerResult::new(
@@ -400,44 +343,8 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
     let root = std::env::current_dir()
         .ok()
         .map(|p| p.display().to_string());
-    // Replaying while recording re-records: today's requests are taken as they are.
-    let rerecord = start.runtime.record.is_some();
-    let (model, key, _replay) = match start.runtime.replay.as_deref() {
-        Some(dir) => {
-            match replaying(dir, &start.runtime.agent_id, role, root.clone(), rerecord).await {
-                Ok((model, server)) => (model, Some("replay".to_string()), Some(server)),
-                Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
-            }
-        }
-        None => {
-            // The model airsd resolved for this agent, when it did; else the same
-            // resolution here (a worker started by hand).
-            let chosen = start
-                .runtime
-                .resolved
-                .as_ref()
-                .map(|c| format!("{}/{}", c.provider, c.model));
-            let resolved = match chosen.as_deref() {
-                Some(spec) => resolve_model(role, Some(spec), None),
-                None => resolve_model(
-                    role,
-                    start.runtime.model.as_deref(),
-                    start.task_spec.constraints.model_id.as_deref(),
-                ),
-            };
-            let model = match resolved {
-                Ok(m) => m,
-                Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
-            };
-            let key = model
-                .api_key_env
-                .as_deref()
-                .and_then(|v| std::env::var(v).ok());
-            (model, key, None)
-        }
-    };
-    let client = match Client::new(&model, key) {
-        Ok(c) => c,
+    let talker = match Talker::open(start, role, root.clone()).await {
+        Ok(t) => t,
         Err(e) => return ended(start, role, WorkerStatus::Blocked, e),
     };
     let record = start.runtime.record.clone().or_else(|| {
@@ -449,7 +356,7 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
         Some(dir) => match Recorder::new(
             std::path::Path::new(&dir),
             &start.runtime.agent_id,
-            model.kind,
+            talker.resolved.kind,
             root,
         ) {
             Ok(r) => Some(r),
@@ -464,63 +371,16 @@ pub async fn run(start: &AgentStart, link: &impl Link) -> WorkerResult {
         },
         None => None,
     };
-    run_with(start, link, &client, &model, role, recorder).await
-}
-
-/// The model an agent replays: a loopback server answering from its recording.
-async fn replaying(
-    dir: &str,
-    agent_id: &str,
-    role: AgentType,
-    root: Option<String>,
-    unchecked: bool,
-) -> Result<(ResolvedModel, Server), String> {
-    let file = replay::file_for(std::path::Path::new(dir), agent_id);
-    if !file.exists() {
-        return Err(format!(
-            "the recording has no conversation for agent {agent_id} ({} is missing): the run took a path the recorded one did not",
-            file.display()
-        ));
-    }
-    let mut recording = Recording::load(&file)?;
-    if unchecked {
-        for x in &mut recording.exchanges {
-            x.request = None;
-        }
-    }
-    let (kind, model) =
-        replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", file.display()))?;
-    let (capability, thinking) = as_recorded(&model, role);
-    let server = Server::start(recording.exchanges, root)
-        .await
-        .map_err(|e| format!("cannot serve the recording: {e}"))?;
-    let base_url = match kind {
-        ProviderKind::Anthropic => server.url.clone(),
-        _ => format!("{}/v1", server.url),
-    };
-    Ok((
-        ResolvedModel {
-            provider: "replay".into(),
-            kind,
-            base_url,
-            api_key_env: None,
-            capability,
-            thinking,
-            model,
-        },
-        server,
-    ))
+    run_with(start, link, talker, role, recorder).await
 }
 
 async fn run_with(
     start: &AgentStart,
     link: &impl Link,
-    client: &Client,
-    resolved: &ResolvedModel,
+    mut talker: Talker,
     role: AgentType,
     mut recorder: Option<Recorder>,
 ) -> WorkerResult {
-    let model = resolved.model.as_str();
     let session = start.runtime.session_id.clone();
     let agent_id = start.runtime.agent_id.clone();
     let task_id = start.task_spec.id.clone();
@@ -568,13 +428,13 @@ async fn run_with(
         );
     };
     let mut request = TurnRequest {
-        model: model.to_string(),
+        model: talker.resolved.model.clone(),
         system: context.system.clone(),
         messages: context.messages.clone(),
         tools,
         // The answer's room, and the thinking's on top, within what the model gives.
-        max_tokens: max_tokens(resolved),
-        thinking: resolved.thinking,
+        max_tokens: crate::model::max_tokens(&talker.resolved),
+        thinking: talker.resolved.thinking,
     };
     let threshold = context.summary.budget.threshold();
     let mut compaction_asked = context.summary.compaction.needed;
@@ -633,6 +493,19 @@ async fn run_with(
                     .push(Message::user(vec![ContentBlock::text(told)])),
             }
         }
+        // The soft timeout passed: the model is told, and may ask for more time.
+        if let Some((elapsed, hard)) = link.time_notice() {
+            let told = ContentBlock::text(time_told(elapsed, hard));
+            match request.messages.last_mut() {
+                Some(last) if last.role == air_proto::message::Role::User => {
+                    last.content.push(told);
+                }
+                _ => request.messages.push(Message::user(vec![told])),
+            }
+            if !request.tools.iter().any(|t| t.name == MORE_TIME) {
+                request.tools.push(more_time_tool());
+            }
+        }
         link.progress(state, turn_no + 1, tokens);
         let message_id = air_proto::ids::new_id();
         let mut deltas = |d: Delta<'_>| {
@@ -656,20 +529,42 @@ async fn run_with(
                 link.event(e);
             }
         };
-        let mut turn = match client.turn(&request, &mut deltas).await {
-            Ok(t) => t,
-            Err(e) => {
+        // A provider that keeps failing (after its retries) hands the turn to the
+        // next model configured for this agent type; no tool ran for the failed
+        // turn, so none runs twice.
+        let mut turn = loop {
+            let e = match talker.turn(&request, &mut deltas).await {
+                Ok(t) => break t,
+                Err(e) => e,
+            };
+            let kind = recorder.as_ref().map(Recorder::kind);
+            let Some(fallback) = talker.fall_back(&e.to_string(), kind) else {
                 return ended(
                     start,
                     role,
                     WorkerStatus::Blocked,
                     format!("the model could not be reached: {e}"),
-                )
+                );
+            };
+            falls_back(&mut request, &talker.resolved);
+            if let Ok(e) = RuntimeEvent::of(
+                session.as_str(),
+                source.clone(),
+                &p::ModelFallback {
+                    agent_id: agent_id.clone(),
+                    task_id: Some(task_id.clone()),
+                    from_model: fallback.from,
+                    to_model: fallback.to,
+                    reason: fallback.reason,
+                },
+            ) {
+                link.event(e);
             }
         };
+        let model = talker.resolved.model.as_str();
         if let Some(r) = recorder.as_mut() {
             let wire = std::mem::take(&mut turn.wire);
-            if let Err(e) = r.push(&client.body(&request), &wire) {
+            if let Err(e) = r.push(&talker.body(&request), &wire) {
                 return ended(
                     start,
                     role,
@@ -693,7 +588,7 @@ async fn run_with(
                     output_tokens: turn.usage.output_tokens,
                     cache_read_input_tokens: Some(turn.usage.cache_read_input_tokens),
                     cache_creation_input_tokens: Some(turn.usage.cache_creation_input_tokens),
-                    cost_micro_usd: None,
+                    cost_micro_usd: talker.cost(&turn.usage),
                 }),
             }),
         ) {
@@ -701,9 +596,7 @@ async fn run_with(
         }
         // The conversation outgrew its budget: ask for compaction (once; the
         // Compactor does it, not the agent).
-        let used = turn.usage.input_tokens
-            + turn.usage.cache_read_input_tokens
-            + turn.usage.cache_creation_input_tokens;
+        let used = turn.usage.context_tokens();
         if !compaction_asked && threshold > 0 && used > threshold {
             compaction_asked = true;
             if let Ok(e) = RuntimeEvent::of(session.as_str(), source.clone(), &p::CompactionRequested {
@@ -747,6 +640,15 @@ async fn run_with(
                         link.event(e);
                     }
                 }
+                answers.push(ContentBlock::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content,
+                    is_error,
+                });
+                continue;
+            }
+            if name == MORE_TIME {
+                let (content, is_error) = ask_time(link, input).await;
                 answers.push(ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),
                     content,

@@ -40,6 +40,11 @@ struct Peer {
     paused: tokio::sync::watch::Sender<bool>,
     /// What the user said to this agent (`agent.message`), until its next turn.
     inbox: Mutex<Vec<String>>,
+    /// airsd's word that the soft timeout passed (time so far, hard timeout), until
+    /// the loop takes it.
+    notice: Mutex<Option<(u64, u64)>>,
+    /// The request for more time waiting for airsd's answer.
+    granted: Mutex<Option<oneshot::Sender<(u64, String)>>>,
 }
 
 impl Peer {
@@ -94,6 +99,37 @@ impl worker::agent::Link for Peer {
 
     fn inbox(&self) -> Vec<String> {
         std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn time_notice(&self) -> Option<(u64, u64)> {
+        self.notice.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    async fn ask_for_time(&self, extra_ms: u64, reason: String) -> (u64, String) {
+        let (tx, rx) = oneshot::channel();
+        *self.granted.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        let ask = RuntimeEvent::of(
+            self.session_id.as_str(),
+            EventSource::agent(self.agent_id.as_str(), self.role),
+            &air_proto::payload::TimeoutExtensionRequested {
+                agent_id: self.agent_id.clone(),
+                extra_ms,
+                reason: Some(reason),
+            },
+        );
+        let sent = match ask {
+            Ok(e) => self
+                .send(IpcBody::Event(e), None)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = sent {
+            return (0, format!("the request could not be sent to airsd: {e}"));
+        }
+        match tokio::time::timeout(Duration::from_secs(60), rx).await {
+            Ok(Ok(answer)) => answer,
+            _ => (0, "airsd did not answer within a minute".into()),
+        }
     }
 
     async fn hold(&self) {
@@ -214,7 +250,7 @@ fn resolve(json: &str) -> ExitCode {
                 return ExitCode::from(EXIT_PROTOCOL);
             }
         };
-    let replies: Vec<_> = queries.iter().map(worker::agent::answer).collect();
+    let replies: Vec<_> = queries.iter().map(worker::model::answer).collect();
     match serde_json::to_string(&replies) {
         Ok(line) => {
             println!("{line}");
@@ -262,6 +298,8 @@ async fn run() -> u8 {
         role: air_proto::event::AgentType::Executor,
         paused: tokio::sync::watch::Sender::new(false),
         inbox: Mutex::new(Vec::new()),
+        notice: Mutex::new(None),
+        granted: Mutex::new(None),
     };
     // The first message must be `agent.start`.
     let start: Box<AgentStart> = loop {
@@ -325,6 +363,25 @@ async fn run() -> u8 {
                         }
                         IpcBody::Control(ControlMessage::Resume) => {
                             peer.paused.send_replace(false);
+                            None
+                        }
+                        IpcBody::Control(ControlMessage::SoftTimeout {
+                            elapsed_ms,
+                            hard_timeout_ms,
+                        }) => {
+                            *peer.notice.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some((elapsed_ms, hard_timeout_ms));
+                            None
+                        }
+                        IpcBody::Control(ControlMessage::ExtendTimeout { extra_ms, reason }) => {
+                            let waiter = peer
+                                .granted
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .take();
+                            if let Some(w) = waiter {
+                                let _ = w.send((extra_ms, reason));
+                            }
                             None
                         }
                         IpcBody::Control(ControlMessage::Message { text }) => {

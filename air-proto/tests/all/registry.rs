@@ -198,6 +198,7 @@ fn events_are_built_from_their_types() {
         from_workers,
         [
             "assistant.message.created",
+            "agent.model_fallback",
             "context.compaction.requested",
             "context.compaction.completed",
             "summary.created",

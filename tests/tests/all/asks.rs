@@ -58,6 +58,17 @@ pub(crate) async fn start_plan(
     on_ask: OnAsk,
     mode: Option<air_proto::plan::PermissionMode>,
 ) -> String {
+    start_budgeted(state, plan_text, on_ask, mode, None).await
+}
+
+/// [`start_plan`] with a cost budget (US dollars).
+pub(crate) async fn start_budgeted(
+    state: &DaemonState,
+    plan_text: &str,
+    on_ask: OnAsk,
+    mode: Option<air_proto::plan::PermissionMode>,
+    max_cost: Option<f64>,
+) -> String {
     state
         .start_run(RunStart {
             plan: "plan.md".into(),
@@ -66,7 +77,7 @@ pub(crate) async fn start_plan(
             concurrency: None,
             on_ask: Some(on_ask),
             permission_mode: mode,
-            max_cost: None,
+            max_cost,
             max_tokens: None,
             max_time_ms: None,
             model: None,

@@ -16,6 +16,7 @@ mod disk_full;
 mod escapes;
 mod evidence;
 mod init_cli;
+mod limits;
 mod permissions;
 mod plan_cli;
 mod planning;

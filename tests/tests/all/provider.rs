@@ -49,6 +49,7 @@ fn client(mock: &MockProvider) -> Anthropic {
             connect: Duration::from_secs(2),
             first_byte: Duration::from_secs(5),
             idle: Duration::from_millis(800),
+            stall: Duration::from_millis(1_500),
         },
         fast_retries(),
     )
@@ -296,6 +297,29 @@ fn faults_that_cannot_pass_fail_clearly_and_quickly() {
         assert_eq!(turn.content, vec![ContentBlock::text("on time")]);
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
 
+        // A stream that stalls after its start, pinging every 100 ms (never silent),
+        // is cut at the stall limit (1.5 s) and tried again, not left to run on.
+        let mut started = text_events("stalled");
+        started.truncate(1);
+        let mock = MockProvider::start(vec![
+            Exchange { request: None, expect: Expect::default(), reply: Reply::Pinging { events: started, every_ms: 100, for_ms: 20_000 } },
+            Exchange { request: None, expect: Expect::default(), reply: Reply::Events(text_events("went on")) },
+        ])
+        .await;
+        let t0 = Instant::now();
+        let turn = client(&mock).turn(&request(), &mut |_| {}).await.unwrap();
+        assert_eq!(turn.content, vec![ContentBlock::text("went on")]);
+        assert_eq!(turn.attempts, 2);
+        assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+        let mut started = text_events("stalled");
+        started.truncate(1);
+        let mock = MockProvider::start(
+            (0..4).map(|_| Exchange { request: None, expect: Expect::default(), reply: Reply::Pinging { events: started.clone(), every_ms: 100, for_ms: 20_000 } }).collect(),
+        )
+        .await;
+        let e = client(&mock).turn(&request(), &mut |_| {}).await.unwrap_err().to_string();
+        assert!(e.contains("nothing but keep-alives for 1.5 s"), "{e}");
+
         // A request that does not match the recording is refused and reported.
         let mock = MockProvider::start(vec![Exchange { request: None,
             expect: Expect { contains: vec!["Something else".into()], tools: vec![] },
@@ -360,7 +384,7 @@ fn openai_chat_converts_at_the_boundary_and_folds_tool_calls() {
             ]
         );
         assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
-        assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cache_read_input_tokens), (77, 12, 64));
+        assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cache_read_input_tokens), (13, 12, 64), "the cached part kept apart");
         let r = &mock.received()[1];
         assert_eq!(r.path, "/v1/chat/completions");
         assert_eq!(r.header("authorization"), Some("Bearer sk-openai"));
@@ -452,7 +476,7 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
             ]
         );
         assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
-        assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cache_read_input_tokens), (90, 14, 64));
+        assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens, turn.usage.cache_read_input_tokens), (26, 14, 64), "the cached part kept apart");
         let r = &mock.received()[1];
         assert_eq!(r.path, "/v1/responses");
         assert_eq!(r.header("authorization"), Some("Bearer sk-openai"));
@@ -504,6 +528,7 @@ fn an_endless_answer_is_stopped_at_its_bound() {
                     connect: Duration::from_secs(2),
                     first_byte: Duration::from_secs(5),
                     idle: Duration::from_secs(10),
+                    stall: Duration::from_secs(10),
                 },
                 RetryPolicy {
                     max_attempts: 1,

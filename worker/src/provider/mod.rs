@@ -55,13 +55,34 @@ pub struct TurnRequest {
     pub thinking: air_proto::models::Thinking,
 }
 
-/// Tokens a turn used.
+/// Tokens a turn used, as Anthropic counts them whatever the provider: the input read
+/// fresh, apart from what was read from or written to the prompt cache (OpenAI's
+/// input count includes its cached part; the adapters take it out).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TurnUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_read_input_tokens: u64,
     pub cache_creation_input_tokens: u64,
+}
+
+impl TurnUsage {
+    /// The whole input the model read this turn (fresh, cached and cache-written).
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_read_input_tokens)
+            .saturating_add(self.cache_creation_input_tokens)
+    }
+
+    /// The tokens by how they are priced.
+    pub fn counts(&self) -> air_proto::models::TokenCounts {
+        air_proto::models::TokenCounts {
+            input: self.input_tokens,
+            output: self.output_tokens,
+            cache_read: self.cache_read_input_tokens,
+            cache_write: self.cache_creation_input_tokens,
+        }
+    }
 }
 
 /// A finished turn.
@@ -201,16 +222,29 @@ pub struct Timeouts {
     pub connect: Duration,
     /// From the request sent to the response's headers.
     pub first_byte: Duration,
-    /// Longest silence inside a stream (the providers send pings).
+    /// Longest silence inside a stream: no event at all, not even a keep-alive.
     pub idle: Duration,
+    /// Longest a stream may send only keep-alives (pings), no part of the answer: a
+    /// stream that stalls after its start while pinging, or dribbles keep-alives, is
+    /// cut here instead of running to the agent's hard timeout.
+    pub stall: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
+        Timeouts::of(&air_proto::models::StreamLimits::default())
+    }
+}
+
+impl Timeouts {
+    /// The stream limits of `models.yaml` (`stream:`), with the fixed connect and
+    /// first-byte limits.
+    pub fn of(limits: &air_proto::models::StreamLimits) -> Timeouts {
         Timeouts {
             connect: Duration::from_secs(10),
             first_byte: Duration::from_secs(120),
-            idle: Duration::from_secs(90),
+            idle: limits.idle(),
+            stall: limits.stall(),
         }
     }
 }
@@ -370,6 +404,9 @@ pub const MAX_LINE_BYTES: u64 = 4 * 1024 * 1024;
 pub(crate) struct Sse {
     provider: &'static str,
     idle: Duration,
+    stall: Duration,
+    /// When the last event that was not a keep-alive came.
+    progress: tokio::time::Instant,
     events: EventStream,
     wire: Option<Vec<RawEvent>>,
     /// Bytes received so far; past the bound the stream is ended where it is.
@@ -421,6 +458,8 @@ impl Sse {
         Ok(Sse {
             provider,
             idle: timeouts.idle,
+            stall: timeouts.stall,
+            progress: tokio::time::Instant::now(),
             received,
             events: Box::pin(bytes.eventsource()),
             wire: KEEP_WIRE
@@ -461,7 +500,11 @@ impl Sse {
     ) -> Result<Option<eventsource_stream::Event>, ProviderError> {
         use futures_util::StreamExt as _;
         let provider = self.provider;
-        let next = tokio::time::timeout(self.idle, self.events.next()).await;
+        // The nearer of the two limits: silence, or keep-alives only since the last
+        // part of the answer.
+        let stall_at = self.progress + self.stall;
+        let idle_at = tokio::time::Instant::now() + self.idle;
+        let next = tokio::time::timeout_at(idle_at.min(stall_at), self.events.next()).await;
         if self.received.load(std::sync::atomic::Ordering::Relaxed) > MAX_TURN_BYTES {
             return Err(ProviderError::protocol(
                 provider,
@@ -473,14 +516,27 @@ impl Sse {
             ));
         }
         let next = next.map_err(|_| {
-            ProviderError::timeout(
-                provider,
-                format!("the stream was silent for {} s", self.idle.as_secs()),
-            )
+            if stall_at <= idle_at {
+                ProviderError::timeout(
+                    provider,
+                    format!(
+                        "the stream sent nothing but keep-alives for {} s",
+                        self.stall.as_secs_f64()
+                    ),
+                )
+            } else {
+                ProviderError::timeout(
+                    provider,
+                    format!("the stream was silent for {} s", self.idle.as_secs_f64()),
+                )
+            }
         })?;
         match next {
             None => Ok(None),
             Some(Ok(event)) => {
+                if !keep_alive(&event) {
+                    self.progress = tokio::time::Instant::now();
+                }
                 if let Some(w) = &mut self.wire {
                     w.push(RawEvent {
                         event: event.event.clone(),
@@ -495,6 +551,18 @@ impl Sse {
             Some(Err(other)) => Err(ProviderError::protocol(provider, other.to_string())),
         }
     }
+}
+
+/// Whether an event only keeps the connection open (Anthropic's `ping`, or an event
+/// with no data), saying nothing of the answer.
+fn keep_alive(event: &eventsource_stream::Event) -> bool {
+    let data = event.data.trim();
+    event.event == "ping"
+        || data.is_empty()
+        // A ping is a few bytes; an event of the answer is not parsed twice.
+        || (data.len() < 64
+            && serde_json::from_str::<Value>(data)
+                .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("ping")))
 }
 
 /// A number in [0, 1) from the clock and the process id: enough to keep retrying

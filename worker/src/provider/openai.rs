@@ -190,12 +190,14 @@ impl Fold {
         self.chunks += 1;
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            self.usage.input_tokens = n("prompt_tokens");
-            self.usage.output_tokens = n("completion_tokens");
-            self.usage.cache_read_input_tokens = u
+            // The prompt's count includes its cached part: kept apart, as canonical.
+            let cached = u
                 .pointer("/prompt_tokens_details/cached_tokens")
                 .and_then(Value::as_u64)
                 .unwrap_or(0);
+            self.usage.input_tokens = n("prompt_tokens").saturating_sub(cached);
+            self.usage.output_tokens = n("completion_tokens");
+            self.usage.cache_read_input_tokens = cached;
         }
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(());

@@ -296,9 +296,11 @@ impl Fold {
         let mut usage = TurnUsage::default();
         if let Some(u) = response.get("usage").filter(|u| !u.is_null()) {
             let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-            usage.input_tokens = n("/input_tokens");
+            // The input's count includes its cached part: kept apart, as canonical.
+            let cached = n("/input_tokens_details/cached_tokens");
+            usage.input_tokens = n("/input_tokens").saturating_sub(cached);
             usage.output_tokens = n("/output_tokens");
-            usage.cache_read_input_tokens = n("/input_tokens_details/cached_tokens");
+            usage.cache_read_input_tokens = cached;
         }
         let mut content = Vec::new();
         let mut calls = 0;

@@ -309,6 +309,11 @@ impl Recorder {
         })
     }
 
+    /// The protocol it records.
+    pub fn kind(&self) -> ProviderKind {
+        ProviderKind::parse(&self.recording.provider).unwrap_or(ProviderKind::Anthropic)
+    }
+
     /// Adds a turn (the request body sent, the stream that came) and rewrites the
     /// file, so a crash keeps every finished turn.
     pub fn push(&mut self, body: &Value, wire: &[RawEvent]) -> Result<(), String> {

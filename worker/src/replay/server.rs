@@ -57,6 +57,13 @@ pub enum Reply {
     /// The events at a steady rate (written a millisecond's worth at a time): a
     /// fast token stream.
     Paced { events: Vec<Value>, per_second: u32 },
+    /// The events, then only pings (one every `every_ms`) for `for_ms`: a stream
+    /// that stalls after its start while keeping the connection alive.
+    Pinging {
+        events: Vec<Value>,
+        every_ms: u64,
+        for_ms: u64,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -222,6 +229,23 @@ async fn respond(
             for e in events {
                 tokio::time::sleep(Duration::from_millis(*gap_ms)).await;
                 stream.write_all(&sse(std::slice::from_ref(e))).await?;
+                stream.flush().await?;
+            }
+        }
+        Reply::Pinging {
+            events,
+            every_ms,
+            for_ms,
+        } => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            stream.write_all(&sse(events)).await?;
+            stream.flush().await?;
+            let until = tokio::time::Instant::now() + Duration::from_millis(*for_ms);
+            while tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis((*every_ms).max(1))).await;
+                stream
+                    .write_all(b"event: ping\ndata: {\"type\": \"ping\"}\n\n")
+                    .await?;
                 stream.flush().await?;
             }
         }

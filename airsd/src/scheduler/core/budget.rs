@@ -32,10 +32,24 @@ fn spent(budgets: &Budgets, elapsed_ms: u64, usage: Usage) -> Option<(&'static s
     if let Some(max) = budgets.max_cost {
         let cost = usage.cost_micro_usd as f64 / 1e6;
         if cost >= max {
-            found = Some(("max_cost", format!("the cost budget (${max:.2}) ran out")));
+            found = Some((
+                "max_cost",
+                format!("the cost budget ({}) ran out", dollars(max)),
+            ));
         }
     }
     found
+}
+
+/// A sum of money as people read it: cents from a dollar up, else as many places as
+/// it takes (`$0.0003`, not `$0.00`).
+fn dollars(x: f64) -> String {
+    if x >= 1.0 {
+        return format!("${x:.2}");
+    }
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0');
+    format!("${}", s.strip_suffix('.').unwrap_or(s))
 }
 
 impl Core {

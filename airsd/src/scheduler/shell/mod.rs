@@ -449,6 +449,13 @@ impl Shell {
                 elapsed_ms,
                 hard_timeout_ms,
             } => {
+                // The worker is told, so its model may finish or ask for more time.
+                if let Some(w) = self.workers.get(&agent_id) {
+                    w.control(ControlMessage::SoftTimeout {
+                        elapsed_ms,
+                        hard_timeout_ms,
+                    });
+                }
                 let e = self.event(&p::AgentSoftTimeout {
                     agent_id,
                     task_id: Some(task_id),
