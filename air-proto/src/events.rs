@@ -130,6 +130,8 @@ own! {
     DiagnosticCreated => "diagnostic.created",
     EvidenceCreated => "evidence.created",
     CompactionRequested => "context.compaction.requested",
+    CompactionCompleted => "context.compaction.completed",
+    SummaryCreated => "summary.created",
     PermissionRequested => "permission.requested",
     PermissionDecisionRecorded => "permission.decision.recorded",
     WorkspaceCreated => "workspace.created",
@@ -154,6 +156,7 @@ shared! {
     SessionDeleted(SessionStatusChanged) => "session.deleted",
     UserMessageCreated(MessageCreated) => "user.message.created",
     AssistantMessageCreated(MessageCreated) => "assistant.message.created",
+    ContextMessageCreated(MessageCreated) => "context.message.created",
     AgentPaused(AgentPauseChange) => "agent.paused",
     AgentResumed(AgentPauseChange) => "agent.resumed",
     SchedulerPaused(SchedulerControl) => "scheduler.paused",
@@ -174,8 +177,6 @@ shared! {
 }
 
 free! {
-    CompactionCompleted => "context.compaction.completed",
-    SummaryCreated => "summary.created",
     DoctorCheckCompleted => "doctor.check.completed",
     DoctorFixApplied => "doctor.fix.applied",
     RequirementChanged => "requirement.changed",

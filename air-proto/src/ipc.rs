@@ -237,6 +237,15 @@ pub enum ControlMessage {
     Message {
         text: String,
     },
+    /// A Compactor finished with the agent's messages up to `upto_message_id`: with
+    /// `summary_id` and `text`, the agent's next request holds `text` in their place;
+    /// without them, the compaction failed (`reason`) and the agent goes on as it was.
+    Compacted {
+        upto_message_id: String,
+        summary_id: Option<String>,
+        text: Option<String>,
+        reason: Option<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -289,6 +298,7 @@ impl ControlMessage {
             ControlMessage::ExtendTimeout { .. } => "agent.extend_timeout",
             ControlMessage::SoftTimeout { .. } => "agent.soft_timeout",
             ControlMessage::Message { .. } => "agent.message",
+            ControlMessage::Compacted { .. } => "agent.compacted",
         }
     }
 }
@@ -557,6 +567,8 @@ enum ControlType {
     SoftTimeout,
     #[serde(rename = "agent.message")]
     Message,
+    #[serde(rename = "agent.compacted")]
+    Compacted,
 }
 
 #[derive(Serialize)]
@@ -583,6 +595,10 @@ struct ControlWireRef<'a> {
     reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upto_message_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary_id: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -609,6 +625,10 @@ struct ControlWire {
     reason: Option<String>,
     #[serde(default)]
     text: Option<String>,
+    #[serde(default)]
+    upto_message_id: Option<String>,
+    #[serde(default)]
+    summary_id: Option<String>,
 }
 
 impl Serialize for ControlMessage {
@@ -625,6 +645,8 @@ impl Serialize for ControlMessage {
             hard_timeout_ms: None,
             reason: None,
             text: None,
+            upto_message_id: None,
+            summary_id: None,
         };
         match self {
             ControlMessage::Start(start) => {
@@ -661,6 +683,18 @@ impl Serialize for ControlMessage {
                 wire.control_type = ControlType::Message;
                 wire.text = Some(text);
             }
+            ControlMessage::Compacted {
+                upto_message_id,
+                summary_id,
+                text,
+                reason,
+            } => {
+                wire.control_type = ControlType::Compacted;
+                wire.upto_message_id = Some(upto_message_id);
+                wire.summary_id = summary_id.as_deref();
+                wire.text = text.as_deref();
+                wire.reason = reason.as_deref();
+            }
         }
         wire.serialize(serializer)
     }
@@ -685,6 +719,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::ExtendTimeout => "agent.extend_timeout",
             ControlType::SoftTimeout => "agent.soft_timeout",
             ControlType::Message => "agent.message",
+            ControlType::Compacted => "agent.compacted",
         };
         let missing = |field: &str| format!("control `{name}` requires field `{field}`");
         let allowed: &[&str] = match w.control_type {
@@ -694,6 +729,7 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::ExtendTimeout => &["extra_ms", "reason"],
             ControlType::SoftTimeout => &["elapsed_ms", "hard_timeout_ms"],
             ControlType::Message => &["text"],
+            ControlType::Compacted => &["upto_message_id", "summary_id", "text", "reason"],
         };
         let present = [
             ("version", w.version.is_some()),
@@ -706,6 +742,8 @@ impl TryFrom<ControlWire> for ControlMessage {
             ("hard_timeout_ms", w.hard_timeout_ms.is_some()),
             ("reason", w.reason.is_some()),
             ("text", w.text.is_some()),
+            ("upto_message_id", w.upto_message_id.is_some()),
+            ("summary_id", w.summary_id.is_some()),
         ];
         if let Some((field, _)) = present.iter().find(|(f, p)| *p && !allowed.contains(f)) {
             return Err(format!(
@@ -748,6 +786,22 @@ impl TryFrom<ControlWire> for ControlMessage {
             ControlType::Message => ControlMessage::Message {
                 text: w.text.ok_or_else(|| missing("text"))?,
             },
+            ControlType::Compacted => {
+                if w.summary_id.is_some() != w.text.is_some() {
+                    return Err(
+                        "control `agent.compacted` carries `summary_id` and `text` together, or neither (a failure, with `reason`)"
+                            .into(),
+                    );
+                }
+                ControlMessage::Compacted {
+                    upto_message_id: w
+                        .upto_message_id
+                        .ok_or_else(|| missing("upto_message_id"))?,
+                    summary_id: w.summary_id,
+                    text: w.text,
+                    reason: w.reason,
+                }
+            }
         })
     }
 }

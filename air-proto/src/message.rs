@@ -5,6 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// How the agent loop begins what the user said to a running agent (`agent.message`),
+/// so its model, and the compaction classifier, tell it from the loop's own notes.
+pub const USER_SAYS: &str = "The user says, while you work:";
+
 /// Who speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -98,6 +98,67 @@ pub struct CompactionRequested {
     pub estimated_tokens: u64,
     pub threshold_tokens: u64,
     pub context_window_tokens: u64,
+    /// The last message of the agent's loop the compaction covers (its snapshot
+    /// is messages 1…N, up to this one); absent when the starting context alone is
+    /// over the threshold.
+    pub upto_message_id: Option<String>,
+}
+
+/// `context.compaction.completed`: a Compactor summarised an agent's messages; the
+/// agent's next request holds the summary, the compaction marker and the messages
+/// after `upto_message_id`. The originals are kept.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CompactionCompleted {
+    /// The agent whose context was compacted.
+    pub agent_id: String,
+    pub task_id: Option<String>,
+    /// The Compactor that wrote the summary.
+    pub compactor_id: String,
+    pub summary_id: String,
+    pub upto_message_id: String,
+    /// Messages the summary stands for (the earlier summary's among them).
+    pub messages: u32,
+    /// Tokens of those messages, estimated, and of the summary that replaces them.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// `summary.created`: a structured summary of an agent's messages 1…N, stored; the
+/// messages themselves stay.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SummaryCreated {
+    pub summary_id: String,
+    pub agent_id: String,
+    pub task_id: Option<String>,
+    /// The first and last message it stands for.
+    pub from_message_id: Option<String>,
+    pub upto_message_id: String,
+    /// The text the agent's context holds in their place: the Compactor's summary,
+    /// then what the rules keep word for word.
+    pub text: String,
+    /// How many messages of each class it covers, and what the rules did with each
+    /// class (`keep`, `summarise`, `drop_if_needed`).
+    pub classes: Vec<ClassCount>,
+    /// Rules files that could not be used, each by file:line and why (the tiers
+    /// before them were).
+    pub warnings: Option<Vec<String>>,
+}
+
+/// Messages of one class in a compaction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassCount {
+    pub class: String,
+    pub rule: String,
+    pub messages: u32,
+    /// Left out of the Compactor's input to fit its window (`drop_if_needed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `agent.completed`: the worker exited after a protocol-level completion.

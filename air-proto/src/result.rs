@@ -239,6 +239,13 @@ pub struct ConsultOutput {
     pub advice: String,
 }
 
+/// The `result` of a Compactor (CompactorResult): the summary that stands for an
+/// agent's messages 1…N in its context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CompactorOutput {
+    pub summary: String,
+}
+
 wire_enum! {
     pub enum ConsultDecision {
         Retry = "retry",

@@ -210,6 +210,7 @@ pub struct Request<'a> {
     pub conversation: Option<&'a Conversation>,
 }
 
+pub mod compaction;
 mod talk;
 use talk::{conversation_text, direct_text, session_tasks_text, turn_text};
 pub use talk::{Conversation, Said, TaskLine, CONVERSATION_CHARS};

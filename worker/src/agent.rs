@@ -73,6 +73,10 @@ pub trait Link: Sync {
     fn inbox(&self) -> Vec<String> {
         Vec::new()
     }
+    /// airsd's word on a compaction this agent asked for, given once.
+    fn compacted(&self) -> Option<Compacted> {
+        None
+    }
     /// airsd said the agent's soft timeout passed: (time so far, hard timeout) in
     /// milliseconds, given once.
     fn time_notice(&self) -> Option<(u64, u64)> {
@@ -95,6 +99,18 @@ pub trait Link: Sync {
         origin_message_id: &str,
     ) -> impl Future<Output = ToolResult> + Send;
 }
+
+/// A Compactor's end for this agent (`agent.compacted`): the text that stands for its
+/// messages up to `upto_message_id`, or why there is none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compacted {
+    pub upto_message_id: String,
+    pub text: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// Turns an agent waits before asking again after a compaction failed.
+const COMPACTION_BACKOFF: u32 = 5;
 
 /// The tool the model is offered once its soft timeout passed.
 pub const MORE_TIME: &str = "request_more_time";
@@ -437,7 +453,11 @@ async fn run_with(
         thinking: talker.resolved.thinking,
     };
     let threshold = context.summary.budget.threshold();
-    let mut compaction_asked = context.summary.compaction.needed;
+    // A compaction asked for and not yet answered; the first turn it may be asked
+    // for (again).
+    let mut compaction_pending = false;
+    let mut compaction_from = 0u32;
+    let mut history = crate::history::History::new(request.messages.clone());
     let mut seen = submit::Seen::default();
     // What the task's earlier agents changed counts as the task's changes.
     for f in start.context_pack.task_changes.iter().flatten() {
@@ -481,7 +501,7 @@ async fn run_with(
         if !said.is_empty() {
             let told = said
                 .iter()
-                .map(|t| format!("The user says, while you work: {}", t.trim()))
+                .map(|t| format!("{} {}", air_proto::message::USER_SAYS, t.trim()))
                 .collect::<Vec<_>>()
                 .join("\n\n");
             match request.messages.last_mut() {
@@ -504,6 +524,44 @@ async fn run_with(
             }
             if !request.tools.iter().any(|t| t.name == MORE_TIME) {
                 request.tools.push(more_time_tool());
+            }
+        }
+        // A Compactor finished: its summary stands for the messages it covered, and
+        // the originals can be read back.
+        if let Some(c) = link.compacted() {
+            compaction_pending = false;
+            match c.text {
+                Some(text) if history.compact(&mut request.messages, &c.upto_message_id, &text) => {
+                    compaction_from = turn_no;
+                    if !request
+                        .tools
+                        .iter()
+                        .any(|t| t.name == crate::history::RECALL)
+                    {
+                        request.tools.push(crate::history::recall_tool());
+                    }
+                }
+                _ => compaction_from = turn_no + COMPACTION_BACKOFF,
+            }
+        }
+        // What the loop gives the model this turn is kept in the session, so the
+        // whole conversation can be compacted and read back.
+        history.sync_base(&request.messages);
+        for (id, m) in history.unrecorded(&request.messages) {
+            if let Ok(e) = RuntimeEvent::of(
+                session.as_str(),
+                source.clone(),
+                &ev::ContextMessageCreated(p::MessageCreated {
+                    message_id: id,
+                    content: serde_json::to_value(&m.content).unwrap_or_default(),
+                    agent_id: Some(agent_id.clone()),
+                    task_id: Some(task_id.clone()),
+                    client: None,
+                    model: None,
+                    usage: None,
+                }),
+            ) {
+                link.event(e);
             }
         }
         link.progress(state, turn_no + 1, tokens);
@@ -594,12 +652,17 @@ async fn run_with(
         ) {
             link.event(e);
         }
-        // The conversation outgrew its budget: ask for compaction (once; the
-        // Compactor does it, not the agent).
+        tokens.0 += turn.usage.input_tokens;
+        tokens.1 += turn.usage.output_tokens;
+        let assistant = Message::assistant(turn.content);
+        history.assistant(&message_id, &assistant);
+        // The conversation outgrew its budget: a Compactor is asked to summarise its
+        // messages so far (the agent goes on meanwhile; airsd dispatches it).
         let used = turn.usage.context_tokens();
-        if !compaction_asked && threshold > 0 && used > threshold {
-            compaction_asked = true;
-            if let Ok(e) = RuntimeEvent::of(session.as_str(), source.clone(), &p::CompactionRequested {
+        if !compaction_pending && turn_no >= compaction_from && threshold > 0 && used > threshold {
+            if let Some(upto) = history.snapshot_end() {
+                compaction_pending = true;
+                if let Ok(e) = RuntimeEvent::of(session.as_str(), source.clone(), &p::CompactionRequested {
                     agent_id: Some(agent_id.clone()),
                     task_id: Some(task_id.clone()),
                     reason: format!(
@@ -609,13 +672,12 @@ async fn run_with(
                     estimated_tokens: used,
                     threshold_tokens: threshold,
                     context_window_tokens: context.summary.budget.context_window_tokens,
+                    upto_message_id: Some(upto.to_string()),
                 }) {
-                link.event(e);
+                    link.event(e);
+                }
             }
         }
-        tokens.0 += turn.usage.input_tokens;
-        tokens.1 += turn.usage.output_tokens;
-        let assistant = Message::assistant(turn.content);
         let mut answers = Vec::new();
         for (id, name, input) in assistant.tool_uses() {
             if main && crate::converse::Turn::handles(name) {
@@ -640,6 +702,18 @@ async fn run_with(
                         link.event(e);
                     }
                 }
+                answers.push(ContentBlock::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content,
+                    is_error,
+                });
+                continue;
+            }
+            if name == crate::history::RECALL {
+                let (content, is_error) = match history.recall(input) {
+                    Ok(text) => (text, false),
+                    Err(why) => (why, true),
+                };
                 answers.push(ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),
                     content,

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod converse;
+pub mod history;
 pub mod model;
 pub mod provider;
 pub mod replay;

@@ -43,6 +43,8 @@ struct Peer {
     /// airsd's word that the soft timeout passed (time so far, hard timeout), until
     /// the loop takes it.
     notice: Mutex<Option<(u64, u64)>>,
+    /// airsd's word on the compaction asked for, until the loop takes it.
+    compacted: Mutex<Option<worker::agent::Compacted>>,
     /// The request for more time waiting for airsd's answer.
     granted: Mutex<Option<oneshot::Sender<(u64, String)>>>,
 }
@@ -99,6 +101,13 @@ impl worker::agent::Link for Peer {
 
     fn inbox(&self) -> Vec<String> {
         std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn compacted(&self) -> Option<worker::agent::Compacted> {
+        self.compacted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     fn time_notice(&self) -> Option<(u64, u64)> {
@@ -299,6 +308,7 @@ async fn run() -> u8 {
         paused: tokio::sync::watch::Sender::new(false),
         inbox: Mutex::new(Vec::new()),
         notice: Mutex::new(None),
+        compacted: Mutex::new(None),
         granted: Mutex::new(None),
     };
     // The first message must be `agent.start`.
@@ -382,6 +392,20 @@ async fn run() -> u8 {
                             if let Some(w) = waiter {
                                 let _ = w.send((extra_ms, reason));
                             }
+                            None
+                        }
+                        IpcBody::Control(ControlMessage::Compacted {
+                            upto_message_id,
+                            text,
+                            reason,
+                            ..
+                        }) => {
+                            *peer.compacted.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some(worker::agent::Compacted {
+                                    upto_message_id,
+                                    text,
+                                    reason,
+                                });
                             None
                         }
                         IpcBody::Control(ControlMessage::Message { text }) => {

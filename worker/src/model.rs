@@ -96,12 +96,19 @@ fn models_config() -> Result<ModelsConfig, String> {
 /// A recorded model as a live run has it: its capability from the shipped table and
 /// the agent type's thinking, so a replay sends what the recorded run sent.
 fn as_recorded(model: &str, role: AgentType) -> (air_proto::models::Capability, Thinking) {
-    // The shipped table, not this user's: a recording replays the same anywhere.
+    // The shipped table, not this user's: a recording replays the same anywhere. A
+    // model the shipped table does not know (a local one) has the window the user
+    // gave it, else the unknown model's.
     let models = ModelsConfig::load(None).unwrap_or_default();
     let capability = models
         .capabilities
         .get(model)
         .copied()
+        .or_else(|| {
+            models_config()
+                .ok()
+                .and_then(|user| user.capabilities.get(model).copied())
+        })
         .unwrap_or(air_proto::models::UNKNOWN_MODEL);
     let thinking = models.thinking_for(role.as_str(), &capability);
     (capability, thinking)
@@ -179,13 +186,13 @@ async fn replaying(
         ));
     }
     let mut recording = Recording::load(&file)?;
+    let (kind, model) =
+        replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", file.display()))?;
     if unchecked {
         for x in &mut recording.exchanges {
             x.request = None;
         }
     }
-    let (kind, model) =
-        replay::recorded_model(&recording).map_err(|e| format!("{}: {e}", file.display()))?;
     let (capability, thinking) = as_recorded(&model, role);
     let price = ModelsConfig::load(None)
         .ok()

@@ -151,6 +151,14 @@ struct ConsultForm {
     advice: String,
 }
 
+/// A Compactor's form.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CompactForm {
+    /// The summary that replaces the messages in the agent's context (Markdown).
+    summary: String,
+}
+
 /// What an agent's form is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
@@ -164,6 +172,8 @@ pub enum Output {
     Debugging,
     /// The Architecture Designer consulted about a task.
     Consult,
+    /// A Compactor's summary.
+    Compaction,
 }
 
 impl Output {
@@ -175,6 +185,7 @@ impl Output {
             AgentType::ArchitectureDesigner => Output::Milestone,
             AgentType::Reviewer => Output::Review,
             AgentType::Debugger => Output::Debugging,
+            AgentType::Compactor => Output::Compaction,
             _ => Output::Task,
         }
     }
@@ -186,6 +197,7 @@ fn description(output: Output) -> &'static str {
         Output::Milestone => "Hand back the phase's review: the decision, why, the findings and the follow-up tasks they need. Call it once, as your last action.",
         Output::Debugging => "Hand back what you found: the analysis, the root cause, whether you fixed it, and the checks you ran after the fix. Call it once, as your last action.",
         Output::Consult => "Hand back your advice: retry (with what the executor must do differently) or stop (with what a person must decide). Call it once, as your last action.",
+        Output::Compaction => "Hand back the summary of the messages, written for the agent to carry on from it. Call it once, as your last action.",
         Output::Task => "Hand back the task's result: its status, what you did, and each check you ran with shell_run by its exact command. The files you changed are known from your tool calls. If a submission is refused, correct it and submit again. Call it once, as your last action.",
     }
 }
@@ -203,6 +215,7 @@ pub fn tool_for(output: Output) -> ToolSpec {
         Output::Milestone => schemars::schema_for!(MilestoneForm),
         Output::Debugging => schemars::schema_for!(DebugForm),
         Output::Consult => schemars::schema_for!(ConsultForm),
+        Output::Compaction => schemars::schema_for!(CompactForm),
     }
     .to_value();
     air_proto::tool::compact_schema(&mut schema);
@@ -510,6 +523,16 @@ pub fn accept_as(
                 advice: f.advice,
             })
             .map_err(|e| format!("submit_result: {e}"))?;
+            r
+        }
+        Output::Compaction => {
+            let f: CompactForm = form(input)?;
+            said("summary", &f.summary)?;
+            let mut r = new(WorkerStatus::Completed, "compacted".into());
+            r.changed_files.clear();
+            r.result =
+                serde_json::to_value(air_proto::result::CompactorOutput { summary: f.summary })
+                    .map_err(|e| format!("submit_result: {e}"))?;
             r
         }
     };

@@ -127,7 +127,7 @@ fn payloads_are_validated_naming_the_path() {
         .validate(&json!({"tool_run_id": "r", "tool": 5, "input": {}}))
         .unwrap_err();
     assert_eq!(err.path, "tool");
-    let err = registry::lookup("summary.created")
+    let err = registry::lookup("doctor.check.completed")
         .unwrap()
         .validate(&json!([1]))
         .unwrap_err();
@@ -184,7 +184,8 @@ fn events_are_built_from_their_types() {
     for (name, payload) in [
         (ev::AgentFailed::TYPE, "AgentFailed"),
         (ev::TaskReady::TYPE, "TaskStatusChanged"),
-        (ev::SummaryCreated::TYPE, "object"),
+        (ev::SummaryCreated::TYPE, "SummaryCreated"),
+        (ev::DoctorCheckCompleted::TYPE, "object"),
     ] {
         assert_eq!(registry::lookup(name).unwrap().payload, payload, "{name}");
     }
@@ -198,10 +199,9 @@ fn events_are_built_from_their_types() {
         from_workers,
         [
             "assistant.message.created",
+            "context.message.created",
             "agent.model_fallback",
             "context.compaction.requested",
-            "context.compaction.completed",
-            "summary.created",
             "requirement.changed",
             "memory.candidate.created",
             "debug.record.created",

@@ -397,3 +397,65 @@ pub fn conversation_page(
         next_after_seq,
     })
 }
+
+/// An agent's own conversation as its loop recorded it: each message's id, whether
+/// the user's side spoke it, and its content blocks, in order (the starting context
+/// is not among them).
+pub fn agent_messages(conn: &Connection, agent_id: &str) -> Result<Vec<StoredMessage>> {
+    let mut stmt = conn.prepare(
+        "SELECT type, json_extract(payload_json, '$.message_id'), json_extract(payload_json, '$.content')
+         FROM events WHERE agent_id = ?1 AND type IN ('assistant.message.created', 'context.message.created')
+         ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([agent_id])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let kind: String = row.get(0)?;
+        let id: Option<String> = row.get(1)?;
+        let content: Option<String> = row.get(2)?;
+        out.push(StoredMessage {
+            id: id.unwrap_or_default(),
+            user: kind == "context.message.created",
+            content: content
+                .and_then(|c| serde_json::from_str(&c).ok())
+                .unwrap_or(Value::Null),
+        });
+    }
+    Ok(out)
+}
+
+/// The latest summary of an agent's messages, if a compaction completed.
+pub fn latest_summary(
+    conn: &Connection,
+    agent_id: &str,
+) -> Result<Option<air_proto::payload::SummaryCreated>> {
+    let json: Option<String> = conn
+        .query_row(
+            "SELECT payload_json FROM events WHERE agent_id = ?1 AND type = 'summary.created'
+             ORDER BY seq DESC LIMIT 1",
+            [agent_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
+}
+
+/// The Compactors started for a task so far, and those recorded as running (a
+/// restart of airsd left them without a process).
+pub fn compactors(conn: &Connection, task_id: Option<&str>) -> Result<(u32, Vec<String>)> {
+    let started: u32 = match task_id {
+        Some(t) => conn.query_row(
+            "SELECT COUNT(*) FROM agents WHERE agent_type = 'compactor' AND task_id = ?1",
+            [t],
+            |r| r.get(0),
+        )?,
+        None => 0,
+    };
+    let mut stmt = conn.prepare(
+        "SELECT id FROM agents WHERE agent_type = 'compactor' AND status = 'running' ORDER BY seq",
+    )?;
+    let running = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((started, running))
+}

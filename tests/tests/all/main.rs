@@ -6,6 +6,7 @@
 mod agents;
 mod asks;
 mod bus;
+mod compaction;
 mod contract;
 mod conversation;
 mod cpp;

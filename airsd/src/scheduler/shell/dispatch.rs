@@ -56,6 +56,8 @@ impl Shell {
                 estimated_tokens: context.summary.token_estimate.total,
                 threshold_tokens: context.summary.budget.threshold(),
                 context_window_tokens: context.summary.budget.context_window_tokens,
+                // The starting context alone: nothing of a loop to compact yet.
+                upto_message_id: None,
             })?;
             context.summary.compaction.requested_event_id = Some(e.id.clone());
             compaction = Some(e);

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::core::{fact_of, AgentEnd, Config, Core, Decision, Dispatch, Fact, Refusal};
 
+mod compact;
 mod control;
 mod dispatch;
 mod records;
@@ -216,6 +217,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         tools,
         drafts: Default::default(),
         watched: Default::default(),
+        compactions: HashMap::new(),
     };
     tokio::spawn(async move {
         shell.unhalt().await;
@@ -251,6 +253,8 @@ struct Shell {
     drafts: super::drafts::Drafts,
     /// The requirement files, watched while a plan's work is unfinished.
     watched: requirements::Watched,
+    /// The Compactors at work, by their agent id.
+    compactions: HashMap<String, compact::Compaction>,
 }
 
 impl Shell {
@@ -265,6 +269,7 @@ impl Shell {
     ) -> Result<()> {
         // Agents recorded as running have no process any more: airsd restarted.
         let orphans = self.core.running_agents();
+        self.interrupted_compactors().await?;
         self.interrupt_tool_runs().await?;
         self.tools.interrupted = crate::scheduler::tooljob::Interrupted::load(&self.ctx.session);
         for (agent_id, _) in orphans {

@@ -125,10 +125,16 @@ impl Shell {
                 let fact = (event.event_type == ev::RequirementChanged::TYPE)
                     .then(|| crate::scheduler::core::fact_of(&event.event_type, &event.payload))
                     .flatten();
+                let compaction = (event.event_type == ev::CompactionRequested::TYPE)
+                    .then(|| event.payload.clone());
                 match self.ctx.session.store().append(event).await {
                     Ok(_) => {
                         if let Some(fact) = fact {
                             self.core.apply(&fact, now_ms());
+                        }
+                        // Recorded first: then a Compactor starts on the messages.
+                        if let Some(payload) = compaction {
+                            self.compaction_requested(agent_id, &payload).await;
                         }
                     }
                     Err(e) => tracing::warn!(agent = agent_id, "a worker's event was refused: {e}"),
@@ -165,6 +171,26 @@ impl Shell {
                 });
                 Ok(())
             }
+            IpcBody::ToolCall(call) if self.is_compactor(agent_id) => {
+                let answer = air_proto::ipc::ToolResult {
+                    tool_call_id: call.tool_call_id.clone(),
+                    status: air_proto::ipc::ToolResultStatus::Error,
+                    output: None,
+                    content: None,
+                    error: Some(air_proto::error::WireError {
+                        kind: air_proto::error::ErrorKind::PermissionDenied,
+                        message: format!(
+                            "`{}` is not a Compactor's tool: it only writes the summary (submit_result)",
+                            call.tool
+                        ),
+                        details: None,
+                    }),
+                    truncated: false,
+                    artifact_ref: None,
+                };
+                worker.reply(&message.header, IpcBody::ToolResult(answer));
+                Ok(())
+            }
             IpcBody::ToolCall(call) => {
                 // Tools run beside the scheduler, never blocking it; each call is
                 // recorded (`tool.started` first: the write-ahead record) and answered.
@@ -193,6 +219,10 @@ impl Shell {
                         .collect(),
                 };
                 tokio::spawn(job.run());
+                Ok(())
+            }
+            IpcBody::WorkerResult(result) if self.is_compactor(agent_id) => {
+                self.compactor_result(agent_id, &result);
                 Ok(())
             }
             IpcBody::WorkerResult(mut result) => {
@@ -260,6 +290,10 @@ impl Shell {
     }
 
     pub(super) async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
+        if self.is_compactor(agent_id) {
+            return self.compactor_exited(agent_id, exit).await;
+        }
+        self.forget_compaction_of(agent_id);
         self.keep_stderr(agent_id)?;
         self.tools.ledger.forget(agent_id);
         self.drafts.agent_ended(agent_id);

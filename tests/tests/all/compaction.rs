@@ -1,0 +1,240 @@
+//! Compaction with the real `air-worker` and airsd, replayed from recordings (each
+//! agent its own, so nothing depends on which of two agents asks first): an executor
+//! whose model has a small window reads files until its conversation passes the
+//! threshold twice; each time airsd starts a Compactor on a snapshot of its messages
+//! while it goes on, and its next request holds the summary, the marker and the
+//! messages after the snapshot — smaller than the threshold. The originals stay in the
+//! session and `context_recall` reads them back; the task finishes.
+
+use air_proto::layout::ProjectPaths;
+use air_proto::projection::TaskStatus;
+use serde_json::{json, Value};
+
+use crate::agents::{ended, state};
+use crate::asks::until;
+
+/// The model's window: 24,000 tokens, 4,096 out; compaction past
+/// (24,000 − 4,096 − 2,048) × 0.7 = 12,514.
+const THRESHOLD: u64 = 12_514;
+
+/// One recorded turn: the model calls `name` with `input`, having read `input_tokens`.
+fn turn(id: &str, name: &str, input: Value, input_tokens: u64) -> Value {
+    json!({"reply": {"events": [
+        {"type": "message_start", "message": {"id": format!("msg_{id}"), "type": "message", "role": "assistant", "content": [], "model": "tiny-coder", "stop_reason": null, "usage": {"input_tokens": input_tokens, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}},
+        {"type": "message_stop"}
+    ]}})
+}
+
+/// `turn` whose request must contain each of `contains`.
+fn expecting(mut t: Value, contains: &[&str]) -> Value {
+    t["expect"] = json!({"contains": contains});
+    t
+}
+
+fn recording(exchanges: Vec<Value>) -> Value {
+    let mut exchanges = exchanges;
+    // The model a replay uses is the one its first request names.
+    exchanges[0]["request"] = json!({"model": "tiny-coder"});
+    json!({"provider": "anthropic", "exchanges": exchanges})
+}
+
+/// A file of about 6,000 tokens whose one line that matters is `secret`.
+fn big(secret: &str) -> String {
+    let filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod\n";
+    let mut s = String::new();
+    for i in 0..340 {
+        s.push_str(&format!("{i:03} {filler}"));
+        if i == 170 {
+            s.push_str(&format!("the secret is {secret}\n"));
+        }
+    }
+    s
+}
+
+#[test]
+fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    for (n, secret) in [
+        (1, "AMBER"),
+        (2, "BASALT"),
+        (3, "CEDAR"),
+        (4, "DUNE"),
+        (5, "EMBER"),
+    ] {
+        std::fs::write(root.join(format!("big{n}.txt")), big(secret)).unwrap();
+    }
+    let home = root.join("home").join(".air");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("models.yaml"),
+        "capabilities:\n  tiny-coder: { context_window: 24000, max_output: 4096 }\n",
+    )
+    .unwrap();
+    let read = |id: &str, n: u32, tokens: u64| {
+        turn(
+            id,
+            "fs_read",
+            json!({"path": format!("big{n}.txt")}),
+            tokens,
+        )
+    };
+    let recordings = tempfile::tempdir().unwrap();
+    let rec = recordings.path().to_path_buf();
+    let rerecorded = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: Value| {
+        std::fs::write(rec.join(format!("{name}.json")), v.to_string()).unwrap()
+    };
+    write(
+        "A-executor-1",
+        recording(vec![
+            read("t1", 1, 4_000),
+            read("t2", 2, 10_000),
+            // Past the threshold: a Compactor starts on messages 1–4 (both reads).
+            read("t3", 3, 16_000),
+            turn("t4", "shell_run", json!({"command": "sleep 2"}), 16_500),
+            // The first compaction is in: the secrets of big1 and big2 are in the summary.
+            expecting(
+                read("t5", 4, 11_000),
+                &["Compaction marker: messages 1–4", "big1 holds AMBER"],
+            ),
+            // Past it again: the second covers messages 1–10 (the summary among them).
+            read("t6", 5, 17_000),
+            turn("t7", "shell_run", json!({"command": "sleep 2"}), 17_500),
+            expecting(
+                turn("t8", "context_recall", json!({"from": 2}), 9_000),
+                &["Compaction marker: messages 1–10", "big4 holds DUNE"],
+            ),
+            // What context_recall read back: big1 as the model first read it.
+            expecting(
+                turn(
+                    "t9",
+                    "fs_write",
+                    json!({"path": "answer.txt", "content": "AMBER DUNE EMBER\n"}),
+                    12_000,
+                ),
+                &["the secret is AMBER"],
+            ),
+            turn(
+                "t10",
+                "submit_result",
+                json!({"status": "completed", "summary": "answer.txt names the secrets of big1, big4 and big5."}),
+                12_200,
+            ),
+        ]),
+    );
+    write(
+        "A-compactor-1",
+        recording(vec![expecting(
+            turn(
+                "c1",
+                "submit_result",
+                json!({"summary": "Read big1.txt and big2.txt: big1 holds AMBER (line 86), big2 holds BASALT. Left: read big3–big5, write answer.txt."}),
+                7_000,
+            ),
+            &[
+                "Summarise messages 1–4",
+                "the secret is AMBER",
+                "the secret is BASALT",
+                "[#1 assistant · tool_call] fs_read",
+                "[#2 user · tool_output]",
+            ],
+        )]),
+    );
+    write(
+        "A-compactor-2",
+        recording(vec![expecting(
+            turn(
+                "c2",
+                "submit_result",
+                json!({"summary": "big1 holds AMBER, big2 BASALT, big3 CEDAR, big4 holds DUNE. Left: read big5, write answer.txt with the secrets of big1, big4 and big5."}),
+                8_000,
+            ),
+            &[
+                "Summarise messages 1–10",
+                "[#5 assistant · tool_call]",
+                "The summary of the messages before these",
+                "big1 holds AMBER",
+                "the secret is DUNE",
+            ],
+        )]),
+    );
+    write(
+        "A-reviewer-1",
+        recording(vec![turn(
+            "r1",
+            "submit_result",
+            json!({"decision": "approved", "summary": "answer.txt is right", "findings": []}),
+            3_000,
+        )]),
+    );
+    crate::rt().block_on(async {
+        let state = state(&root, &[]);
+        let plan = "## Task A: name the secrets\n\n- model: anthropic/tiny-coder\n\nRead big1.txt to big5.txt and write answer.txt with the secrets of big1, big4 and big5.\n";
+        let session = state
+            .start_run(air_proto::api::params::RunStart {
+                plan: "plan.md".into(),
+                plan_text: plan.into(),
+                title: None,
+                concurrency: None,
+                on_ask: Some(air_proto::plan::OnAsk::Deny),
+                permission_mode: None,
+                max_cost: None,
+                max_tokens: None,
+                max_time_ms: None,
+                model: None,
+                record: Some(rerecorded.path().display().to_string()),
+                replay: Some(rec.display().to_string()),
+            })
+            .await
+            .unwrap()
+            .session_id;
+        let p = until(&state, &session, ended).await;
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        assert_eq!(std::fs::read_to_string(root.join("answer.txt")).unwrap(), "AMBER DUNE EMBER\n");
+
+        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let of = |kind: &str| -> Vec<Value> {
+            let mut q = conn.prepare("SELECT payload_json FROM events WHERE type = ?1 ORDER BY seq").unwrap();
+            let rows = q.query_map([kind], |r| r.get::<_, String>(0)).unwrap();
+            rows.map(|r| serde_json::from_str(&r.unwrap()).unwrap()).collect()
+        };
+        let completed = of("context.compaction.completed");
+        assert_eq!(completed.len(), 2, "{completed:?}");
+        assert_eq!(completed[0]["messages"], 4);
+        assert_eq!(completed[1]["messages"], 10);
+        assert_eq!(completed[1]["compactor_id"], "A-compactor-2");
+        for c in &completed {
+            assert!(c["tokens_after"].as_u64() < c["tokens_before"].as_u64(), "{c}");
+        }
+        let summaries = of("summary.created");
+        assert_eq!(summaries.len(), 2);
+        assert!(summaries[1]["text"].as_str().unwrap().contains("big4 holds DUNE"));
+        // Nothing is deleted: every message the executor's loop gave its model is in
+        // the session, the big files' text with them.
+        let originals = of("context.message.created");
+        assert!(originals.iter().filter(|m| m["agent_id"] == "A-executor-1").count() >= 9);
+        assert!(originals.iter().any(|m| m["content"].to_string().contains("the secret is AMBER")));
+
+        // The requests after each compaction are smaller than the threshold, and
+        // hold the summary, not the messages it stands for.
+        let sent: Value = serde_json::from_str(
+            &std::fs::read_to_string(rerecorded.path().join("A-executor-1.json")).unwrap(),
+        )
+        .unwrap();
+        let bytes: Vec<u64> = sent["request_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+        assert_eq!(bytes.len(), 10);
+        for after in [4, 7] {
+            let request = sent["exchanges"][after]["request"].to_string();
+            assert!(request.contains("Compaction marker"), "request {after}");
+            assert!(bytes[after] / 4 < THRESHOLD, "request {after}: {} bytes", bytes[after]);
+        }
+        assert!(!sent["exchanges"][4]["request"].to_string().contains("the secret is BASALT"));
+        assert!(bytes[2] > bytes[4], "the third request, before compaction, was the larger: {bytes:?}");
+        state.stop_runs().await;
+    });
+}
