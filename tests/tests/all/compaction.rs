@@ -42,6 +42,70 @@ fn recording(exchanges: Vec<Value>) -> Value {
     json!({"provider": "anthropic", "exchanges": exchanges})
 }
 
+fn start_replayed<'a>(
+    state: &'a airsd::daemon::DaemonState,
+    plan: &str,
+    replay: &std::path::Path,
+    record: &std::path::Path,
+) -> impl std::future::Future<Output = String> + 'a {
+    let (plan, replay, record) = (
+        plan.to_string(),
+        replay.display().to_string(),
+        record.display().to_string(),
+    );
+    async move {
+        state
+            .start_run(air_proto::api::params::RunStart {
+                plan: "plan.md".into(),
+                plan_text: plan,
+                title: None,
+                concurrency: None,
+                on_ask: Some(air_proto::plan::OnAsk::Deny),
+                permission_mode: None,
+                max_cost: None,
+                max_tokens: None,
+                max_time_ms: None,
+                model: None,
+                record: Some(record),
+                replay: Some(replay),
+            })
+            .await
+            .unwrap()
+            .session_id
+    }
+}
+
+/// A project with big1.txt … big5.txt and a model of a 24,000-token window.
+fn project(root: &std::path::Path) {
+    for (n, secret) in [
+        (1, "AMBER"),
+        (2, "BASALT"),
+        (3, "CEDAR"),
+        (4, "DUNE"),
+        (5, "EMBER"),
+    ] {
+        std::fs::write(root.join(format!("big{n}.txt")), big(secret)).unwrap();
+    }
+    let home = root.join("home").join(".air");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("models.yaml"),
+        "capabilities:\n  tiny-coder: { context_window: 24000, max_output: 4096 }\n",
+    )
+    .unwrap();
+}
+
+fn read(id: &str, n: u32, tokens: u64) -> Value {
+    turn(
+        id,
+        "fs_read",
+        json!({"path": format!("big{n}.txt")}),
+        tokens,
+    )
+}
+
+const PLAN: &str = "## Task A: name the secrets\n\n- model: anthropic/tiny-coder\n\nRead big1.txt to big5.txt and write answer.txt with the secrets of big1, big4 and big5.\n";
+
 /// A file of about 6,000 tokens whose one line that matters is `secret`.
 fn big(secret: &str) -> String {
     let filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod\n";
@@ -59,30 +123,7 @@ fn big(secret: &str) -> String {
 fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
-    for (n, secret) in [
-        (1, "AMBER"),
-        (2, "BASALT"),
-        (3, "CEDAR"),
-        (4, "DUNE"),
-        (5, "EMBER"),
-    ] {
-        std::fs::write(root.join(format!("big{n}.txt")), big(secret)).unwrap();
-    }
-    let home = root.join("home").join(".air");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("models.yaml"),
-        "capabilities:\n  tiny-coder: { context_window: 24000, max_output: 4096 }\n",
-    )
-    .unwrap();
-    let read = |id: &str, n: u32, tokens: u64| {
-        turn(
-            id,
-            "fs_read",
-            json!({"path": format!("big{n}.txt")}),
-            tokens,
-        )
-    };
+    project(&root);
     let recordings = tempfile::tempdir().unwrap();
     let rec = recordings.path().to_path_buf();
     let rerecorded = tempfile::tempdir().unwrap();
@@ -174,34 +215,27 @@ fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
     );
     crate::rt().block_on(async {
         let state = state(&root, &[]);
-        let plan = "## Task A: name the secrets\n\n- model: anthropic/tiny-coder\n\nRead big1.txt to big5.txt and write answer.txt with the secrets of big1, big4 and big5.\n";
-        let session = state
-            .start_run(air_proto::api::params::RunStart {
-                plan: "plan.md".into(),
-                plan_text: plan.into(),
-                title: None,
-                concurrency: None,
-                on_ask: Some(air_proto::plan::OnAsk::Deny),
-                permission_mode: None,
-                max_cost: None,
-                max_tokens: None,
-                max_time_ms: None,
-                model: None,
-                record: Some(rerecorded.path().display().to_string()),
-                replay: Some(rec.display().to_string()),
-            })
-            .await
-            .unwrap()
-            .session_id;
+        let session = start_replayed(&state, PLAN, &rec, rerecorded.path()).await;
         let p = until(&state, &session, ended).await;
-        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
-        assert_eq!(std::fs::read_to_string(root.join("answer.txt")).unwrap(), "AMBER DUNE EMBER\n");
+        assert_eq!(
+            p.task("A").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("answer.txt")).unwrap(),
+            "AMBER DUNE EMBER\n"
+        );
 
-        let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
+        let conn =
+            rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
         let of = |kind: &str| -> Vec<Value> {
-            let mut q = conn.prepare("SELECT payload_json FROM events WHERE type = ?1 ORDER BY seq").unwrap();
+            let mut q = conn
+                .prepare("SELECT payload_json FROM events WHERE type = ?1 ORDER BY seq")
+                .unwrap();
             let rows = q.query_map([kind], |r| r.get::<_, String>(0)).unwrap();
-            rows.map(|r| serde_json::from_str(&r.unwrap()).unwrap()).collect()
+            rows.map(|r| serde_json::from_str(&r.unwrap()).unwrap())
+                .collect()
         };
         let completed = of("context.compaction.completed");
         assert_eq!(completed.len(), 2, "{completed:?}");
@@ -209,16 +243,30 @@ fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
         assert_eq!(completed[1]["messages"], 10);
         assert_eq!(completed[1]["compactor_id"], "A-compactor-2");
         for c in &completed {
-            assert!(c["tokens_after"].as_u64() < c["tokens_before"].as_u64(), "{c}");
+            assert!(
+                c["tokens_after"].as_u64() < c["tokens_before"].as_u64(),
+                "{c}"
+            );
         }
         let summaries = of("summary.created");
         assert_eq!(summaries.len(), 2);
-        assert!(summaries[1]["text"].as_str().unwrap().contains("big4 holds DUNE"));
+        assert!(summaries[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("big4 holds DUNE"));
         // Nothing is deleted: every message the executor's loop gave its model is in
         // the session, the big files' text with them.
         let originals = of("context.message.created");
-        assert!(originals.iter().filter(|m| m["agent_id"] == "A-executor-1").count() >= 9);
-        assert!(originals.iter().any(|m| m["content"].to_string().contains("the secret is AMBER")));
+        assert!(
+            originals
+                .iter()
+                .filter(|m| m["agent_id"] == "A-executor-1")
+                .count()
+                >= 9
+        );
+        assert!(originals
+            .iter()
+            .any(|m| m["content"].to_string().contains("the secret is AMBER")));
 
         // The requests after each compaction are smaller than the threshold, and
         // hold the summary, not the messages it stands for.
@@ -226,15 +274,132 @@ fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
             &std::fs::read_to_string(rerecorded.path().join("A-executor-1.json")).unwrap(),
         )
         .unwrap();
-        let bytes: Vec<u64> = sent["request_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+        let bytes: Vec<u64> = sent["request_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_u64().unwrap())
+            .collect();
         assert_eq!(bytes.len(), 10);
         for after in [4, 7] {
             let request = sent["exchanges"][after]["request"].to_string();
             assert!(request.contains("Compaction marker"), "request {after}");
-            assert!(bytes[after] / 4 < THRESHOLD, "request {after}: {} bytes", bytes[after]);
+            assert!(
+                bytes[after] / 4 < THRESHOLD,
+                "request {after}: {} bytes",
+                bytes[after]
+            );
         }
-        assert!(!sent["exchanges"][4]["request"].to_string().contains("the secret is BASALT"));
-        assert!(bytes[2] > bytes[4], "the third request, before compaction, was the larger: {bytes:?}");
+        assert!(!sent["exchanges"][4]["request"]
+            .to_string()
+            .contains("the secret is BASALT"));
+        assert!(
+            bytes[2] > bytes[4],
+            "the third request, before compaction, was the larger: {bytes:?}"
+        );
+        state.stop_runs().await;
+    });
+}
+
+/// airsd goes away while a Compactor works: the Compactor is recorded as interrupted
+/// when the run is picked up again, no summary is made of half a job, every message
+/// the executor's loop gave its model is still in the session, and the task finishes
+/// with a new executor.
+#[test]
+fn a_crash_during_compaction_keeps_the_originals_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    project(&root);
+    let recordings = tempfile::tempdir().unwrap();
+    let rec = recordings.path().to_path_buf();
+    let rerecorded = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: Value| {
+        std::fs::write(rec.join(format!("{name}.json")), v.to_string()).unwrap()
+    };
+    write(
+        "A-executor-1",
+        recording(vec![
+            read("t1", 1, 4_000),
+            read("t2", 2, 10_000),
+            read("t3", 3, 16_000),
+            turn("t4", "shell_run", json!({"command": "sleep 30"}), 16_500),
+        ]),
+    );
+    // The Compactor's answer is slow: airsd goes away before it comes.
+    let mut slow = turn(
+        "c1",
+        "submit_result",
+        json!({"summary": "never used"}),
+        7_000,
+    );
+    let events = slow["reply"]["events"].take();
+    slow["reply"] = json!({"slow": {"events": events, "gap_ms": 3_000}});
+    write("A-compactor-1", recording(vec![slow]));
+    write(
+        "A-executor-2",
+        recording(vec![
+            turn(
+                "u1",
+                "fs_write",
+                json!({"path": "answer.txt", "content": "AMBER DUNE EMBER\n"}),
+                3_000,
+            ),
+            turn(
+                "u2",
+                "submit_result",
+                json!({"status": "completed", "summary": "Wrote answer.txt."}),
+                3_100,
+            ),
+        ]),
+    );
+    write(
+        "A-reviewer-1",
+        recording(vec![turn(
+            "r1",
+            "submit_result",
+            json!({"decision": "approved", "summary": "right", "findings": []}),
+            3_000,
+        )]),
+    );
+    crate::rt().block_on(async {
+        let state = state(&root, &[]);
+        let session = start_replayed(&state, PLAN, &rec, rerecorded.path()).await;
+        let db = ProjectPaths::new(&root).session_db(&session);
+        let count = |q: &str| {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.query_row(q, [], |r| r.get::<_, i64>(0)).unwrap()
+        };
+        let t0 = std::time::Instant::now();
+        while count("SELECT COUNT(*) FROM agents WHERE id = 'A-compactor-1' AND status = 'running'") == 0 {
+            assert!(t0.elapsed() < std::time::Duration::from_secs(20), "no Compactor started");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        state.stop_runs().await;
+        drop(state);
+
+        let state = crate::agents::state(&root, &[]);
+        state.recover_runs().await;
+        let p = until(&state, &session, ended).await;
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let reason: String = conn
+            .query_row("SELECT reason FROM agents WHERE id = 'A-compactor-1'", [], |r| r.get(0))
+            .unwrap();
+        assert!(reason.starts_with("airsd stopped while the Compactor ran"), "{reason}");
+        assert_eq!(count("SELECT COUNT(*) FROM events WHERE type = 'summary.created'"), 0);
+        let originals: Vec<String> = {
+            let mut q = conn
+                .prepare("SELECT payload_json FROM events WHERE type = 'context.message.created' AND agent_id = 'A-executor-1' ORDER BY seq")
+                .unwrap();
+            let rows = q.query_map([], |r| r.get::<_, String>(0)).unwrap();
+            rows.map(Result::unwrap).collect()
+        };
+        // The answers of the reads the model had been given (the third is given with
+        // the next request, which may not have gone out before airsd went away).
+        assert!((2..=3).contains(&originals.len()), "{}", originals.len());
+        for (n, secret) in [(0, "AMBER"), (1, "BASALT")] {
+            assert!(originals[n].contains(&format!("the secret is {secret}")), "{n}");
+        }
         state.stop_runs().await;
     });
 }
