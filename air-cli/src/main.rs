@@ -6,6 +6,7 @@ mod args;
 mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
+mod knowledge_cmd;
 mod output;
 mod plan_cmd;
 mod plan_new;
@@ -79,6 +80,11 @@ enum Command {
     Status {
         #[arg(long)]
         json: bool,
+    },
+    /// The project's debug knowledge: what its debuggers found (`air debug search`).
+    Debug {
+        #[command(subcommand)]
+        command: knowledge_cmd::DebugCommand,
     },
     /// List the project's sessions, newest first; or archive or delete one.
     Sessions {
@@ -397,6 +403,7 @@ async fn run(command: Command) -> CmdResult {
         }
         Command::Daemon { command } => daemon_cmd::run(command).await,
         Command::Status { json } => output::status(json).await,
+        Command::Debug { command } => knowledge_cmd::run(command).await,
         Command::Sessions { action: None, json } => output::sessions(json).await,
         Command::Sessions {
             action: Some(action),

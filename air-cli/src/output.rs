@@ -6,7 +6,7 @@ use jsonrpsee::core::client::Subscription;
 
 use crate::{connect, rpc_failure, CmdResult, Failure};
 
-fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }

@@ -119,6 +119,10 @@ impl ProjectPaths {
     pub fn logs(&self) -> PathBuf {
         self.local().join("logs")
     }
+    /// The project's debug knowledge: what its debuggers found, searchable.
+    pub fn debug_records(&self) -> PathBuf {
+        self.local().join("debug-records.db")
+    }
     /// The daemon's socket at its default place.
     pub fn socket(&self) -> PathBuf {
         self.local().join("airsd.sock")

@@ -9,7 +9,8 @@
 //! [`tools`] agents act through and the OS [`sandbox`] their commands run in, the
 //! agents' starting [`context`], their [`models`], the session [`artifacts`], the
 //! [`evidence`] airsd derives from the commands it runs and the language
-//! [`profiles`] that say what a build, a test or an analysis is, the daemon's
+//! [`profiles`] that say what a build, a test or an analysis is, the project's debug
+//! [`knowledge`], the daemon's
 //! rotating [`logfile`], and the crate's [`error`]s.
 //!
 //! Must not: print (it logs through `tracing`; only the sandbox launcher, which runs as
@@ -25,6 +26,7 @@ pub mod db;
 pub mod error;
 pub mod event_store;
 pub mod evidence;
+pub mod knowledge;
 pub mod logfile;
 pub mod models;
 pub mod planning;

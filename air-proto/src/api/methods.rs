@@ -210,6 +210,13 @@ pub mod params {
             pub reason: Option<String>,
         }
 
+        pub struct DebugSearch {
+            /// Free text: a symptom, an error message, a signature.
+            pub query: String,
+            /// Most records to return (default 10, at most 100).
+            pub limit: Option<u32>,
+        }
+
         pub struct ArtifactList {
             pub session_id: String,
             pub task_id: Option<String>,
@@ -498,6 +505,8 @@ api! {
             "Answer a proposed plan: confirm (airsd writes it and, unless run is false, runs it), change (with a note) or reject";
         requirement_change "requirement.change" (params::RequirementChange) -> u64 as "seq":
             "Record that a requirement changed (requirement.changed) in a session's run: an open planning session hears it; otherwise dispatch freezes while the Architecture Designer re-plans the unfinished work, and the user confirms the new graph";
+        debug_search "debug.search" (params::DebugSearch) -> Vec<DebugRecord> as "records":
+            "The project's debugging records that best match the text (full text over symptom, error signature, root cause and fix), best first";
         artifact_list "artifact.list" (params::ArtifactList) -> Vec<ArtifactInfo> as "artifacts":
             "A session's artifacts (command logs, reports …), newest first, filtered";
         artifact_read "artifact.read" (params::ArtifactRead) -> ArtifactChunk as "chunk":

@@ -25,6 +25,42 @@ pub use openrpc::openrpc;
 pub type EventsQuery = params::EventsList;
 pub use params::SessionCreate;
 
+/// A debugging record of the project, as kept and as `debug.search` finds it.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DebugRecord {
+    pub id: String,
+    pub created_at: String,
+    pub session_id: String,
+    pub task_id: String,
+    pub agent_id: String,
+    /// What failed (the checks, or the summary of the attempt).
+    pub symptom: String,
+    /// The error signatures of the failed attempt (the compilers' and linkers'
+    /// findings as airsd parsed them), one per line.
+    pub signature: String,
+    pub analysis: String,
+    pub root_cause: Option<String>,
+    /// What the fix changed.
+    pub fix: String,
+    pub fixed: bool,
+    /// The evidence airsd recorded of the debugger's commands (`build_pass`,
+    /// `test_pass` …): a fix that shows a build or tests passing is verified.
+    pub evidence: Vec<String>,
+    /// How well it matched a search (higher is better; 0 when kept).
+    pub score: f64,
+}
+
+impl DebugRecord {
+    /// Whether airsd recorded a build or tests passing among the debugger's
+    /// commands: the fix is verified by evidence, not by the debugger's word.
+    pub fn verified(&self) -> bool {
+        self.evidence
+            .iter()
+            .any(|e| e == "build_pass" || e == "test_pass")
+    }
+}
+
 /// One stored artifact.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -439,6 +439,24 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn debug_search(
+        &self,
+        _: &Extensions,
+        params::DebugSearch { query, limit }: params::DebugSearch,
+    ) -> RpcResult<Vec<air_proto::api::DebugRecord>> {
+        let path = self.state.paths.debug_records();
+        let limit = limit.unwrap_or(10).clamp(1, 100);
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        tokio::task::spawn_blocking(move || {
+            crate::knowledge::DebugRecords::open(&path)?.search(&query, limit)
+        })
+        .await
+        .map_err(|e| rpc_error(crate::error::Error::Internal(e.to_string())))?
+        .map_err(rpc_error)
+    }
+
     async fn artifact_list(
         &self,
         _: &Extensions,

@@ -459,3 +459,14 @@ pub fn compactors(conn: &Connection, task_id: Option<&str>) -> Result<(u32, Vec<
         .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok((started, running))
 }
+
+/// The evidence types airsd recorded of an agent's commands (`build_pass`,
+/// `test_pass` …), each once.
+pub fn evidence_types_of(conn: &Connection, agent_id: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT DISTINCT evidence_type FROM evidence_refs
+         WHERE agent_id = ?1 AND evidence_type IS NOT NULL ORDER BY evidence_type",
+    )?;
+    let rows = stmt.query_map([agent_id], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
+}

@@ -17,6 +17,7 @@ mod disk_full;
 mod escapes;
 mod evidence;
 mod init_cli;
+mod knowledge;
 mod limits;
 mod permissions;
 mod plan_cli;

@@ -10,7 +10,10 @@ impl Shell {
     pub(super) async fn dispatch(&mut self, mut d: Dispatch) -> Result<()> {
         // The debugger is given what the compilers and linkers of the failed attempt
         // said, as airsd parsed it.
-        if let Some(note) = self.findings_note(&d).await {
+        let (findings, note) = self.findings_note(&d).await;
+        d.notes.extend(note);
+        // And what earlier debuggers of this project found of failures like it.
+        if let Some(note) = self.knowledge_note(&d, &findings).await {
             d.notes.push(note);
         }
         let mut status = status_payload(&d.task_id, Some(d.attempt));
@@ -215,13 +218,13 @@ impl Shell {
 
     /// For a debugger, the compiler and linker findings of the attempt it is given,
     /// errors first, one line each with its signature.
-    async fn findings_note(&self, d: &Dispatch) -> Option<String> {
+    async fn findings_note(&self, d: &Dispatch) -> (Vec<String>, Option<String>) {
         if d.role != AgentType::Debugger {
-            return None;
+            return (Vec::new(), None);
         }
         let agents = self.core.attempt_agents(&d.task_id);
         if agents.is_empty() {
-            return None;
+            return (Vec::new(), None);
         }
         let session = self.ctx.session.clone();
         let read = tokio::task::spawn_blocking(move || {
@@ -233,23 +236,23 @@ impl Shell {
             Ok(Ok(rows)) => rows,
             Ok(Err(e)) => {
                 tracing::warn!(task = %d.task_id, "cannot read the attempt's diagnostics: {e}");
-                return None;
+                return (Vec::new(), None);
             }
             Err(e) => {
                 tracing::warn!(task = %d.task_id, "cannot read the attempt's diagnostics: {e}");
-                return None;
+                return (Vec::new(), None);
             }
         };
         if rows.is_empty() {
-            return None;
+            return (rows, None);
         }
         let mut note = String::from(
             "What the compilers and linkers said in the failed attempt, as airsd parsed it (file:line:column, severity, signature, message):",
         );
-        for r in rows {
+        for r in &rows {
             note.push_str(&format!("\n- {r}"));
         }
-        Some(note)
+        (rows, Some(note))
     }
 
     /// For an executor or a debugger, the files the task's agents changed so far (from

@@ -25,6 +25,7 @@ use super::core::{fact_of, AgentEnd, Config, Core, Decision, Dispatch, Fact, Ref
 mod compact;
 mod control;
 mod dispatch;
+mod knowledge;
 mod records;
 mod requirements;
 mod worker;

@@ -127,10 +127,15 @@ impl Shell {
                     .flatten();
                 let compaction = (event.event_type == ev::CompactionRequested::TYPE)
                     .then(|| event.payload.clone());
+                let debugged =
+                    (event.event_type == ev::DebugRecordCreated::TYPE).then(|| event.clone());
                 match self.ctx.session.store().append(event).await {
                     Ok(_) => {
                         if let Some(fact) = fact {
                             self.core.apply(&fact, now_ms());
+                        }
+                        if let Some(record) = debugged {
+                            self.keep_debug_record(&record);
                         }
                         // Recorded first: then a Compactor starts on the messages.
                         if let Some(payload) = compaction {

@@ -1,0 +1,79 @@
+//! `air debug search TEXT`: the project's debugging records that best match, asked of
+//! airsd (`debug.search`): what failed, the error signatures, the cause, the fix and
+//! whether a build or tests passed after it.
+
+use air_proto::api::{params, AirApiClient as _};
+use clap::Subcommand;
+
+use crate::connect;
+use crate::output::print_json;
+use crate::CmdResult;
+
+#[derive(Subcommand, Debug)]
+pub enum DebugCommand {
+    /// The debugging records that best match TEXT (symptom, error message,
+    /// signature), best first.
+    Search {
+        /// What to look for.
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+        /// Most records to show.
+        #[arg(long, short = 'n', default_value_t = 10)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(command: DebugCommand) -> CmdResult {
+    let DebugCommand::Search { text, limit, json } = command;
+    let conn = connect().await?;
+    let hits = conn
+        .client
+        .debug_search(params::DebugSearch {
+            query: text.join(" "),
+            limit: Some(limit),
+        })
+        .await
+        .map_err(crate::rpc_failure)?;
+    if json {
+        return print_json(&hits);
+    }
+    if hits.is_empty() {
+        println!("no debugging record of this project matches");
+        return Ok(());
+    }
+    for h in &hits {
+        let state = if h
+            .evidence
+            .iter()
+            .any(|e| e == "build_pass" || e == "test_pass")
+        {
+            "fixed, verified"
+        } else if h.fixed {
+            "fixed"
+        } else {
+            "not fixed"
+        };
+        println!(
+            "{}  {}  task {} ({}, session {})",
+            h.created_at.chars().take(19).collect::<String>(),
+            state,
+            h.task_id,
+            h.agent_id,
+            h.session_id
+        );
+        println!("  symptom:    {}", h.symptom);
+        if let Some(cause) = &h.root_cause {
+            println!("  root cause: {cause}");
+        }
+        if !h.fix.is_empty() {
+            println!("  fix:        {}", h.fix);
+        }
+        for line in h.signature.lines().take(3) {
+            println!("  signature:  {line}");
+        }
+        println!();
+    }
+    Ok(())
+}
