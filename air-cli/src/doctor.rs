@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::{connect_options, exit, CmdResult, Failure};
 
 /// `~/.air`, or `$AIR_HOME`.
-fn air_home() -> Option<PathBuf> {
+pub(crate) fn air_home() -> Option<PathBuf> {
     std::env::var_os("AIR_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")))

@@ -1,6 +1,7 @@
-//! `air debug search TEXT`: the project's debugging records that best match, asked of
-//! airsd (`debug.search`): what failed, the error signatures, the cause, the fix and
-//! whether a build or tests passed after it.
+//! What air has learned and been taught: `air debug search TEXT`, the project's
+//! debugging records that best match, asked of airsd (`debug.search`) — what failed,
+//! the error signatures, the cause, the fix and whether a build or tests passed after
+//! it; and `air skills list`, the skills agents are shown.
 
 use air_proto::api::{params, AirApiClient as _};
 use clap::Subcommand;
@@ -74,6 +75,36 @@ pub async fn run(command: DebugCommand) -> CmdResult {
             println!("  signature:  {line}");
         }
         println!();
+    }
+    Ok(())
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SkillsCommand {
+    /// The skills agents are shown: the user's (`~/.air/skills/`) and the project's
+    /// (`.air/shared/skills/`, which win by name), and any that cannot be read.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn skills(command: SkillsCommand) -> CmdResult {
+    let SkillsCommand::List { json } = command;
+    let paths = crate::project()?;
+    let (skills, problems) =
+        air_proto::skills::discover(crate::doctor::air_home().as_deref(), &paths.shared());
+    if json {
+        return print_json(&serde_json::json!({ "skills": skills, "problems": problems }));
+    }
+    if skills.is_empty() {
+        println!("no skills: add one as ~/.air/skills/NAME/SKILL.md or .air/shared/skills/NAME/SKILL.md (front matter with name and description)");
+    }
+    for s in &skills {
+        println!("{:<24} {:<8} {}", s.name, s.scope, s.description);
+    }
+    for p in &problems {
+        eprintln!("left out: {p}");
     }
     Ok(())
 }

@@ -81,6 +81,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The skills agents are shown and may load (`air skills list`).
+    Skills {
+        #[command(subcommand)]
+        command: knowledge_cmd::SkillsCommand,
+    },
     /// The project's debug knowledge: what its debuggers found (`air debug search`).
     Debug {
         #[command(subcommand)]
@@ -404,6 +409,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Daemon { command } => daemon_cmd::run(command).await,
         Command::Status { json } => output::status(json).await,
         Command::Debug { command } => knowledge_cmd::run(command).await,
+        Command::Skills { command } => knowledge_cmd::skills(command),
         Command::Sessions { action: None, json } => output::sessions(json).await,
         Command::Sessions {
             action: Some(action),

@@ -70,6 +70,51 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned + Default>(
     })
 }
 
+/// A Markdown file's YAML front matter (`---` lines around it at the top) with the
+/// line it starts on, and the body after it; no front matter, the whole text.
+pub fn split_front_matter(text: &str) -> (Option<(&str, usize)>, &str) {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return (None, text);
+    };
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return (Some((&rest[..offset], 2)), &rest[offset + line.len()..]);
+        }
+        offset += line.len();
+    }
+    (None, text)
+}
+
+/// Reads front matter that starts on line `first_line` of `path`; an error names the
+/// file and the file's line (not the front matter's).
+pub fn parse_front_matter<T: serde::de::DeserializeOwned + Default>(
+    path: &Path,
+    yaml: &str,
+    first_line: usize,
+) -> Result<T, String> {
+    parse_yaml(path, yaml).map_err(|e| match e {
+        ConfigError::Invalid { line, message, .. } => {
+            let line = line
+                .trim_start_matches(':')
+                .parse::<usize>()
+                .map(|l| format!(":{}", l + first_line - 1))
+                .unwrap_or_default();
+            // The parser's own position is of the front matter alone.
+            let message = message
+                .split(" at line ")
+                .next()
+                .unwrap_or(&message)
+                .to_string();
+            format!("{}{line}: {message}", path.display())
+        }
+        other => other.to_string(),
+    })
+}
+
 /// Reads a YAML configuration file; a missing file is the default.
 pub fn load_yaml<T: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<T, ConfigError> {
     match std::fs::read_to_string(path) {

@@ -72,6 +72,8 @@ pub struct ContextPack {
     /// The starting context airsd's ContextAssembler built for this agent (a few KB,
     /// so it travels inline; `assembled_context_ref` is for larger ones).
     pub assembled: Option<Box<AssembledContext>>,
+    /// The skills installed (D-058), which the agent may load with `skill_load`.
+    pub skills: Option<Vec<crate::skills::SkillRef>>,
 }
 
 #[serde_with::skip_serializing_none]

@@ -43,6 +43,7 @@ pub mod registry;
 pub mod report;
 pub mod result;
 pub mod role;
+pub mod skills;
 pub mod task;
 pub mod time;
 pub mod tool;

@@ -133,7 +133,7 @@ impl Sources {
                 .unwrap_or(&path)
                 .display()
                 .to_string();
-            let (front, body) = split_front_matter(&text);
+            let (front, body) = air_proto::config::split_front_matter(&text);
             let front: RuleFrontMatter = match front {
                 Some((yaml, first_line)) => air_proto::config::parse_yaml(&path, yaml)
                     .map_err(|e| format!("{e} (front matter from line {first_line})"))?,
@@ -151,24 +151,6 @@ impl Sources {
         }
         Ok(rules)
     }
-}
-
-/// `(front matter, its first line)` and the body.
-fn split_front_matter(text: &str) -> (Option<(&str, usize)>, &str) {
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return (None, text);
-    };
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return (Some((&rest[..offset], 2)), &rest[offset + line.len()..]);
-        }
-        offset += line.len();
-    }
-    (None, text)
 }
 
 /// How a neighbour relates to the task.
@@ -208,6 +190,8 @@ pub struct Request<'a> {
     pub environment: Option<&'a Environment>,
     /// For the Main Agent: the conversation so far and the session's work.
     pub conversation: Option<&'a Conversation>,
+    /// The skills installed, which the agent is shown by name and description.
+    pub skills: &'a [air_proto::skills::SkillRef],
 }
 
 pub mod compaction;
@@ -481,6 +465,24 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
             refs: parents
                 .iter()
                 .map(|n| format!("result:{}", n.spec.id))
+                .collect(),
+        });
+    }
+    if !req.skills.is_empty() {
+        let mut text = String::from(
+            "## Skills\n\nInstructions for kinds of work, written down before; when one applies to what you do, load it with skill_load by its name and follow it:\n\n",
+        );
+        for sk in req.skills {
+            let _ = writeln!(text, "- `{}`: {}", sk.name, sk.description);
+        }
+        sections.push(Section {
+            name: "skills",
+            text,
+            drop_rank: Some(1),
+            refs: req
+                .skills
+                .iter()
+                .map(|sk| format!("skill:{}", sk.name))
                 .collect(),
         });
     }
@@ -902,6 +904,7 @@ mod tests {
             task_changes: &[],
             environment: None,
             conversation: None,
+            skills: &[],
         }
     }
 

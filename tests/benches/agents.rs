@@ -387,6 +387,7 @@ fn assembly() {
         diff: None,
         task_changes: &[],
         conversation: None,
+        skills: &[],
         environment: Some(&airsd::context::Environment {
             root: "/home/user/project".into(),
             os: "linux (x86_64)".into(),

@@ -100,6 +100,23 @@ pub trait Link: Sync {
     ) -> impl Future<Output = ToolResult> + Send;
 }
 
+/// The tool that loads a skill's instructions.
+pub const SKILL_LOAD: &str = "skill_load";
+
+/// [`SKILL_LOAD`] as the model sees it.
+fn skill_tool() -> ToolSpec {
+    ToolSpec {
+        name: SKILL_LOAD.into(),
+        description: "Load the instructions of one of the skills listed in your context, by its name, when it applies to what you do; they say what to do and which of its files to read or run.".into(),
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill's name."}},
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+    }
+}
+
 /// A Compactor's end for this agent (`agent.compacted`): the text that stands for its
 /// messages up to `upto_message_id`, or why there is none.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -435,6 +452,11 @@ async fn run_with(
     } else if !direct && !planning {
         tools.push(submit::tool_for(output));
     }
+    // The skills airsd found installed: the model loads one's instructions by name.
+    let skills = start.context_pack.skills.clone().unwrap_or_default();
+    if !skills.is_empty() {
+        tools.push(skill_tool());
+    }
     let Some(context) = start.context_pack.assembled.as_deref() else {
         return ended(
             start,
@@ -702,6 +724,35 @@ async fn run_with(
                         link.event(e);
                     }
                 }
+                answers.push(ContentBlock::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content,
+                    is_error,
+                });
+                continue;
+            }
+            if name == SKILL_LOAD {
+                let wanted = input
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let (content, is_error) = match skills.iter().find(|s| s.name == wanted) {
+                    Some(skill) => match air_proto::skills::load(skill) {
+                        Ok(text) => (text, false),
+                        Err(why) => (format!("the skill cannot be read: {why}"), true),
+                    },
+                    None => (
+                        format!(
+                            "no skill `{wanted}`; the skills are {}",
+                            skills
+                                .iter()
+                                .map(|s| s.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        true,
+                    ),
+                };
                 answers.push(ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),
                     content,

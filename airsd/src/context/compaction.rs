@@ -145,30 +145,11 @@ impl Rules {
     /// Lays one tier's text over these rules, or says what is wrong with it (by
     /// file:line) and changes nothing.
     pub fn over(&mut self, name: &str, text: &str) -> Result<(), String> {
-        let (front, body) = super::split_front_matter(text);
+        let (front, body) = air_proto::config::split_front_matter(text);
         let front: Front = match front {
             None => Front::default(),
             Some((yaml, first_line)) => {
-                air_proto::config::parse_yaml::<Front>(Path::new(name), yaml).map_err(|e| {
-                    match e {
-                        // The parser counts the front matter's lines; the file's are
-                        // named.
-                        air_proto::config::ConfigError::Invalid { line, message, .. } => {
-                            let line = line
-                                .trim_start_matches(':')
-                                .parse::<usize>()
-                                .map(|l| format!(":{}", l + first_line - 1))
-                                .unwrap_or_default();
-                            let message = message
-                                .split(" at line ")
-                                .next()
-                                .unwrap_or(&message)
-                                .to_string();
-                            format!("{name}{line}: {message}")
-                        }
-                        other => other.to_string(),
-                    }
-                })?
+                air_proto::config::parse_front_matter::<Front>(Path::new(name), yaml, first_line)?
             }
         };
         if front.keep_chars == Some(0) {

@@ -137,7 +137,7 @@ fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
             read("t2", 2, 10_000),
             // Past the threshold: a Compactor starts on messages 1–4 (both reads).
             read("t3", 3, 16_000),
-            turn("t4", "shell_run", json!({"command": "sleep 2"}), 16_500),
+            turn("t4", "shell_run", json!({"command": "sleep 3"}), 16_500),
             // The first compaction is in: the secrets of big1 and big2 are in the summary.
             expecting(
                 read("t5", 4, 11_000),
@@ -145,7 +145,7 @@ fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
             ),
             // Past it again: the second covers messages 1–10 (the summary among them).
             read("t6", 5, 17_000),
-            turn("t7", "shell_run", json!({"command": "sleep 2"}), 17_500),
+            turn("t7", "shell_run", json!({"command": "sleep 3"}), 17_500),
             expecting(
                 turn("t8", "context_recall", json!({"from": 2}), 9_000),
                 &["Compaction marker: messages 1–10", "big4 holds DUNE"],
@@ -301,6 +301,13 @@ fn a_task_that_needs_two_compactions_finishes_and_reads_an_original_back() {
     });
 }
 
+/// `t` answered slowly (a second before each event).
+fn slow(mut t: Value) -> Value {
+    let events = t["reply"]["events"].take();
+    t["reply"] = json!({"slow": {"events": events, "gap_ms": 1_000}});
+    t
+}
+
 /// airsd goes away while a Compactor works: the Compactor is recorded as interrupted
 /// when the run is picked up again, no summary is made of half a job, every message
 /// the executor's loop gave its model is still in the session, and the task finishes
@@ -322,7 +329,9 @@ fn a_crash_during_compaction_keeps_the_originals_and_the_run_goes_on() {
             read("t1", 1, 4_000),
             read("t2", 2, 10_000),
             read("t3", 3, 16_000),
-            turn("t4", "shell_run", json!({"command": "sleep 30"}), 16_500),
+            // The model is slow too (a tool still running would hold the session
+            // open in this process, as no crash would).
+            slow(turn("t4", "shell_run", json!({"command": "true"}), 16_500)),
         ]),
     );
     // The Compactor's answer is slow: airsd goes away before it comes.
@@ -374,7 +383,9 @@ fn a_crash_during_compaction_keeps_the_originals_and_the_run_goes_on() {
             assert!(t0.elapsed() < std::time::Duration::from_secs(20), "no Compactor started");
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+        // airsd goes away: its workers die, its session's writes end.
         state.stop_runs().await;
+        state.close_sessions().await;
         drop(state);
 
         let state = crate::agents::state(&root, &[]);

@@ -183,3 +183,72 @@ fn what_a_debugger_found_is_kept_told_to_the_next_and_searchable() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
     let _ = air(&["daemon", "stop"]);
 }
+
+/// A project skill is shown to the executor by name and description, and its
+/// instructions (with its files) are loaded when the model asks; `air skills list`
+/// shows it, and a broken one is named.
+#[test]
+fn a_skill_is_shown_loaded_when_it_applies_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    air_proto::layout::init(&root, "2026-12-02T00:00:00Z").unwrap();
+    let skill = root.join(".air/shared/skills/greeting");
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greeting\ndescription: How this project writes greeting files. Use when asked to greet.\n---\nWrite the word in lower case, then a newline. Check with scripts/check.sh.\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("scripts/check.sh"), "grep -qx hello hello.txt\n").unwrap();
+    let broken = root.join(".air/shared/skills/broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("SKILL.md"), "no front matter\n").unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: Expect {
+                    contains: vec!["## Skills".into(), "`greeting`: How this project writes greeting files.".into()],
+                    tools: vec!["skill_load".into()],
+                },
+                reply: call("s1", "skill_load", json!({"name": "greeting"})),
+            },
+            Exchange {
+                request: None,
+                expect: Expect { contains: vec!["Write the word in lower case".into(), "greeting/scripts/check.sh".into()], tools: vec![] },
+                reply: call("s2", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})),
+            },
+            Exchange { request: None, expect: any(), reply: call("s3", "submit_result", json!({"status": "completed", "summary": "Wrote hello.txt as the skill says."})) },
+            Exchange { request: None, expect: any(), reply: review("approved", json!([])) },
+        ])
+        .await;
+        let env = [("ANTHROPIC_API_KEY", "sk-test".to_string()), ("ANTHROPIC_BASE_URL", mock.url.clone())];
+        let state = state(&root, &env);
+        let session = start(&state, "## Task A: greet\n\n- model: anthropic/claude-haiku-4-5\n\nCreate hello.txt saying hello.\n").await;
+        let p = until(&state, &session, ended).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        state.stop_runs().await;
+    });
+    let out = Command::new(bin("air"))
+        .args(["skills", "list"])
+        .current_dir(&root)
+        .env("AIR_HOME", root.join("air-home"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("greeting")
+            && stdout.contains("project")
+            && stdout.contains("Use when asked to greet."),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("broken/SKILL.md: no front matter"),
+        "{stderr}"
+    );
+}

@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// What a dispatch read of the project and the session for the agent's context.
+pub(super) struct Gathered<'a> {
+    diff: Option<&'a crate::context::ReviewDiff>,
+    task_changes: &'a [String],
+    environment: &'a crate::context::Environment,
+    conversation: Option<&'a crate::context::Conversation>,
+    skills: &'a [air_proto::skills::SkillRef],
+}
+
 /// Most compiler and linker findings told to a debugger.
 const FINDINGS_TOLD: usize = 40;
 
@@ -37,13 +46,17 @@ impl Shell {
         let changes = self.task_changes(&d).await;
         let environment = self.environment().await;
         let conversation = self.conversation(&d).await;
+        let skills = self.skills().await;
         let (mut context, model) = self.assemble(
             &d,
             &tools,
-            diff.as_ref(),
-            &changes,
-            &environment,
-            conversation.as_ref(),
+            &Gathered {
+                diff: diff.as_ref(),
+                task_changes: &changes,
+                environment: &environment,
+                conversation: conversation.as_ref(),
+                skills: &skills,
+            },
         );
         let mut compaction = None;
         if context.summary.compaction.needed {
@@ -66,7 +79,7 @@ impl Shell {
             compaction = Some(e);
         }
         let summary = context.summary.clone();
-        let start = self.start_message(&d, context, tools, changes);
+        let start = self.start_message(&d, context, tools, changes, skills);
         let stderr = self.stderr_path(&d.agent_id);
         let spawned = Worker::spawn(
             &self.config.worker,
@@ -109,6 +122,29 @@ impl Shell {
         self.agents.store(self.workers.len(), Ordering::Relaxed);
         self.push(events);
         Ok(())
+    }
+
+    /// The skills installed (the user's, the project's over them); one that cannot be
+    /// read is logged by file and line and left out.
+    async fn skills(&self) -> Vec<air_proto::skills::SkillRef> {
+        let home = self.config.air_home.clone();
+        let shared = self.ctx.paths.shared();
+        let found = tokio::task::spawn_blocking(move || {
+            air_proto::skills::discover(home.as_deref(), &shared)
+        })
+        .await;
+        match found {
+            Ok((skills, problems)) => {
+                for p in problems {
+                    tracing::warn!("a skill was left out: {p}");
+                }
+                skills
+            }
+            Err(e) => {
+                tracing::warn!("cannot look for skills: {e}");
+                Vec::new()
+            }
+        }
     }
 
     /// The project root, the platform, today's date and the working tree's state.
@@ -334,10 +370,7 @@ impl Shell {
         &self,
         d: &Dispatch,
         tools: &[air_proto::tool::ToolDefinition],
-        diff: Option<&crate::context::ReviewDiff>,
-        task_changes: &[String],
-        environment: &crate::context::Environment,
-        conversation: Option<&crate::context::Conversation>,
+        g: &Gathered<'_>,
     ) -> (air_proto::context::AssembledContext, Option<String>) {
         let task_model = d.spec.constraints.model_id.as_deref();
         let choice = self.ctx.models.choice(d.role, task_model);
@@ -373,10 +406,11 @@ impl Shell {
                 tools,
                 model_id: &model_id,
                 budget,
-                diff,
-                task_changes,
-                environment: Some(environment),
-                conversation,
+                diff: g.diff,
+                task_changes: g.task_changes,
+                environment: Some(g.environment),
+                conversation: g.conversation,
+                skills: g.skills,
             },
         );
         let model = choice
@@ -405,6 +439,7 @@ impl Shell {
         context: air_proto::context::AssembledContext,
         tools: Vec<air_proto::tool::ToolDefinition>,
         task_changes: Vec<String>,
+        skills: Vec<air_proto::skills::SkillRef>,
     ) -> IpcMessage {
         let template = match d.role {
             _ if air_proto::conversation::is_direct(&d.task_id) => PermissionTemplate::MainDirect,
@@ -426,6 +461,7 @@ impl Shell {
                 previous_result: d.previous.clone().map(Box::new),
                 task_changes: Some(task_changes).filter(|c| !c.is_empty()),
                 assembled: Some(Box::new(context)),
+                skills: Some(skills).filter(|s| !s.is_empty()),
             },
             runtime: AgentRuntimeContext {
                 session_id: self.session_id().to_string(),
