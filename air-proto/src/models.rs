@@ -21,8 +21,8 @@
 //!   default: [openai/gpt-5]
 //!   executor: [anthropic/claude-haiku-4-5, openai/gpt-5-mini]
 //! stream:
-//!   idle_secs: 90                 # no event at all for this long: cut and retried
-//!   stall_secs: 300               # only keep-alives for this long: cut and retried
+//!   idle_secs: 90                 # no byte at all for this long: cut and retried
+//!   stall_secs: 300               # nothing of the answer for this long: the same
 //! ```
 //!
 //! Thinking is sent only to a model whose capability says it thinks: an Anthropic
@@ -230,11 +230,11 @@ pub type FallbackAssignment = PerAgent<Vec<String>>;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StreamLimits {
-    /// No event at all (not even a keep-alive) for this long: the stream is cut and
+    /// No byte at all (not even a keep-alive) for this long: the stream is cut and
     /// the turn tried again (90 s when not set).
     pub idle_secs: Option<u64>,
-    /// Only keep-alives (pings), no part of the answer, for this long: the stream is
-    /// cut and the turn tried again (300 s when not set).
+    /// Nothing of the answer (only keep-alives, or bytes of an event that never ends)
+    /// for this long: the stream is cut and the turn tried again (300 s when not set).
     pub stall_secs: Option<u64>,
 }
 

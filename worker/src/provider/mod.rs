@@ -222,11 +222,12 @@ pub struct Timeouts {
     pub connect: Duration,
     /// From the request sent to the response's headers.
     pub first_byte: Duration,
-    /// Longest silence inside a stream: no event at all, not even a keep-alive.
+    /// Longest silence inside a stream: no byte at all, not even a keep-alive.
     pub idle: Duration,
-    /// Longest a stream may send only keep-alives (pings), no part of the answer: a
-    /// stream that stalls after its start while pinging, or dribbles keep-alives, is
-    /// cut here instead of running to the agent's hard timeout.
+    /// Longest a stream may send nothing of the answer (only keep-alives, or the
+    /// bytes of an event that never ends): a stream that stalls after its start while
+    /// pinging, or dribbles, is cut here instead of running to the agent's hard
+    /// timeout.
     pub stall: Duration,
 }
 
@@ -407,6 +408,9 @@ pub(crate) struct Sse {
     stall: Duration,
     /// When the last event that was not a keep-alive came.
     progress: tokio::time::Instant,
+    /// When bytes last came, and how many had come then.
+    last_byte: tokio::time::Instant,
+    seen_bytes: u64,
     events: EventStream,
     wire: Option<Vec<RawEvent>>,
     /// Bytes received so far; past the bound the stream is ended where it is.
@@ -460,6 +464,8 @@ impl Sse {
             idle: timeouts.idle,
             stall: timeouts.stall,
             progress: tokio::time::Instant::now(),
+            last_byte: tokio::time::Instant::now(),
+            seen_bytes: 0,
             received,
             events: Box::pin(bytes.eventsource()),
             wire: KEEP_WIRE
@@ -500,37 +506,57 @@ impl Sse {
     ) -> Result<Option<eventsource_stream::Event>, ProviderError> {
         use futures_util::StreamExt as _;
         let provider = self.provider;
-        // The nearer of the two limits: silence, or keep-alives only since the last
-        // part of the answer.
-        let stall_at = self.progress + self.stall;
-        let idle_at = tokio::time::Instant::now() + self.idle;
-        let next = tokio::time::timeout_at(idle_at.min(stall_at), self.events.next()).await;
-        if self.received.load(std::sync::atomic::Ordering::Relaxed) > MAX_TURN_BYTES {
-            return Err(ProviderError::protocol(
+        let bound = || {
+            ProviderError::protocol(
                 provider,
                 format!(
                     "the answer streamed past {} MiB (or a line of it past {} MiB), more than any model's longest answer; the turn was stopped",
                     MAX_TURN_BYTES / (1024 * 1024),
                     MAX_LINE_BYTES / (1024 * 1024)
                 ),
-            ));
-        }
-        let next = next.map_err(|_| {
-            if stall_at <= idle_at {
-                ProviderError::timeout(
-                    provider,
-                    format!(
-                        "the stream sent nothing but keep-alives for {} s",
-                        self.stall.as_secs_f64()
-                    ),
-                )
-            } else {
-                ProviderError::timeout(
-                    provider,
-                    format!("the stream was silent for {} s", self.idle.as_secs_f64()),
-                )
+            )
+        };
+        // The nearer of the two limits: no byte at all for `idle`, or nothing of the
+        // answer (only keep-alives, or bytes of an event that never ends) for `stall`
+        // since its last part.
+        let stall_at = self.progress + self.stall;
+        let next = loop {
+            let idle_at = self.last_byte + self.idle;
+            let waited = tokio::time::timeout_at(idle_at.min(stall_at), self.events.next()).await;
+            let received = self.received.load(std::sync::atomic::Ordering::Relaxed);
+            if received > MAX_TURN_BYTES {
+                return Err(bound());
             }
-        })?;
+            if received != self.seen_bytes {
+                self.seen_bytes = received;
+                self.last_byte = tokio::time::Instant::now();
+            }
+            match waited {
+                Ok(next) => break next,
+                // Bytes came meanwhile: not silent; wait on while the answer may
+                // still progress.
+                Err(_) if tokio::time::Instant::now() < stall_at
+                    && self.last_byte + self.idle > tokio::time::Instant::now() =>
+                {
+                    continue
+                }
+                Err(_) if stall_at <= tokio::time::Instant::now() => {
+                    return Err(ProviderError::timeout(
+                        provider,
+                        format!(
+                            "the stream sent nothing of the answer (only keep-alives, or an event that never ended) for {} s",
+                            self.stall.as_secs_f64()
+                        ),
+                    ))
+                }
+                Err(_) => {
+                    return Err(ProviderError::timeout(
+                        provider,
+                        format!("the stream was silent for {} s", self.idle.as_secs_f64()),
+                    ))
+                }
+            }
+        };
         match next {
             None => Ok(None),
             Some(Ok(event)) => {
