@@ -94,6 +94,8 @@ impl Conversation<'_> {
             model: model_spec(self.provider, self.model)?,
             record: self.record.map(absolute).transpose()?,
             replay: self.replay.map(existing_dir).transpose()?,
+            // As ~/.air/config.yaml says.
+            learn: None,
         })
     }
 }

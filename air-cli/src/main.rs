@@ -7,6 +7,7 @@ mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
 mod knowledge_cmd;
+mod memory_cmd;
 mod output;
 mod plan_cmd;
 mod plan_new;
@@ -85,6 +86,12 @@ enum Command {
     Skills {
         #[command(subcommand)]
         command: knowledge_cmd::SkillsCommand,
+    },
+    /// What air learned about you and the project: list, show, promote, forget,
+    /// curate, export (`air memory export --project-rules AIR.md`).
+    Memory {
+        #[command(subcommand)]
+        command: memory_cmd::MemoryCommand,
     },
     /// The project's debug knowledge: what its debuggers found (`air debug search`).
     Debug {
@@ -409,6 +416,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Daemon { command } => daemon_cmd::run(command).await,
         Command::Status { json } => output::status(json).await,
         Command::Debug { command } => knowledge_cmd::run(command).await,
+        Command::Memory { command } => memory_cmd::run(command).await,
         Command::Skills { command } => knowledge_cmd::skills(command),
         Command::Sessions { action: None, json } => output::sessions(json).await,
         Command::Sessions {

@@ -78,6 +78,13 @@ pub struct RunArgs {
     /// The session's title (default: the plan's).
     #[arg(long)]
     pub title: Option<String>,
+    /// Let the ExperienceMiner learn from this run in the background (memories, skill
+    /// drafts; it calls the model): before `learn:` in ~/.air/config.yaml.
+    #[arg(long, overrides_with = "no_learn")]
+    pub learn: bool,
+    /// Do not learn from this run, whatever ~/.air/config.yaml says.
+    #[arg(long)]
+    pub no_learn: bool,
     /// The model every agent uses: `provider/model` or a model name (before
     /// AIR_MODEL, the plan's task models and ~/.air/models.yaml).
     #[arg(long, value_name = "MODEL", conflicts_with = "resume")]
@@ -152,6 +159,11 @@ pub async fn run(args: RunArgs) -> CmdResult {
                 model: model_spec(args.provider.as_deref(), args.model.as_deref())?,
                 record: args.record.as_deref().map(absolute).transpose()?,
                 replay: args.replay.as_deref().map(existing_dir).transpose()?,
+                learn: match (args.learn, args.no_learn) {
+                    (true, _) => Some(true),
+                    (_, true) => Some(false),
+                    _ => None,
+                },
             };
             let size = serde_json::to_vec(&request).map_or(0, |b| b.len());
             // The request's envelope (method, id) takes a few bytes more.

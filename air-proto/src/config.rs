@@ -33,6 +33,9 @@ pub struct RunDefaults {
     pub concurrency: Option<u32>,
     pub on_ask: Option<OnAsk>,
     pub permission_mode: Option<PermissionMode>,
+    /// Whether the ExperienceMiner learns from runs and conversations (D-024): it
+    /// calls the model in the background, so it is off unless asked for.
+    pub learn: Option<bool>,
 }
 
 #[derive(Debug, thiserror::Error)]

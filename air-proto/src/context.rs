@@ -138,6 +138,9 @@ pub struct IncludedRefs {
     pub rules: Vec<String>,
     #[serde(default)]
     pub tasks: Vec<String>,
+    /// Learned memories (their ids).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memories: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -123,6 +123,10 @@ impl ProjectPaths {
     pub fn debug_records(&self) -> PathBuf {
         self.local().join("debug-records.db")
     }
+    /// The project's learned memory (D-020): typed entries, candidates and promoted.
+    pub fn learned_memory(&self) -> PathBuf {
+        self.local().join("learned-memory.db")
+    }
     /// The daemon's socket at its default place.
     pub fn socket(&self) -> PathBuf {
         self.local().join("airsd.sock")

@@ -31,6 +31,7 @@ pub mod ids;
 pub mod ipc;
 #[cfg(feature = "layout")]
 pub mod layout;
+pub mod memory;
 pub mod message;
 #[cfg(feature = "config")]
 pub mod models;

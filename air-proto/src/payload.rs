@@ -10,6 +10,10 @@ use crate::result::{ArtifactRef, EvidenceRef, WorkerResult};
 use crate::role::AgentType;
 use crate::task::TaskSpec;
 
+pub use crate::memory::{
+    MemoryArchived, MemoryCandidateCreated, MemoryPromoted, OutdatedReported, SkillLoaded,
+};
+
 /// `session.created`.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -236,6 +240,9 @@ pub struct RunStarted {
     /// The directory of the recording the run replays instead of a live provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+    /// Whether the ExperienceMiner learns from the run (D-024).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub learn: bool,
 }
 
 wire_enum! {

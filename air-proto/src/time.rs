@@ -7,7 +7,12 @@ pub type IsoTime = String;
 
 /// The current time as an [`IsoTime`] with microsecond precision.
 pub fn now_iso() -> IsoTime {
-    humantime::format_rfc3339_micros(SystemTime::now()).to_string()
+    iso(SystemTime::now())
+}
+
+/// A time as an [`IsoTime`] with microsecond precision.
+pub fn iso(t: SystemTime) -> IsoTime {
+    humantime::format_rfc3339_micros(t).to_string()
 }
 
 /// Parses an RFC 3339 timestamp: `Z` or a numeric offset (`+02:00`), with or without

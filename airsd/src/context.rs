@@ -51,6 +51,8 @@ fn role_prompt(role: AgentType, consulted: bool, direct: bool) -> &'static str {
             include_str!("../../resources/prompts/architecture_designer.md")
         }
         AgentType::Main => include_str!("../../resources/prompts/main.md"),
+        AgentType::Compactor => compaction::PROMPT,
+        AgentType::ExperienceMiner => mining::PROMPT,
         _ => include_str!("../../resources/prompts/executor.md"),
     }
 }
@@ -192,9 +194,12 @@ pub struct Request<'a> {
     pub conversation: Option<&'a Conversation>,
     /// The skills installed, which the agent is shown by name and description.
     pub skills: &'a [air_proto::skills::SkillRef],
+    /// The learned memories that concern the task, and those that did not fit.
+    pub memory: Option<&'a crate::memory::Selection>,
 }
 
 pub mod compaction;
+pub mod mining;
 mod talk;
 use talk::{conversation_text, direct_text, session_tasks_text, turn_text};
 pub use talk::{Conversation, Said, TaskLine, CONVERSATION_CHARS};
@@ -486,6 +491,18 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
                 .collect(),
         });
     }
+    if let Some(m) = req.memory.filter(|m| !m.chosen.is_empty()) {
+        sections.push(Section {
+            name: "memory",
+            text: crate::memory::section_text(&m.chosen),
+            drop_rank: Some(1),
+            refs: m
+                .chosen
+                .iter()
+                .map(|e| format!("memory:{}", e.id))
+                .collect(),
+        });
+    }
     if !req.notes.is_empty() {
         let mut text = String::from(if planning.is_some() {
             "## The discussion so far\n\n"
@@ -635,6 +652,8 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         for r in &s.refs {
             if r.starts_with("result:") {
                 included.summaries.push(r.clone());
+            } else if let Some(id) = r.strip_prefix("memory:") {
+                included.memories.push(id.to_string());
             } else if s.name == "plan" {
                 included.artifacts.push(r.clone());
             } else if !included.tasks.contains(r) {
@@ -650,6 +669,17 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         user.push_str("Read what you need of it with the file tools.\n");
     }
     included.rules = rules.iter().map(|r| r.name.clone()).collect();
+    // Memories that concerned the task but did not fit in the memory's share: named
+    // for the record (an agent cannot read them with its file tools).
+    for (id, title) in req.memory.map_or(&[][..], |m| &m.omitted) {
+        omissions.push(Omission {
+            reference: format!("memory:{id}"),
+            reason: format!(
+                "\"{title}\" concerns the task but the memory section holds at most {} characters",
+                crate::memory::CONTEXT_CHARS
+            ),
+        });
+    }
 
     let mut system = vec![SYSTEM.trim().to_string(), prompt.trim().to_string()];
     if !rules_text.is_empty() {
@@ -870,6 +900,37 @@ fn parents_text(parents: &[&Neighbour]) -> String {
     s
 }
 
+/// The context of an agent airsd runs beside the scheduler: its system layers and
+/// one user message, each named section estimated.
+pub(crate) fn side_context(
+    system: Vec<String>,
+    sections: &[(&str, &str)],
+    purpose: ContextPurpose,
+    budget: BudgetPolicy,
+    model_id: &str,
+) -> AssembledContext {
+    let by_section: BTreeMap<String, u64> = sections
+        .iter()
+        .map(|(name, text)| (name.to_string(), estimate(text)))
+        .collect();
+    let text = sections.last().map_or("", |(_, t)| *t).to_string();
+    AssembledContext {
+        request_id: air_proto::ids::new_id(),
+        system,
+        messages: vec![Message::user(vec![ContentBlock::text(text)])],
+        summary: ContextSummary {
+            purpose: Some(purpose),
+            token_estimate: TokenEstimate {
+                total: by_section.values().sum(),
+                by_section,
+                model_id: model_id.to_string(),
+            },
+            budget,
+            ..ContextSummary::default()
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -905,6 +966,7 @@ mod tests {
             environment: None,
             conversation: None,
             skills: &[],
+            memory: None,
         }
     }
 

@@ -9,9 +9,10 @@
 use std::path::Path;
 
 use air_proto::api::DebugRecord;
-use rusqlite::{params, Connection, OptionalExtension as _};
+use rusqlite::{params, Connection};
 
 use crate::error::Result;
+use crate::fts::{self, one_line};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS records (
@@ -33,17 +34,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     symptom, signature, root_cause, fix, analysis,
     content='records', content_rowid='rowid', tokenize='unicode61'
 );
--- How many records hold each word: a search looks for the words that say most.
-CREATE TABLE IF NOT EXISTS terms (
-    term        TEXT PRIMARY KEY,
-    docs        INTEGER NOT NULL
-) WITHOUT ROWID;
 CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
     INSERT INTO records_fts (rowid, symptom, signature, root_cause, fix, analysis)
     VALUES (new.rowid, new.symptom, new.signature, COALESCE(new.root_cause, ''), new.fix, new.analysis);
 END;
 INSERT INTO records_fts (records_fts, rank) VALUES ('rank', 'bm25(2.0, 4.0, 2.0, 1.0, 0.5)');
-PRAGMA user_version = 1;
 ";
 
 /// The debug knowledge of one project.
@@ -54,14 +49,9 @@ pub struct DebugRecords {
 impl DebugRecords {
     /// Opens (creating when missing) the project's database at `path`.
     pub fn open(path: &Path) -> Result<DebugRecords> {
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == 0 {
-            conn.pragma_update(None, "journal_mode", "WAL")?;
-            conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} COMMIT;"))?;
-        }
-        Ok(DebugRecords { conn })
+        Ok(DebugRecords {
+            conn: fts::open(path, SCHEMA)?,
+        })
     }
 
     /// Keeps a record (once: the same id again changes nothing).
@@ -84,44 +74,9 @@ impl DebugRecords {
     /// hold: an identifier, a file, a signature, not "error" or "build" — are looked
     /// for, any of them.
     pub fn search(&self, text: &str, limit: u32) -> Result<Vec<DebugRecord>> {
-        let words = words(text, 64);
-        if words.is_empty() {
+        let Some(query) = fts::telling_query(&self.conn, text, self.size()?, 2)? else {
             return Ok(Vec::new());
-        }
-        let total = self.count()?;
-        let mut counted: Vec<(String, u64)> = Vec::with_capacity(words.len());
-        {
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT docs FROM terms WHERE term = ?1")?;
-            for w in words {
-                let doc: Option<u64> = stmt.query_row([&w], |r| r.get(0)).optional()?;
-                // A word no record holds finds nothing.
-                if let Some(doc) = doc.filter(|d| *d > 0) {
-                    counted.push((w, doc));
-                }
-            }
-        }
-        counted.sort_by_key(|(_, doc)| *doc);
-        // Words in more than one record of twenty say little; next to rare ones,
-        // words twenty times as common as the rarest say little too.
-        let rarest = counted.first().map_or(0, |(_, doc)| *doc);
-        let common = (total / 20).min(rarest.saturating_mul(20)).max(50);
-        let telling: Vec<&str> = counted
-            .iter()
-            .enumerate()
-            .filter(|(i, (_, doc))| *doc <= common || *i < 2)
-            .take(TELLING_WORDS)
-            .map(|(_, (w, _))| w.as_str())
-            .collect();
-        if telling.is_empty() {
-            return Ok(Vec::new());
-        }
-        let query = telling
-            .iter()
-            .map(|w| format!("\"{w}\""))
-            .collect::<Vec<_>>()
-            .join(" OR ");
+        };
         let mut stmt = self.conn.prepare_cached(
             "SELECT r.id, r.created_at, r.session_id, r.task_id, r.agent_id, r.symptom, r.signature,
                     r.analysis, r.root_cause, r.fix, r.fixed, r.evidence, f.rank
@@ -153,6 +108,16 @@ impl DebugRecords {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// How many records the project has, near enough, without counting them (none is
+    /// ever removed).
+    fn size(&self) -> Result<u64> {
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(rowid), 0) FROM records", [], |r| {
+                r.get(0)
+            })?)
     }
 
     /// How many records the project has.
@@ -194,39 +159,7 @@ fn put(conn: &Connection, r: &DebugRecord) -> Result<()> {
         &r.analysis,
     ]
     .join(" ");
-    let mut count = conn.prepare_cached(
-        "INSERT INTO terms (term, docs) VALUES (?1, 1)
-         ON CONFLICT (term) DO UPDATE SET docs = docs + 1",
-    )?;
-    for w in words(&text, usize::MAX) {
-        count.execute([w])?;
-    }
-    Ok(())
-}
-
-/// Words a search looks for, at most.
-const TELLING_WORDS: usize = 8;
-
-/// The words of free text as the index holds them (letters and digits, lower case),
-/// each once, at most `max`; words of one or two characters and common ones say
-/// nothing.
-fn words(text: &str, max: usize) -> Vec<String> {
-    const COMMON: &[&str] = &[
-        "the", "and", "for", "not", "with", "was", "this", "that", "from", "are", "but", "has",
-        "have", "had", "its", "into", "been", "were", "when", "then", "than", "failed",
-    ];
-    let mut words: Vec<String> = Vec::new();
-    for w in text.split(|c: char| !c.is_alphanumeric()) {
-        let w = w.to_lowercase();
-        if w.chars().count() < 3 || COMMON.contains(&w.as_str()) || words.contains(&w) {
-            continue;
-        }
-        words.push(w);
-        if words.len() == max {
-            break;
-        }
-    }
-    words
+    fts::count_words(conn, &text, 1)
 }
 
 /// The note a debugger is given: the best matches for the failure it is handed.
@@ -259,14 +192,6 @@ pub fn note_for(hits: &[DebugRecord]) -> Option<String> {
         ));
     }
     Some(note)
-}
-
-fn one_line(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &flat[..at]),
-        None => flat,
-    }
 }
 
 #[cfg(test)]

@@ -88,12 +88,21 @@ pub async fn for_run(
     run: &air_proto::payload::RunStarted,
 ) -> Result<Models, String> {
     // A conversation may plan (the Architecture Designer), and its plan have phases.
-    let queries = queries(
+    let mut queries = queries(
         tasks,
         !run.phases.is_empty() || run.plan == air_proto::conversation::CONVERSATION_PLAN,
         run.model.as_deref(),
         run.replay.as_deref(),
     );
+    // A run that learns runs the ExperienceMiner: its model is needed too.
+    if run.learn {
+        queries.push(ModelQuery {
+            agent_type: AgentType::ExperienceMiner,
+            flag: run.model.clone(),
+            task: None,
+            replay: run.replay.clone(),
+        });
+    }
     resolve(worker, queries, run.model.clone()).await
 }
 

@@ -388,6 +388,7 @@ fn assembly() {
         task_changes: &[],
         conversation: None,
         skills: &[],
+        memory: None,
         environment: Some(&airsd::context::Environment {
             root: "/home/user/project".into(),
             os: "linux (x86_64)".into(),

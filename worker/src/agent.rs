@@ -100,20 +100,17 @@ pub trait Link: Sync {
     ) -> impl Future<Output = ToolResult> + Send;
 }
 
-/// The tool that loads a skill's instructions.
-pub const SKILL_LOAD: &str = "skill_load";
+impl<L: Link> crate::own::Reach for L {
+    fn record(&self, event: RuntimeEvent) {
+        self.event(event);
+    }
 
-/// [`SKILL_LOAD`] as the model sees it.
-fn skill_tool() -> ToolSpec {
-    ToolSpec {
-        name: SKILL_LOAD.into(),
-        description: "Load the instructions of one of the skills listed in your context, by its name, when it applies to what you do; they say what to do and which of its files to read or run.".into(),
-        input_schema: serde_json::json!({
-            "type": "object",
-            "properties": {"name": {"type": "string", "description": "The skill's name."}},
-            "required": ["name"],
-            "additionalProperties": false
-        }),
+    fn more_time(
+        &self,
+        extra_ms: u64,
+        reason: String,
+    ) -> impl Future<Output = (u64, String)> + Send {
+        self.ask_for_time(extra_ms, reason)
     }
 }
 
@@ -129,79 +126,8 @@ pub struct Compacted {
 /// Turns an agent waits before asking again after a compaction failed.
 const COMPACTION_BACKOFF: u32 = 5;
 
-/// The tool the model is offered once its soft timeout passed.
-pub const MORE_TIME: &str = "request_more_time";
-
-/// [`MORE_TIME`] as the model sees it.
-fn more_time_tool() -> ToolSpec {
-    ToolSpec {
-        name: MORE_TIME.into(),
-        description: "Ask for more time before the hard time limit ends this agent. Say why the work needs it; airsd grants or refuses by its rules. Call it only when the work cannot be finished in the time left.".into(),
-        input_schema: serde_json::json!({
-            "type": "object",
-            "properties": {
-                "minutes": {"type": "integer", "minimum": 1, "maximum": 240, "description": "How many more minutes."},
-                "reason": {"type": "string", "description": "Why the work needs them."}
-            },
-            "required": ["minutes", "reason"],
-            "additionalProperties": false
-        }),
-    }
-}
-
-/// A span as people say it: seconds under two minutes, else minutes.
-fn span(ms: u64) -> String {
-    if ms < 120_000 {
-        format!("{} s", ms.div_ceil(1_000))
-    } else {
-        format!("{} min", ms.div_ceil(60_000))
-    }
-}
-
-/// What the model is told when its soft timeout passed.
-fn time_told(elapsed_ms: u64, hard_ms: u64) -> String {
-    format!(
-        "Your soft time limit has passed ({} so far). airsd ends this agent at its hard limit, in about {}. Finish and submit now; if the work truly needs longer, call {MORE_TIME} with how many minutes and why.",
-        span(elapsed_ms),
-        span(hard_ms.saturating_sub(elapsed_ms))
-    )
-}
-
-/// The model's call of [`MORE_TIME`], asked of airsd; the tool's answer.
-async fn ask_time(link: &impl Link, input: &Value) -> (String, bool) {
-    let minutes = input.get("minutes").and_then(Value::as_u64);
-    let reason = input
-        .get("reason")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .unwrap_or_default();
-    let Some(minutes) = minutes.filter(|m| (1..=240).contains(m)) else {
-        return (
-            "`minutes` must be a whole number from 1 to 240".into(),
-            true,
-        );
-    };
-    if reason.is_empty() {
-        return (
-            "`reason` must say why the work needs more time".into(),
-            true,
-        );
-    }
-    let (granted, why) = link
-        .ask_for_time(minutes.saturating_mul(60_000), reason.to_string())
-        .await;
-    if granted == 0 {
-        (
-            format!("refused: {why}. Finish with what you have and submit."),
-            true,
-        )
-    } else {
-        (
-            format!("granted: {} more before the hard limit.", span(granted)),
-            false,
-        )
-    }
-}
+use crate::own::{more_time_tool, skill_tool, time_told};
+pub use crate::own::{MORE_TIME, SKILL_LOAD};
 
 /// Where an agent's loop is (D-006), per agent type: the executor LOADING →
 /// THINKING → ACTING → OBSERVING (again and again) → FINALIZING; the reviewer and the
@@ -456,6 +382,7 @@ async fn run_with(
     let skills = start.context_pack.skills.clone().unwrap_or_default();
     if !skills.is_empty() {
         tools.push(skill_tool());
+        tools.push(crate::own::report_tool());
     }
     let Some(context) = start.context_pack.assembled.as_deref() else {
         return ended(
@@ -731,49 +658,16 @@ async fn run_with(
                 });
                 continue;
             }
-            if name == SKILL_LOAD {
-                let wanted = input
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let (content, is_error) = match skills.iter().find(|s| s.name == wanted) {
-                    Some(skill) => match air_proto::skills::load(skill) {
-                        Ok(text) => (text, false),
-                        Err(why) => (format!("the skill cannot be read: {why}"), true),
-                    },
-                    None => (
-                        format!(
-                            "no skill `{wanted}`; the skills are {}",
-                            skills
-                                .iter()
-                                .map(|s| s.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                        true,
-                    ),
-                };
-                answers.push(ContentBlock::ToolResult {
-                    tool_use_id: id.to_string(),
-                    content,
-                    is_error,
-                });
-                continue;
-            }
-            if name == crate::history::RECALL {
-                let (content, is_error) = match history.recall(input) {
-                    Ok(text) => (text, false),
-                    Err(why) => (why, true),
-                };
-                answers.push(ContentBlock::ToolResult {
-                    tool_use_id: id.to_string(),
-                    content,
-                    is_error,
-                });
-                continue;
-            }
-            if name == MORE_TIME {
-                let (content, is_error) = ask_time(link, input).await;
+            let own = crate::own::Own {
+                link,
+                skills: &skills,
+                history: &history,
+                session: session.as_str(),
+                source: &source,
+                agent_id: agent_id.as_str(),
+                task_id: task_id.as_str(),
+            };
+            if let Some((content, is_error)) = own.answer(name, input).await {
                 answers.push(ContentBlock::ToolResult {
                     tool_use_id: id.to_string(),
                     content,

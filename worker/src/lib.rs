@@ -4,6 +4,7 @@ pub mod agent;
 pub mod converse;
 pub mod history;
 pub mod model;
+pub mod own;
 pub mod provider;
 pub mod replay;
 pub mod submit;

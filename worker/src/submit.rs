@@ -174,6 +174,8 @@ pub enum Output {
     Consult,
     /// A Compactor's summary.
     Compaction,
+    /// The ExperienceMiner's proposals.
+    Mining,
 }
 
 impl Output {
@@ -186,6 +188,7 @@ impl Output {
             AgentType::Reviewer => Output::Review,
             AgentType::Debugger => Output::Debugging,
             AgentType::Compactor => Output::Compaction,
+            AgentType::ExperienceMiner => Output::Mining,
             _ => Output::Task,
         }
     }
@@ -198,6 +201,7 @@ fn description(output: Output) -> &'static str {
         Output::Debugging => "Hand back what you found: the analysis, the root cause, whether you fixed it, and the checks you ran after the fix. Call it once, as your last action.",
         Output::Consult => "Hand back your advice: retry (with what the executor must do differently) or stop (with what a person must decide). Call it once, as your last action.",
         Output::Compaction => "Hand back the summary of the messages, written for the agent to carry on from it. Call it once, as your last action.",
+        Output::Mining => "Hand back what is worth remembering: memories (user, project, feedback, reference), skill drafts (kind skill, target skill:<name>) and corrections (kind patch, target skill:<name> or rules:<path>, the whole corrected text as body). An empty list when nothing is. Call it once, as your last action.",
         Output::Task => "Hand back the task's result: its status, what you did, and each check you ran with shell_run by its exact command. The files you changed are known from your tool calls. If a submission is refused, correct it and submit again. Call it once, as your last action.",
     }
 }
@@ -216,6 +220,7 @@ pub fn tool_for(output: Output) -> ToolSpec {
         Output::Debugging => schemars::schema_for!(DebugForm),
         Output::Consult => schemars::schema_for!(ConsultForm),
         Output::Compaction => schemars::schema_for!(CompactForm),
+        Output::Mining => schemars::schema_for!(air_proto::memory::MinerOutput),
     }
     .to_value();
     air_proto::tool::compact_schema(&mut schema);
@@ -533,6 +538,31 @@ pub fn accept_as(
             r.result =
                 serde_json::to_value(air_proto::result::CompactorOutput { summary: f.summary })
                     .map_err(|e| format!("submit_result: {e}"))?;
+            r
+        }
+        Output::Mining => {
+            let f: air_proto::memory::MinerOutput = form(input)?;
+            for (i, m) in f.memories.iter().enumerate() {
+                said(&format!("memories[{i}].title"), &m.title)?;
+                said(&format!("memories[{i}].body"), &m.body)?;
+                if !m.kind.is_memory() && m.target.as_deref().is_none_or(|t| t.trim().is_empty()) {
+                    return Err(format!(
+                        "submit_result: memories[{i}].target is needed for a {}: `skill:<name>`{}",
+                        m.kind.as_str(),
+                        if m.kind == air_proto::memory::MemoryKind::Patch {
+                            " or `rules:<path>`"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
+            let mut r = new(
+                WorkerStatus::Completed,
+                format!("proposed {} memories", f.memories.len()),
+            );
+            r.changed_files.clear();
+            r.result = serde_json::to_value(f).map_err(|e| format!("submit_result: {e}"))?;
             r
         }
     };

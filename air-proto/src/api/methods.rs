@@ -125,6 +125,9 @@ pub mod params {
             /// An absolute directory holding a recording to replay instead of a live
             /// provider.
             pub replay: Option<String>,
+            /// Whether the ExperienceMiner learns from the run (before `learn:` in
+            /// `~/.air/config.yaml`; off when neither says).
+            pub learn: Option<bool>,
         }
 
         /// A page of `conversation.list`.
@@ -154,6 +157,9 @@ pub mod params {
             pub record: Option<String>,
             /// An absolute directory holding a recording to replay.
             pub replay: Option<String>,
+            /// Whether the ExperienceMiner learns from the conversation, as for
+            /// `run.start`.
+            pub learn: Option<bool>,
         }
 
         #[derive(Default)]
@@ -215,6 +221,21 @@ pub mod params {
             pub query: String,
             /// Most records to return (default 10, at most 100).
             pub limit: Option<u32>,
+        }
+
+        pub struct MemoryList {
+            /// Only entries in this state (`candidate`, `promoted`, `archived`).
+            pub status: Option<crate::memory::MemoryStatus>,
+            /// Only entries of this kind (`user`, `project`, `feedback`, `reference`,
+            /// `skill`, `patch`).
+            pub kind: Option<crate::memory::MemoryKind>,
+            /// Most entries to return, newest first (default 100, at most 10,000).
+            pub limit: Option<u32>,
+        }
+
+        pub struct MemoryId {
+            /// The entry's id (`mem-…`).
+            pub id: String,
         }
 
         pub struct ArtifactList {
@@ -507,6 +528,16 @@ api! {
             "Record that a requirement changed (requirement.changed) in a session's run: an open planning session hears it; otherwise dispatch freezes while the Architecture Designer re-plans the unfinished work, and the user confirms the new graph";
         debug_search "debug.search" (params::DebugSearch) -> Vec<DebugRecord> as "records":
             "The project's debugging records that best match the text (full text over symptom, error signature, root cause and fix), best first";
+        memory_list "memory.list" (params::MemoryList) -> Vec<crate::memory::MemoryEntry> as "entries":
+            "The project's learned memory: entries, candidates and skill drafts or patches the ExperienceMiner proposed, newest first, filtered";
+        memory_show "memory.show" (params::MemoryId) -> MemoryView as "memory":
+            "One entry of the learned memory; for a skill draft or patch, the file it would write and the diff against what is there";
+        memory_promote "memory.promote" (params::MemoryId) -> MemoryView as "memory":
+            "Promote an entry: a memory reaches agents' contexts when it concerns their task; a skill draft is written under .air/shared/skills/, a patch replaces the file it corrects";
+        memory_forget "memory.forget" (params::MemoryId) -> crate::memory::MemoryEntry as "memory":
+            "Remove an entry from the learned memory (the user's word: nothing else deletes one)";
+        memory_curate "memory.curate" (params::NoParams) -> CuratorReport as "report":
+            "Run the Curator's pass now (airsd runs it weekly): skills that overlap, memories whose files are gone, entries and skills unused for long";
         artifact_list "artifact.list" (params::ArtifactList) -> Vec<ArtifactInfo> as "artifacts":
             "A session's artifacts (command logs, reports …), newest first, filtered";
         artifact_read "artifact.read" (params::ArtifactRead) -> ArtifactChunk as "chunk":

@@ -61,6 +61,51 @@ impl DebugRecord {
     }
 }
 
+/// An entry of the learned memory as `memory.show` gives it.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryView {
+    pub entry: crate::memory::MemoryEntry,
+    /// For a skill draft or patch: the file promoting it writes.
+    pub path: Option<String>,
+    /// For a patch: the unified diff from the file as it is to the corrected text.
+    pub diff: Option<String>,
+    /// Why promoting it cannot be done as things stand (the file it corrects is gone,
+    /// a skill of that name exists …).
+    pub problem: Option<String>,
+}
+
+/// What a Curator pass found and did. It archives memories (they stay, and the user
+/// may promote them again) and never deletes or moves a file: the skills it names are
+/// for the user to merge or remove.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CuratorReport {
+    pub at: String,
+    /// Skills whose names and descriptions overlap, with the share of words they
+    /// have in common: candidates for one merged skill.
+    #[serde(default)]
+    pub overlapping_skills: Vec<SkillOverlap>,
+    /// Promoted memories archived as stale: every file they concern is gone.
+    #[serde(default)]
+    pub stale: Vec<String>,
+    /// Promoted memories archived as unused: in no context for `unused_days`.
+    #[serde(default)]
+    pub unused: Vec<String>,
+    /// Skills not loaded for `unused_days` (counted since air first saw them).
+    #[serde(default)]
+    pub unused_skills: Vec<String>,
+    pub unused_days: u32,
+}
+
+/// Two skills that say much the same.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SkillOverlap {
+    pub a: String,
+    pub b: String,
+    /// Words in common over words in either (0–1).
+    pub overlap: f64,
+}
+
 /// One stored artifact.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

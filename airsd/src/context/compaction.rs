@@ -219,6 +219,18 @@ pub struct Stored {
     pub content: Vec<ContentBlock>,
 }
 
+impl From<&crate::event_store::query::StoredMessage> for Stored {
+    fn from(m: &crate::event_store::query::StoredMessage) -> Self {
+        Stored {
+            id: m.id.clone(),
+            role: if m.user { Role::User } else { Role::Assistant },
+            // A block the contracts do not know is left out, not fatal.
+            content: serde_json::from_value::<Vec<ContentBlock>>(m.content.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// The Compactor's input and what the replacement keeps.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prepared {
@@ -371,7 +383,7 @@ pub fn replacement(upto: usize, summary: &str, kept: &[String]) -> String {
 }
 
 /// The Compactor's prompt.
-const PROMPT: &str = include_str!("../../../resources/prompts/compactor.md");
+pub const PROMPT: &str = include_str!("../../../resources/prompts/compactor.md");
 
 /// The Compactor's starting context: its prompt with the rules' guidance, then the
 /// task and the transcript of messages 1…`upto`.
@@ -383,7 +395,6 @@ pub fn compactor_context(
     budget: air_proto::context::BudgetPolicy,
     model_id: &str,
 ) -> air_proto::context::AssembledContext {
-    use air_proto::context::{AssembledContext, ContextPurpose, ContextSummary, TokenEstimate};
     let guidance = format!("# What to write\n\n{}", rules.guidance);
     let text = format!(
         "Summarise messages 1–{upto} of an agent's work on task {}: {}.\n\n## The task\n\n{}\n\n{}",
@@ -392,27 +403,13 @@ pub fn compactor_context(
         task.description.trim(),
         prepared.transcript
     );
-    let mut by_section = BTreeMap::new();
-    by_section.insert("role".to_string(), super::estimate(PROMPT));
-    by_section.insert("rules".to_string(), super::estimate(&guidance));
-    by_section.insert("messages".to_string(), super::estimate(&text));
-    AssembledContext {
-        request_id: air_proto::ids::new_id(),
-        system: vec![PROMPT.trim().to_string(), guidance],
-        messages: vec![air_proto::message::Message::user(vec![ContentBlock::text(
-            text,
-        )])],
-        summary: ContextSummary {
-            purpose: Some(ContextPurpose::Compaction),
-            token_estimate: TokenEstimate {
-                total: by_section.values().sum(),
-                by_section,
-                model_id: model_id.to_string(),
-            },
-            budget,
-            ..ContextSummary::default()
-        },
-    }
+    super::side_context(
+        vec![PROMPT.trim().to_string(), guidance.clone()],
+        &[("role", PROMPT), ("rules", &guidance), ("messages", &text)],
+        air_proto::context::ContextPurpose::Compaction,
+        budget,
+        model_id,
+    )
 }
 
 #[cfg(test)]

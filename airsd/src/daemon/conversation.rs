@@ -62,6 +62,7 @@ impl DaemonState {
             model: req.model,
             record: req.record,
             replay: req.replay,
+            learn: req.learn,
         };
         self.run_settings(config, &as_run, &Default::default())
     }

@@ -10,6 +10,7 @@ mod conn;
 mod conversation;
 mod lifecycle;
 mod lock;
+mod memory;
 mod planning;
 mod rpc;
 mod runs;
@@ -132,6 +133,11 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let mut shutdown = state.shutdown_requested();
     let mut idle_check = tokio::time::interval(Duration::from_secs(1));
     let mut session_sweep = tokio::time::interval(SESSION_IDLE / 4);
+    // The Curator's weekly pass (D-024) is looked at hourly, first a minute after start.
+    let mut curator = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(60),
+        Duration::from_secs(3_600),
+    );
     let mut connections = tokio::task::JoinSet::new();
     let mut next_conn = 0u64;
 
@@ -185,6 +191,10 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
             _ = sigterm.recv() => break StopReason::Signal,
             _ = sigint.recv() => break StopReason::Signal,
             _ = session_sweep.tick() => state.close_idle_sessions(SESSION_IDLE).await,
+            _ = curator.tick() => {
+                let state = state.clone();
+                tokio::spawn(async move { state.curate_if_due().await });
+            }
             _ = idle_check.tick() => {
                 if !config.idle_timeout.is_zero() && state.idle_for().is_some_and(|idle| idle >= config.idle_timeout) {
                     break StopReason::Idle;

@@ -457,6 +457,53 @@ impl AirApi for DaemonRpc {
         .map_err(rpc_error)
     }
 
+    async fn memory_list(
+        &self,
+        _: &Extensions,
+        params::MemoryList {
+            status,
+            kind,
+            limit,
+        }: params::MemoryList,
+    ) -> RpcResult<Vec<air_proto::memory::MemoryEntry>> {
+        self.state
+            .memory_list(status, kind, limit)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn memory_show(
+        &self,
+        _: &Extensions,
+        params::MemoryId { id }: params::MemoryId,
+    ) -> RpcResult<air_proto::api::MemoryView> {
+        self.state.memory_show(id).await.map_err(rpc_error)
+    }
+
+    async fn memory_promote(
+        &self,
+        _: &Extensions,
+        params::MemoryId { id }: params::MemoryId,
+    ) -> RpcResult<air_proto::api::MemoryView> {
+        self.state.memory_promote(id).await.map_err(rpc_error)
+    }
+
+    async fn memory_forget(
+        &self,
+        _: &Extensions,
+        params::MemoryId { id }: params::MemoryId,
+    ) -> RpcResult<air_proto::memory::MemoryEntry> {
+        self.state.memory_forget(id).await.map_err(rpc_error)
+    }
+
+    async fn memory_curate(
+        &self,
+        _: &Extensions,
+        _: params::NoParams,
+    ) -> RpcResult<air_proto::api::CuratorReport> {
+        self.state.memory_curate().await.map_err(rpc_error)
+    }
+
     async fn artifact_list(
         &self,
         _: &Extensions,

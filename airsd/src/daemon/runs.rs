@@ -173,6 +173,7 @@ impl DaemonState {
             overview: None,
             record: req.record.clone().filter(|d| !d.is_empty()),
             replay: req.replay.clone().filter(|d| !d.is_empty()),
+            learn: req.learn.or(defaults.learn).unwrap_or(false),
         };
         for (name, dir) in [("record", &run.record), ("replay", &run.replay)] {
             if dir

@@ -440,22 +440,30 @@ pub fn latest_summary(
     Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
 }
 
-/// The Compactors started for a task so far, and those recorded as running (a
-/// restart of airsd left them without a process).
-pub fn compactors(conn: &Connection, task_id: Option<&str>) -> Result<(u32, Vec<String>)> {
+/// Side agents of a kind (Compactors, ExperienceMiners): how many were started for
+/// `task_id` (none given: 0), and those still recorded as running.
+pub fn side_agents(
+    conn: &Connection,
+    kind: air_proto::event::AgentType,
+    task_id: Option<&str>,
+) -> Result<(u32, Vec<String>)> {
     let started: u32 = match task_id {
         Some(t) => conn.query_row(
-            "SELECT COUNT(*) FROM agents WHERE agent_type = 'compactor' AND task_id = ?1",
-            [t],
+            "SELECT COUNT(*) FROM agents WHERE agent_type = ?1 AND task_id = ?2",
+            [kind.as_str(), t],
             |r| r.get(0),
         )?,
-        None => 0,
+        None => conn.query_row(
+            "SELECT COUNT(*) FROM agents WHERE agent_type = ?1",
+            [kind.as_str()],
+            |r| r.get(0),
+        )?,
     };
     let mut stmt = conn.prepare(
-        "SELECT id FROM agents WHERE agent_type = 'compactor' AND status = 'running' ORDER BY seq",
+        "SELECT id FROM agents WHERE agent_type = ?1 AND status = 'running' ORDER BY seq",
     )?;
     let running = stmt
-        .query_map([], |r| r.get::<_, String>(0))?
+        .query_map([kind.as_str()], |r| r.get::<_, String>(0))?
         .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok((started, running))
 }

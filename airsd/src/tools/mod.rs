@@ -318,13 +318,21 @@ pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), 
     let refused = match t.kind {
         Kind::Read => false,
         Kind::Write => match agent {
-            AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Main => true,
+            AgentType::Reviewer
+            | AgentType::ArchitectureDesigner
+            | AgentType::Main
+            | AgentType::Compactor
+            | AgentType::ExperienceMiner => true,
             AgentType::Debugger => !evidence,
             _ => false,
         },
         Kind::Run => matches!(
             agent,
-            AgentType::Reviewer | AgentType::ArchitectureDesigner | AgentType::Main
+            AgentType::Reviewer
+                | AgentType::ArchitectureDesigner
+                | AgentType::Main
+                | AgentType::Compactor
+                | AgentType::ExperienceMiner
         ),
     };
     let shown = provider_name(tool);

@@ -175,6 +175,7 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 model: None,
                 record: None,
                 replay: None,
+                learn: None,
             })
             .await
             .unwrap_err()
@@ -209,6 +210,7 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 model: Some("openai/".into()),
                 record: None,
                 replay: None,
+                learn: None,
             })
             .await
             .unwrap_err()
@@ -368,6 +370,7 @@ async fn run_recorded(
             model: None,
             record,
             replay,
+            learn: None,
         })
         .await
         .unwrap()

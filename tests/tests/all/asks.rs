@@ -83,6 +83,7 @@ pub(crate) async fn start_budgeted(
             model: None,
             record: None,
             replay: None,
+            learn: None,
         })
         .await
         .unwrap()

@@ -18,7 +18,7 @@ use crate::asks::until;
 const THRESHOLD: u64 = 12_514;
 
 /// One recorded turn: the model calls `name` with `input`, having read `input_tokens`.
-fn turn(id: &str, name: &str, input: Value, input_tokens: u64) -> Value {
+pub(crate) fn turn(id: &str, name: &str, input: Value, input_tokens: u64) -> Value {
     json!({"reply": {"events": [
         {"type": "message_start", "message": {"id": format!("msg_{id}"), "type": "message", "role": "assistant", "content": [], "model": "tiny-coder", "stop_reason": null, "usage": {"input_tokens": input_tokens, "output_tokens": 1}}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}},
@@ -30,12 +30,12 @@ fn turn(id: &str, name: &str, input: Value, input_tokens: u64) -> Value {
 }
 
 /// `turn` whose request must contain each of `contains`.
-fn expecting(mut t: Value, contains: &[&str]) -> Value {
+pub(crate) fn expecting(mut t: Value, contains: &[&str]) -> Value {
     t["expect"] = json!({"contains": contains});
     t
 }
 
-fn recording(exchanges: Vec<Value>) -> Value {
+pub(crate) fn recording(exchanges: Vec<Value>) -> Value {
     let mut exchanges = exchanges;
     // The model a replay uses is the one its first request names.
     exchanges[0]["request"] = json!({"model": "tiny-coder"});
@@ -68,6 +68,7 @@ fn start_replayed<'a>(
                 model: None,
                 record: Some(record),
                 replay: Some(replay),
+                learn: None,
             })
             .await
             .unwrap()

@@ -19,6 +19,7 @@ mod evidence;
 mod init_cli;
 mod knowledge;
 mod limits;
+mod memory;
 mod permissions;
 mod plan_cli;
 mod planning;

@@ -405,6 +405,7 @@ impl Gen {
                         overview: None,
                         record: None,
                         replay: None,
+                        learn: false,
                     },
                 ),
                 1 => event(&s, "scheduler.paused", &p::SchedulerControl::default()),

@@ -10,7 +10,6 @@
 
 use super::*;
 use crate::context::compaction::{self, Prepared, Rules, Stored};
-use air_proto::message::{ContentBlock, Role};
 
 /// Turns a Compactor may take.
 const COMPACTOR_TURNS: u32 = 6;
@@ -78,7 +77,8 @@ impl Shell {
             let conn = session.readers().get()?;
             let messages = crate::event_store::query::agent_messages(&conn, &agent)?;
             let previous = crate::event_store::query::latest_summary(&conn, &agent)?;
-            let (started, _) = crate::event_store::query::compactors(&conn, Some(&task))?;
+            let (started, _) =
+                crate::event_store::query::side_agents(&conn, AgentType::Compactor, Some(&task))?;
             crate::error::Result::Ok((messages, previous, started))
         })
         .await
@@ -98,15 +98,7 @@ impl Shell {
         if n <= done {
             return Err(format!("messages up to {upto} are summarised already"));
         }
-        let snapshot: Vec<Stored> = messages[done..n]
-            .iter()
-            .map(|m| Stored {
-                id: m.id.clone(),
-                role: if m.user { Role::User } else { Role::Assistant },
-                content: serde_json::from_value::<Vec<ContentBlock>>(m.content.clone())
-                    .unwrap_or_default(),
-            })
-            .collect();
+        let snapshot: Vec<Stored> = messages[done..n].iter().map(Stored::from).collect();
         let rules = Rules::load(&compaction::tier_files(
             self.config.air_home.as_deref(),
             &self.ctx.paths.shared(),
@@ -116,15 +108,7 @@ impl Shell {
             .models
             .choice(role, spec.constraints.model_id.as_deref())
             .cloned();
-        let (window, max_output, thinking) = choice.as_ref().map_or(
-            (
-                air_proto::models::UNKNOWN_MODEL.context_window,
-                air_proto::models::UNKNOWN_MODEL.max_output,
-                None,
-            ),
-            |c| (c.context_window, c.max_output, c.thinking_budget),
-        );
-        let budget = crate::context::budget(window, max_output, thinking);
+        let (budget, model_id) = side::budget_on(choice.as_ref());
         let usable = budget
             .context_window_tokens
             .saturating_sub(budget.reserved_output_tokens)
@@ -137,68 +121,20 @@ impl Shell {
             done + 1,
             input_budget,
         );
-        let model_id = choice
-            .as_ref()
-            .map(|c| format!("{}/{}", c.provider, c.model))
-            .unwrap_or_else(|| "unknown".into());
         let context = compaction::compactor_context(&prepared, &rules, spec, n, budget, &model_id);
         let compactor_id = format!("{task_id}-compactor-{}", started + 1);
         let mut spec = spec.clone();
         spec.constraints.max_turns = COMPACTOR_TURNS;
         spec.output_contract = air_proto::task::OutputContract::CompactorResult;
-        let summary = context.summary.clone();
-        let start = AgentStart {
-            version: 1,
-            task_spec: spec,
-            context_pack: ContextPack {
-                assembled: Some(Box::new(context)),
-                ..ContextPack::default()
-            },
-            runtime: AgentRuntimeContext {
-                session_id: self.session_id().to_string(),
-                project_id: self.ctx.project_id.clone(),
-                agent_id: compactor_id.clone(),
-                worktree_path: None,
-                permission_template: PermissionTemplate::System,
-                agent_type: Some(AgentType::Compactor),
-                attempt: None,
-                heartbeat_interval_ms: Some(self.config.heartbeat_interval_ms),
-                model: self.ctx.models.flag.clone(),
-                resolved: choice,
-                record: self.ctx.run.record.clone(),
-                replay: self.ctx.run.replay.clone(),
-            },
-            tools: Vec::new(),
-        };
-        let message = IpcMessage {
-            header: air_proto::ipc::IpcHeader::new(
-                air_proto::ipc::Direction::ParentToWorker,
-                self.session_id(),
-                &compactor_id,
-            ),
-            body: IpcBody::Control(ControlMessage::Start(Box::new(start))),
-        };
-        let stderr = self.stderr_path(&compactor_id);
-        let worker = Worker::spawn(
-            &self.config.worker,
-            self.ctx.paths.root(),
-            &stderr,
-            &message,
-            self.worker_tx.clone(),
-        )
-        .map_err(|e| format!("the Compactor could not start: {e}"))?;
-        let started = self
-            .event(&p::AgentStarted {
-                agent_id: compactor_id.clone(),
-                agent_type: AgentType::Compactor,
-                task_id: Some(task_id.to_string()),
-                pid: Some(worker.pid),
-                model: Some(model_id),
-                context: Some(summary),
-            })
-            .map_err(|e| e.to_string())?;
-        self.workers.insert(compactor_id.clone(), worker);
-        self.agents.store(self.workers.len(), Ordering::Relaxed);
+        self.start_side(side::SideStart {
+            agent_id: compactor_id.clone(),
+            agent_type: AgentType::Compactor,
+            task_id: Some(task_id.to_string()),
+            spec,
+            context,
+            choice,
+        })
+        .await?;
         self.compactions.insert(
             compactor_id,
             Compaction {
@@ -212,7 +148,7 @@ impl Shell {
                 summary: None,
             },
         );
-        self.record(vec![started]).await.map_err(|e| e.to_string())
+        Ok(())
     }
 
     /// A Compactor's result: its summary, kept until it exits.
@@ -337,34 +273,5 @@ impl Shell {
                 w.cancel("the agent it compacted for has ended");
             }
         }
-    }
-
-    /// Compactors recorded as running when airsd (re)starts have no process: each is
-    /// recorded as interrupted.
-    pub(super) async fn interrupted_compactors(&mut self) -> Result<()> {
-        let session = self.ctx.session.clone();
-        let running = tokio::task::spawn_blocking(move || {
-            let conn = session.readers().get()?;
-            crate::event_store::query::compactors(&conn, None).map(|(_, r)| r)
-        })
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))??;
-        let mut events = Vec::new();
-        for id in running {
-            events.push(
-                self.event(&p::AgentFailed {
-                    agent_id: id,
-                    reason:
-                        "airsd stopped while the Compactor ran; the messages it was given are kept"
-                            .into(),
-                    exit_code: None,
-                    failure: Some(AgentFailure::Interrupted),
-                })?,
-            );
-        }
-        if !events.is_empty() {
-            self.record(events).await?;
-        }
-        Ok(())
     }
 }

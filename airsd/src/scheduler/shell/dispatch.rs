@@ -10,6 +10,7 @@ pub(super) struct Gathered<'a> {
     environment: &'a crate::context::Environment,
     conversation: Option<&'a crate::context::Conversation>,
     skills: &'a [air_proto::skills::SkillRef],
+    memory: Option<&'a crate::memory::Selection>,
 }
 
 /// Most compiler and linker findings told to a debugger.
@@ -47,6 +48,7 @@ impl Shell {
         let environment = self.environment().await;
         let conversation = self.conversation(&d).await;
         let skills = self.skills().await;
+        let memory = self.memory_for(&d, &changes).await;
         let (mut context, model) = self.assemble(
             &d,
             &tools,
@@ -56,8 +58,10 @@ impl Shell {
                 environment: &environment,
                 conversation: conversation.as_ref(),
                 skills: &skills,
+                memory: memory.as_ref(),
             },
         );
+        self.memory_used(&context.summary.included_refs.memories);
         let mut compaction = None;
         if context.summary.compaction.needed {
             let e = self.event(&p::CompactionRequested {
@@ -126,7 +130,7 @@ impl Shell {
 
     /// The skills installed (the user's, the project's over them); one that cannot be
     /// read is logged by file and line and left out.
-    async fn skills(&self) -> Vec<air_proto::skills::SkillRef> {
+    pub(super) async fn skills(&self) -> Vec<air_proto::skills::SkillRef> {
         let home = self.config.air_home.clone();
         let shared = self.ctx.paths.shared();
         let found = tokio::task::spawn_blocking(move || {
@@ -411,6 +415,7 @@ impl Shell {
                 environment: Some(g.environment),
                 conversation: g.conversation,
                 skills: g.skills,
+                memory: g.memory,
             },
         );
         let model = choice

@@ -26,8 +26,11 @@ mod compact;
 mod control;
 mod dispatch;
 mod knowledge;
+mod memory;
+mod mine;
 mod records;
 mod requirements;
+mod side;
 mod worker;
 
 use crate::error::{Error, Result};
@@ -219,6 +222,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         drafts: Default::default(),
         watched: Default::default(),
         compactions: HashMap::new(),
+        learning: Default::default(),
     };
     tokio::spawn(async move {
         shell.unhalt().await;
@@ -256,6 +260,8 @@ struct Shell {
     watched: requirements::Watched,
     /// The Compactors at work, by their agent id.
     compactions: HashMap<String, compact::Compaction>,
+    /// The ExperienceMiner's queue and counters, in a run that learns.
+    learning: mine::Learning,
 }
 
 impl Shell {
@@ -270,7 +276,7 @@ impl Shell {
     ) -> Result<()> {
         // Agents recorded as running have no process any more: airsd restarted.
         let orphans = self.core.running_agents();
-        self.interrupted_compactors().await?;
+        self.interrupted_side_agents().await?;
         self.interrupt_tool_runs().await?;
         self.tools.interrupted = crate::scheduler::tooljob::Interrupted::load(&self.ctx.session);
         for (agent_id, _) in orphans {
@@ -522,6 +528,8 @@ impl Shell {
                 self.record(vec![e]).await?;
                 self.expire_requests(None).await;
                 self.write_report(&outcome);
+                // What the session taught is mined after it ended: no one waits.
+                self.learn_from(mine::Trigger::SessionEnd).await;
                 Ok(())
             }
             Decision::StopForBudget { budget, reason } => {

@@ -118,6 +118,7 @@ impl Shell {
                         if let Some(m) = event.payload.get("message_id").and_then(Value::as_str) {
                             self.drafts.finished(m);
                         }
+                        self.nudge(agent_id, true).await;
                     }
                     _ => {}
                 }
@@ -129,6 +130,15 @@ impl Shell {
                     .then(|| event.payload.clone());
                 let debugged =
                     (event.event_type == ev::DebugRecordCreated::TYPE).then(|| event.clone());
+                let (loaded, outdated) = (
+                    (event.event_type == ev::SkillLoaded::TYPE).then(|| event.payload.clone()),
+                    (event.event_type == ev::OutdatedReported::TYPE)
+                        .then(|| {
+                            serde_json::from_value::<p::OutdatedReported>(event.payload.clone())
+                                .ok()
+                        })
+                        .flatten(),
+                );
                 match self.ctx.session.store().append(event).await {
                     Ok(_) => {
                         if let Some(fact) = fact {
@@ -136,6 +146,19 @@ impl Shell {
                         }
                         if let Some(record) = debugged {
                             self.keep_debug_record(&record);
+                            if let Ok(r) = serde_json::from_value::<p::DebugRecordCreated>(
+                                record.payload.clone(),
+                            ) {
+                                self.learn_from(mine::Trigger::Debug(Box::new(r), record.id))
+                                    .await;
+                            }
+                        }
+                        if let Some(payload) = loaded {
+                            self.skill_loaded(&payload);
+                        }
+                        if let Some(report) = outdated {
+                            self.learn_from(mine::Trigger::Outdated(Box::new(report)))
+                                .await;
                         }
                         // Recorded first: then a Compactor starts on the messages.
                         if let Some(payload) = compaction {
@@ -176,29 +199,17 @@ impl Shell {
                 });
                 Ok(())
             }
-            IpcBody::ToolCall(call) if self.is_compactor(agent_id) => {
-                let answer = air_proto::ipc::ToolResult {
-                    tool_call_id: call.tool_call_id.clone(),
-                    status: air_proto::ipc::ToolResultStatus::Error,
-                    output: None,
-                    content: None,
-                    error: Some(air_proto::error::WireError {
-                        kind: air_proto::error::ErrorKind::PermissionDenied,
-                        message: format!(
-                            "`{}` is not a Compactor's tool: it only writes the summary (submit_result)",
-                            call.tool
-                        ),
-                        details: None,
-                    }),
-                    truncated: false,
-                    artifact_ref: None,
-                };
-                worker.reply(&message.header, IpcBody::ToolResult(answer));
+            IpcBody::ToolCall(call) if self.is_side(agent_id) => {
+                self.refuse_side_tool(agent_id, &message.header, &call);
                 Ok(())
             }
             IpcBody::ToolCall(call) => {
                 // Tools run beside the scheduler, never blocking it; each call is
                 // recorded (`tool.started` first: the write-ahead record) and answered.
+                self.nudge(agent_id, false).await;
+                let Some(worker) = self.workers.get(agent_id) else {
+                    return Ok(());
+                };
                 let Some(d) = self.dispatches.get(agent_id) else {
                     return Ok(());
                 };
@@ -230,7 +241,22 @@ impl Shell {
                 self.compactor_result(agent_id, &result);
                 Ok(())
             }
+            IpcBody::WorkerResult(result) if self.is_miner(agent_id) => {
+                self.miner_result(agent_id, &result);
+                Ok(())
+            }
             IpcBody::WorkerResult(mut result) => {
+                // A plan's `mine_experience` task: what it proposes is kept too.
+                if result.agent_type == AgentType::ExperienceMiner {
+                    if let Ok(output) = serde_json::from_value::<air_proto::memory::MinerOutput>(
+                        result.result.clone(),
+                    ) {
+                        let events = self
+                            .keep_proposals(agent_id, "task", &output, None, false)
+                            .await?;
+                        self.push(events);
+                    }
+                }
                 // The files it changed are those airsd changed for it.
                 self.own_changes(agent_id, &mut result).await;
                 // It counts once the worker has exited; one that names another task,
@@ -297,6 +323,9 @@ impl Shell {
     pub(super) async fn exited(&mut self, agent_id: &str, exit: Exit) -> Result<()> {
         if self.is_compactor(agent_id) {
             return self.compactor_exited(agent_id, exit).await;
+        }
+        if self.is_miner(agent_id) {
+            return self.miner_exited(agent_id, exit).await;
         }
         self.forget_compaction_of(agent_id);
         self.keep_stderr(agent_id)?;
