@@ -872,6 +872,21 @@ async fn finish(
         println!("{}", serde_json::to_string(report)?);
     } else {
         print_summary(report);
+        // What the ExperienceMiner proposed and the user has yet to answer (it may
+        // still be mining this run: `air memory list` shows what it adds).
+        let waiting = conn
+            .client
+            .memory_list(params::MemoryList {
+                status: Some(air_proto::memory::MemoryStatus::Candidate),
+                kind: None,
+                limit: Some(10_000),
+            })
+            .await
+            .map(|l| l.iter().filter(|e| e.awaits_user()).count())
+            .unwrap_or(0);
+        if waiting > 0 {
+            println!("{waiting} learned memories await your word: air memory list");
+        }
     }
     let outcome = report.outcome.unwrap_or(RunOutcome::Blocked);
     match outcome {

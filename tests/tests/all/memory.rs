@@ -164,7 +164,11 @@ fn what_runs_teach_is_proposed_counted_promoted_and_given_to_the_next_executor()
                 json!({"memories": [{"kind": "user", "title": "The user keeps greetings short", "body": "One word."}]}),
                 2_000,
             ),
-            &["A stretch of an agent's work", "messages 1 to", "note8.txt"],
+            &[
+                "A stretch of the session's work",
+                "## The executor on task A: write a greeting, messages 1 to",
+                "note8.txt",
+            ],
         )]),
     );
     session_miner(first.path(), "miner-3");

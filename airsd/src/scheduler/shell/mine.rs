@@ -27,8 +27,9 @@ const TARGET_BYTES: u64 = 64 * 1024;
 pub(super) enum Trigger {
     /// A debugger left this record (`debug.record.created`, its event id).
     Debug(Box<p::DebugRecordCreated>, String),
-    /// An agent's turns or tool calls reached the nudge counter.
-    Nudge { agent_id: String, task_id: String },
+    /// The session's turns or tool calls reached the nudge counter: the agents that
+    /// took them (id, task, what it is).
+    Nudge(Vec<Touched>),
     /// An agent reported a skill or rules file wrong.
     Outdated(Box<p::OutdatedReported>),
     /// The run ended.
@@ -39,11 +40,20 @@ impl Trigger {
     fn source(&self) -> &'static str {
         match self {
             Trigger::Debug(..) => "debug",
-            Trigger::Nudge { .. } => "nudge",
+            Trigger::Nudge(_) => "nudge",
             Trigger::Outdated(_) => "outdated",
             Trigger::SessionEnd => "session_end",
         }
     }
+}
+
+/// An agent that took turns since the last nudge.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Touched {
+    agent_id: String,
+    task_id: String,
+    /// Its role and its task's title.
+    title: String,
 }
 
 /// A miner at work.
@@ -63,8 +73,10 @@ pub(super) struct Mining {
 pub(super) struct Learning {
     queue: VecDeque<Trigger>,
     running: HashMap<String, Mining>,
-    /// Per agent: turns and tool calls since its last nudge, and its messages mined.
-    counts: HashMap<String, (u32, u32)>,
+    /// The session's turns and tool calls since the last nudge, and the agents that
+    /// took them; per agent, its messages mined so far.
+    counts: (u32, u32),
+    touched: Vec<Touched>,
     mined_upto: HashMap<String, usize>,
 }
 
@@ -87,14 +99,19 @@ impl Shell {
         if !self.ctx.run.learn {
             return;
         }
-        // One nudge of an agent waiting is enough: it covers all its messages so far.
-        if let Trigger::Nudge { agent_id, .. } = &trigger {
-            let waiting = self
-                .learning
-                .queue
-                .iter()
-                .any(|t| matches!(t, Trigger::Nudge { agent_id: a, .. } if a == agent_id));
-            if waiting {
+        // A nudge already waiting takes these agents too: it reads their messages
+        // when it starts.
+        if let Trigger::Nudge(agents) = &trigger {
+            let waiting = self.learning.queue.iter_mut().find_map(|t| match t {
+                Trigger::Nudge(w) => Some(w),
+                _ => None,
+            });
+            if let Some(waiting) = waiting {
+                for a in agents {
+                    if !waiting.contains(a) {
+                        waiting.push(a.clone());
+                    }
+                }
                 return;
             }
         }
@@ -102,31 +119,39 @@ impl Shell {
         self.next_miner().await;
     }
 
-    /// Counts an agent's turn (or tool call); at the counter's mark it is mined.
+    /// Counts an agent's turn (or tool call): at ten turns or ten tool calls of the
+    /// session's agents since the last nudge, what they said is mined (a
+    /// conversation's many short turns count together).
     pub(super) async fn nudge(&mut self, agent_id: &str, turn: bool) {
         if !self.ctx.run.learn || self.is_side(agent_id) {
             return;
         }
-        let Some(task_id) = self.dispatches.get(agent_id).map(|d| d.task_id.clone()) else {
+        let Some(d) = self.dispatches.get(agent_id) else {
             return;
         };
-        let counts = self
-            .learning
-            .counts
-            .entry(agent_id.to_string())
-            .or_default();
-        if turn {
-            counts.0 += 1;
-        } else {
-            counts.1 += 1;
+        let touched = Touched {
+            agent_id: agent_id.to_string(),
+            task_id: d.task_id.clone(),
+            title: format!(
+                "{} on task {}: {}",
+                d.role.as_str(),
+                d.task_id,
+                d.spec.title
+            ),
+        };
+        let learning = &mut self.learning;
+        if !learning.touched.contains(&touched) {
+            learning.touched.push(touched);
         }
-        if counts.0 >= NUDGE_TURNS || counts.1 >= NUDGE_TOOLS {
-            *counts = (0, 0);
-            self.learn_from(Trigger::Nudge {
-                agent_id: agent_id.to_string(),
-                task_id,
-            })
-            .await;
+        if turn {
+            learning.counts.0 += 1;
+        } else {
+            learning.counts.1 += 1;
+        }
+        if learning.counts.0 >= NUDGE_TURNS || learning.counts.1 >= NUDGE_TOOLS {
+            learning.counts = (0, 0);
+            let agents = std::mem::take(&mut learning.touched);
+            self.learn_from(Trigger::Nudge(agents)).await;
         }
     }
 
@@ -272,28 +297,41 @@ impl Shell {
                     verified,
                 }
             }
-            Trigger::Nudge { agent_id, task_id } => {
-                let (messages, _) = read(agent_id.clone()).await?;
-                let from = self.learning.mined_upto.get(agent_id).copied().unwrap_or(0);
-                if from >= messages.len() {
-                    return Ok(None);
-                }
-                self.learning
-                    .mined_upto
-                    .insert(agent_id.clone(), messages.len());
-                let title = self
-                    .dispatches
-                    .get(agent_id)
-                    .map(|d| format!("{}: {}", d.role.as_str(), d.spec.title))
-                    .unwrap_or_default();
-                Material {
-                    text: format!(
-                        "# A stretch of an agent's work\n\nThe {title} (task {task_id}), messages {} to {}:\n\n{}",
+            Trigger::Nudge(agents) => {
+                let mut text = String::from("# A stretch of the session's work\n");
+                let mut tasks: Vec<&str> = Vec::new();
+                for a in agents {
+                    let (messages, _) = read(a.agent_id.clone()).await?;
+                    let from = self
+                        .learning
+                        .mined_upto
+                        .get(&a.agent_id)
+                        .copied()
+                        .unwrap_or(0);
+                    if from >= messages.len() {
+                        continue;
+                    }
+                    self.learning
+                        .mined_upto
+                        .insert(a.agent_id.clone(), messages.len());
+                    text.push_str(&format!(
+                        "\n## The {}, messages {} to {}\n\n{}",
+                        a.title,
                         from + 1,
                         messages.len(),
                         transcript(&messages, from)
-                    ),
-                    task_id: Some(task_id.clone()),
+                    ));
+                    if !tasks.contains(&a.task_id.as_str()) {
+                        tasks.push(&a.task_id);
+                    }
+                }
+                if tasks.is_empty() {
+                    return Ok(None);
+                }
+                Material {
+                    text,
+                    // One task's work is that task's; several are the session's.
+                    task_id: (tasks.len() == 1).then(|| tasks[0].to_string()),
                     debug_record_id: None,
                     verified: false,
                 }
