@@ -96,6 +96,7 @@ impl Conversation<'_> {
             replay: self.replay.map(existing_dir).transpose()?,
             // As ~/.air/config.yaml says.
             learn: None,
+            env: Some(air_proto::env::ClientEnv::current()),
         })
     }
 }

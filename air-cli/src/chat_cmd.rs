@@ -295,6 +295,7 @@ async fn say(
             session_id: session.to_string(),
             text: text.to_string(),
             to: None,
+            env: Some(air_proto::env::ClientEnv::current()),
         })
         .await
         .map_err(rpc_failure)?;

@@ -154,10 +154,34 @@ pub async fn run(json_out: bool) -> CmdResult {
                 {
                     Ok(s) => {
                         lines.push(format!(
-                            "daemon: running (pid {}, version {}); it gives workers the environment it was started with — `air daemon restart` to use this shell's",
+                            "daemon: running (pid {}, version {})",
                             s.pid, s.version
                         ));
-                        daemon = json!({"running": true, "pid": s.pid, "version": s.version});
+                        let mine = air_proto::env::ClientEnv::current().shown();
+                        lines.push(format!(
+                            "  runs started from this shell use its provider settings: {}",
+                            if mine.is_empty() {
+                                "none".to_string()
+                            } else {
+                                mine.join(", ")
+                            }
+                        ));
+                        let differ: Vec<&String> = s
+                            .provider_settings
+                            .iter()
+                            .filter(|v| !mine.contains(v))
+                            .chain(mine.iter().filter(|v| !s.provider_settings.contains(v)))
+                            .collect();
+                        if !differ.is_empty() {
+                            lines.push(format!(
+                                "  the daemon's own differ ({}): a run it resumes by itself after a restart uses those; `air run --resume SESSION` from this shell uses this shell's",
+                                s.provider_settings.join(", ")
+                            ));
+                        }
+                        daemon = json!({
+                            "running": true, "pid": s.pid, "version": s.version,
+                            "provider_settings": s.provider_settings, "this_shell": mine
+                        });
                     }
                     Err(e) => lines.push(format!("daemon: answers, but status failed: {e}")),
                 },
@@ -265,7 +289,7 @@ pub async fn run(json_out: bool) -> CmdResult {
     }
     if !ok {
         lines.push(
-            "to fix: set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY), or add a provider to ~/.air/models.yaml; then `air daemon restart` if a daemon runs".into(),
+            "to fix: set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY), or add a provider to ~/.air/models.yaml (a run uses the settings of the shell that starts it)".into(),
         );
     }
 

@@ -144,6 +144,7 @@ pub async fn run(args: PlanNewArgs) -> CmdResult {
             session_id: session.clone(),
             text: format!("/plan {}", args.requirement.trim()),
             to: None,
+            env: Some(air_proto::env::ClientEnv::current()),
         })
         .await
         .map_err(rpc_failure)?;

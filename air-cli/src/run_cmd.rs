@@ -164,6 +164,8 @@ pub async fn run(args: RunArgs) -> CmdResult {
                     (_, true) => Some(false),
                     _ => None,
                 },
+                // The run's agents call the provider this shell names, with its key.
+                env: Some(air_proto::env::ClientEnv::current()),
             };
             let size = serde_json::to_vec(&request).map_or(0, |b| b.len());
             // The request's envelope (method, id) takes a few bytes more.
@@ -194,6 +196,8 @@ pub async fn run(args: RunArgs) -> CmdResult {
                 max_time_ms: args
                     .max_time
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                // This shell's provider settings: the run picked up again uses them.
+                env: Some(air_proto::env::ClientEnv::current()),
                 ..Default::default()
             })
             .await
@@ -341,6 +345,7 @@ pub async fn retry(tasks: Vec<String>, session: Option<String>) -> CmdResult {
         .run_continue(params::RunContinue {
             session_id: session.clone(),
             task_ids: (!tasks.is_empty()).then_some(tasks),
+            env: Some(air_proto::env::ClientEnv::current()),
             ..Default::default()
         })
         .await

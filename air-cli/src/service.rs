@@ -82,8 +82,10 @@ pub fn install(paths: &ProjectPaths) -> CmdResult {
     )?;
     write(&dir.join("airsd@.socket"), SYSTEMD_SOCKET)?;
     let instance = systemd_escape_path(&root);
+    // The service enabled too: after a reboot the daemon starts by itself and resumes
+    // the project's unfinished runs, without waiting for a client to connect.
     println!(
-        "enable it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now 'airsd@{instance}.socket'"
+        "enable it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now 'airsd@{instance}.socket' 'airsd@{instance}.service'\nand, for it to start at boot before you log in:\n  loginctl enable-linger \"$USER\""
     );
     Ok(())
 }

@@ -23,6 +23,7 @@ pub mod config;
 pub mod context;
 pub mod conversation;
 pub mod dependency;
+pub mod env;
 pub mod error;
 pub mod event;
 pub mod events;

@@ -502,6 +502,7 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
                 session_id: s,
                 text,
                 to: None,
+                env: Some(air_proto::env::ClientEnv::current()),
             })
             .await
         {
@@ -569,6 +570,7 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
             .run_continue(params::RunContinue {
                 session_id: s,
                 task_ids: (!task_ids.is_empty()).then_some(task_ids),
+                env: Some(air_proto::env::ClientEnv::current()),
                 ..Default::default()
             })
             .await

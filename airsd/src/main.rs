@@ -172,8 +172,15 @@ fn main() -> ExitCode {
 /// Logs to stderr, or (detached) to `logs/airsd.log`, rotated by size. The level comes
 /// from `AIR_LOG` (EnvFilter syntax, default `info`).
 fn init_logging(dir: &Path, to_file: bool) -> std::io::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AIR_LOG")
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("AIR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // The RPC layer logs whole requests at its finer levels, and `run.start` carries
+    // the client's provider keys: never below info, whatever AIR_LOG says.
+    for target in ["jsonrpsee", "jsonrpsee_server", "jsonrpsee_core"] {
+        if let Ok(d) = format!("{target}=info").parse() {
+            filter = filter.add_directive(d);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false);

@@ -92,7 +92,7 @@ fn main() {
                 panic!("Enter did not send");
             };
             conn.client
-                .message_send(params::MessageSend { session_id: session.clone(), text, to: None })
+                .message_send(params::MessageSend { session_id: session.clone(), text, to: None , env: None})
                 .await
                 .unwrap();
             terminal.draw(|f| air_tui::view::render(f, &app, &theme)).unwrap();
@@ -130,7 +130,7 @@ fn main() {
         // The conversation the memory figure attaches to: QUESTIONS more, answered.
         for i in 0..QUESTIONS {
             conn.client
-                .message_send(params::MessageSend { session_id: session.clone(), text: format!("more {i}"), to: None })
+                .message_send(params::MessageSend { session_id: session.clone(), text: format!("more {i}"), to: None, env: None })
                 .await
                 .unwrap();
         }

@@ -224,7 +224,7 @@ fn main() {
             let id = session.id.clone();
             send.spawn(async move {
                 for i in 0..EVENTS / writers + usize::from(w < EVENTS % writers) {
-                    conn.client.message_send(params::MessageSend { session_id: id.clone(), text: format!("m{w}-{i}"), to: None }).await.unwrap();
+                    conn.client.message_send(params::MessageSend { session_id: id.clone(), text: format!("m{w}-{i}"), to: None, env: None }).await.unwrap();
                 }
             });
         }

@@ -71,6 +71,9 @@ pub mod params {
             /// A running task the message is for (`@T2 …`): delivered to its agent
             /// before its next model turn instead of starting a turn of the Main Agent.
             pub to: Option<String>,
+            /// The client's provider settings, as for `run.start`: the session's run,
+            /// when this message starts or continues it, uses them.
+            pub env: Option<crate::env::ClientEnv>,
         }
 
         pub struct UiStateGet {
@@ -128,6 +131,10 @@ pub mod params {
             /// Whether the ExperienceMiner learns from the run (before `learn:` in
             /// `~/.air/config.yaml`; off when neither says).
             pub learn: Option<bool>,
+            /// The client's provider settings (`ANTHROPIC_*`, `OPENAI_*` …, `AIR_MODEL`):
+            /// the run's agents use these instead of the daemon's. Held in memory for
+            /// the run, never logged or stored.
+            pub env: Option<crate::env::ClientEnv>,
         }
 
         /// A page of `conversation.list`.
@@ -160,6 +167,8 @@ pub mod params {
             /// Whether the ExperienceMiner learns from the conversation, as for
             /// `run.start`.
             pub learn: Option<bool>,
+            /// The client's provider settings, as for `run.start`.
+            pub env: Option<crate::env::ClientEnv>,
         }
 
         #[derive(Default)]
@@ -172,6 +181,9 @@ pub mod params {
             /// Only these ended tasks (and those waiting on them) run again; the run may
             /// still be going.
             pub task_ids: Option<Vec<String>>,
+            /// The client's provider settings, as for `run.start`: a run the scheduler
+            /// picks up again uses them (a run still going keeps its own).
+            pub env: Option<crate::env::ClientEnv>,
         }
 
         pub struct PermissionRespond {

@@ -221,6 +221,11 @@ pub struct DaemonStatus {
     /// Plan runs in progress.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunBrief>,
+    /// The daemon's own provider settings (`NAME=value`, a secret as `NAME set`): what
+    /// a run it picks up by itself after a restart uses; a run a client starts uses
+    /// the client's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_settings: Vec<String>,
 }
 
 /// A plan run in progress, at a glance.

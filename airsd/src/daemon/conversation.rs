@@ -22,7 +22,8 @@ impl DaemonState {
     /// them, without a plan): `run.started` is recorded, and the first message starts
     /// the scheduling.
     pub async fn start_conversation(&self, req: ConversationStart) -> Result<SessionInfo> {
-        let config = self.shell_config()?;
+        let env = req.env.clone();
+        let config = self.shell_config_for(None, env.as_ref())?;
         let run = self.conversation_settings(&config, req)?;
         // Every agent must be able to reach a model before anything is recorded.
         crate::models::for_run(&config.worker, &conversation_tasks(), &run)
@@ -35,6 +36,7 @@ impl DaemonState {
             })
             .await?;
         let session = self.session(&info.id).await?;
+        self.remember_env(&info.id, env);
         session.store().append(event(&info.id, &run)?).await?;
         Ok(info)
     }
@@ -63,6 +65,7 @@ impl DaemonState {
             record: req.record,
             replay: req.replay,
             learn: req.learn,
+            env: None,
         };
         self.run_settings(config, &as_run, &Default::default())
     }
@@ -179,7 +182,7 @@ impl DaemonState {
             }
             handle.wait().await;
         }
-        let config = self.shell_config()?;
+        let config = self.shell_config_for(Some(session_id), None)?;
         let recovered = {
             let session = session.clone();
             let core_config = self.scheduler_config(air_proto::plan::DEFAULT_CONCURRENCY);

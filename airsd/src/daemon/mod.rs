@@ -8,6 +8,7 @@
 mod artifacts;
 mod conn;
 mod conversation;
+mod env;
 mod lifecycle;
 mod lock;
 mod memory;

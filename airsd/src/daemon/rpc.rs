@@ -128,6 +128,7 @@ impl AirApi for DaemonRpc {
             rss_bytes: rss_bytes(),
             idle_timeout_secs: s.idle_timeout.as_secs(),
             runs: s.run_briefs().await,
+            provider_settings: s.own_provider_settings(),
         })
     }
 
@@ -248,8 +249,11 @@ impl AirApi for DaemonRpc {
             session_id,
             text,
             to,
+            env,
         }: params::MessageSend,
     ) -> RpcResult<MessageSent> {
+        // The sender's settings: a run this message starts or continues uses them.
+        self.state.remember_env(&session_id, env);
         self.state
             .converse(&session_id, &text, to, self.who(ext))
             .await
@@ -299,8 +303,11 @@ impl AirApi for DaemonRpc {
             max_tokens,
             max_time_ms,
             task_ids,
+            env,
         }: params::RunContinue,
     ) -> RpcResult<RunInfo> {
+        // The settings of the client asking: a run picked up again uses them.
+        self.state.remember_env(&session_id, env);
         let budgets = air_proto::plan::Budgets {
             max_cost,
             max_tokens,

@@ -58,7 +58,7 @@ impl DaemonState {
     /// `.air/shared/plan/task-graph.json` (with the session it belongs to), and starts
     /// scheduling.
     pub async fn start_run(&self, req: air_proto::api::params::RunStart) -> Result<RunInfo> {
-        let shell_config = self.shell_config()?;
+        let shell_config = self.shell_config_for(None, req.env.as_ref())?;
         if let Some(e) = &shell_config.config_error {
             return Err(Error::Refused(format!(
                 "cannot run plans until the configuration is fixed: {e}"
@@ -82,6 +82,7 @@ impl DaemonState {
             })
             .await?;
         let session = self.session(&info.id).await?;
+        self.remember_env(&info.id, req.env.clone());
         let mut events = vec![event(&info.id, &run)?];
         for task in &graph.tasks {
             events.push(event(&info.id, &TaskCreated { task: task.clone() })?);
@@ -282,7 +283,7 @@ impl DaemonState {
         let session = self.session(session_id).await?;
         let handle = self.run_handle(session_id);
         let running = handle.is_some();
-        let config = self.shell_config()?;
+        let config = self.shell_config_for(Some(session_id), None)?;
         let recovered = {
             let session = session.clone();
             let core_config = self.scheduler_config(DEFAULT_CONCURRENCY);

@@ -43,6 +43,9 @@ pub struct DaemonState {
     /// One gate per session whose run is being continued, so that two requests never
     /// start two schedulers.
     pub(super) run_gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The provider settings the client of each session's run gave, held in memory
+    /// only: a run continued without new ones keeps them.
+    pub(super) run_envs: Mutex<HashMap<String, air_proto::env::ClientEnv>>,
 }
 
 /// An encoded replay page: deltas ready to send.
@@ -90,7 +93,7 @@ impl OpenSession {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -124,6 +127,7 @@ impl DaemonState {
             shell: None,
             runs: Mutex::new(HashMap::new()),
             run_gates: Mutex::new(HashMap::new()),
+            run_envs: Mutex::new(HashMap::new()),
         }
     }
 

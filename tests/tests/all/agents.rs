@@ -176,6 +176,7 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 record: None,
                 replay: None,
                 learn: None,
+                env: None,
             })
             .await
             .unwrap_err()
@@ -211,6 +212,7 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 record: None,
                 replay: None,
                 learn: None,
+                env: None,
             })
             .await
             .unwrap_err()
@@ -371,6 +373,7 @@ async fn run_recorded(
             record,
             replay,
             learn: None,
+            env: None,
         })
         .await
         .unwrap()

@@ -84,6 +84,7 @@ pub(crate) async fn start_budgeted(
             record: None,
             replay: None,
             learn: None,
+            env: None,
         })
         .await
         .unwrap()

@@ -69,6 +69,7 @@ fn start_replayed<'a>(
                 record: Some(record),
                 replay: Some(replay),
                 learn: None,
+                env: None,
             })
             .await
             .unwrap()

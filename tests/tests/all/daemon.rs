@@ -637,7 +637,12 @@ fn install_service_writes_units_for_this_project() {
             l.trim()
                 .strip_prefix("systemctl --user enable --now 'airsd@")
         })
-        .and_then(|rest| rest.strip_suffix(".socket'"))
+        .and_then(|rest| rest.split_once(".socket'"))
+        .map(|(instance, rest)| {
+            // The service is enabled too: it resumes unfinished runs after a reboot.
+            assert_eq!(rest, format!(" 'airsd@{instance}.service'"), "{printed}");
+            instance
+        })
         .unwrap_or_else(|| panic!("{printed}"))
         .to_string();
     let escaped = Command::new("systemd-escape")

@@ -81,6 +81,7 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
                     session_id: session.id.clone(),
                     text: format!("message {i}"),
                     to: None,
+                    env: None,
                 })
                 .await
                 .unwrap();
@@ -120,6 +121,7 @@ fn three_clients_see_identical_deltas_and_a_late_one_catches_up() {
                 session_id: session.id.clone(),
                 text: "after".into(),
                 to: None,
+                env: None,
             })
             .await
             .unwrap();
@@ -174,6 +176,7 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
                     session_id: session.id.clone(),
                     text: format!("m{i}"),
                     to: None,
+                    env: None,
                 })
                 .await
                 .unwrap();
@@ -190,6 +193,7 @@ fn a_cursor_survives_kill_9_of_the_daemon() {
                             session_id: id.clone(),
                             text: format!("m{i}"),
                             to: None,
+                            env: None,
                         })
                         .await
                     {

@@ -6,6 +6,7 @@
 mod agents;
 mod asks;
 mod bus;
+mod client_env;
 mod compaction;
 mod contract;
 mod conversation;
@@ -17,6 +18,7 @@ mod disk_full;
 mod escapes;
 mod evidence;
 mod init_cli;
+mod install;
 mod knowledge;
 mod limits;
 mod memory;

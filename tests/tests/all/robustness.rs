@@ -155,6 +155,7 @@ fn a_client_that_stops_reading_slows_no_one() {
                             session_id: id.clone(),
                             text: format!("m{w}-{i}"),
                             to: None,
+                            env: None,
                         })
                         .await
                         .unwrap();
