@@ -59,22 +59,10 @@ pub fn worker_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<(OsSt
         "SSL_CERT_FILE",
         "SSL_CERT_DIR",
     ];
-    const PREFIXES: &[&str] = &[
-        "AIR_",
-        "ANTHROPIC_",
-        "OPENAI_",
-        "OPENROUTER_",
-        "OLLAMA_",
-        "AZURE_OPENAI_",
-        "GEMINI_",
-        "GOOGLE_API_KEY",
-        "MISTRAL_",
-        "GROQ_",
-        "DEEPSEEK_",
-    ];
     vars.filter(|(k, _)| {
-        k.to_str()
-            .is_some_and(|k| KEEP.contains(&k) || PREFIXES.iter().any(|p| k.starts_with(p)))
+        k.to_str().is_some_and(|k| {
+            KEEP.contains(&k) || k.starts_with("AIR_") || air_proto::env::is_provider_var(k)
+        })
     })
     .collect()
 }
