@@ -135,7 +135,7 @@ fn check_file<T>(
     }
 }
 
-pub async fn run(json_out: bool) -> CmdResult {
+pub async fn run(json_out: bool, bundle: Option<&Path>) -> CmdResult {
     let mut ok = true;
     let mut lines: Vec<String> = Vec::new();
 
@@ -178,8 +178,12 @@ pub async fn run(json_out: bool) -> CmdResult {
                                 s.provider_settings.join(", ")
                             ));
                         }
+                        if let Some(previous) = &s.last_abnormal_exit {
+                            lines.push(format!("  {previous}"));
+                        }
                         daemon = json!({
                             "running": true, "pid": s.pid, "version": s.version,
+                            "last_abnormal_exit": s.last_abnormal_exit,
                             "provider_settings": s.provider_settings, "this_shell": mine
                         });
                     }
@@ -293,16 +297,24 @@ pub async fn run(json_out: bool) -> CmdResult {
         );
     }
 
+    let out = json!({
+        "ok": ok,
+        "project": project.as_ref().map(|p| p.root().display().to_string()),
+        "daemon": daemon,
+        "files": files.iter().map(|(l, g)| json!({"check": l, "ok": g})).collect::<Vec<_>>(),
+        "sandbox": sandbox_json,
+        "providers": providers,
+        "models": resolved,
+    });
+    if let Some(file) = bundle {
+        crate::bundle::write(file, &out, air_home().as_deref(), project.as_ref())
+            .map_err(Failure::from)?;
+        lines.push(format!(
+            "wrote the diagnostic bundle to {} (read it before you share it; nothing was sent)",
+            file.display()
+        ));
+    }
     if json_out {
-        let out = json!({
-            "ok": ok,
-            "project": project.as_ref().map(|p| p.root().display().to_string()),
-            "daemon": daemon,
-            "files": files.iter().map(|(l, g)| json!({"check": l, "ok": g})).collect::<Vec<_>>(),
-            "sandbox": sandbox_json,
-            "providers": providers,
-            "models": resolved,
-        });
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         for l in &lines {

@@ -3,6 +3,7 @@
 //! runs.
 
 mod args;
+mod bundle;
 mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
@@ -71,6 +72,11 @@ enum Command {
     Doctor {
         #[arg(long)]
         json: bool,
+        /// Also write a diagnostic bundle (versions, platform, this report, the
+        /// configuration and the daemon's log, secrets taken out) to FILE, to read and
+        /// send yourself; nothing is sent anywhere.
+        #[arg(long, value_name = "FILE")]
+        bundle: Option<std::path::PathBuf>,
     },
     /// Start, stop or inspect the project's daemon (airsd).
     Daemon {
@@ -407,7 +413,7 @@ async fn run(command: Command) -> CmdResult {
             Ok(())
         }
         Command::Restore(args) => restore_cmd::run(args),
-        Command::Doctor { json } => doctor::run(json).await,
+        Command::Doctor { json, bundle } => doctor::run(json, bundle.as_deref()).await,
         Command::Attach { session, theme } => attach(session, theme, false).await,
         Command::Root => {
             println!("{}", project()?.root().display());

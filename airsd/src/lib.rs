@@ -39,6 +39,7 @@ pub mod scheduler;
 pub mod session;
 pub mod supervisor;
 pub mod tools;
+pub mod userlog;
 
 pub use error::{Error, Result};
 pub use session::{Session, SessionConfig};

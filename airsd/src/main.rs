@@ -135,11 +135,18 @@ fn main() -> ExitCode {
             Ok(config) => shell.defaults = config.run,
             Err(e) => {
                 tracing::error!("{e}");
+                airsd::userlog::note(
+                    &home,
+                    &root,
+                    &format!("the configuration cannot be read, so runs are refused until it is fixed: {e}"),
+                );
                 shell.config_error = Some(e.to_string());
             }
         }
     }
     shell.core.stall_ms = args.stall_ms.max(shell.heartbeat_interval_ms * 2);
+    let air_home_for_log = shell.air_home.clone();
+    let project_for_log = root.clone();
     let config = DaemonConfig {
         project_root: root,
         idle_timeout: Duration::from_secs(args.idle_timeout),
@@ -164,6 +171,16 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!(error = %e, "airsd failed");
             eprintln!("airsd: {e}");
+            // Another daemon serving the project is no failure of the user's.
+            if let Some(home) = &air_home_for_log {
+                if e.exit_code() != 3 {
+                    airsd::userlog::note(
+                        home,
+                        &project_for_log,
+                        &format!("the daemon could not start: {e}"),
+                    );
+                }
+            }
             ExitCode::from(e.exit_code())
         }
     }

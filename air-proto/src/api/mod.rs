@@ -226,6 +226,10 @@ pub struct DaemonStatus {
     /// the client's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provider_settings: Vec<String>,
+    /// How the project's previous daemon ended, when it did not stop as it should (a
+    /// crash, a kill, a power loss): found at this daemon's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_abnormal_exit: Option<String>,
 }
 
 /// A plan run in progress, at a glance.

@@ -92,6 +92,8 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let project = paths.read_project()?;
     paths.ensure_local()?;
     let lock = DaemonLock::acquire(&paths.locks().join("airsd.lock"))?;
+    // The previous daemon of the project left its mark: it did not stop as it should.
+    let abnormal = running_mark(&paths);
     let inherited = config.inherited.is_some();
     let (listener, socket_path) = match config.inherited {
         Some(l) => socket::adopt(l)?,
@@ -100,6 +102,12 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
     tracing::info!(pid = std::process::id(), socket = %socket_path.display(), project = %paths.root().display(), "airsd listening");
+    if let Some(previous) = &abnormal {
+        tracing::error!("{previous}");
+        if let Some(home) = config.shell.as_ref().and_then(|s| s.air_home.as_deref()) {
+            crate::userlog::note(home, paths.root(), previous);
+        }
+    }
 
     let mut state = DaemonState::new(
         paths.clone(),
@@ -107,6 +115,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
         socket_path.clone(),
         config.idle_timeout,
     );
+    state.last_abnormal_exit = abnormal;
     if let Some(shell) = config.shell.clone() {
         state = state.with_shell(shell);
     }
@@ -228,9 +237,38 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     // then queued writes commit and writer threads end.
     state.stop_runs().await;
     state.close_sessions().await;
+    // Stopped as it should: the next start finds no mark.
+    let _ = std::fs::remove_file(paths.state().join(RUNNING_MARK));
     drop(lock);
     tracing::info!("airsd stopped");
     Ok(reason)
+}
+
+/// The file a running daemon keeps in `.air/local/state/`: its pid and start time,
+/// removed when it stops as it should.
+const RUNNING_MARK: &str = "airsd.running";
+
+/// What the mark of a daemon that did not stop as it should says (a crash, a kill,
+/// a power loss), read before this daemon puts down its own.
+fn running_mark(paths: &ProjectPaths) -> Option<String> {
+    let path = paths.state().join(RUNNING_MARK);
+    let previous = std::fs::read_to_string(&path).ok();
+    let mine = format!(
+        "pid {} started {}",
+        std::process::id(),
+        air_proto::time::now_iso()
+    );
+    if let Err(e) =
+        std::fs::create_dir_all(paths.state()).and_then(|()| std::fs::write(&path, &mine))
+    {
+        tracing::warn!("cannot write {}: {e}", path.display());
+    }
+    previous.map(|p| {
+        format!(
+            "the project's previous daemon ({}) ended without stopping (a crash, a kill or a power loss); its log is .air/local/logs/airsd.log, and its unfinished runs resume now",
+            p.trim()
+        )
+    })
 }
 
 /// Whether a peer runs in another PID namespace than the daemon: a command in the

@@ -129,6 +129,7 @@ impl AirApi for DaemonRpc {
             idle_timeout_secs: s.idle_timeout.as_secs(),
             runs: s.run_briefs().await,
             provider_settings: s.own_provider_settings(),
+            last_abnormal_exit: s.last_abnormal_exit.clone(),
         })
     }
 

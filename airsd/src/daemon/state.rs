@@ -46,6 +46,8 @@ pub struct DaemonState {
     /// The provider settings the client of each session's run gave, held in memory
     /// only: a run continued without new ones keeps them.
     pub(super) run_envs: Mutex<HashMap<String, air_proto::env::ClientEnv>>,
+    /// How the project's previous daemon ended, when it did not stop as it should.
+    pub last_abnormal_exit: Option<String>,
 }
 
 /// An encoded replay page: deltas ready to send.
@@ -128,6 +130,7 @@ impl DaemonState {
             runs: Mutex::new(HashMap::new()),
             run_gates: Mutex::new(HashMap::new()),
             run_envs: Mutex::new(HashMap::new()),
+            last_abnormal_exit: None,
         }
     }
 

@@ -596,6 +596,24 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
         ),
         1
     );
+    // The new daemon found that the old one did not stop as it should, and says so.
+    let out = air(&p, &["doctor"]);
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("the project's previous daemon (pid ")
+            && said.contains("ended without stopping"),
+        "{said}"
+    );
+    // And in the user's log, in plain words.
+    let user_log =
+        std::fs::read_to_string(p.dir.path().join("air-home/logs/air.log")).unwrap_or_default();
+    assert!(user_log.contains("ended without stopping"), "{user_log}");
+    // Stopped as it should, the next daemon finds nothing to report.
+    expect(&air(&p, &["daemon", "stop"]), 0);
+    expect(&air(&p, &["daemon", "start"]), 0);
+    let said = text(&air(&p, &["doctor"]).stdout);
+    assert!(!said.contains("ended without stopping"), "{said}");
+    let _ = air(&p, &["daemon", "stop"]);
 }
 
 /// A call that was running when airsd died is not offered again unsaid (the next
@@ -1110,6 +1128,30 @@ fn air_doctor_names_what_is_missing_and_a_run_without_a_model_is_refused() {
         "{stdout}"
     );
     assert!(!stdout.contains("sk-secret-value"));
+    // A diagnostic bundle: the report, the configuration and the log, no secret.
+    std::fs::write(
+        p.dir.path().join("air-home/config.yaml"),
+        "run:\n  concurrency: 2\n# token: tok-1234567890\n",
+    )
+    .unwrap();
+    let bundle = p.dir.path().join("bundle.json");
+    let out = real(&["doctor", "--bundle", bundle.to_str().unwrap()])
+        .env("ANTHROPIC_API_KEY", "sk-secret-value")
+        .output()
+        .unwrap();
+    expect(&out, 0);
+    assert!(text(&out.stdout).contains("nothing was sent"));
+    let written = std::fs::read_to_string(&bundle).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(v["doctor"]["ok"], true, "{v}");
+    assert!(v["config"]["~/.air/config.yaml"]
+        .as_str()
+        .unwrap()
+        .contains("concurrency: 2"));
+    assert!(v["logs"]["airsd.log"].is_string(), "{v}");
+    for secret in ["sk-secret-value", "tok-1234567890"] {
+        assert!(!written.contains(secret), "{secret} in the bundle");
+    }
     // --provider with a model names both; a provider with a slash is a usage error.
     let out = real(&["run", "--plan", "plan.md", "--provider", "anthropic/x"])
         .output()
