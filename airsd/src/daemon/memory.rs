@@ -61,7 +61,17 @@ impl DaemonState {
             .await
     }
 
+    /// A project with no learned memory has no entry `id` (and none is created).
+    fn has_memory(&self, id: &str) -> Result<()> {
+        if self.paths.learned_memory().exists() {
+            Ok(())
+        } else {
+            found(None, id).map(drop)
+        }
+    }
+
     pub async fn memory_show(&self, id: String) -> Result<MemoryView> {
+        self.has_memory(&id)?;
         self.with_memory(move |m, places| {
             let entry = found(m.get(&id)?, &id)?;
             Ok(apply::view(entry, places))
@@ -72,6 +82,7 @@ impl DaemonState {
     /// Promotes an entry at the user's word: a memory is shown to agents from now on;
     /// a skill draft or patch is written first, and not promoted if it cannot be.
     pub async fn memory_promote(&self, id: String) -> Result<MemoryView> {
+        self.has_memory(&id)?;
         let view = self
             .with_memory(move |m, places| {
                 let entry = found(m.get(&id)?, &id)?;
@@ -88,29 +99,30 @@ impl DaemonState {
                 Ok(view)
             })
             .await?;
-        self.memory_event(&p::MemoryPromoted {
+        self.memory_events(&[p::MemoryPromoted {
             memory_id: view.entry.id.clone(),
             kind: view.entry.kind,
             title: view.entry.title.clone(),
             by: "user".into(),
             path: view.path.clone(),
-        })
+        }])
         .await;
         Ok(view)
     }
 
     /// Removes an entry at the user's word.
     pub async fn memory_forget(&self, id: String) -> Result<MemoryEntry> {
+        self.has_memory(&id)?;
         let entry = self
             .with_memory(move |m, _| found(m.forget(&id)?, &id))
             .await?;
-        self.memory_event(&p::MemoryArchived {
+        self.memory_events(&[p::MemoryArchived {
             memory_id: entry.id.clone(),
             title: entry.title.clone(),
             reason: "forgotten at the user's word".into(),
             by: "user".into(),
             deleted: true,
-        })
+        }])
         .await;
         Ok(entry)
     }
@@ -123,16 +135,17 @@ impl DaemonState {
                 curator::pass(m, &skills, places.root, std::time::SystemTime::now())
             })
             .await?;
-        for (e, reason) in archived {
-            self.memory_event(&p::MemoryArchived {
+        let events: Vec<p::MemoryArchived> = archived
+            .into_iter()
+            .map(|(e, reason)| p::MemoryArchived {
                 memory_id: e.id,
                 title: e.title,
                 reason,
                 by: "curator".into(),
                 deleted: false,
             })
-            .await;
-        }
+            .collect();
+        self.memory_events(&events).await;
         Ok(report)
     }
 
@@ -140,11 +153,20 @@ impl DaemonState {
     pub async fn curate_if_due(&self) {
         // Nothing learned and no skill installed: nothing to curate (and no store to
         // create).
-        if !self.paths.learned_memory().exists()
-            && air_proto::skills::discover(self.air_home().as_deref(), &self.paths.shared())
-                .0
-                .is_empty()
-        {
+        let (path, home, shared) = (
+            self.paths.learned_memory(),
+            self.air_home(),
+            self.paths.shared(),
+        );
+        let worth = tokio::task::spawn_blocking(move || {
+            path.exists()
+                || !air_proto::skills::discover(home.as_deref(), &shared)
+                    .0
+                    .is_empty()
+        })
+        .await
+        .unwrap_or(false);
+        if !worth {
             return;
         }
         let due = self
@@ -165,17 +187,23 @@ impl DaemonState {
         }
     }
 
-    /// Records a memory event in the project's newest session (none: the store alone
-    /// holds it).
-    async fn memory_event<E: Event>(&self, event: &E) {
+    /// Records memory events in the project's newest session, together (none: the
+    /// store alone holds them).
+    async fn memory_events<E: Event>(&self, events: &[E]) {
+        if events.is_empty() {
+            return;
+        }
         let recorded = async {
             let Some(newest) = self.list_sessions().await?.into_iter().next() else {
                 return Ok(());
             };
             let session = self.session(&newest.id).await?;
-            let e = RuntimeEvent::of(&newest.id, EventSource::system(), event)
+            let built = events
+                .iter()
+                .map(|e| RuntimeEvent::of(&newest.id, EventSource::system(), e))
+                .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(|e| Error::Internal(format!("{} payload: {e}", E::TYPE)))?;
-            session.store().append(e).await.map(drop)
+            session.store().append_batch(built).await.map(drop)
         }
         .await;
         if let Err(e) = recorded {
