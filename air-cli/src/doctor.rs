@@ -22,7 +22,7 @@ pub(crate) fn air_home() -> Option<PathBuf> {
 }
 
 /// The daemon's binary: `AIR_AIRSD`, or `airsd` beside `air`.
-fn airsd_path() -> PathBuf {
+pub(crate) fn airsd_path() -> PathBuf {
     std::env::var_os("AIR_AIRSD")
         .map(PathBuf::from)
         .or_else(|| {
@@ -135,7 +135,8 @@ fn check_file<T>(
     }
 }
 
-pub async fn run(json_out: bool, bundle: Option<&Path>) -> CmdResult {
+/// `fix`: `Some(yes)` for `air doctor --fix [--yes]` and `air setup`.
+pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> CmdResult {
     let mut ok = true;
     let mut lines: Vec<String> = Vec::new();
 
@@ -238,6 +239,23 @@ pub async fn run(json_out: bool, bundle: Option<&Path>) -> CmdResult {
     let (sandbox_line, sandbox_json) = sandbox(&airsd_path());
     lines.push(sandbox_line);
 
+    // What air and the project's languages need installed.
+    let root = project.as_ref().map(|p| p.root().to_path_buf());
+    let dependencies = crate::setup::check(&airsd_path(), root.as_deref());
+    let dependencies_json = match &dependencies {
+        Ok(report) => {
+            lines.extend(crate::setup::lines(report));
+            if report.dependencies.iter().any(crate::setup::blocks_runs) {
+                ok = false;
+            }
+            serde_json::to_value(report).unwrap_or_default()
+        }
+        Err(e) => {
+            lines.push(format!("dependencies: unknown ({e})"));
+            json!(null)
+        }
+    };
+
     // Providers, as this shell's environment has them.
     let models = ModelsConfig::load(home.as_deref()).unwrap_or_default();
     let env = |k: &str| std::env::var(k).ok();
@@ -303,6 +321,7 @@ pub async fn run(json_out: bool, bundle: Option<&Path>) -> CmdResult {
         "daemon": daemon,
         "files": files.iter().map(|(l, g)| json!({"check": l, "ok": g})).collect::<Vec<_>>(),
         "sandbox": sandbox_json,
+        "dependencies": dependencies_json,
         "providers": providers,
         "models": resolved,
     });
@@ -319,6 +338,41 @@ pub async fn run(json_out: bool, bundle: Option<&Path>) -> CmdResult {
     } else {
         for l in &lines {
             println!("{l}");
+        }
+    }
+    if let (Some(yes), Ok(report)) = (fix, &dependencies) {
+        println!();
+        let stdin = std::io::stdin();
+        let (installed, still) =
+            crate::setup::fix(report, yes, &mut stdin.lock(), &mut std::io::stdout())
+                .map_err(|e| Failure::from(format!("air doctor --fix: {e}")))?;
+        if installed > 0 {
+            // What the commands changed, as the machine now has it.
+            let now = crate::setup::check(&airsd_path(), root.as_deref())
+                .map_err(|e| Failure::from(format!("air doctor --fix: checking again: {e}")))?;
+            println!();
+            for l in crate::setup::lines(&now) {
+                println!("{l}");
+            }
+            let required = now
+                .dependencies
+                .iter()
+                .filter(|f| {
+                    !f.present
+                        && f.spec.severity == air_proto::dependency::DependencySeverity::Required
+                })
+                .count();
+            if required > 0 {
+                return Err(Failure {
+                    code: exit::FAILED,
+                    message: format!("{required} required dependencies are still missing"),
+                });
+            }
+        } else if still > 0 {
+            return Err(Failure {
+                code: exit::FAILED,
+                message: format!("{still} required dependencies are still missing"),
+            });
         }
     }
     if ok {

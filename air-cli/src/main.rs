@@ -15,6 +15,7 @@ mod plan_new;
 mod restore_cmd;
 mod run_cmd;
 mod service;
+mod setup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,17 +67,33 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         theme: Option<String>,
     },
-    /// What air finds here: the project, the daemon, the configuration files, the
-    /// providers and the model each agent would use (exit 1 when a run could not
-    /// start).
+    /// What air finds here: the project, the daemon, the configuration files, what
+    /// air and the project's languages need installed, the providers and the model
+    /// each agent would use (exit 1 when a run could not start).
     Doctor {
         #[arg(long)]
         json: bool,
+        /// Offer to install what is missing: each command is shown and asked about
+        /// before it runs (also `air setup`).
+        #[arg(long)]
+        fix: bool,
+        /// With --fix: run the package manager's commands after showing them, without
+        /// asking. Credentials and system security settings are still asked about.
+        #[arg(long, requires = "fix")]
+        yes: bool,
         /// Also write a diagnostic bundle (versions, platform, this report, the
         /// configuration and the daemon's log, secrets taken out) to FILE, to read and
         /// send yourself; nothing is sent anywhere.
         #[arg(long, value_name = "FILE")]
         bundle: Option<std::path::PathBuf>,
+    },
+    /// `air doctor --fix`: offer to install what air and the project need, asking
+    /// before each command.
+    Setup {
+        /// Run the package manager's commands after showing them, without asking.
+        /// Credentials and system security settings are still asked about.
+        #[arg(long)]
+        yes: bool,
     },
     /// Start, stop or inspect the project's daemon (airsd).
     Daemon {
@@ -287,12 +304,9 @@ pub fn project() -> Result<ProjectPaths, Failure> {
 /// How this `air` reaches the daemon: `AIR_AIRSD` overrides the `airsd` found beside it.
 pub fn connect_options(paths: ProjectPaths) -> ConnectOptions {
     let mut options = ConnectOptions::new(paths, "air", env!("CARGO_PKG_VERSION"));
-    options.airsd = Some(match std::env::var_os("AIR_AIRSD") {
-        Some(p) => PathBuf::from(p),
-        None => std::env::current_exe()
-            .map(|exe| air_proto::client::airsd_beside(&exe))
-            .unwrap_or_else(|_| PathBuf::from("airsd")),
-    });
+    let airsd = doctor::airsd_path();
+    setup::first_start(&options.paths, &airsd);
+    options.airsd = Some(airsd);
     options
 }
 
@@ -410,10 +424,17 @@ async fn run(command: Command) -> CmdResult {
             if report.gitignore_updated {
                 println!("added {} to .gitignore", layout::GITIGNORE_LINE);
             }
+            setup::first_start(&layout::ProjectPaths::new(&root), &doctor::airsd_path());
             Ok(())
         }
         Command::Restore(args) => restore_cmd::run(args),
-        Command::Doctor { json, bundle } => doctor::run(json, bundle.as_deref()).await,
+        Command::Doctor {
+            json,
+            fix,
+            yes,
+            bundle,
+        } => doctor::run(json, fix.then_some(yes), bundle.as_deref()).await,
+        Command::Setup { yes } => doctor::run(false, Some(yes), None).await,
         Command::Attach { session, theme } => attach(session, theme, false).await,
         Command::Root => {
             println!("{}", project()?.root().display());

@@ -23,6 +23,7 @@ pub mod bus;
 pub mod context;
 pub mod daemon;
 pub mod db;
+pub mod dependencies;
 pub mod error;
 pub mod event_store;
 pub mod evidence;

@@ -78,6 +78,11 @@ fn main() -> ExitCode {
         let code = airsd::sandbox::launch(&raw[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // `airsd __dependencies …`: what this machine has of what air needs, for `air doctor`.
+    if raw.get(1).is_some_and(|a| a == airsd::dependencies::ARG) {
+        let code = airsd::dependencies::main(&raw[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = Args::parse();
     if args.detached {
         // A new session: no controlling terminal, our own process group.

@@ -102,38 +102,6 @@ fn present(root: &Path, names: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// An executable on PATH, detected by its version.
-fn executable(
-    id: &str,
-    required_for: &[&str],
-    severity: air_proto::dependency::DependencySeverity,
-    debian: &str,
-) -> DependencySpec {
-    use air_proto::dependency::*;
-    DependencySpec {
-        id: id.to_string(),
-        kind: DependencyKind::Executable,
-        required_for: required_for.iter().map(|s| s.to_string()).collect(),
-        severity,
-        detect: DependencyDetectSpec {
-            executable: Some(id.to_string()),
-            version_args: Some(vec!["--version".into()]),
-            ..Default::default()
-        },
-        install: Some(InstallSpec {
-            low_permission: LowPermissionInstall::Prompt,
-            high_permission: HighPermissionInstall::Prompt,
-            commands: Some(vec![InstallCommandTemplate {
-                platform: Some("debian".into()),
-                command: format!("apt-get install -y {debian}"),
-                requires_root: Some(true),
-            }]),
-            docs: None,
-        }),
-        risk: DependencyRisk::NeedsRoot,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::{executable, operands, present, program, Activity, Profile};
+use super::{operands, present, program, Activity, Profile};
 
 pub struct Python;
 
@@ -88,11 +88,18 @@ impl Profile for Python {
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {
+        use air_proto::dependency::{executable, Packages};
+        let packages = Packages {
+            debian: "python3",
+            fedora: "python3",
+            arch: "python",
+            macos: "python",
+        };
         vec![executable(
             "python3",
             &["python"],
             DependencySeverity::Required,
-            "python3",
+            packages,
         )]
     }
 }

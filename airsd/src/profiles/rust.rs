@@ -4,7 +4,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::{executable, present, program, Activity, Profile};
+use super::{present, program, Activity, Profile};
 
 pub struct Rust;
 
@@ -33,11 +33,18 @@ impl Profile for Rust {
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {
+        use air_proto::dependency::{executable, Packages};
+        let packages = Packages {
+            debian: "cargo",
+            fedora: "cargo",
+            arch: "rust",
+            macos: "rust",
+        };
         vec![executable(
             "cargo",
             &["rust"],
             DependencySeverity::Required,
-            "cargo",
+            packages,
         )]
     }
 }

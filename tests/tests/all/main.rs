@@ -31,6 +31,7 @@ mod retry;
 mod robustness;
 mod run;
 mod schema;
+mod setup;
 mod store;
 mod tidy;
 mod tui;

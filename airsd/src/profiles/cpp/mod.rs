@@ -5,7 +5,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::{executable, operands, present, program, Activity, Profile};
+use super::{operands, present, program, Activity, Profile};
 
 pub mod diagnose;
 mod signature;
@@ -121,17 +121,73 @@ impl Profile for Cpp {
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {
+        use air_proto::dependency::{executable, Packages};
         use DependencySeverity::*;
         vec![
-            executable("cmake", &["cpp.build"], Required, "cmake"),
-            executable("ninja", &["cpp.build"], Optional, "ninja-build"),
-            executable("make", &["cpp.build"], Degraded, "make"),
-            executable("g++", &["cpp.build"], Required, "g++"),
-            executable("clang++", &["cpp.diagnose"], Optional, "clang"),
-            executable("ctest", &["cpp.test"], Required, "cmake"),
-            executable("cppcheck", &["cpp.analyze"], Required, "cppcheck"),
-            executable("clang-tidy", &["cpp.analyze"], Optional, "clang-tidy"),
-            executable("clangd", &["cpp.intelligence"], Optional, "clangd"),
+            executable("cmake", &["cpp.build"], Required, Packages::same("cmake")),
+            executable(
+                "ninja",
+                &["cpp.build"],
+                Optional,
+                Packages {
+                    debian: "ninja-build",
+                    fedora: "ninja-build",
+                    arch: "ninja",
+                    macos: "ninja",
+                },
+            ),
+            executable("make", &["cpp.build"], Degraded, Packages::same("make")),
+            executable(
+                "g++",
+                &["cpp.build"],
+                Required,
+                Packages {
+                    debian: "g++",
+                    fedora: "gcc-c++",
+                    arch: "gcc",
+                    macos: "gcc",
+                },
+            ),
+            executable(
+                "clang++",
+                &["cpp.diagnose"],
+                Optional,
+                Packages {
+                    debian: "clang",
+                    fedora: "clang",
+                    arch: "clang",
+                    macos: "llvm",
+                },
+            ),
+            executable("ctest", &["cpp.test"], Required, Packages::same("cmake")),
+            executable(
+                "cppcheck",
+                &["cpp.analyze"],
+                Required,
+                Packages::same("cppcheck"),
+            ),
+            executable(
+                "clang-tidy",
+                &["cpp.analyze"],
+                Optional,
+                Packages {
+                    debian: "clang-tidy",
+                    fedora: "clang-tools-extra",
+                    arch: "clang",
+                    macos: "llvm",
+                },
+            ),
+            executable(
+                "clangd",
+                &["cpp.intelligence"],
+                Optional,
+                Packages {
+                    debian: "clangd",
+                    fedora: "clang-tools-extra",
+                    arch: "clang",
+                    macos: "llvm",
+                },
+            ),
         ]
     }
 }
