@@ -76,7 +76,7 @@ async fn start() -> CmdResult {
 /// Stops the daemon with SIGTERM (the same graceful stop as `daemon.shutdown`), found
 /// through its lock rather than the socket: this works with a daemon of another
 /// protocol version too, which is what `air daemon restart` is for.
-async fn stop() -> CmdResult {
+pub(crate) async fn stop() -> CmdResult {
     let paths = project()?;
     let lock = paths.locks().join("airsd.lock");
     if !lock_held(&lock) {
@@ -132,7 +132,7 @@ fn lock_pid(path: &std::path::Path) -> Option<i32> {
 
 /// Whether a live process holds the daemon's lock (a non-blocking shared lock fails
 /// while the daemon holds its exclusive one; the kernel drops it when the daemon ends).
-fn lock_held(path: &std::path::Path) -> bool {
+pub(crate) fn lock_held(path: &std::path::Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else {
         return false;
     };

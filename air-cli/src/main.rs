@@ -9,6 +9,7 @@ mod daemon_cmd;
 mod doctor;
 mod knowledge_cmd;
 mod memory_cmd;
+mod migrate_cmd;
 mod output;
 mod plan_cmd;
 mod plan_new;
@@ -86,6 +87,14 @@ enum Command {
         /// send yourself; nothing is sent anywhere.
         #[arg(long, value_name = "FILE")]
         bundle: Option<std::path::PathBuf>,
+    },
+    /// Bring this project's .air (project.json, each session's database) to this air's
+    /// schema: shows the plan and asks; backs up, migrates, verifies, and puts
+    /// everything back on any failure.
+    Migrate {
+        /// Migrate without asking (the answer given ahead).
+        #[arg(long)]
+        yes: bool,
     },
     /// `air doctor --fix`: offer to install what air and the project need, asking
     /// before each command.
@@ -434,6 +443,7 @@ async fn run(command: Command) -> CmdResult {
             yes,
             bundle,
         } => doctor::run(json, fix.then_some(yes), bundle.as_deref()).await,
+        Command::Migrate { yes } => migrate_cmd::run(yes).await,
         Command::Setup { yes } => doctor::run(false, Some(yes), None).await,
         Command::Attach { session, theme } => attach(session, theme, false).await,
         Command::Root => {

@@ -31,6 +31,7 @@ pub mod fts;
 pub mod knowledge;
 pub mod logfile;
 pub mod memory;
+pub mod migrate;
 pub mod models;
 pub mod planning;
 pub mod profiles;

@@ -14,10 +14,13 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::{Error, Result};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Numbered migrations; entry `n` takes the schema from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("0001_init.sql"),
+    include_str!("0002_context_messages.sql"),
+];
 
 /// The SQL of every migration, in order (for documentation checks).
 pub fn migrations() -> &'static [&'static str] {

@@ -190,6 +190,17 @@ fn apply_change(
             conn.prepare_cached("DELETE FROM message_drafts WHERE message_id = ?1")?
                 .execute([&pl.message_id])?;
         }
+        DomainChange::ContextMessage { agent_id, payload: pl, content_json } => {
+            insert(
+                conn,
+                "INSERT INTO context_messages (id, seq, agent_id, task_id, content_json, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![pl.message_id, seq, agent_id, pl.task_id, content_json, ts],
+                e,
+                "payload.message_id",
+                || format!("message `{}`", pl.message_id),
+            )?;
+        }
         DomainChange::TaskCreated { task, spec_json } => {
             insert(
                 conn,

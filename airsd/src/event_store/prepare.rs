@@ -44,6 +44,12 @@ pub(crate) enum DomainChange {
         content_json: String,
         usage_json: Option<String>,
     },
+    /// `context.message.created`, with the agent the event is filed under.
+    ContextMessage {
+        agent_id: Option<String>,
+        payload: p::MessageCreated,
+        content_json: String,
+    },
     TaskCreated {
         task: Box<air_proto::task::TaskSpec>,
         spec_json: String,
@@ -233,6 +239,21 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     payload,
                     content_json,
                     usage_json,
+                }
+            }
+            ev::ContextMessageCreated::TYPE => {
+                let payload: p::MessageCreated = typed(&event)?;
+                let content_json = json(&event, &payload.content)?;
+                // As the event's `agent_id` column has it.
+                let agent_id = payload.agent_id.clone().or_else(|| {
+                    (event.source.kind == air_proto::event::SourceKind::Agent)
+                        .then(|| event.source.id.clone())
+                        .flatten()
+                });
+                DomainChange::ContextMessage {
+                    agent_id,
+                    payload,
+                    content_json,
                 }
             }
             ev::TaskCreated::TYPE => {

@@ -403,19 +403,21 @@ pub fn conversation_page(
 /// is not among them).
 pub fn agent_messages(conn: &Connection, agent_id: &str) -> Result<Vec<StoredMessage>> {
     let mut stmt = conn.prepare(
-        "SELECT type, json_extract(payload_json, '$.message_id'), json_extract(payload_json, '$.content')
-         FROM events WHERE agent_id = ?1 AND type IN ('assistant.message.created', 'context.message.created')
-         ORDER BY seq",
+        "SELECT seq, 0, json_extract(payload_json, '$.message_id'), json_extract(payload_json, '$.content')
+         FROM events WHERE agent_id = ?1 AND type = 'assistant.message.created'
+         UNION ALL
+         SELECT seq, 1, id, content_json FROM context_messages WHERE agent_id = ?1
+         ORDER BY 1",
     )?;
     let mut rows = stmt.query([agent_id])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        let kind: String = row.get(0)?;
-        let id: Option<String> = row.get(1)?;
-        let content: Option<String> = row.get(2)?;
+        let user: bool = row.get(1)?;
+        let id: Option<String> = row.get(2)?;
+        let content: Option<String> = row.get(3)?;
         out.push(StoredMessage {
             id: id.unwrap_or_default(),
-            user: kind == "context.message.created",
+            user,
             content: content
                 .and_then(|c| serde_json::from_str(&c).ok())
                 .unwrap_or(Value::Null),

@@ -22,6 +22,7 @@ mod install;
 mod knowledge;
 mod limits;
 mod memory;
+mod migrate;
 mod permissions;
 mod plan_cli;
 mod planning;

@@ -32,7 +32,7 @@ fn a_newer_database_is_refused_and_left_alone() {
             err,
             Error::SchemaTooNew {
                 found: 7,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
@@ -40,7 +40,7 @@ fn a_newer_database_is_refused_and_left_alone() {
     );
     assert!(
         err.to_string()
-            .contains("newer than this airsd supports (1); upgrade air"),
+            .contains("newer than this airsd supports (2); upgrade air"),
         "{err}"
     );
     assert_eq!(
