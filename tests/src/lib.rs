@@ -248,3 +248,22 @@ pub fn work_unit(session: &str, n: u64) -> Vec<RuntimeEvent> {
         ),
     ]
 }
+
+/// Runs `cmd` with `stdin` as its input (then closed), collecting its output.
+pub fn output_with_input(cmd: &mut std::process::Command, stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    if let Some(mut input) = child.stdin.take() {
+        // A command that exits without reading its input is no failure here.
+        let _ = input.write_all(stdin.as_bytes());
+    }
+    child
+        .wait_with_output()
+        .expect("the command's output is read")
+}

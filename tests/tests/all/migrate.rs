@@ -5,13 +5,12 @@
 //! read through the new table; and a database newer than this air is refused.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use air_proto::layout::ProjectPaths;
 use air_proto::payload as p;
-use air_tests::{bin, event, work_unit};
+use air_tests::{bin, event, output_with_input, work_unit};
 use airsd::{Session, SessionConfig};
 use rusqlite::Connection;
 use serde_json::json;
@@ -93,19 +92,13 @@ fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn air(root: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(bin("air"))
-        .args(args)
-        .current_dir(root)
-        .env("AIR_HOME", root.join("air-home"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let _ = input.write_all(stdin.as_bytes());
-    drop(input);
-    child.wait_with_output().unwrap()
+    output_with_input(
+        Command::new(bin("air"))
+            .args(args)
+            .current_dir(root)
+            .env("AIR_HOME", root.join("air-home")),
+        stdin,
+    )
 }
 
 fn text(b: &[u8]) -> String {

@@ -6,9 +6,9 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use air_tests::bin;
+use air_tests::{bin, output_with_input};
 
 fn script(path: &Path, body: &str) {
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -66,24 +66,17 @@ impl Machine {
     }
 
     fn air(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = Command::new(bin("air"))
-            .args(args)
-            .current_dir(self.project())
-            .env("PATH", self.dir.path().join("bin"))
-            .env("AIR_HOME", self.dir.path().join("air-home"))
-            .env("AIR_PLATFORM", "debian")
-            .env("ANTHROPIC_API_KEY", "sk-test")
-            .env("AIR_WORKER", bin("air-worker"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        let mut input = child.stdin.take().unwrap();
-        let _ = input.write_all(stdin.as_bytes());
-        drop(input);
-        child.wait_with_output().unwrap()
+        output_with_input(
+            Command::new(bin("air"))
+                .args(args)
+                .current_dir(self.project())
+                .env("PATH", self.dir.path().join("bin"))
+                .env("AIR_HOME", self.dir.path().join("air-home"))
+                .env("AIR_PLATFORM", "debian")
+                .env("ANTHROPIC_API_KEY", "sk-test")
+                .env("AIR_WORKER", bin("air-worker")),
+            stdin,
+        )
     }
 }
 
