@@ -13,6 +13,7 @@ mod migrate_cmd;
 mod output;
 mod plan_cmd;
 mod plan_new;
+mod profile_cmd;
 mod restore_cmd;
 mod run_cmd;
 mod service;
@@ -87,6 +88,12 @@ enum Command {
         /// send yourself; nothing is sent anywhere.
         #[arg(long, value_name = "FILE")]
         bundle: Option<std::path::PathBuf>,
+    },
+    /// The project's profile: languages, build and test commands, layout and
+    /// conventions, as agents are told them.
+    Profile {
+        #[command(subcommand)]
+        command: profile_cmd::ProfileCommand,
     },
     /// Bring this project's .air (project.json, each session's database) to this air's
     /// schema: shows the plan and asks; backs up, migrates, verifies, and puts
@@ -433,7 +440,9 @@ async fn run(command: Command) -> CmdResult {
             if report.gitignore_updated {
                 println!("added {} to .gitignore", layout::GITIGNORE_LINE);
             }
-            setup::first_start(&layout::ProjectPaths::new(&root), &doctor::airsd_path());
+            let paths = layout::ProjectPaths::new(&root);
+            profile_cmd::after_init(&paths)?;
+            setup::first_start(&paths, &doctor::airsd_path());
             Ok(())
         }
         Command::Restore(args) => restore_cmd::run(args),
@@ -443,6 +452,7 @@ async fn run(command: Command) -> CmdResult {
             yes,
             bundle,
         } => doctor::run(json, fix.then_some(yes), bundle.as_deref()).await,
+        Command::Profile { command } => profile_cmd::run(command),
         Command::Migrate { yes } => migrate_cmd::run(yes).await,
         Command::Setup { yes } => doctor::run(false, Some(yes), None).await,
         Command::Attach { session, theme } => attach(session, theme, false).await,

@@ -202,3 +202,10 @@ pub const DIFF_HEADING: &str = "## The diff of the changes";
 
 /// The sections whose text is the machine's and the moment's, not air's.
 pub const MACHINE_SECTIONS: [&str; 2] = [ENVIRONMENT_HEADING, DIFF_HEADING];
+
+/// The heading of the section that gives the project's profile (languages, build and
+/// test commands, layout, conventions): the project's, as detected from its files or
+/// as its user said it, present or not by the project's state. A replay leaves it out
+/// of what it compares, so that a recording made before a project had a profile
+/// replays after, and one project's recording in another's.
+pub const PROJECT_HEADING: &str = "## The project";

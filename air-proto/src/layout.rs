@@ -30,6 +30,9 @@ pub struct ProjectJson {
     pub project_id: String,
     pub name: String,
     pub created_at: Option<String>,
+    /// What the project is and how it is built and tested (absent until the first
+    /// scan; older projects have none).
+    pub profile: Option<crate::project_profile::ProjectProfile>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +216,18 @@ impl ProjectPaths {
         }
         Ok(project)
     }
+
+    /// Writes `project.json` whole (atomically: a crash leaves the old or the new).
+    pub fn write_project(&self, project: &ProjectJson) -> Result<()> {
+        let path = self.project_json();
+        let mut text =
+            serde_json::to_string_pretty(project).map_err(|e| LayoutError::BadProjectJson {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        text.push('\n');
+        write_atomic(&path, text.as_bytes())
+    }
 }
 
 /// Checks that `id` can name a session directory: 1 to 128 characters from
@@ -293,6 +308,7 @@ pub fn init(root: &Path, created_at: &str) -> Result<InitReport> {
             project_id: uuid::Uuid::new_v4().to_string(),
             name,
             created_at: Some(created_at.to_string()),
+            profile: None,
         };
         let mut text =
             serde_json::to_string_pretty(&project).map_err(|e| LayoutError::BadProjectJson {

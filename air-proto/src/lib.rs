@@ -40,6 +40,8 @@ pub mod payload;
 pub mod plan;
 pub mod planning;
 pub mod planning_view;
+#[cfg(feature = "layout")]
+pub mod project_profile;
 pub mod projection;
 pub mod registry;
 pub mod report;

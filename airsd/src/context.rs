@@ -110,6 +110,8 @@ pub struct Sources {
     /// The plan's text outside any task.
     pub overview: Option<String>,
     pub rules: Vec<Rule>,
+    /// The project's profile from `.air/shared/project.json` (D-022), if it has one.
+    pub project: Option<air_proto::project_profile::ProjectProfile>,
 }
 
 impl Sources {
@@ -424,6 +426,15 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
             name: "environment",
             text: environment_text(e),
             drop_rank: None,
+            refs: Vec::new(),
+        });
+    }
+    if let Some(profile) = &sources.project {
+        sections.push(Section {
+            name: "project",
+            text: profile.context_text(),
+            // Short and what every step needs: the last optional section to go.
+            drop_rank: Some(9),
             refs: Vec::new(),
         });
     }
@@ -972,6 +983,16 @@ mod tests {
 
     fn sources() -> Sources {
         Sources {
+            project: Some(air_proto::project_profile::ProjectProfile {
+                origin: air_proto::project_profile::ProfileOrigin::Confirmed,
+                languages: Some(vec!["Rust".into()]),
+                build: Some(vec!["cargo build".into()]),
+                test: None,
+                source_dirs: None,
+                test_dirs: None,
+                conventions: None,
+                confirmed_at: None,
+            }),
             plan_title: Some("A plan".into()),
             overview: Some("Build a small thing. ".repeat(40)),
             rules: vec![
@@ -1037,6 +1058,7 @@ mod tests {
             "it depends on this task",
             "Added count.",
             "Left out of this context",
+            "## The project\n\nAs the user confirmed it:\n- Languages: Rust\n- Build: `cargo build`\n- Tests: unknown\n",
         ] {
             assert!(text.contains(part), "{part} missing from {text}");
         }
@@ -1105,7 +1127,7 @@ mod tests {
             .iter()
             .map(|o| o.reference.as_str())
             .collect();
-        assert_eq!(gone, ["neighbours", "parents", "plan"]);
+        assert_eq!(gone, ["neighbours", "parents", "plan", "project"]);
         assert!(c.summary.compaction.needed);
         assert!(c
             .summary

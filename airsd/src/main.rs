@@ -88,6 +88,11 @@ fn main() -> ExitCode {
         let code = airsd::migrate::main(&raw[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // `airsd __scan …`: the project scan and its detected profile, for `air init`.
+    if raw.get(1).is_some_and(|a| a == airsd::project_profile::ARG) {
+        let code = airsd::project_profile::main(&raw[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = Args::parse();
     if args.detached {
         // A new session: no controlling terminal, our own process group.

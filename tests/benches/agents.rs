@@ -359,6 +359,7 @@ fn assembly() {
         })
         .collect();
     let sources = Sources {
+        project: None,
         plan_title: graph.title.clone(),
         overview: graph.overview.clone(),
         rules: vec![

@@ -122,6 +122,23 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let state = Arc::new(state);
     // Runs that did not end before the last stop go on.
     state.recover_runs().await;
+    // The project scan, again for what changed since the last (D-015): off the async
+    // threads, and no one waits for it.
+    {
+        let paths = paths.clone();
+        tokio::task::spawn_blocking(move || {
+            match crate::project_profile::scan_and_profile(&paths) {
+                Ok(r) => tracing::info!(
+                    files = r.scan.files,
+                    dirs_read = r.scan.dirs_read,
+                    elapsed_ms = r.scan.elapsed_ms,
+                    complete = r.scan.complete,
+                    "project scanned"
+                ),
+                Err(e) => tracing::warn!(error = %e, "project scan failed"),
+            }
+        });
+    }
     let methods = DaemonRpc {
         state: state.clone(),
     }

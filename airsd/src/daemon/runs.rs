@@ -229,6 +229,8 @@ impl DaemonState {
             plan_title: run.title.clone(),
             overview: run.overview.clone(),
             rules,
+            // A project.json that cannot be read was refused when the daemon started.
+            project: self.paths.read_project().ok().and_then(|p| p.profile),
         };
         let root = crate::scheduler::tooljob::resolved_root(self.paths.root());
         let engine = Engine::new(

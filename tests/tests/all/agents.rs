@@ -113,6 +113,20 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
             "- model: anthropic/claude-haiku-4-5\n",
             "- model: anthropic/claude-haiku-4-5\n- expected_files: `hello.txt`\n",
         );
+        // The profile the user confirmed, which every agent is told.
+        let paths = ProjectPaths::new(&root);
+        let mut project = paths.read_project().unwrap();
+        project.profile = Some(air_proto::project_profile::ProjectProfile {
+            origin: air_proto::project_profile::ProfileOrigin::Confirmed,
+            languages: Some(vec!["Text".into()]),
+            build: None,
+            test: Some(vec!["grep -q hello hello.txt".into()]),
+            source_dirs: None,
+            test_dirs: None,
+            conventions: None,
+            confirmed_at: None,
+        });
+        paths.write_project(&project).unwrap();
         let session = start(&state, &plan).await;
         let p = until(&state, &session, |p| {
             p.run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
@@ -121,6 +135,10 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
         assert!(mock.mismatches().is_empty(), "{:?} {}", mock.mismatches(), mock.received().last().map(|r| r.body.to_string()).unwrap_or_default());
         assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
         assert_eq!(std::fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\n");
+        let told = mock.received()[0].body.to_string();
+        assert!(told.contains("## The project"), "{told}");
+        assert!(told.contains("- Tests: `grep -q hello hello.txt`"), "{told}");
+        assert!(told.contains("- Build: unknown"), "{told}");
         // The request carried the key and the tools with provider-safe names.
         let first = &mock.received()[0];
         assert_eq!(first.header("x-api-key"), Some("sk-test"));

@@ -143,3 +143,87 @@ fn air_init_in_a_non_writable_directory_fails_clearly() {
     );
     assert!(!target.join(".air").exists());
 }
+
+#[test]
+fn air_init_scans_and_the_profile_is_detected_then_corrected_by_the_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for f in ["CMakeLists.txt", "src/a.cpp", "src/b.hpp", "tests/t.cpp"] {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x\n").unwrap();
+    }
+    let out = air(root, &["init"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    // CMakeLists.txt, the two sources, the test and the .gitignore air init wrote.
+    assert!(said.contains("scanned 5 files in 2 directories"), "{said}");
+    for line in [
+        "project profile (detected, not confirmed):",
+        "  languages    C++",
+        "  build        cmake -S . -B build && cmake --build build",
+        "  test         ctest --test-dir build --output-on-failure",
+        "  source_dirs  src",
+        "  test_dirs    tests",
+        "  conventions  unknown",
+        "`air profile confirm` says it is right",
+    ] {
+        assert!(said.contains(line), "{line:?} missing from {said}");
+    }
+    let read = || -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(root.join(".air/shared/project.json")).unwrap())
+            .unwrap()
+    };
+    assert_eq!(read()["profile"]["origin"], "detected");
+    let scan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".air/local/state/scan.json")).unwrap())
+            .unwrap();
+    assert_eq!(scan["complete"], true);
+    assert_eq!(scan["extensions"]["cpp"], 2);
+
+    // The user corrects a field: the profile is theirs from then on.
+    let out = air(
+        root,
+        &[
+            "profile",
+            "set",
+            "build",
+            "cmake --preset dev",
+            "cmake --build --preset dev",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = read();
+    assert_eq!(p["profile"]["origin"], "confirmed");
+    assert_eq!(p["profile"]["build"][1], "cmake --build --preset dev");
+    let out = air(root, &["profile", "set", "compiler", "gcc"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("no profile field `compiler`; the fields are languages, build, test"));
+    let out = air(root, &["profile", "unset", "test"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("  test         unknown"));
+
+    // A rescan sees the new file and keeps what the user said.
+    std::fs::write(root.join("src/c.cpp"), "x\n").unwrap();
+    let out = air(root, &["profile", "scan"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("  build        cmake --preset dev; cmake --build --preset dev"));
+    let scan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".air/local/state/scan.json")).unwrap())
+            .unwrap();
+    assert_eq!(scan["extensions"]["cpp"], 3);
+    assert_eq!(scan["dirs_read"], 1, "only src/ was read again");
+}

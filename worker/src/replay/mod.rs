@@ -47,6 +47,14 @@ static MACHINE: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
     // A section ends at the next heading of its level or above (`## `, `# `).
     regex::Regex::new(&format!(r"(?ms)^({})\n.*?(\n##? |\z)", headings.join("|"))).ok()
 });
+/// The project's profile section, with the line that joins it to the one before.
+static PROJECT_SECTION: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(&format!(
+        r"(?ms)\n{}\n.*?\n(\n##? |\z)",
+        regex::escape(air_proto::context::PROJECT_HEADING)
+    ))
+    .ok()
+});
 static EXIT: LazyLock<Option<regex::Regex>> =
     LazyLock::new(|| regex::Regex::new(r"^Exit code (-?\d+) ").ok());
 
@@ -89,6 +97,9 @@ fn mask(text: &str, root: Option<&str>) -> String {
         s = re
             .replace_all(&s, "$1\n<as on this machine>\n$2")
             .into_owned();
+    }
+    if let Some(re) = PROJECT_SECTION.as_ref() {
+        s = re.replace_all(&s, "$1").into_owned();
     }
     s
 }
@@ -397,6 +408,16 @@ pub fn recorded_model(recording: &Recording) -> Result<(ProviderKind, String), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_project_section_is_left_out_of_what_is_compared() {
+        let without = "# Task T1\n\nDo it.\n\n## The plan\n\nText.\n";
+        let between = "# Task T1\n\nDo it.\n\n## The project\n\nAs the user confirmed it:\n- Build: `make`\n\n## The plan\n\nText.\n";
+        assert_eq!(mask(between, None), without);
+        let last = "# Task T1\n\nDo it.\n\n## The project\n\n- Build: unknown\n";
+        assert_eq!(mask(last, None), "# Task T1\n\nDo it.\n");
+        assert_eq!(mask(without, None), without);
+    }
 
     #[test]
     fn normalize_masks_what_varies_and_keeps_what_air_sends() {

@@ -1,0 +1,386 @@
+//! The project scan (D-015, baseline §21): metadata of the whole tree — how many files
+//! and directories, files by extension, the files that say how a project is built,
+//! tested, formatted and checked (`CMakeLists.txt`, `package.json`, `Cargo.toml`,
+//! `.clang-format`, CI configuration, …) and a git summary. Never a file's contents.
+//!
+//! The whole tree, with no exclusions and no depth limit (D-022): build directories and
+//! vendored code are part of what the project is. Only the insides of `.git` and of
+//! `.air` at the top are not walked: they are git's and air's own databases, not the
+//! project's files. Breadth first, so the top of the tree is always seen; a hard time
+//! limit (15 s) returns what was found, marked incomplete. A rescan reuses the
+//! directories whose mtime did not change (a directory's mtime changes when an entry
+//! is added, removed or renamed in it), so it stats directories, not files: every
+//! change is seen, not only those at the top.
+//!
+//! The result is kept in `.air/local/state/scan.json` and the per-directory cache
+//! beside it (`scan-cache.json`); `airsd __scan` ([`crate::project_profile`]) scans and
+//! keeps the detected profile, for `air init`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// How long a scan may take before it returns what it has.
+pub const TIME_LIMIT: Duration = Duration::from_secs(15);
+
+/// How many paths of one kind of special file are kept (the shallowest).
+const SPECIAL_KEPT: usize = 20;
+
+/// Files that say how a project is built, tested, formatted or checked, by name.
+const SPECIAL: &[&str] = &[
+    "CMakeLists.txt",
+    "CMakePresets.json",
+    "Makefile",
+    "GNUmakefile",
+    "meson.build",
+    "BUILD.bazel",
+    "WORKSPACE",
+    "conanfile.txt",
+    "conanfile.py",
+    "vcpkg.json",
+    "compile_commands.json",
+    ".clang-format",
+    ".clang-tidy",
+    ".clangd",
+    ".editorconfig",
+    "Cargo.toml",
+    "rust-toolchain.toml",
+    "package.json",
+    "tsconfig.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "tox.ini",
+    "go.mod",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "Gemfile",
+    "Dockerfile",
+    ".pre-commit-config.yaml",
+    ".gitlab-ci.yml",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    "Jenkinsfile",
+    "AIR.md",
+    "AGENTS.md",
+    "CLAUDE.md",
+];
+
+/// Directories whose files are all CI configuration.
+const CI_DIRS: &[&str] = &[".github/workflows", ".circleci"];
+
+/// What the scan found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scan {
+    pub scanned_at: String,
+    /// False when the time limit stopped it: the counts are of what it reached.
+    pub complete: bool,
+    pub elapsed_ms: u64,
+    /// How many directories were read again (all of them for a first scan).
+    pub dirs_read: u64,
+    pub files: u64,
+    pub dirs: u64,
+    /// Files by extension (lower case, without the dot; `""` for none).
+    pub extensions: BTreeMap<String, u64>,
+    /// Special files by name (`ci` for CI configuration), their paths, shallowest first.
+    pub special: BTreeMap<String, Vec<String>>,
+    /// The entries at the top (directories end in `/`).
+    pub top_level: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitSummary>,
+}
+
+/// The repository the project is in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitSummary {
+    pub branch: Option<String>,
+    pub head: Option<String>,
+    pub head_time: Option<String>,
+    pub remote: Option<String>,
+}
+
+/// One directory as the last scan read it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Dir {
+    mtime: i128,
+    files: u64,
+    ext: Vec<(String, u64)>,
+    special: Vec<(String, String)>,
+    subdirs: Vec<String>,
+}
+
+/// The directories of the last scan, by path relative to the root (`""`: the root).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Cache {
+    dirs: HashMap<String, Dir>,
+}
+
+fn mtime(meta: &std::fs::Metadata) -> i128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(-1)
+}
+
+fn join(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
+/// Reads one directory: its files counted, its subdirectories to walk.
+fn read_dir(root: &Path, rel: &str, mtime: i128) -> Dir {
+    let path = root.join(rel);
+    let mut dir = Dir {
+        mtime,
+        ..Dir::default()
+    };
+    let ci = CI_DIRS.contains(&rel);
+    let mut ext: HashMap<String, u64> = HashMap::new();
+    let Ok(entries) = std::fs::read_dir(&path) else {
+        return dir;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            // git's and air's own databases.
+            if !(name == ".git" || (rel.is_empty() && name == ".air")) {
+                dir.subdirs.push(name);
+            }
+            continue;
+        }
+        dir.files += 1;
+        let e = match name.rsplit_once('.') {
+            Some((stem, e)) if !stem.is_empty() => e.to_ascii_lowercase(),
+            _ => String::new(),
+        };
+        *ext.entry(e).or_default() += 1;
+        if ci {
+            dir.special.push(("ci".into(), join(rel, &name)));
+        } else if SPECIAL.contains(&name.as_str()) {
+            let kind = match name.as_str() {
+                ".gitlab-ci.yml" | ".travis.yml" | "azure-pipelines.yml" | "Jenkinsfile" => {
+                    "ci".to_string()
+                }
+                _ => name.clone(),
+            };
+            dir.special.push((kind, join(rel, &name)));
+        }
+    }
+    dir.subdirs.sort();
+    dir.ext = ext.into_iter().collect();
+    dir.ext.sort();
+    dir
+}
+
+/// Scans the tree at `root`, reusing `cache`'s unchanged directories, within `limit`.
+/// Returns what was found and the cache for the next time.
+pub fn scan(root: &Path, cache: &Cache, limit: Duration) -> (Scan, Cache) {
+    let start = Instant::now();
+    let mut out = Scan {
+        scanned_at: air_proto::time::now_iso().to_string(),
+        complete: true,
+        ..Scan::default()
+    };
+    let mut next = Cache::default();
+    let mut queue: VecDeque<String> = VecDeque::new();
+    queue.push_back(String::new());
+    while let Some(rel) = queue.pop_front() {
+        if start.elapsed() > limit {
+            out.complete = false;
+            break;
+        }
+        let path = root.join(&rel);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let m = mtime(&meta);
+        let dir = match cache.dirs.get(&rel).filter(|d| d.mtime == m) {
+            // Unchanged: its entries are as they were.
+            Some(d) => d.clone(),
+            None => {
+                out.dirs_read += 1;
+                read_dir(root, &rel, m)
+            }
+        };
+        out.dirs += u64::from(!rel.is_empty());
+        out.files += dir.files;
+        for (e, n) in &dir.ext {
+            *out.extensions.entry(e.clone()).or_default() += n;
+        }
+        for (kind, p) in &dir.special {
+            let kept = out.special.entry(kind.clone()).or_default();
+            if kept.len() < SPECIAL_KEPT {
+                kept.push(p.clone());
+            }
+        }
+        if rel.is_empty() {
+            out.top_level = dir.subdirs.iter().map(|d| format!("{d}/")).collect();
+            let mut files: Vec<String> = std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            files.sort();
+            out.top_level.extend(files);
+        }
+        for sub in &dir.subdirs {
+            queue.push_back(join(&rel, sub));
+        }
+        next.dirs.insert(rel, dir);
+    }
+    out.git = git_summary(root);
+    out.elapsed_ms = start.elapsed().as_millis() as u64;
+    (out, next)
+}
+
+/// Branch, head commit and its time, and the `origin` remote, as git says.
+pub fn git_summary(root: &Path) -> Option<GitSummary> {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    git(&["rev-parse", "--is-inside-work-tree"])?;
+    Some(GitSummary {
+        branch: git(&["rev-parse", "--abbrev-ref", "HEAD"]),
+        head: git(&["rev-parse", "--short", "HEAD"]),
+        head_time: git(&["log", "-1", "--format=%cI"]),
+        remote: git(&["remote", "get-url", "origin"]),
+    })
+}
+
+/// Where the scan and its cache are kept.
+pub fn files(paths: &air_proto::layout::ProjectPaths) -> (PathBuf, PathBuf) {
+    (
+        paths.state().join("scan.json"),
+        paths.state().join("scan-cache.json"),
+    )
+}
+
+/// Scans the project (incrementally when a cache is kept) and keeps the result.
+pub fn scan_project(paths: &air_proto::layout::ProjectPaths) -> std::io::Result<Scan> {
+    let (scan_file, cache_file) = files(paths);
+    let cache: Cache = std::fs::read(&cache_file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let (scan, next) = scan(paths.root(), &cache, TIME_LIMIT);
+    std::fs::create_dir_all(paths.state())?;
+    let write = |file: &Path, bytes: Vec<u8>| -> std::io::Result<()> {
+        let tmp = file.with_extension("json.tmp");
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, file)
+    };
+    write(
+        &cache_file,
+        serde_json::to_vec(&next).map_err(std::io::Error::other)?,
+    )?;
+    write(
+        &scan_file,
+        serde_json::to_vec_pretty(&scan).map_err(std::io::Error::other)?,
+    )?;
+    Ok(scan)
+}
+
+/// The last scan kept, if any.
+pub fn last(paths: &air_proto::layout::ProjectPaths) -> Option<Scan> {
+    let (scan_file, _) = files(paths);
+    serde_json::from_slice(&std::fs::read(scan_file).ok()?).ok()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Writes a file of one byte at `rel`, with its directories.
+    pub(crate) fn touch(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+
+    #[test]
+    fn the_whole_tree_is_counted_and_a_rescan_reads_only_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in [
+            "CMakeLists.txt",
+            "src/a.cpp",
+            "src/b.cpp",
+            "src/CMakeLists.txt",
+            "include/a.hpp",
+            "tests/t.cpp",
+            ".github/workflows/ci.yml",
+            ".clang-format",
+            "build/junk.o",
+            "build/deep/more.o",
+            "README",
+            ".git/HEAD",
+            ".air/shared/project.json",
+        ] {
+            touch(root, f);
+        }
+        let (first, cache) = scan(root, &Cache::default(), TIME_LIMIT);
+        assert!(first.complete);
+        // CMakeLists.txt, .clang-format, README + src 3 + include + tests + ci + build 2;
+        // not .git's or .air's.
+        assert_eq!(first.files, 11, "{first:?}");
+        assert_eq!(first.extensions["cpp"], 3);
+        assert_eq!(first.extensions["o"], 2);
+        assert_eq!(first.extensions[""], 2, "README, .clang-format");
+        assert_eq!(
+            first.special["CMakeLists.txt"],
+            vec!["CMakeLists.txt", "src/CMakeLists.txt"]
+        );
+        assert_eq!(first.special["ci"], vec![".github/workflows/ci.yml"]);
+        assert!(first.top_level.contains(&"src/".to_string()));
+        assert!(!first.top_level.contains(&".air/".to_string()));
+        assert_eq!(
+            first.dirs, 7,
+            "src include tests build build/deep .github .github/workflows"
+        );
+
+        let (again, cache) = scan(root, &cache, TIME_LIMIT);
+        assert_eq!(again.dirs_read, 0);
+        assert_eq!(
+            (again.files, &again.extensions),
+            (first.files, &first.extensions)
+        );
+
+        // A new file deep in the tree is seen by reading only its directory; a removed
+        // directory is gone from the counts.
+        std::thread::sleep(Duration::from_millis(20));
+        touch(root, "build/deep/c.cpp");
+        let (third, cache) = scan(root, &cache, TIME_LIMIT);
+        assert_eq!(third.dirs_read, 1);
+        assert_eq!(third.extensions["cpp"], 4);
+        std::fs::remove_dir_all(root.join("build")).unwrap();
+        let (fourth, _) = scan(root, &cache, TIME_LIMIT);
+        assert_eq!(fourth.dirs_read, 1, "the top");
+        assert_eq!(fourth.extensions.get("o"), None);
+        assert_eq!(fourth.files, 9);
+        // No time at all: what it has, marked incomplete.
+        let (cut, _) = scan(root, &Cache::default(), Duration::ZERO);
+        assert!(!cut.complete);
+    }
+}
