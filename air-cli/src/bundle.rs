@@ -125,6 +125,41 @@ pub fn write(
             }
         }
     }
+    // The user's log, and the developer log of the last two days: encrypted to the
+    // maintainers' key, whole messages only.
+    if let Some(home) = air_home {
+        let dir = home.join("logs");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n == "air.log" || n.starts_with("air.developer."))
+            .collect();
+        files.sort();
+        let developer: Vec<&String> = files
+            .iter()
+            .filter(|n| n.starts_with("air.developer."))
+            .collect();
+        let recent = &developer[developer.len().saturating_sub(2)..];
+        for name in files
+            .iter()
+            .filter(|n| *n == "air.log" || recent.contains(n))
+        {
+            let Some(text) = read_tail(&dir.join(name), LOG_TAIL) else {
+                continue;
+            };
+            let text = if name == "air.log" {
+                redact(&text, &secrets)
+            } else {
+                match text.find("-----BEGIN AGE ENCRYPTED FILE-----") {
+                    Some(i) => text[i..].to_string(),
+                    None => continue,
+                }
+            };
+            logs.insert(format!("~/.air/logs/{name}"), Value::String(text));
+        }
+    }
     let skip = errors.len().saturating_sub(ERRORS_KEPT);
     let bundle = json!({
         "about": "A diagnostic bundle of air, written by `air doctor --bundle`. It stays on this machine: nothing was sent. Secrets were taken out; read it before you share it.",

@@ -24,6 +24,7 @@ pub mod context;
 pub mod daemon;
 pub mod db;
 pub mod dependencies;
+pub mod devlog;
 pub mod error;
 pub mod event_store;
 pub mod evidence;

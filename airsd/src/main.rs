@@ -116,10 +116,18 @@ fn main() -> ExitCode {
         },
     };
     let paths = air_proto::layout::ProjectPaths::new(&root);
-    if let Err(e) = init_logging(&paths.logs(), !args.foreground) {
-        eprintln!("airsd: cannot open the log: {e}");
-        return ExitCode::from(1);
-    }
+    // The user's files: $AIR_HOME, else ~/.air.
+    let air_home = std::env::var_os("AIR_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")));
+    // Writes the developer log's last lines when main returns.
+    let _developer_log = match init_logging(&paths.logs(), !args.foreground, air_home.as_deref()) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("airsd: cannot open the log: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
         .filter(|d| d.is_dir())
@@ -140,9 +148,6 @@ fn main() -> ExitCode {
     shell.heartbeat_interval_ms = args.heartbeat_ms.max(10);
     shell.core.ask_timeout_ms = args.ask_timeout_ms;
     // The user's defaults: $AIR_HOME/config.yaml, else ~/.air/config.yaml.
-    let air_home = std::env::var_os("AIR_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")));
     shell.air_home = air_home.clone();
     shell.sandbox_exe = std::env::current_exe().ok();
     if let Some(home) = air_home {
@@ -203,27 +208,71 @@ fn main() -> ExitCode {
 
 /// Logs to stderr, or (detached) to `logs/airsd.log`, rotated by size. The level comes
 /// from `AIR_LOG` (EnvFilter syntax, default `info`).
-fn init_logging(dir: &Path, to_file: bool) -> std::io::Result<()> {
-    let mut filter = tracing_subscriber::EnvFilter::try_from_env("AIR_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+fn init_logging(
+    dir: &Path,
+    to_file: bool,
+    air_home: Option<&Path>,
+) -> std::io::Result<Option<airsd::devlog::FlushGuard>> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
     // The RPC layer logs whole requests at its finer levels, and `run.start` carries
-    // the client's provider keys: never below info, whatever AIR_LOG says.
-    for target in ["jsonrpsee", "jsonrpsee_server", "jsonrpsee_core"] {
-        if let Ok(d) = format!("{target}=info").parse() {
-            filter = filter.add_directive(d);
+    // the client's provider keys: never below info, in either log, whatever AIR_LOG says.
+    let rpc_at_info = |mut filter: tracing_subscriber::EnvFilter| {
+        for target in ["jsonrpsee", "jsonrpsee_server", "jsonrpsee_core"] {
+            if let Ok(d) = format!("{target}=info").parse() {
+                filter = filter.add_directive(d);
+            }
         }
-    }
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false);
-    if !to_file {
-        builder.with_writer(std::io::stderr).init();
-        return Ok(());
-    }
-    let log =
-        airsd::logfile::RotatingLog::open(&dir.join("airsd.log"), LOG_ROTATE_BYTES, LOG_KEEP)?;
-    builder.with_writer(std::sync::Mutex::new(log)).init();
-    Ok(())
+        filter
+    };
+    let filter = rpc_at_info(
+        tracing_subscriber::EnvFilter::try_from_env("AIR_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+    );
+    let own: Box<dyn Layer<_> + Send + Sync> = if to_file {
+        let log =
+            airsd::logfile::RotatingLog::open(&dir.join("airsd.log"), LOG_ROTATE_BYTES, LOG_KEEP)?;
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(log))
+            .with_filter(filter)
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(std::io::stderr)
+            .with_filter(filter)
+            .boxed()
+    };
+    // The developer log: air's own code at debug, encrypted (D-035).
+    let developer = match air_home.map(airsd::devlog::DeveloperLog::open) {
+        Some(Ok(log)) => log,
+        Some(Err(e)) => {
+            eprintln!("airsd: the developer log is off: {e}");
+            None
+        }
+        None => None,
+    };
+    let (developer_layer, guard) = match developer {
+        Some((log, guard)) => (
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(log)
+                    .with_filter(rpc_at_info(tracing_subscriber::EnvFilter::new(
+                        "info,airsd=debug,air_proto=debug",
+                    ))),
+            ),
+            Some(guard),
+        ),
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(own)
+        .with(developer_layer)
+        .init();
+    Ok(guard)
 }
 
 /// The listening socket a service manager passed (systemd's `LISTEN_FDS` protocol: the

@@ -766,3 +766,58 @@ fn ui_state_is_kept_per_session_and_key() {
         "{bad}"
     );
 }
+
+/// The developer log (D-035): what the daemon logged is on disk only encrypted, to
+/// the key it was given, one armoured age message per write, each readable with the
+/// key alone.
+#[test]
+fn the_developer_log_is_on_disk_only_encrypted() {
+    use std::io::Read;
+    let p = Project::new();
+    let identity = age::x25519::Identity::generate();
+    let home = p.dir.path().join("air-home");
+    let air = |args: &[&str]| {
+        Command::new(bin("air"))
+            .args(args)
+            .current_dir(&p.root)
+            .env("AIR_HOME", &home)
+            .env(
+                "AIR_DEVELOPER_LOG_RECIPIENT",
+                identity.to_public().to_string(),
+            )
+            .output()
+            .unwrap()
+    };
+    let out = air(&["status"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = air(&["daemon", "stop"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let files: Vec<PathBuf> = std::fs::read_dir(home.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("air.developer.")
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let on_disk = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        on_disk.starts_with("-----BEGIN AGE ENCRYPTED FILE-----"),
+        "{on_disk}"
+    );
+    assert!(!on_disk.contains("airsd"), "plain text on disk: {on_disk}");
+    let mut plain = String::new();
+    for block in on_disk.split_inclusive("-----END AGE ENCRYPTED FILE-----\n") {
+        let d = age::Decryptor::new(age::armor::ArmoredReader::new(block.as_bytes())).unwrap();
+        d.decrypt(std::iter::once(&identity as &dyn age::Identity))
+            .unwrap()
+            .read_to_string(&mut plain)
+            .unwrap();
+    }
+    assert!(plain.contains("airsd stopped"), "{plain}");
+    assert!(plain.contains("project scanned"), "{plain}");
+}
