@@ -273,14 +273,25 @@ pub struct Failure {
     pub message: String,
 }
 
-impl<E: std::fmt::Display> From<E> for Failure {
+impl<E: std::fmt::Display + 'static> From<E> for Failure {
     fn from(e: E) -> Self {
+        // The daemon's errors say what is wrong in their message, and their kind gives
+        // the exit code.
+        if let Some(rpc) =
+            (&e as &dyn std::any::Any).downcast_ref::<jsonrpsee::core::client::Error>()
+        {
+            return rpc_failure_of(rpc);
+        }
         Failure {
             code: exit::FAILED,
             message: e.to_string(),
         }
     }
 }
+
+/// Set when the daemon refused a session written by an older air: `air` then shows the
+/// migration plan and asks (at a terminal).
+static MIGRATION_NEEDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub type CmdResult = Result<(), Failure>;
 
@@ -302,6 +313,19 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("air: {}", f.message);
+            if MIGRATION_NEEDED.load(std::sync::atomic::Ordering::Relaxed)
+                && std::io::IsTerminal::is_terminal(&std::io::stdin())
+            {
+                eprintln!();
+                let offered = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Failure::from(e.to_string()))
+                    .and_then(|rt| rt.block_on(migrate_cmd::run(false)));
+                if let Err(m) = offered {
+                    eprintln!("air: {}", m.message);
+                }
+            }
             ExitCode::from(f.code)
         }
     }
@@ -342,8 +366,12 @@ pub fn unreachable(e: ClientError) -> Failure {
 /// A daemon's answer as a failure: bad input (plan errors, unknown session or task, a
 /// refused request) exits 2; a lost connection 4; anything else 1.
 pub fn rpc_failure(e: jsonrpsee::core::client::Error) -> Failure {
+    rpc_failure_of(&e)
+}
+
+fn rpc_failure_of(e: &jsonrpsee::core::client::Error) -> Failure {
     use jsonrpsee::core::client::Error;
-    match &e {
+    match e {
         Error::Call(obj) => {
             let data: Option<serde_json::Value> =
                 obj.data().and_then(|d| serde_json::from_str(d.get()).ok());
@@ -354,6 +382,9 @@ pub fn rpc_failure(e: jsonrpsee::core::client::Error) -> Failure {
                 Some("invalid_input" | "not_found" | "conflict") => exit::USAGE,
                 _ => exit::FAILED,
             };
+            if kind.as_deref() == Some("schema_mismatch") && obj.message().contains("air migrate") {
+                MIGRATION_NEEDED.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             Failure {
                 code,
                 message: obj.message().to_string(),
@@ -363,7 +394,10 @@ pub fn rpc_failure(e: jsonrpsee::core::client::Error) -> Failure {
             code: exit::UNREACHABLE,
             message: format!("lost the daemon: {e}"),
         },
-        _ => Failure::from(e),
+        _ => Failure {
+            code: exit::FAILED,
+            message: e.to_string(),
+        },
     }
 }
 

@@ -64,7 +64,7 @@ fn v1_session(paths: &ProjectPaths, id: &str) {
     .unwrap();
 }
 
-/// Every file under `.air` but the backups and the lock, with its bytes. SQLite's
+/// Every file of `.air/shared` and `.air/local/sessions`, with its bytes. SQLite's
 /// shared-memory index (`-shm`) and an empty write-ahead log are no data: a reader
 /// leaves them behind.
 fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -74,7 +74,8 @@ fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
         for e in std::fs::read_dir(&dir).unwrap().flatten() {
             let path = e.path();
             let rel = path.strip_prefix(root).unwrap().display().to_string();
-            if rel.starts_with(".air/local/backups") || rel.starts_with(".air/local/locks") {
+            // What a migration may touch: the shared files and the sessions.
+            if rel.starts_with(".air/local") && !rel.starts_with(".air/local/sessions") {
                 continue;
             }
             if path.is_dir() {
@@ -130,6 +131,15 @@ fn a_previous_schema_is_migrated_intact_and_a_failure_puts_everything_back() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("run `air migrate`"), "{err}");
+    // A client is told in the daemon's words (at a terminal, the plan would follow).
+    let out = air(root, &["events", "--session", "s-1"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("database schema version 1 is older than this airsd (2); run `air migrate`"),
+        "{said}"
+    );
+    assert!(!said.contains("ErrorObject"), "{said}");
     let before = files(root);
 
     // The plan, then a no: nothing changes.
