@@ -49,7 +49,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Make a directory an air project: creates .air/shared and .air/local and
-    /// gitignores .air/local/. Safe to run again.
+    /// gitignores .air/local/, scans the tree and shows the project's profile to
+    /// confirm, and says what air needs that is missing. Safe to run again.
     Init {
         /// The project root (default: the current directory).
         #[arg(long, value_name = "DIR")]
