@@ -476,7 +476,13 @@ async fn run(command: Command) -> CmdResult {
                 println!("added {} to .gitignore", layout::GITIGNORE_LINE);
             }
             let paths = layout::ProjectPaths::new(&root);
-            profile_cmd::after_init(&paths)?;
+            // The project is made: a scan that fails is said, not a failure of init.
+            if let Err(e) = profile_cmd::after_init(&paths) {
+                eprintln!(
+                    "air: the project scan failed ({}); `air profile scan` tries again",
+                    e.message
+                );
+            }
             setup::first_start(&paths, &doctor::airsd_path());
             Ok(())
         }

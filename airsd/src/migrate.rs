@@ -143,9 +143,12 @@ pub fn plan(paths: &ProjectPaths) -> Result<Plan, MigrateError> {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| unreadable(&db_path, e.to_string()))?;
-        let version = db::schema_version(&conn, &db_path)
-            .map_err(|e| unreadable(&db_path, e.to_string()))?
-            .unwrap_or(0);
+        // An empty file holds no session: nothing to migrate.
+        let Some(version) =
+            db::schema_version(&conn, &db_path).map_err(|e| unreadable(&db_path, e.to_string()))?
+        else {
+            continue;
+        };
         if version > SCHEMA_VERSION {
             return Err(MigrateError::TooNew {
                 path: relative(paths, &db_path),

@@ -185,7 +185,15 @@ pub struct Report {
 /// Scans the project, keeps the scan, and keeps what detection says of its profile
 /// unless someone said better.
 pub fn scan_and_profile(paths: &air_proto::layout::ProjectPaths) -> Result<Report, String> {
-    let scan = crate::scan::scan_project(paths)
+    scan_and_profile_until(paths, &std::sync::atomic::AtomicBool::new(false))
+}
+
+/// [`scan_and_profile`], given up (keeping nothing) once `stop` is set.
+pub fn scan_and_profile_until(
+    paths: &air_proto::layout::ProjectPaths,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Report, String> {
+    let scan = crate::scan::scan_project_until(paths, stop)
         .map_err(|e| format!("{}: {e}", paths.state().display()))?;
     let mut project = paths.read_project().map_err(|e| e.to_string())?;
     let detected = detect(paths.root(), &scan);

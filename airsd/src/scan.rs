@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -176,6 +177,7 @@ fn read_dir(root: &Path, rel: &str, mtime: i128) -> Dir {
         }
     }
     dir.subdirs.sort();
+    dir.special.sort();
     dir.ext = ext.into_iter().collect();
     dir.ext.sort();
     dir
@@ -184,6 +186,11 @@ fn read_dir(root: &Path, rel: &str, mtime: i128) -> Dir {
 /// Scans the tree at `root`, reusing `cache`'s unchanged directories, within `limit`.
 /// Returns what was found and the cache for the next time.
 pub fn scan(root: &Path, cache: &Cache, limit: Duration) -> (Scan, Cache) {
+    scan_until(root, cache, limit, &AtomicBool::new(false))
+}
+
+/// [`scan`], which also stops (incomplete) once `stop` is set.
+pub fn scan_until(root: &Path, cache: &Cache, limit: Duration, stop: &AtomicBool) -> (Scan, Cache) {
     let start = Instant::now();
     let mut out = Scan {
         scanned_at: air_proto::time::now_iso().to_string(),
@@ -194,7 +201,7 @@ pub fn scan(root: &Path, cache: &Cache, limit: Duration) -> (Scan, Cache) {
     let mut queue: VecDeque<String> = VecDeque::new();
     queue.push_back(String::new());
     while let Some(rel) = queue.pop_front() {
-        if start.elapsed() > limit {
+        if start.elapsed() > limit || stop.load(Ordering::Relaxed) {
             out.complete = false;
             break;
         }
@@ -279,17 +286,28 @@ pub fn files(paths: &air_proto::layout::ProjectPaths) -> (PathBuf, PathBuf) {
 
 /// Scans the project (incrementally when a cache is kept) and keeps the result.
 pub fn scan_project(paths: &air_proto::layout::ProjectPaths) -> std::io::Result<Scan> {
+    scan_project_until(paths, &AtomicBool::new(false))
+}
+
+/// [`scan_project`], stopped by `stop`; a stopped scan keeps nothing.
+pub fn scan_project_until(
+    paths: &air_proto::layout::ProjectPaths,
+    stop: &AtomicBool,
+) -> std::io::Result<Scan> {
     let (scan_file, cache_file) = files(paths);
     let cache: Cache = std::fs::read(&cache_file)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let (scan, next) = scan(paths.root(), &cache, TIME_LIMIT);
+    let (scan, next) = scan_until(paths.root(), &cache, TIME_LIMIT, stop);
+    if stop.load(Ordering::Relaxed) {
+        return Err(std::io::Error::other("the scan was stopped"));
+    }
     std::fs::create_dir_all(paths.state())?;
+    // Each write under a name of its own: two scans at once (a daemon's and `air
+    // profile scan`) each leave a whole file.
     let write = |file: &Path, bytes: Vec<u8>| -> std::io::Result<()> {
-        let tmp = file.with_extension("json.tmp");
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, file)
+        air_proto::layout::write_atomic(file, &bytes).map_err(std::io::Error::other)
     };
     write(
         &cache_file,

@@ -122,12 +122,15 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let state = Arc::new(state);
     // Runs that did not end before the last stop go on.
     state.recover_runs().await;
-    // The project scan, again for what changed since the last (D-015): off the async
-    // threads, and no one waits for it.
-    {
+    // The project scan, again for what changed since the last (D-022): off the async
+    // threads, and no one waits for it; stopped, keeping nothing, when the daemon stops
+    // (a late write must not land after the lock is released).
+    let scan_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let scan_task = {
         let paths = paths.clone();
+        let stop = scan_stop.clone();
         tokio::task::spawn_blocking(move || {
-            match crate::project_profile::scan_and_profile(&paths) {
+            match crate::project_profile::scan_and_profile_until(&paths, &stop) {
                 Ok(r) => tracing::info!(
                     files = r.scan.files,
                     dirs_read = r.scan.dirs_read,
@@ -135,10 +138,10 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
                     complete = r.scan.complete,
                     "project scanned"
                 ),
-                Err(e) => tracing::warn!(error = %e, "project scan failed"),
+                Err(e) => tracing::info!(error = %e, "project scan not kept"),
             }
-        });
-    }
+        })
+    };
     let methods = DaemonRpc {
         state: state.clone(),
     }
@@ -254,6 +257,8 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     // then queued writes commit and writer threads end.
     state.stop_runs().await;
     state.close_sessions().await;
+    scan_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = scan_task.await;
     // Stopped as it should: the next start finds no mark.
     let _ = std::fs::remove_file(paths.state().join(RUNNING_MARK));
     drop(lock);

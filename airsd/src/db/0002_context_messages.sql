@@ -17,5 +17,5 @@ CREATE INDEX context_messages_agent ON context_messages (agent_id, seq)
 -- The messages of a v1 session, from its events.
 INSERT INTO context_messages (id, seq, agent_id, task_id, content_json, created_at)
 SELECT json_extract(payload_json, '$.message_id'), seq, agent_id, task_id,
-       json_extract(payload_json, '$.content'), timestamp
+       payload_json -> '$.content', timestamp
 FROM events WHERE type = 'context.message.created' ORDER BY seq;

@@ -140,6 +140,10 @@ fn a_previous_schema_is_migrated_intact_and_a_failure_puts_everything_back() {
         "{said}"
     );
     assert!(!said.contains("ErrorObject"), "{said}");
+    // That daemon rescans the project at its start and may write the detected profile:
+    // stopped (waiting for its scan) before the files are compared.
+    let out = air(root, &["daemon", "stop"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let before = files(root);
 
     // The plan, then a no: nothing changes.
