@@ -275,17 +275,7 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
             }
         }
     }
-    let report = check(root.as_deref(), all);
-    match serde_json::to_string(&report) {
-        Ok(s) => {
-            println!("{s}");
-            0
-        }
-        Err(e) => {
-            eprintln!("airsd {ARG}: {e}");
-            1
-        }
-    }
+    crate::answer_json(Ok::<_, String>(check(root.as_deref(), all)))
 }
 
 #[cfg(test)]

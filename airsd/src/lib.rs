@@ -48,3 +48,21 @@ pub mod userlog;
 
 pub use error::{Error, Result};
 pub use session::{Session, SessionConfig};
+
+/// The answer of one of airsd's hidden subcommands (`__dependencies`, `__migrate`,
+/// `__scan`): the value as JSON on stdout and exit 0, or the error on stderr and exit 1.
+pub fn answer_json<T: serde::Serialize, E: std::fmt::Display>(result: Result<T, E>) -> i32 {
+    match result
+        .map_err(|e| e.to_string())
+        .and_then(|v| serde_json::to_string(&v).map_err(|e| e.to_string()))
+    {
+        Ok(json) => {
+            println!("{json}");
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}

@@ -400,23 +400,9 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
         return 2;
     };
     let paths = ProjectPaths::new(root);
-    let out = if run {
-        apply(&paths).map(|o| serde_json::to_string(&o))
+    if run {
+        crate::answer_json(apply(&paths))
     } else {
-        plan(&paths).map(|p| serde_json::to_string(&p))
-    };
-    match out {
-        Ok(Ok(json)) => {
-            println!("{json}");
-            0
-        }
-        Ok(Err(e)) => {
-            eprintln!("{e}");
-            1
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            1
-        }
+        crate::answer_json(plan(&paths))
     }
 }

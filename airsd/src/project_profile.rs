@@ -221,18 +221,10 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
             return 2;
         }
     };
-    match scan_and_profile(&air_proto::layout::ProjectPaths::new(root))
-        .and_then(|r| serde_json::to_string(&r).map_err(|e| e.to_string()))
-    {
-        Ok(json) => {
-            println!("{json}");
-            0
-        }
-        Err(e) => {
-            eprintln!("airsd {ARG}: {e}");
-            1
-        }
-    }
+    crate::answer_json(
+        scan_and_profile(&air_proto::layout::ProjectPaths::new(root))
+            .map_err(|e| format!("airsd {ARG}: {e}")),
+    )
 }
 
 #[cfg(test)]
