@@ -49,12 +49,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Make a directory an air project: creates .air/shared and .air/local and
-    /// gitignores .air/local/, scans the tree and shows the project's profile to
+    /// gitignores .air/local/, scans the tree, has the Main Agent propose the
+    /// project's profile from the scan when a model is configured, shows it to
     /// confirm, and says what air needs that is missing. Safe to run again.
     Init {
         /// The project root (default: the current directory).
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
+        #[command(flatten)]
+        ask: profile_cmd::Ask,
     },
     /// Print the root of the project containing the current directory.
     Root,
@@ -450,7 +453,7 @@ async fn talk() -> CmdResult {
 
 async fn run(command: Command) -> CmdResult {
     match command {
-        Command::Init { path } => {
+        Command::Init { path, ask } => {
             let root = match path {
                 Some(p) => p,
                 None => current_dir()?,
@@ -477,7 +480,7 @@ async fn run(command: Command) -> CmdResult {
             }
             let paths = layout::ProjectPaths::new(&root);
             // The project is made: a scan that fails is said, not a failure of init.
-            if let Err(e) = profile_cmd::after_init(&paths) {
+            if let Err(e) = profile_cmd::after_init(&paths, &ask).await {
                 eprintln!(
                     "air: the project scan failed ({}); `air profile scan` tries again",
                     e.message
@@ -493,7 +496,7 @@ async fn run(command: Command) -> CmdResult {
             yes,
             bundle,
         } => doctor::run(json, fix.then_some(yes), bundle.as_deref()).await,
-        Command::Profile { command } => profile_cmd::run(command),
+        Command::Profile { command } => profile_cmd::run(command).await,
         Command::Migrate { yes } => migrate_cmd::run(yes).await,
         Command::Setup { yes } => doctor::run(false, Some(yes), None).await,
         Command::Attach { session, theme } => attach(session, theme, false).await,

@@ -1,13 +1,14 @@
-//! The project's profile (D-022): `air init` scans the project (through `airsd __scan`)
-//! and shows what it found, and the user confirms or corrects it once; `air profile
-//! show|confirm|set|unset` reads and edits it in `.air/shared/project.json`, which
-//! every agent's context is given.
+//! The project's profile (D-015, D-022): `air init` scans the project (through `airsd
+//! __scan`), the Main Agent proposes the profile from the scan when a model is
+//! configured (`airsd __propose`, with this client's environment), and the user
+//! confirms or corrects it once; `air profile show|scan|reset|confirm|set|unset` reads
+//! and edits it in `.air/shared/project.json`, which every agent's context is given.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::Stdio;
 
 use air_proto::layout::ProjectPaths;
-use air_proto::project_profile::{ProfileOrigin, ProjectProfile, FIELDS};
+use air_proto::project_profile::{related, ProfileOrigin, ProjectProfile, FIELDS};
 
 use crate::{args::usage, exit, project, CmdResult, Failure};
 
@@ -16,9 +17,18 @@ pub enum ProfileCommand {
     /// What air knows of the project: languages, build and test commands, layout,
     /// conventions (`unknown` where nothing is known).
     Show,
-    /// Scan the project again and refresh what detection says (a profile you
-    /// confirmed is kept).
-    Scan,
+    /// Scan the project again and refresh the profile: what detection says, then
+    /// the Main Agent's proposal when a model is configured (a profile you confirmed
+    /// is kept).
+    Scan {
+        #[command(flatten)]
+        ask: Ask,
+    },
+    /// Forget the profile, confirmed or not, and make it again as `scan` does.
+    Reset {
+        #[command(flatten)]
+        ask: Ask,
+    },
     /// Say that the profile is right as it is.
     Confirm,
     /// Correct one field: `air profile set test "ctest --test-dir build"` (several
@@ -33,27 +43,177 @@ pub enum ProfileCommand {
     Unset { field: String },
 }
 
-/// Scans the project through airsd and returns what it printed.
-fn scan(paths: &ProjectPaths) -> Result<serde_json::Value, Failure> {
+/// Whether and which model proposes the profile.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Ask {
+    /// Keep what detection says: do not ask a model to propose the profile.
+    #[arg(long)]
+    pub no_model: bool,
+    /// The model that proposes it (PROVIDER/MODEL; default: the Main Agent's).
+    #[arg(long, value_name = "PROVIDER/MODEL", conflicts_with = "no_model")]
+    pub model: Option<String>,
+}
+
+/// Runs `airsd SUBCOMMAND --root ROOT ARGS…` and reads the JSON it prints. With
+/// `progress` its stderr is the user's (what it is doing); otherwise it is the error
+/// when it fails. An interrupt reaches it (it stops and answers) rather than ending
+/// this command.
+async fn airsd(
+    subcommand: &str,
+    paths: &ProjectPaths,
+    args: &[&str],
+    progress: bool,
+) -> Result<serde_json::Value, Failure> {
     let airsd = crate::doctor::airsd_path();
-    let out = std::process::Command::new(&airsd)
-        .arg("__scan")
+    let child = tokio::process::Command::new(&airsd)
+        .arg(subcommand)
         .arg("--root")
         .arg(paths.root())
+        .args(args)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(if progress {
+            Stdio::inherit()
+        } else {
+            Stdio::piped()
+        })
+        .kill_on_drop(true)
+        .spawn()
         .map_err(|e| Failure::from(format!("cannot start {}: {e}", airsd.display())))?;
+    let pid = child.id();
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
+    let output = child.wait_with_output();
+    tokio::pin!(output);
+    let out = loop {
+        tokio::select! {
+            out = &mut output => break out,
+            _ = sigint.recv() => {
+                // Passed on (a terminal's Ctrl-C reaches both; twice is harmless).
+                if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGINT,
+                    );
+                }
+            }
+        }
+    }
+    .map_err(|e| Failure::from(format!("{} {subcommand}: {e}", airsd.display())))?;
     if !out.status.success() {
-        return Err(Failure::from(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
+        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(Failure::from(if said.is_empty() {
+            format!("{} {subcommand} failed ({})", airsd.display(), out.status)
+        } else {
+            said
+        }));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| {
         Failure::from(format!(
-            "{} __scan answered unreadably: {e}",
+            "{} {subcommand} answered unreadably: {e}",
             airsd.display()
         ))
     })
+}
+
+/// Scans the project: says what it found and returns the profile.
+async fn scan(paths: &ProjectPaths) -> Result<Option<ProjectProfile>, Failure> {
+    let report = airsd("__scan", paths, &[], false).await?;
+    let s = &report["scan"];
+    println!(
+        "scanned {} files in {} directories ({} ms){}",
+        s["files"],
+        s["dirs"],
+        s["elapsed_ms"],
+        if s["complete"] == true {
+            String::new()
+        } else {
+            "; stopped at the time limit: what it reached is kept, the rest is scanned later"
+                .to_string()
+        }
+    );
+    Ok(serde_json::from_value(report["profile"].clone())
+        .ok()
+        .flatten())
+}
+
+/// Scans, then (unless told not to) asks the Main Agent's model to propose the
+/// profile; returns the profile as it then is.
+async fn scan_and_propose(
+    paths: &ProjectPaths,
+    ask: &Ask,
+) -> Result<Option<ProjectProfile>, Failure> {
+    let detected = scan(paths).await?;
+    if ask.no_model
+        || detected
+            .as_ref()
+            .is_some_and(|p| p.origin == ProfileOrigin::Confirmed)
+    {
+        return Ok(detected);
+    }
+    let mut args = Vec::new();
+    if let Some(m) = &ask.model {
+        args.extend(["--model", m.as_str()]);
+    }
+    let outcome = match airsd("__propose", paths, &args, true).await {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!(
+                "air: no proposal ({}); the profile is what detection says",
+                e.message
+            );
+            return Ok(detected);
+        }
+    };
+    let first_line = |v: &serde_json::Value| {
+        v.as_str()
+            .and_then(|r| r.lines().next())
+            .unwrap_or("no reason given")
+            .to_string()
+    };
+    match outcome["status"].as_str() {
+        Some("proposed") => {
+            let mut usage = format!(
+                "{} tokens in, {} out",
+                outcome["input_tokens"], outcome["output_tokens"]
+            );
+            if let Some(c) = outcome["cost_micro_usd"].as_u64() {
+                usage.push_str(&format!(", ${:.4}", c as f64 / 1e6));
+            }
+            println!(
+                "proposed by {} ({usage})",
+                outcome["model"].as_str().unwrap_or("the Main Agent")
+            );
+            for n in outcome["notes"].as_array().into_iter().flatten() {
+                println!("  note: {}", n.as_str().unwrap_or_default());
+            }
+            let filled: Vec<&str> = outcome["filled"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str())
+                .collect();
+            if !filled.is_empty() {
+                println!(
+                    "  left unknown by the model, taken from detection: {}",
+                    filled.join(", ")
+                );
+            }
+        }
+        Some("skipped") => println!(
+            "no model proposes the profile: {}",
+            first_line(&outcome["reason"])
+        ),
+        Some("failed") => println!(
+            "the Main Agent proposed nothing ({}): the profile is what detection says",
+            first_line(&outcome["reason"])
+        ),
+        _ => {}
+    }
+    Ok(serde_json::from_value(outcome["profile"].clone())
+        .ok()
+        .flatten()
+        .or(detected))
 }
 
 fn show(profile: Option<&ProjectProfile>) {
@@ -73,25 +233,10 @@ fn show(profile: Option<&ProjectProfile>) {
     }
 }
 
-/// After `air init`: the scan, the profile, and (at a terminal) the question.
-pub fn after_init(paths: &ProjectPaths) -> CmdResult {
-    let report = scan(paths)?;
-    let s = &report["scan"];
-    println!(
-        "scanned {} files in {} directories ({} ms){}",
-        s["files"],
-        s["dirs"],
-        s["elapsed_ms"],
-        if s["complete"] == true {
-            String::new()
-        } else {
-            "; stopped at the time limit: what it reached is kept, the rest is scanned later"
-                .to_string()
-        }
-    );
-    let profile: Option<ProjectProfile> = serde_json::from_value(report["profile"].clone())
-        .ok()
-        .flatten();
+/// After `air init`: the scan, the proposal, the profile, and (at a terminal) the
+/// question.
+pub async fn after_init(paths: &ProjectPaths, ask: &Ask) -> CmdResult {
+    let profile = scan_and_propose(paths, ask).await?;
     show(profile.as_ref());
     let Some(p) = profile.filter(|p| p.origin != ProfileOrigin::Confirmed) else {
         return Ok(());
@@ -128,18 +273,29 @@ fn confirm(paths: &ProjectPaths, mut p: ProjectProfile) -> CmdResult {
     Ok(())
 }
 
-pub fn run(command: ProfileCommand) -> CmdResult {
+pub async fn run(command: ProfileCommand) -> CmdResult {
     let paths = project()?;
     match command {
         ProfileCommand::Show => {
             show(paths.read_project()?.profile.as_ref());
             Ok(())
         }
-        ProfileCommand::Scan => {
-            let report = scan(&paths)?;
-            let profile: Option<ProjectProfile> = serde_json::from_value(report["profile"].clone())
-                .ok()
-                .flatten();
+        ProfileCommand::Scan { ask } => {
+            let profile = scan_and_propose(&paths, &ask).await?;
+            if profile
+                .as_ref()
+                .is_some_and(|p| p.origin == ProfileOrigin::Confirmed)
+            {
+                println!("the profile you confirmed is kept (`air profile reset` makes it again)");
+            }
+            show(profile.as_ref());
+            Ok(())
+        }
+        ProfileCommand::Reset { ask } => {
+            let mut project = paths.read_project()?;
+            project.profile = None;
+            paths.write_project(&project)?;
+            let profile = scan_and_propose(&paths, &ask).await?;
             show(profile.as_ref());
             Ok(())
         }
@@ -160,16 +316,10 @@ pub fn run(command: ProfileCommand) -> CmdResult {
 }
 
 fn edit(paths: &ProjectPaths, field: &str, values: Option<Vec<String>>) -> CmdResult {
-    let mut p = paths.read_project()?.profile.unwrap_or(ProjectProfile {
-        origin: ProfileOrigin::Confirmed,
-        languages: None,
-        build: None,
-        test: None,
-        source_dirs: None,
-        test_dirs: None,
-        conventions: None,
-        confirmed_at: None,
-    });
+    let mut p = paths
+        .read_project()?
+        .profile
+        .unwrap_or_else(|| ProjectProfile::unknown(ProfileOrigin::Confirmed));
     let Some(slot) = p.field_mut(field) else {
         return Err(usage(format!(
             "no profile field `{field}`; the fields are {}",
@@ -179,5 +329,17 @@ fn edit(paths: &ProjectPaths, field: &str, values: Option<Vec<String>>) -> CmdRe
     *slot = values.filter(|v| !v.is_empty());
     confirm(paths, p.clone())?;
     show(paths.read_project()?.profile.as_ref());
+    // What was inferred from the field may be wrong now (D-015).
+    let known: Vec<&str> = related(field)
+        .iter()
+        .copied()
+        .filter(|r| p.field_mut(r).is_some_and(|v| v.is_some()))
+        .collect();
+    if !known.is_empty() {
+        println!(
+            "this may change what follows from `{field}`: check {} (`air profile set` corrects each)",
+            known.join(", ")
+        );
+    }
     Ok(())
 }

@@ -109,6 +109,7 @@ wire_enum! {
         Debug = "debug",
         Compaction = "compaction",
         ExperienceMining = "experience_mining",
+        ProjectProfile = "project_profile",
     }
 }
 

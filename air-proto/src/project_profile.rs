@@ -6,6 +6,7 @@
 //! field nobody knows is `None` ("unknown"), never an error.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Where a profile's contents come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +51,20 @@ pub const FIELDS: &[&str] = &[
 ];
 
 impl ProjectProfile {
+    /// A profile of which nothing is known yet.
+    pub fn unknown(origin: ProfileOrigin) -> ProjectProfile {
+        ProjectProfile {
+            origin,
+            languages: None,
+            build: None,
+            test: None,
+            source_dirs: None,
+            test_dirs: None,
+            conventions: None,
+            confirmed_at: None,
+        }
+    }
+
     /// The field named `name`, for `air profile set`.
     pub fn field_mut(&mut self, name: &str) -> Option<&mut Option<Vec<String>>> {
         Some(match name {
@@ -119,6 +134,155 @@ impl ProjectProfile {
     }
 }
 
+/// The task id of the Main Agent's proposal of the profile.
+pub const PROPOSAL_TASK: &str = "project-profile";
+
+/// Most items a proposed field keeps, and most characters an item keeps.
+const MAX_ITEMS: usize = 20;
+const MAX_ITEM_CHARS: usize = 400;
+
+/// The form the Main Agent fills in to propose the profile: every field may be left
+/// out. (Its schema is the model's; what it sends is read by [`read_proposal`], which
+/// takes more than this.)
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposalForm {
+    /// The project's programming languages, the most used first.
+    pub languages: Option<Vec<String>>,
+    /// Shell commands, run from the project's root, that build it; in order.
+    pub build: Option<Vec<String>>,
+    /// Shell commands, run from the project's root, that run its tests (after the build).
+    pub test: Option<Vec<String>>,
+    /// Directories holding its sources, relative to the root.
+    pub source_dirs: Option<Vec<String>>,
+    /// Directories holding its tests, relative to the root.
+    pub test_dirs: Option<Vec<String>>,
+    /// Its conventions (formatting, static analysis, CI, rules for contributors): one
+    /// short line each, naming the file that sets it.
+    pub conventions: Option<Vec<String>>,
+}
+
+/// What the Main Agent's proposal comes to: the profile (origin `proposed`) and what
+/// was passed over in reading it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalResult {
+    pub profile: ProjectProfile,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Reads a proposal loosely: a field left out, `null`, empty or `"unknown"` is
+/// unknown; a string stands for a list of one; what is neither (and any field the
+/// profile does not have) is passed over with a note. Never an error: a model's
+/// mistake costs the field, not the proposal.
+pub fn read_proposal(input: &Value) -> ProposalResult {
+    let mut profile = ProjectProfile::unknown(ProfileOrigin::Proposed);
+    let mut notes = Vec::new();
+    let Some(fields) = input.as_object() else {
+        notes.push(format!(
+            "the proposal was {}, not an object of fields: every field is unknown",
+            kind_of(input)
+        ));
+        return ProposalResult { profile, notes };
+    };
+    for (name, value) in fields {
+        let Some(slot) = profile.field_mut(name) else {
+            notes.push(format!(
+                "`{name}` is not a field of the profile: passed over"
+            ));
+            continue;
+        };
+        let items: Vec<&Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            Value::Null => Vec::new(),
+            other => vec![other],
+        };
+        let mut kept = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            let text = match item {
+                Value::String(s) => s.trim().to_string(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                other => {
+                    notes.push(format!(
+                        "`{name}[{i}]` is {}, not text: passed over",
+                        kind_of(other)
+                    ));
+                    continue;
+                }
+            };
+            if text.is_empty() || text.eq_ignore_ascii_case("unknown") {
+                continue;
+            }
+            if kept.len() == MAX_ITEMS {
+                notes.push(format!(
+                    "`{name}`: only the first {MAX_ITEMS} items are kept"
+                ));
+                break;
+            }
+            let text = if text.chars().count() > MAX_ITEM_CHARS {
+                notes.push(format!(
+                    "`{name}[{i}]` is cut to {MAX_ITEM_CHARS} characters"
+                ));
+                text.chars().take(MAX_ITEM_CHARS).collect()
+            } else {
+                text
+            };
+            if !kept.contains(&text) {
+                kept.push(text);
+            }
+        }
+        *slot = (!kept.is_empty()).then_some(kept);
+    }
+    ProposalResult { profile, notes }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The fields a correction of `field` may make wrong: what was inferred from it
+/// (D-015's "may affect related inferences").
+pub fn related(field: &str) -> &'static [&'static str] {
+    match field {
+        "languages" => &["build", "test", "source_dirs", "test_dirs", "conventions"],
+        "build" => &["test"],
+        "source_dirs" => &["test_dirs"],
+        "test_dirs" => &["test"],
+        _ => &[],
+    }
+}
+
+impl ProjectProfile {
+    /// Fills the fields this profile leaves unknown from `other`; the names of those
+    /// it filled.
+    pub fn fill_from(&mut self, other: &ProjectProfile) -> Vec<&'static str> {
+        let mut filled = Vec::new();
+        for name in FIELDS {
+            let theirs = other
+                .fields()
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| (*v).clone())
+                .filter(|v| !v.is_empty());
+            if let (Some(slot), Some(v)) = (self.field_mut(name), theirs) {
+                if slot.as_ref().is_none_or(Vec::is_empty) {
+                    *slot = Some(v);
+                    filled.push(*name);
+                }
+            }
+        }
+        filled
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +307,51 @@ mod tests {
         let back: ProjectProfile =
             serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
+    }
+
+    #[test]
+    fn a_proposal_is_read_loosely_and_what_is_missing_is_unknown() {
+        let r = read_proposal(&serde_json::json!({
+            "languages": ["C++", "  ", "unknown", "C++", "CMake"],
+            "build": "cmake --build build",
+            "test": null,
+            "source_dirs": [{"dir": "src"}, "src"],
+            "test_dirs": 7,
+            "owner": "someone"
+        }));
+        let p = &r.profile;
+        assert_eq!(p.origin, ProfileOrigin::Proposed);
+        assert_eq!(p.languages, Some(vec!["C++".into(), "CMake".into()]));
+        assert_eq!(p.build, Some(vec!["cmake --build build".into()]));
+        assert_eq!((p.test.clone(), p.conventions.clone()), (None, None));
+        assert_eq!(p.source_dirs, Some(vec!["src".into()]));
+        assert_eq!(p.test_dirs, Some(vec!["7".into()]));
+        assert_eq!(
+            r.notes,
+            vec![
+                "`owner` is not a field of the profile: passed over".to_string(),
+                "`source_dirs[0]` is an object, not text: passed over".to_string(),
+            ]
+        );
+        let r = read_proposal(&serde_json::json!("C++"));
+        assert_eq!(r.profile.lines()[0], "languages    unknown");
+        assert_eq!(r.notes.len(), 1);
+
+        // Detection fills what the proposal left unknown, and says which.
+        let mut p = read_proposal(&serde_json::json!({"languages": ["Rust"]})).profile;
+        let detected = ProjectProfile {
+            origin: ProfileOrigin::Detected,
+            languages: Some(vec!["C".into()]),
+            build: Some(vec!["cargo build".into()]),
+            test: Some(vec![]),
+            source_dirs: None,
+            test_dirs: None,
+            conventions: None,
+            confirmed_at: None,
+        };
+        assert_eq!(p.fill_from(&detected), vec!["build"]);
+        assert_eq!(p.languages, Some(vec!["Rust".into()]));
+        assert_eq!(p.build, Some(vec!["cargo build".into()]));
+        assert_eq!(p.test, None);
     }
 }

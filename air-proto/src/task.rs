@@ -270,6 +270,7 @@ wire_enum! {
         DebuggerResult = "DebuggerResult",
         CompactorResult = "CompactorResult",
         ExperienceMinerResult = "ExperienceMinerResult",
+        ProjectProfile = "ProjectProfile",
     }
 }
 

@@ -13,8 +13,10 @@
 //! [`knowledge`], the daemon's
 //! rotating [`logfile`], and the crate's [`error`]s.
 //!
-//! Must not: print (it logs through `tracing`; only the sandbox launcher, which runs as
-//! its own process, writes to its stdio), or trust any input it did not check.
+//! Must not: print (it logs through `tracing`; only the hidden subcommands, each its
+//! own process — the sandbox launcher, `__dependencies`, `__migrate`, `__scan`,
+//! `__propose` — write to their stdio, from their `main`), or trust any input it did
+//! not check.
 //! The environment it reads is named where it is read: the home directory and the
 //! variables a command may see (`tools::exec::command_env`).
 
@@ -35,6 +37,7 @@ pub mod memory;
 pub mod migrate;
 pub mod models;
 pub mod planning;
+pub mod profile_proposal;
 pub mod profiles;
 pub mod project_profile;
 pub mod projection;

@@ -93,6 +93,21 @@ fn main() -> ExitCode {
         let code = airsd::project_profile::main(&raw[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // `airsd __propose …`: the Main Agent's proposal of the profile, for `air init`.
+    if raw
+        .get(1)
+        .is_some_and(|a| a == airsd::profile_proposal::ARG)
+    {
+        let worker = airsd::supervisor::WorkerCommand {
+            program: worker_program(std::env::var_os("AIR_WORKER").map(PathBuf::from)),
+            args: Vec::new(),
+            env: airsd::supervisor::worker_env(std::env::vars_os()),
+            cancel_grace: Duration::from_secs(2),
+            queue: 256,
+        };
+        let code = airsd::profile_proposal::main(&raw[2..], &worker);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = Args::parse();
     if args.detached {
         // A new session: no controlling terminal, our own process group.
@@ -132,12 +147,7 @@ fn main() -> ExitCode {
         .map(PathBuf::from)
         .filter(|d| d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
-    let worker = args.worker.clone().unwrap_or_else(|| {
-        std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(|d| d.join("air-worker")))
-            .unwrap_or_else(|| PathBuf::from("air-worker"))
-    });
+    let worker = worker_program(args.worker.clone());
     let mut shell = airsd::scheduler::shell::ShellConfig::new(airsd::supervisor::WorkerCommand {
         program: worker,
         args: Vec::new(),
@@ -204,6 +214,19 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// The worker program: `given` (`--worker`, `AIR_WORKER`), else `air-worker` beside
+/// airsd.
+fn worker_program(given: Option<PathBuf>) -> PathBuf {
+    given
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.parent().map(|d| d.join("air-worker")))
+                .unwrap_or_else(|| PathBuf::from("air-worker"))
+        })
 }
 
 /// Logs to stderr, or (detached) to `logs/airsd.log`, rotated by size. The level comes

@@ -67,6 +67,27 @@ pub fn worker_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<(OsSt
     .collect()
 }
 
+/// The answer to a tool call of an agent that has no project tools (the Compactor, the
+/// ExperienceMiner, the Main Agent proposing the profile): refused, naming the call.
+pub fn not_its_tool(call: &air_proto::ipc::ToolCall) -> air_proto::ipc::ToolResult {
+    air_proto::ipc::ToolResult {
+        tool_call_id: call.tool_call_id.clone(),
+        status: air_proto::ipc::ToolResultStatus::Error,
+        output: None,
+        content: None,
+        error: Some(air_proto::error::WireError {
+            kind: air_proto::error::ErrorKind::PermissionDenied,
+            message: format!(
+                "`{}` is not this agent's tool: it only hands back its result (submit_result)",
+                call.tool
+            ),
+            details: None,
+        }),
+        truncated: false,
+        artifact_ref: None,
+    }
+}
+
 /// What a worker reports to its owner.
 #[derive(Debug)]
 pub enum WorkerEvent {

@@ -40,7 +40,11 @@ fn main() {
         let home = root.join("home");
         std::fs::create_dir_all(&home).unwrap();
         let air = |args: &[&str]| air_tests::release_air(root, &home, &mock.url, args);
-        assert!(air(&["init"]).output().unwrap().status.success());
+        assert!(air(&["init", "--no-model"])
+            .output()
+            .unwrap()
+            .status
+            .success());
         std::fs::write(root.join("p.md"), "## Task A: greet\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n").unwrap();
         let t = Instant::now();
         let start = SystemTime::now();
@@ -89,7 +93,11 @@ fn end_of_run(rt: &tokio::runtime::Runtime) {
         let root = dir.path();
         std::fs::create_dir_all(root.join("home")).unwrap();
         let air = |args: &[&str]| air_tests::release_air(root, &root.join("home"), &mock.url, args);
-        assert!(air(&["init"]).output().unwrap().status.success());
+        assert!(air(&["init", "--no-model"])
+            .output()
+            .unwrap()
+            .status
+            .success());
         assert!(air(&["daemon", "start"]).output().unwrap().status.success());
         std::fs::write(
             root.join("p.md"),
@@ -263,7 +271,11 @@ fn memory_and_turns(rt: &tokio::runtime::Runtime) {
             std::fs::write(root.join(format!("src/f{i}.txt")), "some text\n".repeat(50)).unwrap();
         }
         let air = |args: &[&str]| air_tests::release_air(root, &root.join("home"), &mock.url, args);
-        assert!(air(&["init"]).output().unwrap().status.success());
+        assert!(air(&["init", "--no-model"])
+            .output()
+            .unwrap()
+            .status
+            .success());
         std::fs::write(root.join("p.md"), "## Task A: greet\n\nRead src/, then create hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n").unwrap();
         let mut client = air(&["run", "--plan", "p.md"])
             .stdout(std::process::Stdio::null())

@@ -82,7 +82,11 @@ fn main() {
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let air = |args: &[&str]| air_tests::release_air(&root, &home, &mock.url, args);
-    assert!(air(&["init"]).output().unwrap().status.success());
+    assert!(air(&["init", "--no-model"])
+        .output()
+        .unwrap()
+        .status
+        .success());
     std::fs::write(
         root.join("p.md"),
         "## Task A: talk\n\nSay a lot.\n\nAcceptance criteria:\n- said\n",

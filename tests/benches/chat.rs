@@ -55,7 +55,11 @@ fn project(url: &str) -> (tempfile::TempDir, impl Fn(&[&str]) -> std::process::C
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let air = move |args: &[&str]| air_tests::release_air(&root, &home, &url, args);
-    assert!(air(&["init"]).output().unwrap().status.success());
+    assert!(air(&["init", "--no-model"])
+        .output()
+        .unwrap()
+        .status
+        .success());
     (dir, air)
 }
 

@@ -39,7 +39,7 @@ fn measure(exe: &Path, work: &Path, path: &str) -> (f64, f64) {
     let home = work.join("home");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(&home).unwrap();
-    let out = air(exe, &root, &home, path, &["init"]);
+    let out = air(exe, &root, &home, path, &["init", "--no-model"]);
     assert!(
         out.status.success(),
         "{}",

@@ -49,7 +49,11 @@ fn main() {
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let air = |args: &[&str]| air_tests::release_air(&root, &home, &mock.url, args);
-    assert!(air(&["init"]).output().unwrap().status.success());
+    assert!(air(&["init", "--no-model"])
+        .output()
+        .unwrap()
+        .status
+        .success());
     assert!(air(&["daemon", "start"]).output().unwrap().status.success());
 
     let rt = tokio::runtime::Builder::new_current_thread()

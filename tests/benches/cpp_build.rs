@@ -49,7 +49,7 @@ fn main() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/intstats"),
         &root,
     );
-    ok(air(&root, "air-worker").arg("init"));
+    ok(air(&root, "air-worker").args(["init", "--no-model"]));
     ok(air(&root, "air-worker").args(["run", "--plan", "plan.md", "--replay", "recording"]));
     ok(air(&root, "air-worker").args(["daemon", "stop"]));
     let mut by_hand = Vec::new();

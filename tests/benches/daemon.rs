@@ -107,7 +107,7 @@ async fn catch_up(
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
-    assert!(air(&root, &["init"]).status.success());
+    assert!(air(&root, &["init", "--no-model"]).status.success());
     let paths = air_proto::layout::ProjectPaths::new(&root);
 
     // Cold: no daemon → `air status` answers, auto-start included.

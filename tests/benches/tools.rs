@@ -30,7 +30,10 @@ fn air(root: &Path) -> Command {
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let out = air(dir.path()).arg("init").output().unwrap();
+    let out = air(dir.path())
+        .args(["init", "--no-model"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     dir
 }

@@ -366,10 +366,17 @@ async fn run_with(
     let consulted = role == AgentType::ArchitectureDesigner
         && start.task_spec.task_type == air_proto::task::TaskType::Execute
         && !planning;
-    let output = submit::Output::of(role, consulted);
+    // The Main Agent proposing the project's profile hands back a form (D-015).
+    let proposing = role == AgentType::Main
+        && start.task_spec.output_contract == air_proto::task::OutputContract::ProjectProfile;
+    let output = if proposing {
+        submit::Output::Profile
+    } else {
+        submit::Output::of(role, consulted)
+    };
     // The Main Agent ends its turn with its answer, not a form; so does the direct
     // lane's executor (D-005).
-    let main = role == AgentType::Main;
+    let main = role == AgentType::Main && !proposing;
     let direct =
         start.runtime.permission_template == air_proto::context::PermissionTemplate::MainDirect;
     let mut talk = crate::converse::Turn::of(start);
@@ -847,10 +854,26 @@ async fn run_with(
             }
             return talk.end(start, said.trim().to_string());
         }
+        // A model that answers the profile in plain JSON rather than through the form
+        // is taken at its word (loose acceptance, D-015).
+        if answers.is_empty() && proposing && stopped != Some(StopReason::MaxTokens) {
+            if let Some(input) = submit::json_in(&said) {
+                if let Ok(result) =
+                    submit::accept_as(output, role, &task_id, &agent_id, &input, &seen)
+                {
+                    link.progress(LoopState::Finalizing, turn_no + 1, tokens);
+                    return result;
+                }
+            }
+        }
         if answers.is_empty() {
             if stopped == Some(StopReason::MaxTokens) {
                 answers.push(ContentBlock::text(
                     "Your answer was cut off at the output limit. Go on in smaller steps.",
+                ));
+            } else if proposing {
+                answers.push(ContentBlock::text(
+                    "Call submit_result with the profile (leave out what you cannot tell).",
                 ));
             } else {
                 answers.push(ContentBlock::text(

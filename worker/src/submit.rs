@@ -176,6 +176,8 @@ pub enum Output {
     Compaction,
     /// The ExperienceMiner's proposals.
     Mining,
+    /// The Main Agent's proposal of the project's profile.
+    Profile,
 }
 
 impl Output {
@@ -202,6 +204,7 @@ fn description(output: Output) -> &'static str {
         Output::Consult => "Hand back your advice: retry (with what the executor must do differently) or stop (with what a person must decide). Call it once, as your last action.",
         Output::Compaction => "Hand back the summary of the messages, written for the agent to carry on from it. Call it once, as your last action.",
         Output::Mining => "Hand back what is worth remembering: memories (user, project, feedback, reference), skill drafts (kind skill, target skill:<name>) and corrections (kind patch, target skill:<name> or rules:<path>, the whole corrected text as body). An empty list when nothing is. Call it once, as your last action.",
+        Output::Profile => "Hand back the project's profile: each field you can tell from the scan and the files you were shown. Leave out a field you cannot tell rather than guess. Call it once, as your last action.",
         Output::Task => "Hand back the task's result: its status, what you did, and each check you ran with shell_run by its exact command. The files you changed are known from your tool calls. If a submission is refused, correct it and submit again. Call it once, as your last action.",
     }
 }
@@ -221,6 +224,7 @@ pub fn tool_for(output: Output) -> ToolSpec {
         Output::Consult => schemars::schema_for!(ConsultForm),
         Output::Compaction => schemars::schema_for!(CompactForm),
         Output::Mining => schemars::schema_for!(air_proto::memory::MinerOutput),
+        Output::Profile => schemars::schema_for!(air_proto::project_profile::ProposalForm),
     }
     .to_value();
     air_proto::tool::compact_schema(&mut schema);
@@ -390,6 +394,14 @@ fn said(what: &str, text: &str) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+/// The JSON object a plain answer holds: the whole text, or the first `{` to the last
+/// `}` (inside a fenced block or after a sentence).
+pub fn json_in(text: &str) -> Option<Value> {
+    let (start, end) = (text.find('{')?, text.rfind('}')?);
+    let v: Value = serde_json::from_str(text.get(start..=end)?).ok()?;
+    v.is_object().then_some(v)
 }
 
 /// Reads a submission into the WorkerResult airsd expects, or says what is wrong.
@@ -565,6 +577,17 @@ pub fn accept_as(
             r.result = serde_json::to_value(f).map_err(|e| format!("submit_result: {e}"))?;
             r
         }
+        // Loose acceptance: whatever came is read, field by field, and never refused.
+        Output::Profile => {
+            let read = air_proto::project_profile::read_proposal(input);
+            let mut r = new(
+                WorkerStatus::Completed,
+                "proposed the project's profile".into(),
+            );
+            r.changed_files.clear();
+            r.result = serde_json::to_value(read).map_err(|e| format!("submit_result: {e}"))?;
+            r
+        }
     };
     Ok(result)
 }
@@ -575,12 +598,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const ALL: [Output; 5] = [
+    const ALL: [Output; 6] = [
         Output::Task,
         Output::Review,
         Output::Milestone,
         Output::Debugging,
         Output::Consult,
+        Output::Profile,
     ];
 
     #[test]
@@ -788,5 +812,31 @@ mod tests {
             e.contains("`cargo clippy` exited 1, so it is not evidence of build_pass"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_profile_is_never_refused_and_a_plain_json_answer_is_found() {
+        let seen = Seen::default();
+        let r = accept_as(
+            Output::Profile,
+            AgentType::Main,
+            "project-profile",
+            "main-profile",
+            &json!({"languages": "Go", "build": [1, {"x": 2}], "extra": true}),
+            &seen,
+        )
+        .unwrap();
+        let read: air_proto::project_profile::ProposalResult =
+            serde_json::from_value(r.result).unwrap();
+        assert_eq!(read.profile.languages, Some(vec!["Go".into()]));
+        assert_eq!(read.profile.build, Some(vec!["1".into()]));
+        assert_eq!(read.notes.len(), 2, "{:?}", read.notes);
+        assert_eq!(
+            json_in("Here:\n```json\n{\"test\": [\"go test ./...\"]}\n```\nDone."),
+            Some(json!({"test": ["go test ./..."]}))
+        );
+        assert_eq!(json_in("no json here"), None);
+        assert_eq!(json_in("{not json}"), None);
+        assert_eq!(json_in("[1, 2]"), None);
     }
 }

@@ -25,7 +25,7 @@ impl Project {
         let root = dir.path().join(sub);
         std::fs::create_dir_all(&root).unwrap();
         let out = Command::new(bin("air"))
-            .args(["init"])
+            .args(["init", "--no-model"])
             .current_dir(&root)
             .output()
             .unwrap();

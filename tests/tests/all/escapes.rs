@@ -486,7 +486,7 @@ fn no_daemon_serves_a_sandboxed_command() {
             .output()
             .unwrap()
     };
-    assert!(air(&["init"]).status.success());
+    assert!(air(&["init", "--no-model"]).status.success());
     assert!(
         air(&["status"]).status.success(),
         "the other project's daemon runs"

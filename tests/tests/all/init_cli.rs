@@ -20,7 +20,7 @@ fn air_init_in_a_fresh_git_repo() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     git(root, &["init", "-q"]);
-    let out = air(root, &["init"]);
+    let out = air(root, &["init", "--no-model"]);
     assert!(
         out.status.success(),
         "{}",
@@ -59,7 +59,7 @@ fn air_init_in_a_fresh_git_repo() {
 
     // Twice is harmless: same id, .gitignore unchanged.
     let gitignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
-    let again = air(root, &["init"]);
+    let again = air(root, &["init", "--no-model"]);
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stdout).contains("already initialized"));
     let project2: serde_json::Value =
@@ -117,14 +117,14 @@ fn air_init_in_a_non_writable_directory_fails_clearly() {
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(bin("air"))
-            .args(["init", "--path"])
+            .args(["init", "--no-model", "--path"])
             .arg(&target)
             .current_dir("/")
             .output()
             .unwrap()
     } else {
         Command::new(bin("air"))
-            .args(["init", "--path"])
+            .args(["init", "--no-model", "--path"])
             .arg(&target)
             .output()
             .unwrap()
@@ -153,7 +153,7 @@ fn air_init_scans_and_the_profile_is_detected_then_corrected_by_the_user() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, "x\n").unwrap();
     }
-    let out = air(root, &["init"]);
+    let out = air(root, &["init", "--no-model"]);
     assert!(
         out.status.success(),
         "{}",

@@ -91,7 +91,7 @@ fn the_tarball_installs_anywhere_and_runs_the_example() {
             String::from_utf8_lossy(&o.stderr)
         )
     };
-    let out = air(&["init"]);
+    let out = air(&["init", "--no-model"]);
     assert!(out.status.success(), "{}", show(&out));
     let out = air(&["run", "--plan", "plan.md", "--replay", "recording"]);
     let _ = air(&["daemon", "stop"]);

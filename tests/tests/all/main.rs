@@ -26,6 +26,7 @@ mod migrate;
 mod permissions;
 mod plan_cli;
 mod planning;
+mod profile;
 mod projection;
 mod provider;
 mod retry;

@@ -101,7 +101,7 @@ fn doctor_lists_what_is_missing_and_fix_runs_only_what_the_user_allows() {
     };
 
     // The first use says what is missing, once, and installs nothing.
-    let out = m.air(&["init"], "");
+    let out = m.air(&["init", "--no-model"], "");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stderr);
     assert!(
@@ -114,7 +114,7 @@ fn doctor_lists_what_is_missing_and_fix_runs_only_what_the_user_allows() {
         .project()
         .join(".air/local/state/dependencies.json")
         .is_file());
-    let out = m.air(&["init"], "");
+    let out = m.air(&["init", "--no-model"], "");
     assert!(
         !text(&out.stderr).contains("first use"),
         "{}",

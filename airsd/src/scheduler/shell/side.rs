@@ -116,22 +116,7 @@ impl Shell {
         let Some(worker) = self.workers.get(agent_id) else {
             return;
         };
-        let answer = air_proto::ipc::ToolResult {
-            tool_call_id: call.tool_call_id.clone(),
-            status: air_proto::ipc::ToolResultStatus::Error,
-            output: None,
-            content: None,
-            error: Some(air_proto::error::WireError {
-                kind: air_proto::error::ErrorKind::PermissionDenied,
-                message: format!(
-                    "`{}` is not this agent's tool: it only hands back its result (submit_result)",
-                    call.tool
-                ),
-                details: None,
-            }),
-            truncated: false,
-            artifact_ref: None,
-        };
+        let answer = crate::supervisor::not_its_tool(call);
         worker.reply(header, IpcBody::ToolResult(answer));
     }
 
