@@ -206,3 +206,68 @@ fn the_main_agent_proposes_the_profile_from_the_scan_and_the_user_corrects_it() 
         assert_eq!(mock.received().len(), 2);
     });
 }
+
+/// The real thing: a live model (whichever key the environment has) proposes the
+/// profile of a small CMake project whose CI file says how it is built and tested.
+/// Ignored — reported as skipped — unless `tests/run` finds a key.
+#[test]
+#[ignore = "talks to a live LLM provider: tests/run runs it when ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY is set"]
+fn live_provider_proposes_the_profile_of_a_cmake_project() {
+    let env = crate::agents::live_env();
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("demo");
+    let home = dir.path().join("home");
+    for d in ["src", "test", ".github/workflows"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        root.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.21)\nproject(demo CXX)\nadd_library(demo src/demo.cpp)\nenable_testing()\nadd_executable(demo_test test/demo_test.cpp)\ntarget_link_libraries(demo_test demo)\nadd_test(NAME demo_test COMMAND demo_test)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".github/workflows/ci.yml"),
+        "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: cmake -S . -B out -G Ninja\n      - run: cmake --build out\n      - run: ctest --test-dir out --output-on-failure\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/demo.cpp"), "int demo() { return 1; }\n").unwrap();
+    std::fs::write(
+        root.join("test/demo_test.cpp"),
+        "int main() { return 0; }\n",
+    )
+    .unwrap();
+    let mut c = Command::new(bin("air"));
+    c.args(["init"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .stdin(std::process::Stdio::null())
+        .envs(env.iter().map(|(k, v)| (*k, v)));
+    let out = c.output().unwrap();
+    let said = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("proposed by "),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = profile(&root);
+    assert_eq!(p["origin"], "proposed", "{p:#}");
+    let all = |field: &str| -> String {
+        p[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(all("languages").contains("C++"), "{p:#}");
+    // The CI file's build directory, not detection's generic one.
+    assert!(all("build").contains("out"), "{p:#}");
+    assert!(all("test").contains("ctest"), "{p:#}");
+}

@@ -616,6 +616,125 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
     let _ = air(&p, &["daemon", "stop"]);
 }
 
+/// After a reboot: every process of the project is gone mid-run, and the daemon is
+/// started by its installed service unit (its `ExecStart`, with the environment
+/// systemd gives a user service) with no client ever connecting. It resumes the
+/// unfinished run and carries it to its end by itself.
+#[test]
+fn a_supervised_daemon_resumes_the_run_after_a_reboot_with_no_client() {
+    let p = project();
+    write(
+        &p,
+        "slow.md",
+        &SLOW.replace("air-test-sleep: 400", "air-test-sleep: 1000"),
+    );
+    let out = air(&p, &["run", "--plan", "slow.md", "--detach"]);
+    expect(&out, 0);
+    let session = text(&out.stdout).trim().to_string();
+    assert!(until(20, || count(
+        &db(&p, &session),
+        "SELECT COUNT(*) FROM tasks WHERE status = 'completed'"
+    ) >= 1));
+    let workers: Vec<i64> = {
+        let conn = db(&p, &session);
+        let mut stmt = conn
+            .prepare("SELECT pid FROM agents WHERE status = 'running' AND pid IS NOT NULL")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    // The machine goes down: the daemon and its workers are gone.
+    kill_daemon(&p);
+    for &w in &workers {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(w as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_eq!(
+        count(
+            &db(&p, &session),
+            "SELECT COUNT(*) FROM events WHERE type = 'run.completed'"
+        ),
+        0
+    );
+
+    // The unit as `air daemon install-service` writes it.
+    let home = p.dir.path().join("home");
+    let installed = Command::new(bin("air"))
+        .args(["daemon", "install-service"])
+        .current_dir(&p.root)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    expect(&installed, 0);
+    let unit = std::fs::read_to_string(home.join(".config/systemd/user/airsd@.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap_or_else(|| panic!("{unit}"));
+    let root = p.root.canonicalize().unwrap().display().to_string();
+    // `/%I` is the instance unescaped: the project's absolute path.
+    let line = exec
+        .replace("/%I", &root)
+        .replace("%h", &home.display().to_string());
+    let mut words = line.split_whitespace();
+    let program = words.next().unwrap().to_string();
+    let log = std::fs::File::create(p.dir.path().join("service.log")).unwrap();
+    let mut daemon = Command::new(&program)
+        .args(words)
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("AIR_LOG", "info")
+        // What the scripted agents and the test's timings need (a drop-in would).
+        .env("AIR_WORKER", bin("air-test-worker"))
+        .env("AIR_HEARTBEAT_MS", "100")
+        .env("AIR_STALL_MS", "3000")
+        .env("AIR_HOME", p.dir.path().join("air-home"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    // Nobody connects: the database alone shows the run going on to its end.
+    let ended = until(60, || {
+        count(
+            &db(&p, &session),
+            "SELECT COUNT(*) FROM events WHERE type = 'run.completed'",
+        ) == 1
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let status = daemon.wait().unwrap();
+    let said = std::fs::read_to_string(p.dir.path().join("service.log")).unwrap_or_default();
+    assert!(ended, "the run did not end: {said}");
+    assert!(status.success(), "{status}: {said}");
+    assert!(said.contains("recovered an unfinished run"), "{said}");
+    let conn = db(&p, &session);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM tasks WHERE status = 'completed'"
+        ),
+        4
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM (SELECT json_extract(payload_json, '$.task_id') AS t, COUNT(*) AS n
+             FROM events WHERE type = 'task.completed' GROUP BY t HAVING n > 1)",
+        ),
+        0,
+        "a task completed twice"
+    );
+}
+
 /// A call that was running when airsd died is not offered again unsaid (the next
 /// agent's notes name it), and one that was running at two deaths is refused.
 #[test]
