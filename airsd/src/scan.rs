@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,16 @@ pub const TIME_LIMIT: Duration = Duration::from_secs(15);
 
 /// How many paths of one kind of special file are kept (the shallowest).
 const SPECIAL_KEPT: usize = 20;
+/// How close to the moment a directory is read its mtime must be for a change just
+/// after to keep the same mtime: a few kernel ticks where mtimes have nanoseconds,
+/// two seconds where they are whole seconds (FAT keeps two).
+fn racy_window(mtime: i128) -> i128 {
+    if mtime % 1_000_000_000 == 0 {
+        2_000_000_000
+    } else {
+        100_000_000
+    }
+}
 
 /// Files that say how a project is built, tested, formatted or checked, by name.
 const SPECIAL: &[&str] = &[
@@ -210,12 +220,17 @@ pub fn scan_until(root: &Path, cache: &Cache, limit: Duration, stop: &AtomicBool
             continue;
         };
         let m = mtime(&meta);
-        let dir = match cache.dirs.get(&rel).filter(|d| d.mtime == m) {
+        let (dir, racy) = match cache.dirs.get(&rel).filter(|d| d.mtime == m) {
             // Unchanged: its entries are as they were.
-            Some(d) => d.clone(),
+            Some(d) => (d.clone(), false),
             None => {
                 out.dirs_read += 1;
-                read_dir(root, &rel, m)
+                // Changed again within the same tick of its mtime, it would look
+                // unchanged next time: one changed this recently is read again then.
+                let read_at = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as i128);
+                (read_dir(root, &rel, m), read_at - m < racy_window(m))
             }
         };
         out.dirs += u64::from(!rel.is_empty());
@@ -244,7 +259,8 @@ pub fn scan_until(root: &Path, cache: &Cache, limit: Duration, stop: &AtomicBool
         for sub in &dir.subdirs {
             queue.push_back(join(&rel, sub));
         }
-        next.dirs.insert(rel, dir);
+        next.dirs
+            .insert(rel, if racy { Dir { mtime: -1, ..dir } } else { dir });
     }
     out.git = git_summary(root);
     out.elapsed_ms = start.elapsed().as_millis() as u64;
@@ -337,6 +353,26 @@ pub(crate) mod tests {
         std::fs::write(p, "x").unwrap();
     }
 
+    /// Sets `rel`'s directory's mtime `secs` seconds back.
+    fn age(root: &Path, rel: &str, secs: u64) {
+        let when = SystemTime::now() - Duration::from_secs(secs);
+        std::fs::File::open(root.join(rel))
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+
+    /// Every directory under `root` (but `.git` and `.air`) made ten seconds old.
+    fn age_all(root: &Path, rel: &str) {
+        for e in std::fs::read_dir(root.join(rel)).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() && name != ".git" && name != ".air" {
+                age_all(root, &join(rel, &name));
+            }
+        }
+        age(root, rel, 10);
+    }
+
     #[test]
     fn the_whole_tree_is_counted_and_a_rescan_reads_only_what_changed() {
         let dir = tempfile::tempdir().unwrap();
@@ -358,6 +394,7 @@ pub(crate) mod tests {
         ] {
             touch(root, f);
         }
+        age_all(root, "");
         let (first, cache) = scan(root, &Cache::default(), TIME_LIMIT);
         assert!(first.complete);
         // CMakeLists.txt, .clang-format, README + src 3 + include + tests + ci + build 2;
@@ -387,12 +424,13 @@ pub(crate) mod tests {
 
         // A new file deep in the tree is seen by reading only its directory; a removed
         // directory is gone from the counts.
-        std::thread::sleep(Duration::from_millis(20));
         touch(root, "build/deep/c.cpp");
+        age(root, "build/deep", 5);
         let (third, cache) = scan(root, &cache, TIME_LIMIT);
         assert_eq!(third.dirs_read, 1);
         assert_eq!(third.extensions["cpp"], 4);
         std::fs::remove_dir_all(root.join("build")).unwrap();
+        age(root, "", 5);
         let (fourth, _) = scan(root, &cache, TIME_LIMIT);
         assert_eq!(fourth.dirs_read, 1, "the top");
         assert_eq!(fourth.extensions.get("o"), None);
@@ -400,5 +438,37 @@ pub(crate) mod tests {
         // No time at all: what it has, marked incomplete.
         let (cut, _) = scan(root, &Cache::default(), Duration::ZERO);
         assert!(!cut.complete);
+    }
+
+    /// A directory changed again within the tick its mtime keeps (here: its mtime put
+    /// back as it was) after a scan read it is read again by the next scan.
+    #[test]
+    fn a_directory_read_just_after_a_change_is_read_again_next_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        touch(root, "src/a.cpp");
+        age_all(root, "");
+        touch(root, "src/b.cpp");
+        let before = std::fs::metadata(root.join("src"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let (first, cache) = scan(root, &Cache::default(), TIME_LIMIT);
+        assert_eq!(first.extensions["cpp"], 2);
+        touch(root, "src/c.cpp");
+        std::fs::File::open(root.join("src"))
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        let (second, cache) = scan(root, &cache, TIME_LIMIT);
+        assert_eq!(second.dirs_read, 1, "src/, changed too recently to trust");
+        assert_eq!(second.extensions["cpp"], 3);
+        // Once its mtime is old enough, it is trusted again.
+        age(root, "src", 5);
+        let (third, cache) = scan(root, &cache, TIME_LIMIT);
+        assert_eq!(third.dirs_read, 1);
+        let (fourth, _) = scan(root, &cache, TIME_LIMIT);
+        assert_eq!(fourth.dirs_read, 0);
+        assert_eq!(racy_window(3_000_000_000), 2_000_000_000, "whole seconds");
     }
 }
