@@ -43,6 +43,13 @@ pub async fn run(yes: bool) -> CmdResult {
     let paths = project()?;
     let plan = airsd_migrate(paths.root(), false)?;
     let steps = plan["steps"].as_array().cloned().unwrap_or_default();
+    for u in plan["unreadable"].as_array().into_iter().flatten() {
+        println!(
+            "cannot read {} ({}): left as it is",
+            u["path"].as_str().unwrap_or("?"),
+            u["reason"].as_str().unwrap_or("no reason given")
+        );
+    }
     if steps.is_empty() {
         println!(
             "up to date: project.json at v{}, {} file(s) at this air's versions (sessions v{})",

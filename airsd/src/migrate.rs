@@ -42,6 +42,17 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Files already at this air's version.
     pub current: usize,
+    /// Session databases that cannot be read, left as they are: each with why.
+    #[serde(default)]
+    pub unreadable: Vec<Skipped>,
+}
+
+/// A session database the plan could not read.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Skipped {
+    /// Relative to the project's root.
+    pub path: String,
+    pub reason: String,
 }
 
 /// What it did.
@@ -138,15 +149,26 @@ pub fn plan(paths: &ProjectPaths) -> Result<Plan, MigrateError> {
     }
     plan.current += 1;
     for db_path in session_dbs(paths) {
-        let conn = Connection::open_with_flags(
+        // One session that cannot be read is left as it is, and said; the others are
+        // still brought up to date.
+        let version = Connection::open_with_flags(
             &db_path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| unreadable(&db_path, e.to_string()))?;
+        .map_err(|e| e.to_string())
+        .and_then(|conn| db::schema_version(&conn, &db_path).map_err(|e| e.to_string()));
+        let version = match version {
+            Ok(v) => v,
+            Err(reason) => {
+                plan.unreadable.push(Skipped {
+                    path: relative(paths, &db_path),
+                    reason,
+                });
+                continue;
+            }
+        };
         // An empty file holds no session: nothing to migrate.
-        let Some(version) =
-            db::schema_version(&conn, &db_path).map_err(|e| unreadable(&db_path, e.to_string()))?
-        else {
+        let Some(version) = version else {
             continue;
         };
         if version > SCHEMA_VERSION {

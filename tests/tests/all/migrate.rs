@@ -233,6 +233,25 @@ fn a_previous_schema_is_migrated_intact_and_a_failure_puts_everything_back() {
         text(&out.stdout)
     );
 
+    // A session that cannot be read is named and left as it is; the rest goes on.
+    let broken = paths.sessions().join("s-3");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("session.db"), vec![b'x'; 4096]).unwrap();
+    let out = air(root, &["migrate"], "");
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(
+        said.contains("cannot read .air/local/sessions/s-3/session.db (")
+            && said.contains("): left as it is"),
+        "{said}"
+    );
+    assert!(said.contains("up to date"), "{said}");
+    assert_eq!(
+        std::fs::read(broken.join("session.db")).unwrap(),
+        vec![b'x'; 4096]
+    );
+    std::fs::remove_dir_all(&broken).unwrap();
+
     // A newer database than this air is refused with its version, and left alone.
     let s1 = Connection::open(paths.session_db("s-1")).unwrap();
     s1.execute_batch(
