@@ -16,7 +16,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// The maintainers' key, as shipped.
@@ -40,6 +40,8 @@ pub struct DeveloperLog {
     dir: PathBuf,
     recipient: Arc<age::x25519::Recipient>,
     inner: Arc<Mutex<Inner>>,
+    /// Wakes the writer thread when the buffer is full.
+    full: Arc<Condvar>,
 }
 
 /// Writes what is gathered when dropped (the daemon's end).
@@ -80,17 +82,30 @@ impl DeveloperLog {
                 buffer: Vec::new(),
                 failed: false,
             })),
+            full: Arc::new(Condvar::new()),
         };
         prune(&log.dir, SystemTime::now());
-        let ticker = log.clone();
+        log.start_writer()?;
+        Ok(Some((log.clone(), FlushGuard(log))))
+    }
+
+    /// The thread that encrypts and writes what is gathered.
+    fn start_writer(&self) -> Result<(), String> {
+        let ticker = self.clone();
         std::thread::Builder::new()
             .name("developer-log".into())
             .spawn(move || loop {
-                std::thread::sleep(FLUSH_EVERY);
+                // Every few seconds, or as soon as the buffer is full: the thread that
+                // logs never encrypts or writes.
+                if let Ok(inner) = ticker.inner.lock() {
+                    let _ = ticker
+                        .full
+                        .wait_timeout_while(inner, FLUSH_EVERY, |i| i.buffer.len() < FLUSH_AT);
+                }
                 ticker.flush_now();
             })
-            .map_err(|e| format!("cannot start the developer log's writer: {e}"))?;
-        Ok(Some((log.clone(), FlushGuard(log))))
+            .map(|_| ())
+            .map_err(|e| format!("cannot start the developer log's writer: {e}"))
     }
 
     /// Today's file.
@@ -175,7 +190,7 @@ impl std::io::Write for DeveloperLog {
             Err(_) => false,
         };
         if full {
-            self.flush_now();
+            self.full.notify_one();
         }
         Ok(buf.len())
     }
@@ -227,11 +242,33 @@ mod tests {
                 buffer: Vec::new(),
                 failed: false,
             })),
+            full: Arc::new(Condvar::new()),
         };
         log.write_all(b"DEBUG secret-looking detail 42\n").unwrap();
         log.flush_now();
         log.write_all(b"DEBUG the second message\n").unwrap();
         log.flush_now();
+        // A full buffer is written by the writer thread at once, not after its pause.
+        let file = DeveloperLog::file_for(&logs, SystemTime::now());
+        let before = std::fs::metadata(&file).unwrap().len();
+        log.start_writer().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let big = vec![b'z'; FLUSH_AT];
+        let t = std::time::Instant::now();
+        log.write_all(&big).unwrap();
+        while std::fs::metadata(&file).unwrap().len() == before {
+            assert!(
+                t.elapsed() < FLUSH_EVERY - Duration::from_secs(1),
+                "not woken"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let all: Vec<&str> = text
+            .split_inclusive("-----END AGE ENCRYPTED FILE-----\n")
+            .collect();
+        assert_eq!(all.len(), 3);
+        std::fs::write(&file, all[..2].concat()).unwrap();
         let file = DeveloperLog::file_for(&logs, SystemTime::now());
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(!text.contains("secret-looking"), "{text}");
