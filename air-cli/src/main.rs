@@ -7,6 +7,7 @@ mod bundle;
 mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
+mod hidden;
 mod knowledge_cmd;
 mod memory_cmd;
 mod migrate_cmd;

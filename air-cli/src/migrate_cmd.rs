@@ -5,43 +5,13 @@
 //! __migrate`): this client never opens a database.
 
 use std::io::{BufRead, Write};
-use std::process::Stdio;
 
-use serde_json::Value;
-
-use crate::{exit, project, CmdResult, Failure};
-
-/// Runs `airsd __migrate` and returns its JSON, or its error in its words.
-fn airsd_migrate(root: &std::path::Path, apply: bool) -> Result<Value, Failure> {
-    let airsd = crate::doctor::airsd_path();
-    let mut cmd = std::process::Command::new(&airsd);
-    cmd.arg("__migrate")
-        .arg("--root")
-        .arg(root)
-        .stdin(Stdio::null());
-    if apply {
-        cmd.arg("--apply");
-    }
-    let out = cmd
-        .output()
-        .map_err(|e| Failure::from(format!("cannot start {}: {e}", airsd.display())))?;
-    if !out.status.success() {
-        return Err(Failure {
-            code: exit::FAILED,
-            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
-        Failure::from(format!(
-            "{} __migrate answered unreadably: {e}",
-            airsd.display()
-        ))
-    })
-}
+use crate::hidden::{self, Interrupt};
+use crate::{project, CmdResult};
 
 pub async fn run(yes: bool) -> CmdResult {
     let paths = project()?;
-    let plan = airsd_migrate(paths.root(), false)?;
+    let plan = hidden::run("__migrate", paths.root(), &[], Interrupt::PassOn, false).await?;
     let steps = plan["steps"].as_array().cloned().unwrap_or_default();
     for u in plan["unreadable"].as_array().into_iter().flatten() {
         println!(
@@ -90,7 +60,16 @@ pub async fn run(yes: bool) -> CmdResult {
     if running {
         crate::daemon_cmd::stop().await?;
     }
-    let outcome = airsd_migrate(paths.root(), true)?;
+    let outcome = hidden::run(
+        "__migrate",
+        paths.root(),
+        &["--apply"],
+        Interrupt::Hold(
+            "the migration goes on to its end: cut off, it could leave .air half migrated",
+        ),
+        false,
+    )
+    .await?;
     let done = outcome["migrated"].as_array().map(Vec::len).unwrap_or(0);
     println!(
         "migrated {done} file(s) and verified them; the copies from before are in {}",

@@ -5,11 +5,11 @@
 //! and edits it in `.air/shared/project.json`, which every agent's context is given.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::process::Stdio;
 
 use air_proto::layout::ProjectPaths;
 use air_proto::project_profile::{related, ProfileOrigin, ProjectProfile, FIELDS};
 
+use crate::hidden::{self, Interrupt};
 use crate::{args::usage, exit, project, CmdResult, Failure};
 
 #[derive(clap::Subcommand, Debug)]
@@ -54,71 +54,9 @@ pub struct Ask {
     pub model: Option<String>,
 }
 
-/// Runs `airsd SUBCOMMAND --root ROOT ARGS…` and reads the JSON it prints. With
-/// `progress` its stderr is the user's (what it is doing); otherwise it is the error
-/// when it fails. An interrupt reaches it (it stops and answers) rather than ending
-/// this command.
-async fn airsd(
-    subcommand: &str,
-    paths: &ProjectPaths,
-    args: &[&str],
-    progress: bool,
-) -> Result<serde_json::Value, Failure> {
-    let airsd = crate::doctor::airsd_path();
-    let child = tokio::process::Command::new(&airsd)
-        .arg(subcommand)
-        .arg("--root")
-        .arg(paths.root())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(if progress {
-            Stdio::inherit()
-        } else {
-            Stdio::piped()
-        })
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| Failure::from(format!("cannot start {}: {e}", airsd.display())))?;
-    let pid = child.id();
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
-    let output = child.wait_with_output();
-    tokio::pin!(output);
-    let out = loop {
-        tokio::select! {
-            out = &mut output => break out,
-            _ = sigint.recv() => {
-                // Passed on (a terminal's Ctrl-C reaches both; twice is harmless).
-                if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGINT,
-                    );
-                }
-            }
-        }
-    }
-    .map_err(|e| Failure::from(format!("{} {subcommand}: {e}", airsd.display())))?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(Failure::from(if said.is_empty() {
-            format!("{} {subcommand} failed ({})", airsd.display(), out.status)
-        } else {
-            said
-        }));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
-        Failure::from(format!(
-            "{} {subcommand} answered unreadably: {e}",
-            airsd.display()
-        ))
-    })
-}
-
 /// Scans the project: says what it found and returns the profile.
 async fn scan(paths: &ProjectPaths) -> Result<Option<ProjectProfile>, Failure> {
-    let report = airsd("__scan", paths, &[], false).await?;
+    let report = hidden::run("__scan", paths.root(), &[], Interrupt::PassOn, false).await?;
     let s = &report["scan"];
     println!(
         "scanned {} files in {} directories ({} ms){}",
@@ -155,7 +93,8 @@ async fn scan_and_propose(
     if let Some(m) = &ask.model {
         args.extend(["--model", m.as_str()]);
     }
-    let outcome = match airsd("__propose", paths, &args, true).await {
+    let outcome = match hidden::run("__propose", paths.root(), &args, Interrupt::PassOn, true).await
+    {
         Ok(o) => o,
         Err(e) => {
             eprintln!(

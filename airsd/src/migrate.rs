@@ -423,6 +423,22 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
     };
     let paths = ProjectPaths::new(root);
     if run {
+        // Cut off half way, `.air` would be half migrated (and a restore half done):
+        // interrupts wait until it is over.
+        let mut held = nix::sys::signal::SigSet::empty();
+        for s in [
+            nix::sys::signal::Signal::SIGINT,
+            nix::sys::signal::Signal::SIGTERM,
+            nix::sys::signal::Signal::SIGHUP,
+            nix::sys::signal::Signal::SIGQUIT,
+        ] {
+            held.add(s);
+        }
+        let _ = nix::sys::signal::sigprocmask(
+            nix::sys::signal::SigmaskHow::SIG_BLOCK,
+            Some(&held),
+            None,
+        );
         crate::answer_json(apply(&paths))
     } else {
         crate::answer_json(plan(&paths))
