@@ -8,11 +8,12 @@ use crate::Failure;
 /// What an interrupt (Ctrl-C) does while the subcommand runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interrupt {
-    /// It reaches the subcommand, which stops and answers (a terminal's Ctrl-C
-    /// reaches both already; passing it on covers a `kill -INT` of this command).
-    PassOn,
-    /// The subcommand must not be cut off (it holds signals itself): the user is told
-    /// it goes on to its end.
+    /// It ends this command as usual; the subcommand, which a terminal's Ctrl-C
+    /// reaches too, stops its own work.
+    Ends,
+    /// The subcommand must not be cut off (it holds signals itself): this command
+    /// waits for it and says why. (For a last step only: the handler stays for the
+    /// rest of the process.)
     Hold(&'static str),
 }
 
@@ -28,6 +29,14 @@ pub async fn run(
     progress: bool,
 ) -> Result<serde_json::Value, Failure> {
     let airsd = crate::doctor::airsd_path();
+    // Taken before the subcommand starts: no moment in which Ctrl-C ends this command.
+    let mut sigint = match interrupt {
+        Interrupt::Ends => None,
+        Interrupt::Hold(_) => Some(
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+                .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?,
+        ),
+    };
     let child = tokio::process::Command::new(&airsd)
         .arg(subcommand)
         .arg("--root")
@@ -43,26 +52,18 @@ pub async fn run(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| Failure::from(format!("cannot start {}: {e}", airsd.display())))?;
-    let pid = child.id();
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?;
     let output = child.wait_with_output();
-    tokio::pin!(output);
-    let out = loop {
-        tokio::select! {
-            out = &mut output => break out,
-            _ = sigint.recv() => match interrupt {
-                Interrupt::PassOn => {
-                    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(pid),
-                            nix::sys::signal::Signal::SIGINT,
-                        );
-                    }
+    let out = match (interrupt, sigint.as_mut()) {
+        (Interrupt::Hold(why), Some(sigint)) => {
+            tokio::pin!(output);
+            loop {
+                tokio::select! {
+                    out = &mut output => break out,
+                    _ = sigint.recv() => eprintln!("air: {why}"),
                 }
-                Interrupt::Hold(why) => eprintln!("air: {why}"),
             }
         }
+        _ => output.await,
     }
     .map_err(|e| Failure::from(format!("{} {subcommand}: {e}", airsd.display())))?;
     if !out.status.success() {

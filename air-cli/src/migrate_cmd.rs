@@ -11,7 +11,7 @@ use crate::{project, CmdResult};
 
 pub async fn run(yes: bool) -> CmdResult {
     let paths = project()?;
-    let plan = hidden::run("__migrate", paths.root(), &[], Interrupt::PassOn, false).await?;
+    let plan = hidden::run("__migrate", paths.root(), &[], Interrupt::Ends, false).await?;
     let steps = plan["steps"].as_array().cloned().unwrap_or_default();
     for u in plan["unreadable"].as_array().into_iter().flatten() {
         println!(

@@ -56,7 +56,7 @@ pub struct Ask {
 
 /// Scans the project: says what it found and returns the profile.
 async fn scan(paths: &ProjectPaths) -> Result<Option<ProjectProfile>, Failure> {
-    let report = hidden::run("__scan", paths.root(), &[], Interrupt::PassOn, false).await?;
+    let report = hidden::run("__scan", paths.root(), &[], Interrupt::Ends, false).await?;
     let s = &report["scan"];
     println!(
         "scanned {} files in {} directories ({} ms){}",
@@ -76,29 +76,32 @@ async fn scan(paths: &ProjectPaths) -> Result<Option<ProjectProfile>, Failure> {
 }
 
 /// Scans, then (unless told not to) asks the Main Agent's model to propose the
-/// profile; returns the profile as it then is.
+/// profile; returns the profile as it then is. A confirmed profile is never proposed
+/// again; a proposed one only when `again` (`air profile scan`, not `air init` run
+/// once more).
 async fn scan_and_propose(
     paths: &ProjectPaths,
     ask: &Ask,
+    again: bool,
 ) -> Result<Option<ProjectProfile>, Failure> {
     let detected = scan(paths).await?;
-    if ask.no_model
-        || detected
-            .as_ref()
-            .is_some_and(|p| p.origin == ProfileOrigin::Confirmed)
-    {
+    let settled = detected.as_ref().is_some_and(|p| match p.origin {
+        ProfileOrigin::Confirmed => true,
+        ProfileOrigin::Proposed => !again,
+        ProfileOrigin::Detected => false,
+    });
+    if ask.no_model || settled {
         return Ok(detected);
     }
     let mut args = Vec::new();
     if let Some(m) = &ask.model {
         args.extend(["--model", m.as_str()]);
     }
-    let outcome = match hidden::run("__propose", paths.root(), &args, Interrupt::PassOn, true).await
-    {
+    let outcome = match hidden::run("__propose", paths.root(), &args, Interrupt::Ends, true).await {
         Ok(o) => o,
         Err(e) => {
             eprintln!(
-                "air: no proposal ({}); the profile is what detection says",
+                "air: no proposal ({}); the profile stays as it was",
                 e.message
             );
             return Ok(detected);
@@ -143,10 +146,15 @@ async fn scan_and_propose(
             "no model proposes the profile: {}",
             first_line(&outcome["reason"])
         ),
-        Some("failed") => println!(
-            "the Main Agent proposed nothing ({}): the profile is what detection says",
-            first_line(&outcome["reason"])
-        ),
+        Some("failed") => {
+            println!(
+                "the Main Agent proposed nothing ({}): the profile stays as it was",
+                first_line(&outcome["reason"])
+            );
+            for n in outcome["notes"].as_array().into_iter().flatten() {
+                println!("  note: {}", n.as_str().unwrap_or_default());
+            }
+        }
         _ => {}
     }
     Ok(serde_json::from_value(outcome["profile"].clone())
@@ -175,7 +183,7 @@ fn show(profile: Option<&ProjectProfile>) {
 /// After `air init`: the scan, the proposal, the profile, and (at a terminal) the
 /// question.
 pub async fn after_init(paths: &ProjectPaths, ask: &Ask) -> CmdResult {
-    let profile = scan_and_propose(paths, ask).await?;
+    let profile = scan_and_propose(paths, ask, false).await?;
     show(profile.as_ref());
     let Some(p) = profile.filter(|p| p.origin != ProfileOrigin::Confirmed) else {
         return Ok(());
@@ -204,11 +212,12 @@ pub async fn after_init(paths: &ProjectPaths, ask: &Ask) -> CmdResult {
 }
 
 fn confirm(paths: &ProjectPaths, mut p: ProjectProfile) -> CmdResult {
-    let mut project = paths.read_project()?;
     p.origin = ProfileOrigin::Confirmed;
     p.confirmed_at = Some(air_proto::time::now_iso().to_string());
-    project.profile = Some(p);
-    paths.write_project(&project)?;
+    paths.update_project(|project| {
+        project.profile = Some(p);
+        true
+    })?;
     Ok(())
 }
 
@@ -220,7 +229,7 @@ pub async fn run(command: ProfileCommand) -> CmdResult {
             Ok(())
         }
         ProfileCommand::Scan { ask } => {
-            let profile = scan_and_propose(&paths, &ask).await?;
+            let profile = scan_and_propose(&paths, &ask, true).await?;
             if profile
                 .as_ref()
                 .is_some_and(|p| p.origin == ProfileOrigin::Confirmed)
@@ -231,21 +240,27 @@ pub async fn run(command: ProfileCommand) -> CmdResult {
             Ok(())
         }
         ProfileCommand::Reset { ask } => {
-            let mut project = paths.read_project()?;
-            project.profile = None;
-            paths.write_project(&project)?;
-            let profile = scan_and_propose(&paths, &ask).await?;
+            paths.update_project(|project| project.profile.take().is_some())?;
+            let profile = scan_and_propose(&paths, &ask, true).await?;
             show(profile.as_ref());
             Ok(())
         }
         ProfileCommand::Confirm => {
-            let Some(p) = paths.read_project()?.profile else {
+            let now = air_proto::time::now_iso().to_string();
+            let project = paths.update_project(|project| match project.profile.as_mut() {
+                Some(p) => {
+                    p.origin = ProfileOrigin::Confirmed;
+                    p.confirmed_at = Some(now);
+                    true
+                }
+                None => false,
+            })?;
+            if project.profile.is_none() {
                 return Err(Failure {
                     code: exit::USAGE,
                     message: "no profile to confirm yet: `air profile scan` makes one".into(),
                 });
-            };
-            confirm(&paths, p)?;
+            }
             println!("confirmed");
             Ok(())
         }
@@ -255,20 +270,29 @@ pub async fn run(command: ProfileCommand) -> CmdResult {
 }
 
 fn edit(paths: &ProjectPaths, field: &str, values: Option<Vec<String>>) -> CmdResult {
-    let mut p = paths
-        .read_project()?
-        .profile
-        .unwrap_or_else(|| ProjectProfile::unknown(ProfileOrigin::Confirmed));
-    let Some(slot) = p.field_mut(field) else {
+    if !FIELDS.contains(&field) {
         return Err(usage(format!(
             "no profile field `{field}`; the fields are {}",
             FIELDS.join(", ")
         )));
-    };
-    *slot = values.filter(|v| !v.is_empty());
-    confirm(paths, p.clone())?;
-    show(paths.read_project()?.profile.as_ref());
+    }
+    let now = air_proto::time::now_iso().to_string();
+    let project = paths.update_project(|project| {
+        let p = project
+            .profile
+            .get_or_insert_with(|| ProjectProfile::unknown(ProfileOrigin::Confirmed));
+        if let Some(slot) = p.field_mut(field) {
+            *slot = values.filter(|v| !v.is_empty());
+        }
+        p.origin = ProfileOrigin::Confirmed;
+        p.confirmed_at = Some(now);
+        true
+    })?;
+    show(project.profile.as_ref());
     // What was inferred from the field may be wrong now (D-015).
+    let Some(mut p) = project.profile else {
+        return Ok(());
+    };
     let known: Vec<&str> = related(field)
         .iter()
         .copied()

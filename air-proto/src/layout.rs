@@ -228,6 +228,32 @@ impl ProjectPaths {
         text.push('\n');
         write_atomic(&path, text.as_bytes())
     }
+
+    /// Reads `project.json`, lets `change` change it and writes it back when `change`
+    /// says so (true), holding `.air/local/locks/project.lock` throughout: two writers
+    /// (the daemon's rescan, `air profile`, a proposal) never lose each other's
+    /// change. Returns the project as it then is.
+    pub fn update_project(
+        &self,
+        change: impl FnOnce(&mut ProjectJson) -> bool,
+    ) -> Result<ProjectJson> {
+        let locks = self.locks();
+        fs::create_dir_all(&locks).map_err(|e| LayoutError::io(&locks, e))?;
+        let path = locks.join("project.lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| LayoutError::io(&path, e))?;
+        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| LayoutError::io(&path, std::io::Error::from(e)))?;
+        let mut project = self.read_project()?;
+        if change(&mut project) {
+            self.write_project(&project)?;
+        }
+        Ok(project)
+    }
 }
 
 /// Checks that `id` can name a session directory: 1 to 128 characters from

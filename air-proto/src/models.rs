@@ -586,9 +586,12 @@ impl ModelsConfig {
     }
 }
 
+/// How the answer starts when no provider at all is configured.
+pub const NO_PROVIDER: &str = "no LLM provider is configured";
+
 fn no_provider(model: Option<&str>) -> String {
     format!(
-        "no LLM provider is configured{}: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or add a provider to ~/.air/models.yaml (`air doctor` shows what air finds)",
+        "{NO_PROVIDER}{}: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or add a provider to ~/.air/models.yaml (`air doctor` shows what air finds)",
         model.map(|m| format!(" for `{m}`")).unwrap_or_default()
     )
 }

@@ -59,12 +59,15 @@ pub fn answer_json<T: serde::Serialize, E: std::fmt::Display>(result: Result<T, 
         .map_err(|e| e.to_string())
         .and_then(|v| serde_json::to_string(&v).map_err(|e| e.to_string()))
     {
+        // A reader that went away (its command interrupted) is no reason to panic.
         Ok(json) => {
-            println!("{json}");
+            use std::io::Write;
+            let _ = writeln!(std::io::stdout().lock(), "{json}");
             0
         }
         Err(e) => {
-            eprintln!("{e}");
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr().lock(), "{e}");
             1
         }
     }

@@ -33,10 +33,12 @@ const PROMPT: &str = include_str!("../../resources/prompts/project_profile.md");
 /// Turns the agent has: one to answer, two more if it must be reminded of the form.
 const TURNS: u32 = 3;
 /// How long the whole proposal may take before it is given up.
-const TIME_LIMIT: Duration = Duration::from_secs(300);
+const TIME_LIMIT: Duration = Duration::from_secs(120);
 /// How much of one file, and of all files, the model is shown.
 const FILE_CHARS: usize = 6_000;
 const FILES_CHARS: usize = 30_000;
+/// The reason of a proposal stopped by an interrupt.
+const INTERRUPTED: &str = "interrupted";
 /// How many extensions the scan's summary lists.
 const EXTENSIONS_SHOWN: usize = 30;
 
@@ -125,7 +127,20 @@ pub fn scan_text(scan: &Scan) -> String {
         out.push_str(".\n");
     }
     if !scan.top_level.is_empty() {
-        out.push_str(&format!("\nAt the top: {}\n", scan.top_level.join(" ")));
+        let shown: Vec<&str> = scan
+            .top_level
+            .iter()
+            .take(TOP_LEVEL_SHOWN)
+            .map(String::as_str)
+            .collect();
+        out.push_str(&format!("\nAt the top: {}", shown.join(" ")));
+        if scan.top_level.len() > TOP_LEVEL_SHOWN {
+            out.push_str(&format!(
+                " … and {} more",
+                scan.top_level.len() - TOP_LEVEL_SHOWN
+            ));
+        }
+        out.push('\n');
     }
     if !scan.special.is_empty() {
         out.push_str("\nSpecial files (shallowest first):\n");
@@ -149,25 +164,70 @@ pub fn scan_text(scan: &Scan) -> String {
     out
 }
 
-/// The files whose text the model is shown: the special files at the top, the
-/// shallowest CI files and the README, each a regular file inside the root.
+/// The files at the top whose text says how a project is built and tested, in the
+/// order they are shown (the budget may end before the last).
+const BUILD_FILES: &[&str] = &[
+    "CMakePresets.json",
+    "CMakeLists.txt",
+    "Makefile",
+    "GNUmakefile",
+    "meson.build",
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "tox.ini",
+    "go.mod",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "BUILD.bazel",
+    "WORKSPACE",
+    "conanfile.txt",
+    "conanfile.py",
+    "vcpkg.json",
+    "Gemfile",
+];
+const READMES: &[&str] = &["README.md", "README", "README.rst", "README.txt"];
+/// Rules for contributors and agents, then the settings of tools.
+const RULES_AND_SETTINGS: &[&str] = &[
+    "AGENTS.md",
+    "CLAUDE.md",
+    "AIR.md",
+    ".pre-commit-config.yaml",
+    ".clang-tidy",
+    ".clang-format",
+    ".editorconfig",
+];
+/// Most entries of the top level listed.
+const TOP_LEVEL_SHOWN: usize = 100;
+
+/// The files whose text the model is shown, most telling first: the build files at
+/// the top, the shallowest two CI files, the README, then rules and tool settings;
+/// each a regular file inside the root.
 fn shown_files(root: &Path, scan: &Scan) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for (kind, found) in &scan.special {
-        let take = if kind == "ci" { 2 } else { 1 };
-        for f in found.iter().take(take) {
-            let top = !f.contains('/');
-            if (top || kind == "ci") && kind != "compile_commands.json" {
-                names.push(f.clone());
-            }
-        }
-    }
-    for readme in ["README.md", "README", "README.rst", "README.txt"] {
-        if scan.top_level.iter().any(|t| t == readme) {
-            names.push(readme.to_string());
-            break;
-        }
-    }
+    let at_top = |name: &str| scan.top_level.iter().any(|t| t == name);
+    let mut names: Vec<String> = BUILD_FILES
+        .iter()
+        .filter(|n| at_top(n))
+        .map(|n| n.to_string())
+        .collect();
+    names.extend(
+        scan.special
+            .get("ci")
+            .into_iter()
+            .flatten()
+            .take(2)
+            .cloned(),
+    );
+    names.extend(READMES.iter().find(|n| at_top(n)).map(|n| n.to_string()));
+    names.extend(
+        RULES_AND_SETTINGS
+            .iter()
+            .filter(|n| at_top(n))
+            .map(|n| n.to_string()),
+    );
     names.retain(|n| regular_inside(root, n).is_some());
     names
 }
@@ -247,31 +307,51 @@ impl Drop for KeptIfWritten {
     }
 }
 
+/// Why no model was asked.
+enum NoModel {
+    /// None is configured (and none was named): nothing to ask.
+    NoneConfigured(String),
+    /// One was named, or the asking itself failed.
+    Failed(String),
+}
+
 /// Asks the worker binary for the Main Agent's model.
-async fn model(worker: &WorkerCommand, flag: Option<String>) -> Result<ModelChoice, String> {
+async fn model(worker: &WorkerCommand, flag: Option<String>) -> Result<ModelChoice, NoModel> {
+    let named = flag.is_some();
     let query = ModelQuery {
         agent_type: AgentType::Main,
         flag,
         task: None,
         replay: None,
     };
-    let mut replies = crate::models::ask(worker, &[query]).await?;
-    let reply = replies.pop().ok_or("the worker gave no answer")?;
+    let mut replies = crate::models::ask(worker, &[query])
+        .await
+        .map_err(NoModel::Failed)?;
+    let reply = replies
+        .pop()
+        .ok_or_else(|| NoModel::Failed("the worker gave no answer".into()))?;
     match (reply.resolved, reply.error) {
         (Some(c), None) => Ok(c),
-        (_, Some(e)) => Err(e),
-        (None, None) => Err("the worker gave neither a model nor an error".into()),
+        (_, Some(e)) if !named && e.starts_with(air_proto::models::NO_PROVIDER) => {
+            Err(NoModel::NoneConfigured(e))
+        }
+        (_, Some(e)) => Err(NoModel::Failed(e)),
+        (None, None) => Err(NoModel::Failed(
+            "the worker gave neither a model nor an error".into(),
+        )),
     }
 }
 
 /// Proposes the profile of the project at `paths` and keeps it, unless the user
 /// confirmed one. `worker` is how the agent is started; `flag` a `--model`; `asking`
-/// is told the model just before it is asked.
+/// is told the model just before it is asked; an interrupt on `sigint` stops it all
+/// (the agent killed, nothing kept).
 pub async fn propose(
     paths: &ProjectPaths,
     worker: &WorkerCommand,
     flag: Option<String>,
     asking: impl FnOnce(&str),
+    sigint: &mut tokio::signal::unix::Signal,
 ) -> Outcome {
     let current = match paths.read_project() {
         Ok(p) => p.profile,
@@ -294,31 +374,54 @@ pub async fn propose(
             Err(e) => return Outcome::new(Status::Failed, current, Some(e.to_string())),
         },
     };
-    let choice = match model(worker, flag.clone()).await {
+    let choice = tokio::select! {
+        c = model(worker, flag.clone()) => c,
+        _ = sigint.recv() => Err(NoModel::Failed(INTERRUPTED.into())),
+    };
+    let choice = match choice {
         Ok(c) => c,
-        Err(e) => return Outcome::new(Status::Skipped, current, Some(e)),
+        Err(NoModel::NoneConfigured(e)) => return Outcome::new(Status::Skipped, current, Some(e)),
+        Err(NoModel::Failed(e)) => return Outcome::new(Status::Failed, current, Some(e)),
     };
     let model_id = format!("{}/{}", choice.provider, choice.model);
     asking(&model_id);
     let detected = crate::project_profile::detect(paths.root(), &scan);
-    let (mut outcome, result) = run_agent(paths, worker, flag, choice, &scan, &detected).await;
+    let (mut outcome, result) =
+        run_agent(paths, worker, flag, choice, &scan, &detected, sigint).await;
     outcome.model = Some(model_id);
     outcome.profile = current;
-    let Some(ProposalResult {
-        mut profile, notes, ..
-    }) = result
-    else {
+    let Some(result) = result else {
         outcome.status = Status::Failed;
         return outcome;
     };
+    if result.is_empty() {
+        outcome.status = Status::Failed;
+        outcome.notes = result.notes;
+        outcome.reason = Some("the model proposed no field of the profile".into());
+        return outcome;
+    }
+    let ProposalResult {
+        mut profile, notes, ..
+    } = result;
     outcome.notes = notes;
     outcome.filled = profile
         .fill_from(&detected)
         .into_iter()
         .map(str::to_string)
         .collect();
-    // Read again: the user may have confirmed one meanwhile.
-    let mut project = match paths.read_project() {
+    // Under the project's lock: the user may have confirmed one meanwhile.
+    let mut confirmed = false;
+    let written = paths.update_project(|project| {
+        confirmed = project
+            .profile
+            .as_ref()
+            .is_some_and(|p| p.origin == ProfileOrigin::Confirmed);
+        if !confirmed {
+            project.profile = Some(profile);
+        }
+        !confirmed
+    });
+    let project = match written {
         Ok(p) => p,
         Err(e) => {
             outcome.status = Status::Failed;
@@ -326,20 +429,10 @@ pub async fn propose(
             return outcome;
         }
     };
-    if let Some(p) = project
-        .profile
-        .as_ref()
-        .filter(|p| p.origin == ProfileOrigin::Confirmed)
-    {
+    if confirmed {
         outcome.status = Status::Kept;
-        outcome.profile = Some(p.clone());
+        outcome.profile = project.profile;
         outcome.reason = Some("the profile was confirmed meanwhile".into());
-        return outcome;
-    }
-    project.profile = Some(profile);
-    if let Err(e) = paths.write_project(&project) {
-        outcome.status = Status::Failed;
-        outcome.reason = Some(e.to_string());
         return outcome;
     }
     outcome.status = Status::Proposed;
@@ -355,6 +448,7 @@ async fn run_agent(
     choice: ModelChoice,
     scan: &Scan,
     detected: &ProjectProfile,
+    sigint: &mut tokio::signal::unix::Signal,
 ) -> (Outcome, Option<ProposalResult>) {
     let mut outcome = Outcome::new(Status::Failed, None, None);
     let model_id = format!("{}/{}", choice.provider, choice.model);
@@ -425,8 +519,6 @@ async fn run_agent(
     let _stderr_kept = KeptIfWritten(stderr.clone());
     let deadline = tokio::time::sleep(TIME_LIMIT);
     tokio::pin!(deadline);
-    let interrupt = tokio::signal::ctrl_c();
-    tokio::pin!(interrupt);
     let mut result = None;
     let mut last_error = None;
     loop {
@@ -437,9 +529,9 @@ async fn run_agent(
                 outcome.reason = Some(format!("no proposal within {} s", TIME_LIMIT.as_secs()));
                 return (outcome, None);
             }
-            _ = &mut interrupt => {
+            _ = sigint.recv() => {
                 agent.kill();
-                outcome.reason = Some("interrupted".into());
+                outcome.reason = Some(INTERRUPTED.into());
                 return (outcome, None);
             }
         };
@@ -480,10 +572,13 @@ async fn run_agent(
                 if result.is_none() {
                     outcome.reason = Some(match last_error.take() {
                         Some(e) => format!("the Main Agent ended ({exit}): {e}"),
-                        None => format!(
-                            "the Main Agent ended ({exit}) without a proposal; its stderr is in {}",
-                            stderr.display()
-                        ),
+                        None if std::fs::metadata(&stderr).is_ok_and(|m| m.len() > 0) => {
+                            format!(
+                                "the Main Agent ended ({exit}) without a proposal; what it said on stderr is in {}",
+                                stderr.display()
+                            )
+                        }
+                        None => format!("the Main Agent ended ({exit}) without a proposal"),
                     });
                 }
                 break;
@@ -538,9 +633,32 @@ pub fn main(args: &[std::ffi::OsString], worker: &WorkerCommand) -> i32 {
         }
     };
     let paths = ProjectPaths::new(root);
-    let outcome = runtime.block_on(propose(&paths, worker, flag, |model| {
-        eprintln!("asking {model} to propose the project's profile (Ctrl-C skips)…");
-    }));
+    let outcome = runtime.block_on(async {
+        // Taken first: an interrupt from now on stops the proposal, not the process.
+        let mut sigint =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+                Ok(s) => s,
+                Err(e) => {
+                    return Outcome::new(
+                        Status::Failed,
+                        None,
+                        Some(format!("cannot handle interrupts: {e}")),
+                    )
+                }
+            };
+        propose(
+            &paths,
+            worker,
+            flag,
+            |model| {
+                eprintln!(
+                    "asking {model} to propose the project's profile (Ctrl-C stops it; `air profile scan` asks again)…"
+                );
+            },
+            &mut sigint,
+        )
+        .await
+    });
     crate::answer_json(Ok::<_, String>(outcome))
 }
 

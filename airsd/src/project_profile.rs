@@ -195,16 +195,20 @@ pub fn scan_and_profile_until(
 ) -> Result<Report, String> {
     let scan = crate::scan::scan_project_until(paths, stop)
         .map_err(|e| format!("{}: {e}", paths.state().display()))?;
-    let mut project = paths.read_project().map_err(|e| e.to_string())?;
     let detected = detect(paths.root(), &scan);
-    let replace = match &project.profile {
-        None => true,
-        Some(p) => p.origin == ProfileOrigin::Detected && *p != detected,
-    };
-    if replace {
-        project.profile = Some(detected);
-        paths.write_project(&project).map_err(|e| e.to_string())?;
-    }
+    let mut replace = false;
+    let project = paths
+        .update_project(|project| {
+            replace = match &project.profile {
+                None => true,
+                Some(p) => p.origin == ProfileOrigin::Detected && *p != detected,
+            };
+            if replace {
+                project.profile = Some(detected);
+            }
+            replace
+        })
+        .map_err(|e| e.to_string())?;
     Ok(Report {
         scan,
         profile: project.profile,

@@ -288,8 +288,21 @@ pub fn git_summary(root: &Path) -> Option<GitSummary> {
         branch: git(&["rev-parse", "--abbrev-ref", "HEAD"]),
         head: git(&["rev-parse", "--short", "HEAD"]),
         head_time: git(&["log", "-1", "--format=%cI"]),
-        remote: git(&["remote", "get-url", "origin"]),
+        remote: git(&["remote", "get-url", "origin"]).map(|u| without_credentials(&u)),
     })
+}
+
+/// A remote's URL without the user and password some carry
+/// (`https://user:token@host/…`): it is kept and shown to models.
+fn without_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..host_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
 }
 
 /// Where the scan and its cache are kept.
@@ -470,5 +483,24 @@ pub(crate) mod tests {
         let (fourth, _) = scan(root, &cache, TIME_LIMIT);
         assert_eq!(fourth.dirs_read, 0);
         assert_eq!(racy_window(3_000_000_000), 2_000_000_000, "whole seconds");
+    }
+
+    #[test]
+    fn a_remote_is_kept_without_its_credentials() {
+        for (url, kept) in [
+            (
+                "https://user:ghp_secret@github.com/o/r.git",
+                "https://github.com/o/r.git",
+            ),
+            (
+                "https://ghp_secret@github.com/o/r",
+                "https://github.com/o/r",
+            ),
+            ("ssh://git@host:22/o/r", "ssh://host:22/o/r"),
+            ("https://github.com/o/r@v1", "https://github.com/o/r@v1"),
+            ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+        ] {
+            assert_eq!(without_credentials(url), kept, "{url}");
+        }
     }
 }

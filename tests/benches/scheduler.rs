@@ -207,7 +207,7 @@ fn spawn_cost(dir: &Path) {
 
 fn project(root: &Path) {
     let out = Command::new(release_bin("air"))
-        .arg("init")
+        .args(["init", "--no-model"])
         .current_dir(root)
         .output()
         .unwrap();

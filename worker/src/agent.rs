@@ -857,7 +857,9 @@ async fn run_with(
         // A model that answers the profile in plain JSON rather than through the form
         // is taken at its word (loose acceptance, D-015).
         if answers.is_empty() && proposing && stopped != Some(StopReason::MaxTokens) {
-            if let Some(input) = submit::json_in(&said) {
+            let input = submit::json_in(&said)
+                .filter(|v| !air_proto::project_profile::read_proposal(v).is_empty());
+            if let Some(input) = input {
                 if let Ok(result) =
                     submit::accept_as(output, role, &task_id, &agent_id, &input, &seen)
                 {
@@ -886,6 +888,11 @@ async fn run_with(
         if (1..=TURNS_WARNED).contains(&left) && talking {
             answers.push(ContentBlock::text(format!(
                 "{left} turn{} left of {max_turns}: answer the user now with what you have.",
+                if left == 1 { "" } else { "s" }
+            )));
+        } else if (1..=TURNS_WARNED).contains(&left) && proposing {
+            answers.push(ContentBlock::text(format!(
+                "{left} turn{} left of {max_turns}: call submit_result now with what you can tell.",
                 if left == 1 { "" } else { "s" }
             )));
         } else if (1..=TURNS_WARNED).contains(&left) {

@@ -101,3 +101,41 @@ fn timestamps_with_offsets_are_canonicalised_to_utc_micros() {
     assert!(canonical("2026-11-30T10:00:00+25:00").is_none());
     assert!(canonical("yesterday").is_none());
 }
+
+/// Writers of `project.json` through `update_project` never lose each other's change:
+/// two threads each adding fifty languages leave a hundred.
+#[test]
+fn concurrent_changes_of_project_json_are_all_kept() {
+    use air_proto::project_profile::{ProfileOrigin, ProjectProfile};
+    let dir = tempfile::tempdir().unwrap();
+    air_proto::layout::init(dir.path(), "2026-12-02T00:00:00Z").unwrap();
+    let paths = air_proto::layout::ProjectPaths::new(dir.path());
+    let writers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|who| {
+            let paths = paths.clone();
+            std::thread::spawn(move || {
+                for n in 0..50 {
+                    paths
+                        .update_project(|p| {
+                            p.profile
+                                .get_or_insert_with(|| {
+                                    ProjectProfile::unknown(ProfileOrigin::Detected)
+                                })
+                                .languages
+                                .get_or_insert_with(Vec::new)
+                                .push(format!("{who}{n}"));
+                            true
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let project = paths.read_project().unwrap();
+    let languages = project.profile.unwrap().languages.unwrap();
+    assert_eq!(languages.len(), 100);
+}

@@ -29,6 +29,9 @@ async fn air(root: &Path, home: &Path, url: Option<&str>, args: &[&str]) -> Outp
         .env_remove("ANTHROPIC_BASE_URL")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENROUTER_API_KEY")
+        .env_remove("AIR_WORKER")
+        .env_remove("AIR_AIRSD")
+        .env_remove("AIR_RECORD")
         .stdin(std::process::Stdio::null());
     if let Some(url) = url {
         c.env("ANTHROPIC_API_KEY", "sk-test")
@@ -125,6 +128,19 @@ fn the_main_agent_proposes_the_profile_from_the_scan_and_the_user_corrects_it() 
                     "Here it is:\n```json\n{\"languages\": [\"C++\"], \"test\": [\"ctest --preset ci\"]}\n```",
                 )),
             },
+            // A model that tells nothing of the profile.
+            Exchange {
+                request: None,
+                expect: Expect {
+                    contains: vec!["Propose the profile of this project.".into()],
+                    tools: vec!["submit_result".into()],
+                },
+                reply: Reply::Events(tool_use_events(
+                    "toolu_3",
+                    "submit_result",
+                    &json!({"status": "failed", "summary": "cannot tell"}),
+                )),
+            },
         ])
         .await;
         let url = mock.url.clone();
@@ -134,7 +150,7 @@ fn the_main_agent_proposes_the_profile_from_the_scan_and_the_user_corrects_it() 
         let said = stdout(&out);
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(said.contains("scanned 7 files in "), "{said}");
-        assert!(err.contains("to propose the project's profile (Ctrl-C skips)"), "{err}");
+        assert!(err.contains("to propose the project's profile (Ctrl-C stops it"), "{err}");
         assert!(said.contains("proposed by anthropic/"), "{said}");
         assert!(said.contains("50 tokens in, 20 out"), "{said}");
         assert!(
@@ -160,6 +176,11 @@ fn the_main_agent_proposes_the_profile_from_the_scan_and_the_user_corrects_it() 
         let p = profile(&root);
         assert_eq!(p["origin"], "proposed");
         assert_eq!(p["test"], json!(["ctest --preset ci"]));
+        // air init once more does not ask again.
+        let out = air(&root, &home, Some(&url), &["init"]).await;
+        assert!(!stdout(&out).contains("proposed by"), "{}", stdout(&out));
+        assert_eq!(mock.received().len(), 1);
+        assert_eq!(profile(&root), p);
         assert_eq!(p["source_dirs"], json!(["src"]));
         assert_eq!(p["test_dirs"], json!(["tests"]));
 
@@ -200,10 +221,20 @@ fn the_main_agent_proposes_the_profile_from_the_scan_and_the_user_corrects_it() 
         assert!(said.contains("no model proposes the profile: no LLM provider is configured"), "{said}");
         assert!(said.contains("project profile (detected, not confirmed):"), "{said}");
         assert_eq!(profile(&root)["origin"], "detected");
+        // A proposal of nothing is no proposal: the profile stays as it was.
+        let out = air(&root, &home, Some(&url), &["profile", "scan"]).await;
+        let said = stdout(&out);
+        assert!(
+            said.contains("the Main Agent proposed nothing (the model proposed no field of the profile): the profile stays as it was"),
+            "{said}"
+        );
+        assert!(said.contains("note: `status` is not a field of the profile"), "{said}");
+        assert_eq!(profile(&root)["origin"], "detected");
+        assert_eq!(mock.received().len(), 3);
         // --no-model asks no model even with a key.
         let out = air(&root, &home, Some(&url), &["profile", "reset", "--no-model"]).await;
         assert!(!stdout(&out).contains("propose"), "{}", stdout(&out));
-        assert_eq!(mock.received().len(), 2);
+        assert_eq!(mock.received().len(), 3);
     });
 }
 

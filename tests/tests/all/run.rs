@@ -621,6 +621,7 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
 /// systemd gives a user service) with no client ever connecting. It resumes the
 /// unfinished run and carries it to its end by itself.
 #[test]
+#[cfg(target_os = "linux")]
 fn a_supervised_daemon_resumes_the_run_after_a_reboot_with_no_client() {
     let p = project();
     write(
@@ -667,6 +668,7 @@ fn a_supervised_daemon_resumes_the_run_after_a_reboot_with_no_client() {
         .args(["daemon", "install-service"])
         .current_dir(&p.root)
         .env("HOME", &home)
+        .env_remove("AIR_AIRSD")
         .output()
         .unwrap();
     expect(&installed, 0);
@@ -711,7 +713,12 @@ fn a_supervised_daemon_resumes_the_run_after_a_reboot_with_no_client() {
         nix::unistd::Pid::from_raw(daemon.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     );
-    let status = daemon.wait().unwrap();
+    let mut status = None;
+    assert!(until(20, || {
+        status = daemon.try_wait().unwrap();
+        status.is_some()
+    }));
+    let status = status.unwrap();
     let said = std::fs::read_to_string(p.dir.path().join("service.log")).unwrap_or_default();
     assert!(ended, "the run did not end: {said}");
     assert!(status.success(), "{status}: {said}");
