@@ -246,10 +246,18 @@ fn regular_inside(root: &Path, rel: &str) -> Option<PathBuf> {
 /// The start of a file as text, or `None` for a binary one.
 fn head_of(path: &Path, chars: usize) -> Option<(String, bool)> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Not through a link put there since it was checked, and never waiting on a pipe.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take((chars * 4) as u64 + 1)
+    file.take((chars * 4) as u64 + 1)
         .read_to_end(&mut bytes)
         .ok()?;
     if bytes.contains(&0) {
