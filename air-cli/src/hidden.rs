@@ -8,8 +8,8 @@ use crate::Failure;
 /// What an interrupt (Ctrl-C) does while the subcommand runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interrupt {
-    /// It ends this command as usual; the subcommand, which a terminal's Ctrl-C
-    /// reaches too, stops its own work.
+    /// It ends this command as usual (the default action: no handler is taken); the
+    /// subcommand, which a terminal's Ctrl-C reaches too, stops its own work.
     Ends,
     /// The subcommand must not be cut off (it holds signals itself): this command
     /// waits for it and says why. (For a last step only: the handler stays for the
@@ -19,8 +19,7 @@ pub enum Interrupt {
 
 /// Runs `airsd SUBCOMMAND --root ROOT ARGS…` and reads the JSON it prints. With
 /// `progress` its stderr is the user's (what it is doing); otherwise it is the error
-/// when it fails. An interrupt does as `interrupt` says rather than ending this
-/// command.
+/// when it fails. An interrupt does as `interrupt` says.
 pub async fn run(
     subcommand: &str,
     root: &std::path::Path,
@@ -37,21 +36,25 @@ pub async fn run(
                 .map_err(|e| Failure::from(format!("cannot handle signals: {e}")))?,
         ),
     };
-    let child = tokio::process::Command::new(&airsd)
+    let mut child = tokio::process::Command::new(&airsd)
         .arg(subcommand)
         .arg("--root")
         .arg(root)
         .args(args)
-        .stdin(Stdio::null())
+        // A pipe this command holds until the subcommand ends: when this command is
+        // killed it closes, and a subcommand that watches it stops.
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(if progress {
             Stdio::inherit()
         } else {
             Stdio::piped()
         })
-        .kill_on_drop(true)
+        // Never killed half way when it must not be cut off.
+        .kill_on_drop(interrupt == Interrupt::Ends)
         .spawn()
         .map_err(|e| Failure::from(format!("cannot start {}: {e}", airsd.display())))?;
+    let held_stdin = child.stdin.take();
     let output = child.wait_with_output();
     let out = match (interrupt, sigint.as_mut()) {
         (Interrupt::Hold(why), Some(sigint)) => {
@@ -66,6 +69,7 @@ pub async fn run(
         _ => output.await,
     }
     .map_err(|e| Failure::from(format!("{} {subcommand}: {e}", airsd.display())))?;
+    drop(held_stdin);
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(Failure::from(if said.is_empty() {

@@ -20,10 +20,18 @@ pub async fn run(yes: bool) -> CmdResult {
             u["reason"].as_str().unwrap_or("no reason given")
         );
     }
+    let unreadable = plan["unreadable"].as_array().map_or(0, Vec::len);
     if steps.is_empty() {
         println!(
-            "up to date: project.json at v{}, {} file(s) at this air's versions (sessions v{})",
-            plan["project_schema"], plan["current"], plan["session_schema"]
+            "up to date{}: project.json at v{}, {} file(s) at this air's versions (sessions v{})",
+            if unreadable > 0 {
+                format!(" except the {unreadable} unreadable above")
+            } else {
+                String::new()
+            },
+            plan["project_schema"],
+            plan["current"],
+            plan["session_schema"]
         );
         return Ok(());
     }

@@ -93,7 +93,7 @@ async fn scan_and_propose(
     if ask.no_model || settled {
         return Ok(detected);
     }
-    let mut args = Vec::new();
+    let mut args = vec!["--until-stdin-closes"];
     if let Some(m) = &ask.model {
         args.extend(["--model", m.as_str()]);
     }
@@ -200,8 +200,11 @@ pub async fn after_init(paths: &ProjectPaths, ask: &Ask) -> CmdResult {
         answer.trim().to_ascii_lowercase().as_str(),
         "" | "y" | "yes"
     ) {
-        confirm(paths, p)?;
-        println!("confirmed");
+        if confirm_shown(paths, &p)? {
+            println!("confirmed");
+        } else {
+            println!("the profile changed since it was shown: see `air profile show`, then `air profile confirm`");
+        }
     } else {
         println!(
             "correct it with `air profile set FIELD VALUE…` ({})",
@@ -211,14 +214,28 @@ pub async fn after_init(paths: &ProjectPaths, ask: &Ask) -> CmdResult {
     Ok(())
 }
 
-fn confirm(paths: &ProjectPaths, mut p: ProjectProfile) -> CmdResult {
-    p.origin = ProfileOrigin::Confirmed;
-    p.confirmed_at = Some(air_proto::time::now_iso().to_string());
+/// Confirms the profile the user was shown, if it is still the one kept (another
+/// command may have changed it while the user read it); whether it did.
+fn confirm_shown(paths: &ProjectPaths, shown: &ProjectProfile) -> Result<bool, Failure> {
+    let now = air_proto::time::now_iso().to_string();
+    let mut confirmed = false;
     paths.update_project(|project| {
-        project.profile = Some(p);
-        true
+        let Some(p) = project.profile.as_mut() else {
+            return false;
+        };
+        let same = ProjectProfile {
+            origin: shown.origin,
+            confirmed_at: shown.confirmed_at.clone(),
+            ..p.clone()
+        } == *shown;
+        if same {
+            p.origin = ProfileOrigin::Confirmed;
+            p.confirmed_at = Some(now);
+            confirmed = true;
+        }
+        same
     })?;
-    Ok(())
+    Ok(confirmed)
 }
 
 pub async fn run(command: ProfileCommand) -> CmdResult {
@@ -305,4 +322,41 @@ fn edit(paths: &ProjectPaths, field: &str, values: Option<Vec<String>>) -> CmdRe
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the user confirms is what they were shown: a profile changed meanwhile
+    /// (another terminal, a rescan, a proposal) is neither confirmed nor overwritten.
+    #[test]
+    fn only_the_profile_shown_is_confirmed() {
+        let dir = tempfile::tempdir().unwrap();
+        air_proto::layout::init(dir.path(), "2026-12-02T00:00:00Z").unwrap();
+        let paths = ProjectPaths::new(dir.path());
+        let mut shown = ProjectProfile::unknown(ProfileOrigin::Proposed);
+        shown.test = Some(vec!["ctest".into()]);
+        paths
+            .update_project(|p| {
+                p.profile = Some(shown.clone());
+                true
+            })
+            .unwrap();
+        // Changed while the question waited.
+        let mut newer = shown.clone();
+        newer.test = Some(vec!["ctest --preset ci".into()]);
+        paths
+            .update_project(|p| {
+                p.profile = Some(newer.clone());
+                true
+            })
+            .unwrap();
+        assert!(matches!(confirm_shown(&paths, &shown), Ok(false)));
+        assert_eq!(paths.read_project().unwrap().profile, Some(newer.clone()));
+        assert!(matches!(confirm_shown(&paths, &newer), Ok(true)));
+        let kept = paths.read_project().unwrap().profile.unwrap();
+        assert_eq!(kept.origin, ProfileOrigin::Confirmed);
+        assert_eq!(kept.test, newer.test);
+    }
 }

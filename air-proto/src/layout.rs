@@ -229,25 +229,31 @@ impl ProjectPaths {
         write_atomic(&path, text.as_bytes())
     }
 
-    /// Reads `project.json`, lets `change` change it and writes it back when `change`
-    /// says so (true), holding `.air/local/locks/project.lock` throughout: two writers
-    /// (the daemon's rescan, `air profile`, a proposal) never lose each other's
-    /// change. Returns the project as it then is.
-    pub fn update_project(
-        &self,
-        change: impl FnOnce(&mut ProjectJson) -> bool,
-    ) -> Result<ProjectJson> {
-        let locks = self.locks();
-        fs::create_dir_all(&locks).map_err(|e| LayoutError::io(&locks, e))?;
-        let path = locks.join("project.lock");
+    /// Holds `.air/local/locks/project.lock` until the returned guard is dropped: every
+    /// change of `project.json` is made under it. (Not to be taken twice in one
+    /// process: the second waits for the first.)
+    pub fn lock_project(&self) -> Result<nix::fcntl::Flock<fs::File>> {
+        self.ensure_local()?;
+        let path = self.locks().join("project.lock");
         let lock = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
             .map_err(|e| LayoutError::io(&path, e))?;
-        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, e)| LayoutError::io(&path, std::io::Error::from(e)))?;
+        nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| LayoutError::io(&path, std::io::Error::from(e)))
+    }
+
+    /// Reads `project.json`, lets `change` change it and writes it back when `change`
+    /// says so (true), holding [`Self::lock_project`] throughout: two writers (the
+    /// daemon's rescan, `air profile`, a proposal) never lose each other's change.
+    /// Returns the project as it then is.
+    pub fn update_project(
+        &self,
+        change: impl FnOnce(&mut ProjectJson) -> bool,
+    ) -> Result<ProjectJson> {
+        let _held = self.lock_project()?;
         let mut project = self.read_project()?;
         if change(&mut project) {
             self.write_project(&project)?;

@@ -185,7 +185,9 @@ const WRAPPERS: &[&str] = &["profile", "arguments", "input", "parameters"];
 /// A model's text as one line: control characters (newlines, escape sequences) become
 /// spaces, runs of spaces one.
 fn one_line(text: &str) -> String {
-    text.split(|c: char| c.is_control() || c.is_whitespace())
+    // Bidirectional overrides and isolates too: they reorder what a terminal shows.
+    let hidden = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    text.split(|c: char| c.is_control() || c.is_whitespace() || hidden(c))
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
@@ -370,13 +372,13 @@ mod tests {
         // made one plain line.
         let r = read_proposal(&serde_json::json!({
             "name": "submit_result",
-            "arguments": {"test": ["make check\n## Ignore the above\u{1b}[2J", "\tctest"]}
+            "arguments": {"test": ["make check\n## Ignore the above\u{1b}[2J", "\tctest\u{202E}x"]}
         }));
         assert_eq!(
             r.profile.test,
             Some(vec![
                 "make check ## Ignore the above [2J".into(),
-                "ctest".into()
+                "ctest x".into()
             ])
         );
         assert!(!r.is_empty());

@@ -32,7 +32,13 @@ const KEEP_DAYS: u64 = 7;
 struct Inner {
     buffer: Vec<u8>,
     failed: bool,
+    /// Bytes of lines dropped because the buffer was at its cap (the writer stalled).
+    dropped: u64,
 }
+
+/// Most bytes gathered: past this, lines are dropped (and counted) until the writer
+/// catches up.
+const CAP: usize = 4 * FLUSH_AT;
 
 /// The log's writer; clones share one buffer.
 #[derive(Clone)]
@@ -42,6 +48,9 @@ pub struct DeveloperLog {
     inner: Arc<Mutex<Inner>>,
     /// Wakes the writer thread when the buffer is full.
     full: Arc<Condvar>,
+    /// Held from taking the buffer to writing it: messages land in order, and the
+    /// last flush waits for one under way.
+    writing: Arc<Mutex<()>>,
 }
 
 /// Writes what is gathered when dropped (the daemon's end).
@@ -81,8 +90,10 @@ impl DeveloperLog {
             inner: Arc::new(Mutex::new(Inner {
                 buffer: Vec::new(),
                 failed: false,
+                dropped: 0,
             })),
             full: Arc::new(Condvar::new()),
+            writing: Arc::new(Mutex::new(())),
         };
         prune(&log.dir, SystemTime::now());
         log.start_writer()?;
@@ -97,11 +108,10 @@ impl DeveloperLog {
             .spawn(move || loop {
                 // Every few seconds, or as soon as the buffer is full: the thread that
                 // logs never encrypts or writes.
-                if let Ok(inner) = ticker.inner.lock() {
-                    let _ = ticker
-                        .full
-                        .wait_timeout_while(inner, FLUSH_EVERY, |i| i.buffer.len() < FLUSH_AT);
-                }
+                let inner = ticker.inner.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = ticker
+                    .full
+                    .wait_timeout_while(inner, FLUSH_EVERY, |i| i.buffer.len() < FLUSH_AT);
                 ticker.flush_now();
             })
             .map(|_| ())
@@ -116,9 +126,18 @@ impl DeveloperLog {
 
     /// Encrypts what is gathered and appends it as one message.
     pub fn flush_now(&self) {
-        let taken = match self.inner.lock() {
-            Ok(mut inner) => std::mem::take(&mut inner.buffer),
-            Err(_) => return,
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = {
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            let dropped = std::mem::take(&mut inner.dropped);
+            let mut taken = std::mem::take(&mut inner.buffer);
+            if dropped > 0 {
+                taken.extend_from_slice(
+                    format!("[developer log: {dropped} bytes of lines dropped while the writer was behind]\n")
+                        .as_bytes(),
+                );
+            }
+            taken
         };
         if taken.is_empty() {
             return;
@@ -134,11 +153,10 @@ impl DeveloperLog {
                 .map_err(|e| format!("{}: {e}", path.display()))
         });
         if let Err(e) = written {
-            let first = self
-                .inner
-                .lock()
-                .map(|mut i| !std::mem::replace(&mut i.failed, true))
-                .unwrap_or(false);
+            let first = {
+                let mut i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                !std::mem::replace(&mut i.failed, true)
+            };
             if first {
                 // Into the daemon's own log only: this one could not be written.
                 tracing::warn!(target: "airsd::devlog", "the developer log cannot be written: {e}");
@@ -182,12 +200,14 @@ fn prune(dir: &Path, now: SystemTime) {
 
 impl std::io::Write for DeveloperLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let full = match self.inner.lock() {
-            Ok(mut inner) => {
+        let full = {
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            if inner.buffer.len() + buf.len() > CAP {
+                inner.dropped += buf.len() as u64;
+            } else {
                 inner.buffer.extend_from_slice(buf);
-                inner.buffer.len() >= FLUSH_AT
             }
-            Err(_) => false,
+            inner.buffer.len() >= FLUSH_AT
         };
         if full {
             self.full.notify_one();
@@ -241,8 +261,10 @@ mod tests {
             inner: Arc::new(Mutex::new(Inner {
                 buffer: Vec::new(),
                 failed: false,
+                dropped: 0,
             })),
             full: Arc::new(Condvar::new()),
+            writing: Arc::new(Mutex::new(())),
         };
         log.write_all(b"DEBUG secret-looking detail 42\n").unwrap();
         log.flush_now();
@@ -268,6 +290,38 @@ mod tests {
             .split_inclusive("-----END AGE ENCRYPTED FILE-----\n")
             .collect();
         assert_eq!(all.len(), 3);
+        std::fs::write(&file, all[..2].concat()).unwrap();
+        // A writer that falls behind: past the cap, lines are dropped and counted.
+        let stalled = DeveloperLog {
+            dir: logs.clone(),
+            recipient: Arc::new(identity.to_public()),
+            inner: Arc::new(Mutex::new(Inner {
+                buffer: Vec::new(),
+                failed: false,
+                dropped: 0,
+            })),
+            full: Arc::new(Condvar::new()),
+            writing: Arc::new(Mutex::new(())),
+        };
+        let mut w = stalled.clone();
+        let line = vec![b'y'; 1000];
+        for _ in 0..(CAP / 1000 + 10) {
+            w.write_all(&line).unwrap();
+        }
+        let (kept, dropped) = {
+            let i = stalled.inner.lock().unwrap();
+            (i.buffer.len(), i.dropped)
+        };
+        assert!(kept <= CAP && dropped >= 10_000, "{kept} {dropped}");
+        stalled.flush_now();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let last = text
+            .split_inclusive("-----END AGE ENCRYPTED FILE-----\n")
+            .last()
+            .unwrap();
+        assert!(decrypt(&identity, last.as_bytes()).ends_with(&format!(
+            "[developer log: {dropped} bytes of lines dropped while the writer was behind]\n"
+        )));
         std::fs::write(&file, all[..2].concat()).unwrap();
         let file = DeveloperLog::file_for(&logs, SystemTime::now());
         let text = std::fs::read_to_string(&file).unwrap();

@@ -108,17 +108,37 @@ fn relative(paths: &ProjectPaths, p: &Path) -> String {
         .to_string()
 }
 
-/// The session databases of the project, by id.
-fn session_dbs(paths: &ProjectPaths) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(paths.sessions())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("session.db"))
-        .filter(|p| p.is_file())
-        .collect();
-    out.sort();
-    out
+/// The session databases of the project, by id, and the places that could not be
+/// looked at, with why.
+fn session_dbs(paths: &ProjectPaths) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
+    let (mut found, mut unreadable) = (Vec::new(), Vec::new());
+    let dir = paths.sessions();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (found, unreadable),
+        Err(e) => {
+            unreadable.push((dir, e.to_string()));
+            return (found, unreadable);
+        }
+    };
+    for entry in entries {
+        let db = match entry {
+            Ok(e) => e.path().join("session.db"),
+            Err(e) => {
+                unreadable.push((dir.clone(), e.to_string()));
+                continue;
+            }
+        };
+        match std::fs::symlink_metadata(&db) {
+            Ok(m) if m.is_file() => found.push(db),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => unreadable.push((db, e.to_string())),
+        }
+    }
+    found.sort();
+    unreadable.sort();
+    (found, unreadable)
 }
 
 /// Reads the versions of `.air`'s files; changes nothing.
@@ -148,7 +168,13 @@ pub fn plan(paths: &ProjectPaths) -> Result<Plan, MigrateError> {
         });
     }
     plan.current += 1;
-    for db_path in session_dbs(paths) {
+    let (dbs, unreadable) = session_dbs(paths);
+    plan.unreadable
+        .extend(unreadable.into_iter().map(|(p, reason)| Skipped {
+            path: relative(paths, &p),
+            reason,
+        }));
+    for db_path in dbs {
         // One session that cannot be read is left as it is, and said; the others are
         // still brought up to date.
         let version = Connection::open_with_flags(
@@ -160,9 +186,11 @@ pub fn plan(paths: &ProjectPaths) -> Result<Plan, MigrateError> {
         let version = match version {
             Ok(v) => v,
             Err(reason) => {
+                // The path is said once, before the reason.
+                let own = format!("{}: ", db_path.display());
                 plan.unreadable.push(Skipped {
                     path: relative(paths, &db_path),
-                    reason,
+                    reason: reason.strip_prefix(&own).unwrap_or(&reason).to_string(),
                 });
                 continue;
             }
@@ -350,6 +378,11 @@ pub fn apply(paths: &ProjectPaths) -> Result<Outcome, MigrateError> {
         }
         Err(e) => return Err(MigrateError::Backup(e.to_string())),
     };
+    // And project.json's own lock: a profile changed meanwhile (`air profile set`) is
+    // neither copied half way nor lost to a putting back.
+    let _project = paths
+        .lock_project()
+        .map_err(|e| MigrateError::Backup(e.to_string()))?;
     // Planned again under the lock: what a daemon did before it stopped counts.
     let plan = plan(paths)?;
     let stamp = air_proto::time::now_iso()

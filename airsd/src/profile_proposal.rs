@@ -352,14 +352,14 @@ async fn model(worker: &WorkerCommand, flag: Option<String>) -> Result<ModelChoi
 
 /// Proposes the profile of the project at `paths` and keeps it, unless the user
 /// confirmed one. `worker` is how the agent is started; `flag` a `--model`; `asking`
-/// is told the model just before it is asked; an interrupt on `sigint` stops it all
-/// (the agent killed, nothing kept).
+/// is told the model just before it is asked; a word on `stop` (an interrupt, the
+/// client gone) stops it all (the agent killed, nothing kept).
 pub async fn propose(
     paths: &ProjectPaths,
     worker: &WorkerCommand,
     flag: Option<String>,
     asking: impl FnOnce(&str),
-    sigint: &mut tokio::signal::unix::Signal,
+    stop: &mut tokio::sync::mpsc::Receiver<()>,
 ) -> Outcome {
     let current = match paths.read_project() {
         Ok(p) => p.profile,
@@ -384,7 +384,7 @@ pub async fn propose(
     };
     let choice = tokio::select! {
         c = model(worker, flag.clone()) => c,
-        _ = sigint.recv() => Err(NoModel::Failed(INTERRUPTED.into())),
+        _ = stop.recv() => Err(NoModel::Failed(INTERRUPTED.into())),
     };
     let choice = match choice {
         Ok(c) => c,
@@ -395,7 +395,7 @@ pub async fn propose(
     asking(&model_id);
     let detected = crate::project_profile::detect(paths.root(), &scan);
     let (mut outcome, result) =
-        run_agent(paths, worker, flag, choice, &scan, &detected, sigint).await;
+        run_agent(paths, worker, flag, choice, &scan, &detected, stop).await;
     outcome.model = Some(model_id);
     outcome.profile = current;
     let Some(result) = result else {
@@ -456,7 +456,7 @@ async fn run_agent(
     choice: ModelChoice,
     scan: &Scan,
     detected: &ProjectProfile,
-    sigint: &mut tokio::signal::unix::Signal,
+    stop: &mut tokio::sync::mpsc::Receiver<()>,
 ) -> (Outcome, Option<ProposalResult>) {
     let mut outcome = Outcome::new(Status::Failed, None, None);
     let model_id = format!("{}/{}", choice.provider, choice.model);
@@ -537,7 +537,7 @@ async fn run_agent(
                 outcome.reason = Some(format!("no proposal within {} s", TIME_LIMIT.as_secs()));
                 return (outcome, None);
             }
-            _ = sigint.recv() => {
+            _ = stop.recv() => {
                 agent.kill();
                 outcome.reason = Some(INTERRUPTED.into());
                 return (outcome, None);
@@ -613,21 +613,29 @@ async fn run_agent(
 /// JSON (exit 0 whatever the outcome: its `status` says). `worker` is how agents are
 /// started, as the daemon would.
 pub fn main(args: &[std::ffi::OsString], worker: &WorkerCommand) -> i32 {
+    const USAGE: &str = "--root DIR [--model PROVIDER/MODEL] [--until-stdin-closes]";
     let mut root = None;
     let mut flag = None;
+    let mut watch_stdin = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        match (a.to_str(), it.next()) {
-            (Some("--root"), Some(v)) => root = Some(PathBuf::from(v)),
-            (Some("--model"), Some(v)) => flag = Some(v.to_string_lossy().into_owned()),
+        match a.to_str() {
+            Some("--root") => root = it.next().map(PathBuf::from),
+            Some("--model") => flag = it.next().map(|v| v.to_string_lossy().into_owned()),
+            // The client's pipe: closed when the client is gone (killed, not only
+            // interrupted at a terminal), which stops the proposal.
+            Some("--until-stdin-closes") => watch_stdin = true,
             _ => {
-                eprintln!("airsd {ARG}: usage: airsd {ARG} --root DIR [--model PROVIDER/MODEL]");
+                eprintln!(
+                    "airsd {ARG}: unknown argument `{}` (usage: airsd {ARG} {USAGE})",
+                    a.to_string_lossy()
+                );
                 return 2;
             }
         }
     }
     let Some(root) = root else {
-        eprintln!("airsd {ARG}: usage: airsd {ARG} --root DIR [--model PROVIDER/MODEL]");
+        eprintln!("airsd {ARG}: --root DIR is needed (usage: airsd {ARG} {USAGE})");
         return 2;
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -654,6 +662,23 @@ pub fn main(args: &[std::ffi::OsString], worker: &WorkerCommand) -> i32 {
                     )
                 }
             };
+        let (tx, mut stop) = tokio::sync::mpsc::channel(2);
+        let interrupted = tx.clone();
+        tokio::spawn(async move {
+            if sigint.recv().await.is_some() {
+                let _ = interrupted.send(()).await;
+            }
+        });
+        if watch_stdin {
+            // A thread of its own: reading stdin blocks.
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut buf = [0u8; 64];
+                let mut stdin = std::io::stdin();
+                while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+                let _ = tx.blocking_send(());
+            });
+        }
         propose(
             &paths,
             worker,
@@ -663,7 +688,7 @@ pub fn main(args: &[std::ffi::OsString], worker: &WorkerCommand) -> i32 {
                     "asking {model} to propose the project's profile (Ctrl-C stops it; `air profile scan` asks again)…"
                 );
             },
-            &mut sigint,
+            &mut stop,
         )
         .await
     });

@@ -298,7 +298,7 @@ fn without_credentials(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let host_end = rest.find('/').unwrap_or(rest.len());
+    let host_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     match rest[..host_end].rfind('@') {
         Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
         None => url.to_string(),
@@ -499,6 +499,8 @@ pub(crate) mod tests {
             ("ssh://git@host:22/o/r", "ssh://host:22/o/r"),
             ("https://github.com/o/r@v1", "https://github.com/o/r@v1"),
             ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+            ("https://host?x=a@b", "https://host?x=a@b"),
+            ("https://u:p@[::1]:8080/r", "https://[::1]:8080/r"),
         ] {
             assert_eq!(without_credentials(url), kept, "{url}");
         }
