@@ -84,17 +84,7 @@ impl DeveloperLog {
         let recipient = recipient()?;
         let dir = air_home.join("logs");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let log = DeveloperLog {
-            dir,
-            recipient: Arc::new(recipient),
-            inner: Arc::new(Mutex::new(Inner {
-                buffer: Vec::new(),
-                failed: false,
-                dropped: 0,
-            })),
-            full: Arc::new(Condvar::new()),
-            writing: Arc::new(Mutex::new(())),
-        };
+        let log = DeveloperLog::to(dir, recipient);
         prune(&log.dir, SystemTime::now());
         log.start_writer()?;
         Ok(Some((log.clone(), FlushGuard(log))))
@@ -116,6 +106,22 @@ impl DeveloperLog {
             })
             .map(|_| ())
             .map_err(|e| format!("cannot start the developer log's writer: {e}"))
+    }
+
+    /// A log into `dir` encrypted to `recipient`, with nothing gathered yet and no
+    /// writer thread.
+    fn to(dir: PathBuf, recipient: age::x25519::Recipient) -> DeveloperLog {
+        DeveloperLog {
+            dir,
+            recipient: Arc::new(recipient),
+            inner: Arc::new(Mutex::new(Inner {
+                buffer: Vec::new(),
+                failed: false,
+                dropped: 0,
+            })),
+            full: Arc::new(Condvar::new()),
+            writing: Arc::new(Mutex::new(())),
+        }
     }
 
     /// Today's file.
@@ -255,17 +261,7 @@ mod tests {
         prune(&logs, SystemTime::now());
         assert!(!old.exists() && recent.exists());
 
-        let mut log = DeveloperLog {
-            dir: logs.clone(),
-            recipient: Arc::new(identity.to_public()),
-            inner: Arc::new(Mutex::new(Inner {
-                buffer: Vec::new(),
-                failed: false,
-                dropped: 0,
-            })),
-            full: Arc::new(Condvar::new()),
-            writing: Arc::new(Mutex::new(())),
-        };
+        let mut log = DeveloperLog::to(logs.clone(), identity.to_public());
         log.write_all(b"DEBUG secret-looking detail 42\n").unwrap();
         log.flush_now();
         log.write_all(b"DEBUG the second message\n").unwrap();
@@ -292,17 +288,7 @@ mod tests {
         assert_eq!(all.len(), 3);
         std::fs::write(&file, all[..2].concat()).unwrap();
         // A writer that falls behind: past the cap, lines are dropped and counted.
-        let stalled = DeveloperLog {
-            dir: logs.clone(),
-            recipient: Arc::new(identity.to_public()),
-            inner: Arc::new(Mutex::new(Inner {
-                buffer: Vec::new(),
-                failed: false,
-                dropped: 0,
-            })),
-            full: Arc::new(Condvar::new()),
-            writing: Arc::new(Mutex::new(())),
-        };
+        let stalled = DeveloperLog::to(logs.clone(), identity.to_public());
         let mut w = stalled.clone();
         let line = vec![b'y'; 1000];
         for _ in 0..(CAP / 1000 + 10) {
