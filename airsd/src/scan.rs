@@ -201,6 +201,28 @@ pub fn scan(root: &Path, cache: &Cache, limit: Duration) -> (Scan, Cache) {
 
 /// [`scan`], which also stops (incomplete) once `stop` is set.
 pub fn scan_until(root: &Path, cache: &Cache, limit: Duration, stop: &AtomicBool) -> (Scan, Cache) {
+    scan_against(root, cache, limit, stop, None)
+}
+
+/// The time now as the file system of `dir` keeps it: the mtime of a file written
+/// there now (a network file system's clock may differ from this machine's).
+fn file_system_now(dir: &Path) -> Option<i128> {
+    let probe = dir.join("scan-clock");
+    std::fs::write(&probe, b"").ok()?;
+    let now = std::fs::metadata(&probe).ok().map(|m| mtime(&m));
+    let _ = std::fs::remove_file(&probe);
+    now.filter(|n| *n > 0)
+}
+
+/// [`scan_until`], judging whether a directory changed too recently to trust against
+/// `clock` (a file system's time taken before the walk), else this machine's time.
+fn scan_against(
+    root: &Path,
+    cache: &Cache,
+    limit: Duration,
+    stop: &AtomicBool,
+    clock: Option<i128>,
+) -> (Scan, Cache) {
     let start = Instant::now();
     let mut out = Scan {
         scanned_at: air_proto::time::now_iso().to_string(),
@@ -227,9 +249,11 @@ pub fn scan_until(root: &Path, cache: &Cache, limit: Duration, stop: &AtomicBool
                 out.dirs_read += 1;
                 // Changed again within the same tick of its mtime, it would look
                 // unchanged next time: one changed this recently is read again then.
-                let read_at = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as i128);
+                let read_at = clock.unwrap_or_else(|| {
+                    SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as i128)
+                });
                 (read_dir(root, &rel, m), read_at - m < racy_window(m))
             }
         };
@@ -328,7 +352,11 @@ pub fn scan_project_until(
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let (scan, next) = scan_until(paths.root(), &cache, TIME_LIMIT, stop);
+    // The project's file system's own time, taken before the walk: a directory
+    // changed after it is always read again next time, whatever the clocks say.
+    let _ = std::fs::create_dir_all(paths.state());
+    let clock = file_system_now(&paths.state());
+    let (scan, next) = scan_against(paths.root(), &cache, TIME_LIMIT, stop, clock);
     if stop.load(Ordering::Relaxed) {
         return Err(std::io::Error::other("the scan was stopped"));
     }
@@ -504,5 +532,30 @@ pub(crate) mod tests {
         ] {
             assert_eq!(without_credentials(url), kept, "{url}");
         }
+    }
+
+    /// The racy rule judges by the file system's clock when given one: a directory
+    /// that changed just before that clock's now is read again, one long before is
+    /// trusted, whatever this machine's clock says.
+    #[test]
+    fn the_racy_rule_uses_the_file_systems_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        touch(root, "src/a.cpp");
+        age_all(root, "");
+        let m = mtime(&std::fs::metadata(root.join("src")).unwrap());
+        let stop = AtomicBool::new(false);
+        // The file system's clock only just past the change (this machine's is 10 s on).
+        let (_, racy) = scan_against(root, &Cache::default(), TIME_LIMIT, &stop, Some(m + 1));
+        assert_eq!(racy.dirs["src"].mtime, -1);
+        let (_, trusted) = scan_against(
+            root,
+            &Cache::default(),
+            TIME_LIMIT,
+            &stop,
+            Some(m + 10_000_000_000),
+        );
+        assert_eq!(trusted.dirs["src"].mtime, m);
+        assert!(file_system_now(root).is_some_and(|n| n > m));
     }
 }
