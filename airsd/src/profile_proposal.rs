@@ -205,8 +205,8 @@ const TOP_LEVEL_SHOWN: usize = 100;
 
 /// The files whose text the model is shown, most telling first: the build files at
 /// the top, the shallowest two CI files, the README, then rules and tool settings;
-/// each a regular file inside the root.
-fn shown_files(root: &Path, scan: &Scan) -> Vec<String> {
+/// each a regular file inside the root, with its real path.
+fn shown_files(root: &Path, scan: &Scan) -> Vec<(String, PathBuf)> {
     let at_top = |name: &str| scan.top_level.iter().any(|t| t == name);
     let mut names: Vec<String> = BUILD_FILES
         .iter()
@@ -228,19 +228,28 @@ fn shown_files(root: &Path, scan: &Scan) -> Vec<String> {
             .filter(|n| at_top(n))
             .map(|n| n.to_string()),
     );
-    names.retain(|n| regular_inside(root, n).is_some());
+    let Ok(real_root) = root.canonicalize() else {
+        return Vec::new();
+    };
     names
+        .into_iter()
+        .filter_map(|n| {
+            let path = regular_inside(root, &real_root, &n)?;
+            Some((n, path))
+        })
+        .collect()
 }
 
-/// `rel`'s path when it is a regular file (not a link) inside `root`.
-fn regular_inside(root: &Path, rel: &str) -> Option<PathBuf> {
+/// `rel`'s real path when it is a regular file (not a link) inside `root` (whose real
+/// path is `real_root`).
+fn regular_inside(root: &Path, real_root: &Path, rel: &str) -> Option<PathBuf> {
     let path = root.join(rel);
     let meta = std::fs::symlink_metadata(&path).ok()?;
     if !meta.file_type().is_file() {
         return None;
     }
     let real = path.canonicalize().ok()?;
-    real.starts_with(root.canonicalize().ok()?).then_some(real)
+    real.starts_with(real_root).then_some(real)
 }
 
 /// The start of a file as text, or `None` for a binary one.
@@ -279,14 +288,11 @@ pub fn request_text(root: &Path, scan: &Scan, detected: &ProjectProfile) -> Stri
     }
     let mut left = FILES_CHARS;
     let mut files = String::new();
-    for name in shown_files(root, scan) {
+    for (name, path) in shown_files(root, scan) {
         if left < 200 {
             files.push_str(&format!("\n(more files not shown: {name} …)\n"));
             break;
         }
-        let Some(path) = regular_inside(root, &name) else {
-            continue;
-        };
         let Some((text, cut)) = head_of(&path, FILE_CHARS.min(left)) else {
             continue;
         };
@@ -361,8 +367,8 @@ pub async fn propose(
     asking: impl FnOnce(&str),
     stop: &mut tokio::sync::mpsc::Receiver<()>,
 ) -> Outcome {
-    let current = match paths.read_project() {
-        Ok(p) => p.profile,
+    let (project_id, current) = match paths.read_project() {
+        Ok(p) => (p.project_id, p.profile),
         Err(e) => return Outcome::new(Status::Failed, None, Some(e.to_string())),
     };
     if current
@@ -394,8 +400,9 @@ pub async fn propose(
     let model_id = format!("{}/{}", choice.provider, choice.model);
     asking(&model_id);
     let detected = crate::project_profile::detect(paths.root(), &scan);
+    let text = request_text(paths.root(), &scan, &detected);
     let (mut outcome, result) =
-        run_agent(paths, worker, flag, choice, &scan, &detected, stop).await;
+        run_agent(paths, &project_id, worker, flag, choice, &text, stop).await;
     outcome.model = Some(model_id);
     outcome.profile = current;
     let Some(result) = result else {
@@ -451,16 +458,15 @@ pub async fn propose(
 /// Runs the agent to its result: the outcome's usage and reason, and the proposal.
 async fn run_agent(
     paths: &ProjectPaths,
+    project_id: &str,
     worker: &WorkerCommand,
     flag: Option<String>,
     choice: ModelChoice,
-    scan: &Scan,
-    detected: &ProjectProfile,
+    text: &str,
     stop: &mut tokio::sync::mpsc::Receiver<()>,
 ) -> (Outcome, Option<ProposalResult>) {
     let mut outcome = Outcome::new(Status::Failed, None, None);
     let model_id = format!("{}/{}", choice.provider, choice.model);
-    let text = request_text(paths.root(), scan, detected);
     let budget = crate::context::budget(
         choice.context_window,
         choice.max_output,
@@ -468,7 +474,7 @@ async fn run_agent(
     );
     let context = crate::context::side_context(
         vec![PROMPT.trim().to_string()],
-        &[("role", PROMPT), ("scan", &text)],
+        &[("role", PROMPT), ("scan", text)],
         air_proto::context::ContextPurpose::ProjectProfile,
         budget,
         &model_id,
@@ -484,10 +490,6 @@ async fn run_agent(
     spec.output_contract = air_proto::task::OutputContract::ProjectProfile;
     spec.constraints.max_turns = TURNS;
     let session_id = format!("profile-{}", air_proto::ids::new_id());
-    let project_id = paths
-        .read_project()
-        .map(|p| p.project_id)
-        .unwrap_or_default();
     let start = AgentStart {
         version: 1,
         task_spec: spec,
@@ -497,7 +499,7 @@ async fn run_agent(
         },
         runtime: air_proto::context::AgentRuntimeContext {
             session_id: session_id.clone(),
-            project_id,
+            project_id: project_id.to_string(),
             agent_id: AGENT_ID.to_string(),
             worktree_path: None,
             permission_template: air_proto::context::PermissionTemplate::System,

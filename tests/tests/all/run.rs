@@ -501,6 +501,18 @@ air-test-sleep: 400
 air-test-sleep: 400
 ";
 
+/// The pids of the session's agents the database says are running.
+fn running_workers(p: &Project, session: &str) -> Vec<i64> {
+    let conn = db(p, session);
+    let mut stmt = conn
+        .prepare("SELECT pid FROM agents WHERE status = 'running' AND pid IS NOT NULL")
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// kill -9 of the project's daemon, waiting until it is gone.
 fn kill_daemon(p: &Project) {
     let pid = nix::unistd::Pid::from_raw(p.daemon_pid().unwrap() as i32);
@@ -543,16 +555,7 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
             ) >= 1
     });
     assert!(progressed);
-    let running_pids: Vec<i64> = {
-        let conn = db(&p, &session);
-        let mut stmt = conn
-            .prepare("SELECT pid FROM agents WHERE status = 'running' AND pid IS NOT NULL")
-            .unwrap();
-        stmt.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let running_pids = running_workers(&p, &session);
     kill_daemon(&p);
     // What the database says was running when airsd died (it cannot change now).
     let running_at_kill = count(
@@ -636,16 +639,7 @@ fn a_supervised_daemon_resumes_the_run_after_a_reboot_with_no_client() {
         &db(&p, &session),
         "SELECT COUNT(*) FROM tasks WHERE status = 'completed'"
     ) >= 1));
-    let workers: Vec<i64> = {
-        let conn = db(&p, &session);
-        let mut stmt = conn
-            .prepare("SELECT pid FROM agents WHERE status = 'running' AND pid IS NOT NULL")
-            .unwrap();
-        stmt.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let workers = running_workers(&p, &session);
     // The machine goes down: the daemon and its workers are gone.
     kill_daemon(&p);
     for &w in &workers {
