@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::program;
 use std::sync::Mutex;
 
 /// Why a backup or a restore failed, with what was being done.
@@ -58,6 +60,8 @@ pub struct Backups {
     dir: PathBuf,
     /// Commits are serialized: git's index is one per repository.
     lock: Mutex<()>,
+    /// The git it runs (found in a trusted directory; see [`crate::program`]).
+    git: Option<PathBuf>,
 }
 
 const FILES: &str = "files";
@@ -67,7 +71,26 @@ impl Backups {
         Backups {
             dir: dir.into(),
             lock: Mutex::new(()),
+            git: program::find("git", None, &[]),
         }
+    }
+
+    /// Runs this git (found by the caller on its `PATH`, see [`program::find`]).
+    pub fn with_git(mut self, git: Option<PathBuf>) -> Backups {
+        if git.is_some() {
+            self.git = git;
+        }
+        self
+    }
+
+    /// git on the backup repository, as air runs git (see [`program::git_command`]).
+    fn command(&self) -> Result<Command, BackupError> {
+        let git = self.git.as_deref().ok_or_else(|| {
+            fail("backups: no git found in a system directory or a trusted directory of PATH")
+        })?;
+        let mut cmd = program::git_command(git);
+        cmd.arg("-C").arg(&self.dir);
+        Ok(cmd)
     }
 
     pub fn dir(&self) -> &Path {
@@ -75,12 +98,9 @@ impl Backups {
     }
 
     fn git(&self, args: &[&str]) -> Result<String, BackupError> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(&self.dir)
+        let out = self
+            .command()?
             .args(args)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_TERMINAL_PROMPT", "0")
             .output()
             .map_err(|e| fail(format!("backups: cannot run git: {e}")))?;
         if !out.status.success() {
@@ -216,9 +236,8 @@ impl Backups {
                 .strip_prefix(&self.dir)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let out = Command::new("git")
-                .arg("-C")
-                .arg(&self.dir)
+            let out = self
+                .command()?
                 .args(["show", &format!("{}:{rel}", entry.commit)])
                 .output()
                 .map_err(|e| fail(format!("backups: cannot run git: {e}")))?;

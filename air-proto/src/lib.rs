@@ -5,7 +5,8 @@
 //! This crate holds the contracts (types, the event registry, the API's method table,
 //! the NDJSON codec) and the pure logic both sides must share (the projection reducer,
 //! the plan compiler, the run report). It never reads the environment, and does no I/O
-//! except behind the features named for it: `layout` (the `.air/` tree), `config` (the
+//! except behind the features named for it: `layout` (the `.air/` tree, and the programs
+//! air runs itself: `program`), `config` (the
 //! user's configuration files), `backup` (the backup repository) and `client` (the
 //! daemon's socket).
 
@@ -40,6 +41,8 @@ pub mod payload;
 pub mod plan;
 pub mod planning;
 pub mod planning_view;
+#[cfg(feature = "layout")]
+pub mod program;
 #[cfg(feature = "layout")]
 pub mod project_profile;
 pub mod projection;

@@ -130,7 +130,7 @@ pub fn check(root: Option<&Path>, all: bool) -> Report {
             .into_iter()
             .map(|(spec, by)| {
                 let (platform, path) = (&platform, &path);
-                scope.spawn(move || detect(spec, by, platform, path, is_root, &env_set))
+                scope.spawn(move || detect(spec, by, platform, path, root, is_root, &env_set))
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
@@ -147,6 +147,7 @@ fn detect(
     needed_by: Vec<String>,
     platform: &str,
     path: &std::ffi::OsStr,
+    project: Option<&Path>,
     is_root: bool,
     env_set: &dyn Fn(&str) -> bool,
 ) -> Found {
@@ -156,7 +157,13 @@ fn detect(
     if let Some(exe) = &spec.detect.executable {
         match which(exe, path) {
             Some(p) => {
-                if let Some(args) = &spec.detect.version_args {
+                // Only a program from a trusted directory is run (never one the
+                // project or a temporary directory put on PATH).
+                let avoid: Vec<&Path> = project.into_iter().collect();
+                let trusted = air_proto::program::find(exe, Some(path), &avoid).is_some_and(|t| {
+                    t == p || std::fs::canonicalize(&t).ok() == std::fs::canonicalize(&p).ok()
+                });
+                if let (Some(args), true) = (&spec.detect.version_args, trusted) {
                     version = version_of(&p, args);
                 }
                 location = Some(p.display().to_string());
@@ -311,7 +318,8 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_reported_with_the_command_for_this_platform() {
-        let dir = tempfile::tempdir().unwrap();
+        // Outside the temporary directories: programs there are never run.
+        let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let tool = bin.join("cmake");
@@ -333,16 +341,42 @@ mod tests {
             vec!["cpp".into()],
             "debian",
             path,
+            None,
             false,
             &unset,
         );
         assert!(found.present);
         assert_eq!(found.version.as_deref(), Some("3.99.1"));
+        // The same program in the project, or in a temporary directory, is found but
+        // never run.
+        let in_project = detect(
+            spec("cmake"),
+            vec!["cpp".into()],
+            "debian",
+            path,
+            Some(dir.path()),
+            false,
+            &unset,
+        );
+        assert!(in_project.present && in_project.version.is_none());
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(&tool, tmp.path().join("cmake")).unwrap();
+        let in_tmp = detect(
+            spec("cmake"),
+            vec!["cpp".into()],
+            "debian",
+            tmp.path().as_os_str(),
+            None,
+            false,
+            &unset,
+        );
+        assert!(in_tmp.present && in_tmp.version.is_none());
         let missing = detect(
             spec("ninja"),
             vec!["cpp".into()],
             "debian",
             path,
+            None,
             false,
             &unset,
         );
@@ -356,6 +390,7 @@ mod tests {
             vec!["cpp".into()],
             "fedora",
             path,
+            None,
             true,
             &unset,
         );
@@ -365,6 +400,7 @@ mod tests {
             vec!["cpp".into()],
             "macos",
             path,
+            None,
             false,
             &unset,
         );
@@ -374,6 +410,7 @@ mod tests {
             vec!["cpp".into()],
             "plan9",
             path,
+            None,
             false,
             &unset,
         );

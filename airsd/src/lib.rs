@@ -32,6 +32,7 @@ pub mod event_store;
 pub mod evidence;
 pub mod fts;
 pub mod knowledge;
+pub mod launcher;
 pub mod logfile;
 pub mod memory;
 pub mod migrate;

@@ -291,20 +291,20 @@ fn scan_against(
     (out, next)
 }
 
-/// Branch, head commit and its time, and the `origin` remote, as git says.
+/// Branch, head commit and its time, and the `origin` remote, as git says (run as
+/// airsd runs git, [`crate::launcher`]: these read no file's content).
 pub fn git_summary(root: &Path) -> Option<GitSummary> {
+    let launcher = crate::launcher::Launcher::plain(root);
     let git = |args: &[&str]| -> Option<String> {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        launcher
+            .git(
+                args,
+                crate::launcher::Reads::Metadata,
+                64 * 1024,
+                std::time::Duration::from_secs(10),
+            )
+            .ok()
+            .map(|(text, _)| text.trim().to_string())
             .filter(|s| !s.is_empty())
     };
     git(&["rev-parse", "--is-inside-work-tree"])?;

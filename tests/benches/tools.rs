@@ -147,12 +147,14 @@ fn grep_vs_rg() {
         airsd::tools::permission::Permits::new(&engine, None, Default::default(), HashSet::new());
     let ledger = airsd::tools::ReadLedger::default();
     let scope = airsd::tools::scope::Scope::default();
+    let launcher = airsd::launcher::Launcher::plain(&root);
     let ctx = airsd::tools::FsContext {
         root: &root,
         agent_id: "bench",
         ledger: &ledger,
         scope: &scope,
         perm: &permits,
+        launcher: &launcher,
     };
     let input: airsd::tools::search::GrepInput =
         serde_json::from_value(serde_json::json!({ "pattern": "NEEDLE", "head_limit": 100000 }))

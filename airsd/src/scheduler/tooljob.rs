@@ -47,6 +47,8 @@ pub struct ToolEnv {
     pub sandbox_exe: Option<(PathBuf, crate::sandbox::Protections)>,
     /// The calls that were running when airsd stopped.
     pub interrupted: Interrupted,
+    /// How airsd runs its own programs (git) on the project.
+    pub launcher: Arc<crate::launcher::Launcher>,
 }
 
 pub struct ToolJob {
@@ -451,6 +453,7 @@ impl ToolJob {
                 ledger: &env.ledger,
                 scope: &scope,
                 perm: &permits,
+                launcher: &env.launcher,
             };
             let result = f(&ctx);
             (result, permits.take_asks())

@@ -142,6 +142,8 @@ pub struct FsContext<'a> {
     pub scope: &'a super::scope::Scope,
     /// The PermissionEngine's say for this call.
     pub perm: &'a super::permission::Permits<'a>,
+    /// How airsd runs its own programs (git) for the project.
+    pub launcher: &'a crate::launcher::Launcher,
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -784,6 +786,7 @@ mod tests {
                 ledger: &self.ledger,
                 scope: &self.scope,
                 perm: crate::tools::permission::test_permits(&self.root),
+                launcher: crate::launcher::test_launcher(&self.root),
             }
         }
         fn put(&self, name: &str, bytes: &[u8]) {

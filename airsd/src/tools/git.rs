@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
 use super::error::ToolError;
 use super::fs::FsContext;
+use crate::launcher::{Launcher, Reads};
 
 /// Bytes of a diff returned at most.
 pub const MAX_DIFF_BYTES: usize = 256 * 1024;
@@ -21,9 +21,18 @@ pub struct StatusInput {}
 pub struct StatusOutput {
     /// The branch line (`## main...origin/main`), if any.
     pub branch: Option<String>,
-    /// `XY path` entries of `git status --porcelain`.
+    /// `XY path` entries of `git status --porcelain` (untracked directories as one
+    /// entry each, as git shows them), at most [`STATUS_ENTRIES`].
     pub entries: Vec<String>,
+    /// What was left out, when there was more to show.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
+
+/// Entries `git.status` shows at most.
+pub const STATUS_ENTRIES: usize = 1_000;
+/// Bytes of `git status` read for the tool at most.
+const STATUS_TOOL_BYTES: usize = 256 * 1024;
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -45,107 +54,20 @@ pub struct DiffOutput {
     pub truncated: bool,
 }
 
-/// Runs git for a read-only tool: with a clean environment (none of airsd's, which
-/// holds the providers' keys), none of the repository's ways to run code (fsmonitor,
-/// external diffs, text conversions, hooks), at most `cap` bytes of output kept and
+/// git for a read-only tool, through airsd's [`Launcher`] (which confines a run that
+/// reads the files' content), at most `cap` bytes of its output kept and
 /// [`super::fs::TOOL_TIME_LIMIT`] to finish.
-fn git_capped(root: &Path, args: &[&str], cap: usize) -> Result<(String, bool), ToolError> {
-    git_within(root, args, cap, super::fs::TOOL_TIME_LIMIT)
-}
-
-/// [`git_capped`] with its own time limit.
-fn git_within(
-    root: &Path,
+fn git_capped(
+    launcher: &Launcher,
     args: &[&str],
+    reads: Reads,
     cap: usize,
-    limit: std::time::Duration,
 ) -> Result<(String, bool), ToolError> {
-    use std::io::Read as _;
-    let mut cmd = Command::new("git");
-    cmd.args([
-        "-c",
-        "core.fsmonitor=false",
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "diff.external=",
-    ])
-    .args(args)
-    .current_dir(root)
-    .env_clear()
-    .env("GIT_PAGER", "cat")
-    .env("GIT_OPTIONAL_LOCKS", "0")
-    .env("GIT_TERMINAL_PROMPT", "0")
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped());
-    for k in ["PATH", "HOME", "LANG", "LC_ALL", "TZ"] {
-        if let Some(v) = std::env::var_os(k) {
-            cmd.env(k, v);
-        }
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ToolError(format!("cannot run git: {e}")))?;
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(ToolError("git's output could not be read".into()));
-    };
-    let errors = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut text);
-        text
-    });
-    // The clock: past it, git is killed and what it gave is all there is.
-    let pid = child.id();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let clock = std::thread::spawn(move || {
-        if done_rx.recv_timeout(limit).is_err() {
-            if let Ok(pid) = i32::try_from(pid) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            return true;
-        }
-        false
-    });
-    let mut out = Vec::new();
-    let read = (&mut stdout).take(cap as u64 + 1).read_to_end(&mut out);
-    let truncated = out.len() > cap;
-    if truncated {
-        out.truncate(cap);
-        let _ = child.kill();
-    }
-    drop(stdout);
-    let status = child.wait();
-    let _ = done_tx.send(());
-    let timed_out = clock.join().unwrap_or(false);
-    let stderr = errors.join().unwrap_or_default();
-    if timed_out {
-        return Err(ToolError(format!(
-            "git {}: stopped after {} s",
-            args.join(" "),
-            limit.as_secs()
-        )));
-    }
-    read.map_err(|e| ToolError(format!("git {}: {e}", args.join(" "))))?;
-    match status {
-        Ok(s) if s.success() || truncated => {}
-        Ok(_) => {
-            return Err(ToolError(format!(
-                "git {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&stderr).trim()
-            )))
-        }
-        Err(e) => return Err(ToolError(format!("git {}: {e}", args.join(" ")))),
-    }
-    Ok((String::from_utf8_lossy(&out).into_owned(), truncated))
+    launcher.git(args, reads, cap, super::fs::TOOL_TIME_LIMIT)
 }
 
-fn git(root: &Path, args: &[&str]) -> Result<String, ToolError> {
-    git_capped(root, args, 4 * 1024 * 1024).map(|(text, _)| text)
+fn git(launcher: &Launcher, args: &[&str], reads: Reads) -> Result<String, ToolError> {
+    git_capped(launcher, args, reads, 4 * 1024 * 1024).map(|(text, _)| text)
 }
 
 /// Whether `root` is inside a git working tree (a `.git` in it or above it): checked
@@ -188,24 +110,26 @@ impl Dirty {
     /// Reads it from `git status` of the project's part of the repository; `None` at
     /// once outside a git repository (no `.git` in `root` or above it), so a command
     /// there pays nothing for it.
-    pub fn read(root: &Path) -> Option<Dirty> {
+    pub fn read(launcher: &Launcher) -> Option<Dirty> {
+        let root = launcher.root();
         let prefix = prefix(root)?;
-        let (text, cut) = git_within(
-            root,
-            &[
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--branch",
-                "--untracked-files=all",
-                "--ignore-submodules",
-                "--",
-                ".",
-            ],
-            STATUS_CAP,
-            STATUS_TIME,
-        )
-        .ok()?;
+        let (text, cut) = launcher
+            .git(
+                &[
+                    "status",
+                    "--porcelain=v1",
+                    "-z",
+                    "--branch",
+                    "--untracked-files=all",
+                    "--ignore-submodules",
+                    "--",
+                    ".",
+                ],
+                Reads::Content,
+                STATUS_CAP,
+                STATUS_TIME,
+            )
+            .ok()?;
         if cut {
             return None;
         }
@@ -265,27 +189,49 @@ impl Dirty {
     }
 }
 
-/// `git.status`: the branch line and the entries.
+/// `git.status`: the branch line and the entries, bounded.
 pub fn status(ctx: &FsContext<'_>, _: &StatusInput) -> Result<StatusOutput, ToolError> {
-    let text = git(
-        ctx.root,
+    let (text, cut) = git_capped(
+        ctx.launcher,
         &[
             "status",
             "--porcelain=v1",
             "--branch",
-            "--untracked-files=all",
+            "--ignore-submodules=dirty",
         ],
+        Reads::Content,
+        STATUS_TOOL_BYTES,
     )?;
     let mut branch = None;
     let mut entries = Vec::new();
-    for line in text.lines() {
+    let mut more = 0usize;
+    let mut lines: Vec<&str> = text.lines().collect();
+    if cut {
+        // The last line may be cut in its middle.
+        lines.pop();
+    }
+    for line in lines {
         match line.strip_prefix("## ") {
             Some(b) => branch = Some(b.to_string()),
-            None if !line.is_empty() => entries.push(line.to_string()),
-            None => {}
+            None if line.is_empty() => {}
+            None if entries.len() < STATUS_ENTRIES => entries.push(line.to_string()),
+            None => more += 1,
         }
     }
-    Ok(StatusOutput { branch, entries })
+    let mut notes = Vec::new();
+    if more > 0 || cut {
+        notes.push(format!(
+            "{} more entr{} not shown{}; narrow it with git_diff's paths, or run `git status -- <dir>` with shell_run",
+            if cut { format!("{more} or") } else { more.to_string() },
+            if more == 1 && !cut { "y" } else { "ies" },
+            if cut { format!(" (git_status reads {} KiB at most)", STATUS_TOOL_BYTES / 1024) } else { String::new() }
+        ));
+    }
+    Ok(StatusOutput {
+        branch,
+        entries,
+        notes,
+    })
 }
 
 /// `git.diff`: tracked changes as git shows them, then each new (untracked) file the
@@ -304,12 +250,18 @@ pub fn diff(ctx: &FsContext<'_>, input: &DiffInput) -> Result<DiffOutput, ToolEr
     let new: Vec<String> = if input.staged {
         Vec::new()
     } else {
-        untracked(ctx.root, &paths)?
+        untracked(ctx.launcher, &paths)?
             .into_iter()
             .filter(|f| ctx.permit(f, super::permission::Access::Read).is_ok())
             .collect()
     };
-    changes(ctx.root, input.staged, input.base.as_deref(), &paths, &new)
+    changes(
+        ctx.launcher,
+        input.staged,
+        input.base.as_deref(),
+        &paths,
+        &new,
+    )
 }
 
 /// Files of a task's diff shown at most.
@@ -318,7 +270,8 @@ pub const TASK_DIFF_FILES: usize = 200;
 /// The diff of a task's files against the last commit, new files included: what a
 /// reviewer reads first. `Ok(None)` outside a git repository; files outside the
 /// project are left out (they are not the repository's).
-pub fn task_diff(root: &Path, files: &[String]) -> Result<Option<DiffOutput>, ToolError> {
+pub fn task_diff(launcher: &Launcher, files: &[String]) -> Result<Option<DiffOutput>, ToolError> {
+    let root = launcher.root();
     if !in_repository(root) {
         return Ok(None);
     }
@@ -337,9 +290,14 @@ pub fn task_diff(root: &Path, files: &[String]) -> Result<Option<DiffOutput>, To
             truncated: false,
         }));
     }
-    let new = untracked(root, &paths)?;
-    let head = git(root, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok();
-    let mut out = changes(root, false, head.then_some("HEAD"), &paths, &new)?;
+    let new = untracked(launcher, &paths)?;
+    let head = git(
+        launcher,
+        &["rev-parse", "--verify", "-q", "HEAD"],
+        Reads::Metadata,
+    )
+    .is_ok();
+    let mut out = changes(launcher, false, head.then_some("HEAD"), &paths, &new)?;
     if inside.len() > TASK_DIFF_FILES {
         out.truncated = true;
         out.diff.push_str(&format!(
@@ -351,7 +309,7 @@ pub fn task_diff(root: &Path, files: &[String]) -> Result<Option<DiffOutput>, To
 }
 
 /// The untracked files (not ignored) among `paths`, or in the whole tree.
-fn untracked(root: &Path, paths: &[std::path::PathBuf]) -> Result<Vec<String>, ToolError> {
+fn untracked(launcher: &Launcher, paths: &[std::path::PathBuf]) -> Result<Vec<String>, ToolError> {
     let mut args: Vec<String> = vec![
         "ls-files".into(),
         "--others".into(),
@@ -361,7 +319,7 @@ fn untracked(root: &Path, paths: &[std::path::PathBuf]) -> Result<Vec<String>, T
     ];
     args.extend(paths.iter().map(|p| p.display().to_string()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let text = git(root, &refs)?;
+    let text = git(launcher, &refs, Reads::Metadata)?;
     Ok(text
         .split('\0')
         .filter(|f| !f.is_empty())
@@ -420,7 +378,7 @@ fn new_file_diff(root: &Path, rel: &str, room: usize) -> String {
 }
 
 fn changes(
-    root: &Path,
+    launcher: &Launcher,
     staged: bool,
     base: Option<&str>,
     paths: &[std::path::PathBuf],
@@ -431,6 +389,7 @@ fn changes(
         "--no-color".into(),
         "--no-ext-diff".into(),
         "--no-textconv".into(),
+        "--ignore-submodules=dirty".into(),
     ];
     if staged {
         args.push("--cached".into());
@@ -441,14 +400,18 @@ fn changes(
     args.push("--".into());
     args.extend(paths.iter().map(|p| p.display().to_string()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (mut diff, cut_short) = git_capped(root, &refs, MAX_DIFF_BYTES + 1)?;
+    let (mut diff, cut_short) = git_capped(launcher, &refs, Reads::Content, MAX_DIFF_BYTES + 1)?;
     let mut truncated = cut_short || diff.len() > MAX_DIFF_BYTES;
     for f in new {
         if diff.len() >= MAX_DIFF_BYTES {
             truncated = true;
             break;
         }
-        diff.push_str(&new_file_diff(root, f, MAX_DIFF_BYTES - diff.len()));
+        diff.push_str(&new_file_diff(
+            launcher.root(),
+            f,
+            MAX_DIFF_BYTES - diff.len(),
+        ));
     }
     if diff.len() > MAX_DIFF_BYTES {
         truncated = true;
@@ -471,7 +434,7 @@ mod tests {
     use crate::tools::ReadLedger;
 
     fn run(dir: &std::path::Path, args: &[&str]) {
-        let ok = Command::new("git")
+        let ok = std::process::Command::new("git")
             .args(args)
             .current_dir(dir)
             .env("GIT_AUTHOR_NAME", "t")
@@ -502,6 +465,7 @@ mod tests {
             ledger: &ledger,
             scope: &scope,
             perm: crate::tools::permission::test_permits(&root),
+            launcher: crate::launcher::test_launcher(&root),
         };
         let s = status(&ctx, &StatusInput {}).unwrap();
         assert_eq!(s.branch.as_deref(), Some("main"));
@@ -523,18 +487,21 @@ mod tests {
         );
         let all = diff(&ctx, &DiffInput::default()).unwrap();
         assert!(all.diff.contains("+++ b/new.txt"), "{}", all.diff);
-        let task = task_diff(&root, &["a.txt".into(), "new.txt".into()])
-            .unwrap()
-            .unwrap();
+        let task = task_diff(
+            crate::launcher::test_launcher(&root),
+            &["a.txt".into(), "new.txt".into()],
+        )
+        .unwrap()
+        .unwrap();
         assert!(
             task.diff.contains("+two") && task.diff.contains("+n\n"),
             "{}",
             task.diff
         );
-        let before = Dirty::read(&root).unwrap();
+        let before = Dirty::read(crate::launcher::test_launcher(&root)).unwrap();
         std::fs::write(root.join("made.txt"), "m\n").unwrap();
         std::fs::write(root.join("a.txt"), "three, longer\n").unwrap();
-        let after = Dirty::read(&root).unwrap();
+        let after = Dirty::read(crate::launcher::test_launcher(&root)).unwrap();
         assert_eq!(before.changed(&after), ["a.txt", "made.txt"]);
         assert_eq!(after.branch.as_deref(), Some("main"));
         // A new symbolic link shows as one, never as what it points at; a FIFO is
@@ -544,7 +511,7 @@ mod tests {
         std::os::unix::fs::symlink(&secret, root.join("link.txt")).unwrap();
         nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let shown = task_diff(
-            &root,
+            crate::launcher::test_launcher(&root),
             &["link.txt".into(), "pipe".into(), "/etc/passwd".into()],
         )
         .unwrap()
@@ -568,15 +535,22 @@ mod tests {
         std::fs::create_dir_all(root.join("service")).unwrap();
         std::fs::write(root.join("service/x.rs"), "x\n").unwrap();
         let sub = root.join("service");
-        let d = Dirty::read(&sub).unwrap();
+        let d = Dirty::read(crate::launcher::test_launcher(&sub)).unwrap();
         assert_eq!(d.files(), ["x.rs"]);
         let before = d;
         std::fs::write(sub.join("x.rs"), "x, longer now\n").unwrap();
-        assert_eq!(before.changed(&Dirty::read(&sub).unwrap()), ["x.rs"]);
+        assert_eq!(
+            before.changed(&Dirty::read(crate::launcher::test_launcher(&sub)).unwrap()),
+            ["x.rs"]
+        );
         // Outside a repository there is nothing to read.
         let plain = tempfile::tempdir().unwrap();
-        assert!(Dirty::read(plain.path()).is_none());
-        assert!(task_diff(plain.path(), &["a".into()]).unwrap().is_none());
+        assert!(Dirty::read(crate::launcher::test_launcher(plain.path())).is_none());
+        assert!(
+            task_diff(crate::launcher::test_launcher(plain.path()), &["a".into()])
+                .unwrap()
+                .is_none()
+        );
         let e = diff(
             &ctx,
             &DiffInput {

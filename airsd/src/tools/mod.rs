@@ -528,6 +528,7 @@ mod tests {
             ledger: &ledger,
             scope: &crate::tools::scope::Scope::default(),
             perm: crate::tools::permission::test_permits(&root),
+            launcher: crate::launcher::test_launcher(&root),
         };
         let e = call(
             &ctx,

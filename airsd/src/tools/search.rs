@@ -475,6 +475,7 @@ mod tests {
             ledger: &ledger,
             scope: &crate::tools::scope::Scope::default(),
             perm: crate::tools::permission::test_permits(&root),
+            launcher: crate::launcher::test_launcher(&root),
         };
         let mut out = glob(
             &ctx,
@@ -520,6 +521,7 @@ mod tests {
             ledger: &ledger,
             scope: &crate::tools::scope::Scope::default(),
             perm: crate::tools::permission::test_permits(&root),
+            launcher: crate::launcher::test_launcher(&root),
         };
         let input = |mode, glob: Option<&str>| GrepInput {
             pattern: "todo".into(),

@@ -522,3 +522,112 @@ fn no_daemon_serves_a_sandboxed_command() {
     );
     let _ = air(&["daemon", "stop"]);
 }
+
+/// What airsd runs itself on the project (its `git status` around each command, the
+/// git tools, the reviewer's diff) runs nothing an agent planted: a `commondir`
+/// moving git's configuration to a copy with a clean filter (and a `.gitattributes`
+/// naming it), a submodule whose own configuration has one, a `git` of the project on
+/// airsd's `PATH`. Each would copy the private key into the project, write outside
+/// it as airsd's user, and leave a `sleep` behind.
+#[test]
+fn airsd_runs_nothing_an_agent_planted_in_git() {
+    let (_project, root, _home_dir, home) = project_and_home();
+    git(&root, &["init", "-q"]);
+    std::fs::write(root.join("a.txt"), "aaaa\n").unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    git(&root.join("sub"), &["init", "-q"]);
+    std::fs::write(root.join("sub/f.txt"), "ffff\n").unwrap();
+    git(&root.join("sub"), &["add", "f.txt"]);
+    git(&root.join("sub"), &["commit", "-qm", "sub"]);
+    git(&root, &["add", "a.txt", "sub"]);
+    git(&root, &["commit", "-qm", "first"]);
+    // What a planted program does when it runs: take the key, write outside the
+    // project, leave a process behind.
+    let marks = home.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let payload = |name: &str| {
+        format!(
+            "cp {h}/.ssh/id_rsa {r}/stolen-{name} 2>/dev/null\necho ran > {m}/{name}\n(sleep 300 & echo $! > {m}/{name}.pid)\ncat\n",
+            h = home.display(),
+            r = root.display(),
+            m = marks.display()
+        )
+    };
+    let script = |name: &str| root.join(format!("p/{name}.sh")).display().to_string();
+    let plant_commondir = format!(
+        "python3 -c \"\nimport os, shutil\ng = '.g' + 'it'\nevil = os.path.abspath('evil-common')\nshutil.copytree(g, evil, ignore=shutil.ignore_patterns('hooks'))\nopen(os.path.join(evil, 'config'), 'a').write('[filter \\\"e\\\"]\\n\\tclean = sh {s}\\n\\tsmudge = cat\\n')\nopen(os.path.join(g, 'commo' + 'ndir'), 'w').write(evil + '\\n')\nopen('.gitattr' + 'ibutes', 'w').write('*.txt filter=e\\n')\nopen('a.txt', 'w').write('bbbb\\n')\n\"",
+        s = script("commondir")
+    );
+    let plant_submodule = format!(
+        "cd sub && printf '[filter \"s\"]\\n\\tclean = sh {s}\\n' >> .g''it/config && echo '*.txt filter=s' > .gitattributes && echo gggg > f.txt",
+        s = script("submodule")
+    );
+    let plant_path = format!(
+        "mkdir -p tools/bin && cp {s} tools/bin/git && chmod +x tools/bin/git",
+        s = script("path")
+    );
+    let steps = [
+        (
+            "fs.write",
+            json!({ "path": "p/commondir.sh", "content": payload("commondir") }),
+        ),
+        (
+            "fs.write",
+            json!({ "path": "p/submodule.sh", "content": payload("submodule") }),
+        ),
+        (
+            "fs.write",
+            json!({ "path": "p/path.sh", "content": format!("#!/bin/sh\n{}", payload("path")) }),
+        ),
+        ("shell.run", json!({ "command": plant_commondir })),
+        ("shell.run", json!({ "command": plant_submodule })),
+        ("shell.run", json!({ "command": plant_path })),
+        (
+            "shell.run",
+            json!({ "command": "echo cccc > a.txt; echo hhhh > sub/f.txt" }),
+        ),
+        ("git.status", json!({})),
+        ("git.diff", json!({})),
+        ("fs.read", json!({ "path": "a.txt" })),
+    ];
+    crate::rt().block_on(async {
+        let planted_path = {
+            let mut dirs = vec![root.join("tools/bin")];
+            dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap()));
+            std::env::join_paths(dirs).unwrap()
+        };
+        let state = crate::asks::state_with(&root, Duration::from_secs(600), |shell| {
+            shell.home = Some(home.clone());
+            shell.path = Some(planted_path);
+        });
+        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        let runs = tool_runs(&root, &session);
+        let outs = outputs(&root, &session);
+        let shown = (0..runs.len())
+            .map(|i| format!("{:?} {}", runs[i], outs.get(i).cloned().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        // The planting itself went through (it is an agent's ordinary work in its
+        // sandbox), and so did the tools.
+        for (i, r) in runs.iter().enumerate().take(steps.len()) {
+            assert_eq!(r.1, "completed", "step {i}: {shown}");
+        }
+        assert!(root.join("tools/bin/git").exists(), "{shown}");
+        state.stop_runs().await;
+        for name in ["commondir", "submodule", "path"] {
+            assert!(
+                !marks.join(name).exists(),
+                "the {name} payload ran outside the sandbox: {shown}"
+            );
+            let stolen =
+                std::fs::read_to_string(root.join(format!("stolen-{name}"))).unwrap_or_default();
+            assert!(!stolen.contains(PRIVATE), "{name}: the key was taken");
+        }
+        // The git status tool's answer shows the change (git still works).
+        assert!(outs[7].to_string().contains("a.txt"), "{shown}");
+        // The planted common directory is where git looks now (git reads it), yet
+        // nothing of it ran.
+        assert!(root.join(".git/commondir").exists(), "{shown}");
+    });
+}

@@ -156,11 +156,12 @@ impl Shell {
         use crate::context::Worktree;
         let root = self.ctx.paths.root().to_path_buf();
         let shown = root.display().to_string();
+        let launcher = self.tools.launcher.clone();
         let tree = tokio::task::spawn_blocking(move || {
             if !crate::tools::git::in_repository(&root) {
                 return Worktree::NotGit;
             }
-            match crate::tools::git::Dirty::read(&root) {
+            match crate::tools::git::Dirty::read(&launcher) {
                 Some(d) => Worktree::Git {
                     branch: d.branch.clone(),
                     dirty: d.files(),
@@ -331,6 +332,7 @@ impl Shell {
         let files = d.previous.as_ref()?.changed_files.clone();
         let root = self.ctx.paths.root().to_path_buf();
         let engine = self.ctx.engine.clone();
+        let launcher = self.tools.launcher.clone();
         let scope = crate::tools::scope::Scope::new(&d.spec.scope).ok();
         let made = tokio::task::spawn_blocking(move || {
             if !crate::tools::git::in_repository(&root) {
@@ -358,7 +360,7 @@ impl Shell {
                     ReviewDiff::Diff(String::new(), left_out)
                 };
             }
-            match crate::tools::git::task_diff(&root, &readable) {
+            match crate::tools::git::task_diff(&launcher, &readable) {
                 Ok(Some(d)) => ReviewDiff::Diff(d.diff, left_out),
                 Ok(None) => ReviewDiff::NoGit,
                 Err(e) => ReviewDiff::Unavailable(e.0),

@@ -59,6 +59,9 @@ pub struct ShellConfig {
     /// The airsd executable, which launches commands under the OS sandbox
     /// (`airsd __sandbox`); without it commands run unsandboxed.
     pub sandbox_exe: Option<PathBuf>,
+    /// The `PATH` airsd was started with: where the programs it runs itself (git) are
+    /// looked for, in its trusted directories only.
+    pub path: Option<std::ffi::OsString>,
 }
 
 impl ShellConfig {
@@ -73,6 +76,7 @@ impl ShellConfig {
             home: std::env::var_os("HOME").map(PathBuf::from),
             air_home: None,
             sandbox_exe: None,
+            path: std::env::var_os("PATH"),
         }
     }
 }
@@ -188,6 +192,16 @@ pub struct RunContext {
 /// (a fresh run's or a recovered one's); agents it believes are running are recorded
 /// as interrupted first.
 pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
+    let sandbox_exe = config.sandbox_exe.clone().and_then(|exe| {
+        let found = crate::sandbox::protections(&exe);
+        (found.landlock || found.isolation.is_ok()).then_some((exe, found))
+    });
+    let launcher = Arc::new(crate::launcher::Launcher::new(
+        ctx.engine.root(),
+        config.path.as_deref(),
+        sandbox_exe.clone().filter(|_| ctx.engine.sandbox()),
+        ctx.engine.views(&[], &[], &[]),
+    ));
     let tools = crate::scheduler::tooljob::ToolEnv {
         session: ctx.session.clone(),
         ledger: Arc::new(crate::tools::ReadLedger::default()),
@@ -198,11 +212,9 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             &ctx.project_id,
             ctx.session.id(),
         )),
-        sandbox_exe: config.sandbox_exe.clone().and_then(|exe| {
-            let found = crate::sandbox::protections(&exe);
-            (found.landlock || found.isolation.is_ok()).then_some((exe, found))
-        }),
+        sandbox_exe,
         interrupted: Default::default(),
+        launcher,
     };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);

@@ -188,10 +188,10 @@ impl ToolJob {
         let command_run_id = air_proto::ids::new_id();
         // What the working tree looks like before, to tell the files the command
         // changes: read while its start is being committed.
-        let root = self.env.engine.root().to_path_buf();
+        let launcher = self.env.launcher.clone();
         let since = std::time::Instant::now();
         let running = Running::new(&self.env.ledger, &self.agent_id);
-        let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&root));
+        let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&launcher));
         self.record(&p::CommandStarted {
             command_run_id: command_run_id.clone(),
             command: prepared.command.clone(),
@@ -334,11 +334,12 @@ impl ToolJob {
         // and the answer says they may be another's.
         let after = {
             let root = engine.root().to_path_buf();
+            let launcher = self.env.launcher.clone();
             let ledger = self.env.ledger.clone();
             let agent = self.agent_id.clone();
             let scope = crate::tools::scope::Scope::new(&self.scope).ok();
             tokio::task::spawn_blocking(move || {
-                let now = crate::tools::git::Dirty::read(&root);
+                let now = crate::tools::git::Dirty::read(&launcher);
                 let shared = ledger.overlapped(running.id);
                 drop(running);
                 let theirs = ledger.written_by_others_since(&agent, since);

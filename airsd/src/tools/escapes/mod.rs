@@ -55,6 +55,7 @@ fn attempt(f: &Fixture, c: &Case) -> Result<Vec<Risk>, String> {
             ledger: &ledger,
             scope: &scope,
             perm: &permits,
+            launcher: crate::launcher::test_launcher(&f.root),
         };
         let result = if tool == "shell.run" {
             super::allowed(c.agent, tool).and_then(|()| {
@@ -94,6 +95,7 @@ fn attempt(f: &Fixture, c: &Case) -> Result<Vec<Risk>, String> {
                 ledger: &ledger,
                 scope: &Scope::default(),
                 perm: &probe,
+                launcher: crate::launcher::test_launcher(&f.root),
             };
             if let Ok(resolved) = ctx.resolve(path) {
                 let granted = HashSet::from([format!("read:{}", resolved.display())]);

@@ -1,0 +1,307 @@
+//! The one way airsd runs a program on the project's content itself (git, today), as
+//! opposed to an agent's command (`tools::exec`): the program by absolute path from a
+//! trusted directory ([`air_proto::program::find`], never the project's or a
+//! temporary directory), a clean environment, git's executing settings fixed
+//! ([`air_proto::program::NEUTRAL_GIT`]) and the system and global configuration
+//! ignored, its own process group killed when it ends, overruns its time or says too
+//! much. A program that reads the files' content (where a filter or diff driver the
+//! repository names could still run) also gets every driver of the repository's
+//! configuration blanked and runs under the sandbox an agent's command gets, with
+//! nothing writable: whatever still ran would run as confined as the agent.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::sandbox::{Policy, Protections, Views};
+use crate::tools::ToolError;
+
+/// What a run of git reads, which decides how it is confined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reads {
+    /// Refs, objects, the index and names of files (`rev-parse`, `log --format`,
+    /// `ls-files`): nothing a repository's configuration can hook a program to.
+    Metadata,
+    /// The working tree's files (`status`, `diff`): filters and diff drivers apply.
+    Content,
+}
+
+/// How airsd runs its own programs for one project.
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    root: PathBuf,
+    git: Option<PathBuf>,
+    /// airsd itself (`airsd __sandbox`) and what the sandbox can do here.
+    sandbox: Option<(PathBuf, Protections)>,
+    /// What a confined program may not see (air's state, the credential stores).
+    views: Views,
+}
+
+impl Launcher {
+    /// `path` is the `PATH` airsd was started with; git is taken from a trusted
+    /// directory of it (never one inside `root`).
+    pub fn new(
+        root: &Path,
+        path: Option<&std::ffi::OsStr>,
+        sandbox: Option<(PathBuf, Protections)>,
+        views: Views,
+    ) -> Launcher {
+        Launcher {
+            root: root.to_path_buf(),
+            git: air_proto::program::find("git", path, &[root]),
+            sandbox,
+            views,
+        }
+    }
+
+    /// No sandbox, git from the system directories: for work without a run (the
+    /// scan, tests).
+    pub fn plain(root: &Path) -> Launcher {
+        Launcher::new(root, None, None, Views::default())
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The git airsd runs, if one was found.
+    pub fn git_program(&self) -> Option<&Path> {
+        self.git.as_deref()
+    }
+
+    /// Runs git in the project root with `args`; keeps at most `cap` bytes of its
+    /// output (the answer says whether it was cut) and stops it after `limit`.
+    pub fn git(
+        &self,
+        args: &[&str],
+        reads: Reads,
+        cap: usize,
+        limit: Duration,
+    ) -> Result<(String, bool), ToolError> {
+        let git = self.git.as_deref().ok_or_else(|| {
+            ToolError("no git found in a system directory or a trusted directory of PATH".into())
+        })?;
+        let mut settings: Vec<String> = Vec::new();
+        if reads == Reads::Content {
+            settings = self.blank_drivers(git)?;
+        }
+        let mut git_args: Vec<String> = Vec::new();
+        for s in air_proto::program::NEUTRAL_GIT
+            .iter()
+            .map(|s| s.to_string())
+            .chain(settings)
+        {
+            git_args.push("-c".into());
+            git_args.push(s);
+        }
+        git_args.extend(args.iter().map(|a| a.to_string()));
+        let confined = match (&self.sandbox, reads) {
+            (Some((exe, found)), Reads::Content) => {
+                let policy = Policy {
+                    writable: vec![PathBuf::from("/dev/null")],
+                    isolate: found.isolation.is_ok().then(|| self.views.clone()),
+                };
+                let mut c = Command::new(exe);
+                c.args(crate::sandbox::launcher_args(
+                    &policy,
+                    &git.display().to_string(),
+                    &git_args,
+                ));
+                c
+            }
+            _ => {
+                let mut c = Command::new(git);
+                c.args(&git_args);
+                c
+            }
+        };
+        let mut cmd = confined;
+        cmd.env_clear()
+            .envs(air_proto::program::git_env(git))
+            .current_dir(&self.root);
+        let what = format!("git {}", args.join(" "));
+        let out = run_bounded(cmd, cap, limit, &what)?;
+        match out.status {
+            Some(s) if s.success() || out.cut => {}
+            Some(_) => {
+                return Err(ToolError(format!(
+                    "{what}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )))
+            }
+            None => return Err(ToolError(format!("{what}: it did not end"))),
+        }
+        Ok((String::from_utf8_lossy(&out.stdout).into_owned(), out.cut))
+    }
+
+    /// `-c` settings that blank every filter, diff and merge driver the repository's
+    /// own configuration defines (the system and global ones are not read), so that
+    /// what the attributes name runs nothing.
+    fn blank_drivers(&self, git: &Path) -> Result<Vec<String>, ToolError> {
+        let mut cmd = air_proto::program::git_command(git);
+        cmd.args(["config", "--list", "--name-only", "-z"])
+            .current_dir(&self.root);
+        let out = run_bounded(
+            cmd,
+            1024 * 1024,
+            Duration::from_secs(5),
+            "git config --list",
+        )?;
+        if out.cut {
+            return Err(ToolError(
+                "the repository's configuration is too large to read".into(),
+            ));
+        }
+        Ok(blanks(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// The settings that blank each driver named in a `git config --list --name-only -z`
+/// answer.
+fn blanks(names: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for name in names.split('\0') {
+        let name = name.trim();
+        let Some((section, rest)) = name.split_once('.') else {
+            continue;
+        };
+        let Some((driver, _key)) = rest.rsplit_once('.') else {
+            continue;
+        };
+        let section = section.to_ascii_lowercase();
+        let keys: &[&str] = match section.as_str() {
+            "filter" => &["clean=", "smudge=", "process=", "required=false"],
+            "diff" => &["textconv=", "command="],
+            "merge" => &["driver="],
+            _ => continue,
+        };
+        if !seen.insert((section.clone(), driver.to_string())) {
+            continue;
+        }
+        for k in keys {
+            out.push(format!("{section}.{driver}.{k}"));
+        }
+    }
+    out
+}
+
+/// How a bounded run ended.
+pub struct Bounded {
+    pub stdout: Vec<u8>,
+    /// The output was longer than the cap: it was cut there and the program killed.
+    pub cut: bool,
+    pub stderr: Vec<u8>,
+    /// `None` when it was killed for its time.
+    pub status: Option<std::process::ExitStatus>,
+}
+
+/// Runs `cmd` in its own process group with no input, keeping at most `cap` bytes of
+/// its output and 64 KiB of its errors; past `limit`, or once the output is cut, the
+/// whole group is killed, and so is whatever it left when it ends (nothing it started
+/// outlives it).
+pub fn run_bounded(
+    mut cmd: Command,
+    cap: usize,
+    limit: Duration,
+    what: &str,
+) -> Result<Bounded, ToolError> {
+    use std::os::unix::process::CommandExt as _;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ToolError(format!("{what}: cannot start it: {e}")))?;
+    let group = i32::try_from(child.id()).ok();
+    let kill_group = move || {
+        if let Some(g) = group {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(g),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    };
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        kill_group();
+        let _ = child.wait();
+        return Err(ToolError(format!("{what}: its output could not be read")));
+    };
+    let errors = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut text);
+        text
+    });
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let clock = std::thread::spawn(move || {
+        if done_rx.recv_timeout(limit).is_err() {
+            kill_group();
+            return true;
+        }
+        false
+    });
+    let mut out = Vec::new();
+    let read = (&mut stdout).take(cap as u64 + 1).read_to_end(&mut out);
+    let cut = out.len() > cap;
+    if cut {
+        out.truncate(cap);
+        kill_group();
+    }
+    drop(stdout);
+    let status = child.wait();
+    let _ = done_tx.send(());
+    let timed_out = clock.join().unwrap_or(false);
+    // What it left behind (a filter's `sleep &`) goes with it.
+    kill_group();
+    let stderr = errors.join().unwrap_or_default();
+    if timed_out {
+        return Err(ToolError(format!(
+            "{what}: stopped after {} s",
+            limit.as_secs()
+        )));
+    }
+    read.map_err(|e| ToolError(format!("{what}: {e}")))?;
+    let status = status.map_err(|e| ToolError(format!("{what}: {e}")))?;
+    Ok(Bounded {
+        stdout: out,
+        cut,
+        stderr,
+        status: Some(status),
+    })
+}
+
+/// A launcher for unit tests: no sandbox, git from the system directories. Leaked:
+/// tests are short-lived processes.
+#[cfg(test)]
+pub(crate) fn test_launcher(root: &Path) -> &'static Launcher {
+    Box::leak(Box::new(Launcher::plain(root)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_driver_the_configuration_names_is_blanked() {
+        let list = "core.bare\0filter.evil.clean\0filter.evil.smudge\0Filter.a.b.process\0diff.x.textconv\0merge.m.driver\0include.path\0";
+        assert_eq!(
+            blanks(list),
+            [
+                "filter.evil.clean=",
+                "filter.evil.smudge=",
+                "filter.evil.process=",
+                "filter.evil.required=false",
+                "filter.a.b.clean=",
+                "filter.a.b.smudge=",
+                "filter.a.b.process=",
+                "filter.a.b.required=false",
+                "diff.x.textconv=",
+                "diff.x.command=",
+                "merge.m.driver=",
+            ]
+        );
+    }
+}
