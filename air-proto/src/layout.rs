@@ -116,6 +116,11 @@ impl ProjectPaths {
     pub fn tmp(&self) -> PathBuf {
         self.local().join("tmp")
     }
+    /// Where a command's changes to what runs later are kept after they are put
+    /// back (`quarantine/<command_run_id>/`).
+    pub fn quarantine(&self) -> PathBuf {
+        self.local().join("quarantine")
+    }
     pub fn workspaces(&self) -> PathBuf {
         self.local().join("workspaces")
     }

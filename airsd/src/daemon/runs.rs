@@ -240,7 +240,9 @@ impl DaemonState {
             run.permission_mode,
             &permissions,
         )
-        .map_err(|e| Error::Refused(format!("cannot run plans: permissions: {e}")))?;
+        .map_err(|e| Error::Refused(format!("cannot run plans: permissions: {e}")))?
+        .with_path_dirs(config.path.as_deref());
+        let git = air_proto::program::find("git", config.path.as_deref(), &[&root]);
         let id = session.id().to_string();
         let ctx = RunContext {
             humans: self.humans_watching(&id),
@@ -249,7 +251,7 @@ impl DaemonState {
             project_id: self.project.project_id.clone(),
             run,
             engine: Arc::new(engine),
-            backups: Arc::new(air_proto::backup::Backups::new(self.paths.backups())),
+            backups: Arc::new(air_proto::backup::Backups::new(self.paths.backups()).with_git(git)),
             sources: Arc::new(sources),
             models: Arc::new(models),
         };

@@ -26,6 +26,9 @@ pub struct Views {
     pub hidden: Vec<PathBuf>,
     /// Made read-only in place.
     pub read_only: Vec<PathBuf>,
+    /// Directories bound onto themselves, writable as before but a mount point now:
+    /// they cannot be renamed, removed or replaced.
+    pub pinned: Vec<PathBuf>,
 }
 
 fn err(what: &str, path: &Path, e: nix::Error) -> String {
@@ -127,6 +130,12 @@ fn mount_views(views: &Views) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("mounting a fresh /proc: {e}"))?;
+    for p in &views.pinned {
+        if p.is_dir() {
+            mount(Some(p), p, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+                .map_err(|e| err("pinning", p, e))?;
+        }
+    }
     for p in &views.read_only {
         if p.exists() {
             bind_read_only(p, p)?;

@@ -123,6 +123,10 @@ pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsS
             out.push("--hide".into());
             out.push(p.clone().into_os_string());
         }
+        for p in &views.pinned {
+            out.push("--pin".into());
+            out.push(p.clone().into_os_string());
+        }
     }
     for w in &policy.writable {
         out.push("--write".into());
@@ -220,6 +224,7 @@ pub fn launch(args: &[OsString]) -> i32 {
             (Some("--write"), Some(p)) => writable.push(p),
             (Some("--hide"), Some(p)) => views.hidden.push(p),
             (Some("--ro"), Some(p)) => views.read_only.push(p),
+            (Some("--pin"), Some(p)) => views.pinned.push(p),
             (Some("--parent"), Some(p)) => {
                 parent = p.to_str().and_then(|p| p.parse::<i32>().ok());
                 if parent.is_none() {
@@ -310,6 +315,7 @@ fn probe(exe: &Path) -> Result<(), String> {
         isolate: Some(Views {
             hidden: vec![secret.clone()],
             read_only: vec![fixed.clone()],
+            pinned: Vec::new(),
         }),
     };
     let script = format!(

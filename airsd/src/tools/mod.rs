@@ -10,6 +10,7 @@ mod escapes;
 pub mod exec;
 pub mod fs;
 pub mod git;
+pub mod guard;
 pub mod permission;
 pub mod render;
 pub mod scope;

@@ -197,8 +197,42 @@ const AUTOSTART: &[&str] = &[
     "Library/LaunchAgents",
 ];
 
-/// air's own configuration inside the project's `.air/shared/`: what agents may do.
-const AIR_CONFIG: &[&str] = &["permissions.yaml"];
+/// Files of a project that make code run on a person's machine or in CI without
+/// anyone running the project's own code: an editor's tasks and settings, a
+/// directory's environment, another agent's hooks and tool servers, a container
+/// definition, CI pipelines, git's attributes (which name filters) and submodules,
+/// commit hooks' managers. Relative to the project root; `**/` at any depth.
+pub const CODE_CONFIG: &[&str] = &[
+    ".envrc",
+    "**/.envrc",
+    ".vscode/tasks.json",
+    ".vscode/settings.json",
+    ".vscode/launch.json",
+    ".idea/workspace.xml",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".claude/hooks/**",
+    ".mcp.json",
+    ".cursor/mcp.json",
+    ".codex/**",
+    ".devcontainer/**",
+    ".devcontainer.json",
+    ".github/workflows/**",
+    ".github/actions/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    ".travis.yml",
+    ".buildkite/**",
+    "azure-pipelines.yml",
+    "Jenkinsfile",
+    ".gitattributes",
+    "**/.gitattributes",
+    ".gitmodules",
+    ".pre-commit-config.yaml",
+    ".husky/**",
+    "lefthook.yml",
+    ".lefthook.yml",
+];
 
 /// Devices anyone writes without a trace to keep (no backup, no question).
 pub const DEVICES: &[&str] = &[
@@ -272,15 +306,17 @@ pub struct Engine {
     credential_inodes: HashSet<(u64, u64)>,
     /// What commands must not see: air's own state and the credential stores.
     hidden: Vec<PathBuf>,
-    /// git's configuration, hooks and `info/` (of the repository and its common
-    /// directory): what makes git run code.
-    git_code: Vec<PathBuf>,
     /// The user's files that start code on their own.
     autostart: Vec<PathBuf>,
     /// More environment variables commands see (permissions.yaml `shell_env`).
     shell_env: Vec<String>,
     /// The user allowed agents' changes to the project's permissions.yaml.
     config_writes: GitWrites,
+    /// [`CODE_CONFIG`], matched against paths relative to the project root.
+    code_config: GlobSet,
+    /// The directories of `PATH` outside the project: a new program there would
+    /// shadow one that people and tools run by name.
+    path_dirs: Vec<PathBuf>,
 }
 
 /// Credential stores whose files are indexed by inode.
@@ -368,29 +404,140 @@ fn nearby_env_files(home: &Path, root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The repository's git directories: `.git/`, or for a worktree or submodule the
-/// directory its `.git` file names, and the common directory that one shares.
-fn git_dirs(root: &Path) -> Vec<PathBuf> {
-    let dot = root.join(".git");
-    let mut out = Vec::new();
-    let gitdir = if dot.is_dir() {
-        Some(dot)
-    } else {
-        std::fs::read_to_string(&dot).ok().and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("gitdir:"))
-                .map(|d| root.join(d.trim()))
-        })
-    };
-    if let Some(g) = gitdir {
-        if let Ok(common) = std::fs::read_to_string(g.join("commondir")) {
-            out.push(g.join(common.trim()));
-        }
-        out.push(g);
+/// What in a git directory decides what git runs or where it takes its configuration
+/// from: its configuration (and a worktree's own), where its common directory is,
+/// where a linked worktree's working tree is, its hooks and `info/` (attributes,
+/// excludes).
+pub const GIT_CONTROL: &[&str] = &[
+    "config",
+    "config.worktree",
+    "commondir",
+    "gitdir",
+    "hooks",
+    "info",
+];
+
+/// The git directory `dot` (a `.git` directory, or a `.git` file naming one) stands
+/// for.
+fn gitdir_of(dot: &Path) -> Option<PathBuf> {
+    let meta = std::fs::symlink_metadata(dot).ok()?;
+    if meta.is_dir() {
+        return Some(dot.to_path_buf());
     }
-    out.into_iter()
-        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
-        .collect()
+    if !meta.is_file() || meta.len() > 4096 {
+        return None;
+    }
+    let text = std::fs::read_to_string(dot).ok()?;
+    let named = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    Some(dot.parent()?.join(named))
+}
+
+/// The repository's git directories as they are now: the project's (`.git/`, or the
+/// directory its `.git` file names), the common directory that one shares, its
+/// submodules' (`modules/…`, or a `.git` in a submodule's directory that
+/// `.gitmodules` names: `git status` goes into them) and its linked worktrees'
+/// (`worktrees/*`).
+pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Some(g) = gitdir_of(&root.join(".git")) else {
+        return out;
+    };
+    let mut queue = vec![g.clone()];
+    if let Ok(text) = std::fs::read_to_string(root.join(".gitmodules")) {
+        for line in text.lines().take(4096) {
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            let rel = Path::new(value.trim());
+            if key.trim() != "path"
+                || rel.is_absolute()
+                || rel.components().any(|c| c.as_os_str() == "..")
+            {
+                continue;
+            }
+            if let Some(sub) = gitdir_of(&root.join(rel).join(".git")) {
+                queue.push(sub);
+            }
+            if queue.len() > 64 {
+                break;
+            }
+        }
+    }
+    if let Ok(common) = std::fs::read_to_string(g.join("commondir")) {
+        queue.push(g.join(common.trim()));
+    }
+    // Bounded: a repository's submodules and worktrees, not a tree someone made deep.
+    let mut seen = 0;
+    while let Some(dir) = queue.pop() {
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        if out.contains(&dir) || seen > 256 {
+            continue;
+        }
+        seen += 1;
+        for nested in ["modules", "worktrees"] {
+            let Ok(rd) = std::fs::read_dir(dir.join(nested)) else {
+                continue;
+            };
+            for e in rd.flatten().take(64) {
+                let p = e.path();
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    if p.join("HEAD").exists() {
+                        queue.push(p.clone());
+                    }
+                    // A submodule named `a/b` lives in `modules/a/b`.
+                    if nested == "modules" && !p.join("HEAD").exists() {
+                        if let Ok(inner) = std::fs::read_dir(&p) {
+                            queue.extend(
+                                inner
+                                    .flatten()
+                                    .take(64)
+                                    .map(|i| i.path())
+                                    .filter(|i| i.join("HEAD").exists()),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        out.push(dir);
+    }
+    out
+}
+
+/// What makes git run code or look elsewhere, as it is now: [`GIT_CONTROL`] in each of
+/// the repository's git directories (whether there or not: one made later counts),
+/// and the project's `.git` itself.
+pub fn git_code(root: &Path) -> Vec<PathBuf> {
+    let mut dirs = git_dirs(root);
+    if dirs.is_empty() {
+        // No repository yet: `git init` would make it here.
+        dirs.push(root.join(".git"));
+    }
+    let mut out: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|g| GIT_CONTROL.iter().map(move |c| g.join(c)))
+        .collect();
+    out.push(root.join(".git"));
+    out
+}
+
+/// Whether `path`, inside the project, is a git directory's control file of a
+/// repository nested in it (`vendor/x/.git/hooks/…`), or a `.git` entry itself.
+fn nested_git_control(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return false;
+    };
+    let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    let Some(at) = parts.iter().rposition(|p| *p == ".git") else {
+        return false;
+    };
+    match parts.get(at + 1) {
+        None => true,
+        Some(next) => {
+            let next = next.to_string_lossy();
+            GIT_CONTROL.contains(&next.as_ref()) || next == "modules" || next == "worktrees"
+        }
+    }
 }
 
 fn inodes(home: Option<&Path>) -> HashSet<(u64, u64)> {
@@ -474,20 +621,13 @@ impl Engine {
         );
         hidden.sort();
         hidden.dedup();
-        let mut git_code = Vec::new();
-        let mut dirs = git_dirs(root);
-        if dirs.is_empty() {
-            // No repository yet: `git init` would make it here.
-            dirs.push(root.join(".git"));
-        }
-        for g in dirs {
+        for g in git_dirs(root) {
             // A repository without hooks/ would let a command create it: git makes
             // one at `git init`, and so does air.
             let hooks = g.join("hooks");
             if g.is_dir() && !hooks.exists() {
                 let _ = std::fs::create_dir(&hooks);
             }
-            git_code.extend([g.join("config"), hooks, g.join("info")]);
         }
         let writable_roots = config
             .writable_roots
@@ -508,10 +648,24 @@ impl Engine {
             sandbox: config.sandbox.unwrap_or(true),
             credential_inodes,
             hidden,
-            git_code,
             autostart,
             shell_env: config.shell_env.clone(),
             config_writes: config.config_writes.unwrap_or(GitWrites::Ask),
+            code_config: {
+                let mut b = GlobSetBuilder::new();
+                for pat in CODE_CONFIG {
+                    for p in [pat.to_string(), format!("{pat}/**")] {
+                        let g = GlobBuilder::new(&p)
+                            .literal_separator(true)
+                            .build()
+                            .map_err(|e| ToolError(format!("code config pattern `{pat}`: {e}")))?;
+                        b.add(g);
+                    }
+                }
+                b.build()
+                    .map_err(|e| ToolError(format!("code config patterns: {e}")))?
+            },
+            path_dirs: Vec::new(),
         })
     }
 
@@ -616,7 +770,7 @@ impl Engine {
                 access,
                 path,
                 Risk::AirConfig,
-                "air's own configuration: what agents may do is for a person to change",
+                "air's own configuration (what agents may do, the rules and skills later agents are given): a person changes it",
             );
         }
         if self.is_git_code(path) {
@@ -625,6 +779,14 @@ impl Engine {
                 path,
                 Risk::CodeConfig,
                 "git's configuration or hooks, which decide what git runs",
+            );
+        }
+        if self.is_code_config(path) {
+            return self.ask(
+                access,
+                path,
+                Risk::CodeConfig,
+                "a file that makes code run later by itself (an editor's tasks, a directory's environment, CI, git's attributes, hooks)",
             );
         }
         if self.in_project(path) {
@@ -661,6 +823,14 @@ impl Engine {
                 "a file that starts code on its own (a shell's start-up file, git's configuration, a service)",
             );
         }
+        if self.shadows_a_program(path) {
+            return self.ask(
+                access,
+                path,
+                Risk::CodeConfig,
+                "a directory of PATH: a file there is run by anyone who runs that name",
+            );
+        }
         Verdict::Backup
     }
 
@@ -669,15 +839,83 @@ impl Engine {
         self.bookkeeping.iter().any(|b| path.starts_with(b))
     }
 
-    /// Whether `path` is air's own configuration in the project.
+    /// Whether `path` is air's own configuration in the project: everything in
+    /// `.air/shared/` (its permissions, the rules and skills later agents are given,
+    /// compaction rules, the plan).
     pub fn is_air_config(&self, path: &Path) -> bool {
-        let shared = self.root.join(".air").join("shared");
-        AIR_CONFIG.iter().any(|c| path == shared.join(c))
+        path.starts_with(self.root.join(".air").join("shared"))
     }
 
-    /// Whether `path` is git's configuration, hooks or `info/`.
+    /// Whether `path` is a file of the project that makes code run by itself later
+    /// ([`CODE_CONFIG`]).
+    pub fn is_code_config(&self, path: &Path) -> bool {
+        path.strip_prefix(&self.root)
+            .is_ok_and(|rel| !rel.as_os_str().is_empty() && self.code_config.is_match(rel))
+    }
+
+    /// What the command guard reads before and after each command
+    /// ([`super::guard`]): git's control files in every git directory of the
+    /// repository, the project's files that run code later ([`CODE_CONFIG`] at its
+    /// top), and with `air_config` the configuration air gives later agents.
+    pub fn guarded(&self, air_config: bool) -> Vec<PathBuf> {
+        let dot = self.root.join(".git");
+        let mut out: Vec<PathBuf> = git_code(&self.root)
+            .into_iter()
+            .filter(|p| p != &dot || !dot.is_dir())
+            .collect();
+        out.extend(
+            CODE_CONFIG
+                .iter()
+                .filter(|p| !p.starts_with("**/"))
+                .map(|p| self.root.join(p.trim_end_matches("/**"))),
+        );
+        if air_config {
+            let shared = self.root.join(".air").join("shared");
+            out.extend(
+                ["permissions.yaml", "rules", "skills", "compaction-rules.md"]
+                    .iter()
+                    .map(|p| shared.join(p)),
+            );
+        }
+        out
+    }
+
+    /// Sets the directories of `PATH` (those outside the project count).
+    pub fn with_path_dirs(mut self, path: Option<&std::ffi::OsStr>) -> Self {
+        self.path_dirs = path
+            .map(|p| {
+                std::env::split_paths(p)
+                    .filter(|d| d.is_absolute())
+                    .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+                    .filter(|d| !d.starts_with(&self.root))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self
+    }
+
+    /// Whether writing `path` puts a file straight into a directory of `PATH` outside
+    /// the project.
+    pub fn shadows_a_program(&self, path: &Path) -> bool {
+        path.parent()
+            .is_some_and(|dir| self.path_dirs.iter().any(|d| d == dir))
+    }
+
+    /// Whether `path` is what decides what git runs or where it looks ([`git_code`],
+    /// as the repository is now, and the same in a repository nested in the
+    /// project).
     pub fn is_git_code(&self, path: &Path) -> bool {
-        self.git_code.iter().any(|g| path.starts_with(g))
+        let dot = self.root.join(".git");
+        // The project's `.git` counts itself when it is (or would be made) a file
+        // naming a git directory elsewhere; a `.git` directory is the repository's
+        // data, and only its control files count.
+        if path == dot {
+            return !dot.is_dir();
+        }
+        git_code(&self.root)
+            .iter()
+            .any(|g| g != &dot && path.starts_with(g))
+            || (!path.starts_with(&dot) && nested_git_control(&self.root, path))
     }
 
     /// Whether `path` is one of the user's files that start code on their own.
@@ -705,17 +943,32 @@ impl Engine {
             .cloned()
             .collect();
         let shared = self.root.join(".air").join("shared");
-        let read_only = self
-            .git_code
-            .iter()
-            .chain(std::iter::once(&shared))
-            .chain(self.autostart.iter())
-            .filter(|p| writable.iter().any(|w| p.starts_with(w)))
+        let within = |p: &PathBuf| writable.iter().any(|w| p.starts_with(w));
+        // The project, its `.git` and `.air`: never renamed or replaced (what they
+        // hold would then be the command's to make anew).
+        let pinned = [
+            self.root.clone(),
+            self.root.join(".git"),
+            self.root.join(".air"),
+        ]
+        .into_iter()
+        .filter(|p| within(p))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+        .collect();
+        let read_only = git_code(&self.root)
+            .into_iter()
+            .filter(|p| p != &self.root.join(".git") || !p.is_dir())
+            .chain(std::iter::once(shared))
+            .chain(self.autostart.iter().cloned())
+            .filter(within)
             .filter(|p| !touches(p, unlocked))
-            .filter(|p| p.exists())
-            .cloned()
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
             .collect();
-        crate::sandbox::Views { hidden, read_only }
+        crate::sandbox::Views {
+            hidden,
+            read_only,
+            pinned,
+        }
     }
 }
 
@@ -917,12 +1170,56 @@ mod tests {
             Some(Risk::SystemSensitive)
         );
         assert_eq!(e.check(Path::new("/home/u/notes.txt"), w), Verdict::Backup);
+        // A file put straight into a directory of PATH shadows a program.
+        let dir = tempfile::tempdir().unwrap();
+        let bin = std::fs::canonicalize(dir.path()).unwrap();
+        let shadowing = engine(PermissionMode::Default, &PermissionsConfig::default())
+            .with_path_dirs(Some(bin.as_os_str()));
+        assert_eq!(
+            risk(shadowing.check(&bin.join("git"), w)),
+            Some(Risk::CodeConfig)
+        );
         assert_eq!(
             risk(e.check(Path::new("/p/proj/.air/shared/permissions.yaml"), w)),
             Some(Risk::AirConfig)
         );
+        // What later agents are given (rules, skills) is air's configuration too.
         assert_eq!(
-            e.check(Path::new("/p/proj/.air/shared/rules/x.md"), w),
+            risk(e.check(Path::new("/p/proj/.air/shared/rules/x.md"), w)),
+            Some(Risk::AirConfig)
+        );
+        assert_eq!(
+            risk(e.check(Path::new("/p/proj/.air/shared/skills/s/SKILL.md"), w)),
+            Some(Risk::AirConfig)
+        );
+        // What runs code later by itself, and what moves git's configuration.
+        for p in [
+            "/p/proj/.envrc",
+            "/p/proj/web/.envrc",
+            "/p/proj/.vscode/tasks.json",
+            "/p/proj/.claude/settings.json",
+            "/p/proj/.devcontainer/devcontainer.json",
+            "/p/proj/.github/workflows/ci.yml",
+            "/p/proj/.gitattributes",
+            "/p/proj/docs/.gitattributes",
+            "/p/proj/.gitmodules",
+            "/p/proj/.git/commondir",
+            "/p/proj/.git/config.worktree",
+            "/p/proj/vendor/x/.git/hooks/post-checkout",
+            "/p/proj/vendor/x/.git",
+        ] {
+            assert_eq!(
+                risk(e.check(Path::new(p), w)),
+                Some(Risk::CodeConfig),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            e.check(Path::new("/p/proj/.github/README.md"), w),
+            Verdict::Allow
+        );
+        assert_eq!(
+            e.check(Path::new("/p/proj/.vscode/extensions.json"), w),
             Verdict::Allow
         );
         assert_eq!(

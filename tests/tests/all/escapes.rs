@@ -539,7 +539,12 @@ fn airsd_runs_nothing_an_agent_planted_in_git() {
     std::fs::write(root.join("sub/f.txt"), "ffff\n").unwrap();
     git(&root.join("sub"), &["add", "f.txt"]);
     git(&root.join("sub"), &["commit", "-qm", "sub"]);
-    git(&root, &["add", "a.txt", "sub"]);
+    std::fs::write(
+        root.join(".gitmodules"),
+        "[submodule \"sub\"]\n\tpath = sub\n\turl = ./sub\n",
+    )
+    .unwrap();
+    git(&root, &["add", "a.txt", "sub", ".gitmodules"]);
     git(&root, &["commit", "-qm", "first"]);
     // What a planted program does when it runs: take the key, write outside the
     // project, leave a process behind.
@@ -559,7 +564,7 @@ fn airsd_runs_nothing_an_agent_planted_in_git() {
         s = script("commondir")
     );
     let plant_submodule = format!(
-        "cd sub && printf '[filter \"s\"]\\n\\tclean = sh {s}\\n' >> .g''it/config && echo '*.txt filter=s' > .gitattributes && echo gggg > f.txt",
+        "cd sub && echo gggg > f.txt; python3 -c \"open('.gitattr'+'ibutes', 'w').write('*.txt filter=s')\"; python3 -c \"open('.g'+'it/config', 'a').write('[filter \\\"s\\\"]\\n\\tclean = sh {s}\\n')\"",
         s = script("submodule")
     );
     let plant_path = format!(
@@ -626,8 +631,24 @@ fn airsd_runs_nothing_an_agent_planted_in_git() {
         }
         // The git status tool's answer shows the change (git still works).
         assert!(outs[7].to_string().contains("a.txt"), "{shown}");
-        // The planted common directory is where git looks now (git reads it), yet
-        // nothing of it ran.
-        assert!(root.join(".git/commondir").exists(), "{shown}");
+        // The planted common directory was taken away after the command that made
+        // it (kept aside for the person to see), and the command was told; the
+        // submodule's configuration was read-only to the command.
+        assert!(!root.join(".git/commondir").exists(), "{shown}");
+        assert!(
+            outs[3].to_string().contains("created .git/commondir"),
+            "{shown}"
+        );
+        assert!(
+            outs[4]["stderr"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Read-only"),
+            "{shown}"
+        );
+        let q = ProjectPaths::new(&root).quarantine();
+        let kept: Vec<_> = std::fs::read_dir(&q).unwrap().flatten().collect();
+        assert_eq!(kept.len(), 1, "{shown}");
+        assert!(kept[0].path().join(".git/commondir").exists());
     });
 }

