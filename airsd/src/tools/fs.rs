@@ -6,7 +6,6 @@
 //! edit are kept as they were (CRLF, encodings).
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
@@ -272,7 +271,11 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
             "{shown}: is a directory; use fs_glob to list files"
         )));
     }
-    let (file, _) = open_regular(&path, &shown)?;
+    let (file, opened) = open_regular(&path, ctx.root, &shown)?;
+    // What was opened is judged too: a hard link to a credential put in the path's
+    // place after the check is known by its inode.
+    ctx.perm
+        .check_opened(&path, &opened, super::permission::Access::Read)?;
     let deadline = std::time::Instant::now() + TOOL_TIME_LIMIT;
     // A small file in one read; a large one in 64 KiB pieces.
     let capacity = usize::try_from(meta.len().clamp(4096, 64 * 1024)).unwrap_or(64 * 1024);
@@ -422,32 +425,19 @@ pub struct WriteOutput {
     pub diff: Option<String>,
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory,
-/// flushed, then renamed), keeping an existing file's permissions.
-fn write_atomic(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| err(format!("{shown}: no parent directory")))?;
-    std::fs::create_dir_all(dir).map_err(|e| err(format!("{shown}: {e}")))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.air-{}.tmp", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&tmp, meta.permissions())?;
+/// Writes `bytes` to `path` atomically, in the directory that was judged (see
+/// [`super::opened::write_atomic`]).
+fn write_atomic(path: &Path, root: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
+    super::opened::write_atomic(path, root, bytes).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            err(format!(
+                "{shown}: a directory on its way {}; refused",
+                super::opened::SWAPPED
+            ))
+        } else {
+            err(format!("{shown}: {e}"))
         }
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(err(format!("{shown}: {e}")));
-    }
-    Ok(())
+    })
 }
 
 fn unified_diff(shown: &str, old: &[u8], new: &[u8]) -> String {
@@ -466,9 +456,10 @@ fn unified_diff(shown: &str, old: &[u8], new: &[u8]) -> String {
 /// are refused, whatever their name.
 pub(crate) fn open_regular(
     path: &Path,
+    root: &Path,
     shown: &str,
 ) -> Result<(std::fs::File, std::fs::Metadata), ToolError> {
-    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    use std::os::unix::fs::FileTypeExt as _;
     if path.starts_with("/proc") || path.starts_with("/sys") {
         return Err(err(format!(
             "{shown}: a file of the kernel's /proc or /sys, which the file tools do not read"
@@ -499,19 +490,14 @@ pub(crate) fn open_regular(
     if let Ok(m) = std::fs::symlink_metadata(path) {
         refuse(m.file_type())?;
     }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                err(format!(
-                    "{shown}: became a symbolic link after it was checked; refused"
-                ))
-            } else {
-                err(format!("{shown}: {e}"))
-            }
-        })?;
+    // No component may be a link now (the path was resolved when it was judged).
+    let f = super::opened::open_read(path, root).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            err(format!("{shown}: {}; refused", super::opened::SWAPPED))
+        } else {
+            err(format!("{shown}: {e}"))
+        }
+    })?;
     let meta = f.metadata().map_err(|e| err(format!("{shown}: {e}")))?;
     refuse(meta.file_type())?;
     // A pseudo-file system reached some other way (a bind mount, a link) is refused
@@ -529,9 +515,9 @@ pub(crate) fn open_regular(
 
 /// Reads a whole regular file (see [`open_regular`]) to change it, up to
 /// [`MAX_EDIT_BYTES`].
-pub(crate) fn read_nofollow(path: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
+pub(crate) fn read_nofollow(path: &Path, root: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
     use std::io::Read as _;
-    let (f, meta) = open_regular(path, shown)?;
+    let (f, meta) = open_regular(path, root, shown)?;
     if meta.len() > MAX_EDIT_BYTES {
         return Err(err(format!(
             "{shown}: {} MiB, more than the file tools change at once ({} MiB); use shell_run",
@@ -558,7 +544,7 @@ pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, Too
     let shown = ctx.shown(&path);
     ctx.scope.check_write(&shown)?;
     // The read-before-write rule first: a refused write never asks a person.
-    let old = match read_nofollow(&path, &shown) {
+    let old = match read_nofollow(&path, ctx.root, &shown) {
         Ok(old) => {
             ctx.check_read(&path, &old)?;
             Some(old)
@@ -572,7 +558,7 @@ pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, Too
     }
     let bytes = input.content.as_bytes();
     ctx.ledger.writing(ctx.agent_id, &path);
-    write_atomic(&path, bytes, &shown)?;
+    write_atomic(&path, ctx.root, bytes, &shown)?;
     ctx.ledger.record(ctx.agent_id, &path, sha256(bytes));
     Ok(WriteOutput {
         diff: old.as_ref().map(|o| unified_diff(&shown, o, bytes)),
@@ -719,7 +705,7 @@ pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOut
     if input.edits.is_empty() {
         return Err(err(format!("{shown}: edits: empty")));
     }
-    let original = read_nofollow(&path, &shown)?;
+    let original = read_nofollow(&path, ctx.root, &shown)?;
     ctx.check_read(&path, &original)?;
     let mut bytes = original.clone();
     let mut replacements = 0;
@@ -731,7 +717,7 @@ pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOut
     }
     ctx.perm.check(&path, super::permission::Access::Write)?;
     ctx.ledger.writing(ctx.agent_id, &path);
-    write_atomic(&path, &bytes, &shown)?;
+    write_atomic(&path, ctx.root, &bytes, &shown)?;
     ctx.ledger.record(ctx.agent_id, &path, sha256(&bytes));
     Ok(EditOutput {
         diff: unified_diff(&shown, &original, &bytes),

@@ -345,7 +345,7 @@ fn new_file_diff(root: &Path, rel: &str, room: usize) -> String {
         Err(_) => return out,
     }
     let mut bytes = Vec::new();
-    let read = super::fs::open_regular(&path, rel)
+    let read = super::fs::open_regular(&path, root, rel)
         .map_err(|e| e.0)
         .and_then(|(f, _)| {
             f.take(room as u64 + 1)

@@ -718,6 +718,12 @@ impl Engine {
             })
     }
 
+    /// Whether an opened file is a file of a credential store (by device and inode).
+    pub fn is_credential_inode(&self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        meta.is_file() && self.credential_inodes.contains(&(meta.dev(), meta.ino()))
+    }
+
     /// Whether `path` is a system path.
     pub fn is_system(&self, path: &Path) -> bool {
         self.system.is_match(path) && !self.not_system.is_match(path)
@@ -1051,6 +1057,37 @@ impl<'a> Permits<'a> {
                 Ok(())
             }
             Verdict::Ask(ask) => Err(self.raise(ask)),
+        }
+    }
+
+    /// Checks what an open of `path` reached: a file of a credential store (by its
+    /// device and inode) is a credential however it was named, and needs the same
+    /// person's yes as its own path.
+    pub fn check_opened(
+        &self,
+        path: &Path,
+        opened: &std::fs::Metadata,
+        access: Access,
+    ) -> Result<(), ToolError> {
+        use std::os::unix::fs::MetadataExt as _;
+        if !opened.is_file()
+            || !self
+                .engine
+                .credential_inodes
+                .contains(&(opened.dev(), opened.ino()))
+        {
+            return Ok(());
+        }
+        let ask = self.engine.ask(
+            access,
+            path,
+            Risk::Credentials,
+            "a credential store (the same file under another name): a person confirms every access",
+        );
+        match ask {
+            Verdict::Ask(a) if self.granted.contains(&a.key) => Ok(()),
+            Verdict::Ask(a) => Err(self.raise(a)),
+            _ => Ok(()),
         }
     }
 

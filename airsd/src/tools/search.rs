@@ -360,13 +360,21 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
                 count_all: input.output_mode == GrepMode::Count,
                 deadline,
             };
+            // Opened following no link in any component (a directory swapped for a
+            // link while the walk went on is not followed), and only a regular file.
+            let Ok(opened) = super::opened::open_read(entry.path(), ctx.root) else {
+                return WalkState::Continue;
+            };
+            if !opened.metadata().is_ok_and(|m| m.is_file()) {
+                return WalkState::Continue;
+            }
             if searcher
-                .search_path(matcher, entry.path(), &mut sink)
+                .search_file(matcher, &opened, &mut sink)
                 .is_err()
                 || sink.matches == 0
                 // A hard link to a credential file: known only by its inode, checked
-                // for the few files that match rather than for every file walked.
-                || ctx.perm.engine.is_credential(entry.path())
+                // on what was opened, for the few files that match.
+                || opened.metadata().is_ok_and(|m| ctx.perm.engine.is_credential_inode(&m))
             {
                 return WalkState::Continue;
             }

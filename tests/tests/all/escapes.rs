@@ -652,3 +652,79 @@ fn airsd_runs_nothing_an_agent_planted_in_git() {
         assert!(kept[0].path().join(".git/commondir").exists());
     });
 }
+
+/// The file tools against a directory of the project swapped for a link to the
+/// home's `.ssh` and back, again and again, while they work: no write lands in
+/// `.ssh`, no read returns what is there.
+#[test]
+fn the_file_tools_hold_against_a_directory_swapped_for_a_link() {
+    let (_project, root, _home_dir, home) = project_and_home();
+    std::fs::write(home.join(".ssh/authorized_keys"), "ssh-ed25519 KEEP\n").unwrap();
+    std::fs::write(home.join(".ssh/rc"), "# rc\n").unwrap();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("d/id_rsa"), "decoy\n").unwrap();
+    std::fs::write(root.join("d/rc"), "decoy rc\n").unwrap();
+    let mut steps: Vec<(&str, Value)> = Vec::new();
+    for i in 0..60 {
+        steps.push(("fs.read", json!({ "path": "d/id_rsa" })));
+        steps.push(("fs.read", json!({ "path": "d/rc" })));
+        steps.push((
+            "fs.edit",
+            json!({ "path": "d/rc", "old_string": "rc", "new_string": format!("rc{i}") }),
+        ));
+        steps.push((
+            "fs.write",
+            json!({ "path": "d/authorized_keys", "content": format!("ssh-ed25519 EVIL{i}\n") }),
+        ));
+        steps.push(("fs.grep", json!({ "pattern": "PRIVATE", "path": "d" })));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (root, home, stop) = (root.clone(), home.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (d, aside) = (root.join("d"), root.join("d.real"));
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if std::fs::rename(&d, &aside).is_ok() {
+                    let _ = std::os::unix::fs::symlink(home.join(".ssh"), &d);
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&d);
+                    let _ = std::fs::rename(&aside, &d);
+                    swaps += 1;
+                }
+                std::thread::yield_now();
+            }
+            swaps
+        })
+    };
+    crate::rt().block_on(async {
+        let state = crate::asks::state_with(&root, Duration::from_secs(600), |shell| {
+            shell.home = Some(home.clone());
+        });
+        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        let runs = tool_runs(&root, &session);
+        let outs = outputs(&root, &session);
+        for (i, out) in outs.iter().enumerate() {
+            assert!(
+                !out.to_string().contains(PRIVATE),
+                "a read went through the link: {:?} {out}",
+                runs[i]
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(home.join(".ssh/authorized_keys")).unwrap(),
+            "ssh-ed25519 KEEP\n"
+        );
+        assert_eq!(std::fs::read_to_string(home.join(".ssh/rc")).unwrap(), "# rc\n");
+        let went = runs.iter().filter(|r| r.1 == "completed").count();
+        println!(
+            "{} file tool calls while the directory was swapped {swaps} times: {went} went through in the project, none reached .ssh",
+            runs.len()
+        );
+        assert!(swaps > 10, "{swaps} swaps");
+        state.stop_runs().await;
+    });
+}

@@ -161,7 +161,7 @@ fn a_file_swapped_for_a_symlink_after_the_check_is_refused() {
     let path = f.root.join("src/a.rs");
     std::fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(f.home.join(".ssh/id_rsa"), &path).unwrap();
-    let e = super::fs::read_nofollow(&path, "src/a.rs").unwrap_err();
+    let e = super::fs::read_nofollow(&path, &f.root, "src/a.rs").unwrap_err();
     assert!(
         e.0.contains("became a symbolic link after it was checked"),
         "{e}"
