@@ -166,6 +166,8 @@ impl UserConfig {
 /// credentials: [~/.config/acme/token]   # more paths that always need confirmation
 /// system_paths: [/opt/appliance/]       # more system-sensitive paths
 /// writable_roots: [~/.m2]               # more places commands may write (sandbox)
+/// readable_roots: [~/data]              # more of the home directory commands may read
+///                                       # (only in your own ~/.air/permissions.yaml)
 /// sandbox: true           # run commands under the OS sandbox where the kernel has it
 /// shell_env: [JAVA_OPTS, MYAPP_*]       # more variables commands see (never keys,
 ///                                       # tokens, secrets or passwords)
@@ -183,6 +185,10 @@ pub struct PermissionsConfig {
     pub system_paths: Vec<String>,
     #[serde(default)]
     pub writable_roots: Vec<String>,
+    /// Places in the home directory commands may read besides the toolchains and
+    /// caches (only the user's own file may name them).
+    #[serde(default)]
+    pub readable_roots: Vec<String>,
     pub sandbox: Option<bool>,
     /// Names (or `PREFIX_*`) of environment variables commands see besides the
     /// ordinary ones.
@@ -242,20 +248,29 @@ impl PermissionsConfig {
     /// agents may change it.
     pub fn load_project(path: &Path) -> Result<PermissionsConfig, ConfigError> {
         let config = Self::load_file(path)?;
-        if config.config_writes.is_some() {
+        let refuse = |key: &str, why: &str| {
             let line = std::fs::read_to_string(path)
                 .ok()
-                .and_then(|t| {
-                    t.lines()
-                        .position(|l| l.trim_start().starts_with("config_writes"))
-                })
+                .and_then(|t| t.lines().position(|l| l.trim_start().starts_with(key)))
                 .map(|i| format!(":{}", i + 1))
                 .unwrap_or_default();
-            return Err(ConfigError::Invalid {
+            Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
                 line,
-                message: "config_writes: only your own ~/.air/permissions.yaml may set it (a project's file cannot allow changes to itself)".into(),
-            });
+                message: format!("{key}: only your own ~/.air/permissions.yaml may set it ({why})"),
+            })
+        };
+        if config.config_writes.is_some() {
+            return refuse(
+                "config_writes",
+                "a project's file cannot allow changes to itself",
+            );
+        }
+        if !config.readable_roots.is_empty() {
+            return refuse(
+                "readable_roots",
+                "a project's file cannot open your home directory to its commands",
+            );
         }
         Ok(config)
     }
@@ -267,6 +282,7 @@ impl PermissionsConfig {
         self.credentials.extend(other.credentials);
         self.system_paths.extend(other.system_paths);
         self.writable_roots.extend(other.writable_roots);
+        self.readable_roots.extend(other.readable_roots);
         self.shell_env.extend(other.shell_env);
         // Only the user's own file decides this: a project's cannot allow changes to
         // itself (`load` refuses it there).

@@ -100,6 +100,8 @@ impl Launcher {
             (Some((exe, found)), Reads::Content) => {
                 let policy = Policy {
                     writable: vec![PathBuf::from("/dev/null")],
+                    home: self.views.home.clone(),
+                    home_read: self.views.home_read.clone(),
                     isolate: found.isolation.is_ok().then(|| self.views.clone()),
                 };
                 let mut c = Command::new(exe);

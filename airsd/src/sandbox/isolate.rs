@@ -29,6 +29,144 @@ pub struct Views {
     /// Directories bound onto themselves, writable as before but a mount point now:
     /// they cannot be renamed, removed or replaced.
     pub pinned: Vec<PathBuf>,
+    /// Copies with the secrets taken out, bound read-only over their originals:
+    /// `(copy, original)`.
+    pub masked: Vec<(PathBuf, PathBuf)>,
+    /// The home directory, whose other names (a second mount of it, as containers and
+    /// automounters make) are covered too, but for `home_read`.
+    pub home: Option<PathBuf>,
+    /// What of the home directory commands may read.
+    pub home_read: Vec<PathBuf>,
+}
+
+/// One mount of the namespace, from `/proc/self/mountinfo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    /// `major:minor` of its file system.
+    pub dev: String,
+    /// The directory of its file system it shows.
+    pub root: PathBuf,
+    /// Where it is mounted.
+    pub point: PathBuf,
+}
+
+/// A mountinfo field's octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt as _;
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// The mounts in `text` (mountinfo's format).
+pub fn parse_mounts(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            Some(Mount {
+                dev: f.get(2)?.to_string(),
+                root: unescape(f.get(3)?),
+                point: unescape(f.get(4)?),
+            })
+        })
+        .collect()
+}
+
+fn mounts() -> Vec<Mount> {
+    parse_mounts(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
+/// `major:minor` of the file system `path` is on.
+fn dev_of(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let d = std::fs::symlink_metadata(path).ok()?.dev();
+    Some(format!(
+        "{}:{}",
+        nix::sys::stat::major(d),
+        nix::sys::stat::minor(d)
+    ))
+}
+
+/// Where `path` (resolved) is in its file system: the device and the directory
+/// within it, by the mount that shows it.
+pub fn place_in(path: &Path, dev: &str, mounts: &[Mount]) -> Option<PathBuf> {
+    let m = mounts
+        .iter()
+        .filter(|m| m.dev == dev && path.starts_with(&m.point))
+        .max_by_key(|m| m.point.components().count())?;
+    Some(m.root.join(path.strip_prefix(&m.point).ok()?))
+}
+
+/// The other names `path` has through other mounts of its file system (a bind
+/// mount of a directory above it, a second mount of the same device).
+pub fn aliases_in(path: &Path, dev: &str, mounts: &[Mount]) -> Vec<PathBuf> {
+    let Some(inner) = place_in(path, dev, mounts) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = mounts
+        .iter()
+        .filter(|m| m.dev == dev && inner.starts_with(&m.root))
+        .filter_map(|m| Some(m.point.join(inner.strip_prefix(&m.root).ok()?)))
+        .filter(|a| a != path)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn aliases(path: &Path, mounts: &[Mount]) -> Vec<PathBuf> {
+    match dev_of(path) {
+        Some(dev) => aliases_in(path, &dev, mounts),
+        None => Vec::new(),
+    }
+}
+
+/// The mounts that show part of the home directory under another name, and what of
+/// each to cover: the home's other name where a mount shows all of it, or the whole
+/// mount where it shows a part (unless that part may be read).
+pub fn home_aliases(
+    home: &Path,
+    dev: &str,
+    mounts: &[Mount],
+    readable: &[PathBuf],
+) -> Vec<PathBuf> {
+    let Some(inner) = place_in(home, dev, mounts) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for m in mounts.iter().filter(|m| m.dev == dev) {
+        if let Ok(rest) = inner.strip_prefix(&m.root) {
+            // All of the home, under this mount: covered unless this is its own name.
+            let other = m.point.join(rest);
+            if other != home {
+                out.push(other);
+            }
+        } else if let Ok(part) = m.root.strip_prefix(&inner) {
+            // A part of the home mounted here: covered unless it is where that part
+            // is anyway, or a part commands may read.
+            let real = home.join(part);
+            if m.point != real && !readable.iter().any(|r| real.starts_with(r)) {
+                out.push(m.point.clone());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn err(what: &str, path: &Path, e: nix::Error) -> String {
@@ -121,7 +259,7 @@ fn hide(path: &Path) -> Result<(), String> {
 
 /// The mounts of the command's namespace, made by its PID 1 before it becomes the
 /// command.
-fn mount_views(views: &Views) -> Result<(), String> {
+fn mount_views(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
     mount(
         Some("proc"),
         "/proc",
@@ -130,18 +268,68 @@ fn mount_views(views: &Views) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("mounting a fresh /proc: {e}"))?;
+    // Copies without their secrets over the originals, while the copies can be
+    // reached (they live in air's hidden state).
+    for (copy, original) in &views.masked {
+        if copy.is_file() && original.exists() {
+            bind_read_only(copy, original)?;
+        }
+    }
+    let before = mounts();
+    // Every mount read-only, then the writable places writable again: a change of a
+    // file's mode, owner, times or attributes outside them fails, whichever name it
+    // is reached by (Landlock does not cover those).
+    for m in &before {
+        if m.point.starts_with("/proc") {
+            continue;
+        }
+        let flags =
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept_flags(&m.point);
+        // A mount hidden under another cannot be reached, nor needs to be.
+        let _ = mount(None::<&str>, &m.point, None::<&str>, flags, None::<&str>);
+    }
+    for w in writable {
+        if !w.exists() {
+            continue;
+        }
+        mount(
+            Some(w.as_path()),
+            w.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| err("binding", w, e))?;
+        let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | kept_flags(w);
+        mount(None::<&str>, w.as_path(), None::<&str>, flags, None::<&str>)
+            .map_err(|e| err("making writable", w, e))?;
+    }
     for p in &views.pinned {
         if p.is_dir() {
             mount(Some(p), p, None::<&str>, MsFlags::MS_BIND, None::<&str>)
                 .map_err(|e| err("pinning", p, e))?;
         }
     }
+    // What is read-only or hidden is so under every name it has.
+    let all = mounts();
     for p in &views.read_only {
-        if p.exists() {
-            bind_read_only(p, p)?;
+        for q in std::iter::once(p.clone()).chain(aliases(p, &all)) {
+            if q.exists() {
+                bind_read_only(&q, &q)?;
+            }
         }
     }
+    let mut hidden: Vec<PathBuf> = Vec::new();
     for p in &views.hidden {
+        hidden.push(p.clone());
+        hidden.extend(aliases(p, &all));
+    }
+    if let Some(home) = &views.home {
+        if let Some(dev) = dev_of(home) {
+            hidden.extend(home_aliases(home, &dev, &all, &views.home_read));
+        }
+    }
+    for p in &hidden {
         hide(p)?;
     }
     // The working directory was entered before the mounts: entered again by its
@@ -154,9 +342,29 @@ fn mount_views(views: &Views) -> Result<(), String> {
 }
 
 /// Capabilities a root command gives up, so it cannot undo its namespace, read files
-/// by handle past the stand-ins, reach raw memory or devices, or load code into the
-/// kernel. Ordinary root work (owning files, changing modes) keeps its rights.
+/// by handle past the stand-ins, reach raw memory or devices, load code into the
+/// kernel, give files away or change what it does not own by right, make a file
+/// immutable, set the clock, or reach the network below its sockets. A root
+/// command's own files stay its own.
 const DROPPED_CAPS: &[libc::c_int] = &[
+    0,  // CAP_CHOWN
+    3,  // CAP_FOWNER
+    4,  // CAP_FSETID
+    9,  // CAP_LINUX_IMMUTABLE
+    13, // CAP_NET_RAW
+    25, // CAP_SYS_TIME
+    26, // CAP_SYS_TTY_CONFIG
+    24, // CAP_SYS_RESOURCE
+    23, // CAP_SYS_NICE
+    31, // CAP_SETFCAP
+    29, // CAP_AUDIT_WRITE
+    35, // CAP_WAKE_ALARM
+    36, // CAP_BLOCK_SUSPEND
+    28, // CAP_LEASE
+    20, // CAP_SYS_PACCT
+    11, // CAP_NET_BROADCAST
+    37, // CAP_AUDIT_READ
+    40, // CAP_CHECKPOINT_RESTORE
     21, // CAP_SYS_ADMIN
     2,  // CAP_DAC_READ_SEARCH (open_by_handle_at)
     19, // CAP_SYS_PTRACE
@@ -181,6 +389,16 @@ fn drop_caps() -> Result<(), String> {
         // A non-root command holds no capabilities once it execs.
         return Ok(());
     }
+    // SAFETY: prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL) takes plain integers.
+    let _ = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
     for &cap in DROPPED_CAPS {
         // SAFETY: prctl(PR_CAPBSET_DROP) takes plain integers and touches no memory
         // of ours.
@@ -251,7 +469,7 @@ fn launcher_lives(alive: &std::os::fd::OwnedFd) -> Result<(), String> {
 /// itself waits for that child and exits as it did (this function does not return
 /// in it).
 #[allow(unsafe_code)]
-pub fn enter(views: &Views) -> Result<(), String> {
+pub fn enter(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
     unshare_all()?;
     // The launcher holds the write end while it lives: the child, whose parent is
     // outside its namespace (getppid() says 0), learns from the read end whether the
@@ -268,7 +486,7 @@ pub fn enter(views: &Views) -> Result<(), String> {
             die_with_parent(None)?;
             launcher_lives(&alive)?;
             drop(alive);
-            mount_views(views)?;
+            mount_views(views, writable)?;
             drop_caps()
         }
         ForkResult::Parent { child } => {

@@ -99,6 +99,10 @@ pub fn writable(root: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<Path
 pub struct Policy {
     /// Where it may write (Landlock).
     pub writable: Vec<PathBuf>,
+    /// The home directory, of which it reads only `home_read` (and the writable
+    /// places); other users' homes are not read either. `None`: it reads everything.
+    pub home: Option<PathBuf>,
+    pub home_read: Vec<PathBuf>,
     /// Its own namespaces with these views (when the kernel allows them).
     pub isolate: Option<Views>,
 }
@@ -127,6 +131,19 @@ pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsS
             out.push("--pin".into());
             out.push(p.clone().into_os_string());
         }
+        for (copy, original) in &views.masked {
+            out.push("--mask".into());
+            out.push(copy.clone().into_os_string());
+            out.push(original.clone().into_os_string());
+        }
+    }
+    if let Some(h) = &policy.home {
+        out.push("--home".into());
+        out.push(h.clone().into_os_string());
+        for p in &policy.home_read {
+            out.push("--home-read".into());
+            out.push(p.clone().into_os_string());
+        }
     }
     for w in &policy.writable {
         out.push("--write".into());
@@ -138,11 +155,18 @@ pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsS
     out
 }
 
-/// What the command may read: everything, except that a root command (which owns
-/// the block devices) gets no raw disk under `/dev`, so it cannot read a hidden file
-/// off the disk beneath the stand-ins.
-fn readable() -> Vec<PathBuf> {
-    if !nix::unistd::geteuid().is_root() {
+/// The top directories where people's homes live: commands read none of them but
+/// what [`readable`] allows of their own.
+const HOMES: &[&str] = &["/home", "/root", "/Users", "/var/home"];
+
+/// What the command may read. With a home directory: the system's directories (every
+/// entry of `/` but the homes), of the home only `home_read`, and the writable places
+/// (given their own rules); a root command, which owns the block devices, gets no raw
+/// disk under `/dev`, so it cannot read a hidden file off the disk beneath the
+/// stand-ins. Without one: everything (but the raw disks, for root).
+fn readable(home: Option<&Path>, home_read: &[PathBuf]) -> Vec<PathBuf> {
+    let root = nix::unistd::geteuid().is_root();
+    if home.is_none() && !root {
         return vec![PathBuf::from("/")];
     }
     use std::os::unix::fs::FileTypeExt as _;
@@ -167,26 +191,53 @@ fn readable() -> Vec<PathBuf> {
             })
             .unwrap_or_default()
     };
+    // The home's own top directory (`/home`, `/root`, or wherever it is) is left out.
+    let home_top: Option<PathBuf> = home.and_then(|h| {
+        let mut c = h.components();
+        c.next()?;
+        Some(PathBuf::from("/").join(c.next()?))
+    });
     let mut out: Vec<PathBuf> = entries("/")
         .into_iter()
-        .filter(|p| p != Path::new("/dev"))
+        .filter(|p| !(root && p == Path::new("/dev")))
+        .filter(|p| {
+            home.is_none()
+                || !(HOMES.iter().any(|h| p == Path::new(h)) || home_top.as_deref() == Some(p))
+        })
         .collect();
-    out.extend(entries("/dev"));
+    if root {
+        out.retain(|p| p != Path::new("/dev"));
+        out.extend(entries("/dev"));
+    }
+    if let Some(h) = home {
+        // The home's top may hold more than homes (`/var` for a service's home): what
+        // of it is not on the way to the home is read as before.
+        if let Some(top) = &home_top {
+            if !HOMES.iter().any(|t| top == Path::new(t)) {
+                let mut dir = top.clone();
+                for c in h.strip_prefix(top).unwrap_or(h).components() {
+                    let next = dir.join(c);
+                    out.extend(
+                        entries(&dir.display().to_string())
+                            .into_iter()
+                            .filter(|e| e != &next),
+                    );
+                    dir = next;
+                }
+            }
+        }
+        out.extend(home_read.iter().filter(|p| p.exists()).cloned());
+    }
     out
 }
 
-fn restrict(writable: &[PathBuf]) -> Result<RulesetStatus, String> {
+fn restrict(writable: &[PathBuf], readable: Vec<PathBuf>) -> Result<RulesetStatus, String> {
     let all = AccessFs::from_all(ABI_USED);
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
         .and_then(|r| r.create())
-        .and_then(|r| {
-            r.add_rules(path_beneath_rules(
-                readable(),
-                AccessFs::from_read(ABI_USED),
-            ))
-        })
+        .and_then(|r| r.add_rules(path_beneath_rules(readable, AccessFs::from_read(ABI_USED))))
         .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("landlock: {e}"))?;
@@ -225,6 +276,18 @@ pub fn launch(args: &[OsString]) -> i32 {
             (Some("--hide"), Some(p)) => views.hidden.push(p),
             (Some("--ro"), Some(p)) => views.read_only.push(p),
             (Some("--pin"), Some(p)) => views.pinned.push(p),
+            (Some("--home"), Some(p)) => views.home = Some(p),
+            (Some("--home-read"), Some(p)) => views.home_read.push(p),
+            (Some("--mask"), Some(copy)) => match args.get(i + 2) {
+                Some(original) => {
+                    views.masked.push((copy, PathBuf::from(original)));
+                    i += 1;
+                }
+                None => {
+                    eprintln!("airsd {ARG}: --mask takes a copy and the file it covers");
+                    return 126;
+                }
+            },
             (Some("--parent"), Some(p)) => {
                 parent = p.to_str().and_then(|p| p.parse::<i32>().ok());
                 if parent.is_none() {
@@ -259,12 +322,13 @@ pub fn launch(args: &[OsString]) -> i32 {
         return 126;
     }
     if isolate {
-        if let Err(e) = isolate::enter(&views) {
+        if let Err(e) = isolate::enter(&views, &writable) {
             eprintln!("airsd {ARG}: the sandbox could not be set up: {e}");
             return 126;
         }
     }
-    if let Err(e) = restrict(&writable) {
+    let readable = readable(views.home.as_deref(), &views.home_read);
+    if let Err(e) = restrict(&writable, readable) {
         eprintln!("airsd {ARG}: the sandbox could not be set up: {e}");
         return 126;
     }
@@ -312,10 +376,12 @@ fn probe(exe: &Path) -> Result<(), String> {
         .map_err(|e| format!("a probe directory: {e}"))?;
     let policy = Policy {
         writable: Vec::new(),
+        home: None,
+        home_read: Vec::new(),
         isolate: Some(Views {
             hidden: vec![secret.clone()],
             read_only: vec![fixed.clone()],
-            pinned: Vec::new(),
+            ..Views::default()
         }),
     };
     let script = format!(

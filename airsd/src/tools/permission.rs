@@ -312,12 +312,86 @@ pub struct Engine {
     shell_env: Vec<String>,
     /// The user allowed agents' changes to the project's permissions.yaml.
     config_writes: GitWrites,
+    /// More of the home directory commands read (permissions.yaml `readable_roots`).
+    readable_roots: Vec<PathBuf>,
     /// [`CODE_CONFIG`], matched against paths relative to the project root.
     code_config: GlobSet,
     /// The directories of `PATH` outside the project: a new program there would
     /// shadow one that people and tools run by name.
     path_dirs: Vec<PathBuf>,
 }
+
+/// What of the home directory commands read (an allowlist): the toolchains, package
+/// managers and their caches, and the tools' own configuration. The rest of the home
+/// (documents, other projects and their secrets, histories, backups, stores air does
+/// not know) is not read; permissions.yaml `readable_roots` adds places.
+pub const HOME_READ: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".nvm",
+    ".node-gyp",
+    ".cache",
+    ".local/bin",
+    ".local/lib",
+    ".local/share/virtualenvs",
+    ".local/share/pnpm",
+    ".local/pipx",
+    ".local/state",
+    ".config/git",
+    ".config/pip",
+    ".config/uv",
+    ".config/pypoetry",
+    ".config/yarn",
+    ".config/clangd",
+    ".config/nvim",
+    ".pyenv",
+    ".rbenv",
+    ".rye",
+    ".virtualenvs",
+    ".conda",
+    ".condarc",
+    "miniconda3",
+    "anaconda3",
+    "miniforge3",
+    "mambaforge",
+    ".sdkman",
+    ".gradle",
+    ".m2",
+    ".ivy2",
+    ".sbt",
+    "go",
+    ".go",
+    ".dotnet",
+    ".nuget",
+    ".yarn",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpm-store",
+    ".bun",
+    ".deno",
+    ".volta",
+    ".asdf",
+    ".tool-versions",
+    ".julia",
+    ".ghcup",
+    ".cabal",
+    ".stack",
+    ".opam",
+    ".elan",
+    ".nix-profile",
+    ".ccache",
+    ".conan",
+    ".conan2",
+    ".cpm",
+    ".vcpkg",
+    ".gitconfig",
+    ".gitignore_global",
+    ".npmrc",
+    ".editorconfig",
+    ".clang-format",
+    ".clang-tidy",
+];
 
 /// Credential stores whose files are indexed by inode.
 const CREDENTIAL_DIRS: &[&str] = &[
@@ -635,6 +709,12 @@ impl Engine {
             .filter_map(|p| expand_home(p, home.as_deref()))
             .map(|p| resolve(Path::new(&p)))
             .collect();
+        let readable_roots = config
+            .readable_roots
+            .iter()
+            .filter_map(|p| expand_home(p, home.as_deref()))
+            .map(|p| resolve(Path::new(&p)))
+            .collect();
         Ok(Engine {
             root: root.to_path_buf(),
             credentials: globs(&credentials, home.as_deref(), "credentials")?,
@@ -666,6 +746,7 @@ impl Engine {
                     .map_err(|e| ToolError(format!("code config patterns: {e}")))?
             },
             path_dirs: Vec::new(),
+            readable_roots,
         })
     }
 
@@ -722,6 +803,46 @@ impl Engine {
     pub fn is_credential_inode(&self, meta: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::MetadataExt as _;
         meta.is_file() && self.credential_inodes.contains(&(meta.dev(), meta.ino()))
+    }
+
+    /// What of the home directory commands may read ([`HOME_READ`], `readable_roots`,
+    /// the directories of `PATH` in it) and the project wherever it is; empty without
+    /// a home.
+    pub fn home_read(&self) -> Vec<PathBuf> {
+        let Some(h) = &self.home else {
+            return Vec::new();
+        };
+        let mut out: Vec<PathBuf> = HOME_READ.iter().map(|p| h.join(p)).collect();
+        out.extend(self.readable_roots.iter().cloned());
+        // A home itself, or where homes live: never read whole for a PATH entry.
+        let tops = ["/home", "/Users", "/var/home"];
+        let home_like = |p: &Path| {
+            p == h.as_path()
+                || p == Path::new("/")
+                || p == Path::new("/root")
+                || tops.iter().any(|t| p == Path::new(t))
+                || p.parent()
+                    .is_some_and(|q| tops.iter().any(|t| q == Path::new(t)))
+        };
+        for d in &self.path_dirs {
+            // A PATH directory in a home reads the tree it belongs to there
+            // (`~/.pyenv/shims` reads `~/.pyenv`, whose shims run its `libexec`);
+            // elsewhere the system's directories are read already.
+            let Some(home) = d.ancestors().skip(1).find(|a| home_like(a)) else {
+                continue;
+            };
+            if home == Path::new("/") {
+                continue;
+            }
+            let Some(first) = d.strip_prefix(home).ok().and_then(|r| r.iter().next()) else {
+                continue;
+            };
+            out.push(home.join(first));
+        }
+        out.push(self.root.clone());
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Whether `path` is a system path.
@@ -974,6 +1095,9 @@ impl Engine {
             hidden,
             read_only,
             pinned,
+            masked: Vec::new(),
+            home: self.home.clone(),
+            home_read: self.home_read(),
         }
     }
 }

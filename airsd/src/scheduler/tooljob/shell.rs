@@ -286,7 +286,13 @@ impl ToolJob {
             .then(|| engine.views(&writable, &prepared.visible, &prepared.unlocked));
         let launch = exec::Launch {
             launcher: sandbox.as_ref().map(|(exe, _)| exe.as_path()),
-            policy: crate::sandbox::Policy { writable, isolate },
+            policy: crate::sandbox::Policy {
+                writable,
+                home: engine.home().map(std::path::Path::to_path_buf),
+                // What a person allowed this command to read, it reads.
+                home_read: [engine.home_read(), prepared.visible.clone()].concat(),
+                isolate,
+            },
             env: exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home()),
         };
         let worker = self.worker.clone();
