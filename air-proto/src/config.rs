@@ -166,6 +166,8 @@ impl UserConfig {
 /// credentials: [~/.config/acme/token]   # more paths that always need confirmation
 /// system_paths: [/opt/appliance/]       # more system-sensitive paths
 /// writable_roots: [~/.m2]               # more places commands may write (sandbox)
+/// allow_domains: [pypi.org, "*.example.com"]  # hosts commands reach without asking
+///                                       # (through air's proxy; others are asked)
 /// readable_roots: [~/data]              # more of the home directory commands may read
 ///                                       # (only in your own ~/.air/permissions.yaml)
 /// sandbox: true           # run commands under the OS sandbox where the kernel has it
@@ -189,6 +191,9 @@ pub struct PermissionsConfig {
     /// caches (only the user's own file may name them).
     #[serde(default)]
     pub readable_roots: Vec<String>,
+    /// Hosts commands may connect to without a person's yes (`name`, `*.domain`).
+    #[serde(default)]
+    pub allow_domains: Vec<String>,
     pub sandbox: Option<bool>,
     /// Names (or `PREFIX_*`) of environment variables commands see besides the
     /// ordinary ones.
@@ -266,6 +271,12 @@ impl PermissionsConfig {
                 "a project's file cannot allow changes to itself",
             );
         }
+        if config.allow_domains.iter().any(|d| d.trim() == "*") {
+            return refuse(
+                "allow_domains",
+                "a project's file may name hosts, but not open the network to all of them",
+            );
+        }
         if !config.readable_roots.is_empty() {
             return refuse(
                 "readable_roots",
@@ -283,6 +294,7 @@ impl PermissionsConfig {
         self.system_paths.extend(other.system_paths);
         self.writable_roots.extend(other.writable_roots);
         self.readable_roots.extend(other.readable_roots);
+        self.allow_domains.extend(other.allow_domains);
         self.shell_env.extend(other.shell_env);
         // Only the user's own file decides this: a project's cannot allow changes to
         // itself (`load` refuses it there).

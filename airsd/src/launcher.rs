@@ -15,7 +15,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::sandbox::{Policy, Protections, Views};
-use crate::tools::ToolError;
 
 /// What a run of git reads, which decides how it is confined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,9 +77,9 @@ impl Launcher {
         reads: Reads,
         cap: usize,
         limit: Duration,
-    ) -> Result<(String, bool), ToolError> {
+    ) -> Result<(String, bool), String> {
         let git = self.git.as_deref().ok_or_else(|| {
-            ToolError("no git found in a system directory or a trusted directory of PATH".into())
+            "no git found in a system directory or a trusted directory of PATH".to_string()
         })?;
         let mut settings: Vec<String> = Vec::new();
         if reads == Reads::Content {
@@ -100,6 +99,7 @@ impl Launcher {
             (Some((exe, found)), Reads::Content) => {
                 let policy = Policy {
                     writable: vec![PathBuf::from("/dev/null")],
+                    net: None,
                     home: self.views.home.clone(),
                     home_read: self.views.home_read.clone(),
                     isolate: found.isolation.is_ok().then(|| self.views.clone()),
@@ -127,12 +127,12 @@ impl Launcher {
         match out.status {
             Some(s) if s.success() || out.cut => {}
             Some(_) => {
-                return Err(ToolError(format!(
+                return Err(format!(
                     "{what}: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
-                )))
+                ))
             }
-            None => return Err(ToolError(format!("{what}: it did not end"))),
+            None => return Err(format!("{what}: it did not end")),
         }
         Ok((String::from_utf8_lossy(&out.stdout).into_owned(), out.cut))
     }
@@ -140,7 +140,7 @@ impl Launcher {
     /// `-c` settings that blank every filter, diff and merge driver the repository's
     /// own configuration defines (the system and global ones are not read), so that
     /// what the attributes name runs nothing.
-    fn blank_drivers(&self, git: &Path) -> Result<Vec<String>, ToolError> {
+    fn blank_drivers(&self, git: &Path) -> Result<Vec<String>, String> {
         let mut cmd = air_proto::program::git_command(git);
         cmd.args(["config", "--list", "--name-only", "-z"])
             .current_dir(&self.root);
@@ -151,9 +151,7 @@ impl Launcher {
             "git config --list",
         )?;
         if out.cut {
-            return Err(ToolError(
-                "the repository's configuration is too large to read".into(),
-            ));
+            return Err("the repository's configuration is too large to read".to_string());
         }
         Ok(blanks(&String::from_utf8_lossy(&out.stdout)))
     }
@@ -208,7 +206,7 @@ pub fn run_bounded(
     cap: usize,
     limit: Duration,
     what: &str,
-) -> Result<Bounded, ToolError> {
+) -> Result<Bounded, String> {
     use std::os::unix::process::CommandExt as _;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -216,7 +214,7 @@ pub fn run_bounded(
         .process_group(0);
     let mut child = cmd
         .spawn()
-        .map_err(|e| ToolError(format!("{what}: cannot start it: {e}")))?;
+        .map_err(|e| format!("{what}: cannot start it: {e}"))?;
     let group = i32::try_from(child.id()).ok();
     let kill_group = move || {
         if let Some(g) = group {
@@ -229,7 +227,7 @@ pub fn run_bounded(
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_group();
         let _ = child.wait();
-        return Err(ToolError(format!("{what}: its output could not be read")));
+        return Err(format!("{what}: its output could not be read"));
     };
     let errors = std::thread::spawn(move || {
         let mut text = Vec::new();
@@ -259,13 +257,10 @@ pub fn run_bounded(
     kill_group();
     let stderr = errors.join().unwrap_or_default();
     if timed_out {
-        return Err(ToolError(format!(
-            "{what}: stopped after {} s",
-            limit.as_secs()
-        )));
+        return Err(format!("{what}: stopped after {} s", limit.as_secs()));
     }
-    read.map_err(|e| ToolError(format!("{what}: {e}")))?;
-    let status = status.map_err(|e| ToolError(format!("{what}: {e}")))?;
+    read.map_err(|e| format!("{what}: {e}"))?;
+    let status = status.map_err(|e| format!("{what}: {e}"))?;
     Ok(Bounded {
         stdout: out,
         cut,

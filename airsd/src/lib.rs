@@ -42,6 +42,7 @@ pub mod profile_proposal;
 pub mod profiles;
 pub mod project_profile;
 pub mod projection;
+pub mod proxy;
 pub mod sandbox;
 pub mod scan;
 pub mod scheduler;

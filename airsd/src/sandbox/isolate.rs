@@ -181,7 +181,8 @@ fn write_map(file: &str, text: &str) -> Result<(), String> {
 /// namespace, with a private copy of the mounts.
 fn unshare_all() -> Result<(), String> {
     let (uid, gid) = (getuid(), getgid());
-    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    // Its own network too: loopback only, the world through airsd's proxy.
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNET;
     if !uid.is_root() {
         flags |= CloneFlags::CLONE_NEWUSER;
     }
@@ -448,6 +449,121 @@ pub fn die_with_parent(expected: Option<i32>) -> Result<(), String> {
     Ok(())
 }
 
+/// Brings the namespace's loopback up (a new network namespace has it down).
+#[allow(unsafe_code)]
+fn loopback_up() -> Result<(), String> {
+    use std::os::fd::AsRawFd as _;
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0")
+        .map_err(|e| format!("a socket to bring loopback up: {e}"))?;
+    // SAFETY: ifreq is plain data; all zeroes is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, b) in req.ifr_name.iter_mut().zip(b"lo") {
+        *slot = *b as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS and SIOCSIFFLAGS read and write the ifreq given, which
+    // lives for both calls.
+    unsafe {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) < 0 {
+            return Err(format!(
+                "reading loopback's flags: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) < 0 {
+            return Err(format!(
+                "bringing loopback up: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Hands every connection made to `door` to airsd's proxy (a descriptor with one
+/// byte) until `child` ends; stops handing over when the proxy is gone.
+fn serve_door(
+    child: nix::unistd::Pid,
+    door: &std::net::TcpListener,
+    proxy: &std::os::unix::net::UnixStream,
+) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout};
+    use std::os::fd::{AsFd as _, AsRawFd as _};
+    if door.set_nonblocking(true).is_err() {
+        return;
+    }
+    let pidfd = pidfd(child);
+    loop {
+        let (door_ready, child_ended) = {
+            let mut fds = vec![PollFd::new(door.as_fd(), PollFlags::POLLIN)];
+            if let Some(p) = &pidfd {
+                fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
+            }
+            // Without a pidfd (before Linux 5.3) the child's end is looked for
+            // between short waits.
+            let timeout = if pidfd.is_some() {
+                PollTimeout::NONE
+            } else {
+                PollTimeout::from(50u16)
+            };
+            match nix::poll::poll(&mut fds, timeout) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return,
+            }
+            let ready = |i: usize| {
+                fds.get(i)
+                    .and_then(PollFd::revents)
+                    .is_some_and(|r| !r.is_empty())
+            };
+            (ready(0), ready(1))
+        };
+        if door_ready {
+            while let Ok((conn, _)) = door.accept() {
+                let fds = [conn.as_raw_fd()];
+                let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
+                let iov = [std::io::IoSlice::new(&[1])];
+                let sent = nix::sys::socket::sendmsg::<()>(
+                    proxy.as_raw_fd(),
+                    &iov,
+                    &cmsg,
+                    nix::sys::socket::MsgFlags::empty(),
+                    None,
+                );
+                if sent.is_err() {
+                    return;
+                }
+            }
+        }
+        let ended = child_ended
+            || (pidfd.is_none()
+                && matches!(
+                    // WNOWAIT: looked at, not reaped (the caller waits for it).
+                    nix::sys::wait::waitid(
+                        nix::sys::wait::Id::Pid(child),
+                        nix::sys::wait::WaitPidFlag::WNOHANG
+                            | nix::sys::wait::WaitPidFlag::WNOWAIT
+                            | nix::sys::wait::WaitPidFlag::WEXITED
+                    ),
+                    Ok(s) if s != WaitStatus::StillAlive
+                ));
+        if ended {
+            return;
+        }
+    }
+}
+
+/// A descriptor that becomes readable when `pid` ends (`pidfd_open`), where the
+/// kernel has it.
+#[allow(unsafe_code)]
+fn pidfd(pid: nix::unistd::Pid) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: the kernel just made this descriptor for this process alone.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 /// Whether the launcher still holds its end of `alive` (a read finds no end of file).
 fn launcher_lives(alive: &std::os::fd::OwnedFd) -> Result<(), String> {
     use std::os::fd::AsFd as _;
@@ -469,8 +585,22 @@ fn launcher_lives(alive: &std::os::fd::OwnedFd) -> Result<(), String> {
 /// itself waits for that child and exits as it did (this function does not return
 /// in it).
 #[allow(unsafe_code)]
-pub fn enter(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
+pub fn enter(
+    views: &Views,
+    writable: &[PathBuf],
+    proxy: Option<std::os::unix::net::UnixStream>,
+) -> Result<(), String> {
     unshare_all()?;
+    loopback_up()?;
+    // The proxy's door in the command's network: what connects to it is handed to
+    // airsd, which the launcher reached before it left airsd's network.
+    let door = match &proxy {
+        Some(_) => Some(
+            std::net::TcpListener::bind(super::PROXY_LISTEN)
+                .map_err(|e| format!("listening on {} for the proxy: {e}", super::PROXY_LISTEN))?,
+        ),
+        None => None,
+    };
     // The launcher holds the write end while it lives: the child, whose parent is
     // outside its namespace (getppid() says 0), learns from the read end whether the
     // launcher died before the child tied its life to it.
@@ -481,6 +611,8 @@ pub fn enter(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
     match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
         ForkResult::Child => {
             drop(held);
+            drop(door);
+            drop(proxy);
             // PID 1 of the namespace dies with the launcher, and everything in the
             // namespace with it.
             die_with_parent(None)?;
@@ -490,6 +622,11 @@ pub fn enter(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
             drop_caps()
         }
         ForkResult::Parent { child } => {
+            // No thread can be made here (the launcher's children are in another PID
+            // namespace than itself): the door is served between waits.
+            if let (Some(door), Some(proxy)) = (door, proxy) {
+                serve_door(child, &door, &proxy);
+            }
             let code = loop {
                 match waitpid(child, None) {
                     Ok(WaitStatus::Exited(_, code)) => break code,

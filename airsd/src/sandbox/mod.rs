@@ -28,6 +28,12 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, ABI,
 };
 
+/// Where a command's launcher listens for airsd's network proxy, in the command's own
+/// network namespace (see `crate::proxy`).
+pub const PROXY_LISTEN: &str = "127.0.0.1:3128";
+/// The proxy's address as commands are told it (`HTTP_PROXY` …).
+pub const PROXY_URL: &str = "http://127.0.0.1:3128";
+
 /// The first argument that makes airsd a sandbox launcher.
 pub const ARG: &str = "__sandbox";
 
@@ -105,6 +111,9 @@ pub struct Policy {
     pub home_read: Vec<PathBuf>,
     /// Its own namespaces with these views (when the kernel allows them).
     pub isolate: Option<Views>,
+    /// airsd's proxy (`TOKEN@NAME`), the command's only way out of its network
+    /// namespace; without it the command has no network at all.
+    pub net: Option<String>,
 }
 
 /// The launcher's arguments: `[--isolate [--ro P]… [--hide P]…] --write DIR`… `--`
@@ -130,6 +139,10 @@ pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsS
         for p in &views.pinned {
             out.push("--pin".into());
             out.push(p.clone().into_os_string());
+        }
+        if let Some(n) = &policy.net {
+            out.push("--net".into());
+            out.push(n.into());
         }
         for (copy, original) in &views.masked {
             out.push("--mask".into());
@@ -265,6 +278,7 @@ pub fn launch(args: &[OsString]) -> i32 {
         return 0;
     }
     let mut writable = Vec::new();
+    let mut net: Option<String> = None;
     let mut views = Views::default();
     let mut isolate = false;
     let mut parent = None;
@@ -277,6 +291,7 @@ pub fn launch(args: &[OsString]) -> i32 {
             (Some("--ro"), Some(p)) => views.read_only.push(p),
             (Some("--pin"), Some(p)) => views.pinned.push(p),
             (Some("--home"), Some(p)) => views.home = Some(p),
+            (Some("--net"), Some(p)) => net = Some(p.to_string_lossy().into_owned()),
             (Some("--home-read"), Some(p)) => views.home_read.push(p),
             (Some("--mask"), Some(copy)) => match args.get(i + 2) {
                 Some(original) => {
@@ -322,7 +337,16 @@ pub fn launch(args: &[OsString]) -> i32 {
         return 126;
     }
     if isolate {
-        if let Err(e) = isolate::enter(&views, &writable) {
+        // airsd's proxy, reached while the launcher is still in airsd's network.
+        let proxy = match net.as_deref().map(connect_proxy) {
+            None => None,
+            Some(Ok(s)) => Some(s),
+            Some(Err(e)) => {
+                eprintln!("airsd {ARG}: the network proxy cannot be reached: {e}");
+                return 126;
+            }
+        };
+        if let Err(e) = isolate::enter(&views, &writable, proxy) {
             eprintln!("airsd {ARG}: the sandbox could not be set up: {e}");
             return 126;
         }
@@ -340,6 +364,21 @@ pub fn launch(args: &[OsString]) -> i32 {
         Path::new(program).display()
     );
     127
+}
+
+/// Connects to airsd's proxy named by `--net TOKEN@NAME` and says the token.
+fn connect_proxy(spec: &str) -> Result<std::os::unix::net::UnixStream, String> {
+    use std::io::Write as _;
+    use std::os::linux::net::SocketAddrExt as _;
+    let (token, name) = spec
+        .split_once('@')
+        .ok_or_else(|| format!("--net takes TOKEN@NAME, not {spec:?}"))?;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut s = std::os::unix::net::UnixStream::connect_addr(&addr).map_err(|e| e.to_string())?;
+    s.write_all(format!("{token}\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    Ok(s)
 }
 
 /// What the OS sandbox can do on this machine, found once per launcher.
@@ -376,6 +415,7 @@ fn probe(exe: &Path) -> Result<(), String> {
         .map_err(|e| format!("a probe directory: {e}"))?;
     let policy = Policy {
         writable: Vec::new(),
+        net: None,
         home: None,
         home_read: Vec::new(),
         isolate: Some(Views {

@@ -49,6 +49,10 @@ pub struct ToolEnv {
     pub interrupted: Interrupted,
     /// How airsd runs its own programs (git) on the project.
     pub launcher: Arc<crate::launcher::Launcher>,
+    /// The network proxy commands reach the world through (where they have their
+    /// own network namespace), and the run's decisions about hosts.
+    pub proxy: Option<Arc<crate::proxy::Proxy>>,
+    pub net: Arc<crate::proxy::NetPolicy>,
 }
 
 pub struct ToolJob {
@@ -464,6 +468,59 @@ impl ToolJob {
 
     /// Records the questions as one `permission.requested` and waits for its answer.
     async fn ask_person(&self, tool_run_id: &str, asks: &[Ask]) -> Result<(), String> {
+        self.asker(tool_run_id).ask(asks).await
+    }
+
+    /// What asks a person about this call, for a part of airsd that works while it
+    /// runs (the network proxy).
+    fn asker(&self, tool_run_id: &str) -> Asker {
+        Asker {
+            session: self.env.session.clone(),
+            source: self.source(),
+            tool: self.call.tool.clone(),
+            tool_run_id: tool_run_id.to_string(),
+            agent_id: self.agent_id.clone(),
+            task_id: self.task_id.clone(),
+        }
+    }
+}
+
+/// Asks a person about one tool call: the question recorded as `permission.requested`
+/// (the run's `on_ask` policy or a client answers it), the answer awaited. Owned, so
+/// that what works while the call runs (the network proxy) can ask too.
+#[derive(Clone)]
+pub struct Asker {
+    session: Arc<Session>,
+    source: EventSource,
+    tool: String,
+    tool_run_id: String,
+    agent_id: String,
+    task_id: String,
+}
+
+impl crate::proxy::Asks for Asker {
+    fn ask<'a>(
+        &'a self,
+        ask: Ask,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move { Asker::ask(self, &[ask]).await })
+    }
+}
+
+impl Asker {
+    async fn record<E: Event>(&self, event: &E) -> Result<(), String> {
+        let e = RuntimeEvent::of(self.session.id(), self.source.clone(), event)
+            .map_err(|e| e.to_string())?;
+        self.session
+            .store()
+            .append_batch(vec![e])
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Records the questions as one `permission.requested` and waits for its answer.
+    pub async fn ask(&self, asks: &[Ask]) -> Result<(), String> {
         let request_id = air_proto::ids::new_id();
         let action = asks
             .iter()
@@ -477,12 +534,12 @@ impl ToolJob {
             .map(|a| format!("{}: {}", a.action, a.reason))
             .collect();
         // Subscribed first, so the answer cannot slip between the request and the wait.
-        let mut sub = self.env.session.bus().subscribe();
+        let mut sub = self.session.bus().subscribe();
         self.record(&p::PermissionRequested {
             request_id: request_id.clone(),
             action: action.clone(),
-            tool: Some(self.call.tool.clone()),
-            tool_run_id: Some(tool_run_id.to_string()),
+            tool: Some(self.tool.clone()),
+            tool_run_id: Some(self.tool_run_id.clone()),
             agent_id: Some(self.agent_id.clone()),
             task_id: Some(self.task_id.clone()),
             risk: Some(risks.join(",")),
@@ -495,7 +552,7 @@ impl ToolJob {
         // Watchers see why the call is still going (ephemeral).
         let _ = self
             .record(&p::ToolProgress {
-                tool_run_id: tool_run_id.to_string(),
+                tool_run_id: self.tool_run_id.clone(),
                 message: Some(format!("waiting for permission to {action}")),
                 fraction: None,
             })
@@ -532,7 +589,7 @@ impl ToolJob {
                     );
                 }
                 Recv::Resync => {
-                    sub = self.env.session.bus().subscribe();
+                    sub = self.session.bus().subscribe();
                     if let Some((decision, by, reason)) = self.decided(&request_id)? {
                         let decision = if decision == "allow" {
                             p::PermissionDecision::Allow
@@ -557,7 +614,6 @@ impl ToolJob {
         request_id: &str,
     ) -> Result<Option<(String, String, Option<String>)>, String> {
         let conn = self
-            .env
             .session
             .readers()
             .get()

@@ -612,6 +612,36 @@ pub fn command_env(
     out
 }
 
+/// Points a command's environment at airsd's proxy (its only way out): the proxy
+/// variables every common tool reads, in both cases, replacing the user's own.
+pub fn through_proxy(env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>) {
+    const NAMES: &[&str] = &[
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+    ];
+    env.retain(|(k, _)| !k.to_str().is_some_and(|k| NAMES.contains(&k)));
+    let url = crate::sandbox::PROXY_URL;
+    let socks = url.replace("http://", "socks5h://");
+    for (k, v) in [
+        ("HTTP_PROXY", url),
+        ("HTTPS_PROXY", url),
+        ("http_proxy", url),
+        ("https_proxy", url),
+        ("ALL_PROXY", socks.as_str()),
+        ("all_proxy", socks.as_str()),
+        ("NO_PROXY", "localhost,127.0.0.1,::1"),
+        ("no_proxy", "localhost,127.0.0.1,::1"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+}
+
 /// Kills the process group when dropped (the call was abandoned).
 struct Group(i32);
 

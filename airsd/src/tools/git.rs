@@ -63,7 +63,9 @@ fn git_capped(
     reads: Reads,
     cap: usize,
 ) -> Result<(String, bool), ToolError> {
-    launcher.git(args, reads, cap, super::fs::TOOL_TIME_LIMIT)
+    launcher
+        .git(args, reads, cap, super::fs::TOOL_TIME_LIMIT)
+        .map_err(ToolError)
 }
 
 fn git(launcher: &Launcher, args: &[&str], reads: Reads) -> Result<String, ToolError> {

@@ -23,6 +23,7 @@ mod knowledge;
 mod limits;
 mod memory;
 mod migrate;
+mod network;
 mod permissions;
 mod plan_cli;
 mod planning;

@@ -42,6 +42,19 @@ pub(crate) fn tool_runs(project: &Path, session: &str) -> Vec<(String, String, O
         .collect()
 }
 
+/// The tool runs and their outputs, a line each, numbered: what a failed assertion
+/// shows.
+pub(crate) fn shown(
+    runs: &[(String, String, Option<String>)],
+    outs: &[serde_json::Value],
+) -> String {
+    runs.iter()
+        .enumerate()
+        .map(|(i, r)| format!("{i}: {r:?} {}", outs.get(i).cloned().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The outputs of the tool runs, in order.
 pub(crate) fn outputs(project: &Path, session: &str) -> Vec<serde_json::Value> {
     let conn = rusqlite::Connection::open(ProjectPaths::new(project).session_db(session)).unwrap();

@@ -212,6 +212,21 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             &ctx.project_id,
             ctx.session.id(),
         )),
+        proxy: sandbox_exe
+            .as_ref()
+            .filter(|(_, p)| p.isolation.is_ok() && ctx.engine.sandbox())
+            .and_then(|_| match crate::proxy::Proxy::start() {
+                Ok(p) => Some(Arc::new(p)),
+                Err(e) => {
+                    tracing::warn!(
+                        "the network proxy could not start; commands have no network: {e}"
+                    );
+                    None
+                }
+            }),
+        net: Arc::new(crate::proxy::NetPolicy::new(
+            ctx.engine.allow_domains().to_vec(),
+        )),
         sandbox_exe,
         interrupted: Default::default(),
         launcher,

@@ -284,6 +284,22 @@ impl ToolJob {
         let isolate = confined
             .views
             .then(|| engine.views(&writable, &prepared.visible, &prepared.unlocked));
+        // The world only through airsd's proxy, which judges each host (and asks
+        // through this call).
+        let registered = match (&self.env.proxy, confined.views) {
+            (Some(proxy), true) => {
+                let r = proxy.register(crate::proxy::CommandNet {
+                    policy: self.env.net.clone(),
+                    asker: Arc::new(self.asker(tool_run_id)),
+                });
+                Some((proxy.address(&r), r))
+            }
+            _ => None,
+        };
+        let mut env = exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home());
+        if registered.is_some() {
+            exec::through_proxy(&mut env);
+        }
         let launch = exec::Launch {
             launcher: sandbox.as_ref().map(|(exe, _)| exe.as_path()),
             policy: crate::sandbox::Policy {
@@ -292,8 +308,9 @@ impl ToolJob {
                 // What a person allowed this command to read, it reads.
                 home_read: [engine.home_read(), prepared.visible.clone()].concat(),
                 isolate,
+                net: registered.as_ref().map(|(a, _)| a.clone()),
             },
-            env: exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home()),
+            env,
         };
         let worker = self.worker.clone();
         let (before, guard) = match before.await {

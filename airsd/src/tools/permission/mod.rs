@@ -24,6 +24,14 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::error::ToolError;
 
+mod git;
+mod places;
+
+use git::nested_git_control;
+pub use git::{git_code, git_dirs, listening_sockets, GIT_CONTROL};
+use places::*;
+pub use places::{CODE_CONFIG, DEVICES, HOME_READ};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     Read,
@@ -53,6 +61,8 @@ pub enum Risk {
     /// Configuration that makes git run code or send data elsewhere (hooks,
     /// `core.hooksPath`, aliases, filters, remotes …).
     CodeConfig,
+    /// A connection out of the command's sandbox, to a host nobody allowed yet.
+    Network,
 }
 
 impl Risk {
@@ -69,6 +79,7 @@ impl Risk {
             Risk::Opaque => "opaque_command",
             Risk::AirConfig => "air_config",
             Risk::CodeConfig => "code_config",
+            Risk::Network => "network",
         }
     }
 
@@ -105,152 +116,6 @@ pub enum Verdict {
     Ask(Ask),
     Deny(String),
 }
-
-/// Where the credential stores are (a person confirms any access).
-const CREDENTIALS: &[&str] = &[
-    "~/.ssh/**",
-    "~/.aws/**",
-    "~/.gnupg/**",
-    "~/.azure/**",
-    "~/.kube/**",
-    "~/.config/gcloud/**",
-    "~/.config/gh/hosts.yml",
-    "~/.docker/config.json",
-    "~/.netrc",
-    "~/.git-credentials",
-    "~/.npmrc",
-    "~/.pypirc",
-    "~/.cargo/credentials",
-    "~/.cargo/credentials.toml",
-    "~/.password-store/**",
-    "~/.local/share/keyrings/**",
-    "~/Library/Keychains/**",
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/sudoers",
-    "/etc/sudoers.d/**",
-    "/root/.ssh/**",
-    "**/.env",
-    "**/.env.*",
-    "**/id_rsa",
-    "**/id_ecdsa",
-    "**/id_ed25519",
-    "**/*.keychain",
-    "**/*.keychain-db",
-];
-
-/// `.env` files meant to be shared, not secrets.
-const ENV_EXAMPLES: &[&str] = &[".env.example", ".env.sample", ".env.template", ".env.dist"];
-
-/// System paths (D-031): changing them needs a person, always.
-const SYSTEM: &[&str] = &[
-    "/etc/**",
-    "/boot/**",
-    "/efi/**",
-    "/usr/**",
-    "/bin/**",
-    "/sbin/**",
-    "/lib/**",
-    "/lib32/**",
-    "/lib64/**",
-    "/libx32/**",
-    "/sys/**",
-    "/proc/**",
-    "/dev/**",
-    "/var/**",
-    "/snap/**",
-    "/System/**",
-    "/Library/**",
-    "/private/etc/**",
-    "/private/var/**",
-];
-
-/// Files in the home directory that start code on their own (a shell's start-up
-/// files, git's configuration, services, autostart entries): changing one is
-/// system-sensitive, and commands see them read-only.
-const AUTOSTART: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".kshrc",
-    ".mkshrc",
-    ".xprofile",
-    ".xinitrc",
-    ".xsession",
-    ".inputrc",
-    ".gitconfig",
-    ".config/git",
-    ".config/fish",
-    ".config/systemd/user",
-    ".config/autostart",
-    ".config/environment.d",
-    ".local/share/systemd/user",
-    ".ssh/authorized_keys",
-    ".ssh/rc",
-    ".ssh/config",
-    "Library/LaunchAgents",
-];
-
-/// Files of a project that make code run on a person's machine or in CI without
-/// anyone running the project's own code: an editor's tasks and settings, a
-/// directory's environment, another agent's hooks and tool servers, a container
-/// definition, CI pipelines, git's attributes (which name filters) and submodules,
-/// commit hooks' managers. Relative to the project root; `**/` at any depth.
-pub const CODE_CONFIG: &[&str] = &[
-    ".envrc",
-    "**/.envrc",
-    ".vscode/tasks.json",
-    ".vscode/settings.json",
-    ".vscode/launch.json",
-    ".idea/workspace.xml",
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".claude/hooks/**",
-    ".mcp.json",
-    ".cursor/mcp.json",
-    ".codex/**",
-    ".devcontainer/**",
-    ".devcontainer.json",
-    ".github/workflows/**",
-    ".github/actions/**",
-    ".gitlab-ci.yml",
-    ".circleci/**",
-    ".travis.yml",
-    ".buildkite/**",
-    "azure-pipelines.yml",
-    "Jenkinsfile",
-    ".gitattributes",
-    "**/.gitattributes",
-    ".gitmodules",
-    ".pre-commit-config.yaml",
-    ".husky/**",
-    "lefthook.yml",
-    ".lefthook.yml",
-];
-
-/// Devices anyone writes without a trace to keep (no backup, no question).
-pub const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/tty",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/full",
-];
-
-/// Under the system paths, places that are everyone's to write.
-const NOT_SYSTEM: &[&str] = &[
-    "/dev/shm/**",
-    "/var/tmp/**",
-    "/private/var/tmp/**",
-    "/private/var/folders/**",
-];
 
 fn globs(patterns: &[String], home: Option<&Path>, what: &str) -> Result<GlobSet, ToolError> {
     let mut b = GlobSetBuilder::new();
@@ -314,119 +179,14 @@ pub struct Engine {
     config_writes: GitWrites,
     /// More of the home directory commands read (permissions.yaml `readable_roots`).
     readable_roots: Vec<PathBuf>,
+    /// Hosts commands reach without asking (permissions.yaml `allow_domains`).
+    allow_domains: Vec<String>,
     /// [`CODE_CONFIG`], matched against paths relative to the project root.
     code_config: GlobSet,
     /// The directories of `PATH` outside the project: a new program there would
     /// shadow one that people and tools run by name.
     path_dirs: Vec<PathBuf>,
 }
-
-/// What of the home directory commands read (an allowlist): the toolchains, package
-/// managers and their caches, and the tools' own configuration. The rest of the home
-/// (documents, other projects and their secrets, histories, backups, stores air does
-/// not know) is not read; permissions.yaml `readable_roots` adds places.
-pub const HOME_READ: &[&str] = &[
-    ".cargo",
-    ".rustup",
-    ".npm",
-    ".nvm",
-    ".node-gyp",
-    ".cache",
-    ".local/bin",
-    ".local/lib",
-    ".local/share/virtualenvs",
-    ".local/share/pnpm",
-    ".local/pipx",
-    ".local/state",
-    ".config/git",
-    ".config/pip",
-    ".config/uv",
-    ".config/pypoetry",
-    ".config/yarn",
-    ".config/clangd",
-    ".config/nvim",
-    ".pyenv",
-    ".rbenv",
-    ".rye",
-    ".virtualenvs",
-    ".conda",
-    ".condarc",
-    "miniconda3",
-    "anaconda3",
-    "miniforge3",
-    "mambaforge",
-    ".sdkman",
-    ".gradle",
-    ".m2",
-    ".ivy2",
-    ".sbt",
-    "go",
-    ".go",
-    ".dotnet",
-    ".nuget",
-    ".yarn",
-    ".yarnrc",
-    ".yarnrc.yml",
-    ".pnpm-store",
-    ".bun",
-    ".deno",
-    ".volta",
-    ".asdf",
-    ".tool-versions",
-    ".julia",
-    ".ghcup",
-    ".cabal",
-    ".stack",
-    ".opam",
-    ".elan",
-    ".nix-profile",
-    ".ccache",
-    ".conan",
-    ".conan2",
-    ".cpm",
-    ".vcpkg",
-    ".gitconfig",
-    ".gitignore_global",
-    ".npmrc",
-    ".editorconfig",
-    ".clang-format",
-    ".clang-tidy",
-];
-
-/// Credential stores whose files are indexed by inode.
-const CREDENTIAL_DIRS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".azure",
-    ".kube",
-    ".config/gcloud",
-    ".password-store",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials.toml",
-];
-
-/// Credential stores of the home directory hidden from commands besides
-/// [`CREDENTIAL_DIRS`].
-const HIDDEN_IN_HOME: &[&str] = &[
-    ".config/gh/hosts.yml",
-    ".cargo/credentials",
-    ".local/share/keyrings",
-    "Library/Keychains",
-];
-
-/// Secrets of the system hidden from commands (they matter to a root command).
-const HIDDEN_SYSTEM: &[&str] = &[
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/root/.ssh",
-];
 
 /// `.env` files (not the shareable examples) directly in `dir`.
 fn env_files(dir: &Path) -> Vec<PathBuf> {
@@ -476,142 +236,6 @@ fn nearby_env_files(home: &Path, root: &Path) -> Vec<PathBuf> {
         .flat_map(|d| env_files(d))
         .take(MOST_FILES)
         .collect()
-}
-
-/// What in a git directory decides what git runs or where it takes its configuration
-/// from: its configuration (and a worktree's own), where its common directory is,
-/// where a linked worktree's working tree is, its hooks and `info/` (attributes,
-/// excludes).
-pub const GIT_CONTROL: &[&str] = &[
-    "config",
-    "config.worktree",
-    "commondir",
-    "gitdir",
-    "hooks",
-    "info",
-];
-
-/// The git directory `dot` (a `.git` directory, or a `.git` file naming one) stands
-/// for.
-fn gitdir_of(dot: &Path) -> Option<PathBuf> {
-    let meta = std::fs::symlink_metadata(dot).ok()?;
-    if meta.is_dir() {
-        return Some(dot.to_path_buf());
-    }
-    if !meta.is_file() || meta.len() > 4096 {
-        return None;
-    }
-    let text = std::fs::read_to_string(dot).ok()?;
-    let named = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
-    Some(dot.parent()?.join(named))
-}
-
-/// The repository's git directories as they are now: the project's (`.git/`, or the
-/// directory its `.git` file names), the common directory that one shares, its
-/// submodules' (`modules/…`, or a `.git` in a submodule's directory that
-/// `.gitmodules` names: `git status` goes into them) and its linked worktrees'
-/// (`worktrees/*`).
-pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Some(g) = gitdir_of(&root.join(".git")) else {
-        return out;
-    };
-    let mut queue = vec![g.clone()];
-    if let Ok(text) = std::fs::read_to_string(root.join(".gitmodules")) {
-        for line in text.lines().take(4096) {
-            let Some((key, value)) = line.split_once('=') else {
-                continue;
-            };
-            let rel = Path::new(value.trim());
-            if key.trim() != "path"
-                || rel.is_absolute()
-                || rel.components().any(|c| c.as_os_str() == "..")
-            {
-                continue;
-            }
-            if let Some(sub) = gitdir_of(&root.join(rel).join(".git")) {
-                queue.push(sub);
-            }
-            if queue.len() > 64 {
-                break;
-            }
-        }
-    }
-    if let Ok(common) = std::fs::read_to_string(g.join("commondir")) {
-        queue.push(g.join(common.trim()));
-    }
-    // Bounded: a repository's submodules and worktrees, not a tree someone made deep.
-    let mut seen = 0;
-    while let Some(dir) = queue.pop() {
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        if out.contains(&dir) || seen > 256 {
-            continue;
-        }
-        seen += 1;
-        for nested in ["modules", "worktrees"] {
-            let Ok(rd) = std::fs::read_dir(dir.join(nested)) else {
-                continue;
-            };
-            for e in rd.flatten().take(64) {
-                let p = e.path();
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    if p.join("HEAD").exists() {
-                        queue.push(p.clone());
-                    }
-                    // A submodule named `a/b` lives in `modules/a/b`.
-                    if nested == "modules" && !p.join("HEAD").exists() {
-                        if let Ok(inner) = std::fs::read_dir(&p) {
-                            queue.extend(
-                                inner
-                                    .flatten()
-                                    .take(64)
-                                    .map(|i| i.path())
-                                    .filter(|i| i.join("HEAD").exists()),
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        out.push(dir);
-    }
-    out
-}
-
-/// What makes git run code or look elsewhere, as it is now: [`GIT_CONTROL`] in each of
-/// the repository's git directories (whether there or not: one made later counts),
-/// and the project's `.git` itself.
-pub fn git_code(root: &Path) -> Vec<PathBuf> {
-    let mut dirs = git_dirs(root);
-    if dirs.is_empty() {
-        // No repository yet: `git init` would make it here.
-        dirs.push(root.join(".git"));
-    }
-    let mut out: Vec<PathBuf> = dirs
-        .iter()
-        .flat_map(|g| GIT_CONTROL.iter().map(move |c| g.join(c)))
-        .collect();
-    out.push(root.join(".git"));
-    out
-}
-
-/// Whether `path`, inside the project, is a git directory's control file of a
-/// repository nested in it (`vendor/x/.git/hooks/…`), or a `.git` entry itself.
-fn nested_git_control(root: &Path, path: &Path) -> bool {
-    let Ok(rel) = path.strip_prefix(root) else {
-        return false;
-    };
-    let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
-    let Some(at) = parts.iter().rposition(|p| *p == ".git") else {
-        return false;
-    };
-    match parts.get(at + 1) {
-        None => true,
-        Some(next) => {
-            let next = next.to_string_lossy();
-            GIT_CONTROL.contains(&next.as_ref()) || next == "modules" || next == "worktrees"
-        }
-    }
 }
 
 fn inodes(home: Option<&Path>) -> HashSet<(u64, u64)> {
@@ -747,6 +371,7 @@ impl Engine {
             },
             path_dirs: Vec::new(),
             readable_roots,
+            allow_domains: config.allow_domains.clone(),
         })
     }
 
@@ -764,6 +389,11 @@ impl Engine {
 
     pub fn sandbox(&self) -> bool {
         self.sandbox
+    }
+
+    /// Hosts commands reach without asking (permissions.yaml `allow_domains`).
+    pub fn allow_domains(&self) -> &[String] {
+        &self.allow_domains
     }
 
     /// More variables commands see (permissions.yaml `shell_env`).
@@ -1062,12 +692,19 @@ impl Engine {
     ) -> crate::sandbox::Views {
         let touches =
             |p: &Path, list: &[PathBuf]| list.iter().any(|v| v.starts_with(p) || p.starts_with(v));
+        // Every socket something listens on now, but the project's own (an ssh or gpg
+        // agent, a container engine, a desktop bus): connecting to one by its path
+        // would cross the command's own network.
+        let sockets = listening_sockets()
+            .into_iter()
+            .filter(|s| !s.starts_with(&self.root));
         let hidden = self
             .hidden
             .iter()
             .filter(|h| !touches(h, visible))
             .filter(|h| std::fs::symlink_metadata(h).is_ok())
             .cloned()
+            .chain(sockets)
             .collect();
         let shared = self.root.join(".air").join("shared");
         let within = |p: &PathBuf| writable.iter().any(|w| p.starts_with(w));
@@ -1256,209 +893,4 @@ pub(crate) fn test_permits(root: &Path) -> &'static Permits<'static> {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    fn engine(mode: PermissionMode, config: &PermissionsConfig) -> Engine {
-        Engine::new(
-            Path::new("/p/proj"),
-            Some(Path::new("/home/u")),
-            Some(Path::new("/home/u/.air")),
-            mode,
-            config,
-        )
-        .unwrap()
-    }
-
-    fn risk(v: Verdict) -> Option<Risk> {
-        match v {
-            Verdict::Ask(a) => Some(a.risk),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn the_table() {
-        let e = engine(PermissionMode::Default, &PermissionsConfig::default());
-        let w = Access::Write;
-        let r = Access::Read;
-        assert_eq!(e.check(Path::new("/p/proj/src/a.rs"), w), Verdict::Allow);
-        assert_eq!(e.check(Path::new("/etc/passwd"), r), Verdict::Allow);
-        assert_eq!(
-            risk(e.check(Path::new("/etc/passwd"), w)),
-            Some(Risk::SystemSensitive)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/etc/shadow"), r)),
-            Some(Risk::Credentials)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/home/u/.ssh/id_rsa"), r)),
-            Some(Risk::Credentials)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.env"), r)),
-            Some(Risk::Credentials)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.env.local"), r)),
-            Some(Risk::Credentials)
-        );
-        assert_eq!(
-            e.check(Path::new("/p/proj/.env.example"), r),
-            Verdict::Allow
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.git/config"), w)),
-            Some(Risk::CodeConfig)
-        );
-        assert_eq!(e.check(Path::new("/p/proj/.git/config"), r), Verdict::Allow);
-        assert!(matches!(
-            e.check(Path::new("/p/proj/.air/local/x"), w),
-            Verdict::Deny(_)
-        ));
-        assert!(matches!(
-            e.check(Path::new("/home/u/.air/config.yaml"), w),
-            Verdict::Deny(_)
-        ));
-        assert_eq!(
-            risk(e.check(Path::new("/home/u/.bashrc"), w)),
-            Some(Risk::SystemSensitive)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/home/u/.config/systemd/user/x.service"), w)),
-            Some(Risk::SystemSensitive)
-        );
-        assert_eq!(e.check(Path::new("/home/u/notes.txt"), w), Verdict::Backup);
-        // A file put straight into a directory of PATH shadows a program.
-        let dir = tempfile::tempdir().unwrap();
-        let bin = std::fs::canonicalize(dir.path()).unwrap();
-        let shadowing = engine(PermissionMode::Default, &PermissionsConfig::default())
-            .with_path_dirs(Some(bin.as_os_str()));
-        assert_eq!(
-            risk(shadowing.check(&bin.join("git"), w)),
-            Some(Risk::CodeConfig)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.air/shared/permissions.yaml"), w)),
-            Some(Risk::AirConfig)
-        );
-        // What later agents are given (rules, skills) is air's configuration too.
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.air/shared/rules/x.md"), w)),
-            Some(Risk::AirConfig)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.air/shared/skills/s/SKILL.md"), w)),
-            Some(Risk::AirConfig)
-        );
-        // What runs code later by itself, and what moves git's configuration.
-        for p in [
-            "/p/proj/.envrc",
-            "/p/proj/web/.envrc",
-            "/p/proj/.vscode/tasks.json",
-            "/p/proj/.claude/settings.json",
-            "/p/proj/.devcontainer/devcontainer.json",
-            "/p/proj/.github/workflows/ci.yml",
-            "/p/proj/.gitattributes",
-            "/p/proj/docs/.gitattributes",
-            "/p/proj/.gitmodules",
-            "/p/proj/.git/commondir",
-            "/p/proj/.git/config.worktree",
-            "/p/proj/vendor/x/.git/hooks/post-checkout",
-            "/p/proj/vendor/x/.git",
-        ] {
-            assert_eq!(
-                risk(e.check(Path::new(p), w)),
-                Some(Risk::CodeConfig),
-                "{p}"
-            );
-        }
-        assert_eq!(
-            e.check(Path::new("/p/proj/.github/README.md"), w),
-            Verdict::Allow
-        );
-        assert_eq!(
-            e.check(Path::new("/p/proj/.vscode/extensions.json"), w),
-            Verdict::Allow
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.git/hooks/pre-commit"), w)),
-            Some(Risk::CodeConfig)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.git/refs/heads/x"), w)),
-            Some(Risk::GitMetadata)
-        );
-        assert_eq!(e.check(Path::new("/dev/null"), w), Verdict::Allow);
-        assert_eq!(e.check(Path::new("/var/tmp/x"), w), Verdict::Backup);
-        assert_eq!(
-            risk(e.check(Path::new("/boot/grub/grub.cfg"), w)),
-            Some(Risk::SystemSensitive)
-        );
-
-        // High permission: .git is allowed, credentials and system paths still ask.
-        let e = engine(
-            PermissionMode::BypassPermissions,
-            &PermissionsConfig::default(),
-        );
-        assert_eq!(e.check(Path::new("/p/proj/.git/index"), w), Verdict::Allow);
-        // What makes git run code, and air's own rules, ask whatever the mode.
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.git/config"), w)),
-            Some(Risk::CodeConfig)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.air/shared/permissions.yaml"), w)),
-            Some(Risk::AirConfig)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/etc/fstab"), w)),
-            Some(Risk::SystemSensitive)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/home/u/.aws/credentials"), r)),
-            Some(Risk::Credentials)
-        );
-
-        // Plan mode refuses writes; permissions.yaml adds credentials, allows .git.
-        let e = engine(PermissionMode::Plan, &PermissionsConfig::default());
-        assert!(matches!(
-            e.check(Path::new("/p/proj/a"), w),
-            Verdict::Deny(_)
-        ));
-        let config = PermissionsConfig {
-            git_writes: Some(GitWrites::Allow),
-            credentials: vec!["~/.config/acme/token".into()],
-            ..Default::default()
-        };
-        let e = engine(PermissionMode::Default, &config);
-        assert_eq!(
-            e.check(Path::new("/p/proj/.git/objects/ab/cd"), w),
-            Verdict::Allow
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.git/hooks/pre-commit"), w)),
-            Some(Risk::CodeConfig)
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/home/u/.config/acme/token"), r)),
-            Some(Risk::Credentials)
-        );
-        // The user's own rule lets agents change the project's permissions.yaml.
-        let config = PermissionsConfig {
-            config_writes: Some(GitWrites::Allow),
-            ..Default::default()
-        };
-        let e = engine(PermissionMode::Default, &config);
-        assert_eq!(
-            e.check(Path::new("/p/proj/.air/shared/permissions.yaml"), w),
-            Verdict::Allow
-        );
-        assert_eq!(
-            risk(e.check(Path::new("/p/proj/.git/config"), w)),
-            Some(Risk::CodeConfig)
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,624 @@
+//! airsd's network proxy for commands. A sandboxed command lives in its own network
+//! namespace with loopback only; its launcher listens there on
+//! [`crate::sandbox::PROXY_LISTEN`] and hands each connection it accepts to airsd, over a Unix socket in
+//! airsd's abstract namespace that it reached before it left airsd's network (no
+//! command can reach it: abstract sockets belong to a network namespace). airsd
+//! speaks HTTP (`CONNECT`, and plain requests in absolute form) and SOCKS5 on the
+//! connection, decides the host, and only then connects it to the world.
+//!
+//! A host is allowed when permissions.yaml lists it (`allow_domains`), when a person
+//! allowed it (or its package registries' group) earlier in the run; any other host
+//! is a question for a person, recorded as the command's `permission.requested`
+//! (headless, the run's `on_ask` policy denies it at once). Questions about one host
+//! are asked once however many connections wait on them.
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::tools::permission::{Ask, Risk};
+
+/// Who asks a person about a command's connection (the command's tool call).
+pub trait Asks: Send + Sync {
+    fn ask<'a>(
+        &'a self,
+        ask: Ask,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
+}
+
+/// How long a connection's first bytes may take, and connecting upstream.
+const HANDSHAKE: Duration = Duration::from_secs(30);
+/// The largest request head read.
+const MOST_HEAD: usize = 16 * 1024;
+
+/// Package registries, offered to a person as one group each.
+pub const GROUPS: &[(&str, &[&str])] = &[
+    (
+        "Rust (crates.io)",
+        &[
+            "crates.io",
+            "index.crates.io",
+            "static.crates.io",
+            "static.rust-lang.org",
+        ],
+    ),
+    ("Python (PyPI)", &["pypi.org", "files.pythonhosted.org"]),
+    (
+        "JavaScript (npm, Yarn)",
+        &["registry.npmjs.org", "registry.yarnpkg.com"],
+    ),
+    (
+        "Go modules",
+        &[
+            "proxy.golang.org",
+            "sum.golang.org",
+            "storage.googleapis.com",
+        ],
+    ),
+    (
+        "Java (Maven Central, Gradle)",
+        &[
+            "repo.maven.apache.org",
+            "repo1.maven.org",
+            "plugins.gradle.org",
+            "services.gradle.org",
+            "downloads.gradle.org",
+        ],
+    ),
+    (".NET (NuGet)", &["api.nuget.org"]),
+    ("Ruby (RubyGems)", &["rubygems.org", "index.rubygems.org"]),
+];
+
+/// Whether `host` is named by `pattern`: the same name, or `*.domain` / `.domain`
+/// for its subdomains (and the domain itself), or `*` for any.
+pub fn matches(pattern: &str, host: &str) -> bool {
+    let p = pattern.trim().trim_end_matches('.').to_ascii_lowercase();
+    if p == "*" {
+        return true;
+    }
+    match p.strip_prefix("*.").or_else(|| p.strip_prefix('.')) {
+        Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
+        None => host == p,
+    }
+}
+
+/// A host as asked for: lowercase, no trailing dot, IPv6 without brackets.
+fn normal(host: &str) -> String {
+    host.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
+}
+
+/// A question's answer, once it comes, shared by the connections waiting on it.
+type Answer = Arc<tokio::sync::OnceCell<Result<(), String>>>;
+
+/// The network decisions of one run.
+#[derive(Debug, Default)]
+pub struct NetPolicy {
+    /// permissions.yaml `allow_domains`.
+    allowed: Vec<String>,
+    /// Hosts and groups a person allowed in this run.
+    granted: Mutex<HashSet<String>>,
+    /// Questions under way, by key: later connections wait for the same answer.
+    pending: Mutex<HashMap<String, Answer>>,
+}
+
+impl NetPolicy {
+    pub fn new(allowed: Vec<String>) -> NetPolicy {
+        NetPolicy {
+            allowed,
+            ..NetPolicy::default()
+        }
+    }
+
+    fn granted(&self, key: &str) -> bool {
+        self.granted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
+    }
+
+    /// Whether a command may connect to `host:port`, asking a person through `asker`
+    /// when nothing decides it yet.
+    pub async fn decide(&self, host: &str, port: u16, asker: &dyn Asks) -> Result<(), String> {
+        let host = normal(host);
+        if host.is_empty() {
+            return Err("no host named".into());
+        }
+        if self.allowed.iter().any(|p| matches(p, &host)) {
+            return Ok(());
+        }
+        let group = GROUPS
+            .iter()
+            .find(|(_, hosts)| hosts.iter().any(|h| matches(h, &host)));
+        let key = match group {
+            Some((name, _)) => format!("network:group:{name}"),
+            None => format!("network:{host}"),
+        };
+        if self.granted(&key) {
+            return Ok(());
+        }
+        let cell = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.entry(key.clone()).or_default().clone()
+        };
+        let (action, reason) = match group {
+            Some((name, hosts)) => (
+                format!("connect to the package registries of {name} ({})", hosts.join(", ")),
+                format!("a command asked for {host}:{port}; the registries of one ecosystem are allowed together for this run"),
+            ),
+            None => (
+                format!("connect to {host}:{port}"),
+                "a command's connection out of its sandbox: each host is a person's to allow (or list it in permissions.yaml allow_domains)".to_string(),
+            ),
+        };
+        let answer = cell
+            .get_or_init(|| async {
+                asker
+                    .ask(Ask {
+                        key: key.clone(),
+                        action,
+                        risk: Risk::Network,
+                        reason,
+                    })
+                    .await
+            })
+            .await
+            .clone();
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        if answer.is_ok() {
+            self.granted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key);
+        }
+        answer
+    }
+}
+
+/// What a command's connections are judged and asked with.
+#[derive(Clone)]
+pub struct CommandNet {
+    pub policy: Arc<NetPolicy>,
+    pub asker: Arc<dyn Asks>,
+}
+
+/// The proxy of one run: its control socket and the commands it serves now. Dropped,
+/// it stops taking connections.
+pub struct Proxy {
+    name: String,
+    commands: Arc<Mutex<HashMap<String, CommandNet>>>,
+    accepting: tokio::task::AbortHandle,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
+}
+
+/// A command's registration: its token is good while this lives.
+pub struct Registered {
+    token: String,
+    commands: Arc<Mutex<HashMap<String, CommandNet>>>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.commands
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.token);
+    }
+}
+
+impl Proxy {
+    /// Starts the proxy's control socket, in airsd's abstract namespace (on the
+    /// current runtime).
+    pub fn start() -> std::io::Result<Proxy> {
+        use std::os::linux::net::SocketAddrExt as _;
+        let name = format!("air-proxy-{}", air_proto::ids::new_id());
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
+        let std_listener = std::os::unix::net::UnixListener::bind_addr(&addr)?;
+        std_listener.set_nonblocking(true)?;
+        let listener = tokio::net::UnixListener::from_std(std_listener)?;
+        let commands: Arc<Mutex<HashMap<String, CommandNet>>> = Arc::default();
+        let served = commands.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((conn, _)) = listener.accept().await else {
+                    continue;
+                };
+                let commands = served.clone();
+                tokio::spawn(async move {
+                    control(conn, &commands).await;
+                });
+            }
+        });
+        Ok(Proxy {
+            name,
+            commands,
+            accepting: task.abort_handle(),
+        })
+    }
+
+    /// The launcher's `--net` argument for a registration: `TOKEN@NAME`.
+    pub fn address(&self, registered: &Registered) -> String {
+        format!("{}@{}", registered.token, self.name)
+    }
+
+    /// Registers a command about to start; its connections are judged by `net`.
+    pub fn register(&self, net: CommandNet) -> Registered {
+        let token = air_proto::ids::new_id();
+        self.commands
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.clone(), net);
+        Registered {
+            token,
+            commands: self.commands.clone(),
+        }
+    }
+}
+
+/// One launcher's control connection: its token, then a connection's descriptor per
+/// message, each served beside it.
+async fn control(mut conn: tokio::net::UnixStream, commands: &Mutex<HashMap<String, CommandNet>>) {
+    // Only this user's launchers.
+    let me = nix::unistd::geteuid().as_raw();
+    match conn.peer_cred() {
+        Ok(c) if c.uid() == me => {}
+        _ => return,
+    }
+    let mut token = Vec::new();
+    while token.len() < 128 {
+        let mut byte = [0u8; 1];
+        match tokio::time::timeout(HANDSHAKE, conn.read(&mut byte)).await {
+            Ok(Ok(1)) if byte[0] == b'\n' => break,
+            Ok(Ok(1)) => token.push(byte[0]),
+            _ => return,
+        }
+    }
+    let token = String::from_utf8_lossy(&token).into_owned();
+    let Some(net) = commands
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&token)
+        .cloned()
+    else {
+        return;
+    };
+    loop {
+        let fd = conn.as_raw_fd();
+        let got = conn
+            .async_io(tokio::io::Interest::READABLE, || receive(fd))
+            .await;
+        let fds = match got {
+            Ok(Some(fds)) => fds,
+            Ok(None) | Err(_) => return,
+        };
+        for owned in fds {
+            let std = std::net::TcpStream::from(owned);
+            if std.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let net = net.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = tokio::net::TcpStream::from_std(std) else {
+                    return;
+                };
+                serve(stream, &net).await;
+            });
+        }
+    }
+}
+
+/// One message of the control connection: the descriptors it carries; `None` at its
+/// end.
+fn receive(fd: std::os::fd::RawFd) -> std::io::Result<Option<Vec<OwnedFd>>> {
+    let mut buf = [0u8; 1];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 4]);
+    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+    let msg = nix::sys::socket::recvmsg::<()>(
+        fd,
+        &mut iov,
+        Some(&mut space),
+        nix::sys::socket::MsgFlags::MSG_CMSG_CLOEXEC | nix::sys::socket::MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
+    if msg.bytes == 0 {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    if let Ok(cmsgs) = msg.cmsgs() {
+        for c in cmsgs {
+            if let nix::sys::socket::ControlMessageOwned::ScmRights(got) = c {
+                for fd in got {
+                    // SAFETY: the kernel just gave this process the descriptor;
+                    // nothing else owns it.
+                    #[allow(unsafe_code)]
+                    out.push(unsafe { OwnedFd::from_raw_fd(fd) });
+                }
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Serves one connection of a command: SOCKS5 when it starts with version 5, HTTP
+/// otherwise.
+async fn serve(client: tokio::net::TcpStream, net: &CommandNet) {
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(HANDSHAKE, client.peek(&mut first)).await {
+        Ok(Ok(1)) => {}
+        _ => return,
+    }
+    if first[0] == 5 {
+        socks5(client, net).await;
+    } else {
+        http(client, net).await;
+    }
+}
+
+/// Connects to `host:port` within the handshake's time.
+async fn connect(host: &str, port: u16) -> Result<tokio::net::TcpStream, String> {
+    match tokio::time::timeout(HANDSHAKE, tokio::net::TcpStream::connect((host, port))).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("cannot reach {host}:{port}: {e}")),
+        Err(_) => Err(format!("cannot reach {host}:{port}: no answer in time")),
+    }
+}
+
+async fn http(mut client: tokio::net::TcpStream, net: &CommandNet) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if head.len() > MOST_HEAD {
+            let _ = client
+                .write_all(
+                    b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n",
+                )
+                .await;
+            return;
+        }
+        match tokio::time::timeout(HANDSHAKE, client.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
+            Ok(Ok(n)) => head.extend_from_slice(&buf[..n]),
+        }
+    };
+    let text = String::from_utf8_lossy(&head[..end]).into_owned();
+    let mut line = text.lines().next().unwrap_or_default().split_whitespace();
+    let (method, target, version) = (
+        line.next().unwrap_or_default().to_string(),
+        line.next().unwrap_or_default().to_string(),
+        line.next().unwrap_or("HTTP/1.1").to_string(),
+    );
+    let refuse = |status: &str, why: &str| {
+        format!(
+            "{version} {status}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Air-Refused: {}\r\n\r\nair: {why}\n",
+            why.replace(['\r', '\n'], " ")
+        )
+    };
+    let (host, port, rest) = if method.eq_ignore_ascii_case("CONNECT") {
+        match split_host_port(&target, 443) {
+            Some((h, p)) => (h, p, None),
+            None => {
+                let _ = client
+                    .write_all(refuse("400 Bad Request", "CONNECT needs host:port").as_bytes())
+                    .await;
+                return;
+            }
+        }
+    } else {
+        let Some(after) = target.strip_prefix("http://") else {
+            let _ = client
+                .write_all(
+                    refuse(
+                        "400 Bad Request",
+                        "this is a proxy: ask for http://host/… or CONNECT host:port",
+                    )
+                    .as_bytes(),
+                )
+                .await;
+            return;
+        };
+        let (authority, path) = match after.find('/') {
+            Some(i) => (&after[..i], &after[i..]),
+            None => (after, "/"),
+        };
+        let authority = authority.rsplit('@').next().unwrap_or(authority);
+        let Some((h, p)) = split_host_port(authority, 80) else {
+            let _ = client
+                .write_all(refuse("400 Bad Request", "no host in the URL").as_bytes())
+                .await;
+            return;
+        };
+        // The request goes on in origin form, its head as it came otherwise.
+        let mut rewritten = format!("{method} {path} {version}\r\n").into_bytes();
+        let after_line = text.find("\r\n").map(|i| i + 2).unwrap_or(text.len());
+        rewritten.extend_from_slice(&head[after_line..]);
+        (h, p, Some(rewritten))
+    };
+    if let Err(why) = net.policy.decide(&host, port, net.asker.as_ref()).await {
+        let _ = client
+            .write_all(
+                refuse(
+                    "403 Forbidden",
+                    &format!("network access to {host} was not given: {why}"),
+                )
+                .as_bytes(),
+            )
+            .await;
+        return;
+    }
+    let mut upstream = match connect(&host, port).await {
+        Ok(u) => u,
+        Err(why) => {
+            let _ = client
+                .write_all(refuse("502 Bad Gateway", &why).as_bytes())
+                .await;
+            return;
+        }
+    };
+    match rest {
+        None => {
+            if client
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+                .is_err()
+            {
+                return;
+            }
+            // Anything the client sent after its CONNECT's head goes on.
+            if head.len() > end && upstream.write_all(&head[end..]).await.is_err() {
+                return;
+            }
+        }
+        Some(request) => {
+            if upstream.write_all(&request).await.is_err() {
+                return;
+            }
+        }
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+/// `host:port` (or `[v6]:port`, or a host alone with `default`).
+fn split_host_port(s: &str, default: u16) -> Option<(String, u16)> {
+    let s = s.trim();
+    if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None => default,
+        };
+        return Some((h.to_string(), port));
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => Some((h.to_string(), p.parse().ok()?)),
+        Some(_) => None,
+        None if !s.is_empty() => Some((s.to_string(), default)),
+        None => None,
+    }
+}
+
+async fn socks5(mut client: tokio::net::TcpStream, net: &CommandNet) {
+    let mut hello = [0u8; 2];
+    if client.read_exact(&mut hello).await.is_err() {
+        return;
+    }
+    let mut methods = vec![0u8; usize::from(hello[1])];
+    if client.read_exact(&mut methods).await.is_err() {
+        return;
+    }
+    // No authentication.
+    if !methods.contains(&0) {
+        let _ = client.write_all(&[5, 0xff]).await;
+        return;
+    }
+    if client.write_all(&[5, 0]).await.is_err() {
+        return;
+    }
+    let mut req = [0u8; 4];
+    if client.read_exact(&mut req).await.is_err() {
+        return;
+    }
+    let reply = |code: u8| [5, code, 0, 1, 0, 0, 0, 0, 0, 0];
+    let host = match req[3] {
+        1 => {
+            let mut a = [0u8; 4];
+            if client.read_exact(&mut a).await.is_err() {
+                return;
+            }
+            std::net::Ipv4Addr::from(a).to_string()
+        }
+        4 => {
+            let mut a = [0u8; 16];
+            if client.read_exact(&mut a).await.is_err() {
+                return;
+            }
+            std::net::Ipv6Addr::from(a).to_string()
+        }
+        3 => {
+            let mut n = [0u8; 1];
+            if client.read_exact(&mut n).await.is_err() {
+                return;
+            }
+            let mut name = vec![0u8; usize::from(n[0])];
+            if client.read_exact(&mut name).await.is_err() {
+                return;
+            }
+            String::from_utf8_lossy(&name).into_owned()
+        }
+        _ => {
+            let _ = client.write_all(&reply(8)).await;
+            return;
+        }
+    };
+    let mut port = [0u8; 2];
+    if client.read_exact(&mut port).await.is_err() {
+        return;
+    }
+    let port = u16::from_be_bytes(port);
+    if req[1] != 1 {
+        // Only CONNECT: no UDP, no listening.
+        let _ = client.write_all(&reply(7)).await;
+        return;
+    }
+    if net
+        .policy
+        .decide(&host, port, net.asker.as_ref())
+        .await
+        .is_err()
+    {
+        let _ = client.write_all(&reply(2)).await;
+        return;
+    }
+    let mut upstream = match connect(&host, port).await {
+        Ok(u) => u,
+        Err(_) => {
+            let _ = client.write_all(&reply(5)).await;
+            return;
+        }
+    };
+    if client.write_all(&reply(0)).await.is_err() {
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn hosts_match_their_patterns() {
+        assert!(matches("example.com", "example.com"));
+        assert!(!matches("example.com", "api.example.com"));
+        assert!(matches("*.example.com", "api.example.com"));
+        assert!(matches(".example.com", "example.com"));
+        assert!(!matches("*.example.com", "badexample.com"));
+        assert!(matches("*", "anything.org"));
+        assert_eq!(normal("[::1]"), "::1");
+        assert_eq!(normal("PyPI.org."), "pypi.org");
+        assert_eq!(
+            split_host_port("a.org:8443", 443),
+            Some(("a.org".into(), 8443))
+        );
+        assert_eq!(split_host_port("a.org", 80), Some(("a.org".into(), 80)));
+        assert_eq!(split_host_port("[::1]:9", 80), Some(("::1".into(), 9)));
+        assert_eq!(split_host_port("a:b:c", 80), None);
+    }
+}
