@@ -269,13 +269,6 @@ fn mount_views(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("mounting a fresh /proc: {e}"))?;
-    // Copies without their secrets over the originals, while the copies can be
-    // reached (they live in air's hidden state).
-    for (copy, original) in &views.masked {
-        if copy.is_file() && original.exists() {
-            bind_read_only(copy, original)?;
-        }
-    }
     let before = mounts();
     // Every mount read-only, then the writable places writable again: a change of a
     // file's mode, owner, times or attributes outside them fails, whichever name it
@@ -307,8 +300,21 @@ fn mount_views(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
     }
     for p in &views.pinned {
         if p.is_dir() {
-            mount(Some(p), p, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-                .map_err(|e| err("pinning", p, e))?;
+            mount(
+                Some(p),
+                p,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&str>,
+            )
+            .map_err(|e| err("pinning", p, e))?;
+        }
+    }
+    // Copies without their secrets over the originals, while the copies can be
+    // reached (they live in air's state, hidden below).
+    for (copy, original) in &views.masked {
+        if copy.is_file() && original.exists() {
+            bind_read_only(copy, original)?;
         }
     }
     // What is read-only or hidden is so under every name it has.
@@ -413,6 +419,74 @@ fn drop_caps() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The kernel's key retention service is not the command's: a key in the user's
+/// keyring (`keyctl`), a token a login put there, are out of its reach. A seccomp
+/// filter answers `keyctl`, `add_key` and `request_key` with EPERM, and any call of
+/// another architecture's numbering (a 32-bit program's, x32's) with ENOSYS, so
+/// they cannot be reached by another number. (Landlock's `restrict_self` after it
+/// sets no_new_privs, which the filter needs.)
+#[allow(unsafe_code)]
+fn deny_keyring() -> Result<(), String> {
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xC000_003E; // AUDIT_ARCH_X86_64
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xC000_00B7; // AUDIT_ARCH_AARCH64
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return Ok(());
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+        const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+        const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+        const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+        const ALLOW: u32 = 0x7fff_0000;
+        const ERRNO: u32 = 0x0005_0000;
+        let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+        let denied = [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key];
+        let mut prog = vec![
+            // seccomp_data.arch
+            op(LD_W_ABS, 0, 0, 4),
+            op(JEQ_K, 1, 0, ARCH),
+            op(RET_K, 0, 0, ERRNO | libc::ENOSYS as u32),
+            // seccomp_data.nr
+            op(LD_W_ABS, 0, 0, 0),
+            // x32's numbers (on x86_64) are another numbering.
+            op(JGE_K, 0, 1, 0x4000_0000),
+            op(RET_K, 0, 0, ERRNO | libc::ENOSYS as u32),
+        ];
+        for (i, nr) in denied.iter().enumerate() {
+            // To the EPERM at the end when equal.
+            let to_deny = u8::try_from(denied.len() - i).unwrap_or(0);
+            prog.push(op(JEQ_K, to_deny, 0, *nr as u32));
+        }
+        prog.push(op(RET_K, 0, 0, ALLOW));
+        prog.push(op(RET_K, 0, 0, ERRNO | libc::EPERM as u32));
+        let fprog = libc::sock_fprog {
+            len: u16::try_from(prog.len()).unwrap_or(0),
+            filter: prog.as_mut_ptr(),
+        };
+        // SAFETY: PR_SET_NO_NEW_PRIVS takes integers; PR_SET_SECCOMP reads the program
+        // `fprog` points at, which lives across the call.
+        let rc = unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &fprog as *const libc::sock_fprog as libc::c_ulong,
+                0,
+                0,
+            )
+        };
+        if rc != 0 {
+            return Err(format!(
+                "a seccomp filter for the keyring: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Asks the kernel to kill this process when its parent goes (airsd spawns the
@@ -619,7 +693,8 @@ pub fn enter(
             launcher_lives(&alive)?;
             drop(alive);
             mount_views(views, writable)?;
-            drop_caps()
+            drop_caps()?;
+            deny_keyring()
         }
         ForkResult::Parent { child } => {
             // No thread can be made here (the launcher's children are in another PID

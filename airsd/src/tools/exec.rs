@@ -604,6 +604,9 @@ pub fn command_env(
             listed && !secret(k)
         })
         .filter(|(_, v)| !holds_userinfo(v))
+        // A value that carries a secret (`-Ddb.password=…` in JAVA_OPTS) stays out
+        // whatever its name.
+        .filter(|(_, v)| !v.to_str().is_some_and(super::secrets::in_value))
         .collect();
     if let Some(h) = home {
         out.retain(|(k, _)| k != "HOME");

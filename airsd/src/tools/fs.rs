@@ -395,6 +395,11 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
             last + 1
         ));
     }
+    // A secret in the page (a key, a token, a password in a URL): a person says
+    // whether it reaches the model, whatever file holds it.
+    if let Some(what) = super::secrets::find(&content) {
+        ctx.perm.check_secret(&path, what)?;
+    }
     Ok(ReadOutput {
         path: shown,
         content,

@@ -16,6 +16,7 @@ pub mod permission;
 pub mod render;
 pub mod scope;
 pub mod search;
+pub mod secrets;
 
 use air_proto::event::AgentType;
 use air_proto::tool::{PathPolicy, ToolCategory, ToolDefinition, ToolPermissions};

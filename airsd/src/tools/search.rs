@@ -378,7 +378,18 @@ pub fn grep(ctx: &FsContext<'_>, input: &GrepInput) -> Result<GrepOutput, ToolEr
             {
                 return WalkState::Continue;
             }
-            let (lines, matches) = (sink.lines, sink.matches);
+            // A line holding a secret is not shown (fs_read asks for the file).
+            let lines: Vec<String> = sink
+                .lines
+                .into_iter()
+                .map(|l| match super::secrets::find(&l) {
+                    Some(what) => {
+                        format!("[a line holding {what} is left out; fs_read asks for it]")
+                    }
+                    None => l,
+                })
+                .collect();
+            let matches = sink.matches;
             let n = if input.output_mode == GrepMode::Content {
                 lines.len()
             } else {

@@ -673,7 +673,7 @@ fn the_file_tools_hold_against_a_directory_swapped_for_a_link() {
     std::fs::write(root.join("d/id_rsa"), "decoy\n").unwrap();
     std::fs::write(root.join("d/rc"), "decoy rc\n").unwrap();
     let mut steps: Vec<(&str, Value)> = Vec::new();
-    for i in 0..60 {
+    for i in 0..30 {
         steps.push(("fs.read", json!({ "path": "d/id_rsa" })));
         steps.push(("fs.read", json!({ "path": "d/rc" })));
         steps.push((
@@ -700,7 +700,11 @@ fn the_file_tools_hold_against_a_directory_swapped_for_a_link() {
                     let _ = std::fs::rename(&aside, &d);
                     swaps += 1;
                 }
-                std::thread::yield_now();
+                // Leave the machine to the daemon now and then (a busy machine runs
+                // the other tests beside this one).
+                if swaps % 64 == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
             }
             swaps
         })
@@ -710,7 +714,12 @@ fn the_file_tools_hold_against_a_directory_swapped_for_a_link() {
             shell.home = Some(home.clone());
         });
         let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
-        ended(&state, &session).await;
+        // Bounded, generously: 150 calls beside a thread that keeps a core busy.
+        let end = std::time::Instant::now() + Duration::from_secs(180);
+        while !state.session(&session).await.unwrap().snapshot().run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended) {
+            assert!(std::time::Instant::now() < end, "the run did not end");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let swaps = swapper.join().unwrap();
         let runs = tool_runs(&root, &session);
@@ -891,4 +900,130 @@ fn xattr_names(p: &Path) -> Vec<String> {
         .split_whitespace()
         .map(str::to_string)
         .collect()
+}
+
+/// Credential stores air did not know, and secrets where a command's tools look:
+/// each is asked for by the file tools, and out of a command's sight.
+#[test]
+fn secrets_air_did_not_know_stay_out_of_reach() {
+    let protections = airsd::sandbox::protections(&bin("airsd"));
+    if protections.isolation.is_err() || !protections.landlock {
+        println!("skipped: the sandbox is not whole here ({protections:?})");
+        return;
+    }
+    let (_project, root, _home_dir, home) = project_and_home();
+    let put = |p: &Path, text: String| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    put(&home.join(".vault-token"), format!("{PRIVATE}\n"));
+    put(
+        &home.join(".claude/.credentials.json"),
+        format!("{{\"token\":\"{PRIVATE}\"}}\n"),
+    );
+    put(
+        &home.join(".bash_history"),
+        format!("export DB_PASSWORD={PRIVATE}\n"),
+    );
+    put(
+        &home.join(".air/models.yaml"),
+        format!("providers:\n  anthropic:\n    api_key: {PRIVATE}\n"),
+    );
+    put(&home.join("deep/er/app/.env"), format!("TOKEN={PRIVATE}\n"));
+    put(
+        &home.join(".npmrc"),
+        format!(
+            "registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken={PRIVATE}\n"
+        ),
+    );
+    put(
+        &home.join(".gitconfig"),
+        format!("[url \"https://me:{PRIVATE}@github.com/\"]\n\tinsteadOf = https://github.com/\n"),
+    );
+    git(&root, &["init", "-q"]);
+    git(
+        &root,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &format!("https://me:{PRIVATE}@example.com/r.git"),
+        ],
+    );
+    put(&root.join(".env"), format!("STRIPE_KEY={PRIVATE}\n"));
+    let h = home.display();
+    let py = |code: String| json!({ "command": format!("python3 -c \"{code}\"") });
+    let steps = vec![
+        ("fs.read", json!({ "path": format!("{h}/.vault-token") })),
+        ("fs.read", json!({ "path": format!("{h}/.claude/.credentials.json") })),
+        ("fs.read", json!({ "path": format!("{h}/.bash_history") })),
+        ("fs.read", json!({ "path": format!("{h}/.air/models.yaml") })),
+        ("fs.read", json!({ "path": format!("{h}/deep/er/app/.env") })),
+        ("fs.read", json!({ "path": ".git/config" })),
+        ("fs.grep", json!({ "pattern": "url", "path": ".git" })),
+        // The same through commands, by ways the analysis cannot read.
+        ("shell.run", py(format!("import glob; [print(open(p).read()) for p in glob.glob('{h}/.*' + 'token') + glob.glob('{h}/.cl*/.cred*') + glob.glob('{h}/.bash_hist*') + glob.glob('{h}/deep/*/*/.e' + 'nv')]"))),
+        ("shell.run", py("print(open('.e'+'nv').read())".to_string())),
+        ("shell.run", json!({ "command": format!("cat .git/config; git config --global --get-regexp '^url'; python3 -c \"print(open('{h}/.np' + 'mrc').read())\"; echo JAVA_OPTS=$JAVA_OPTS") })),
+        ("shell.run", py("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.syscall(250, 0, -4, 0); print(r, ctypes.get_errno())".to_string())),
+    ];
+    // A password in a variable a build reads: its name says nothing.
+    std::env::set_var("JAVA_OPTS", format!("-Xmx1g -Ddb.password={PRIVATE}"));
+    crate::rt().block_on(async {
+        let state = crate::asks::state_with(&root, Duration::from_secs(600), |shell| {
+            shell.home = Some(home.clone());
+            shell.air_home = Some(home.join(".air"));
+        });
+        std::fs::write(
+            ProjectPaths::new(&root).shared().join("permissions.yaml"),
+            "shell_env: [JAVA_OPTS]\n",
+        )
+        .unwrap();
+        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
+        ended(&state, &session).await;
+        let runs = tool_runs(&root, &session);
+        let outs = outputs(&root, &session);
+        let shown = crate::permissions::shown(&runs, &outs);
+        for out in &outs {
+            assert!(
+                !out.to_string().contains(PRIVATE),
+                "a secret was shown: {shown}"
+            );
+        }
+        for r in &runs {
+            assert!(
+                !r.2.clone().unwrap_or_default().contains(PRIVATE),
+                "{shown}"
+            );
+        }
+        for (i, r) in runs.iter().enumerate().take(6) {
+            assert_eq!(r.1, "failed", "{shown}");
+            assert!(
+                r.2.as_deref().unwrap_or_default().contains("credentials"),
+                "step {i}: {shown}"
+            );
+        }
+        let said = outs[9]["stdout"].as_str().unwrap_or_default();
+        // The configurations are there, without their secrets.
+        assert!(
+            said.contains("url = https://me:hidden-by-air@example.com/r.git"),
+            "{shown}"
+        );
+        assert!(
+            said.contains("registry=https://registry.npmjs.org/"),
+            "{shown}"
+        );
+        assert!(said.contains("JAVA_OPTS=\n"), "{shown}");
+        let keyring = outs[10]["stdout"].as_str().unwrap_or_default();
+        assert_eq!(
+            keyring.trim(),
+            format!("-1 {}", nix::errno::Errno::EPERM as i32),
+            "{shown}"
+        );
+        println!(
+            "{} reaches for secrets air did not know: none got one",
+            steps.len()
+        );
+        state.stop_runs().await;
+    });
 }

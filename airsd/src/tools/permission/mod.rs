@@ -203,6 +203,46 @@ fn env_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The project's own `.env` files (not the shareable examples), four levels down at
+/// most, past the directories of dependencies and builds: bounded, as this runs at
+/// each command.
+fn project_env_files(root: &Path) -> Vec<PathBuf> {
+    const SKIPPED: &[&str] = &[
+        ".git",
+        ".air",
+        "node_modules",
+        "target",
+        "build",
+        "dist",
+        ".venv",
+        "venv",
+        "vendor",
+    ];
+    let mut out = Vec::new();
+    let mut queue = vec![(root.to_path_buf(), 0)];
+    let mut dirs = 0;
+    while let Some((dir, depth)) = queue.pop() {
+        dirs += 1;
+        if dirs > 2_000 || out.len() >= 64 {
+            break;
+        }
+        out.extend(env_files(&dir));
+        if depth >= 4 {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let skip = e.file_name().to_str().is_some_and(|n| SKIPPED.contains(&n));
+            if !skip && e.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push((e.path(), depth + 1));
+            }
+        }
+    }
+    out
+}
+
 /// `.env` files of other projects in the home directory, two levels down at most
 /// (`~/app/.env`, `~/src/app/.env`), never the project's own: bounded, as this runs at
 /// each run's start and each is a mount for each command.
@@ -280,6 +320,8 @@ impl Engine {
         let mut bookkeeping = vec![root.join(".air").join("local")];
         if let Some(a) = air_home {
             bookkeeping.push(resolve(a));
+            // air's own configuration names the providers' keys.
+            credentials.push(format!("{}/models.yaml", resolve(a).display()));
         }
         let credential_inodes = inodes(home.as_deref());
         let mut hidden: Vec<PathBuf> = bookkeeping.clone();
@@ -472,6 +514,57 @@ impl Engine {
         out.push(self.root.clone());
         out.sort();
         out.dedup();
+        out
+    }
+
+    /// The configurations commands need that hold secrets (git's, with a token in a
+    /// remote's URL or a header; npm's, with an auth token): a copy of each with the
+    /// secrets taken out, written to `.air/local/masked/`, to be bound over it for a
+    /// command (unless a person let it see the original).
+    fn masked(&self, visible: &[PathBuf]) -> Vec<(PathBuf, PathBuf)> {
+        use sha2::Digest as _;
+        let mut candidates: Vec<PathBuf> = git_dirs(&self.root)
+            .iter()
+            .map(|g| g.join("config"))
+            .collect();
+        if let Some(h) = &self.home {
+            candidates.extend(
+                [".gitconfig", ".config/git/config", ".npmrc"]
+                    .iter()
+                    .map(|p| h.join(p)),
+            );
+        }
+        let dir = self.root.join(".air").join("local").join("masked");
+        let mut out = Vec::new();
+        for original in candidates {
+            if visible.iter().any(|v| v == &original) {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(&original) else {
+                continue;
+            };
+            if !meta.is_file() || meta.len() > 1024 * 1024 {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&original) else {
+                continue;
+            };
+            if super::secrets::find(&text).is_none() {
+                continue;
+            }
+            let name: String = sha2::Sha256::digest(original.as_os_str().as_encoded_bytes())
+                .iter()
+                .take(8)
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let copy = dir.join(name);
+            let written = std::fs::create_dir_all(&dir).is_ok()
+                && air_proto::layout::write_atomic(&copy, super::secrets::redact(&text).as_bytes())
+                    .is_ok();
+            if written {
+                out.push((copy, original));
+            }
+        }
         out
     }
 
@@ -697,7 +790,9 @@ impl Engine {
         // would cross the command's own network.
         let sockets = listening_sockets()
             .into_iter()
-            .filter(|s| !s.starts_with(&self.root));
+            .filter(|s| !s.starts_with(&self.root))
+            // And the project's own secrets, however a command names them.
+            .chain(project_env_files(&self.root));
         let hidden = self
             .hidden
             .iter()
@@ -732,7 +827,7 @@ impl Engine {
             hidden,
             read_only,
             pinned,
-            masked: Vec::new(),
+            masked: self.masked(visible),
             home: self.home.clone(),
             home_read: self.home_read(),
         }
@@ -850,6 +945,21 @@ impl<'a> Permits<'a> {
             Verdict::Ask(a) => Err(self.raise(a)),
             _ => Ok(()),
         }
+    }
+
+    /// A page of `path` holds a secret (`what`): a person confirms before it is
+    /// shown, as for a credential store.
+    pub fn check_secret(&self, path: &Path, what: &str) -> Result<(), ToolError> {
+        let key = format!("read:{}", path.display());
+        if self.granted.contains(&key) {
+            return Ok(());
+        }
+        Err(self.raise(Ask {
+            key,
+            action: format!("read {}", path.display()),
+            risk: Risk::Credentials,
+            reason: format!("it holds {what}: a person confirms before a secret reaches the model"),
+        }))
     }
 
     /// Backs `path` up before it changes.
