@@ -716,7 +716,15 @@ fn the_file_tools_hold_against_a_directory_swapped_for_a_link() {
         let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
         // Bounded, generously: 150 calls beside a thread that keeps a core busy.
         let end = std::time::Instant::now() + Duration::from_secs(180);
-        while !state.session(&session).await.unwrap().snapshot().run.as_ref().is_some_and(|r| r.status == air_proto::projection::RunState::Ended) {
+        while state
+            .session(&session)
+            .await
+            .unwrap()
+            .snapshot()
+            .run
+            .as_ref()
+            .is_none_or(|r| r.status != air_proto::projection::RunState::Ended)
+        {
             assert!(std::time::Instant::now() < end, "the run did not end");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
