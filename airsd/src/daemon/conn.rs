@@ -49,6 +49,86 @@ impl Service<http::Request<hyper::body::Incoming>> for PeerService {
                 state.connection_closed(conn);
             });
         }
-        Box::pin(async move { inner.call(req).await })
+        if req.method() != http::Method::POST {
+            return Box::pin(async move { inner.call(req).await });
+        }
+        // A request whose id JSON-RPC does not allow (an object, a list, a fraction, a
+        // number past what an id may be) is answered with the error the protocol
+        // names, never with an empty `null`.
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let (bytes, _) =
+                jsonrpsee::core::http_helpers::read_body(&parts.headers, body, super::MAX_BODY)
+                    .await
+                    .map_err(|e| -> BoxError { e.to_string().into() })?;
+            if let Some(why) = bad_id(&bytes) {
+                let answer = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "error": { "code": -32600, "message": why },
+                    "id": null,
+                });
+                let mut response = jsonrpsee::server::HttpResponse::new(
+                    jsonrpsee::server::HttpBody::from(answer.to_string()),
+                );
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json"),
+                );
+                return Ok(response);
+            }
+            let req = http::Request::from_parts(parts, jsonrpsee::server::HttpBody::from(bytes));
+            inner.call(req).await
+        })
+    }
+}
+
+/// Why a request's id (or one of a batch's) is not one JSON-RPC allows here: a
+/// string, an integer from 0 to 2^64 − 1, or null; `None` when they are, or when the
+/// body is not JSON (the server answers that itself).
+fn bad_id(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let requests = match &value {
+        serde_json::Value::Array(items) => items.iter().collect::<Vec<_>>(),
+        one => vec![one],
+    };
+    requests.iter().find_map(|r| {
+        let id = r.get("id")?;
+        let fine = match id {
+            serde_json::Value::String(_) | serde_json::Value::Null => true,
+            serde_json::Value::Number(n) => n.as_u64().is_some(),
+            _ => false,
+        };
+        (!fine).then(|| {
+            format!(
+                "invalid request: `id` {id} is not an id (a string, an integer from 0 to 2^64 - 1, or null)"
+            )
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bad_id;
+
+    #[test]
+    fn ids_json_rpc_does_not_allow_are_named() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"m"},{"jsonrpc":"2.0","id":{},"method":"m"}]"#,
+        ] {
+            assert!(bad_id(body.as_bytes()).is_some(), "{body}");
+        }
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"m"}"#,
+            r#"{"jsonrpc":"2.0","method":"m"}"#,
+            "not json",
+        ] {
+            assert!(bad_id(body.as_bytes()).is_none(), "{body}");
+        }
     }
 }

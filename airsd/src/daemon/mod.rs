@@ -29,7 +29,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 pub use lock::{DaemonLock, LockError};
 pub use rpc::{rpc_error, DaemonRpc, Peer};
-pub use state::DaemonState;
+pub use state::{DaemonState, MOST_OPEN_SESSIONS};
 
 /// Largest request or response body, and so the largest frame a client can send.
 pub const MAX_BODY: u32 = air_proto::api::MAX_MESSAGE_BYTES;

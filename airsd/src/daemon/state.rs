@@ -19,6 +19,10 @@ use tokio::sync::watch;
 use crate::error::{Error, Result};
 use crate::{Session, SessionConfig};
 
+/// Sessions kept open at most (each holds a database, its writer and its bus); the
+/// least recently used beyond close, and reopen when asked for.
+pub const MOST_OPEN_SESSIONS: usize = 32;
+
 pub struct DaemonState {
     pub paths: ProjectPaths,
     pub project: ProjectJson,
@@ -263,11 +267,40 @@ impl DaemonState {
                 return Err(Error::ShuttingDown);
             }
             sessions.insert(id.to_string(), OpenSession::new(session.clone()));
+            drop(sessions);
+            self.trim_open_sessions().await;
             Ok(session)
         }
         .await;
         lock(&self.opening).remove(id);
         result
+    }
+
+    /// Keeps at most [`MOST_OPEN_SESSIONS`] sessions open: past it, the least recently
+    /// used that nobody holds close (they reopen on demand), so a client that opens or
+    /// creates sessions without end cannot make the daemon grow without end.
+    async fn trim_open_sessions(&self) {
+        let closing: Vec<Arc<Session>> = {
+            let mut sessions = self.sessions.lock().await;
+            let over = sessions.len().saturating_sub(MOST_OPEN_SESSIONS);
+            if over == 0 {
+                return;
+            }
+            let mut unheld: Vec<(Instant, String)> = sessions
+                .iter()
+                .filter(|(_, open)| Arc::strong_count(&open.session) == 1)
+                .map(|(id, open)| (open.last_used, id.clone()))
+                .collect();
+            unheld.sort();
+            unheld
+                .into_iter()
+                .take(over)
+                .filter_map(|(_, id)| sessions.remove(&id).map(|open| open.session))
+                .collect()
+        };
+        for session in closing {
+            let _ = tokio::task::spawn_blocking(move || session.store().shutdown()).await;
+        }
     }
 
     pub async fn create_session(&self, params: SessionCreate) -> Result<SessionInfo> {
@@ -297,6 +330,7 @@ impl DaemonState {
             .lock()
             .await
             .insert(id, OpenSession::new(Arc::new(session)));
+        self.trim_open_sessions().await;
         Ok(info)
     }
 
@@ -728,6 +762,40 @@ fn list_events(session: &Session, q: &EventsQuery) -> Result<EventsPage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_opening_sessions_without_end_keeps_a_bounded_number_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = air_proto::layout::init(dir.path(), "t").unwrap();
+        let paths = ProjectPaths::new(dir.path());
+        let state = DaemonState::new(
+            paths.clone(),
+            report.project,
+            paths.socket(),
+            Duration::ZERO,
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut ids = Vec::new();
+            for _ in 0..MOST_OPEN_SESSIONS + 8 {
+                ids.push(
+                    state
+                        .create_session(SessionCreate::default())
+                        .await
+                        .unwrap()
+                        .id,
+                );
+            }
+            assert_eq!(state.open_sessions().await, MOST_OPEN_SESSIONS);
+            // The first ones closed, and reopen when asked for.
+            assert_eq!(state.session_info(&ids[0]).await.unwrap().seq, 1);
+            assert_eq!(state.open_sessions().await, MOST_OPEN_SESSIONS);
+            state.close_sessions().await;
+        });
+    }
 
     #[test]
     fn idle_sessions_close_and_reopen_on_demand() {
