@@ -276,6 +276,14 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
         ));
     }
 
+    // How long a model's provider may keep silent, and what happens then.
+    lines.push(format!(
+        "model streams: connect {} s, first byte {} s, no byte {} s, nothing of the answer {} s (models.yaml `stream:`); an agent stopped at its time while its provider was silent is the provider's fault: it runs again once, then its task is blocked",
+        air_proto::models::StreamLimits::CONNECT_SECS,
+        air_proto::models::StreamLimits::FIRST_BYTE_SECS,
+        models.stream.idle().as_secs(),
+        models.stream.stall().as_secs()
+    ));
     // The model of each agent type, as the worker resolves it.
     let worker = worker_path();
     let mut resolved = Vec::new();

@@ -239,6 +239,10 @@ pub struct StreamLimits {
 }
 
 impl StreamLimits {
+    /// Connecting to the provider, at most.
+    pub const CONNECT_SECS: u64 = 10;
+    /// From the request sent to the response's headers, at most.
+    pub const FIRST_BYTE_SECS: u64 = 120;
     pub const DEFAULT_IDLE_SECS: u64 = 90;
     pub const DEFAULT_STALL_SECS: u64 = 300;
 

@@ -210,6 +210,9 @@ wire_enum! {
         Spawn = "spawn",
         /// Stopped on a permission error (exit code 3): retrying cannot help.
         Permission = "permission",
+        /// Stopped (at its hard timeout, or silent) while its model's provider had said
+        /// nothing of the answer for long: the provider's fault, not the task's.
+        Provider = "provider",
     }
 }
 
@@ -663,6 +666,10 @@ pub struct AgentHeartbeat {
     pub turn: Option<u32>,
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// How long the agent has waited on its model's provider with nothing of the
+    /// answer yet (keep-alives do not count), in milliseconds; absent when it is not
+    /// waiting on its model.
+    pub model_silent_ms: Option<u64>,
 }
 
 /// `architecture.questions.asked`: the designer's questions, accepted by airsd, which

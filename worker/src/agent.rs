@@ -63,6 +63,9 @@ pub trait Link: Sync {
     /// The loop moved on: its state, the turn, and the tokens used so far (the real
     /// worker reports it in its heartbeats, at once when the state changes).
     fn progress(&self, _state: LoopState, _turn: u32, _tokens: (u64, u64)) {}
+    /// The loop waits on its model's answer and nothing of it has come since `since`
+    /// (a delta of the answer moves it on); `None`: it is not waiting on its model.
+    fn model_silent_since(&self, _since: Option<std::time::Instant>) {}
     /// Waits while a person holds the agent (`agent.pause`); the loop calls it before
     /// each model call and each tool call.
     fn hold(&self) -> impl Future<Output = ()> + Send {
@@ -522,7 +525,9 @@ async fn run_with(
         }
         link.progress(state, turn_no + 1, tokens);
         let message_id = air_proto::ids::new_id();
+        link.model_silent_since(Some(std::time::Instant::now()));
         let mut deltas = |d: Delta<'_>| {
+            link.model_silent_since(Some(std::time::Instant::now()));
             let (kind, index, text) = match d {
                 Delta::Text { index, text } => (p::DeltaKind::Text, index, text),
                 Delta::Thinking { index, text } => (p::DeltaKind::Thinking, index, text),
@@ -551,6 +556,7 @@ async fn run_with(
                 Ok(t) => break t,
                 Err(e) => e,
             };
+            link.model_silent_since(None);
             let kind = recorder.as_ref().map(Recorder::kind);
             let Some(fallback) = talker.fall_back(&e.to_string(), kind) else {
                 return ended(
@@ -575,6 +581,7 @@ async fn run_with(
                 link.event(e);
             }
         };
+        link.model_silent_since(None);
         let model = talker.resolved.model.as_str();
         if let Some(r) = recorder.as_mut() {
             let wire = std::mem::take(&mut turn.wire);

@@ -35,6 +35,8 @@ struct Peer {
     waiting: Mutex<HashMap<String, oneshot::Sender<ToolResult>>>,
     /// Where the loop is, for the heartbeats: state, turn, tokens in and out.
     progress: Mutex<(&'static str, u32, (u64, u64))>,
+    /// Since when its model's provider has said nothing of the answer it waits for.
+    model_silent: Mutex<Option<std::time::Instant>>,
     role: air_proto::event::AgentType,
     /// Held by airsd (`agent.pause`) until `agent.resume`.
     paused: tokio::sync::watch::Sender<bool>,
@@ -61,6 +63,11 @@ impl Peer {
                 turn: (turn > 0).then_some(turn),
                 input_tokens: (tokens.0 > 0).then_some(tokens.0),
                 output_tokens: (tokens.1 > 0).then_some(tokens.1),
+                model_silent_ms: self
+                    .model_silent
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .map(|t| u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
             },
         ) {
             let _ = self.send(IpcBody::Event(e), None);
@@ -83,6 +90,10 @@ impl Peer {
 }
 
 impl worker::agent::Link for Peer {
+    fn model_silent_since(&self, since: Option<std::time::Instant>) {
+        *self.model_silent.lock().unwrap_or_else(|p| p.into_inner()) = since;
+    }
+
     fn event(&self, event: RuntimeEvent) {
         let _ = self.send(IpcBody::Event(event), None);
     }
@@ -304,6 +315,7 @@ async fn run() -> u8 {
         out: Mutex::new(std::io::stdout()),
         waiting: Mutex::new(HashMap::new()),
         progress: Mutex::new(("LOADING", 0, (0, 0))),
+        model_silent: Mutex::new(None),
         role: air_proto::event::AgentType::Executor,
         paused: tokio::sync::watch::Sender::new(false),
         inbox: Mutex::new(Vec::new()),

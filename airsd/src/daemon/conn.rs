@@ -57,29 +57,54 @@ impl Service<http::Request<hyper::body::Incoming>> for PeerService {
         // names, never with an empty `null`.
         Box::pin(async move {
             let (parts, body) = req.into_parts();
-            let (bytes, _) =
+            let read =
                 jsonrpsee::core::http_helpers::read_body(&parts.headers, body, super::MAX_BODY)
-                    .await
-                    .map_err(|e| -> BoxError { e.to_string().into() })?;
+                    .await;
+            let bytes = match read {
+                Ok((bytes, _)) => bytes,
+                Err(jsonrpsee::core::http_helpers::HttpError::TooLarge) => {
+                    return Ok(error_answer(
+                        http::StatusCode::PAYLOAD_TOO_LARGE,
+                        -32600,
+                        &format!("the request is larger than {} bytes", super::MAX_BODY),
+                    ))
+                }
+                Err(e) => {
+                    return Ok(error_answer(
+                        http::StatusCode::BAD_REQUEST,
+                        -32700,
+                        &format!("parse error: {e}"),
+                    ))
+                }
+            };
             if let Some(why) = bad_id(&bytes) {
-                let answer = serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "error": { "code": -32600, "message": why },
-                    "id": null,
-                });
-                let mut response = jsonrpsee::server::HttpResponse::new(
-                    jsonrpsee::server::HttpBody::from(answer.to_string()),
-                );
-                response.headers_mut().insert(
-                    http::header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("application/json"),
-                );
-                return Ok(response);
+                return Ok(error_answer(http::StatusCode::OK, -32600, &why));
             }
             let req = http::Request::from_parts(parts, jsonrpsee::server::HttpBody::from(bytes));
             inner.call(req).await
         })
     }
+}
+
+/// A JSON-RPC error answer with a null id.
+fn error_answer(
+    status: http::StatusCode,
+    code: i32,
+    message: &str,
+) -> jsonrpsee::server::HttpResponse {
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "error": { "code": code, "message": message },
+        "id": null,
+    });
+    let mut response =
+        jsonrpsee::server::HttpResponse::new(jsonrpsee::server::HttpBody::from(answer.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// Why a request's id (or one of a batch's) is not one JSON-RPC allows here: a

@@ -21,7 +21,9 @@
 //! n-th action of that role, or the last one. Actions: `complete` (honest: runs the
 //! task's verify commands through airsd and reports them as they came out, claiming
 //! no evidence of its own), `lie` (claims completion with evidence it does not have), `fail` (a
-//! failed verification), `block`, `crash` (exit 1, no result), `hang` (heartbeats but
+//! failed verification), `block`, `crash` (exit 1, no result), `model-silent` (hangs,
+//! its heartbeats saying its model's provider has said nothing since it started),
+//! `hang` (heartbeats but
 //! never finishes), `silent` (no heartbeats, never finishes), `garbage` (a line that is
 //! not JSON), `flood` (10,000 log lines, then completes), `approve`, `changes`, `fix`,
 //! `giveup`, `extend` (past the soft timeout, asks for more time and works past the
@@ -220,6 +222,9 @@ fn main() {
     if act != "silent" {
         let (out, session, agent) = (out.clone(), session.clone(), agent.clone());
         let every = rt.heartbeat_interval_ms.unwrap_or(1_000).max(10);
+        // `model-silent`: it waits on a model whose provider says nothing, and says so.
+        let silent_model = act == "model-silent";
+        let since = std::time::Instant::now();
         std::thread::spawn(move || loop {
             let beat = AgentHeartbeat {
                 agent_id: agent.clone(),
@@ -227,6 +232,8 @@ fn main() {
                 turn: None,
                 input_tokens: None,
                 output_tokens: None,
+                model_silent_ms: silent_model
+                    .then(|| u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)),
             };
             if let Ok(event) = RuntimeEvent::typed(
                 "agent.heartbeat",
@@ -476,7 +483,7 @@ fn main() {
             eprintln!("air-test-worker: scripted crash of {agent}");
             std::process::exit(1);
         }
-        "hang" | "silent" => loop {
+        "hang" | "silent" | "model-silent" => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },
         "garbage" => {

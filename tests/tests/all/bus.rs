@@ -32,6 +32,7 @@ fn heartbeat(turn: u32) -> Arc<air_proto::event::RuntimeEvent> {
             turn: Some(turn),
             input_tokens: None,
             output_tokens: None,
+            model_silent_ms: None,
         },
     ))
 }

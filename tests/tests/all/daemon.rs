@@ -287,36 +287,50 @@ fn another_users_connection_is_refused() {
     }
     let p = Project::new();
     assert!(p.air(&["daemon", "start"]).status.success());
-    // Open the way to the socket so that only the peer check stands.
-    for dir in [
-        p.dir.path(),
-        &p.root,
-        &p.root.join(".air"),
-        &p.paths().local(),
-    ] {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    // Open the way to the socket so that only the peer check stands. The daemon
+    // keeps `.air/local` private (it sets 0700 again as its start-up work goes on), so
+    // the way is opened again until the other user's curl reaches the socket (exit 7
+    // is "could not connect"), bounded.
     let socket = p.paths().socket();
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "curl",
-            "-s",
-            "--unix-socket",
-        ])
-        .arg(&socket)
-        .args([
-            "-H",
-            "content-type: application/json",
-            "-d",
-            r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#,
-            "http://localhost/",
-        ])
-        .output()
-        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let out = loop {
+        for dir in [
+            p.dir.path(),
+            &p.root,
+            &p.root.join(".air"),
+            &p.paths().local(),
+        ] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "curl",
+                "-s",
+                "--unix-socket",
+            ])
+            .arg(&socket)
+            .args([
+                "-H",
+                "content-type: application/json",
+                "-d",
+                r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#,
+                "http://localhost/",
+            ])
+            .output()
+            .unwrap();
+        if out.status.code() != Some(7) {
+            break out;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the socket was never reachable"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     assert!(!out.status.success(), "refused: {}", text(&out));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("pid"));
     // The daemon writes its log line when it refuses, which may come a moment after

@@ -1525,3 +1525,45 @@ fn air_run_shows_the_daemons_plan_errors_and_refuses_a_plan_too_large_to_send() 
     );
     assert!(!stderr.contains("lost the daemon"), "{stderr}");
 }
+
+/// An agent out of time while its model's provider said nothing of the answer is the
+/// provider's fault, not the task's: it runs again (no debugger is sent into the same
+/// silence), and the task is blocked on the provider when it stays silent.
+#[test]
+fn a_silent_provider_is_not_the_tasks_failure() {
+    let p = project();
+    write(
+        &p,
+        "silent.md",
+        "## Task quiet: its model never answers\n\n- hard_timeout: 2s\n- soft_timeout: 1s\n\nair-test: executor=model-silent\n",
+    );
+    let out = air(&p, &["run", "--plan", "silent.md", "--junit", "junit.xml"]);
+    expect(&out, 3);
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    let agents: Vec<(String, String, Option<String>)> = conn
+        .prepare("SELECT id, status, reason FROM agents ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM agents WHERE task_id = 'quiet' AND agent_type = 'executor' AND status = 'failed' AND reason LIKE '%provider had said nothing%'"
+        ),
+        2,
+        "ran again once: {agents:?}"
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM agents WHERE agent_type = 'debugger'"
+        ),
+        0,
+        "no debugger is sent into the provider's silence"
+    );
+    let xml = std::fs::read_to_string(p.root.join("junit.xml")).unwrap();
+    assert!(xml.contains("the model provider did not answer"), "{xml}");
+}

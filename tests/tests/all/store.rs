@@ -95,6 +95,7 @@ fn ephemeral_events_are_published_never_written() {
                 turn: Some(1),
                 input_tokens: None,
                 output_tokens: None,
+                model_silent_ms: None,
             },
         );
         let a = session.store().append(hb).await.unwrap();

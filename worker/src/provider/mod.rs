@@ -242,8 +242,8 @@ impl Timeouts {
     /// first-byte limits.
     pub fn of(limits: &air_proto::models::StreamLimits) -> Timeouts {
         Timeouts {
-            connect: Duration::from_secs(10),
-            first_byte: Duration::from_secs(120),
+            connect: Duration::from_secs(air_proto::models::StreamLimits::CONNECT_SECS),
+            first_byte: Duration::from_secs(air_proto::models::StreamLimits::FIRST_BYTE_SECS),
             idle: limits.idle(),
             stall: limits.stall(),
         }

@@ -56,6 +56,7 @@ impl Core {
                     attempt_agents: Vec::new(),
                     after_analysis: None,
                     crash: None,
+                    provider_faults: 0,
                 });
                 if let Some(reason) = &self.cancelled {
                     let i = self.tasks.len() - 1;
@@ -119,12 +120,16 @@ impl Core {
                         held_ms: 0,
                         warned: false,
                         stopping: false,
+                        model_silent_since: None,
                     },
                 );
             }
-            Fact::Heartbeat { agent_id } => {
+            Fact::Heartbeat { agent_id, model } => {
                 if let Some(a) = self.agents.get_mut(agent_id) {
                     a.last_seen_ms = a.last_seen_ms.max(now_ms);
+                    if let Some(said) = model {
+                        a.model_silent_since = said.map(|ms| now_ms.saturating_sub(ms));
+                    }
                 }
             }
             Fact::SoftTimeoutWarned { agent_id } => {

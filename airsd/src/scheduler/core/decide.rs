@@ -75,6 +75,25 @@ impl Core {
             let held = a.held_since.is_some();
             if !held && now >= a.hard_deadline_ms {
                 a.stopping = true;
+                // Out of time while its model's provider kept silent: the provider's
+                // fault, not the task's.
+                let ran = now.saturating_sub(a.started_ms + a.held_ms);
+                let long = super::PROVIDER_SILENCE_MS.min(ran / 2);
+                if let Some(since) = a
+                    .model_silent_since
+                    .filter(|s| now.saturating_sub(*s) >= long)
+                {
+                    out.push(Decision::Kill {
+                        agent_id: id.clone(),
+                        failure: AgentFailure::Provider,
+                        reason: format!(
+                            "hard timeout ({} s) while its model's provider had said nothing of the answer for {} s",
+                            a.hard_deadline_ms.saturating_sub(a.started_ms + a.held_ms) / 1000,
+                            now.saturating_sub(since) / 1000
+                        ),
+                    });
+                    continue;
+                }
                 out.push(Decision::Kill {
                     agent_id: id.clone(),
                     failure: AgentFailure::Timeout,

@@ -162,8 +162,10 @@ const TABLE: &[Entry] = &[
         event_type: ev::AgentHeartbeat::TYPE,
         recovered: false,
         fact: |_, v| {
+            let h = de::<p::AgentHeartbeat>(v)?;
             Some(Fact::Heartbeat {
-                agent_id: de::<p::AgentHeartbeat>(v)?.agent_id,
+                agent_id: h.agent_id,
+                model: Some(h.model_silent_ms),
             })
         },
     },

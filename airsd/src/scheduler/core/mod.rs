@@ -130,6 +130,11 @@ pub enum Fact {
     },
     Heartbeat {
         agent_id: String,
+        /// What the heartbeat said of the agent's model: `None` when it said nothing
+        /// (any message of the worker is a sign of life), `Some(None)` when it is not
+        /// waiting on its model, `Some(Some(ms))` when it has waited `ms` with nothing
+        /// of the answer yet.
+        model: Option<Option<u64>>,
     },
     SoftTimeoutWarned {
         agent_id: String,
@@ -370,6 +375,8 @@ struct TaskState {
     after_analysis: Option<(TaskStatus, String)>,
     /// How its executor ended without a result, until the debugger has analysed it.
     crash: Option<String>,
+    /// Times its agents ended on their model provider's silence.
+    provider_faults: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -391,7 +398,17 @@ struct AgentRun {
     held_ms: u64,
     /// Transient: a cancel or kill was asked for.
     stopping: bool,
+    /// Since when its model's provider has said nothing of the answer it waits for.
+    model_silent_since: Option<u64>,
 }
+
+/// How long a model's provider must have said nothing of its answer when an agent is
+/// stopped for its time for the stop to be the provider's fault rather than the
+/// task's: this, or half the agent's run when that is shorter.
+pub const PROVIDER_SILENCE_MS: u64 = 10_000;
+/// Times a task's agent may end on its provider's silence before the task is blocked
+/// on it (the provider's own retries and fallbacks have been tried by then).
+pub const PROVIDER_FAULTS: u32 = 2;
 
 /// The scheduler state.
 #[derive(Clone, Debug)]

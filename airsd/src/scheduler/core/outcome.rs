@@ -457,6 +457,27 @@ impl Core {
             AgentFailure::Cancelled => {
                 t.next = Next::Finish(TaskStatus::Cancelled, Some(reason.to_string()));
             }
+            AgentFailure::Provider => {
+                // Not the task's failure: its agent runs again (no retry of the task
+                // is spent) until the provider has failed it too often.
+                t.provider_faults += 1;
+                if t.provider_faults >= super::PROVIDER_FAULTS {
+                    t.next = Next::Finish(
+                        TaskStatus::Blocked,
+                        Some(format!(
+                            "the model provider did not answer the {} ({} times; the last: {reason}); try again later or with another model",
+                            role.as_str(),
+                            t.provider_faults
+                        )),
+                    );
+                } else {
+                    t.notes.push(format!(
+                        "The previous {} run of this task ended because its model's provider did not answer ({reason}). Go on from what is done; check the files before you continue.",
+                        role.as_str()
+                    ));
+                    t.next = Next::Dispatch(role);
+                }
+            }
             AgentFailure::Interrupted => {
                 t.notes.push(format!(
                     "The previous {} run of this task was interrupted ({reason}). Tool runs it had started without finishing are marked interrupted; check the files before you continue, and do not assume any of its changes are complete.",

@@ -34,6 +34,7 @@ impl Shell {
         self.core.apply(
             &Fact::Heartbeat {
                 agent_id: agent_id.to_string(),
+                model: None,
             },
             now_ms(),
         );
@@ -53,6 +54,16 @@ impl Shell {
                 event.session_id = self.session_id().to_string();
                 if let Some(role) = self.dispatches.get(agent_id).map(|d| d.role) {
                     event.source = EventSource::agent(agent_id, role);
+                }
+                // What it says of its model: waiting on a silent provider, or not.
+                if event.event_type == ev::AgentHeartbeat::TYPE {
+                    self.core.apply(
+                        &Fact::Heartbeat {
+                            agent_id: agent_id.to_string(),
+                            model: Some(event.payload["model_silent_ms"].as_u64()),
+                        },
+                        now_ms(),
+                    );
                 }
                 // Held as asked: from now its time limits stop counting.
                 if event.event_type == ev::AgentHeartbeat::TYPE

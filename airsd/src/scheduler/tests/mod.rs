@@ -439,6 +439,7 @@ fn soft_timeouts_warn_and_allow_extensions_hard_timeouts_kill() {
             sim.now_ms += 60_000;
             sim.record(Fact::Heartbeat {
                 agent_id: exec.agent_id.clone(),
+                model: None,
             });
             sim.settle();
         }
@@ -512,6 +513,7 @@ fn a_held_agent_stops_its_clock_once_it_holds() {
             sim.now_ms += 60_000;
             sim.record(Fact::Heartbeat {
                 agent_id: id.clone(),
+                model: None,
             });
             sim.settle();
         }
@@ -708,6 +710,7 @@ fn ten_quiet_minutes_trigger_a_patrol() {
         sim.now_ms += 60_000;
         sim.record(Fact::Heartbeat {
             agent_id: exec.agent_id.clone(),
+            model: None,
         });
         sim.settle();
     }
@@ -715,6 +718,7 @@ fn ten_quiet_minutes_trigger_a_patrol() {
     sim.now_ms += 60_000;
     sim.record(Fact::Heartbeat {
         agent_id: exec.agent_id.clone(),
+        model: None,
     });
     sim.settle();
     let found = patrols(&sim);
