@@ -234,6 +234,15 @@ pub fn prepare(
         );
     }
     if !confined.views {
+        // No network of its own here: the host's network is the command's.
+        for what in &analysis.network {
+            ask(
+                Risk::Network,
+                format!(
+                    "{what}, and no network namespace keeps it to air's proxy here (air doctor says why)"
+                ),
+            );
+        }
         for reach in &analysis.reaches {
             ask(
                 Risk::Opaque,

@@ -53,6 +53,9 @@ pub struct Analysis {
     /// not show (code given to an interpreter, a computed path, other processes'
     /// environments): asked where nothing hides them.
     pub reaches: Vec<String>,
+    /// Ways the command reaches the network (`curl`, `git clone`, `pip install` …):
+    /// asked where the command has no network of its own.
+    pub network: Vec<String>,
 }
 
 /// Where paths are read from.

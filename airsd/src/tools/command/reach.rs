@@ -81,6 +81,71 @@ const READERS: &[&str] = &[
     "node", "perl", "ruby", "jq", "yq", "file", "stat", "find", "ls",
 ];
 
+/// Programs whose work is the network.
+const NETWORK_PROGRAMS: &[&str] = &[
+    "curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "tftp", "aria2c", "http",
+    "https", "ssh", "scp", "sftp", "rsync", "nmap", "dig", "nslookup", "host",
+];
+
+/// Subcommands that reach the network, by program.
+const NETWORK_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    (
+        "git",
+        &[
+            "clone",
+            "fetch",
+            "pull",
+            "push",
+            "ls-remote",
+            "submodule",
+            "remote",
+        ],
+    ),
+    ("pip", &["install", "download", "index", "search"]),
+    ("pip3", &["install", "download", "index", "search"]),
+    ("uv", &["pip", "add", "sync", "lock", "tool", "run"]),
+    ("poetry", &["install", "add", "update", "lock", "publish"]),
+    (
+        "npm",
+        &[
+            "install", "i", "ci", "add", "update", "publish", "view", "exec", "x",
+        ],
+    ),
+    ("npx", &[]),
+    ("pnpm", &["install", "i", "add", "update", "dlx", "publish"]),
+    ("yarn", &["install", "add", "upgrade", "dlx", "npm"]),
+    ("bun", &["install", "add", "x"]),
+    (
+        "cargo",
+        &[
+            "install", "fetch", "update", "publish", "search", "add", "login",
+        ],
+    ),
+    ("go", &["get", "install", "mod"]),
+    ("gem", &["install", "update", "push"]),
+    ("bundle", &["install", "update"]),
+    ("mvn", &[]),
+    ("gradle", &[]),
+    ("apt", &["install", "update", "upgrade"]),
+    ("apt-get", &["install", "update", "upgrade"]),
+    ("brew", &["install", "update", "upgrade"]),
+    ("docker", &["pull", "push", "login", "run", "build"]),
+];
+
+/// How `name args…` reaches the network, if it does.
+fn network(name: &str, args: &[&str]) -> Option<String> {
+    if NETWORK_PROGRAMS.contains(&name) {
+        return Some(format!("`{name}` reaches the network"));
+    }
+    let (_, subs) = NETWORK_SUBCOMMANDS.iter().find(|(n, _)| *n == name)?;
+    if subs.is_empty() {
+        return Some(format!("`{name}` reaches the network"));
+    }
+    let sub = args.iter().find(|a| !a.starts_with('-'))?;
+    subs.contains(sub)
+        .then(|| format!("`{name} {sub}` reaches the network"))
+}
+
 /// Records how a command could read what the OS sandbox hides without naming it.
 pub(super) fn reaches(name: &str, args: &[(String, Option<String>)], a: &mut Analysis) {
     let lits = || args.iter().filter_map(|(_, l)| l.as_deref());
@@ -123,6 +188,9 @@ pub(super) fn reaches(name: &str, args: &[(String, Option<String>)], a: &mut Ana
         a.reaches.push(format!(
             "`{name}` reaching this machine or another over ssh"
         ));
+    }
+    if let Some(what) = network(name, &lits().collect::<Vec<_>>()) {
+        a.network.push(what);
     }
     if name == "ps" && lits().any(|l| !l.starts_with("--") && l.contains('e') && l.len() <= 6) {
         a.reaches

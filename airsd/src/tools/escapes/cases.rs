@@ -799,17 +799,29 @@ pub fn cases() -> Vec<Case> {
             Cmd("cargo build && cargo test 2>&1 | tail -n 20"),
             Allow,
         ),
+        // Without a network namespace (this corpus runs without the OS sandbox), what
+        // reaches the network asks; `sudo` adds nothing of its own.
         case(
-            "sudo apt-get (not a risk by itself)",
+            "sudo apt-get, with the host's network",
             Cmd("sudo apt-get install -y cmake"),
-            Allow,
+            Ask(Risk::Network),
         ),
         case(
             "write a temp file",
             Cmd("echo x > /tmp/air-scratch && rm /tmp/air-scratch"),
             Allow,
         ),
-        case("git push", Cmd("git push origin main"), Allow),
+        case(
+            "git push, with the host's network",
+            Cmd("git push origin main"),
+            Ask(Risk::Network),
+        ),
+        case(
+            "curl, with the host's network",
+            Cmd("curl -s https://example.org/ -o page.html"),
+            Ask(Risk::Network),
+        ),
+        case("a local build needs no network", Cmd("make -C src all"), Allow),
         Case {
             mode: PermissionMode::BypassPermissions,
             ..case(
