@@ -184,11 +184,57 @@ impl NetPolicy {
     }
 }
 
-/// What a command's connections are judged and asked with.
+/// What a command's connections are judged and asked with. A host or group refused
+/// to a command stays refused for the rest of it: a package manager retrying, or
+/// opening its hundredth connection, does not ask the person again.
 #[derive(Clone)]
 pub struct CommandNet {
-    pub policy: Arc<NetPolicy>,
-    pub asker: Arc<dyn Asks>,
+    policy: Arc<NetPolicy>,
+    asker: Arc<dyn Asks>,
+    refused: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl CommandNet {
+    pub fn new(policy: Arc<NetPolicy>, asker: Arc<dyn Asks>) -> CommandNet {
+        CommandNet {
+            policy,
+            asker,
+            refused: Arc::default(),
+        }
+    }
+
+    /// Whether this command may connect to `host:port`.
+    pub async fn decide(&self, host: &str, port: u16) -> Result<(), String> {
+        self.policy.decide(host, port, self).await
+    }
+}
+
+impl Asks for CommandNet {
+    fn ask<'a>(
+        &'a self,
+        ask: Ask,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            let before = self
+                .refused
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&ask.key)
+                .cloned();
+            if let Some(why) = before {
+                return Err(why);
+            }
+            let key = ask.key.clone();
+            let answer = self.asker.ask(ask).await;
+            if let Err(why) = &answer {
+                self.refused
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key, why.clone());
+            }
+            answer
+        })
+    }
 }
 
 /// The proxy of one run: its control socket and the commands it serves now. Dropped,
@@ -450,7 +496,7 @@ async fn http(mut client: tokio::net::TcpStream, net: &CommandNet) {
         rewritten.extend_from_slice(&head[after_line..]);
         (h, p, Some(rewritten))
     };
-    if let Err(why) = net.policy.decide(&host, port, net.asker.as_ref()).await {
+    if let Err(why) = net.decide(&host, port).await {
         let _ = client
             .write_all(
                 refuse(
@@ -576,12 +622,7 @@ async fn socks5(mut client: tokio::net::TcpStream, net: &CommandNet) {
         let _ = client.write_all(&reply(7)).await;
         return;
     }
-    if net
-        .policy
-        .decide(&host, port, net.asker.as_ref())
-        .await
-        .is_err()
-    {
+    if net.decide(&host, port).await.is_err() {
         let _ = client.write_all(&reply(2)).await;
         return;
     }
@@ -620,5 +661,76 @@ mod tests {
         assert_eq!(split_host_port("a.org", 80), Some(("a.org".into(), 80)));
         assert_eq!(split_host_port("[::1]:9", 80), Some(("::1".into(), 9)));
         assert_eq!(split_host_port("a:b:c", 80), None);
+    }
+
+    /// Answers every question with `grant`, counting them.
+    struct Counting {
+        grant: bool,
+        asked: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Asks for Counting {
+        fn ask<'a>(
+            &'a self,
+            _ask: Ask,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>
+        {
+            self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let grant = self.grant;
+            Box::pin(async move {
+                if grant {
+                    Ok(())
+                } else {
+                    Err("denied by a person".into())
+                }
+            })
+        }
+    }
+
+    fn asked(a: &Counting) -> usize {
+        a.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    #[tokio::test]
+    async fn a_refusal_holds_for_the_command_and_a_grant_for_the_run() {
+        let policy = Arc::new(NetPolicy::new(vec!["allowed.org".into()]));
+        let no = Arc::new(Counting {
+            grant: false,
+            asked: 0.into(),
+        });
+        let command = CommandNet::new(policy.clone(), no.clone());
+        assert!(command.decide("allowed.org", 443).await.is_ok());
+        assert_eq!(asked(&no), 0);
+        // npm retrying the same registry, then its other host: one question.
+        for host in [
+            "registry.npmjs.org",
+            "registry.npmjs.org",
+            "registry.yarnpkg.com",
+        ] {
+            let err = command.decide(host, 443).await.unwrap_err();
+            assert_eq!(err, "denied by a person");
+        }
+        assert_eq!(asked(&no), 1);
+        // Another host is another question.
+        assert!(command.decide("example.org", 80).await.is_err());
+        assert_eq!(asked(&no), 2);
+        // The next command may be asked again (the person may have changed their mind).
+        let next = CommandNet::new(policy.clone(), no.clone());
+        assert!(next.decide("registry.npmjs.org", 443).await.is_err());
+        assert_eq!(asked(&no), 3);
+        // A grant is the run's: later commands are not asked.
+        let yes = Arc::new(Counting {
+            grant: true,
+            asked: 0.into(),
+        });
+        assert!(CommandNet::new(policy.clone(), yes.clone())
+            .decide("pypi.org", 443)
+            .await
+            .is_ok());
+        assert!(CommandNet::new(policy, yes.clone())
+            .decide("files.pythonhosted.org", 443)
+            .await
+            .is_ok());
+        assert_eq!(asked(&yes), 1);
     }
 }

@@ -67,6 +67,7 @@ const HOME_CACHES: &[&str] = &[
     ".cargo/registry",
     ".cargo/git",
     ".rustup",
+    "go/pkg/mod",
     ".npm",
     ".pnpm-store",
     ".yarn",
@@ -81,7 +82,10 @@ const HOME_CACHES: &[&str] = &[
 ];
 
 /// The places any command may write: the project, the temporary directories, the
-/// ordinary devices, build caches in the home directory, and `extra`.
+/// ordinary devices, build caches in the home directory, and `extra`. A home without
+/// the XDG cache directory (a fresh account, a container) gets it first: pip, go,
+/// node-gyp and most tools keep their caches there, and a command cannot make it
+/// itself.
 pub fn writable(root: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = vec![
         root.to_path_buf(),
@@ -91,6 +95,7 @@ pub fn writable(root: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<Path
     ];
     out.extend(DEVICES.iter().map(PathBuf::from));
     if let Some(h) = home {
+        make_cache_dir(h);
         out.extend(HOME_CACHES.iter().map(|c| h.join(c)));
     }
     out.extend(extra.iter().cloned());
@@ -98,6 +103,16 @@ pub fn writable(root: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<Path
     out.sort();
     out.dedup();
     out
+}
+
+/// Makes `home/.cache` (0700) when the home is a directory and it is missing; a
+/// failure leaves the cache unwritable, as before.
+fn make_cache_dir(home: &Path) {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let cache = home.join(".cache");
+    if home.is_dir() && std::fs::symlink_metadata(&cache).is_err() {
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&cache);
+    }
 }
 
 /// How one command is confined.
@@ -467,4 +482,28 @@ pub fn protections(exe: &Path) -> Protections {
         .unwrap_or_else(|p| p.into_inner())
         .insert(exe.to_path_buf(), found.clone());
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_home_without_a_cache_directory_gets_one_commands_may_write() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let places = writable(project.path(), Some(home.path()), &[]);
+        let cache = home.path().join(".cache");
+        assert!(cache.is_dir());
+        assert!(places.contains(&cache), "{places:?}");
+        // Caches that do not exist are not made.
+        assert!(!home.path().join(".npm").exists());
+        // A name already taken (here by a link) is left as it is, and not made writable.
+        let other = tempfile::tempdir().unwrap();
+        let home2 = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(other.path().join("gone"), home2.path().join(".cache")).unwrap();
+        let places = writable(project.path(), Some(home2.path()), &[]);
+        assert!(!other.path().join("gone").exists());
+        assert!(!places.contains(&home2.path().join(".cache")), "{places:?}");
+    }
 }

@@ -11,9 +11,18 @@ use regex::Regex;
 
 /// The forms, each with what it is called.
 fn forms() -> &'static [(Regex, &'static str)] {
-    static FORMS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    &all().0
+}
+
+/// Each form with its name, and all of them as one set.
+type Forms = (Vec<(Regex, &'static str)>, Option<regex::RegexSet>);
+
+/// The forms, and all of them as one set: a page is searched once, whatever the
+/// number of forms.
+fn all() -> &'static Forms {
+    static FORMS: OnceLock<Forms> = OnceLock::new();
     FORMS.get_or_init(|| {
-        [
+        let forms: Vec<(Regex, &'static str)> = [
             (
                 r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----",
                 "a private key",
@@ -41,16 +50,27 @@ fn forms() -> &'static [(Regex, &'static str)] {
         ]
         .into_iter()
         .filter_map(|(p, what)| Regex::new(p).ok().map(|r| (r, what)))
-        .collect()
+        .collect();
+        let set = regex::RegexSet::new(forms.iter().map(|(r, _)| r.as_str())).ok();
+        (forms, set)
     })
 }
 
 /// What secret `text` holds, if one.
 pub fn find(text: &str) -> Option<&'static str> {
-    forms()
-        .iter()
-        .find(|(r, _)| r.is_match(text))
-        .map(|(_, what)| *what)
+    let (forms, set) = all();
+    match set {
+        Some(set) => set
+            .matches(text)
+            .iter()
+            .next()
+            .and_then(|i| forms.get(i))
+            .map(|(_, what)| *what),
+        None => forms
+            .iter()
+            .find(|(r, _)| r.is_match(text))
+            .map(|(_, what)| *what),
+    }
 }
 
 /// `text` with every secret's value taken out (a URL keeps its user, a line its

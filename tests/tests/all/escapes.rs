@@ -1061,8 +1061,11 @@ fn the_sandbox_holds_for_a_user_other_than_root() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), format!("{PRIVATE}\n")).unwrap();
     std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+    std::fs::write(home.join(".pgpass"), "db:5432:*:app:PGPASS-SECRET-7\n").unwrap();
     git(&root, &["init", "-q"]);
     std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    std::fs::write(root.join(".env"), "TOKEN=ENV-SECRET-5\n").unwrap();
+    let planted = top.join("planted");
     let nobody = nix::unistd::Uid::from_raw(65534);
     let nogroup = nix::unistd::Gid::from_raw(65534);
     for entry in walk(&top) {
@@ -1093,6 +1096,20 @@ fn the_sandbox_holds_for_a_user_other_than_root() {
         (
             "shell.run",
             json!({ "command": "grep -E '^Cap(Eff|Bnd)' /proc/self/status; id -u" }),
+        ),
+        (
+            "shell.run",
+            json!({ "command": format!("cat .e''nv {h}/.pg''pass; python3 -c \"import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\"") }),
+        ),
+        // A filter for airsd's own git to run after the command: .git/config is
+        // read-only, and airsd's status runs no filter anyway.
+        (
+            "shell.run",
+            json!({ "command": format!("echo '* filter=x' > .gitattributes; git config filter.x.clean 'touch {}'; echo b >> a.txt", planted.display()) }),
+        ),
+        (
+            "fs.write",
+            json!({ "path": format!("{h}/.ssh/authorized_keys"), "content": "ssh-ed25519 AAAA attacker\n" }),
         ),
     ];
     std::fs::write(root.join("plan.md"), plan(&steps)).unwrap();
@@ -1151,6 +1168,17 @@ fn the_sandbox_holds_for_a_user_other_than_root() {
         "{shown}"
     );
     assert_eq!(outs[4]["stdout"], "403\n", "{shown}");
+    for out in &outs {
+        let text = out.to_string();
+        assert!(
+            !text.contains("PGPASS-SECRET-7") && !text.contains("ENV-SECRET-5"),
+            "{shown}"
+        );
+    }
+    assert_ne!(outs[6]["exit_code"], 0, "{shown}");
+    assert!(!planted.exists(), "a planted filter ran: {shown}");
+    assert!(!home.join(".ssh/authorized_keys").exists(), "{shown}");
+    assert_eq!(runs[8].1, "failed", "{shown}");
     let caps = outs[5]["stdout"].as_str().unwrap_or_default();
     assert!(caps.ends_with("65534\n"), "{shown}");
     assert!(caps.contains("CapEff:\t0000000000000000"), "{shown}");

@@ -2,7 +2,8 @@
 //! through airsd's proxy, which lets through the hosts permissions.yaml allows and
 //! refuses the rest when nobody is there to ask. A loopback web server stands in for
 //! a registry (resolved by name), with a repository `git clone` takes over
-//! HTTP; every other way out (a direct connection, bash's `/dev/tcp`, UDP, a raw
+//! HTTP, an npm package `npm install` takes and a wheel `pip install` takes; every
+//! other way out (a direct connection, bash's `/dev/tcp`, UDP, a raw
 //! packet socket, an abstract socket, an agent's socket) finds nothing.
 
 use std::path::Path;
@@ -49,6 +50,71 @@ fn serve(dir: &Path) -> Server {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no port in {line:?}"));
     Server { child, port }
+}
+
+/// An npm registry and a Python package index in `dir`, as served at `url`: the
+/// package `air-test-pad` (its packument and tarball) and `air-test-pkg` (a wheel in
+/// the simple index, whose directory listing is the index page).
+fn registries(dir: &Path, url: &str) {
+    let pad = dir.join("air-test-pad");
+    std::fs::create_dir_all(pad.join("-")).unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let package = src.path().join("package");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name":"air-test-pad","version":"1.0.0","main":"index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        package.join("index.js"),
+        "module.exports = () => 'padded from the registry';\n",
+    )
+    .unwrap();
+    let tarball = pad.join("-").join("air-test-pad-1.0.0.tgz");
+    let made = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(src.path())
+        .arg("package")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let packument = json!({
+        "name": "air-test-pad",
+        "dist-tags": { "latest": "1.0.0" },
+        "versions": { "1.0.0": {
+            "name": "air-test-pad",
+            "version": "1.0.0",
+            "dist": { "tarball": format!("{url}/air-test-pad/-/air-test-pad-1.0.0.tgz") },
+        } },
+    });
+    std::fs::write(pad.join("index.html"), packument.to_string()).unwrap();
+    let index = dir.join("simple").join("air-test-pkg");
+    std::fs::create_dir_all(&index).unwrap();
+    let wheel = r#"
+import base64, hashlib, sys, zipfile
+files = {
+    "air_test_pkg/__init__.py": "X = 'installed from the index'\n",
+    "air_test_pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: air-test-pkg\nVersion: 1.0\n",
+    "air_test_pkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: air-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    for name, text in files.items():
+        z.writestr(name, text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text)}")
+    record.append("air_test_pkg-1.0.dist-info/RECORD,,")
+    z.writestr("air_test_pkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+"#;
+    let made = std::process::Command::new("python3")
+        .args(["-c", wheel])
+        .arg(index.join("air_test_pkg-1.0-py3-none-any.whl"))
+        .status()
+        .unwrap();
+    assert!(made.success());
 }
 
 /// A name for loopback in `/etc/hosts` while this lives (a registry's name, which
@@ -105,6 +171,7 @@ fn commands_reach_the_network_only_through_the_proxy() {
     git(&site.path().join("repo.git"), &["update-server-info"]);
     let server = serve(site.path());
     let port = server.port;
+    registries(site.path(), &format!("http://{host}:{port}"));
     // A UDP listener, an abstract socket and an agent's socket on the host.
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     udp.set_nonblocking(true).unwrap();
@@ -132,6 +199,9 @@ fn commands_reach_the_network_only_through_the_proxy() {
         ("shell.run", py(format!("import socket; s=socket.socket(socket.AF_UNIX); s.connect(chr(0)+'{abstract_name}')"))),
         ("shell.run", py(format!("import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); s.send(b'sign this')", agent.display()))),
         ("shell.run", json!({ "command": "wget -q -O - http://example.org/ || echo refused" })),
+        // Package managers install from an allowed registry through the proxy.
+        ("shell.run", json!({ "command": format!("npm install --registry http://{host}:{port}/ --no-audit --no-fund air-test-pad 2>&1 | tail -1 && node -e 'console.log(require(\"air-test-pad\")())'") })),
+        ("shell.run", json!({ "command": format!("python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check --index-url http://{host}:{port}/simple/ --trusted-host {host} air-test-pkg && .venv/bin/python -c 'import air_test_pkg; print(air_test_pkg.X)'") })),
     ];
     crate::rt().block_on(async {
         let state = crate::asks::state(&root, Duration::from_secs(600));
@@ -157,6 +227,8 @@ fn commands_reach_the_network_only_through_the_proxy() {
         }
         assert!(!out(4).contains("connected"), "{shown}");
         assert!(out(9).contains("refused"), "{shown}");
+        assert!(out(10).ends_with("padded from the registry\n"), "{shown}");
+        assert_eq!(out(11), "installed from the index\n", "{shown}");
         let mut buf = [0u8; 16];
         assert!(udp.recv(&mut buf).is_err(), "a datagram got out: {shown}");
         assert!(agent_listener.accept().is_err(), "the agent's socket was reached: {shown}");

@@ -288,10 +288,10 @@ impl ToolJob {
         // through this call).
         let registered = match (&self.env.proxy, confined.views) {
             (Some(proxy), true) => {
-                let r = proxy.register(crate::proxy::CommandNet {
-                    policy: self.env.net.clone(),
-                    asker: Arc::new(self.asker(tool_run_id)),
-                });
+                let r = proxy.register(crate::proxy::CommandNet::new(
+                    self.env.net.clone(),
+                    Arc::new(self.asker(tool_run_id)),
+                ));
                 Some((proxy.address(&r), r))
             }
             _ => None,
