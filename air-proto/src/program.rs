@@ -136,7 +136,7 @@ pub fn git_command(git: &Path) -> Command {
 
 /// The whole environment of [`git_command`]: a `PATH` of git's own directory and the
 /// system's, the C locale, and git's switches for ignoring the system and global
-/// configuration, prompts and optional locks.
+/// configuration, prompts, optional locks, transports and lazy fetches.
 pub fn git_env(git: &Path) -> Vec<(String, String)> {
     let dir = git
         .parent()
@@ -154,6 +154,11 @@ pub fn git_env(git: &Path) -> Vec<(String, String)> {
         ("GIT_PAGER".into(), "cat".into()),
         ("PAGER".into(), "cat".into()),
         ("GIT_PROTOCOL_FROM_USER".into(), "0".into()),
+        // No transport at all, whatever the repository's configuration allows (a
+        // per-protocol `protocol.X.allow` would beat `-c protocol.allow=never`), and
+        // no fetch of a missing object from a promisor remote.
+        ("GIT_ALLOW_PROTOCOL".into(), "none".into()),
+        ("GIT_NO_LAZY_FETCH".into(), "1".into()),
     ]
 }
 

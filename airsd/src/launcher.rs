@@ -6,10 +6,8 @@
 //! ignored, its own process group killed when it ends, overruns its time or says too
 //! much. A program that reads the files' content (where a filter or diff driver the
 //! repository names could still run) also gets every driver of the repository's
-//! configuration blanked, and runs under the sandbox an agent's command gets, with
-//! nothing writable: whatever still ran would run as confined as the agent. Only
-//! where nothing git reads of its configuration can change between airsd's list and
-//! git's run (see [`Fixed`]) does it run as a metadata read does.
+//! configuration blanked and runs under the sandbox an agent's command gets, with
+//! nothing writable: whatever still ran would run as confined as the agent.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -17,29 +15,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::sandbox::{Policy, Protections, Views};
-
-/// How many commands running now may write git's own configuration (a person
-/// allowed them a protected write). The lock is also held through each content read
-/// that runs outside the sandbox, so that none of them overlaps such a command.
-static UNSTEADY: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
-
-/// Held by a command a person allowed a protected write, from before it starts until
-/// the state after it is read: meanwhile content reads run under the sandbox.
-pub struct Unsteady(());
-
-impl Unsteady {
-    pub fn hold() -> Unsteady {
-        *UNSTEADY.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        Unsteady(())
-    }
-}
-
-impl Drop for Unsteady {
-    fn drop(&mut self) {
-        let mut n = UNSTEADY.lock().unwrap_or_else(|p| p.into_inner());
-        *n = n.saturating_sub(1);
-    }
-}
 
 /// What a run of git reads, which decides how it is confined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,39 +81,30 @@ impl Launcher {
         let git = self.git.as_deref().ok_or_else(|| {
             "no git found in a system directory or a trusted directory of PATH".to_string()
         })?;
-        let mut settings: Vec<String> = Vec::new();
-        // Where git's directories are named to it rather than found (see `Fixed`).
-        let mut fixed: Option<Fixed> = None;
-        // Held from the list of the configuration to the end of an unconfined run.
-        let mut steady = None;
+        let mut blanked: Vec<(String, String)> = Vec::new();
         if reads == Reads::Content {
-            let held = UNSTEADY.lock().unwrap_or_else(|p| p.into_inner());
-            let (names, found) = self.read_config(git)?;
-            settings = blanks(&names);
-            if *held == 0 {
-                fixed = found;
-                steady = Some(held);
-            }
+            blanked = self.blank_drivers(git)?;
         }
         let mut git_args: Vec<String> = Vec::new();
-        for s in air_proto::program::NEUTRAL_GIT
-            .iter()
-            .map(|s| s.to_string())
-            .chain(settings)
-        {
+        for s in air_proto::program::NEUTRAL_GIT {
             git_args.push("-c".into());
-            git_args.push(s);
+            git_args.push(s.to_string());
+        }
+        // The blanks go through the environment, where a driver named `a=b` is one
+        // key (`-c filter.a=b.clean=` would set `filter.a`); also as `-c` where the
+        // name allows it, for a git older than `GIT_CONFIG_COUNT` (2.31).
+        for (key, value) in blanked.iter().filter(|(k, _)| !k.contains('=')) {
+            git_args.push("-c".into());
+            git_args.push(format!("{key}={value}"));
+        }
+        let mut blank_env: Vec<(String, String)> =
+            vec![("GIT_CONFIG_COUNT".into(), blanked.len().to_string())];
+        for (i, (key, value)) in blanked.into_iter().enumerate() {
+            blank_env.push((format!("GIT_CONFIG_KEY_{i}"), key));
+            blank_env.push((format!("GIT_CONFIG_VALUE_{i}"), value));
         }
         git_args.extend(args.iter().map(|a| a.to_string()));
         let confined = match (&self.sandbox, reads) {
-            // Commands cannot change what this git reads of its configuration (their
-            // own mount namespaces make it read-only) and it was all read above: the
-            // blanks hold, and it runs as a metadata read does.
-            (Some((_, found)), Reads::Content) if fixed.is_some() && found.isolation.is_ok() => {
-                let mut c = Command::new(git);
-                c.args(&git_args);
-                c
-            }
             (Some((exe, found)), Reads::Content) => {
                 let policy = Policy {
                     writable: vec![PathBuf::from("/dev/null")],
@@ -164,17 +130,10 @@ impl Launcher {
         let mut cmd = confined;
         cmd.env_clear()
             .envs(air_proto::program::git_env(git))
+            .envs(blank_env)
             .current_dir(&self.root);
-        if let Some(f) = &fixed {
-            cmd.envs(f.env());
-        }
         let what = format!("git {}", args.join(" "));
-        if fixed.is_none() {
-            // Only an unconfined run needs every unsteady command kept out.
-            drop(steady.take());
-        }
         let out = run_bounded(cmd, cap, limit, &what)?;
-        drop(steady);
         match out.status {
             Some(s) if s.success() || out.cut => {}
             Some(_) => {
@@ -188,19 +147,13 @@ impl Launcher {
         Ok((String::from_utf8_lossy(&out.stdout).into_owned(), out.cut))
     }
 
-    /// The names the repository's own configuration sets (the system and global ones
-    /// are not read): what [`blanks`] blanks. With them, for a repository of the plain
-    /// layout whose whole configuration is its own `.git/config` (no include, no
-    /// per-worktree file), the directories to name to git so that it reads nothing
-    /// else: then no command can add a driver between this read and git's.
-    fn read_config(&self, git: &Path) -> Result<(String, Option<Fixed>), String> {
-        let fixed = Fixed::find(&self.root);
+    /// The settings (key, value) that blank every filter, diff and merge driver the
+    /// repository's own configuration defines (the system and global ones are not
+    /// read), so that what the attributes name runs nothing.
+    fn blank_drivers(&self, git: &Path) -> Result<Vec<(String, String)>, String> {
         let mut cmd = air_proto::program::git_command(git);
-        cmd.args(["config", "--list", "--name-only", "--show-origin", "-z"])
+        cmd.args(["config", "--list", "--name-only", "-z"])
             .current_dir(&self.root);
-        if let Some(f) = &fixed {
-            cmd.envs(f.env());
-        }
         let out = run_bounded(
             cmd,
             1024 * 1024,
@@ -210,73 +163,13 @@ impl Launcher {
         if out.cut {
             return Err("the repository's configuration is too large to read".to_string());
         }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut names = String::new();
-        let mut steady = fixed.is_some();
-        let own = fixed
-            .as_ref()
-            .map(|f| format!("file:{}", f.git_dir.join("config").display()));
-        let mut fields = text.split('\0');
-        while let (Some(origin), Some(name)) = (fields.next(), fields.next()) {
-            let lower = name.to_ascii_lowercase();
-            let from_elsewhere = origin != "command line:" && Some(origin) != own.as_deref();
-            if from_elsewhere
-                || lower.starts_with("include.")
-                || lower.starts_with("includeif.")
-                || lower == "extensions.worktreeconfig"
-            {
-                steady = false;
-            }
-            names.push_str(name);
-            names.push('\0');
-        }
-        Ok((names, fixed.filter(|_| steady)))
+        Ok(blanks(&String::from_utf8_lossy(&out.stdout)))
     }
 }
 
-/// A repository of the plain layout: git would find it from the project root as the
-/// `.git` directory (not a link, not a file naming another) of `top`, with no
-/// `commondir`. git is told these directories instead of finding them, so a
-/// `commondir` or `.git` file a command makes meanwhile is not followed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Fixed {
-    top: PathBuf,
-    git_dir: PathBuf,
-}
-
-impl Fixed {
-    fn find(root: &Path) -> Option<Fixed> {
-        for dir in root.ancestors() {
-            let dot = dir.join(".git");
-            match std::fs::symlink_metadata(&dot) {
-                Ok(m) if m.is_dir() => {
-                    if std::fs::symlink_metadata(dot.join("commondir")).is_ok() {
-                        return None;
-                    }
-                    return Some(Fixed {
-                        top: dir.to_path_buf(),
-                        git_dir: dot,
-                    });
-                }
-                Ok(_) => return None,
-                Err(_) => continue,
-            }
-        }
-        None
-    }
-
-    fn env(&self) -> [(&'static str, &Path); 3] {
-        [
-            ("GIT_DIR", self.git_dir.as_path()),
-            ("GIT_COMMON_DIR", self.git_dir.as_path()),
-            ("GIT_WORK_TREE", self.top.as_path()),
-        ]
-    }
-}
-
-/// The settings that blank each driver named in a `git config --list --name-only -z`
-/// answer.
-fn blanks(names: &str) -> Vec<String> {
+/// The settings (key, value) that blank each driver named in a `git config --list
+/// --name-only -z` answer.
+fn blanks(names: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for name in names.split('\0') {
@@ -288,17 +181,22 @@ fn blanks(names: &str) -> Vec<String> {
             continue;
         };
         let section = section.to_ascii_lowercase();
-        let keys: &[&str] = match section.as_str() {
-            "filter" => &["clean=", "smudge=", "process=", "required=false"],
-            "diff" => &["textconv=", "command="],
-            "merge" => &["driver="],
+        let keys: &[(&str, &str)] = match section.as_str() {
+            "filter" => &[
+                ("clean", ""),
+                ("smudge", ""),
+                ("process", ""),
+                ("required", "false"),
+            ],
+            "diff" => &[("textconv", ""), ("command", "")],
+            "merge" => &[("driver", "")],
             _ => continue,
         };
         if !seen.insert((section.clone(), driver.to_string())) {
             continue;
         }
-        for k in keys {
-            out.push(format!("{section}.{driver}.{k}"));
+        for (k, v) in keys {
+            out.push((format!("{section}.{driver}.{k}"), v.to_string()));
         }
     }
     out
@@ -401,8 +299,12 @@ mod tests {
     #[test]
     fn every_driver_the_configuration_names_is_blanked() {
         let list = "core.bare\0filter.evil.clean\0filter.evil.smudge\0Filter.a.b.process\0diff.x.textconv\0merge.m.driver\0include.path\0";
+        let shown: Vec<String> = blanks(list)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         assert_eq!(
-            blanks(list),
+            shown,
             [
                 "filter.evil.clean=",
                 "filter.evil.smudge=",
@@ -419,19 +321,23 @@ mod tests {
         );
     }
 
-    fn repo() -> (tempfile::TempDir, PathBuf) {
+    /// A driver whose name `-c` cannot carry (`a=b`), a lazy fetch through a
+    /// transport the repository allows itself: git, run as airsd runs it with no
+    /// sandbox at all, runs neither.
+    #[test]
+    fn what_the_repository_configures_runs_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
-        let git = air_proto::program::find("git", None, &[]).unwrap();
+        let Some(git) = air_proto::program::find("git", None, &[]) else {
+            return;
+        };
         let run = |args: &[&str]| {
-            let ok = air_proto::program::git_command(&git)
+            let out = air_proto::program::git_command(&git)
                 .args(args)
                 .current_dir(&root)
                 .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "git {args:?}");
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
         };
         run(&["init", "-q"]);
         std::fs::write(root.join("a.txt"), "a\n").unwrap();
@@ -445,104 +351,56 @@ mod tests {
             "-qm",
             "one",
         ]);
-        (dir, root)
-    }
-
-    #[test]
-    fn a_plain_repository_is_read_with_its_directories_named() {
-        let (_d, root) = repo();
-        let launcher = Launcher::plain(&root.join("sub"));
-        std::fs::create_dir_all(root.join("sub")).unwrap();
-        let git = launcher.git_program().unwrap().to_path_buf();
-        let (_, fixed) = launcher.read_config(&git).unwrap();
-        assert_eq!(
-            fixed,
-            Some(Fixed {
-                top: root.clone(),
-                git_dir: root.join(".git")
-            })
-        );
-        // An include (even of a file not there yet) or a per-worktree file: what git
-        // reads could change after the list; so could a commondir or a .git file.
-        for (key, value) in [
-            ("include.path", "../x.cfg"),
-            ("includeIf.gitdir:/x/.path", "y.cfg"),
-            ("extensions.worktreeConfig", "true"),
-        ] {
-            let (_d, root) = repo();
-            let ok = air_proto::program::git_command(&git)
-                .args(["config", key, value])
-                .current_dir(&root)
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok);
-            let launcher = Launcher::plain(&root);
-            assert_eq!(launcher.read_config(&git).unwrap().1, None, "{key}");
-        }
-        let (_d, root) = repo();
-        std::fs::write(root.join(".git/commondir"), ".").unwrap();
-        assert_eq!(Fixed::find(&root), None);
-        let (_d, root) = repo();
-        let real = root.join("real-git");
-        std::fs::rename(root.join(".git"), &real).unwrap();
-        std::fs::write(root.join(".git"), format!("gitdir: {}\n", real.display())).unwrap();
-        assert_eq!(Fixed::find(&root), None);
-    }
-
-    #[test]
-    fn a_commondir_planted_after_the_list_is_not_followed() {
-        let (_d, root) = repo();
-        let fixed = Fixed::find(&root).unwrap();
-        // What a command plants meanwhile: a common directory whose configuration
-        // defines the filter the attributes name.
-        let evil = tempfile::tempdir().unwrap();
-        let marker = evil.path().join("ran");
-        let copy = std::process::Command::new("cp")
-            .arg("-r")
-            .arg(root.join(".git/."))
-            .arg(evil.path())
-            .status()
-            .unwrap();
-        assert!(copy.success());
-        std::fs::write(
-            evil.path().join("config"),
-            format!(
-                "[core]\n\trepositoryformatversion = 0\n[filter \"x\"]\n\tclean = touch {}; cat\n",
-                marker.display()
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            root.join(".git/commondir"),
-            evil.path().display().to_string(),
-        )
-        .unwrap();
-        std::fs::write(root.join(".gitattributes"), "* filter=x\n").unwrap();
+        let ran = root.join("ran");
+        let payload = format!("touch {}; cat", ran.display());
+        let config = root.join(".git/config");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "[filter \"a=b\"]\n\tclean = {payload}\n\tsmudge = {payload}\n[diff \"a=b\"]\n\ttextconv = {payload}\n"
+        ));
+        text.push_str(&format!(
+            "[extensions]\n\tpartialClone = origin\n[remote \"origin\"]\n\turl = ext::sh -c touch% {}\n\tpromisor = true\n[protocol \"ext\"]\n\tallow = always\n",
+            root.join("fetched").display()
+        ));
+        text = text.replace("repositoryformatversion = 0", "repositoryformatversion = 1");
+        std::fs::write(&config, text).unwrap();
+        std::fs::write(root.join(".gitattributes"), "* filter=a=b diff=a=b\n").unwrap();
         std::fs::write(root.join("a.txt"), "b\n").unwrap();
-        let git = air_proto::program::find("git", None, &[]).unwrap();
-        // Without the names git follows it (the test is of something real) …
-        let followed = air_proto::program::git_command(&git)
-            .args(["status", "--porcelain"])
-            .current_dir(&root)
-            .output()
+        let launcher = Launcher::plain(&root);
+        let status = launcher
+            .git(
+                &["status", "--porcelain"],
+                Reads::Content,
+                1 << 20,
+                Duration::from_secs(10),
+            )
             .unwrap();
-        assert!(followed.status.success());
-        assert!(marker.exists(), "git did not follow the commondir");
-        std::fs::remove_file(&marker).unwrap();
-        // … and with them it does not.
-        let out = air_proto::program::git_command(&git)
-            .args(["status", "--porcelain"])
-            .envs(fixed.env())
-            .current_dir(&root)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        assert!(status.0.contains(" M a.txt"), "{status:?}");
+        let _ = launcher.git(&["diff"], Reads::Content, 1 << 20, Duration::from_secs(10));
+        assert!(!ran.exists(), "a driver named a=b ran");
+        // An object the index names that is not there: a promisor remote would fetch it.
+        let missing = "1111111111111111111111111111111111111111";
+        run(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{missing},gone.txt"),
+        ]);
+        let _ = launcher.git(
+            &["diff", "--", "gone.txt"],
+            Reads::Content,
+            1 << 20,
+            Duration::from_secs(10),
         );
-        assert!(String::from_utf8_lossy(&out.stdout).contains(" M a.txt"));
-        assert!(!marker.exists(), "the planted filter ran");
+        let _ = launcher.git(
+            &["status", "--porcelain"],
+            Reads::Content,
+            1 << 20,
+            Duration::from_secs(10),
+        );
+        assert!(
+            !root.join("fetched").exists(),
+            "a lazy fetch ran the remote's transport"
+        );
     }
 }

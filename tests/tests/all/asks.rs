@@ -96,7 +96,17 @@ pub(crate) async fn until(
     session: &str,
     f: impl Fn(&Projection) -> bool,
 ) -> Projection {
-    let end = Instant::now() + Duration::from_secs(20);
+    until_within(state, session, Duration::from_secs(20), f).await
+}
+
+/// [`until`] with a bound of its own (a run whose commands install packages).
+pub(crate) async fn until_within(
+    state: &DaemonState,
+    session: &str,
+    limit: Duration,
+    f: impl Fn(&Projection) -> bool,
+) -> Projection {
+    let end = Instant::now() + limit;
     loop {
         let p = state.session(session).await.unwrap().snapshot();
         if f(&p) {

@@ -93,7 +93,12 @@ pub(crate) fn elsewhere() -> tempfile::TempDir {
 }
 
 pub(crate) async fn ended(state: &DaemonState, session: &str) {
-    until(state, session, |p| {
+    ended_within(state, session, Duration::from_secs(20)).await;
+}
+
+/// [`ended`], waiting at most `limit`.
+pub(crate) async fn ended_within(state: &DaemonState, session: &str, limit: Duration) {
+    crate::asks::until_within(state, session, limit, |p| {
         p.run
             .as_ref()
             .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)

@@ -189,9 +189,6 @@ impl ToolJob {
         // What the working tree looks like before, to tell the files the command
         // changes: read while its start is being committed.
         let launcher = self.env.launcher.clone();
-        // A command a person allowed a protected write may change git's configuration:
-        // until the state after it is read, airsd's content reads stay sandboxed.
-        let unsteady = (!prepared.unlocked.is_empty()).then(crate::launcher::Unsteady::hold);
         let since = std::time::Instant::now();
         let running = Running::new(&self.env.ledger, &self.agent_id);
         let guard_engine = self.env.engine.clone();
@@ -388,7 +385,6 @@ impl ToolJob {
                     })
                     .unwrap_or_default();
                 let now = crate::tools::git::Dirty::read(&launcher);
-                drop(unsteady);
                 let shared = ledger.overlapped(running.id);
                 drop(running);
                 let theirs = ledger.written_by_others_since(&agent, since);
