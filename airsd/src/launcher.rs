@@ -104,6 +104,7 @@ impl Launcher {
             blank_env.push((format!("GIT_CONFIG_VALUE_{i}"), value));
         }
         git_args.extend(args.iter().map(|a| a.to_string()));
+        let sandboxed = self.sandbox.is_some() && reads == Reads::Content;
         let confined = match (&self.sandbox, reads) {
             (Some((exe, found)), Reads::Content) => {
                 let policy = Policy {
@@ -136,11 +137,19 @@ impl Launcher {
         let out = run_bounded(cmd, cap, limit, &what)?;
         match out.status {
             Some(s) if s.success() || out.cut => {}
-            Some(_) => {
-                return Err(format!(
-                    "{what}: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
+            Some(status) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                // Outside the sandbox git reads, as airsd's user, whatever a command
+                // left in `.git` (a link to any file named `packed-refs`, `index` or
+                // `objects/info/alternates`), and its errors quote it: they are
+                // neither shown nor kept.
+                if !sandboxed {
+                    return Err(format!(
+                        "{what}: git failed ({status}); what it said is not shown, as it \
+                         may quote files outside the sandbox"
+                    ));
+                }
+                return Err(format!("{what}: {}", said.trim()));
             }
             None => return Err(format!("{what}: it did not end")),
         }
@@ -321,25 +330,22 @@ mod tests {
         );
     }
 
-    /// A driver whose name `-c` cannot carry (`a=b`), a lazy fetch through a
-    /// transport the repository allows itself: git, run as airsd runs it with no
-    /// sandbox at all, runs neither.
-    #[test]
-    fn what_the_repository_configures_runs_nothing() {
+    /// A repository on branch `main` with one commit of `a.txt`, and a way to run git
+    /// in it as airsd does; `None` where there is no git.
+    fn committed() -> Option<(tempfile::TempDir, PathBuf, impl Fn(&[&str]))> {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
-        let Some(git) = air_proto::program::find("git", None, &[]) else {
-            return;
-        };
-        let run = |args: &[&str]| {
+        let git = air_proto::program::find("git", None, &[])?;
+        let at = root.clone();
+        let run = move |args: &[&str]| {
             let out = air_proto::program::git_command(&git)
                 .args(args)
-                .current_dir(&root)
+                .current_dir(&at)
                 .output()
                 .unwrap();
             assert!(out.status.success(), "git {args:?}: {out:?}");
         };
-        run(&["init", "-q"]);
+        run(&["init", "-q", "-b", "main"]);
         std::fs::write(root.join("a.txt"), "a\n").unwrap();
         run(&["add", "a.txt"]);
         run(&[
@@ -351,6 +357,17 @@ mod tests {
             "-qm",
             "one",
         ]);
+        Some((dir, root, run))
+    }
+
+    /// A driver whose name `-c` cannot carry (`a=b`), a lazy fetch through a
+    /// transport the repository allows itself: git, run as airsd runs it with no
+    /// sandbox at all, runs neither.
+    #[test]
+    fn what_the_repository_configures_runs_nothing() {
+        let Some((_dir, root, run)) = committed() else {
+            return;
+        };
         let ran = root.join("ran");
         let payload = format!("touch {}; cat", ran.display());
         let config = root.join(".git/config");
@@ -402,5 +419,28 @@ mod tests {
             !root.join("fetched").exists(),
             "a lazy fetch ran the remote's transport"
         );
+    }
+
+    /// A `packed-refs` linked to any file: git's error quotes its first line, and an
+    /// unconfined git reads it as airsd's user.
+    #[test]
+    fn an_unconfined_gits_errors_quote_nothing() {
+        let Some((_dir, root, run)) = committed() else {
+            return;
+        };
+        let secret = tempfile::tempdir().unwrap();
+        std::fs::write(secret.path().join("s"), "TOPSECRET=hunter2\n").unwrap();
+        std::fs::remove_file(root.join(".git/refs/heads/main")).unwrap();
+        std::os::unix::fs::symlink(secret.path().join("s"), root.join(".git/packed-refs")).unwrap();
+        let err = Launcher::plain(&root)
+            .git(
+                &["rev-parse", "HEAD"],
+                Reads::Metadata,
+                1024,
+                Duration::from_secs(10),
+            )
+            .unwrap_err();
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains("git rev-parse HEAD: git failed"), "{err}");
     }
 }
