@@ -425,7 +425,7 @@ mod tests {
     /// unconfined git reads it as airsd's user.
     #[test]
     fn an_unconfined_gits_errors_quote_nothing() {
-        let Some((_dir, root, run)) = committed() else {
+        let Some((_dir, root, _)) = committed() else {
             return;
         };
         let secret = tempfile::tempdir().unwrap();
