@@ -363,6 +363,13 @@ fn new_file_diff(root: &Path, rel: &str, room: usize) -> String {
         return out;
     }
     let text = String::from_utf8_lossy(&bytes);
+    // A page with a secret is fs_read's to show, after asking.
+    if let Some(what) = super::secrets::find(&text) {
+        out.push_str(&format!(
+            "(not shown: it holds {what}; fs_read asks before showing it)\n"
+        ));
+        return out;
+    }
     let lines: Vec<&str> = text.lines().collect();
     out.push_str(&format!(
         "--- /dev/null\n+++ b/{rel}\n@@ -0,0 +1,{} @@\n",
@@ -527,6 +534,17 @@ mod tests {
         assert!(
             new_file_diff(&root, "pipe", 100).contains("(not shown: "),
             "a FIFO"
+        );
+        // A new file holding a secret is named, not shown.
+        std::fs::write(
+            root.join("deploy.yaml"),
+            "registry: https://ci:s3cr3t-pass@registry.example.invalid/\n",
+        )
+        .unwrap();
+        let held = new_file_diff(&root, "deploy.yaml", 4096);
+        assert!(
+            held.contains("(not shown: it holds a password in a URL") && !held.contains("s3cr3t"),
+            "{held}"
         );
         assert!(
             !shown.diff.contains("TOPSECRET") && !shown.diff.contains("root:"),
