@@ -271,10 +271,14 @@ impl PermissionsConfig {
                 "a project's file cannot allow changes to itself",
             );
         }
-        if config.allow_domains.iter().any(|d| d.trim() == "*") {
+        if let Some((d, why)) = config
+            .allow_domains
+            .iter()
+            .find_map(|d| project_domain_problem(d).map(|why| (d, why)))
+        {
             return refuse(
                 "allow_domains",
-                "a project's file may name hosts, but not open the network to all of them",
+                &format!("a project's file may name hosts by their names, and `{d}` is {why}"),
             );
         }
         if !config.readable_roots.is_empty() {
@@ -302,9 +306,92 @@ impl PermissionsConfig {
     }
 }
 
+/// What is wrong with `pattern` as an `allow_domains` entry of a project's file, if
+/// anything: it must name hosts by their names (`pypi.org`, `*.example.com`), never
+/// every host, a whole top-level domain, this machine or an address (in any of the
+/// forms the resolver reads: `127.1`, `2130706433`, `0x7f.0.0.1`).
+pub fn project_domain_problem(pattern: &str) -> Option<&'static str> {
+    let p = pattern.trim().to_ascii_lowercase();
+    let p = p.trim_end_matches('.');
+    let (wild, name) = match p.strip_prefix("*.").or_else(|| p.strip_prefix('.')) {
+        Some(n) => (true, n),
+        None => (false, p),
+    };
+    if name.is_empty() || name.contains('*') {
+        return Some("every host");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
+        || name.split('.').any(str::is_empty)
+    {
+        return Some("not a host name");
+    }
+    if name == "localhost" || name.ends_with(".localhost") {
+        return Some("this machine");
+    }
+    // A top-level domain starts with a letter: what does not is an address.
+    let last = name.rsplit('.').next().unwrap_or_default();
+    if !last.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return Some("an address");
+    }
+    if wild && !name.contains('.') {
+        return Some("a whole top-level domain");
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_projects_file_names_hosts_by_their_names() {
+        for bad in [
+            "*",
+            "*.",
+            "*..",
+            ".",
+            "*.com",
+            ".org",
+            "*.1",
+            "*.254",
+            "127.0.0.1",
+            "127.1",
+            "2130706433",
+            "0x7f.0.0.1",
+            "169.254.169.254",
+            "[::1]",
+            "::1",
+            "localhost",
+            "db.localhost",
+            "a b.org",
+            "*.ex*ample.com",
+            "a..b.org",
+        ] {
+            assert!(project_domain_problem(bad).is_some(), "{bad}");
+        }
+        for good in [
+            "pypi.org",
+            "*.example.com",
+            ".example.com",
+            "Registry.NPMjs.org.",
+            "x--y.co.uk",
+        ] {
+            assert_eq!(project_domain_problem(good), None, "{good}");
+        }
+        let dir = std::env::temp_dir().join(format!("air-domains-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let p = dir.join("permissions.yaml");
+        std::fs::write(&p, "allow_domains: [pypi.org, \"*.\"]\n").unwrap_or_else(|e| panic!("{e}"));
+        let e = PermissionsConfig::load_project(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("permissions.yaml:1: allow_domains: only your own"),
+            "{e}"
+        );
+        assert!(e.contains("`*.` is every host"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn only_the_users_file_may_allow_changes_to_the_rules() {

@@ -34,6 +34,18 @@ const HANDSHAKE: Duration = Duration::from_secs(30);
 /// The largest request head read.
 const MOST_HEAD: usize = 16 * 1024;
 
+/// Headers for the proxy alone (and the connection's own), never passed on.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
 /// Package registries, offered to a person as one group each.
 pub const GROUPS: &[(&str, &[&str])] = &[
     (
@@ -75,15 +87,35 @@ pub const GROUPS: &[(&str, &[&str])] = &[
 /// Whether `host` is named by `pattern`: the same name, or `*.domain` / `.domain`
 /// for its subdomains (and the domain itself), or `*` for any.
 pub fn matches(pattern: &str, host: &str) -> bool {
-    let p = pattern.trim().trim_end_matches('.').to_ascii_lowercase();
+    let p = pattern.trim().to_ascii_lowercase();
     if p == "*" {
         return true;
     }
+    let p = p.trim_end_matches('.');
     match p.strip_prefix("*.").or_else(|| p.strip_prefix('.')) {
+        // `*.` or `.` names no domain (not every host).
+        Some("") => false,
         Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
-        None => host == p,
+        None => !p.is_empty() && p != "*" && host == p,
     }
 }
+
+/// Whether `host` (as [`normal`] makes it) is a host name or an address literal: what
+/// a question may name.
+fn well_formed(host: &str) -> bool {
+    host.len() <= 253
+        && !host.is_empty()
+        && (host.parse::<std::net::IpAddr>().is_ok()
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
+}
+
+/// The questions one command may raise; past them its connections are refused
+/// without asking (a command naming hosts by the thousand floods nobody).
+const MOST_QUESTIONS: usize = 10;
+/// A command's connections through the proxy at once.
+const MOST_CONNECTIONS: usize = 64;
 
 /// A host as asked for: lowercase, no trailing dot, IPv6 without brackets.
 fn normal(host: &str) -> String {
@@ -127,8 +159,8 @@ impl NetPolicy {
     /// when nothing decides it yet.
     pub async fn decide(&self, host: &str, port: u16, asker: &dyn Asks) -> Result<(), String> {
         let host = normal(host);
-        if host.is_empty() {
-            return Err("no host named".into());
+        if !well_formed(&host) {
+            return Err("not a host name".into());
         }
         if self.allowed.iter().any(|p| matches(p, &host)) {
             return Ok(());
@@ -192,6 +224,7 @@ pub struct CommandNet {
     policy: Arc<NetPolicy>,
     asker: Arc<dyn Asks>,
     refused: Arc<Mutex<HashMap<String, String>>>,
+    asked: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl CommandNet {
@@ -200,6 +233,7 @@ impl CommandNet {
             policy,
             asker,
             refused: Arc::default(),
+            asked: Arc::default(),
         }
     }
 
@@ -225,7 +259,14 @@ impl Asks for CommandNet {
                 return Err(why);
             }
             let key = ask.key.clone();
-            let answer = self.asker.ask(ask).await;
+            let n = self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let answer = if n >= MOST_QUESTIONS {
+                Err(format!(
+                    "this command already asked about {MOST_QUESTIONS} hosts; no more questions"
+                ))
+            } else {
+                self.asker.ask(ask).await
+            };
             if let Err(why) = &answer {
                 self.refused
                     .lock()
@@ -281,6 +322,8 @@ impl Proxy {
         let task = tokio::spawn(async move {
             loop {
                 let Ok((conn, _)) = listener.accept().await else {
+                    // Out of descriptors, most likely: let some close.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
                 let commands = served.clone();
@@ -342,6 +385,7 @@ async fn control(mut conn: tokio::net::UnixStream, commands: &Mutex<HashMap<Stri
     else {
         return;
     };
+    let room = Arc::new(tokio::sync::Semaphore::new(MOST_CONNECTIONS));
     loop {
         let fd = conn.as_raw_fd();
         let got = conn
@@ -352,6 +396,10 @@ async fn control(mut conn: tokio::net::UnixStream, commands: &Mutex<HashMap<Stri
             Ok(None) | Err(_) => return,
         };
         for owned in fds {
+            // Past its share, a command's connection is closed at once.
+            let Ok(permit) = room.clone().try_acquire_owned() else {
+                continue;
+            };
             let std = std::net::TcpStream::from(owned);
             if std.set_nonblocking(true).is_err() {
                 continue;
@@ -362,6 +410,7 @@ async fn control(mut conn: tokio::net::UnixStream, commands: &Mutex<HashMap<Stri
                     return;
                 };
                 serve(stream, &net).await;
+                drop(permit);
             });
         }
     }
@@ -414,22 +463,67 @@ async fn serve(client: tokio::net::TcpStream, net: &CommandNet) {
     }
 }
 
-/// Connects to `host:port` within the handshake's time.
-async fn connect(host: &str, port: u16) -> Result<tokio::net::TcpStream, String> {
-    match tokio::time::timeout(HANDSHAKE, tokio::net::TcpStream::connect((host, port))).await {
-        Ok(Ok(s)) => Ok(s),
-        Ok(Err(e)) => Err(format!("cannot reach {host}:{port}: {e}")),
-        Err(_) => Err(format!("cannot reach {host}:{port}: no answer in time")),
+/// Whether a command may be connected to `ip` at all, whatever name led there: not
+/// the link-local block (a cloud's metadata service answers there), nor an address
+/// that names no one host.
+fn reachable(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_link_local() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast())
+        }
+        IpAddr::V6(v6) => {
+            let link_local = (v6.segments()[0] & 0xffc0) == 0xfe80;
+            !(link_local || v6.is_unspecified() || v6.is_multicast())
+        }
     }
+}
+
+/// Connects to `host:port` within the handshake's time, to an address that was
+/// checked (the one connected to: a name that resolves again differently changes
+/// nothing).
+async fn connect(host: &str, port: u16) -> Result<tokio::net::TcpStream, String> {
+    let found = match tokio::time::timeout(HANDSHAKE, tokio::net::lookup_host((host, port))).await {
+        Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
+        Ok(Err(e)) => return Err(format!("cannot reach {host}:{port}: {e}")),
+        Err(_) => return Err(format!("cannot reach {host}:{port}: no answer in time")),
+    };
+    let usable: Vec<std::net::SocketAddr> = found
+        .iter()
+        .copied()
+        .filter(|a| reachable(a.ip()))
+        .collect();
+    if usable.is_empty() && !found.is_empty() {
+        return Err(format!(
+            "{host} resolves to an address commands may not reach (link-local, unspecified or multicast)"
+        ));
+    }
+    let mut last = format!("cannot reach {host}:{port}: no address");
+    for addr in usable {
+        match tokio::time::timeout(HANDSHAKE, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => return Ok(s),
+            Ok(Err(e)) => last = format!("cannot reach {host}:{port}: {e}"),
+            Err(_) => last = format!("cannot reach {host}:{port}: no answer in time"),
+        }
+    }
+    Err(last)
 }
 
 async fn http(mut client: tokio::net::TcpStream, net: &CommandNet) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
+    // The whole head within the handshake's time, not each read of it.
+    let deadline = tokio::time::Instant::now() + HANDSHAKE;
+    let mut searched = 0;
     let end = loop {
-        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
+        if let Some(i) = head[searched..].windows(4).position(|w| w == b"\r\n\r\n") {
+            break searched + i + 4;
         }
+        searched = head.len().saturating_sub(3);
         if head.len() > MOST_HEAD {
             let _ = client
                 .write_all(
@@ -438,7 +532,7 @@ async fn http(mut client: tokio::net::TcpStream, net: &CommandNet) {
                 .await;
             return;
         }
-        match tokio::time::timeout(HANDSHAKE, client.read(&mut buf)).await {
+        match tokio::time::timeout_at(deadline, client.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
             Ok(Ok(n)) => head.extend_from_slice(&buf[..n]),
         }
@@ -490,10 +584,44 @@ async fn http(mut client: tokio::net::TcpStream, net: &CommandNet) {
                 .await;
             return;
         };
-        // The request goes on in origin form, its head as it came otherwise.
+        // The request goes on in origin form, for this host alone: its `Host` must
+        // name it, the proxy's own headers stay here, and the connection closes
+        // after it (a second request on it would name a host nobody judged).
+        let after_line = head
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map(|i| i + 2)
+            .unwrap_or(end)
+            .min(end);
         let mut rewritten = format!("{method} {path} {version}\r\n").into_bytes();
-        let after_line = text.find("\r\n").map(|i| i + 2).unwrap_or(text.len());
-        rewritten.extend_from_slice(&head[after_line..]);
+        let fields = String::from_utf8_lossy(&head[after_line..end]).into_owned();
+        let wanted = normal(&h);
+        for field in fields.split("\r\n").filter(|f| !f.is_empty()) {
+            let name = field.split(':').next().unwrap_or_default().trim();
+            if HOP_BY_HOP.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                continue;
+            }
+            if name.eq_ignore_ascii_case("host") {
+                let value = field.split_once(':').map(|(_, v)| v).unwrap_or_default();
+                let named = split_host_port(value, p).map(|(hh, _)| normal(&hh));
+                if named.as_deref() != Some(wanted.as_str()) {
+                    let _ = client
+                        .write_all(
+                            refuse(
+                                "400 Bad Request",
+                                "the Host header names another host than the request",
+                            )
+                            .as_bytes(),
+                        )
+                        .await;
+                    return;
+                }
+            }
+            rewritten.extend_from_slice(field.as_bytes());
+            rewritten.extend_from_slice(b"\r\n");
+        }
+        rewritten.extend_from_slice(b"Connection: close\r\n\r\n");
+        rewritten.extend_from_slice(&head[end..]);
         (h, p, Some(rewritten))
     };
     if let Err(why) = net.decide(&host, port).await {
@@ -559,69 +687,60 @@ fn split_host_port(s: &str, default: u16) -> Option<(String, u16)> {
     }
 }
 
-async fn socks5(mut client: tokio::net::TcpStream, net: &CommandNet) {
+/// A SOCKS5 request's host and port, read within the handshake's time; `Err` with the
+/// reply to send (if any) otherwise.
+async fn socks5_request(client: &mut tokio::net::TcpStream) -> Result<(String, u16), Option<u8>> {
     let mut hello = [0u8; 2];
-    if client.read_exact(&mut hello).await.is_err() {
-        return;
-    }
+    client.read_exact(&mut hello).await.map_err(|_| None)?;
     let mut methods = vec![0u8; usize::from(hello[1])];
-    if client.read_exact(&mut methods).await.is_err() {
-        return;
-    }
+    client.read_exact(&mut methods).await.map_err(|_| None)?;
     // No authentication.
     if !methods.contains(&0) {
         let _ = client.write_all(&[5, 0xff]).await;
-        return;
+        return Err(None);
     }
-    if client.write_all(&[5, 0]).await.is_err() {
-        return;
-    }
+    client.write_all(&[5, 0]).await.map_err(|_| None)?;
     let mut req = [0u8; 4];
-    if client.read_exact(&mut req).await.is_err() {
-        return;
-    }
-    let reply = |code: u8| [5, code, 0, 1, 0, 0, 0, 0, 0, 0];
+    client.read_exact(&mut req).await.map_err(|_| None)?;
     let host = match req[3] {
         1 => {
             let mut a = [0u8; 4];
-            if client.read_exact(&mut a).await.is_err() {
-                return;
-            }
+            client.read_exact(&mut a).await.map_err(|_| None)?;
             std::net::Ipv4Addr::from(a).to_string()
         }
         4 => {
             let mut a = [0u8; 16];
-            if client.read_exact(&mut a).await.is_err() {
-                return;
-            }
+            client.read_exact(&mut a).await.map_err(|_| None)?;
             std::net::Ipv6Addr::from(a).to_string()
         }
         3 => {
             let mut n = [0u8; 1];
-            if client.read_exact(&mut n).await.is_err() {
-                return;
-            }
+            client.read_exact(&mut n).await.map_err(|_| None)?;
             let mut name = vec![0u8; usize::from(n[0])];
-            if client.read_exact(&mut name).await.is_err() {
-                return;
-            }
+            client.read_exact(&mut name).await.map_err(|_| None)?;
             String::from_utf8_lossy(&name).into_owned()
         }
-        _ => {
-            let _ = client.write_all(&reply(8)).await;
-            return;
-        }
+        _ => return Err(Some(8)),
     };
     let mut port = [0u8; 2];
-    if client.read_exact(&mut port).await.is_err() {
-        return;
-    }
-    let port = u16::from_be_bytes(port);
+    client.read_exact(&mut port).await.map_err(|_| None)?;
     if req[1] != 1 {
         // Only CONNECT: no UDP, no listening.
-        let _ = client.write_all(&reply(7)).await;
-        return;
+        return Err(Some(7));
     }
+    Ok((host, u16::from_be_bytes(port)))
+}
+
+async fn socks5(mut client: tokio::net::TcpStream, net: &CommandNet) {
+    let reply = |code: u8| [5, code, 0, 1, 0, 0, 0, 0, 0, 0];
+    let (host, port) = match tokio::time::timeout(HANDSHAKE, socks5_request(&mut client)).await {
+        Ok(Ok(asked)) => asked,
+        Ok(Err(Some(code))) => {
+            let _ = client.write_all(&reply(code)).await;
+            return;
+        }
+        Ok(Err(None)) | Err(_) => return,
+    };
     if net.decide(&host, port).await.is_err() {
         let _ = client.write_all(&reply(2)).await;
         return;
@@ -732,5 +851,148 @@ mod tests {
             .await
             .is_ok());
         assert_eq!(asked(&yes), 1);
+    }
+
+    #[test]
+    fn odd_patterns_hosts_and_addresses() {
+        assert!(!matches("*.", "anything.org"));
+        assert!(!matches(".", "anything.org"));
+        assert!(!matches("*..", "anything.org"));
+        assert!(!matches("", ""));
+        assert!(well_formed("pypi.org") && well_formed("::1") && well_formed("10.0.0.1"));
+        assert!(!well_formed("evil.org\r\nconnect to pypi.org"));
+        assert!(!well_formed("a b") && !well_formed("\u{1b}[2Kx") && !well_formed(""));
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        for no in [
+            "169.254.169.254",
+            "::ffff:169.254.169.254",
+            "fe80::1",
+            "0.0.0.0",
+            "::",
+            "224.0.0.1",
+            "255.255.255.255",
+        ] {
+            assert!(!reachable(ip(no)), "{no}");
+        }
+        for yes in ["127.0.0.1", "10.1.2.3", "::1", "93.184.216.34"] {
+            assert!(reachable(ip(yes)), "{yes}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_command_raises_ten_questions_at_most() {
+        let policy = Arc::new(NetPolicy::new(Vec::new()));
+        let no = Arc::new(Counting {
+            grant: false,
+            asked: 0.into(),
+        });
+        let command = CommandNet::new(policy, no.clone());
+        for i in 0..25 {
+            assert!(command
+                .decide(&format!("h{i}.example.org"), 443)
+                .await
+                .is_err());
+        }
+        assert_eq!(asked(&no), MOST_QUESTIONS);
+        // A name that is not one is refused without a question.
+        let fresh = Arc::new(Counting {
+            grant: true,
+            asked: 0.into(),
+        });
+        let other = CommandNet::new(Arc::new(NetPolicy::new(Vec::new())), fresh.clone());
+        assert!(other.decide("a\u{1b}]evil", 443).await.is_err());
+        assert_eq!(asked(&fresh), 0);
+    }
+
+    /// A pair of connected sockets on loopback: (what the command holds, what the
+    /// proxy serves).
+    async fn pair() -> (tokio::net::TcpStream, tokio::net::TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = tokio::net::TcpStream::connect(l.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        (c, s)
+    }
+
+    #[tokio::test]
+    async fn a_plain_request_goes_on_for_its_host_alone() {
+        let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = upstream.local_addr().unwrap().port();
+        let got = tokio::spawn(async move {
+            let (mut s, _) = upstream.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .await
+                .unwrap();
+            String::from_utf8_lossy(&head).into_owned()
+        });
+        let yes = Arc::new(Counting {
+            grant: true,
+            asked: 0.into(),
+        });
+        let net = CommandNet::new(Arc::new(NetPolicy::new(vec!["127.0.0.1".into()])), yes);
+        let (mut c, s) = pair().await;
+        let served = tokio::spawn({
+            let net = net.clone();
+            async move { http(s, &net).await }
+        });
+        c.write_all(
+            format!(
+                "GET http://127.0.0.1:{port}/x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nProxy-Authorization: Basic c2VjcmV0\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let head = got.await.unwrap();
+        assert!(head.starts_with("GET /x HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains("Accept: */*\r\n"), "{head}");
+        assert!(head.contains("Connection: close\r\n"), "{head}");
+        assert!(
+            !head.to_ascii_lowercase().contains("proxy-authorization"),
+            "{head}"
+        );
+        assert!(!head.contains("keep-alive"), "{head}");
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.ends_with("ok"), "{answer}");
+        drop(c);
+        served.await.unwrap();
+
+        // A Host naming another host than the request: refused.
+        let (mut c, s) = pair().await;
+        let served = tokio::spawn({
+            let net = net.clone();
+            async move { http(s, &net).await }
+        });
+        c.write_all(
+            format!("GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: attacker.example\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        served.await.unwrap();
+
+        // Bytes that are not UTF-8 in the request line: an answer, no panic.
+        let (mut c, s) = pair().await;
+        let served = tokio::spawn(async move { http(s, &net).await });
+        c.write_all(b"GET http://nowhere.invalid/\xff\xff HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = c.read_to_end(&mut answer).await;
+        served.await.unwrap();
     }
 }

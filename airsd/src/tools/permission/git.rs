@@ -141,24 +141,31 @@ pub(super) fn nested_git_control(root: &Path, path: &Path) -> bool {
 }
 
 /// The paths of the Unix sockets listening in this network namespace
-/// (`/proc/net/unix`: the accepting flag, a path, not an abstract name), at most 512.
-pub fn listening_sockets() -> Vec<PathBuf> {
+/// (`/proc/net/unix`: the accepting flag, a path, not an abstract name), but those in
+/// `except`; at most 4,096.
+pub fn listening_sockets(except: &Path) -> Vec<PathBuf> {
     const ACCEPTING: u32 = 0x0001_0000;
     let text = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
     let mut out: Vec<PathBuf> = text
         .lines()
         .skip(1)
         .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let flags = u32::from_str_radix(f.get(3)?, 16).ok()?;
-            let path = f.get(7)?;
+            let flags = u32::from_str_radix(l.split_whitespace().nth(3)?, 16).ok()?;
+            // The path is the rest of the line after seven fields: it may hold spaces.
+            let mut rest = l;
+            for _ in 0..7 {
+                rest = rest.trim_start();
+                rest = &rest[rest.find(' ')?..];
+            }
+            let path = rest.trim_start();
             (flags & ACCEPTING != 0 && path.starts_with('/')).then(|| PathBuf::from(path))
         })
+        .filter(|p| !p.starts_with(except))
         .filter(|p| {
             use std::os::unix::fs::FileTypeExt as _;
             std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket())
         })
-        .take(512)
+        .take(4096)
         .collect();
     out.sort();
     out.dedup();

@@ -788,9 +788,8 @@ impl Engine {
         // Every socket something listens on now, but the project's own (an ssh or gpg
         // agent, a container engine, a desktop bus): connecting to one by its path
         // would cross the command's own network.
-        let sockets = listening_sockets()
+        let sockets = listening_sockets(&self.root)
             .into_iter()
-            .filter(|s| !s.starts_with(&self.root))
             // And the project's own secrets, however a command names them.
             .chain(project_env_files(&self.root));
         let hidden = self

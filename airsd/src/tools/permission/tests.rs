@@ -203,3 +203,14 @@ fn the_table() {
         Some(Risk::CodeConfig)
     );
 }
+
+#[test]
+fn listening_sockets_are_found_by_their_whole_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let spaced = dir.path().join("an agent.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&spaced).unwrap();
+    let found = listening_sockets(Path::new("/nonexistent-project"));
+    assert!(found.contains(&spaced), "{found:?}");
+    // The project's own are not hidden.
+    assert!(!listening_sockets(dir.path()).contains(&spaced));
+}
