@@ -57,6 +57,23 @@ fn trusted_dir(dir: &Path, avoid: &[&Path]) -> Option<PathBuf> {
         .then_some(real)
 }
 
+/// Whether programs may be taken from `dir` (absolute, outside the temporary
+/// directories, it and every directory above it closed to other users).
+pub fn trusted(dir: &Path) -> bool {
+    trusted_dir(dir, &[]).is_some()
+}
+
+/// A directory for programs a test makes, where [`find`] takes them from: the first
+/// of `preferred` (the build's own directory) and the user's cache that is trusted.
+/// A checkout under `/tmp` has no trusted directory in it.
+pub fn trusted_scratch(preferred: &Path) -> Option<PathBuf> {
+    let cache = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("air-tests"));
+    [Some(preferred.to_path_buf()), cache]
+        .into_iter()
+        .flatten()
+        .find(|c| std::fs::create_dir_all(c).is_ok() && trusted(c))
+}
+
 /// The program `name` in `dir`, if it is one this user may trust: a regular executable
 /// file (after its links are followed) that belongs to root or this user, writable by
 /// nobody else, in a trusted directory.

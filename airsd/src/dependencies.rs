@@ -319,7 +319,9 @@ mod tests {
     #[test]
     fn a_missing_program_is_reported_with_the_command_for_this_platform() {
         // Outside the temporary directories: programs there are never run.
-        let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        let base = air_proto::program::trusted_scratch(&std::env::current_dir().unwrap())
+            .expect("a directory outside the temporary ones");
+        let dir = tempfile::tempdir_in(base).unwrap();
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let tool = bin.join("cmake");

@@ -22,7 +22,9 @@ struct Machine {
 impl Machine {
     fn new() -> Self {
         // Outside the temporary directories: air runs no program from those.
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let base = air_proto::program::trusted_scratch(Path::new(env!("CARGO_TARGET_TMPDIR")))
+            .expect("a directory outside the temporary ones");
+        let dir = tempfile::tempdir_in(base).unwrap();
         let bin_dir = dir.path().join("bin");
         std::fs::create_dir_all(&bin_dir).unwrap();
         for real in ["git", "bash", "tmux"] {
