@@ -763,8 +763,8 @@ fn list_events(session: &Session, q: &EventsQuery) -> Result<EventsPage> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_client_opening_sessions_without_end_keeps_a_bounded_number_open() {
+    /// A daemon's state on a fresh project, and a runtime to drive it.
+    fn fresh() -> (tempfile::TempDir, DaemonState, tokio::runtime::Runtime) {
         let dir = tempfile::tempdir().unwrap();
         let report = air_proto::layout::init(dir.path(), "t").unwrap();
         let paths = ProjectPaths::new(dir.path());
@@ -778,6 +778,12 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
+        (dir, state, rt)
+    }
+
+    #[test]
+    fn a_client_opening_sessions_without_end_keeps_a_bounded_number_open() {
+        let (_dir, state, rt) = fresh();
         rt.block_on(async {
             let mut ids = Vec::new();
             for _ in 0..MOST_OPEN_SESSIONS + 8 {
@@ -799,19 +805,7 @@ mod tests {
 
     #[test]
     fn idle_sessions_close_and_reopen_on_demand() {
-        let dir = tempfile::tempdir().unwrap();
-        let report = air_proto::layout::init(dir.path(), "t").unwrap();
-        let paths = ProjectPaths::new(dir.path());
-        let state = DaemonState::new(
-            paths.clone(),
-            report.project,
-            paths.socket(),
-            Duration::ZERO,
-        );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let (_dir, state, rt) = fresh();
         rt.block_on(async {
             let a = state
                 .create_session(SessionCreate::default())
