@@ -16,6 +16,7 @@ mod wire_enum;
 pub mod api;
 #[cfg(feature = "backup")]
 pub mod backup;
+pub mod chain;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod codec;

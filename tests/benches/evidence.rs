@@ -148,12 +148,12 @@ fn main() {
         "done".into(),
     );
     result.changed_files = vec!["src/f0.py".into()];
-    let verdict = judge(&session, &subject, &result);
+    let verdict = judge(&session, dir.path(), &subject, &result);
     assert!(verdict.passed(), "{verdict:?}");
     let mut times: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let t = Instant::now();
-            let v = judge(&session, &subject, &result);
+            let v = judge(&session, dir.path(), &subject, &result);
             let d = t.elapsed();
             assert!(v.passed());
             d

@@ -98,6 +98,7 @@ impl Record {
             command: command.into(),
             exit_code: exit,
             seq,
+            start_dir: Some(String::new()),
         });
         for kind in shows {
             let seq = self.next();
@@ -388,9 +389,74 @@ fn runs_matches_a_step_of_an_and_chain_only() {
         "echo \"&& make test &&\"",
         "mkdir -p x && cd x && make test",
         "PATH=/tmp/fake make test",
-        "make test | tail -5",
         "make test & wait",
     ] {
         assert!(!runs(ran, "make test"), "{ran}");
     }
+}
+
+#[test]
+fn a_check_is_matched_by_what_it_runs_not_by_its_spelling() {
+    // What the profiles would take out: verbosity.
+    fn quiet(argv: &[String]) -> Vec<String> {
+        argv.iter().filter(|a| *a != "-v").cloned().collect()
+    }
+    let reading = Reading {
+        root: Some("/p/proj".into()),
+        canonical: quiet,
+        ..Reading::default()
+    };
+    let at = |ran: &str, start: &str, wanted: &str| compare(ran, Some(start), wanted, &reading);
+    for ran in [
+        "make test 2>&1 | tail -30",
+        "timeout 60 make test",
+        "time make test > out.log 2>&1",
+        "env CI=1 make test | tee log | grep -v PASS",
+        "make test -v",
+        "cd /p/proj && make test",
+        "make all && make test && echo done",
+    ] {
+        assert_eq!(at(ran, "", "make test"), Match::Runs, "{ran}");
+    }
+    // A check in a directory: run there, by any way of getting there.
+    for (ran, start) in [
+        ("cd sub && make test", ""),
+        ("make test", "sub"),
+        ("cd /p/proj/sub && make test", "other"),
+        ("cd ../sub && make test", "other"),
+    ] {
+        assert_eq!(
+            at(ran, start, "cd sub && make test"),
+            Match::Runs,
+            "{ran} in {start}"
+        );
+    }
+    // What differs is named.
+    for (ran, why) in [
+        ("make test || true", "`||` lets it end 0"),
+        ("make test; exit 0", "`;` lets it end 0"),
+        ("set +e && make test", "`set`"),
+        ("make test -k one", "adds `-k one`"),
+        ("make", "leaves out `test`"),
+        (
+            "cd sub && make test",
+            "it ran in `sub` where the check runs in the project root",
+        ),
+        ("cd /tmp && make test", "a directory airsd cannot place"),
+    ] {
+        match at(ran, "", "make test") {
+            Match::Differs(d) => assert!(d.contains(why), "{ran}: {d}"),
+            other => panic!("{ran}: {other:?}"),
+        }
+    }
+    assert_eq!(at("echo make test", "", "make test"), Match::Unrelated);
+    // Without pipefail a pipe hides the status.
+    let plain = Reading {
+        pipefail: false,
+        ..Reading::default()
+    };
+    assert!(matches!(
+        compare("make test | tail", Some(""), "make test", &plain),
+        Match::Differs(_)
+    ));
 }

@@ -140,6 +140,7 @@ pub fn attempt_ledger(
     conn: &Connection,
     agents: &[String],
     writes: &[&str],
+    roots: &[&std::path::Path],
 ) -> Result<air_proto::gate::Ledger> {
     use air_proto::events as ev;
     use air_proto::gate::{Change, CommandRecord, Finding, Ledger, Piece};
@@ -152,7 +153,7 @@ pub fn attempt_ledger(
     )?;
     for agent in agents {
         let mut tools: HashMap<String, (u64, String)> = HashMap::new();
-        let mut commands: HashMap<String, String> = HashMap::new();
+        let mut commands: HashMap<String, (String, Option<String>)> = HashMap::new();
         let mut rows = stmt.query([agent])?;
         while let Some(row) = rows.next()? {
             let seq: u64 = row.get(0)?;
@@ -194,14 +195,25 @@ pub fn attempt_ledger(
                 }
                 ev::CommandStarted::TYPE => {
                     if let (Some(id), Some(command)) = (text("command_run_id"), text("command")) {
-                        commands.insert(id, command);
+                        // Where it started, from the project root (a record without
+                        // its directory started at the root).
+                        let start = match text("cwd") {
+                            None => Some(String::new()),
+                            Some(cwd) => roots.iter().find_map(|r| {
+                                std::path::Path::new(&cwd)
+                                    .strip_prefix(r)
+                                    .ok()
+                                    .map(|p| p.to_string_lossy().into_owned())
+                            }),
+                        };
+                        commands.insert(id, (command, start));
                     }
                 }
                 ev::CommandCompleted::TYPE | ev::CommandFailed::TYPE => {
                     let Some(id) = text("command_run_id") else {
                         continue;
                     };
-                    let Some(command) = commands.remove(&id) else {
+                    let Some((command, start_dir)) = commands.remove(&id) else {
                         continue;
                     };
                     let exit_code = (kind == ev::CommandCompleted::TYPE)
@@ -213,6 +225,7 @@ pub fn attempt_ledger(
                         command,
                         exit_code,
                         seq,
+                        start_dir,
                     });
                 }
                 ev::DiagnosticCreated::TYPE => {

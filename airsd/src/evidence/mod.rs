@@ -13,13 +13,13 @@
 //!
 //! [`profiles`]: crate::profiles
 
-use air_proto::gate::{normalize_command, runs, COMMAND_RUN};
+use air_proto::gate::COMMAND_RUN;
 use air_proto::result::EvidenceKind;
 use air_proto::task::EvidenceType;
 
 use crate::profiles::{self, Activity};
 
-pub mod chain;
+pub use air_proto::chain;
 pub mod tally;
 
 pub use tally::{Count, Tally};
@@ -31,9 +31,11 @@ pub use air_proto::gate::CHECK_TOOL as CHECK;
 /// does not count.
 pub fn judge(
     session: &crate::Session,
+    root: &std::path::Path,
     subject: &GateSubject,
     result: &air_proto::result::WorkerResult,
 ) -> air_proto::gate::Verdict {
+    let resolved = crate::scheduler::tooljob::resolved_root(root);
     let ledger = session
         .readers()
         .get()
@@ -43,7 +45,12 @@ pub fn judge(
                 &conn,
                 &subject.agents,
                 &crate::tools::WRITE_TOOLS,
+                &[&resolved, root],
             )
+        })
+        .map(|mut ledger| {
+            ledger.reading = reading(&resolved);
+            ledger
         });
     match ledger {
         Ok(ledger) if subject.completes => air_proto::gate::check(&subject.spec, result, &ledger),
@@ -54,6 +61,16 @@ pub fn judge(
             )],
             ..Default::default()
         },
+    }
+}
+
+/// How commands that ran in the project at `root` (resolved) are read for the checks
+/// they ran.
+pub fn reading(root: &std::path::Path) -> air_proto::gate::Reading {
+    air_proto::gate::Reading {
+        pipefail: !crate::tools::exec::without_pipefail(),
+        root: root.to_str().map(str::to_string),
+        canonical: profiles::canonical,
     }
 }
 
@@ -74,6 +91,7 @@ pub struct GateSubject {
 /// and nothing is refused).
 pub async fn answer_check(
     session: std::sync::Arc<crate::Session>,
+    root: std::path::PathBuf,
     subject: Option<GateSubject>,
     call: air_proto::ipc::ToolCall,
 ) -> air_proto::ipc::ToolResult {
@@ -87,7 +105,7 @@ pub async fn answer_check(
         Ok(input) => match subject {
             None => Ok(air_proto::gate::Verdict::default()),
             Some(subject) => {
-                tokio::task::spawn_blocking(move || judge(&session, &subject, &input.result))
+                tokio::task::spawn_blocking(move || judge(&session, &root, &subject, &input.result))
                     .await
                     .map_err(|e| format!("the evidence gate stopped: {e}"))
             }
@@ -125,8 +143,8 @@ pub struct Run<'a> {
     pub command: &'a str,
     /// `None`: it did not run to its end (killed, timed out, cancelled).
     pub exit_code: Option<i32>,
-    /// Whether the shell failed a pipeline when any part failed.
-    pub pipefail: bool,
+    /// How its text is read (pipefail, the project root, the profiles' words).
+    pub reading: &'a air_proto::gate::Reading,
     /// Where it started, relative to the project root (`""`: the root).
     pub start_dir: &'a str,
     /// Its kept output (artifact URIs).
@@ -150,7 +168,12 @@ pub struct Derived {
 
 /// The evidence a finished command run shows.
 pub fn derive(run: &Run<'_>) -> Vec<Derived> {
-    let read = chain::read(run.command, run.pipefail);
+    let root = run.reading.root.as_deref();
+    let read = chain::read_placed(
+        run.command,
+        run.reading.pipefail,
+        root.map(|r| (r, run.start_dir)),
+    );
     let passed = run.exit_code == Some(0) && read.vouches;
     let reference = format!("{COMMAND_RUN}{}", run.command_run_id);
     let shown = format!("`{}`", short(run.command));
@@ -164,7 +187,11 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
     let mut tested = false;
     let mut covers: Option<Vec<String>> = None;
     for step in &read.steps {
-        for activity in profiles::classify(&step.argv) {
+        // Where it ran, to read the scripts it hands on to (`npm run build`).
+        let dir = root.zip(step.dir.as_deref()).and_then(|(r, d)| {
+            Some(std::path::Path::new(r).join(chain::from_root(run.start_dir, Some(d), ".")?))
+        });
+        for activity in profiles::classify_in(&step.argv, dir.as_deref()) {
             match activity {
                 Activity::Build => built = true,
                 Activity::Test => tested = true,
@@ -230,7 +257,7 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
                     EvidenceKind::CommandRun
                 },
                 reference: log.clone().unwrap_or_else(|| reference.clone()),
-                claim: format!("{shown} ran {} test(s), {} failed", c.ran, c.failed),
+                claim: format!("{shown} ran {}, {} failed", tests(c), c.failed),
                 covers: None,
             });
         }
@@ -241,7 +268,7 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
             evidence_type: EvidenceType::TestPass,
             kind: EvidenceKind::CommandRun,
             reference: reference.clone(),
-            claim: format!("{shown} ran {} test(s), none failed", c.ran),
+            claim: format!("{shown} ran {}, none failed", tests(c)),
             covers: None,
         });
     }
@@ -255,9 +282,10 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
         });
     }
     // The checks the plan declares: their evidence when they pass.
-    let exact = |wanted: &str| normalize_command(wanted) == normalize_command(run.command);
     for (wanted, kind) in run.yields {
-        let ran_it = (read.vouches && runs(run.command, wanted)) || exact(wanted);
+        let ran_it =
+            air_proto::gate::compare(run.command, Some(run.start_dir), wanted, run.reading)
+                == air_proto::gate::Match::Runs;
         if !ran_it || run.exit_code != Some(0) {
             continue;
         }
@@ -311,6 +339,15 @@ pub fn recorded(
     found.sort_by_key(|d| d.severity != DiagnosticSeverity::Error);
     found.truncate(DIAGNOSTICS_RECORDED);
     found
+}
+
+/// What a count counted, for a claim.
+fn tests(c: Count) -> String {
+    if c.packages {
+        format!("the tests of {} package(s)", c.ran)
+    } else {
+        format!("{} test(s)", c.ran)
+    }
 }
 
 /// A command as a claim quotes it: its first line, at most 120 characters.

@@ -1,8 +1,10 @@
 //! How many tests a command ran and how many failed, read from its output as it
-//! streams (both stdout and stderr, line by line, in bounded memory): CTest's
-//! summary, GoogleTest's, pytest's, unittest's, cargo's, and the plain `N passed,
-//! N failed` line. When a run shows several formats (CTest running GoogleTest
-//! binaries verbosely), the outermost runner's count is the one taken.
+//! streams (both stdout and stderr, line by line, in bounded memory, colours taken
+//! out): the summaries of CTest, Maven's Surefire, Gradle (on failure), `dotnet
+//! test`, jest, vitest, GoogleTest, cargo-nextest, cargo, pytest, unittest, TAP
+//! (`node --test`), mocha, bun, `go test` (`-json`, `-v`, or its packages), and the
+//! plain `N passed, N failed` line. When a run shows several formats (CTest running
+//! GoogleTest binaries verbosely), the outermost runner's count is the one taken.
 
 use crate::profiles::lines::Lines;
 
@@ -14,20 +16,34 @@ const LINE_CAP: usize = 4096;
 pub struct Count {
     pub ran: u64,
     pub failed: u64,
+    /// What was counted is packages whose tests ran (`go test` without `-v`), not
+    /// tests.
+    pub packages: bool,
 }
 
 /// The formats, outermost first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Format {
     Ctest,
+    Maven,
+    Gradle,
+    Dotnet,
+    Jest,
+    Vitest,
     Gtest,
+    Nextest,
     Cargo,
     Pytest,
     Unittest,
+    Tap,
+    Mocha,
+    Bun,
+    GoTests,
+    GoPackages,
     Plain,
 }
 
-const FORMATS: usize = 6;
+const FORMATS: usize = 17;
 
 /// The test summaries seen in a command's output so far.
 pub struct Tally {
@@ -35,6 +51,9 @@ pub struct Tally {
     counts: [Option<Count>; FORMATS],
     /// unittest prints `Ran N tests` and then its verdict line.
     unittest_ran: Option<u64>,
+    /// TAP prints `# pass N` before `# fail N`; bun `N pass` before `N fail`.
+    tap_pass: Option<u64>,
+    bun_pass: Option<u64>,
 }
 
 impl Default for Tally {
@@ -43,6 +62,8 @@ impl Default for Tally {
             streams: [Lines::new(LINE_CAP), Lines::new(LINE_CAP)],
             counts: [None; FORMATS],
             unittest_ran: None,
+            tap_pass: None,
+            bun_pass: None,
         }
     }
 }
@@ -69,11 +90,42 @@ impl Tally {
         let c = self.counts[format as usize].get_or_insert_with(Count::default);
         c.ran = c.ran.saturating_add(ran);
         c.failed = c.failed.saturating_add(failed);
+        c.packages = format == Format::GoPackages;
     }
 
     fn line(&mut self, line: &str) {
+        let plain;
+        let line = if line.contains('\x1b') {
+            plain = uncoloured(line);
+            plain.as_str()
+        } else {
+            line
+        };
+        // `go test` prints a test's verdict at the start of the line (a subtest's is
+        // indented under it): counted before anything is trimmed.
+        if let Some(rest) = line.strip_prefix("--- ") {
+            if rest.starts_with("PASS: ") {
+                return self.add(Format::GoTests, 1, 0);
+            }
+            if rest.starts_with("FAIL: ") {
+                return self.add(Format::GoTests, 1, 1);
+            }
+        }
+        if let Some(rest) = line.strip_prefix("ok  \t") {
+            let counted = !rest.contains("[no tests to run]");
+            return self.add(Format::GoPackages, u64::from(counted), 0);
+        }
+        if line.starts_with("FAIL\t") && line.matches('\t').count() >= 2 {
+            return self.add(Format::GoPackages, 1, 1);
+        }
         let t = line.trim();
         if t.is_empty() {
+            return;
+        }
+        if t.starts_with('{') && t.contains("\"Action\"") {
+            return self.go_json(t);
+        }
+        if self.others(t) {
             return;
         }
         // CTest: `100% tests passed, 0 tests failed out of 3`.
@@ -114,7 +166,7 @@ impl Tally {
         // unittest: `Ran 3 tests in 0.001s`, then `OK`, `OK (skipped=1)` or
         // `FAILED (failures=1, errors=1)`.
         if let Some(rest) = t.strip_prefix("Ran ") {
-            if rest.contains(" test") {
+            if rest.contains(" test") && rest.contains(" in ") && !rest.contains(" across ") {
                 self.unittest_ran = first_number(rest);
                 return;
             }
@@ -168,6 +220,186 @@ impl Tally {
     }
 }
 
+impl Tally {
+    /// A `go test -json` event: a test's pass or fail (a subtest is counted by its
+    /// parent).
+    fn go_json(&mut self, t: &str) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(t) else {
+            return;
+        };
+        let test = v.get("Test").and_then(serde_json::Value::as_str);
+        match (v.get("Action").and_then(serde_json::Value::as_str), test) {
+            (Some("pass"), Some(name)) if !name.contains('/') => self.add(Format::GoTests, 1, 0),
+            (Some("fail"), Some(name)) if !name.contains('/') => self.add(Format::GoTests, 1, 1),
+            _ => {}
+        }
+    }
+
+    /// The summaries of Maven, Gradle, dotnet, jest, vitest, nextest, TAP, mocha and
+    /// bun; whether the line was one.
+    fn others(&mut self, t: &str) -> bool {
+        let bare = t
+            .strip_prefix("[INFO] ")
+            .or_else(|| t.strip_prefix("[ERROR] "))
+            .or_else(|| t.strip_prefix("[WARNING] "))
+            .unwrap_or(t);
+        // Surefire: `Tests run: 3, Failures: 0, Errors: 0, Skipped: 0` (a class's line
+        // ends with its time and name; the module's summary does not).
+        if let Some(rest) = bare.strip_prefix("Tests run: ") {
+            if !rest.contains("Time elapsed") {
+                let run = first_number(rest).unwrap_or(0);
+                let failed = spaced_after(rest, "Failures:")
+                    .unwrap_or(0)
+                    .saturating_add(spaced_after(rest, "Errors:").unwrap_or(0));
+                let skipped = spaced_after(rest, "Skipped:").unwrap_or(0);
+                self.add(Format::Maven, run.saturating_sub(skipped), failed);
+            }
+            return true;
+        }
+        // Gradle, on failure: `3 tests completed, 1 failed`.
+        if let Some((n, rest)) = t.split_once(" tests completed, ") {
+            if let (Ok(total), Some(failed)) =
+                (n.trim().parse::<u64>(), number_before(rest, " failed"))
+            {
+                self.add(Format::Gradle, total, failed);
+                return true;
+            }
+        }
+        // dotnet: `Passed!  - Failed:     0, Passed:     3, Skipped:     0, Total: 3`,
+        // or `Test summary: total: 3, failed: 0, succeeded: 3, skipped: 0`.
+        if (t.starts_with("Passed!") || t.starts_with("Failed!")) && t.contains("Total:") {
+            let failed = spaced_after(t, "Failed:").unwrap_or(0);
+            let passed = spaced_after(t, "Passed:").unwrap_or(0);
+            self.add(Format::Dotnet, passed.saturating_add(failed), failed);
+            return true;
+        }
+        if let Some(rest) = t.strip_prefix("Test summary: total:") {
+            let failed = spaced_after(rest, "failed:").unwrap_or(0);
+            let passed = spaced_after(rest, "succeeded:").unwrap_or(0);
+            self.add(Format::Dotnet, passed.saturating_add(failed), failed);
+            return true;
+        }
+        // jest: `Tests:       1 failed, 2 passed, 3 total`.
+        if let Some(rest) = t.strip_prefix("Tests:") {
+            if rest.contains(" total") {
+                let failed = number_before(rest, " failed").unwrap_or(0);
+                let passed = number_before(rest, " passed").unwrap_or(0);
+                self.add(Format::Jest, passed.saturating_add(failed), failed);
+                return true;
+            }
+        }
+        // vitest: `Tests  1 failed | 2 passed (3)`.
+        if let Some(rest) = t.strip_prefix("Tests ") {
+            if rest.ends_with(')') && (rest.contains(" passed") || rest.contains(" failed")) {
+                let failed = number_before(rest, " failed").unwrap_or(0);
+                let passed = number_before(rest, " passed").unwrap_or(0);
+                self.add(Format::Vitest, passed.saturating_add(failed), failed);
+                return true;
+            }
+        }
+        // nextest: `Summary [   0.010s] 5 tests run: 4 passed, 1 failed, 0 skipped`.
+        if t.starts_with("Summary [") {
+            if let Some((head, rest)) = t
+                .split_once(" tests run: ")
+                .or_else(|| t.split_once(" test run: "))
+            {
+                let run = head
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0);
+                let failed = number_before(rest, " failed").unwrap_or(0);
+                let passed = number_before(rest, " passed").unwrap_or(0);
+                self.add(
+                    Format::Nextest,
+                    run.min(passed.saturating_add(failed)),
+                    failed,
+                );
+                return true;
+            }
+        }
+        // TAP (`node --test`): `# pass 3` then `# fail 0`; node's spec reporter
+        // prints the same words after `ℹ`.
+        let tap = t.strip_prefix("# ").or_else(|| t.strip_prefix("ℹ "));
+        if let Some(rest) = tap {
+            if let Some(n) = rest
+                .strip_prefix("pass ")
+                .and_then(|n| n.trim().parse().ok())
+            {
+                self.tap_pass = Some(n);
+                return true;
+            }
+            if let Some(n) = rest
+                .strip_prefix("fail ")
+                .and_then(|n| n.trim().parse::<u64>().ok())
+            {
+                let passed = self.tap_pass.take().unwrap_or(0);
+                self.add(Format::Tap, passed.saturating_add(n), n);
+                return true;
+            }
+        }
+        // mocha: `3 passing (5ms)`, then `1 failing`.
+        if let Some(n) = t
+            .strip_suffix(" failing")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            self.add(Format::Mocha, n, n);
+            return true;
+        }
+        if let Some((n, rest)) = t.split_once(" passing") {
+            if let (Ok(n), true) = (n.parse::<u64>(), rest.is_empty() || rest.starts_with(" (")) {
+                self.add(Format::Mocha, n, 0);
+                return true;
+            }
+        }
+        // bun: ` 3 pass`, then ` 0 fail`.
+        if let Some(n) = t.strip_suffix(" pass").and_then(|n| n.parse().ok()) {
+            self.bun_pass = Some(n);
+            return true;
+        }
+        if let Some(n) = t.strip_suffix(" fail").and_then(|n| n.parse::<u64>().ok()) {
+            if let Some(passed) = self.bun_pass.take() {
+                self.add(Format::Bun, passed.saturating_add(n), n);
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// A line without its terminal colour and style sequences.
+fn uncoloured(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            // Parameters, then one final byte.
+            for d in chars.by_ref() {
+                if ('@'..='~').contains(&d) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The number after `key` and any spaces (`Failed:     0` → 0).
+fn spaced_after(text: &str, key: &str) -> Option<u64> {
+    let (_, tail) = text.split_once(key)?;
+    let digits: String = tail
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
 /// The number right before `word` in `text` (`3 passed` → 3 for ` passed`).
 fn number_before(text: &str, word: &str) -> Option<u64> {
     let (head, _) = text.split_once(word)?;
@@ -215,7 +447,11 @@ mod tests {
     }
 
     fn count(ran: u64, failed: u64) -> Option<Count> {
-        Some(Count { ran, failed })
+        Some(Count {
+            ran,
+            failed,
+            packages: false,
+        })
     }
 
     #[test]
@@ -260,6 +496,44 @@ mod tests {
         assert_eq!(tally("3 passed in 0.01s\n", ""), count(3, 0));
         assert_eq!(tally("results: 4 passed, 0 failed\n", ""), count(4, 0));
         assert_eq!(tally("hello\nworld\n", ""), None);
+    }
+
+    #[test]
+    fn every_stack_s_runner_is_read() {
+        let packages = |ran, failed| {
+            Some(Count {
+                ran,
+                failed,
+                packages: true,
+            })
+        };
+        for (out, want) in [
+            // Maven Surefire: the classes' lines are left for the module's summary.
+            ("[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.05 s - in a.AppTest\n[INFO] Results:\n[INFO] \n[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0\n", count(2, 0)),
+            ("[ERROR] Tests run: 3, Failures: 1, Errors: 1, Skipped: 1\n", count(2, 2)),
+            ("[INFO] Tests run: 0, Failures: 0, Errors: 0, Skipped: 0\n", count(0, 0)),
+            ("3 tests completed, 1 failed\n", count(3, 1)),
+            ("Passed!  - Failed:     0, Passed:     3, Skipped:     0, Total:     3, Duration: 12 ms - a.dll (net8.0)\n", count(3, 0)),
+            ("Failed!  - Failed:     1, Passed:     2, Skipped:     0, Total:     3\n", count(3, 1)),
+            ("Test summary: total: 4, failed: 0, succeeded: 4, skipped: 0, duration: 0.7s\n", count(4, 0)),
+            ("Tests:       1 failed, 2 passed, 3 total\n", count(3, 1)),
+            ("Tests:       1 skipped, 2 passed, 3 total\n", count(2, 0)),
+            (" Test Files  1 passed (1)\n      Tests  3 passed (3)\n", count(3, 0)),
+            ("\x1b[2m      Tests \x1b[22m \x1b[1m\x1b[31m1 failed\x1b[39m\x1b[22m\x1b[2m | \x1b[22m\x1b[1m\x1b[32m2 passed\x1b[39m\x1b[22m\x1b[90m (3)\x1b[39m\n", count(3, 1)),
+            ("     Summary [   0.010s] 5 tests run: 4 passed, 1 failed, 0 skipped\n", count(5, 1)),
+            ("TAP version 13\n# tests 3\n# suites 0\n# pass 3\n# fail 0\n", count(3, 0)),
+            ("ℹ tests 2\nℹ pass 1\nℹ fail 1\n", count(2, 1)),
+            ("# tests 0\n# pass 0\n# fail 0\n", count(0, 0)),
+            ("  3 passing (5ms)\n  1 failing\n", count(4, 1)),
+            ("  0 passing (1ms)\n", count(0, 0)),
+            (" 3 pass\n 0 fail\nRan 3 tests across 1 files. [9.00ms]\n", count(3, 0)),
+            ("=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n    --- PASS: TestB/sub (0.00s)\n--- FAIL: TestB (0.00s)\nFAIL\nFAIL\tex.com/m\t0.002s\n", count(2, 1)),
+            ("{\"Action\":\"pass\",\"Package\":\"m\",\"Test\":\"TestA\"}\n{\"Action\":\"pass\",\"Package\":\"m\",\"Test\":\"TestA/x\"}\n{\"Action\":\"pass\",\"Package\":\"m\"}\n", count(1, 0)),
+            ("ok  \tex.com/m\t0.002s\nok  \tex.com/m/b\t(cached)\n?   \tex.com/m/c\t[no test files]\n", packages(2, 0)),
+            ("ok  \tex.com/m\t0.002s [no tests to run]\n", packages(0, 0)),
+        ] {
+            assert_eq!(tally(out, ""), want, "{out}");
+        }
     }
 
     #[test]

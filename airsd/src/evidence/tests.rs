@@ -6,7 +6,7 @@ fn run<'a>(command: &'a str, exit: Option<i32>, count: Option<Count>) -> Run<'a>
         command_run_id: "c1",
         command,
         exit_code: exit,
-        pipefail: true,
+        reading: &READING,
         start_dir: "",
         logs: &[],
         count,
@@ -18,7 +18,21 @@ fn kinds(d: &[Derived]) -> Vec<EvidenceType> {
     d.iter().map(|d| d.evidence_type).collect()
 }
 
-const THREE: Option<Count> = Some(Count { ran: 3, failed: 0 });
+static READING: std::sync::LazyLock<air_proto::gate::Reading> =
+    std::sync::LazyLock::new(|| air_proto::gate::Reading {
+        canonical: crate::profiles::canonical,
+        ..Default::default()
+    });
+
+const fn count(ran: u64, failed: u64) -> Option<Count> {
+    Some(Count {
+        ran,
+        failed,
+        packages: false,
+    })
+}
+
+const THREE: Option<Count> = count(3, 0);
 
 #[test]
 fn a_build_that_exits_0_is_build_pass_and_one_that_fails_is_nothing() {
@@ -53,12 +67,12 @@ fn a_test_run_passes_only_with_tests_run_and_none_failed() {
         [TestOutput, TestPass]
     );
     // Zero tests run is not a pass, nor output.
-    let none = Some(Count { ran: 0, failed: 0 });
+    let none = count(0, 0);
     assert!(derive(&run("ctest", Some(0), none)).is_empty());
     // A count nobody could read: no pass.
     assert!(derive(&run("ctest", Some(0), None)).is_empty());
     // Failures: output, no pass.
-    let failing = Some(Count { ran: 3, failed: 1 });
+    let failing = count(3, 1);
     assert_eq!(
         kinds(&derive(&run("pytest", Some(1), failing))),
         [TestOutput]
@@ -123,7 +137,7 @@ fn a_check_the_plan_declares_yields_its_evidence_when_it_passes() {
     })
     .is_empty());
     // A declared test run whose output shows a failure is not a pass.
-    let failing = Some(Count { ran: 2, failed: 1 });
+    let failing = count(2, 1);
     assert!(derive(&Run {
         yields: &yields,
         ..run("./run-tests", Some(0), failing)

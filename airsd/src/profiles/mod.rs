@@ -12,11 +12,20 @@ use std::path::Path;
 use air_proto::dependency::DependencySpec;
 
 pub mod cpp;
+mod dotnet;
+mod go;
+mod jvm;
 pub mod lines;
+mod node;
 mod python;
 mod rust;
+pub mod words;
 
 pub use cpp::Cpp;
+pub use dotnet::Dotnet;
+pub use go::Go;
+pub use jvm::Jvm;
+pub use node::Node;
 pub use python::Python;
 pub use rust::Rust;
 
@@ -40,28 +49,103 @@ pub trait Profile: Sync {
     /// at its top: the files that say so.
     fn detect(&self, root: &Path) -> Vec<String>;
     /// What one step of a shell command does, from its words (`argv[0]` is the
-    /// program as written, wrappers such as `env` or `timeout` already removed).
+    /// program as written, wrappers such as `env` or `timeout` and runners such as
+    /// `uv run` or `npx` already removed: [`words::tool`]).
     fn classify(&self, argv: &[String]) -> Vec<Activity>;
+    /// The step's words with the options that change only how its tool reports taken
+    /// out (`-v`, `--color=never`), when the tool is this profile's.
+    fn quiet(&self, _argv: &[String]) -> Option<Vec<String>> {
+        None
+    }
+    /// The shell text the step hands on to, read from the directory it ran in (an
+    /// npm script), when it runs one.
+    fn script(&self, _argv: &[String], _dir: &Path) -> Option<String> {
+        None
+    }
     /// What the profile's tools and checks need installed.
     fn dependencies(&self) -> Vec<DependencySpec>;
 }
 
 /// Every profile air ships.
 pub fn all() -> &'static [&'static dyn Profile] {
-    &[&Cpp, &Python, &Rust]
+    &[&Cpp, &Python, &Rust, &Go, &Node, &Jvm, &Dotnet]
 }
 
 /// What any profile recognises in a step.
 pub fn classify(argv: &[String]) -> Vec<Activity> {
+    classify_in(argv, None)
+}
+
+/// What any profile recognises in a step that ran in `dir` (absolute; `None`: not
+/// known, so no script is read): a script it hands on to (`npm run build`) does
+/// what the script's steps do, when the script's status vouches for them.
+pub fn classify_in(argv: &[String], dir: Option<&Path>) -> Vec<Activity> {
+    classify_at(argv, dir, 0)
+}
+
+fn classify_at(argv: &[String], dir: Option<&Path>, depth: usize) -> Vec<Activity> {
+    let argv = words::tool(argv);
     let mut out: Vec<Activity> = Vec::new();
-    for p in all() {
-        for a in p.classify(argv) {
+    let add = |found: Vec<Activity>, out: &mut Vec<Activity>| {
+        for a in found {
             if !out.contains(&a) {
                 out.push(a);
             }
         }
+    };
+    for p in all() {
+        add(p.classify(&argv), &mut out);
+    }
+    let Some(dir) = dir.filter(|_| depth < 3) else {
+        return out;
+    };
+    for p in all() {
+        let Some(text) = p.script(&argv, dir) else {
+            continue;
+        };
+        let read = air_proto::chain::read(&text, true);
+        if !read.vouches {
+            continue;
+        }
+        for step in &read.steps {
+            // A script's `cd` stays inside the directory it started in.
+            let Some(sub) = step.dir.as_deref().filter(|d| !d.starts_with("..")) else {
+                continue;
+            };
+            let found = match sub {
+                "" => classify_at(&step.argv, Some(dir), depth + 1),
+                sub => classify_at(&step.argv, Some(&dir.join(sub)), depth + 1),
+            };
+            add(found, &mut out);
+        }
     }
     out
+}
+
+/// A step's words as a check compares them: the tool without its runner
+/// ([`words::tool`]), and without the options that change only how it reports.
+pub fn canonical(argv: &[String]) -> Vec<String> {
+    let argv = words::tool(argv);
+    all().iter().find_map(|p| p.quiet(&argv)).unwrap_or(argv)
+}
+
+/// A small text file of the project's (a manifest), read without following a link
+/// at its name and only when it is a regular file of at most 1 MiB.
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > 1 << 20 {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(1 << 20).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// The profiles the project at `root` calls for, with the files that say so.
@@ -158,6 +242,146 @@ mod tests {
             ("echo make test", vec![]),
         ] {
             assert_eq!(classify(&words(command)), want, "{command}");
+        }
+    }
+
+    #[test]
+    fn every_common_stack_s_builds_and_tests_are_recognised() {
+        use Activity::*;
+        for (command, want) in [
+            // Python's runners and environments.
+            ("uv run pytest -q", vec![Test]),
+            ("poetry run pytest", vec![Test]),
+            (".venv/bin/pytest tests", vec![Test]),
+            ("uv run --with pytest python -m pytest", vec![Test]),
+            ("tox -e py311", vec![Test]),
+            ("pytest --collect-only", vec![]),
+            // Rust.
+            ("cargo check --workspace", vec![Build]),
+            ("cargo nextest run", vec![Build, Test]),
+            ("cargo test --no-run", vec![Build]),
+            ("cargo test --help", vec![]),
+            // Go.
+            ("go build ./...", vec![Build]),
+            ("go test ./...", vec![Build, Test]),
+            ("go test -json -count=1 ./...", vec![Build, Test]),
+            ("go test -c ./pkg", vec![Build]),
+            ("go test -n ./...", vec![]),
+            (
+                "go vet ./...",
+                vec![Analysis {
+                    paths: vec![".".into()],
+                }],
+            ),
+            // JavaScript and TypeScript.
+            ("npm test", vec![Test]),
+            ("npm run test", vec![Test]),
+            ("pnpm test", vec![Test]),
+            ("yarn test", vec![Test]),
+            ("npx vitest run", vec![Test]),
+            ("pnpm exec vitest", vec![Test]),
+            ("./node_modules/.bin/jest --ci", vec![Test]),
+            ("node --test", vec![Test]),
+            ("node --test test/a.test.js", vec![Test]),
+            ("node test.js", vec![]),
+            ("bun test", vec![Test]),
+            ("npx tsc --noEmit", vec![Build]),
+            ("tsc -v", vec![]),
+            ("vitest watch", vec![]),
+            (
+                "npx eslint src",
+                vec![Analysis {
+                    paths: vec!["src".into()],
+                }],
+            ),
+            ("eslint --fix src", vec![]),
+            ("npm install", vec![]),
+            // Java and Kotlin.
+            ("mvn test", vec![Build, Test]),
+            ("mvn -B -q clean verify", vec![Build, Test]),
+            ("./mvnw package -DskipTests", vec![Build]),
+            ("mvn compile", vec![Build]),
+            ("mvn --version", vec![]),
+            ("./gradlew test", vec![Build, Test]),
+            ("gradle build -x test", vec![Build]),
+            ("gradle assemble", vec![Build]),
+            ("gradle tasks", vec![]),
+            // C#.
+            ("dotnet build", vec![Build]),
+            ("dotnet test", vec![Build, Test]),
+            ("dotnet test --no-build", vec![Test]),
+            ("dotnet test --list-tests", vec![]),
+            (
+                "dotnet format --verify-no-changes",
+                vec![Analysis { paths: vec![] }],
+            ),
+        ] {
+            assert_eq!(classify(&words(command)), want, "{command}");
+        }
+    }
+
+    #[test]
+    fn a_script_does_what_its_steps_do() {
+        use Activity::*;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("package.json"),
+            r#"{"scripts": {"build": "tsc -p .", "check": "tsc && vitest run", "lint": "eslint . || true", "test": "node --test"}}"#,
+        )
+        .unwrap();
+        let at = |c: &str| classify_in(&words(c), Some(dir.path()));
+        assert_eq!(at("npm run build"), [Build]);
+        assert_eq!(at("pnpm build"), [Build]);
+        assert_eq!(at("yarn run check"), [Build, Test]);
+        assert_eq!(at("npm test"), [Test]);
+        // A script whose status vouches for nothing, one that is not there.
+        assert!(at("npm run lint").is_empty());
+        assert!(at("npm run nothing").is_empty());
+        // A link at package.json is not followed.
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("package.json"),
+            other.path().join("package.json"),
+        )
+        .unwrap();
+        assert!(classify_in(&words("npm run build"), Some(other.path())).is_empty());
+    }
+
+    #[test]
+    fn only_what_changes_the_report_is_left_out_of_a_check() {
+        for (a, b) in [
+            ("pytest -v --tb=short", "pytest"),
+            (".venv/bin/pytest -q", "pytest"),
+            ("uv run pytest -vv", "pytest"),
+            ("python3 -m pytest -x", "pytest"),
+            ("npm test -- --verbose", "npm test"),
+            ("npm run test --silent", "npm test"),
+            ("npx vitest run --reporter=verbose", "vitest"),
+            ("go test -v -count=1 ./...", "go test ./..."),
+            ("cargo test -q --color never -- --nocapture", "cargo test"),
+            ("make -j4 -s test", "make test"),
+            (
+                "ctest --output-on-failure -j 4 --test-dir build",
+                "ctest --test-dir build",
+            ),
+            ("mvn -B -q test", "mvn test"),
+            ("./gradlew --console=plain test", "./gradlew test"),
+            ("dotnet test -v q --nologo", "dotnet test"),
+        ] {
+            assert_eq!(canonical(&words(a)), canonical(&words(b)), "{a} ~ {b}");
+        }
+        // What changes what runs stays.
+        for (a, b) in [
+            ("make -v test", "make test"),
+            ("make -q test", "make test"),
+            ("pytest -k one", "pytest"),
+            ("go test -run TestA ./...", "go test ./..."),
+            ("npm test -- -t one", "npm test"),
+            ("cargo test --lib", "cargo test"),
+            ("mvn test -Dtest=A", "mvn test"),
+            ("npm run build", "npm test"),
+        ] {
+            assert_ne!(canonical(&words(a)), canonical(&words(b)), "{a} ≁ {b}");
         }
     }
 }

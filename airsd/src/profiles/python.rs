@@ -5,14 +5,39 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
+use super::words::{strip, Quiet};
 use super::{operands, present, program, Activity, Profile};
 
 pub struct Python;
 
 const ANALYZERS: &[&str] = &["flake8", "pyflakes", "mypy", "pylint", "pyright"];
 
+/// Options of pytest and unittest that change only how they report.
+const QUIET: Quiet = &[
+    "-v",
+    "-vv",
+    "-vvv",
+    "-q",
+    "-qq",
+    "--verbose",
+    "--quiet",
+    "-s",
+    "--capture=*",
+    "--tb=*",
+    "--tb _",
+    "-r*",
+    "--color=*",
+    "--no-header",
+    "--no-summary",
+    "-x",
+    "--exitfirst",
+    "--durations=*",
+    "-b",
+    "--buffer",
+];
+
 /// `python3`, `python`, `python3.11`, `pypy3`.
-fn is_python(name: &str) -> bool {
+pub(super) fn is_python(name: &str) -> bool {
     let rest = name
         .strip_prefix("python")
         .or_else(|| name.strip_prefix("pypy"));
@@ -22,7 +47,24 @@ fn is_python(name: &str) -> bool {
 fn by_name(name: &str, args: &[String]) -> Vec<Activity> {
     match name {
         "compileall" | "py_compile" => vec![Activity::Build],
-        "unittest" | "pytest" | "py.test" => vec![Activity::Test],
+        "unittest" | "pytest" | "py.test" | "tox" | "nox"
+            if !args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "--version"
+                        | "-h"
+                        | "--help"
+                        | "--collect-only"
+                        | "--co"
+                        | "-l"
+                        | "--list"
+                        | "--listenvs"
+                        | "--notest"
+                )
+            }) =>
+        {
+            vec![Activity::Test]
+        }
         "ruff" if args.first().is_some_and(|a| a == "check") => vec![Activity::Analysis {
             paths: operands(&args[1..]),
         }],
@@ -85,6 +127,25 @@ impl Profile for Python {
             return Vec::new();
         }
         by_name(name, args)
+    }
+
+    fn quiet(&self, argv: &[String]) -> Option<Vec<String>> {
+        let name = program(argv);
+        let tail = |from: usize| {
+            let mut out = argv[..from].to_vec();
+            out.extend(strip(&argv[from..], QUIET));
+            out
+        };
+        match name {
+            "pytest" | "py.test" => Some(tail(1)),
+            n if is_python(n)
+                && argv.get(1).is_some_and(|a| a == "-m")
+                && argv.get(2).is_some_and(|m| m == "unittest") =>
+            {
+                Some(tail(3))
+            }
+            _ => None,
+        }
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {

@@ -5,7 +5,43 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
+use super::words::{strip, Quiet};
 use super::{operands, present, program, Activity, Profile};
+
+/// Options of make, ninja, CMake's build and CTest that change only how they report
+/// or how fast they run (each tool its own: `make -v` prints a version).
+const QUIET_MAKE: Quiet = &[
+    "-s",
+    "--silent",
+    "-j #",
+    "-j*",
+    "--jobs=*",
+    "V=1",
+    "VERBOSE=1",
+    "--no-print-directory",
+];
+const QUIET_NINJA: Quiet = &["-v", "--verbose", "-j _", "-j*"];
+const QUIET_CMAKE: Quiet = &[
+    "-j #",
+    "-j*",
+    "--parallel #",
+    "--parallel=*",
+    "-v",
+    "--verbose",
+];
+const QUIET_CTEST: Quiet = &[
+    "-V",
+    "-VV",
+    "--verbose",
+    "--extra-verbose",
+    "--output-on-failure",
+    "--progress",
+    "--timeout _",
+    "-j #",
+    "-j*",
+    "--parallel #",
+    "--parallel=*",
+];
 
 pub mod diagnose;
 mod signature;
@@ -21,6 +57,19 @@ const OTHER_TARGETS: &[&str] = &["clean", "distclean", "install", "uninstall", "
 impl Profile for Cpp {
     fn name(&self) -> &'static str {
         "cpp"
+    }
+
+    fn quiet(&self, argv: &[String]) -> Option<Vec<String>> {
+        let quiet = match program(argv) {
+            "make" | "gmake" => QUIET_MAKE,
+            "ninja" => QUIET_NINJA,
+            "cmake" => QUIET_CMAKE,
+            "ctest" => QUIET_CTEST,
+            _ => return None,
+        };
+        let mut out = vec![argv[0].clone()];
+        out.extend(strip(&argv[1..], quiet));
+        Some(out)
     }
 
     fn detect(&self, root: &Path) -> Vec<String> {

@@ -653,8 +653,9 @@ impl Shell {
     ) -> Option<air_proto::gate::Verdict> {
         let subject = self.core.gate_subject(agent_id)?;
         let (session, result) = (self.ctx.session.clone(), result.clone());
+        let root = self.ctx.paths.root().to_path_buf();
         let judged = tokio::task::spawn_blocking(move || {
-            crate::evidence::judge(&session, &subject, &result)
+            crate::evidence::judge(&session, &root, &subject, &result)
         })
         .await;
         Some(judged.unwrap_or_else(|e| air_proto::gate::Verdict {

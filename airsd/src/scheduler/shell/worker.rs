@@ -199,13 +199,14 @@ impl Shell {
                 // and recorded nowhere (the agent's conversation keeps what it was
                 // told).
                 let subject = self.core.gate_subject(agent_id);
-                let (session, worker, header) = (
+                let (session, root, worker, header) = (
                     self.ctx.session.clone(),
+                    self.ctx.paths.root().to_path_buf(),
                     worker.clone(),
                     message.header.clone(),
                 );
                 tokio::spawn(async move {
-                    let answer = crate::evidence::answer_check(session, subject, call).await;
+                    let answer = crate::evidence::answer_check(session, root, subject, call).await;
                     worker.reply(&header, IpcBody::ToolResult(answer));
                 });
                 Ok(())

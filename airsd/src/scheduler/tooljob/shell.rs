@@ -501,7 +501,7 @@ impl ToolJob {
                     command_run_id: &command_run_id,
                     command: &prepared.command,
                     exit_code: Some(exit_code),
-                    pipefail: !exec::without_pipefail(),
+                    reading: &crate::evidence::reading(&root),
                     start_dir: &start_dir,
                     logs: &logs,
                     count: tally.finish(),

@@ -7,7 +7,7 @@
 //! function, a control structure at the top level) makes the status vouch for
 //! nothing, and the steps are still named for the test tallies.
 
-use air_proto::gate::RUNS_ELSEWHERE;
+use crate::gate::RUNS_ELSEWHERE;
 
 /// One step: its words, quotes removed, with leading assignments and wrappers
 /// (`env`, `timeout 60`, `nice`, `time`, `sudo`, `command`, `stdbuf`) taken off, and
@@ -26,6 +26,9 @@ pub struct Chain {
     /// Whether exit 0 means every step exited 0: its steps are joined only by `&&`
     /// (and `|`, under pipefail).
     pub vouches: bool,
+    /// When it does not vouch: the first part that lets it end 0 when a step failed,
+    /// as a person would name it (`` `||` ``, `` `;` ``, a subshell …).
+    pub breaker: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -36,8 +39,9 @@ enum Token {
     /// `|`
     Pipe,
     /// Anything after which the status no longer vouches (`||`, `;`, `&`, a newline,
-    /// a parenthesis, a redirection into a command's input from a here-document …).
-    Break,
+    /// a parenthesis, a redirection into a command's input from a here-document …),
+    /// named for a refusal.
+    Break(&'static str),
 }
 
 /// Splits the text into words and operators, honouring quotes, escapes and `$(…)`.
@@ -118,7 +122,7 @@ fn lex(text: &str) -> Vec<Token> {
                 // A comment runs to the end of the line.
                 for d in chars.by_ref() {
                     if d == '\n' {
-                        out.push(Token::Break);
+                        out.push(Token::Break("a second line"));
                         break;
                     }
                 }
@@ -134,14 +138,14 @@ fn lex(text: &str) -> Vec<Token> {
                     chars.next();
                     out.push(Token::Word("&>".into()));
                 } else {
-                    out.push(Token::Break);
+                    out.push(Token::Break("`&` (a background job)"));
                 }
             }
             '|' => {
                 flush(&mut word, &mut in_word, &mut out);
                 if chars.peek() == Some(&'|') {
                     chars.next();
-                    out.push(Token::Break);
+                    out.push(Token::Break("`||`"));
                 } else {
                     if chars.peek() == Some(&'&') {
                         chars.next();
@@ -151,7 +155,11 @@ fn lex(text: &str) -> Vec<Token> {
             }
             ';' | '\n' | '(' | ')' => {
                 flush(&mut word, &mut in_word, &mut out);
-                out.push(Token::Break);
+                out.push(Token::Break(match c {
+                    ';' => "`;`",
+                    '\n' => "a second line",
+                    _ => "a subshell `( … )`",
+                }));
             }
             '>' | '<' => {
                 // Redirections: the operator and its target are left out of the
@@ -174,7 +182,7 @@ fn lex(text: &str) -> Vec<Token> {
                 }
                 if op == "<<" || op == "<<-" {
                     // A here-document: its body is not this reader's.
-                    out.push(Token::Break);
+                    out.push(Token::Break("a here-document"));
                 }
                 out.push(Token::Word(op));
             }
@@ -268,26 +276,45 @@ fn program_words(words: Vec<String>) -> Vec<String> {
 
 /// Reads a command. `pipefail`: the shell fails a pipeline when any part fails.
 pub fn read(command: &str, pipefail: bool) -> Chain {
+    read_placed(command, pipefail, None)
+}
+
+/// [`read`], for a command that started in `start` (relative to the project root)
+/// of the project at `root` (an absolute path): a `cd` to an absolute path inside
+/// the project is followed as the relative one it is. Step directories stay relative
+/// to `start`.
+pub fn read_placed(command: &str, pipefail: bool, place: Option<(&str, &str)>) -> Chain {
     let tokens = lex(command);
     let mut chain = Chain {
         steps: Vec::new(),
         vouches: true,
+        breaker: None,
     };
     let mut dir: Option<String> = Some(String::new());
     let mut words: Vec<String> = Vec::new();
+    let breaks = |chain: &mut Chain, why: String| {
+        if chain.vouches {
+            chain.vouches = false;
+            chain.breaker = Some(why);
+        }
+    };
     let end_step = |words: &mut Vec<String>, chain: &mut Chain, dir: &mut Option<String>| {
         // Steps that change what the later ones run or how the status is kept
         // (`trap 'exit 0' EXIT`, `set +o pipefail`, `hash -p /bin/true make`, a PATH of
         // its own): the status vouches for nothing after them.
-        if words
-            .first()
-            .is_some_and(|w| SHELL_STATE.contains(&w.as_str()))
-            || words
-                .iter()
-                .take_while(|w| is_assignment(w))
-                .any(|w| RUNS_ELSEWHERE.iter().any(|v| w.starts_with(v)))
+        if let Some(w) = words.first().filter(|w| SHELL_STATE.contains(&w.as_str())) {
+            breaks(
+                chain,
+                format!("`{w}`, which changes the shell for what follows"),
+            );
+        }
+        if let Some(w) = words
+            .iter()
+            .take_while(|w| is_assignment(w))
+            .find(|w| RUNS_ELSEWHERE.iter().any(|v| w.starts_with(v)))
         {
-            chain.vouches = false;
+            let name = w.split('=').next().unwrap_or_default();
+            breaks(chain, format!("`{name}=…`, which changes what runs"));
         }
         let argv = program_words(std::mem::take(words));
         if argv.is_empty() {
@@ -298,7 +325,12 @@ pub fn read(command: &str, pipefail: bool) -> Chain {
                 (Some(to), _) if to.contains('$') || to.contains('`') || to.starts_with('~') => {
                     None
                 }
-                (Some(to), _) if to.starts_with('/') => None,
+                (Some(to), _) if to.starts_with('/') => place.and_then(|(root, start)| {
+                    let rel = inside(root, to)?;
+                    // From `start` back up to the root, then down.
+                    let up = start.split('/').filter(|p| !p.is_empty()).count();
+                    Some(join(&"../".repeat(up), &rel))
+                }),
                 (Some(to), Some(d)) => Some(join(d, to)),
                 _ => None,
             };
@@ -315,18 +347,29 @@ pub fn read(command: &str, pipefail: bool) -> Chain {
             Token::And => end_step(&mut words, &mut chain, &mut dir),
             Token::Pipe => {
                 if !pipefail {
-                    chain.vouches = false;
+                    breaks(&mut chain, "a pipe `|` without pipefail".into());
                 }
                 end_step(&mut words, &mut chain, &mut dir);
             }
-            Token::Break => {
-                chain.vouches = false;
+            Token::Break(why) => {
+                breaks(&mut chain, why.to_string());
                 end_step(&mut words, &mut chain, &mut dir);
             }
         }
     }
     end_step(&mut words, &mut chain, &mut dir);
     chain
+}
+
+/// `to` (absolute) relative to `root`, when it is `root` or under it.
+fn inside(root: &str, to: &str) -> Option<String> {
+    let root = root.trim_end_matches('/');
+    let rest = to.strip_prefix(root)?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let rel = join("", rest);
+    (!rel.starts_with("..")).then_some(rel)
 }
 
 /// `base/to`, with `.` and `..` folded (`..` past the start leaves the project's
@@ -422,9 +465,35 @@ mod tests {
         ] {
             assert!(!read(text, true).vouches, "{text}");
         }
+        assert_eq!(
+            read("set +e && make", true).breaker.as_deref(),
+            Some("`set`, which changes the shell for what follows")
+        );
+        assert_eq!(read("make || true", true).breaker.as_deref(), Some("`||`"));
         assert!(read("command -v make", true).steps.is_empty());
         assert!(read("env --version make", true).steps.is_empty());
         assert_eq!(argv(&read("CC=clang make", true)), ["make"]);
+    }
+
+    #[test]
+    fn a_cd_into_the_project_by_its_absolute_path_is_followed() {
+        let c = read_placed("cd /p/proj/sub && make", true, Some(("/p/proj", "")));
+        assert_eq!(c.steps[0].dir.as_deref(), Some("sub"));
+        let c = read_placed("cd /p/proj && make", true, Some(("/p/proj/", "")));
+        assert_eq!(c.steps[0].dir.as_deref(), Some(""));
+        // Started in `a/b`: the root is two levels up.
+        let c = read_placed("cd /p/proj/sub && make", true, Some(("/p/proj", "a/b")));
+        assert_eq!(c.steps[0].dir.as_deref(), Some("../../sub"));
+        assert_eq!(from_root("a/b", Some("../../sub"), "."), Some("sub".into()));
+        for elsewhere in [
+            "cd /p/project && make",
+            "cd /p/proj/../x && make",
+            "cd /tmp && make",
+        ] {
+            let c = read_placed(elsewhere, true, Some(("/p/proj", "")));
+            assert_eq!(c.steps[0].dir, None, "{elsewhere}");
+        }
+        assert_eq!(read("cd /p/proj && make", true).steps[0].dir, None);
     }
 
     #[test]
