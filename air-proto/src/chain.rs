@@ -7,7 +7,9 @@
 //! function, a control structure at the top level) makes the status vouch for
 //! nothing, and the steps are still named for the test tallies.
 
-use crate::gate::RUNS_ELSEWHERE;
+/// Assignments that change which program a command's name runs, or what bash runs
+/// first: a step after one is not the step its words say.
+pub const RUNS_ELSEWHERE: &[&str] = &["PATH=", "BASH_ENV=", "ENV=", "LD_PRELOAD="];
 
 /// One step: its words, quotes removed, with leading assignments and wrappers
 /// (`env`, `timeout 60`, `nice`, `time`, `sudo`, `command`, `stdbuf`) taken off, and

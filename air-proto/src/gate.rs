@@ -313,9 +313,7 @@ pub fn is_c_family(path: &str) -> bool {
     C_FAMILY.iter().any(|ext| lower.ends_with(ext))
 }
 
-/// Assignments that change which program a command's name runs, or what bash runs
-/// first: a step after one is not the step its words say.
-pub const RUNS_ELSEWHERE: &[&str] = &["PATH=", "BASH_ENV=", "ENV=", "LD_PRELOAD="];
+pub use crate::chain::RUNS_ELSEWHERE;
 
 /// What a build or a test run leaves behind, not a change to the work: compiled
 /// Python, object files, a build or target directory, caches.
@@ -539,7 +537,13 @@ fn claims(result: &WorkerResult, ledger: &Ledger, refused: &mut Vec<String>) {
         let Some(kind) = e.evidence_type.filter(|k| source(*k) == Source::Records) else {
             continue;
         };
-        if e.kind != EvidenceKind::CommandRun && !e.reference.starts_with(COMMAND_RUN) {
+        // A command is cited by its id, bare or as `command-run:<id>`, whatever kind
+        // the claim gives it.
+        let id = command_id(&e.reference);
+        let cites_a_command = e.kind == EvidenceKind::CommandRun
+            || e.reference.trim().starts_with(COMMAND_RUN)
+            || ledger.command(id).is_some();
+        if !cites_a_command {
             refused.push(format!(
                 "evidence[{i}] claims {} from `{}`, which is not a command airsd ran; {} is airsd's record of a command, never a claim",
                 kind.as_str(),
@@ -548,7 +552,6 @@ fn claims(result: &WorkerResult, ledger: &Ledger, refused: &mut Vec<String>) {
             ));
             continue;
         }
-        let id = command_id(&e.reference);
         let Some(c) = ledger.command(id) else {
             refused.push(format!(
                 "evidence[{i}] cites {COMMAND_RUN}{id}, which no agent of this attempt ran; run the check now and let its record stand"
@@ -561,12 +564,31 @@ fn claims(result: &WorkerResult, ledger: &Ledger, refused: &mut Vec<String>) {
             .rev()
             .find(|p| p.evidence_type == kind && p.command_run_id.as_deref() == Some(id));
         match piece {
+            // A smoke test is a run of the program that ended well: the claim names
+            // which run it was, and airsd's record shows how it ended.
+            None if kind == EvidenceType::SmokeTest && c.passed() => {
+                if let Some(file) = ledger.stale_by(c.seq, Some(id)) {
+                    refused.push(format!(
+                        "evidence[{i}] claims smoke_test from `{}` ({COMMAND_RUN}{id}), which ran before {file} changed; run it again",
+                        c.command
+                    ));
+                }
+            }
             None => refused.push(format!(
-                "evidence[{i}] claims {} from `{}` ({COMMAND_RUN}{id}), but airsd's record of it shows no {} ({})",
+                "evidence[{i}] claims {} from `{}` ({COMMAND_RUN}{id}), but airsd's record of it shows no {} ({}){}",
                 kind.as_str(),
                 c.command,
                 kind.as_str(),
-                ended(c)
+                ended(c),
+                if matches!(kind, EvidenceType::TestPass | EvidenceType::TestOutput) {
+                    if c.command.contains('|') {
+                        "; airsd counts the tests its output shows, and a filter such as `tail` can cut the runner's summary"
+                    } else {
+                        "; airsd counts the tests its output shows: it showed none that ran"
+                    }
+                } else {
+                    ""
+                }
             )),
             Some(p) => {
                 if let Some(file) = ledger.stale_by(p.seq, p.command_run_id.as_deref()) {

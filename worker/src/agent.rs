@@ -804,24 +804,10 @@ async fn run_with(
                     seen.changed(path);
                 }
             }
-            if tool == "shell.run" {
-                if let (Some(out), Some(command)) = (
-                    answer.output.as_ref(),
-                    input.get("command").and_then(Value::as_str),
-                ) {
-                    seen.ran.push(submit::Ran {
-                        command: command.to_string(),
-                        exit_code: out
-                            .get("exit_code")
-                            .and_then(Value::as_i64)
-                            .and_then(|c| i32::try_from(c).ok()),
-                        command_run_id: out
-                            .get("command_run_id")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                    });
-                }
+            // Every command airsd ran for the call may be cited: a shell_run's, and
+            // each step of a cpp_build, cpp_test or cpp_analyze.
+            if let Some(out) = answer.output.as_ref() {
+                seen.ran.extend(submit::runs_in(input, out));
             }
             answers.push(match answer.status {
                 // The tool's own text when it rendered one; its JSON otherwise.

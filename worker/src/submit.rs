@@ -345,6 +345,30 @@ fn of_a_pass(kind: Option<EvidenceType>) -> bool {
 /// The agent's evidence, each pointed at what it names: a command it ran becomes
 /// `command-run:<id>`. Evidence of a pass that cites a command that failed is
 /// refused, naming it.
+/// The commands airsd ran for one tool call, from its answer: a `shell_run`'s (its
+/// command from the call), and each of the `steps` of a `cpp_*` call.
+pub fn runs_in(input: &Value, output: &Value) -> Vec<Ran> {
+    let ran = |command: Option<&str>, v: &Value| {
+        let id = v.get("command_run_id").and_then(Value::as_str)?;
+        Some(Ran {
+            command: command
+                .or_else(|| v.get("command").and_then(Value::as_str))?
+                .to_string(),
+            exit_code: v
+                .get("exit_code")
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok()),
+            command_run_id: id.to_string(),
+        })
+    };
+    match output.get("steps").and_then(Value::as_array) {
+        Some(steps) => steps.iter().filter_map(|s| ran(None, s)).collect(),
+        None => ran(input.get("command").and_then(Value::as_str), output)
+            .into_iter()
+            .collect(),
+    }
+}
+
 fn claimed(items: Vec<Claimed>, ran: &[Ran], completed: bool) -> Result<Vec<EvidenceRef>, String> {
     items
         .into_iter()

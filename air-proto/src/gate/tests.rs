@@ -460,3 +460,41 @@ fn a_check_is_matched_by_what_it_runs_not_by_its_spelling() {
         Match::Differs(_)
     ));
 }
+
+#[test]
+fn a_run_of_the_program_that_ended_well_is_a_smoke_test_cited_either_way() {
+    let s = spec(TaskCategory::Logic, &[]);
+    let mut rec = Record::default();
+    rec.wrote("src/a.py")
+        .ran("b", "python3 -m compileall -q src", Some(0), &[BuildPass])
+        .ran("t", "python3 -m unittest", Some(0), &[TestPass])
+        .ran("run", "python3 -m src.cli 3 4", Some(0), &[])
+        .ran("crash", "python3 -m src.cli x", Some(1), &[]);
+    // Cited bare, as an artifact excerpt: it is still the command.
+    let mut r = completed(&["src/a.py"]);
+    let mut smoke = claim(SmokeTest, "run");
+    smoke.kind = EvidenceKind::ArtifactExcerpt;
+    smoke.reference = "run".into();
+    let mut tests = claim(TestPass, "t");
+    tests.reference = "t".into();
+    r.evidence_refs = vec![smoke, tests];
+    let v = check(&s, &r, &rec.ledger);
+    assert!(v.passed(), "{v:?}");
+    // A run that failed is no smoke test.
+    r.evidence_refs = vec![claim(SmokeTest, "crash")];
+    let v = check(&s, &r, &rec.ledger);
+    assert!(
+        v.refused[0].contains("shows no smoke_test (exited 1)"),
+        "{v:?}"
+    );
+    // Nor one the code changed after.
+    rec.wrote("src/b.py");
+    r.evidence_refs = vec![claim(SmokeTest, "run")];
+    let v = check(&s, &r, &rec.ledger);
+    assert!(
+        v.refused
+            .iter()
+            .any(|x| x.contains("ran before src/b.py changed")),
+        "{v:?}"
+    );
+}

@@ -35,7 +35,8 @@ pub fn judge(
     subject: &GateSubject,
     result: &air_proto::result::WorkerResult,
 ) -> air_proto::gate::Verdict {
-    let resolved = crate::scheduler::tooljob::resolved_root(root);
+    // The root as the tools see it (resolved), as commands' directories are recorded.
+    let resolved = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let ledger = session
         .readers()
         .get()
@@ -185,6 +186,7 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
     };
     let mut built = false;
     let mut tested = false;
+    let mut loads = false;
     let mut covers: Option<Vec<String>> = None;
     for step in &read.steps {
         // Where it ran, to read the scripts it hands on to (`npm run build`).
@@ -195,6 +197,7 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
             match activity {
                 Activity::Build => built = true,
                 Activity::Test => tested = true,
+                Activity::Load => loads = true,
                 Activity::Analysis { paths } => {
                     let all = covers.get_or_insert_with(Vec::new);
                     // A glob covers the directory before its first pattern.
@@ -247,6 +250,15 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
         }
     }
     let tests_passed = run.count.is_some_and(|c| c.ran > 0 && c.failed == 0);
+    if loads && tested && passed && tests_passed && !built {
+        push(Derived {
+            evidence_type: EvidenceType::BuildPass,
+            kind: EvidenceKind::CommandRun,
+            reference: reference.clone(),
+            claim: format!("{shown} loaded the code its tests ran, with exit 0"),
+            covers: None,
+        });
+    }
     if let Some(c) = run.count.filter(|c| c.ran > 0) {
         if tested {
             push(Derived {

@@ -144,3 +144,41 @@ fn a_check_the_plan_declares_yields_its_evidence_when_it_passes() {
     })
     .is_empty());
 }
+
+#[test]
+fn a_test_run_that_loads_the_code_is_its_build_where_there_is_no_other() {
+    use EvidenceType::*;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("package.json"),
+        r#"{"scripts": {"test": "node --test"}}"#,
+    )
+    .unwrap();
+    let reading = air_proto::gate::Reading {
+        root: dir.path().to_str().map(str::to_string),
+        canonical: crate::profiles::canonical,
+        ..Default::default()
+    };
+    let ran = |command: &'static str, count| Run {
+        reading: &reading,
+        ..run(command, Some(0), count)
+    };
+    assert_eq!(
+        kinds(&derive(&ran(
+            "timeout 120 npm test --silent 2>&1 | tail -20",
+            THREE
+        ))),
+        [BuildPass, TestOutput, TestPass]
+    );
+    assert_eq!(
+        kinds(&derive(&ran(".venv/bin/python -m unittest -v", THREE))),
+        [BuildPass, TestOutput, TestPass]
+    );
+    // No test ran: nothing was shown to load.
+    assert!(derive(&ran("npm test", count(0, 0))).is_empty());
+    // A compiled language's test run is a build by itself; no second one.
+    assert_eq!(
+        kinds(&derive(&ran("go test ./...", THREE))),
+        [BuildPass, TestOutput, TestPass]
+    );
+}

@@ -36,6 +36,10 @@ pub enum Activity {
     Build,
     /// It runs tests; its output says how many ran and failed.
     Test,
+    /// Running it loads the code it runs, which is that code's build in a language
+    /// with no separate one (Python's, JavaScript's test runners): a passing run that
+    /// ran tests is a passing build too.
+    Load,
     /// It analyses source statically. `paths`: what it was pointed at, as written
     /// (relative to where it ran); empty: the whole tree under where it ran.
     Analysis { paths: Vec<String> },
@@ -224,11 +228,11 @@ mod tests {
             ("/usr/bin/make", vec![Build]),
             ("python3 -c print(1) -m pytest", vec![]),
             ("python3 script.py -m pytest", vec![]),
-            ("python3 -u -m pytest", vec![Test]),
+            ("python3 -u -m pytest", vec![Test, Load]),
             ("python3 -m compileall -q wordcount", vec![Build]),
-            ("python3 -m unittest discover -s tests", vec![Test]),
-            ("/usr/bin/python3.11 -m pytest -q", vec![Test]),
-            ("pytest tests/test_a.py", vec![Test]),
+            ("python3 -m unittest discover -s tests", vec![Test, Load]),
+            ("/usr/bin/python3.11 -m pytest -q", vec![Test, Load]),
+            ("pytest tests/test_a.py", vec![Test, Load]),
             (
                 "ruff check wordcount",
                 vec![Analysis {
@@ -250,11 +254,11 @@ mod tests {
         use Activity::*;
         for (command, want) in [
             // Python's runners and environments.
-            ("uv run pytest -q", vec![Test]),
-            ("poetry run pytest", vec![Test]),
-            (".venv/bin/pytest tests", vec![Test]),
-            ("uv run --with pytest python -m pytest", vec![Test]),
-            ("tox -e py311", vec![Test]),
+            ("uv run pytest -q", vec![Test, Load]),
+            ("poetry run pytest", vec![Test, Load]),
+            (".venv/bin/pytest tests", vec![Test, Load]),
+            ("uv run --with pytest python -m pytest", vec![Test, Load]),
+            ("tox -e py311", vec![Test, Load]),
             ("pytest --collect-only", vec![]),
             // Rust.
             ("cargo check --workspace", vec![Build]),
@@ -278,13 +282,13 @@ mod tests {
             ("npm run test", vec![Test]),
             ("pnpm test", vec![Test]),
             ("yarn test", vec![Test]),
-            ("npx vitest run", vec![Test]),
-            ("pnpm exec vitest", vec![Test]),
-            ("./node_modules/.bin/jest --ci", vec![Test]),
-            ("node --test", vec![Test]),
-            ("node --test test/a.test.js", vec![Test]),
+            ("npx vitest run", vec![Test, Load]),
+            ("pnpm exec vitest", vec![Test, Load]),
+            ("./node_modules/.bin/jest --ci", vec![Test, Load]),
+            ("node --test", vec![Test, Load]),
+            ("node --test test/a.test.js", vec![Test, Load]),
             ("node test.js", vec![]),
-            ("bun test", vec![Test]),
+            ("bun test", vec![Test, Load]),
             ("npx tsc --noEmit", vec![Build]),
             ("tsc -v", vec![]),
             ("vitest watch", vec![]),
@@ -332,8 +336,8 @@ mod tests {
         let at = |c: &str| classify_in(&words(c), Some(dir.path()));
         assert_eq!(at("npm run build"), [Build]);
         assert_eq!(at("pnpm build"), [Build]);
-        assert_eq!(at("yarn run check"), [Build, Test]);
-        assert_eq!(at("npm test"), [Test]);
+        assert_eq!(at("yarn run check"), [Build, Test, Load]);
+        assert_eq!(at("npm test"), [Test, Load]);
         // A script whose status vouches for nothing, one that is not there.
         assert!(at("npm run lint").is_empty());
         assert!(at("npm run nothing").is_empty());

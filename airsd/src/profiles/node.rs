@@ -136,7 +136,9 @@ fn runner(name: &str, args: &[String]) -> Vec<Activity> {
         {
             Vec::new()
         }
-        "vitest" | "jest" | "mocha" | "ava" | "jasmine" | "c8" | "nyc" => vec![Activity::Test],
+        "vitest" | "jest" | "mocha" | "ava" | "jasmine" | "c8" | "nyc" => {
+            vec![Activity::Test, Activity::Load]
+        }
         _ => Vec::new(),
     }
 }
@@ -183,12 +185,14 @@ impl Profile for Node {
                     .take_while(|a| a.starts_with('-'))
                     .any(|a| a == "--test")
                 {
-                    vec![Activity::Test]
+                    vec![Activity::Test, Activity::Load]
                 } else {
                     Vec::new()
                 }
             }
-            "bun" if args.first().is_some_and(|a| a == "test") => vec![Activity::Test],
+            "bun" if args.first().is_some_and(|a| a == "test") => {
+                vec![Activity::Test, Activity::Load]
+            }
             // `npm test` is the project's test script, whatever it says; it is a test
             // run when its output shows tests ran.
             m if MANAGERS.contains(&m) => match Self::script_name(argv).as_deref() {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::words::{strip, Quiet};
+use super::words::{is_python, strip, Quiet};
 use super::{operands, present, program, Activity, Profile};
 
 pub struct Python;
@@ -36,13 +36,16 @@ const QUIET: Quiet = &[
     "--buffer",
 ];
 
-/// `python3`, `python`, `python3.11`, `pypy3`.
-pub(super) fn is_python(name: &str) -> bool {
-    let rest = name
-        .strip_prefix("python")
-        .or_else(|| name.strip_prefix("pypy"));
-    rest.is_some_and(|r| r.chars().all(|c| c.is_ascii_digit() || c == '.'))
-}
+/// Options of unittest that change only how it reports.
+const QUIET_UNITTEST: Quiet = &[
+    "-v",
+    "-q",
+    "--verbose",
+    "--quiet",
+    "-b",
+    "--buffer",
+    "--durations=*",
+];
 
 fn by_name(name: &str, args: &[String]) -> Vec<Activity> {
     match name {
@@ -63,7 +66,7 @@ fn by_name(name: &str, args: &[String]) -> Vec<Activity> {
                 )
             }) =>
         {
-            vec![Activity::Test]
+            vec![Activity::Test, Activity::Load]
         }
         "ruff" if args.first().is_some_and(|a| a == "check") => vec![Activity::Analysis {
             paths: operands(&args[1..]),
@@ -131,18 +134,18 @@ impl Profile for Python {
 
     fn quiet(&self, argv: &[String]) -> Option<Vec<String>> {
         let name = program(argv);
-        let tail = |from: usize| {
+        let tail = |from: usize, quiet: Quiet| {
             let mut out = argv[..from].to_vec();
-            out.extend(strip(&argv[from..], QUIET));
+            out.extend(strip(&argv[from..], quiet));
             out
         };
         match name {
-            "pytest" | "py.test" => Some(tail(1)),
+            "pytest" | "py.test" => Some(tail(1, QUIET)),
             n if is_python(n)
                 && argv.get(1).is_some_and(|a| a == "-m")
                 && argv.get(2).is_some_and(|m| m == "unittest") =>
             {
-                Some(tail(3))
+                Some(tail(3, QUIET_UNITTEST))
             }
             _ => None,
         }

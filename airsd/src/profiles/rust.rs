@@ -28,6 +28,9 @@ const QUIET: Quiet = &[
     "--message-format _",
     "--message-format=*",
     "--no-fail-fast",
+    "--offline",
+    "--locked",
+    "--frozen",
 ];
 
 pub struct Rust;

@@ -126,15 +126,24 @@ pub fn tool(argv: &[String]) -> Vec<String> {
         }
         argv.drain(..i);
     }
-    // `python3 -m pytest` is pytest.
-    if argv.len() >= 3
-        && super::python::is_python(super::program(&argv))
-        && argv[1] == "-m"
-        && matches!(argv[2].as_str(), "pytest" | "py.test")
-    {
-        argv.drain(..2);
+    if is_python(super::program(&argv)) {
+        // `python3 -m pytest` is pytest; `python3.11` and `python` are the project's
+        // Python.
+        if argv.len() >= 3 && argv[1] == "-m" && matches!(argv[2].as_str(), "pytest" | "py.test") {
+            argv.drain(..2);
+        } else {
+            argv[0] = "python".into();
+        }
     }
     argv
+}
+
+/// `python3`, `python`, `python3.11`, `pypy3`.
+pub fn is_python(name: &str) -> bool {
+    let rest = name
+        .strip_prefix("python")
+        .or_else(|| name.strip_prefix("pypy"));
+    rest.is_some_and(|r| r.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 #[cfg(test)]
@@ -173,6 +182,7 @@ mod tests {
             ("pnpm exec vitest", "vitest"),
             ("uv run python -m pytest", "pytest"),
             ("python3 -m pytest -x", "pytest -x"),
+            (".venv/bin/python3 -m unittest", "python -m unittest"),
             // Not runners: a script of the project's, a runner with nothing to run.
             ("bin/pytest", "bin/pytest"),
             ("uv run", "uv run"),

@@ -12,7 +12,8 @@
 //!
 //! `air-test-call:` lines (any number) are tool calls the executor makes, in order,
 //! (`air-test-call-N:` only on its N-th run; `claim` makes the N-th run's result from
-//! its `air-test-claim-N: {"evidence_refs": […], "verification": […]}` line),
+//! its `air-test-claim-N: {"evidence_refs": […], "verification": […]}` line, where
+//! `$RUN_K` is the K-th command this run ran),
 //! before its action; their answers go to stderr (the calls are recorded by airsd).
 //! `air-test-bench: TOOL N OUTFILE {json}` makes the call N times and writes each
 //! round trip's microseconds to OUTFILE, one per line (for the benchmarks).
@@ -292,6 +293,8 @@ fn main() {
         }
     };
     let last_run_seen: std::cell::RefCell<Option<String>> = Default::default();
+    // Every command run of this run, in order (`$RUN_1`, `$RUN_2` … in a claim).
+    let runs_seen: std::cell::RefCell<Vec<String>> = Default::default();
     if role == AgentType::Executor {
         for line in d.spec.description.lines() {
             let Some(rest) = line.trim().strip_prefix("air-test-bench:") else {
@@ -337,6 +340,7 @@ fn main() {
                     if let Some(id) = out.get("command_run_id").and_then(|v| v.as_str()) {
                         last_run = id.to_string();
                         last_run_seen.replace(Some(id.to_string()));
+                        runs_seen.borrow_mut().push(id.to_string());
                     }
                     eprintln!("air-test-worker: {tool} answered: {out}")
                 }
@@ -364,7 +368,7 @@ fn main() {
                 })
                 .unwrap_or_default();
             let key = format!("air-test-claim-{run}:");
-            let claim = d
+            let mut claim = d
                 .spec
                 .description
                 .lines()
@@ -372,6 +376,9 @@ fn main() {
                 .unwrap_or("{}")
                 .replace("$LAST_COMMAND_RUN", last_run.as_deref().unwrap_or(""))
                 .replace("$NOTED_COMMAND_RUN", &noted);
+            for (i, id) in runs_seen.borrow().iter().enumerate().rev() {
+                claim = claim.replace(&format!("$RUN_{}", i + 1), id);
+            }
             let claim: serde_json::Value = serde_json::from_str(&claim).unwrap_or_default();
             let mut r = result_for(&d, WorkerStatus::Completed, false);
             if let Some(refs) = claim.get("evidence_refs") {

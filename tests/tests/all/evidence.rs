@@ -7,7 +7,7 @@ use crate::daemon::Project;
 use crate::run::{air as run_with_the_scripted_worker, db, expect, newest_session};
 
 /// Each executor result's recorded verdict, by agent id, in order.
-fn verdicts(p: &Project, session: &str) -> Vec<(String, air_proto::gate::Verdict)> {
+pub(crate) fn verdicts(p: &Project, session: &str) -> Vec<(String, air_proto::gate::Verdict)> {
     let conn = db(p, session);
     let mut stmt = conn
         .prepare("SELECT agent_id, payload_json FROM events WHERE type = 'agent.completed' AND agent_id LIKE '%-executor-%' ORDER BY seq")

@@ -27,6 +27,7 @@ mod network;
 mod permissions;
 mod plan_cli;
 mod planning;
+mod polyglot;
 mod profile;
 mod projection;
 mod provider;

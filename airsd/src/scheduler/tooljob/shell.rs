@@ -18,7 +18,12 @@ use crate::tools::ToolError;
 /// A command_run_id the model named, checked to be one (it names a directory of the
 /// session's artifacts).
 pub(super) fn command_run_id(id: &str) -> Result<String, ToolError> {
-    let id = id.trim().to_string();
+    // Both forms a result cites: `<id>` and `command-run:<id>`.
+    let id = id.trim();
+    let id = id
+        .strip_prefix(air_proto::gate::COMMAND_RUN)
+        .unwrap_or(id)
+        .to_string();
     if id.is_empty()
         || !id
             .chars()

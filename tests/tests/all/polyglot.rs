@@ -1,0 +1,242 @@
+//! Evidence on every common stack, end to end: small real projects this test makes (a
+//! Go module, a JavaScript package tested by `node --test` through `npm test`, a Rust
+//! crate, a Python package in a virtual environment), each given a `logic` task with
+//! a bug. A scripted model with the habits of real ones (it fixes before it tests,
+//! pipes the check through `tail`, adds `-v`, runs it from the environment's own
+//! binaries, cites the run by its bare id, calls a run of the program a smoke test)
+//! completes each on its first dispatch, on the records airsd made of the real
+//! toolchains; a lying one (it cites the failing run, or a run of no tests) never
+//! completes.
+
+use crate::daemon::Project;
+use crate::evidence::verdicts;
+use crate::run::{air as run_with_the_scripted_worker, db, expect, newest_session};
+
+/// One stack's project: its files, what prepares it, the check its task names, the
+/// fix, and the commands a model runs.
+struct Stack {
+    name: &'static str,
+    /// The program the stack needs: without it the stack is skipped, saying so.
+    needs: &'static str,
+    files: &'static [(&'static str, &'static str)],
+    /// Commands run in the project before the task (a virtual environment).
+    setup: &'static [&'static str],
+    check: &'static str,
+    fix: (&'static str, &'static str),
+    /// How the model runs the check after its fix.
+    habit: &'static str,
+    /// A run of the program the model calls a smoke test, if any.
+    smoke: Option<&'static str>,
+    /// A run of the check's program that runs no test.
+    nothing: &'static str,
+}
+
+const STACKS: &[Stack] = &[
+    Stack {
+        name: "go",
+        needs: "go",
+        files: &[
+            ("go.mod", "module example.com/calc\n\ngo 1.19\n"),
+            ("calc.go", "package calc\n\n// Add returns the sum.\nfunc Add(a, b int) int { return a - b }\n"),
+            (
+                "calc_test.go",
+                "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d\", Add(2, 3))\n\t}\n}\n\nfunc TestZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal(\"zero\")\n\t}\n}\n",
+            ),
+        ],
+        setup: &[],
+        check: "go test ./...",
+        fix: ("calc.go", "package calc\n\n// Add returns the sum.\nfunc Add(a, b int) int { return a + b }\n"),
+        habit: "go test -v -count=1 ./... 2>&1 | tail -20",
+        smoke: None,
+        nothing: "go test -run NoSuchTest ./...",
+    },
+    Stack {
+        name: "node",
+        needs: "npm",
+        files: &[
+            (
+                "package.json",
+                "{\"name\": \"calc\", \"version\": \"1.0.0\", \"private\": true, \"scripts\": {\"test\": \"node --test\"}}\n",
+            ),
+            ("calc.js", "exports.add = (a, b) => a - b;\n"),
+            ("cli.js", "const { add } = require('./calc');\nconsole.log(add(Number(process.argv[2]), Number(process.argv[3])));\n"),
+            (
+                "test/calc.test.js",
+                "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\ntest('zero', () => assert.strictEqual(add(0, 0), 0));\n",
+            ),
+        ],
+        setup: &[],
+        check: "npm test",
+        fix: ("calc.js", "exports.add = (a, b) => a + b;\n"),
+        habit: "timeout 120 npm test --silent 2>&1 | tail -20",
+        smoke: Some("node cli.js 2 3"),
+        nothing: "npm test -- --test-name-pattern=nothing-matches",
+    },
+    Stack {
+        name: "rust",
+        needs: "cargo",
+        files: &[
+            ("Cargo.toml", "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"),
+            (
+                "src/lib.rs",
+                "pub fn add(a: i64, b: i64) -> i64 {\n    a - b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n\n    #[test]\n    fn zero() {\n        assert_eq!(super::add(0, 0), 0);\n    }\n}\n",
+            ),
+        ],
+        setup: &[],
+        check: "cargo test",
+        fix: (
+            "src/lib.rs",
+            "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n\n    #[test]\n    fn zero() {\n        assert_eq!(super::add(0, 0), 0);\n    }\n}\n",
+        ),
+        habit: "cargo test -q --offline 2>&1 | tail -20",
+        smoke: None,
+        nothing: "cargo test no_such_test",
+    },
+    Stack {
+        name: "python venv",
+        needs: "python3",
+        files: &[
+            ("calc/__init__.py", "def add(a, b):\n    return a - b\n"),
+            (
+                "tests/test_calc.py",
+                "import unittest\n\nfrom calc import add\n\n\nclass Add(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n",
+            ),
+        ],
+        setup: &["python3 -m venv --without-pip .venv"],
+        check: "python3 -m unittest discover -s tests",
+        fix: ("calc/__init__.py", "def add(a, b):\n    return a + b\n"),
+        habit: "cd $ROOT && .venv/bin/python -m unittest discover -s tests -v 2>&1 | tail -20",
+        smoke: Some(".venv/bin/python -c 'import calc; print(calc.add(2, 3))'"),
+        nothing: "python3 -m unittest discover -s tests -p 'nothing_*.py'",
+    },
+];
+
+fn json(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// The plan of an honest model and of a liar, for one stack.
+fn plan(stack: &Stack, root: &str) -> String {
+    let (path, fixed) = stack.fix;
+    let habit = stack.habit.replace("$ROOT", root);
+    let mut calls = format!(
+        "air-test-call: fs.read {{\"path\": {p}}}\nair-test-call: fs.write {{\"path\": {p}, \"content\": {c}}}\nair-test-call: shell.run {{\"command\": {h}}}\n",
+        p = json(path),
+        c = json(fixed),
+        h = json(&habit),
+    );
+    let mut evidence = String::from(
+        r#"{"id": "e1", "kind": "command_run", "ref": "$RUN_1", "claim": "the tests pass", "evidence_type": "test_pass"}"#,
+    );
+    if let Some(smoke) = stack.smoke {
+        calls.push_str(&format!(
+            "air-test-call: shell.run {{\"command\": {}}}\n",
+            json(smoke)
+        ));
+        evidence.push_str(r#", {"id": "e2", "kind": "artifact_excerpt", "ref": "$RUN_2", "claim": "it prints 5", "evidence_type": "smoke_test"}"#);
+    }
+    let check = stack.check;
+    format!(
+        "# {name}\n\n## Task T1: fix add\n\n- category: logic\n- verify: `{check}`\n\nair-test: executor=claim\n{calls}air-test-claim-1: {{\"evidence_refs\": [{evidence}], \"verification\": [{{\"name\": {c}, \"status\": \"passed\", \"evidence_refs\": [\"$RUN_1\"]}}]}}\n\n## Task T2: claim the failing run\n\n- category: logic\n- verify: `{check}`\n- depends: T1\n\nair-test: executor=claim,claim architecture_designer=stop\nair-test-call: shell.run {{\"command\": {nothing}}}\nair-test-claim-1: {{\"evidence_refs\": [{{\"id\": \"e1\", \"kind\": \"command_run\", \"ref\": \"$RUN_1\", \"claim\": \"tests pass\", \"evidence_type\": \"test_pass\"}}], \"verification\": [{{\"name\": {c}, \"status\": \"passed\", \"evidence_refs\": [\"$RUN_1\"]}}]}}\nair-test-claim-2: {{\"evidence_refs\": [{{\"id\": \"e1\", \"kind\": \"command_run\", \"ref\": \"$RUN_1\", \"claim\": \"tests pass\", \"evidence_type\": \"test_pass\"}}]}}\n",
+        name = stack.name,
+        c = json(check),
+        nothing = json(stack.nothing),
+    )
+}
+
+fn sh(root: &std::path::Path, command: &str) {
+    let out = std::process::Command::new("bash")
+        .args(["-c", command])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn has(program: &str) -> bool {
+    std::process::Command::new("bash")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn honest_work_completes_on_every_stack_and_a_liar_never_does() {
+    let mut ran = 0;
+    for stack in STACKS {
+        if !has(stack.needs) {
+            eprintln!(
+                "polyglot: skipping {}: `{}` is not installed (tests/run installs it)",
+                stack.name, stack.needs
+            );
+            continue;
+        }
+        ran += 1;
+        let p = Project::new();
+        for (path, body) in stack.files {
+            let file = p.root.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, body).unwrap();
+        }
+        sh(
+            &p.root,
+            "git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm start",
+        );
+        for command in stack.setup {
+            sh(&p.root, command);
+        }
+        let root = p.root.canonicalize().unwrap();
+        std::fs::write(p.root.join("plan.md"), plan(stack, root.to_str().unwrap())).unwrap();
+        let out = run_with_the_scripted_worker(&p, &["run", "--plan", "plan.md", "--json"]);
+        let session = newest_session(&p);
+        let v = verdicts(&p, &session);
+        let conn = db(&p, &session);
+        let status = |id: &str| -> String {
+            conn.query_row("SELECT status FROM tasks WHERE id = ?1", [id], |r| r.get(0))
+                .unwrap()
+        };
+        // The honest model completes on its first dispatch.
+        assert_eq!(status("T1"), "completed", "{}: {v:#?}", stack.name);
+        let first = v.iter().find(|(a, _)| a == "T1-executor-1").unwrap();
+        assert!(first.1.passed(), "{}: {:#?}", stack.name, first.1);
+        let kinds: Vec<_> = first.1.counted.iter().map(|c| c.evidence_type).collect();
+        use air_proto::task::EvidenceType::{BuildPass, TestPass};
+        assert!(
+            kinds.contains(&BuildPass) && kinds.contains(&TestPass),
+            "{}: {kinds:?}",
+            stack.name
+        );
+        // The liar never does: its run ran no test.
+        assert_eq!(status("T2"), "blocked", "{}: {v:#?}", stack.name);
+        let lies: Vec<_> = v.iter().filter(|(a, _)| a.starts_with("T2-")).collect();
+        assert!(!lies.is_empty());
+        for (agent, verdict) in &lies {
+            assert!(!verdict.passed(), "{}: {agent}", stack.name);
+            assert!(
+                verdict
+                    .refused
+                    .iter()
+                    .any(|r| r.contains("shows no test_pass") || r.contains("missing test_pass")),
+                "{}: {agent}: {verdict:#?}",
+                stack.name
+            );
+        }
+        // The check's refusal names what differed.
+        assert!(
+            lies[0]
+                .1
+                .refused
+                .iter()
+                .any(|r| r.contains("does not count as it")),
+            "{}: {:#?}",
+            stack.name,
+            lies[0].1
+        );
+        expect(&out, 3);
+    }
+    assert!(ran >= 3, "fewer than three stacks could be tried");
+}
