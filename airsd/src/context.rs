@@ -796,7 +796,7 @@ fn task_text(t: &TaskSpec, role: AgentType) -> String {
             s.push_str("; and each verification command passed");
         }
         s.push_str(". airsd records evidence from the commands you run, never from what a result says (a build that exits 0, tests that run and fail none, an analysis of the changed files); a change after a check makes it stale, so run checks after your last edit. C or C++ changes also need static_analysis; completing without a change needs an `explanation`.\n");
-        s.push_str("A verification command counts when what runs is that command: wrapping it is fine (`2>&1 | tail -30`, `timeout 600 …`, `-v`, `cd DIR &&` into the directory it names), anything that lets it end 0 when it fails (`|| true`, `; exit 0`) or changes what it runs (another target, a filter of tests) is not. airsd counts the tests a run's output shows, so keep the runner's summary in view. `evidence` may be left empty: airsd finds its own records; cite a run by its command_run_id. A run of the program that ended well may be cited as smoke_test.\n");
+        s.push_str("A verification command counts when what runs is that command: wrapping it (`2>&1 | tail -30`, `timeout 600 …`, `-v`, `cd DIR &&`) is fine; `|| true`, `; exit 0` or another target is not. airsd counts the tests a run's output shows, so keep the runner's summary in view. `evidence` may stay empty (airsd finds its records); a run of the program that ended well may be cited as smoke_test.\n");
     }
     let scope = &t.scope;
     let lists = [
