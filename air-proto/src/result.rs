@@ -133,7 +133,7 @@ pub struct VerificationResult {
     pub name: String,
     /// How it came out.
     pub status: VerificationStatus,
-    /// What shows it: `command-run:<command_run_id>` of the run.
+    /// The `command_run_id` of the run.
     pub evidence_refs: Option<Vec<String>>,
     /// Anything a reader of the result should know about it.
     pub notes: Option<String>,

@@ -38,7 +38,9 @@ use serde::Deserialize;
 const SYSTEM: &str = include_str!("../../resources/prompts/system.md");
 
 /// The agent type's prompt; the Architecture Designer consulted about a task (an
-/// `execute` task, not a milestone review) has its own.
+/// `execute` task, not a milestone review) has its own. The agents that change the
+/// project through a task (the executor, the debugger) share how to work
+/// (`work.md`); every role says how its turn ends.
 fn role_prompt(role: AgentType, consulted: bool, direct: bool) -> &'static str {
     match role {
         AgentType::Executor if direct => include_str!("../../resources/prompts/direct.md"),
@@ -46,14 +48,22 @@ fn role_prompt(role: AgentType, consulted: bool, direct: bool) -> &'static str {
             include_str!("../../resources/prompts/consult.md")
         }
         AgentType::Reviewer => include_str!("../../resources/prompts/reviewer.md"),
-        AgentType::Debugger => include_str!("../../resources/prompts/debugger.md"),
+        AgentType::Debugger => concat!(
+            include_str!("../../resources/prompts/debugger.md"),
+            "\n",
+            include_str!("../../resources/prompts/work.md")
+        ),
         AgentType::ArchitectureDesigner => {
             include_str!("../../resources/prompts/architecture_designer.md")
         }
         AgentType::Main => include_str!("../../resources/prompts/main.md"),
         AgentType::Compactor => compaction::PROMPT,
         AgentType::ExperienceMiner => mining::PROMPT,
-        _ => include_str!("../../resources/prompts/executor.md"),
+        _ => concat!(
+            include_str!("../../resources/prompts/executor.md"),
+            "\n",
+            include_str!("../../resources/prompts/work.md")
+        ),
     }
 }
 
@@ -795,8 +805,17 @@ fn task_text(t: &TaskSpec, role: AgentType) -> String {
         if t.verification.required {
             s.push_str("; and each verification command passed");
         }
-        s.push_str(". airsd records evidence from the commands you run, never from what a result says (a build that exits 0, tests that run and fail none, an analysis of the changed files); a change after a check makes it stale, so run checks after your last edit. C or C++ changes also need static_analysis; completing without a change needs an `explanation`.\n");
-        s.push_str("A verification command counts when what runs is that command: wrapping it (`2>&1 | tail -30`, `timeout 600 …`, `-v`, `cd DIR &&`) is fine; `|| true`, `; exit 0` or another target is not. airsd counts the tests a run's output shows, so keep the runner's summary in view. `evidence` may stay empty (airsd finds its records); a run of the program that ended well may be cited as smoke_test.\n");
+        s.push_str(". airsd records evidence from the commands you run, never from what a result says; a change after a check makes it stale, so run checks after your last edit. C or C++ changes also need static_analysis.\n");
+        if t.verification
+            .commands
+            .as_ref()
+            .is_some_and(|c| !c.is_empty())
+        {
+            s.push_str("A verification command counts when what runs is that command: wrapping it (`2>&1 | tail -30`, `timeout 600 …`, `-v`, `cd DIR &&`) is fine; `|| true`, `; exit 0` or another target is not.\n");
+        }
+        if kinds.iter().any(|k| k.starts_with("test_")) {
+            s.push_str("airsd counts the tests a run's output shows, so keep the runner's summary in view.\n");
+        }
     }
     let scope = &t.scope;
     let lists = [

@@ -50,8 +50,8 @@ struct Claimed {
     /// The kind of evidence it is for the task (e.g. `build_pass`, `test_pass`).
     #[serde(default)]
     evidence_type: Option<EvidenceType>,
-    /// What it points at: the `command_run_id` (or the exact command) of a
-    /// `shell_run`, a file path, or an artifact URI.
+    /// A run's `command_run_id` (or its exact command), a file path, or an artifact
+    /// URI.
     #[serde(rename = "ref")]
     reference: String,
     /// What it shows, in one sentence.
@@ -70,7 +70,8 @@ struct TaskForm {
     /// outcome. Never one you did not run.
     #[serde(default)]
     verification: Vec<VerificationResult>,
-    /// What supports the result: the commands you ran, by their `command_run_id`.
+    /// May stay empty: airsd finds its own records. Cite a run by its `command_run_id`;
+    /// a run of the program that exited 0 may be a `smoke_test`.
     #[serde(default)]
     evidence: Vec<Claimed>,
     /// When you complete without changing any file: why no change was needed.
@@ -205,7 +206,7 @@ fn description(output: Output) -> &'static str {
         Output::Compaction => "Hand back the summary of the messages, written for the agent to carry on from it. Call it once, as your last action.",
         Output::Mining => "Hand back what is worth remembering: memories (user, project, feedback, reference), skill drafts (kind skill, target skill:<name>) and corrections (kind patch, target skill:<name> or rules:<path>, the whole corrected text as body). An empty list when nothing is. Call it once, as your last action.",
         Output::Profile => "Hand back the project's profile: each field you can tell from the scan and the files you were shown. Leave out a field you cannot tell rather than guess. Call it once, as your last action.",
-        Output::Task => "Hand back the task's result: its status, what you did, and each check you ran with shell_run by its exact command. The files you changed are known from your tool calls. If a submission is refused, correct it and submit again. Call it once, as your last action.",
+        Output::Task => "Hand back the task's result: its status, what you did and the checks you ran. The files you changed are known from your tool calls.",
     }
 }
 
