@@ -5,7 +5,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::words::{strip, Quiet};
+use super::words::{without, Quiet};
 use super::{program, Activity, Profile};
 
 pub struct Dotnet;
@@ -66,11 +66,7 @@ impl Profile for Dotnet {
     }
 
     fn quiet(&self, argv: &[String]) -> Option<Vec<String>> {
-        (program(argv) == "dotnet").then(|| {
-            let mut out = vec![argv[0].clone()];
-            out.extend(strip(&argv[1..], QUIET));
-            out
-        })
+        (program(argv) == "dotnet").then(|| without(argv, QUIET))
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {

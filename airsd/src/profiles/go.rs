@@ -5,7 +5,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::words::{strip, Quiet};
+use super::words::{without, Quiet};
 use super::{operands, present, program, Activity, Profile};
 
 pub struct Go;
@@ -79,11 +79,7 @@ impl Profile for Go {
     }
 
     fn quiet(&self, argv: &[String]) -> Option<Vec<String>> {
-        (program(argv) == "go").then(|| {
-            let mut out = vec![argv[0].clone()];
-            out.extend(strip(&argv[1..], QUIET));
-            out
-        })
+        (program(argv) == "go").then(|| without(argv, QUIET))
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::words::{strip, Quiet};
+use super::words::{without, Quiet};
 use super::{operands, present, Activity, Profile};
 
 pub struct Jvm;
@@ -145,9 +145,7 @@ impl Profile for Jvm {
             "maven" => QUIET_MAVEN,
             _ => QUIET_GRADLE,
         };
-        let mut out = vec![argv[0].clone()];
-        out.extend(strip(&argv[1..], quiet));
-        Some(out)
+        Some(without(argv, quiet))
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {

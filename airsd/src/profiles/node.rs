@@ -7,7 +7,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::words::{strip, Quiet};
+use super::words::{strip, without, Quiet};
 use super::{operands, present, program, Activity, Profile};
 
 pub struct Node;
@@ -282,8 +282,7 @@ impl Profile for Node {
             return Some(out);
         }
         if matches!(name, "vitest" | "jest" | "mocha" | "node") {
-            let mut out = vec![argv[0].clone()];
-            out.extend(strip(&argv[1..], QUIET_RUNNER));
+            let mut out = without(argv, QUIET_RUNNER);
             // `vitest run` is what `vitest` does without a terminal.
             if name == "vitest" && out.get(1).is_some_and(|a| a == "run") {
                 out.remove(1);

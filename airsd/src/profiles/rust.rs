@@ -4,7 +4,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::words::{strip, Quiet};
+use super::words::{without, Quiet};
 use super::{present, program, Activity, Profile};
 
 /// Options of cargo and of the test harness (after `--`) that change only how they
@@ -76,11 +76,7 @@ impl Profile for Rust {
     }
 
     fn quiet(&self, argv: &[String]) -> Option<Vec<String>> {
-        (program(argv) == "cargo").then(|| {
-            let mut out = vec![argv[0].clone()];
-            out.extend(strip(&argv[1..], QUIET));
-            out
-        })
+        (program(argv) == "cargo").then(|| without(argv, QUIET))
     }
 
     fn dependencies(&self) -> Vec<DependencySpec> {

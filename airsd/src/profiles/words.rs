@@ -46,6 +46,13 @@ pub fn strip(args: &[String], quiet: Quiet) -> Vec<String> {
     out
 }
 
+/// A step's words with the options `quiet` names taken out after its program.
+pub fn without(argv: &[String], quiet: Quiet) -> Vec<String> {
+    let mut out: Vec<String> = argv.iter().take(1).cloned().collect();
+    out.extend(strip(argv.get(1..).unwrap_or_default(), quiet));
+    out
+}
+
 /// Runners that start a tool from the project's environment and add nothing of
 /// their own to what it does: the words before the tool (the runner and its
 /// options) and the options of theirs that take a value.
@@ -77,9 +84,23 @@ const RUNNERS: &[(&str, &str, &[&str])] = &[
     ("yarn", "exec", &[]),
 ];
 
-/// Directories a project's environment keeps its tools in: a tool run from there is
-/// the tool of that name.
-const TOOL_DIRS: &[&str] = &[".venv/bin", "venv/bin", "env/bin", "node_modules/.bin"];
+/// Directories a project's environment keeps its tools in, with the tools that, run
+/// from there, are the tool of that name. Only those: a `make` the project put in
+/// `.venv/bin` is the project's own program, not make.
+const TOOL_DIRS: &[(&str, &[&str])] = &[
+    (".venv/bin", PYTHON_TOOLS),
+    ("venv/bin", PYTHON_TOOLS),
+    ("env/bin", PYTHON_TOOLS),
+    ("node_modules/.bin", NODE_TOOLS),
+];
+const PYTHON_TOOLS: &[&str] = &[
+    "python", "python3", "pytest", "py.test", "tox", "nox", "ruff", "mypy", "flake8", "pylint",
+    "pyright", "pyflakes",
+];
+const NODE_TOOLS: &[&str] = &[
+    "vitest", "jest", "mocha", "ava", "jasmine", "c8", "nyc", "tsc", "vue-tsc", "eslint", "biome",
+    "vite", "webpack", "rollup", "esbuild", "tsup",
+];
 
 /// The tool a step runs once its runner is taken off (`uv run --with x pytest -q` →
 /// `pytest -q`; `.venv/bin/pytest` → `pytest`; `npx vitest` → `vitest`;
@@ -93,10 +114,11 @@ pub fn tool(argv: &[String]) -> Vec<String> {
         // A tool from the project's environment, by its path.
         if let Some((dir, name)) = first.rsplit_once('/') {
             let dir = dir.trim_start_matches("./");
-            if TOOL_DIRS
-                .iter()
-                .any(|d| dir == *d || dir.ends_with(&format!("/{d}")))
-            {
+            let known = TOOL_DIRS.iter().any(|(d, tools)| {
+                (dir == *d || dir.ends_with(&format!("/{d}")))
+                    && (tools.contains(&name) || d.ends_with("bin") && is_python(name))
+            });
+            if known {
                 argv[0] = name.to_string();
                 continue;
             }
@@ -185,6 +207,8 @@ mod tests {
             (".venv/bin/python3 -m unittest", "python -m unittest"),
             // Not runners: a script of the project's, a runner with nothing to run.
             ("bin/pytest", "bin/pytest"),
+            (".venv/bin/make test", ".venv/bin/make test"),
+            ("node_modules/.bin/sh -c x", "node_modules/.bin/sh -c x"),
             ("uv run", "uv run"),
             ("uv sync", "uv sync"),
             ("pnpm test", "pnpm test"),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use air_proto::dependency::{DependencySeverity, DependencySpec};
 
-use super::words::{strip, Quiet};
+use super::words::{without, Quiet};
 use super::{operands, present, program, Activity, Profile};
 
 /// Options of make, ninja, CMake's build and CTest that change only how they report
@@ -67,9 +67,7 @@ impl Profile for Cpp {
             "ctest" => QUIET_CTEST,
             _ => return None,
         };
-        let mut out = vec![argv[0].clone()];
-        out.extend(strip(&argv[1..], quiet));
-        Some(out)
+        Some(without(argv, quiet))
     }
 
     fn detect(&self, root: &Path) -> Vec<String> {
