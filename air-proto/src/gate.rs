@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::result::{EvidenceKind, VerificationStatus, WorkerResult, WorkerStatus};
-use crate::task::{EvidenceType, TaskSpec};
+use crate::task::{EvidenceType, TaskCategory, TaskSpec};
 
 /// File endings that count as C or C++ source (global rule 3).
 const C_FAMILY: &[&str] = &[
@@ -101,34 +101,6 @@ pub struct Ledger {
     #[serde(skip)]
     #[schemars(skip)]
     pub reading: Reading,
-}
-
-/// How airsd reads the commands of an attempt to tell whether one ran a check.
-#[derive(Clone, Debug)]
-pub struct Reading {
-    /// Whether the shell failed a pipeline when any part failed.
-    pub pipefail: bool,
-    /// The project root (absolute): a `cd` into it by its absolute path is followed.
-    pub root: Option<String>,
-    /// A step's words with the options that change only how it reports taken out
-    /// (`-v`, `--color=never`), as the language profiles know them.
-    pub canonical: fn(&[String]) -> Vec<String>,
-}
-
-impl Default for Reading {
-    fn default() -> Self {
-        Self {
-            pipefail: true,
-            root: None,
-            canonical: <[String]>::to_vec,
-        }
-    }
-}
-
-impl PartialEq for Reading {
-    fn eq(&self, other: &Self) -> bool {
-        self.pipefail == other.pipefail && self.root == other.root
-    }
 }
 
 impl Ledger {
@@ -277,14 +249,143 @@ pub fn task_evidence(spec: &TaskSpec) -> Vec<EvidenceType> {
     }
 }
 
-/// The evidence `result` must carry for `spec`: the task's list (or its category's),
-/// plus the three global rules. `changed` is every file the attempt changed.
+/// The category a change of `files` is, for a task that names none (seed 001 §8.2:
+/// every task is gated): code needs its build and tests (`logic`), tests alone their
+/// run (`test`), build files their build (`build`), configuration its build
+/// (`config`), documentation nothing (`docs`). `None`: nothing in the project changed.
+pub fn category_of_change(files: &[String]) -> Option<TaskCategory> {
+    #[derive(PartialEq, PartialOrd)]
+    enum Kind {
+        Docs,
+        Config,
+        Build,
+        Test,
+        Code,
+    }
+    fn kind(path: &str) -> Kind {
+        let path = path.trim_start_matches("./");
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let lower = name.to_ascii_lowercase();
+        let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
+        let dirs: Vec<&str> = path.split('/').rev().skip(1).collect();
+        const BUILD: &[&str] = &[
+            "cmakelists.txt",
+            "makefile",
+            "gnumakefile",
+            "meson.build",
+            "cargo.toml",
+            "cargo.lock",
+            "package.json",
+            "package-lock.json",
+            "pnpm-lock.yaml",
+            "yarn.lock",
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "go.mod",
+            "go.sum",
+            "pom.xml",
+            "build.gradle",
+            "build.gradle.kts",
+            "settings.gradle",
+            "settings.gradle.kts",
+            "build.bazel",
+            "workspace",
+            "dockerfile",
+            "tsconfig.json",
+        ];
+        if BUILD.contains(&lower.as_str())
+            || lower.starts_with("requirements") && ext == "txt"
+            || matches!(ext, "cmake" | "csproj" | "fsproj" | "sln")
+        {
+            return Kind::Build;
+        }
+        if matches!(
+            ext,
+            "md" | "markdown" | "rst" | "txt" | "adoc" | "org" | "png" | "svg"
+        ) || [
+            "license",
+            "licence",
+            "readme",
+            "changelog",
+            "authors",
+            "notice",
+            "copying",
+        ]
+        .iter()
+        .any(|n| lower.starts_with(n))
+            || dirs.last().is_some_and(|d| *d == "docs" || *d == "doc")
+        {
+            return Kind::Docs;
+        }
+        if matches!(
+            ext,
+            "yaml" | "yml" | "toml" | "json" | "ini" | "cfg" | "conf" | "env" | "properties"
+        ) || lower.starts_with('.')
+            || dirs.last().is_some_and(|d| d.starts_with('.'))
+        {
+            return Kind::Config;
+        }
+        let stem = lower.split('.').next().unwrap_or("");
+        if dirs
+            .iter()
+            .any(|d| matches!(*d, "test" | "tests" | "__tests__" | "spec" | "testdata"))
+            || stem.starts_with("test_")
+            || stem.ends_with("_test")
+            || stem.ends_with("test") && name.starts_with(|c: char| c.is_ascii_uppercase())
+            || lower.contains(".test.")
+            || lower.contains(".spec.")
+        {
+            return Kind::Test;
+        }
+        Kind::Code
+    }
+    // Files outside the project, git's and air's own are no part of its code.
+    let most = files
+        .iter()
+        .map(|f| f.trim_start_matches("./"))
+        .filter(|f| {
+            !f.starts_with('/')
+                && !f.starts_with('~')
+                && !f.starts_with(".git/")
+                && !f.starts_with(".air/")
+        })
+        .map(kind)
+        .fold(None, |m: Option<Kind>, k| match m {
+            Some(m) if m >= k => Some(m),
+            _ => Some(k),
+        })?;
+    Some(match most {
+        Kind::Code => TaskCategory::Logic,
+        Kind::Test => TaskCategory::Test,
+        Kind::Build => TaskCategory::Build,
+        Kind::Config => TaskCategory::Config,
+        Kind::Docs => TaskCategory::Docs,
+    })
+}
+
+/// Whether the task's evidence follows what its attempt changes: an `execute` task
+/// with neither a category nor a list of its own.
+pub fn judged_by_change(spec: &TaskSpec) -> bool {
+    spec.category.is_none()
+        && spec.verification.evidence_types.is_none()
+        && spec.task_type == crate::task::TaskType::Execute
+}
+
+/// The evidence `result` must carry for `spec`: the task's list (or its category's,
+/// or for a task with neither the category of what the attempt changed), plus the
+/// three global rules. `changed` is every file the attempt changed.
 pub fn required_for(
     spec: &TaskSpec,
     status: WorkerStatus,
     changed: &[String],
 ) -> Vec<EvidenceType> {
     let mut required = task_evidence(spec);
+    if judged_by_change(spec) && status == WorkerStatus::Completed {
+        if let Some(c) = category_of_change(changed) {
+            required.extend_from_slice(c.required_evidence());
+        }
+    }
     // 1. failed or blocked needs a debugger's analysis.
     if matches!(status, WorkerStatus::Failed | WorkerStatus::Blocked) {
         required.push(EvidenceType::DebuggerAnalysis);
@@ -314,6 +415,9 @@ pub fn is_c_family(path: &str) -> bool {
 }
 
 pub use crate::chain::RUNS_ELSEWHERE;
+
+mod matching;
+pub use matching::{compare, runs, Match, Reading};
 
 /// What a build or a test run leaves behind, not a change to the work: compiled
 /// Python, object files, a build or target directory, caches.
@@ -351,127 +455,6 @@ fn single_step(command: &str) -> bool {
 /// with what ran.
 pub fn normalize_command(command: &str) -> String {
     command.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Whether `ran` (started at the project root) ran `wanted`, read as
-/// [`Reading::default`] reads.
-pub fn runs(ran: &str, wanted: &str) -> bool {
-    compare(ran, Some(""), wanted, &Reading::default()) == Match::Runs
-}
-
-/// How a command that ran stands to a check.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Match {
-    /// It ran the check, and its exit status is the check's.
-    Runs,
-    /// It ran the check's program, but not the check, or not so that its status
-    /// tells: what differed, for the refusal.
-    Differs(String),
-    /// It did not run the check's program at all.
-    Unrelated,
-}
-
-/// Whether `ran`, which started in `start_dir` (relative to the project root;
-/// `None`: outside it), ran the check `wanted` (written to run at the project root).
-///
-/// A check is matched by what runs, not by its spelling: each of its steps must be
-/// a step of `ran`, in order, in the same directory, with the same words once the
-/// options that only change how it reports are taken out ([`Reading::canonical`]);
-/// and `ran`'s exit status must vouch for every step (`&&`, and `|` under
-/// pipefail). So `cd sub && make test -v 2>&1 | tail -30`, `timeout 60 make test`
-/// and `CI=1 make test > log` run `cd sub && make test`; `make test || true`, `make
-/// test -k one` and `make test` in another directory do not.
-pub fn compare(ran: &str, start_dir: Option<&str>, wanted: &str, reading: &Reading) -> Match {
-    use crate::chain;
-    let want = chain::read(wanted, true);
-    if want.steps.is_empty() {
-        return Match::Unrelated;
-    }
-    let canon = reading.canonical;
-    let place = match (reading.root.as_deref(), start_dir) {
-        (Some(root), Some(start)) => Some((root, start)),
-        _ => None,
-    };
-    let read = chain::read_placed(ran, reading.pipefail, place);
-    // Each step of `ran`: the directory it ran in, from the project root, and its
-    // words.
-    let steps: Vec<(Option<String>, Vec<String>)> = read
-        .steps
-        .iter()
-        .map(|s| {
-            let dir = start_dir
-                .zip(s.dir.as_deref())
-                .and_then(|(start, d)| chain::from_root(start, Some(d), "."));
-            (dir, canon(&s.argv))
-        })
-        .collect();
-    let mut at = 0;
-    for w in &want.steps {
-        let wdir = w
-            .dir
-            .as_deref()
-            .and_then(|d| chain::from_root("", Some(d), "."));
-        let words = canon(&w.argv);
-        match steps[at..]
-            .iter()
-            .position(|(d, a)| *a == words && *d == wdir)
-        {
-            Some(i) => at += i + 1,
-            None => return differs(&steps, wdir.as_deref(), &words),
-        }
-    }
-    match read.breaker {
-        Some(why) if !read.vouches => {
-            Match::Differs(format!("{why} lets it end 0 when the check fails"))
-        }
-        _ => Match::Runs,
-    }
-}
-
-/// What differs between the steps of a command and the check step it lacks.
-fn differs(steps: &[(Option<String>, Vec<String>)], dir: Option<&str>, words: &[String]) -> Match {
-    let program = words.first();
-    let Some((ran_dir, ran)) = steps.iter().rev().find(|(_, a)| a.first() == program) else {
-        return Match::Unrelated;
-    };
-    if ran == words {
-        let place = |d: Option<&str>| match d {
-            Some("") => "the project root".to_string(),
-            Some(d) => format!("`{d}`"),
-            None => "a directory airsd cannot place (outside the project, or named by a variable)"
-                .to_string(),
-        };
-        return Match::Differs(format!(
-            "it ran in {} where the check runs in {}",
-            place(ran_dir.as_deref()),
-            place(dir)
-        ));
-    }
-    let missing: Vec<&str> = words[1..]
-        .iter()
-        .filter(|w| !ran[1..].contains(w))
-        .map(String::as_str)
-        .collect();
-    let added: Vec<&str> = ran[1..]
-        .iter()
-        .filter(|w| !words[1..].contains(w))
-        .map(String::as_str)
-        .collect();
-    let mut parts = Vec::new();
-    if !added.is_empty() {
-        parts.push(format!("adds `{}`", added.join(" ")));
-    }
-    if !missing.is_empty() {
-        parts.push(format!("leaves out `{}`", missing.join(" ")));
-    }
-    if parts.is_empty() {
-        parts.push("puts its words in another order".to_string());
-    }
-    Match::Differs(format!(
-        "`{}` {}, which changes what it runs",
-        ran.join(" "),
-        parts.join(" and ")
-    ))
 }
 
 /// Whether `path` is one of `covers` or under one of them.

@@ -797,7 +797,9 @@ fn task_text(t: &TaskSpec, role: AgentType) -> String {
             .map(|k| k.as_str())
             .collect();
         s.push_str("\nEvidence this task needs to complete:");
-        if kinds.is_empty() {
+        if air_proto::gate::judged_by_change(t) {
+            s.push_str(" what its change needs (code: build_pass, test_pass; tests alone: build_pass, test_output; build or configuration files: build_pass; documentation: none)");
+        } else if kinds.is_empty() {
             s.push_str(" none of its own");
         } else {
             let _ = write!(s, " {}", kinds.join(", "));

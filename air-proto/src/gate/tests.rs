@@ -498,3 +498,66 @@ fn a_run_of_the_program_that_ended_well_is_a_smoke_test_cited_either_way() {
         "{v:?}"
     );
 }
+
+#[test]
+fn a_task_without_a_category_is_gated_by_what_it_changes() {
+    let files = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for (changed, want) in [
+        (&["src/a.py"][..], Some(TaskCategory::Logic)),
+        (&["README.md", "src/lib.rs"], Some(TaskCategory::Logic)),
+        (&["tests/test_a.py"], Some(TaskCategory::Test)),
+        (
+            &["pkg/a_test.go", "web/a.test.ts", "src/FooTest.java"],
+            Some(TaskCategory::Test),
+        ),
+        (&["Cargo.toml"], Some(TaskCategory::Build)),
+        (&["requirements-dev.txt"], Some(TaskCategory::Build)),
+        (
+            &[".github/workflows/ci.yml", "config.yaml"],
+            Some(TaskCategory::Config),
+        ),
+        (
+            &["README.md", "docs/guide.txt", "LICENSE"],
+            Some(TaskCategory::Docs),
+        ),
+        (&[], None),
+        (
+            &["/etc/x.conf", "~/.bashrc", ".git/air-note", ".air/shared/x"],
+            None,
+        ),
+    ] {
+        assert_eq!(category_of_change(&files(changed)), want, "{changed:?}");
+    }
+    let mut s = spec(TaskCategory::Logic, &[]);
+    s.category = None;
+    assert_eq!(
+        required_for(&s, WorkerStatus::Completed, &files(&["src/a.py"])),
+        [BuildPass, TestPass]
+    );
+    assert!(required_for(&s, WorkerStatus::Completed, &files(&["docs/a.md"])).is_empty());
+    assert_eq!(
+        required_for(&s, WorkerStatus::Completed, &[]),
+        [EvidenceType::Explanation]
+    );
+    // A task with its own list keeps it.
+    s.verification.evidence_types = Some(vec![]);
+    assert!(required_for(&s, WorkerStatus::Completed, &files(&["src/a.py"])).is_empty());
+}
+
+#[test]
+fn a_task_handed_on_from_a_conversation_is_gated_by_what_it_changes() {
+    let d = crate::conversation::DelegatedTask {
+        title: "Fix add".into(),
+        description: "add subtracts".into(),
+        acceptance_criteria: vec!["add(2, 3) is 5".into()],
+        expected_files: vec!["calc.js".into()],
+        verify: Vec::new(),
+        category: None,
+    };
+    let s = d.spec("T1".into());
+    assert!(judged_by_change(&s));
+    assert_eq!(
+        required_for(&s, WorkerStatus::Completed, &["calc.js".to_string()]),
+        [BuildPass, TestPass]
+    );
+}

@@ -345,8 +345,8 @@ fn the_escape_corpus_through_the_worker_protocol_and_airsd() {
             }
             // The corpus's task scope: `secret/` denied, `keep/` preserved.
             let text = plan(&steps).replacen(
-                "\n\n",
-                "\n\n- denied_paths: `secret/**`\n- preserved_paths: `keep/**`\n\n",
+                "- evidence: none\n",
+                "- evidence: none\n- denied_paths: `secret/**`\n- preserved_paths: `keep/**`\n",
                 1,
             );
             let session = crate::asks::start_plan(&state, &text, OnAsk::Deny, Some(mode)).await;

@@ -14,7 +14,7 @@ use crate::asks::{state, until};
 
 /// A plan of one task whose executor makes these tool calls.
 pub(crate) fn plan(calls: &[(&str, serde_json::Value)]) -> String {
-    let mut text = String::from("## Task A: calls tools\n\n");
+    let mut text = String::from("## Task A: calls tools\n\n- evidence: none\n\n");
     for (tool, input) in calls {
         text.push_str(&format!("air-test-call: {tool} {input}\n"));
     }

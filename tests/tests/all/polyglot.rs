@@ -240,3 +240,63 @@ fn honest_work_completes_on_every_stack_and_a_liar_never_does() {
     }
     assert!(ran >= 3, "fewer than three stacks could be tried");
 }
+
+/// A task with no category (the plan's default, and what `air chat` hands on) needs
+/// the evidence of what its attempt changes: code its build and tests, a README
+/// nothing; a change to code with no run behind it never completes.
+#[test]
+fn a_task_without_a_category_needs_what_its_change_needs() {
+    let node = &STACKS[1];
+    if !has(node.needs) {
+        eprintln!("polyglot: skipping: `npm` is not installed (tests/run installs it)");
+        return;
+    }
+    let p = Project::new();
+    for (path, body) in node.files {
+        let file = p.root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, body).unwrap();
+    }
+    std::fs::write(p.root.join("README.md"), "# calc\n").unwrap();
+    sh(
+        &p.root,
+        "git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm start",
+    );
+    let (path, fixed) = node.fix;
+    let plan = format!(
+        "# No categories\n\n## Task T1: fix add\n\nair-test: executor=claim\nair-test-call: fs.read {{\"path\": {p}}}\nair-test-call: fs.write {{\"path\": {p}, \"content\": {c}}}\nair-test-call: shell.run {{\"command\": \"npm test 2>&1 | tail -20\"}}\n\n## Task T2: say how to run it\n\n- depends: T1\n\nair-test: executor=claim\nair-test-call: fs.read {{\"path\": \"README.md\"}}\nair-test-call: fs.write {{\"path\": \"README.md\", \"content\": \"# calc\\n\\nnode cli.js 2 3\\n\"}}\n\n## Task T3: comment add, unchecked\n\n- depends: T2\n\nair-test: executor=claim architecture_designer=stop\nair-test-call: fs.read {{\"path\": {p}}}\nair-test-call: fs.write {{\"path\": {p}, \"content\": {c2}}}\n",
+        p = json(path),
+        c = json(fixed),
+        c2 = json(&format!("// Adds two numbers.\n{fixed}")),
+    );
+    std::fs::write(p.root.join("plan.md"), plan).unwrap();
+    let out = run_with_the_scripted_worker(&p, &["run", "--plan", "plan.md", "--json"]);
+    let session = newest_session(&p);
+    let v = verdicts(&p, &session);
+    let conn = db(&p, &session);
+    let status = |id: &str| -> String {
+        conn.query_row("SELECT status FROM tasks WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(status("T1"), "completed", "{v:#?}");
+    let t1 = v.iter().find(|(a, _)| a == "T1-executor-1").unwrap();
+    use air_proto::task::EvidenceType::{BuildPass, TestPass};
+    let kinds: Vec<_> = t1.1.counted.iter().map(|c| c.evidence_type).collect();
+    assert_eq!(kinds, [BuildPass, TestPass], "{:#?}", t1.1);
+    assert_eq!(status("T2"), "completed", "{v:#?}");
+    assert_eq!(status("T3"), "blocked", "{v:#?}");
+    let t3 = v.iter().find(|(a, _)| a == "T3-executor-1").unwrap();
+    assert!(
+        t3.1.refused
+            .iter()
+            .any(|r| r.starts_with("missing build_pass"))
+            && t3
+                .1
+                .refused
+                .iter()
+                .any(|r| r.starts_with("missing test_pass")),
+        "{:#?}",
+        t3.1
+    );
+    expect(&out, 3);
+}

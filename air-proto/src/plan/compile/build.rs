@@ -179,6 +179,35 @@ impl Compiler<'_> {
                 ),
             ));
         }
+        if task.task_type == TaskType::Execute && task.category.is_none() && task.evidence.is_none()
+        {
+            let guess = task
+                .expected_files
+                .as_deref()
+                .and_then(crate::gate::category_of_change)
+                .map(|c| {
+                    let kinds: Vec<&str> =
+                        c.required_evidence().iter().map(|k| k.as_str()).collect();
+                    format!(
+                        " (its expected files are {}: {})",
+                        c.as_str(),
+                        if kinds.is_empty() {
+                            "none".to_string()
+                        } else {
+                            kinds.join(", ")
+                        }
+                    )
+                })
+                .unwrap_or_default();
+            self.warnings.push(diag(
+                task.line,
+                "category",
+                format!(
+                    "task {} has no category: it needs the evidence of what its attempt changes{guess}",
+                    task.id
+                ),
+            ));
+        }
         if task.task_type == TaskType::Execute && task.acceptance.is_empty() {
             self.warnings.push(diag(
                 task.line,
@@ -217,7 +246,11 @@ impl Compiler<'_> {
                 commands: (!task.commands.is_empty()).then_some(task.commands),
                 required,
                 fallback_allowed: task.fallback_allowed,
-                evidence_types: (!evidence.is_empty()).then_some(evidence),
+                // A task that names its evidence (`evidence: none` too) keeps that
+                // list; one with neither a list nor a category is judged by what its
+                // attempt changes (`gate::judged_by_change`).
+                evidence_types: (!evidence.is_empty() || task.evidence.is_some())
+                    .then_some(evidence),
                 declared: (!task.declared.is_empty()).then(|| {
                     task.declared
                         .into_iter()
