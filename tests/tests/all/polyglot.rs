@@ -144,6 +144,29 @@ fn plan(stack: &Stack, root: &str) -> String {
     )
 }
 
+/// Runs `plan` in the project with the scripted worker: its output, each executor's
+/// verdict, and each task's status by id.
+#[allow(clippy::type_complexity)]
+fn carry_out(
+    p: &Project,
+    plan: &str,
+) -> (
+    std::process::Output,
+    Vec<(String, air_proto::gate::Verdict)>,
+    impl Fn(&str) -> String,
+) {
+    std::fs::write(p.root.join("plan.md"), plan).unwrap();
+    let out = run_with_the_scripted_worker(p, &["run", "--plan", "plan.md", "--json"]);
+    let session = newest_session(p);
+    let v = verdicts(p, &session);
+    let conn = db(p, &session);
+    let status = move |id: &str| -> String {
+        conn.query_row("SELECT status FROM tasks WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    };
+    (out, v, status)
+}
+
 fn sh(root: &std::path::Path, command: &str) {
     let out = std::process::Command::new("bash")
         .args(["-c", command])
@@ -190,15 +213,8 @@ fn honest_work_completes_on_every_stack_and_a_liar_never_does() {
             sh(&p.root, command);
         }
         let root = p.root.canonicalize().unwrap();
-        std::fs::write(p.root.join("plan.md"), plan(stack, root.to_str().unwrap())).unwrap();
-        let out = run_with_the_scripted_worker(&p, &["run", "--plan", "plan.md", "--json"]);
-        let session = newest_session(&p);
-        let v = verdicts(&p, &session);
-        let conn = db(&p, &session);
-        let status = |id: &str| -> String {
-            conn.query_row("SELECT status FROM tasks WHERE id = ?1", [id], |r| r.get(0))
-                .unwrap()
-        };
+        let (out, v, statuses) = carry_out(&p, &plan(stack, root.to_str().unwrap()));
+        let status = |id: &str| statuses(id);
         // The honest model completes on its first dispatch.
         assert_eq!(status("T1"), "completed", "{}: {v:#?}", stack.name);
         let first = v.iter().find(|(a, _)| a == "T1-executor-1").unwrap();
@@ -269,15 +285,7 @@ fn a_task_without_a_category_needs_what_its_change_needs() {
         c = json(fixed),
         c2 = json(&format!("// Adds two numbers.\n{fixed}")),
     );
-    std::fs::write(p.root.join("plan.md"), plan).unwrap();
-    let out = run_with_the_scripted_worker(&p, &["run", "--plan", "plan.md", "--json"]);
-    let session = newest_session(&p);
-    let v = verdicts(&p, &session);
-    let conn = db(&p, &session);
-    let status = |id: &str| -> String {
-        conn.query_row("SELECT status FROM tasks WHERE id = ?1", [id], |r| r.get(0))
-            .unwrap()
-    };
+    let (out, v, status) = carry_out(&p, &plan);
     assert_eq!(status("T1"), "completed", "{v:#?}");
     let t1 = v.iter().find(|(a, _)| a == "T1-executor-1").unwrap();
     use air_proto::task::EvidenceType::{BuildPass, TestPass};
