@@ -204,7 +204,8 @@ pub struct DelegatedTask {
     #[serde(default)]
     pub verify: Vec<String>,
     /// The kind of change, which sets the evidence its result must carry: logic
-    /// (build and tests), build, config, docs (none), test, refactor, bugfix.
+    /// (build and tests), build, config, docs (none), test, refactor, bugfix (a check
+    /// failing before the fix); left out, what the change touches decides.
     #[serde(default)]
     pub category: Option<TaskCategory>,
 }

@@ -582,15 +582,19 @@ mod tests {
             [E::Screenshot, E::BuildPass]
         );
         let compiled = |plan: &str| crate::plan::compile("p.md", plan).unwrap();
-        let gui = "## Task T1: Login dialog\n\n- category: gui\n\nDraw it.\n";
-        let dropped = markers_dropped("a login dialog [no-screenshot]", &compiled(gui));
+        let build = "## Task T1: Login dialog\n\n- category: build\n\nDraw it.\n";
+        let dropped = markers_dropped("a login dialog [no-build-pass]", &compiled(build));
         assert_eq!(dropped.len(), 1, "{dropped:?}");
         assert!(
-            dropped[0].starts_with("T1: the user asked for [no-screenshot]"),
+            dropped[0].starts_with("T1: the user asked for [no-build-pass]"),
             "{dropped:?}"
         );
-        let kept = "## Task T1: Login dialog [no-screenshot]\n\n- category: gui\n\nDraw it.\n";
-        assert!(markers_dropped("a login dialog [no-screenshot]", &compiled(kept)).is_empty());
+        let kept = "## Task T1: Login dialog [no-build-pass]\n\n- category: build\n\nDraw it.\n";
+        assert!(markers_dropped("a login dialog [no-build-pass]", &compiled(kept)).is_empty());
+        // A gui task without its marker does not compile at all: it could never
+        // complete.
+        let gui = "## Task T1: Login dialog\n\n- category: gui\n\nDraw it.\n";
+        assert!(crate::plan::compile("p.md", gui).is_err());
     }
 
     #[cfg(feature = "plan")]

@@ -83,14 +83,54 @@ Provides:
 - api count: count_words(text) -> int (stable)
 ```
 
-Fields: `category` (logic, build, test, docs, config, refactor, bugfix, gui,
-network, deploy, or `cpp_` ones: it sets the evidence a completed task needs),
+Each task's `category` sets the evidence its completion needs, which airsd records
+from the commands its executor runs:
+- logic, cpp_logic: build_pass, test_pass
+- build, cpp_build, config: build_pass
+- test: build_pass, test_output
+- refactor: build_pass, test_pass, diff_review
+- bugfix: build_pass, test_pass, reproduction (its check fails before the fix)
+- docs: none
+- gui, network, deploy (and cpp_ ones): build_pass and screenshot, pcap or
+  deploy_verify, which no tool records: such a task must carry `[no-screenshot]`,
+  `[no-pcap]` or `[no-deploy-verify]` at the end of its title
+- none given: what the task's change needs (code as logic, docs as docs)
+
+Fields: `category`,
 `depends_on`, `soft_depends_on`, `conflicts_with`, `write_area`, `expected_files`,
 `allowed_paths`, `verify`, `evidence`, `max_turns`, `soft_timeout`, `hard_timeout`,
 `retry_budget`. `Phase <id>: <title>` headings group tasks for a milestone review.
 `Provides:` and `Requires:` items read `<kind> <module>: <spec> (<stability>)`, kind
 api, schema, file, config or protocol, stability stable, volatile or frozen.
 "#;
+
+#[cfg(test)]
+mod format_tests {
+    /// The plan format's category lines say what the gate requires.
+    #[test]
+    fn the_category_table_is_the_gate_s() {
+        use air_proto::task::TaskCategory::*;
+        for c in [
+            Logic, CppLogic, Build, CppBuild, Config, Test, Refactor, Bugfix, Docs,
+        ] {
+            let kinds: Vec<&str> = c.required_evidence().iter().map(|k| k.as_str()).collect();
+            let listed = if kinds.is_empty() {
+                "none".to_string()
+            } else {
+                kinds.join(", ")
+            };
+            let line = super::PLAN_FORMAT
+                .lines()
+                .find(|l| {
+                    l.strip_prefix("- ")
+                        .and_then(|l| l.split_once(':'))
+                        .is_some_and(|(names, _)| names.split(", ").any(|n| n == c.as_str()))
+                })
+                .unwrap_or_else(|| panic!("no line for {}", c.as_str()));
+            assert!(line.contains(&format!(": {listed}")), "{line} vs {listed}");
+        }
+    }
+}
 
 /// A name for a file from a title: lowercase words joined by `-`.
 fn slug(title: &str) -> String {

@@ -291,8 +291,8 @@ fn the_format_document_lists_every_field_and_holds_the_example() {
 }
 
 #[test]
-fn a_check_may_declare_the_evidence_it_yields_and_no_tool_s_evidence_is_warned_of() {
-    let plan = "# P\n\n## Task A: smoke\n\n- category: cpp_deploy\n- verify: `make check` [test_pass]\n\nShip it.\n\nAcceptance criteria:\n- it ships\n\nVerify:\n- `./smoke.sh` [smoke_test]\n- `make`\n";
+fn a_check_may_declare_the_evidence_it_yields_and_no_tool_s_evidence_is_refused() {
+    let plan = "# P\n\n## Task A: smoke [no-deploy-verify]\n\n- category: cpp_deploy\n- verify: `make check` [test_pass]\n\nShip it.\n\nAcceptance criteria:\n- it ships\n\nVerify:\n- `./smoke.sh` [smoke_test]\n- `make`\n";
     let compiled = compile("p.md", plan).unwrap();
     let v = &compiled.graph.tasks[0].verification;
     let declared: Vec<(String, EvidenceType)> = v
@@ -312,19 +312,20 @@ fn a_check_may_declare_the_evidence_it_yields_and_no_tool_s_evidence_is_warned_o
         v.commands.as_deref().unwrap(),
         ["make check", "./smoke.sh", "make"]
     );
-    // cpp_deploy requires deploy_verify, which no tool records yet: warned, with the
-    // marker to use.
-    let w: Vec<String> = compiled
-        .warnings
+    // Without its marker, cpp_deploy requires deploy_verify, which no tool records
+    // yet: the task could never complete, so the plan is refused, naming the marker.
+    let e = compile("p.md", &plan.replace(" [no-deploy-verify]", "")).unwrap_err();
+    let e: Vec<String> = e
+        .errors
         .iter()
-        .map(|w| w.display("p.md").to_string())
+        .map(|d| d.display("p.md").to_string())
         .collect();
     assert!(
-        w.iter().any(
-            |w| w.contains("requires deploy_verify, which no tool of air records yet")
-                && w.contains("[no-deploy-verify]")
+        e.iter().any(
+            |e| e.contains("requires deploy_verify, which no tool of air records yet")
+                && e.contains("[no-deploy-verify]")
         ),
-        "{w:?}"
+        "{e:?}"
     );
     for (bad, says) in [
         (

@@ -167,7 +167,7 @@ impl Compiler<'_> {
             task.task_type == TaskType::Execute
                 && crate::gate::source(**k) == crate::gate::Source::NoTool
         }) {
-            self.warnings.push(diag(
+            self.errors.push(diag(
                 task.line,
                 "evidence",
                 format!(

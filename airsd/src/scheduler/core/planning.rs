@@ -726,6 +726,17 @@ pub fn proposed(
     frozen: Option<&[(String, String)]>,
 ) -> Result<p::PlanProposed, Vec<String>> {
     let compiled = check_proposal(&proposal)?;
+    // What the plan says of a task's evidence is the designer's to settle before the
+    // user sees it (seed 001 §8.2: the designer gives each task its category).
+    let unsettled: Vec<String> = compiled
+        .warnings
+        .iter()
+        .filter(|d| matches!(d.field.as_deref(), Some("category" | "evidence")))
+        .map(|d| d.display(air_proto::planning::PROPOSED_PLAN).to_string())
+        .collect();
+    if !unsettled.is_empty() {
+        return Err(unsettled);
+    }
     // The user's `[no-…]` markers are kept.
     let dropped = air_proto::planning::markers_dropped(requirement, &compiled);
     if !dropped.is_empty() {

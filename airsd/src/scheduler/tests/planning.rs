@@ -72,7 +72,7 @@ fn settles(d: &Dispatch) -> Play {
     )
 }
 
-const PLAN: &str = "# Word counter\n\n## Task T1: Count words\n\nCount them.\n\n## Task T2: The command\n\n- depends_on: T1\n\nPrint them.\n";
+const PLAN: &str = "# Word counter\n\n## Task T1: Count words\n\n- category: logic\n\nCount them.\n\n## Task T2: The command\n\n- category: logic\n- depends_on: T1\n\nPrint them.\n";
 
 fn proposal(plan: &str) -> Proposal {
     Proposal {
@@ -316,7 +316,10 @@ fn each_phase_refuses_what_it_does_not_allow_and_a_bad_plan_never_reaches_the_us
     let p3 = only(&sim.settle(), "proposing").clone();
     sim.finish(
         &p3.agent_id,
-        proposes(&p3, "## Task T1: Count\n\n- depends_on: T9\n\nCount.\n"),
+        proposes(
+            &p3,
+            "## Task T1: Count\n\n- category: logic\n- depends_on: T9\n\nCount.\n",
+        ),
     );
     let p4 = only(&sim.settle(), "proposing again").clone();
     assert_eq!(phase(&p4), PlanningPhase::Proposing);
@@ -398,7 +401,7 @@ fn replan(d: &Dispatch, plan: &str) -> Play {
 #[test]
 fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work() {
     let tasks = plan(
-        "## Task A: a\n\n## Task B: b\n\n- depends_on: A\n\n## Task C: c\n\n- depends_on: B\n",
+        "## Task A: a\n\n- category: logic\n\n## Task B: b\n\n- category: logic\n- depends_on: A\n\n## Task C: c\n\n- category: logic\n- depends_on: B\n",
     );
     let start = Fact::RunStarted {
         concurrency: 1,
@@ -425,14 +428,17 @@ fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work
         "ready, not started"
     );
     // Dropping the completed A is refused.
-    sim.finish(&p1.agent_id, replan(&p1, "## Task B: b\n\nBytes.\n"));
+    sim.finish(
+        &p1.agent_id,
+        replan(&p1, "## Task B: b\n\n- category: logic\n\nBytes.\n"),
+    );
     let p2 = only(&sim.settle(), "another try").clone();
     assert!(
         p2.notes.iter().any(|n| n.contains("A is completed")),
         "{:?}",
         p2.notes
     );
-    const NEW: &str = "## Task A: a\n\n## Task B: b\n\n- depends_on: A\n\nCount bytes.\n\n## Task D: d\n\n- depends_on: B\n";
+    const NEW: &str = "## Task A: a\n\n- category: logic\n\n## Task B: b\n\n- category: logic\n- depends_on: A\n\nCount bytes.\n\n## Task D: d\n\n- category: logic\n- depends_on: B\n";
     sim.finish(&p2.agent_id, replan(&p2, NEW));
     sim.settle();
     sim.record(decided("plan:2", PlanDecision::Confirm, None));
