@@ -410,6 +410,7 @@ async fn run_with(
         // The answer's room, and the thinking's on top, within what the model gives.
         max_tokens: crate::model::max_tokens(&talker.resolved),
         thinking: talker.resolved.thinking,
+        reasoning: talker.resolved.capability.reasoning,
     };
     let threshold = context.summary.budget.threshold();
     // A compaction asked for and not yet answered; the first turn it may be asked

@@ -29,6 +29,7 @@ fn request() -> TurnRequest {
         }],
         max_tokens: 1024,
         thinking: Default::default(),
+        reasoning: false,
     }
 }
 
@@ -185,6 +186,21 @@ fn thinking_is_asked_for_in_each_protocols_terms() {
     assert_eq!(chat["reasoning_effort"], "medium");
     let plain = offline().body(&request());
     assert!(plain.get("thinking").is_none(), "{plain}");
+    assert!(plain.get("include").is_none(), "{plain}");
+    // Another protocol's reasoning is not sent to Anthropic.
+    let mut foreign = request();
+    foreign.messages.push(Message::assistant(vec![
+        ContentBlock::Thinking {
+            thinking: "t".into(),
+            signature: format!("{}{{}}", worker::provider::RESPONSES_REASONING),
+        },
+        ContentBlock::text("ok"),
+    ]));
+    let sent = offline().body(&foreign);
+    assert_eq!(
+        sent["messages"][1]["content"],
+        json!([{"type": "text", "text": "ok"}])
+    );
     // The header goes with the budget, to the wire.
     crate::rt().block_on(async {
         let mock = MockProvider::start(vec![Exchange {
@@ -412,6 +428,7 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
             {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress", "output": []}},
             {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}},
             {"type": "response.reasoning_summary_text.delta", "sequence_number": 2, "output_index": 0, "item_id": "rs_1", "delta": "Thinking."},
+            {"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Thinking."}], "encrypted_content": "gAAA-sealed", "status": "completed"}},
             {"type": "response.output_item.added", "sequence_number": 3, "output_index": 1, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}},
             {"type": "response.output_text.delta", "sequence_number": 4, "output_index": 1, "item_id": "msg_1", "content_index": 0, "delta": "Reading "},
             {"type": "response.output_text.delta", "sequence_number": 5, "output_index": 1, "item_id": "msg_1", "content_index": 0, "delta": "it."},
@@ -447,8 +464,11 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
         .await;
         let client = OpenAiResponses::new(&format!("{}/v1", mock.url), Some("sk-openai"), Timeouts::default(), fast_retries()).unwrap();
         let mut req = request();
+        req.reasoning = true;
+        let earlier = json!({"type": "reasoning", "id": "rs_0", "summary": [], "encrypted_content": "gAAA-earlier"});
         req.messages.push(Message::assistant(vec![
             ContentBlock::Thinking { thinking: "private".into(), signature: "s".into() },
+            ContentBlock::Thinking { thinking: String::new(), signature: format!("{}{earlier}", worker::provider::RESPONSES_REASONING) },
             ContentBlock::text("Listing."),
             ContentBlock::ToolUse { id: "call_0".into(), name: "fs_glob".into(), input: json!({"pattern": "*.rs"}) },
         ]));
@@ -471,6 +491,14 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
         assert_eq!(
             turn.content,
             vec![
+                ContentBlock::Thinking {
+                    thinking: "Thinking.".into(),
+                    signature: format!(
+                        "{}{}",
+                        worker::provider::RESPONSES_REASONING,
+                        json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Thinking."}], "encrypted_content": "gAAA-sealed"})
+                    ),
+                },
                 ContentBlock::text("Reading it."),
                 ContentBlock::ToolUse { id: "call_1".into(), name: "fs_read".into(), input: json!({"path": "a.rs"}) },
             ]
@@ -484,10 +512,13 @@ fn openai_responses_converts_at_the_boundary_and_folds_events() {
         assert_eq!(r.body["store"], false);
         let input = r.body["input"].as_array().unwrap();
         assert_eq!(input[0], json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Add a README."}]}));
-        assert_eq!(input[1], json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]}));
-        assert_eq!(input[2], json!({"type": "function_call", "call_id": "call_0", "name": "fs_glob", "arguments": "{\"pattern\":\"*.rs\"}"}));
-        assert_eq!(input[3], json!({"type": "function_call_output", "call_id": "call_0", "output": "a.rs"}));
-        assert_eq!(input[4]["content"][0]["text"], "Go on.");
+        // The reasoning kept from before goes back as it came, before what it led to.
+        assert_eq!(input[1], earlier);
+        assert_eq!(input[2], json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]}));
+        assert_eq!(input[3], json!({"type": "function_call", "call_id": "call_0", "name": "fs_glob", "arguments": "{\"pattern\":\"*.rs\"}"}));
+        assert_eq!(input[4], json!({"type": "function_call_output", "call_id": "call_0", "output": "a.rs"}));
+        assert_eq!(input[5]["content"][0]["text"], "Go on.");
+        assert_eq!(r.body["include"], json!(["reasoning.encrypted_content"]));
         assert!(!r.body.to_string().contains("private"), "thinking is not sent to another protocol");
         assert_eq!(r.body["tools"][0], json!({"type": "function", "name": "fs_read", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}));
 

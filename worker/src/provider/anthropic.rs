@@ -4,7 +4,7 @@
 //! input JSON) / `_stop`, `message_delta` (stop reason, usage), `message_stop`,
 //! `ping`, `error`. The stable system prefix carries a prompt-cache marker.
 
-use air_proto::message::{ContentBlock, StopReason};
+use air_proto::message::{ContentBlock, Message, StopReason};
 use serde_json::{json, Value};
 
 use super::{Delta, ProviderError, RetryPolicy, Timeouts, Turn, TurnRequest, TurnUsage};
@@ -69,10 +69,27 @@ impl super::Adapter for Anthropic {
             .iter()
             .map(|t| json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema }))
             .collect();
+        // Another protocol's reasoning is not Anthropic's to read.
+        let messages: Vec<Message> = request
+            .messages
+            .iter()
+            .map(|m| Message {
+                role: m.role,
+                content: m
+                    .content
+                    .iter()
+                    .filter(|b| {
+                        !matches!(b, ContentBlock::Thinking { signature, .. }
+                            if signature.starts_with(super::RESPONSES_REASONING))
+                    })
+                    .cloned()
+                    .collect(),
+            })
+            .collect();
         let mut body = json!({
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": request.messages,
+            "messages": messages,
             "stream": true,
         });
         if !system.is_empty() {

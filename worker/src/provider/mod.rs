@@ -53,7 +53,14 @@ pub struct TurnRequest {
     pub max_tokens: u32,
     /// How much the model thinks first (each protocol sends the part it has).
     pub thinking: air_proto::models::Thinking,
+    /// Whether the model reasons (an OpenAI reasoning model): its reasoning is asked
+    /// back, encrypted, to be sent with the next request.
+    pub reasoning: bool,
 }
+
+/// The start of the signature of a thinking block that is an OpenAI Responses
+/// reasoning item (its JSON follows): sent back only to that protocol.
+pub const RESPONSES_REASONING: &str = "openai-responses:";
 
 /// Tokens a turn used, as Anthropic counts them whatever the provider: the input read
 /// fresh, apart from what was read from or written to the prompt cache (OpenAI's

@@ -2,16 +2,20 @@
 //! The canonical conversation is converted here and nowhere else (D-046): the system
 //! layers become `instructions`; user text becomes `input_text` parts, assistant
 //! text `output_text` parts; `tool_use` blocks become `function_call` items and
-//! `tool_result` blocks `function_call_output` items; thinking, which the provider
-//! keeps encrypted on its side, is left out. Nothing is stored at the provider
-//! (`store: false`). The stream's semantic events (output items, text and argument
+//! `tool_result` blocks `function_call_output` items. Nothing is stored at the
+//! provider (`store: false`), so a reasoning model's reasoning is asked back
+//! encrypted (`include: ["reasoning.encrypted_content"]`), kept as a thinking block
+//! whose signature holds the item, and sent back as that item before the calls it
+//! led to; other protocols' thinking is left out. The stream's semantic events (output items, text and argument
 //! deltas, `response.completed` with the usage, `response.incomplete`,
 //! `response.failed`, `error`) fold back into canonical blocks; it has no `[DONE]`.
 
 use air_proto::message::{ContentBlock, Message, Role, StopReason};
 use serde_json::{json, Value};
 
-use super::{Delta, ProviderError, RetryPolicy, Timeouts, Turn, TurnRequest, TurnUsage};
+use super::{
+    Delta, ProviderError, RetryPolicy, Timeouts, Turn, TurnRequest, TurnUsage, RESPONSES_REASONING,
+};
 
 const NAME: &str = "openai-responses";
 
@@ -31,6 +35,20 @@ pub fn input(conversation: &[Message]) -> Vec<Value> {
         for b in &m.content {
             match (m.role, b) {
                 (_, ContentBlock::Text { text: t }) => text.push(t.as_str()),
+                // This protocol's own reasoning item, sent back as it came.
+                (Role::Assistant, ContentBlock::Thinking { signature, .. }) => {
+                    let item = signature
+                        .strip_prefix(RESPONSES_REASONING)
+                        .and_then(|j| serde_json::from_str::<Value>(j).ok())
+                        .filter(|v| v.get("type").and_then(Value::as_str) == Some("reasoning"));
+                    if let Some(item) = item {
+                        if !text.is_empty() {
+                            out.push(message(m.role, &text.join("")));
+                            text.clear();
+                        }
+                        out.push(item);
+                    }
+                }
                 (
                     Role::User,
                     ContentBlock::ToolResult {
@@ -125,6 +143,9 @@ impl super::Adapter for OpenAiResponses {
         if let Some(effort) = request.thinking.effort {
             body["reasoning"] = json!({ "effort": effort.as_str() });
         }
+        if request.reasoning {
+            body["include"] = json!(["reasoning.encrypted_content"]);
+        }
         body
     }
 
@@ -171,7 +192,12 @@ enum Item {
         name: String,
         arguments: String,
     },
-    /// Reasoning, refusals and anything else not carried back.
+    /// A reasoning item: its summary, then (once done) the whole item to send back.
+    Reasoning {
+        summary: String,
+        item: Option<Value>,
+    },
+    /// Refusals and anything else not carried back.
     Other,
 }
 
@@ -224,6 +250,10 @@ impl Fold {
                         name: text_of(&item, "name"),
                         arguments: text_of(&item, "arguments"),
                     },
+                    Some("reasoning") => Item::Reasoning {
+                        summary: String::new(),
+                        item: None,
+                    },
                     _ => Item::Other,
                 });
             }
@@ -261,21 +291,44 @@ impl Fold {
             }
             "response.reasoning_summary_text.delta" => {
                 let i = index(&v)?;
+                let delta = text_of(&v, "delta");
+                if let Some(Item::Reasoning { summary, .. }) = self.slot(i) {
+                    summary.push_str(&delta);
+                }
                 on_delta(Delta::Thinking {
                     index: i,
-                    text: &text_of(&v, "delta"),
+                    text: &delta,
                 });
             }
             "response.output_item.done" => {
                 // The finished item is authoritative (arguments in full).
                 let i = index(&v)?;
                 let item = v.get("item").cloned().unwrap_or_default();
-                if item.get("type").and_then(Value::as_str) == Some("function_call") {
-                    *self.slot(i) = Some(Item::Call {
-                        call_id: text_of(&item, "call_id"),
-                        name: text_of(&item, "name"),
-                        arguments: text_of(&item, "arguments"),
-                    });
+                match item.get("type").and_then(Value::as_str) {
+                    Some("function_call") => {
+                        *self.slot(i) = Some(Item::Call {
+                            call_id: text_of(&item, "call_id"),
+                            name: text_of(&item, "name"),
+                            arguments: text_of(&item, "arguments"),
+                        });
+                    }
+                    // Only an item with its encrypted content can be sent back.
+                    Some("reasoning") if item.get("encrypted_content").is_some() => {
+                        let mut kept = item.clone();
+                        if let Some(o) = kept.as_object_mut() {
+                            o.remove("status");
+                        }
+                        match self.slot(i) {
+                            Some(Item::Reasoning { item, .. }) => *item = Some(kept),
+                            slot => {
+                                *slot = Some(Item::Reasoning {
+                                    summary: String::new(),
+                                    item: Some(kept),
+                                })
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             }
             "response.completed" | "response.incomplete" => {
@@ -309,6 +362,13 @@ impl Fold {
                 Some(Item::Text(t)) if !t.is_empty() => {
                     content.push(ContentBlock::Text { text: t })
                 }
+                Some(Item::Reasoning {
+                    summary,
+                    item: Some(item),
+                }) => content.push(ContentBlock::Thinking {
+                    thinking: summary,
+                    signature: format!("{RESPONSES_REASONING}{item}"),
+                }),
                 Some(Item::Call {
                     call_id,
                     name,
