@@ -101,6 +101,9 @@ pub struct Rule {
     /// The files it applies to (globs); empty: every task.
     pub paths: Vec<String>,
     pub body: String,
+    /// It applies only to a task that names files under its `paths` (a nested
+    /// `AGENTS.md`), never to one that names none.
+    pub scoped: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -161,8 +164,11 @@ impl Sources {
                 name,
                 paths: front.paths,
                 body: body.trim().to_string(),
+                scoped: false,
             });
         }
+        // The project's own instruction files for coding agents.
+        rules.extend(instructions::load(root));
         Ok(rules)
     }
 }
@@ -211,6 +217,7 @@ pub struct Request<'a> {
 }
 
 pub mod compaction;
+mod instructions;
 pub mod mining;
 mod talk;
 use talk::{conversation_text, direct_text, session_tasks_text, turn_text};
@@ -741,7 +748,7 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
 
 fn applies(rule: &Rule, files: &[&str]) -> bool {
     if rule.paths.is_empty() || files.is_empty() {
-        return true;
+        return !(rule.scoped && files.is_empty());
     }
     let mut set = globset::GlobSetBuilder::new();
     for p in &rule.paths {
@@ -1022,11 +1029,13 @@ mod tests {
                     name: ".air/shared/rules/style.md".into(),
                     paths: Vec::new(),
                     body: "Use tabs.".into(),
+                    scoped: false,
                 },
                 Rule {
                     name: ".air/shared/rules/web.md".into(),
                     paths: vec!["web/**".into()],
                     body: "Never inline scripts.".into(),
+                    scoped: false,
                 },
             ],
         }

@@ -37,6 +37,7 @@ pub mod logfile;
 pub mod memory;
 pub mod migrate;
 pub mod models;
+pub mod opened;
 pub mod planning;
 pub mod profile_proposal;
 pub mod profiles;

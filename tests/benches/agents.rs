@@ -379,11 +379,13 @@ fn assembly() {
                 name: ".air/shared/rules/style.md".into(),
                 paths: Vec::new(),
                 body: "Standard library only. Type hints on public functions.".repeat(5),
+                scoped: false,
             },
             Rule {
                 name: ".air/shared/rules/tests.md".into(),
                 paths: vec!["tests/**".into()],
                 body: "Tests use unittest; one class per function.".repeat(5),
+                scoped: false,
             },
         ],
     };

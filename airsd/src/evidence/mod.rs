@@ -193,7 +193,8 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
         let dir = root.zip(step.dir.as_deref()).and_then(|(r, d)| {
             Some(std::path::Path::new(r).join(chain::from_root(run.start_dir, Some(d), ".")?))
         });
-        for activity in profiles::classify_in(&step.argv, dir.as_deref()) {
+        let at = root.map(std::path::Path::new).zip(dir.as_deref());
+        for activity in profiles::classify_in(&step.argv, at) {
             match activity {
                 Activity::Build => built = true,
                 Activity::Test => tested = true,

@@ -61,9 +61,10 @@ pub trait Profile: Sync {
     fn quiet(&self, _argv: &[String]) -> Option<Vec<String>> {
         None
     }
-    /// The shell text the step hands on to, read from the directory it ran in (an
-    /// npm script), when it runs one.
-    fn script(&self, _argv: &[String], _dir: &Path) -> Option<String> {
+    /// The shell text the step hands on to, read from the directory it ran in
+    /// (`at`: the project root and that directory, both resolved) (an npm script),
+    /// when it runs one.
+    fn script(&self, _argv: &[String], _at: (&Path, &Path)) -> Option<String> {
         None
     }
     /// What the profile's tools and checks need installed.
@@ -80,14 +81,15 @@ pub fn classify(argv: &[String]) -> Vec<Activity> {
     classify_in(argv, None)
 }
 
-/// What any profile recognises in a step that ran in `dir` (absolute; `None`: not
-/// known, so no script is read): a script it hands on to (`npm run build`) does
-/// what the script's steps do, when the script's status vouches for them.
-pub fn classify_in(argv: &[String], dir: Option<&Path>) -> Vec<Activity> {
-    classify_at(argv, dir, 0)
+/// What any profile recognises in a step that ran in a directory of the project
+/// (`at`: the project root and that directory, both resolved; `None`: not known, so
+/// no script is read): a script it hands on to (`npm run build`) does what the
+/// script's steps do, when the script's status vouches for them.
+pub fn classify_in(argv: &[String], at: Option<(&Path, &Path)>) -> Vec<Activity> {
+    classify_at(argv, at, 0)
 }
 
-fn classify_at(argv: &[String], dir: Option<&Path>, depth: usize) -> Vec<Activity> {
+fn classify_at(argv: &[String], at: Option<(&Path, &Path)>, depth: usize) -> Vec<Activity> {
     let argv = words::tool(argv);
     let mut out: Vec<Activity> = Vec::new();
     let add = |found: Vec<Activity>, out: &mut Vec<Activity>| {
@@ -100,11 +102,11 @@ fn classify_at(argv: &[String], dir: Option<&Path>, depth: usize) -> Vec<Activit
     for p in all() {
         add(p.classify(&argv), &mut out);
     }
-    let Some(dir) = dir.filter(|_| depth < 3) else {
+    let Some((root, dir)) = at.filter(|_| depth < 3) else {
         return out;
     };
     for p in all() {
-        let Some(text) = p.script(&argv, dir) else {
+        let Some(text) = p.script(&argv, (root, dir)) else {
             continue;
         };
         let read = air_proto::chain::read(&text, true);
@@ -117,8 +119,8 @@ fn classify_at(argv: &[String], dir: Option<&Path>, depth: usize) -> Vec<Activit
                 continue;
             };
             let found = match sub {
-                "" => classify_at(&step.argv, Some(dir), depth + 1),
-                sub => classify_at(&step.argv, Some(&dir.join(sub)), depth + 1),
+                "" => classify_at(&step.argv, Some((root, dir)), depth + 1),
+                sub => classify_at(&step.argv, Some((root, &dir.join(sub))), depth + 1),
             };
             add(found, &mut out);
         }
@@ -131,25 +133,6 @@ fn classify_at(argv: &[String], dir: Option<&Path>, depth: usize) -> Vec<Activit
 pub fn canonical(argv: &[String]) -> Vec<String> {
     let argv = words::tool(argv);
     all().iter().find_map(|p| p.quiet(&argv)).unwrap_or(argv)
-}
-
-/// A small text file of the project's (a manifest), read without following a link
-/// at its name and only when it is a regular file of at most 1 MiB.
-fn read_small(path: &Path) -> Option<String> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > 1 << 20 {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(1 << 20).read_to_string(&mut text).ok()?;
-    Some(text)
 }
 
 /// The profiles the project at `root` calls for, with the files that say so.
@@ -333,7 +316,8 @@ mod tests {
             r#"{"scripts": {"build": "tsc -p .", "check": "tsc && vitest run", "lint": "eslint . || true", "test": "node --test"}}"#,
         )
         .unwrap();
-        let at = |c: &str| classify_in(&words(c), Some(dir.path()));
+        let root = dir.path().canonicalize().unwrap();
+        let at = |c: &str| classify_in(&words(c), Some((&root, &root)));
         assert_eq!(at("npm run build"), [Build]);
         assert_eq!(at("pnpm build"), [Build]);
         assert_eq!(at("yarn run check"), [Build, Test, Load]);
@@ -343,12 +327,13 @@ mod tests {
         assert!(at("npm run nothing").is_empty());
         // A link at package.json is not followed.
         let other = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(
-            dir.path().join("package.json"),
-            other.path().join("package.json"),
-        )
-        .unwrap();
-        assert!(classify_in(&words("npm run build"), Some(other.path())).is_empty());
+        let other = other.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink(root.join("package.json"), other.join("package.json")).unwrap();
+        assert!(classify_in(&words("npm run build"), Some((&other, &other))).is_empty());
+        // Nor a link on the way to it.
+        std::os::unix::fs::symlink(&root, other.join("sub")).unwrap();
+        let sub = other.join("sub");
+        assert!(classify_in(&words("npm run build"), Some((&other, &sub))).is_empty());
     }
 
     #[test]

@@ -292,9 +292,9 @@ impl Profile for Node {
         None
     }
 
-    fn script(&self, argv: &[String], dir: &Path) -> Option<String> {
+    fn script(&self, argv: &[String], (root, dir): (&Path, &Path)) -> Option<String> {
         let name = Self::script_name(argv)?;
-        let text = super::read_small(&dir.join("package.json"))?;
+        let text = crate::opened::read_small(&dir.join("package.json"), root, 1 << 20)?;
         let json: serde_json::Value = serde_json::from_str(&text).ok()?;
         json.get("scripts")?
             .get(&name)?

@@ -11,7 +11,7 @@ pub mod exec;
 pub mod fs;
 pub mod git;
 pub mod guard;
-pub mod opened;
+pub use crate::opened;
 pub mod permission;
 pub mod render;
 pub mod scope;

@@ -175,6 +175,21 @@ pub fn open_read(path: &Path, root: &Path) -> std::io::Result<std::fs::File> {
     .map(std::fs::File::from)
 }
 
+/// The text of a small regular file of the project's (a manifest, an instruction
+/// file) at the resolved `path` beneath the resolved `root`, opened as [`open_read`]
+/// opens (no link followed anywhere), when it is at most `cap` bytes of UTF-8.
+pub fn read_small(path: &Path, root: &Path, cap: u64) -> Option<String> {
+    use std::io::Read as _;
+    let file = open_read(path, root).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > cap {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(cap).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 /// The directory `dir` (resolved), opened (see [`open`]), made first with its missing
 /// ancestors when `create`: each made in its opened parent.
 fn open_dir(dir: &Path, root: &Path, create: bool) -> std::io::Result<OwnedFd> {
