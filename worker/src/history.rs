@@ -154,11 +154,7 @@ impl History {
                 out.push_str("\n\n");
             }
             if out.len() > RECALL_CHARS {
-                let mut end = RECALL_CHARS;
-                while !out.is_char_boundary(end) {
-                    end -= 1;
-                }
-                out.truncate(end);
+                out.truncate(out.floor_char_boundary(RECALL_CHARS));
                 out.push_str(&format!(
                     "\n… [cut at {RECALL_CHARS} characters: ask for fewer messages]"
                 ));
