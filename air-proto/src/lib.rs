@@ -53,6 +53,7 @@ pub mod result;
 pub mod role;
 pub mod skills;
 pub mod task;
+pub mod text;
 pub mod time;
 pub mod tool;
 

@@ -154,7 +154,7 @@ impl History {
                 out.push_str("\n\n");
             }
             if out.len() > RECALL_CHARS {
-                out.truncate(out.floor_char_boundary(RECALL_CHARS));
+                out.truncate(air_proto::text::floor_boundary(&out, RECALL_CHARS));
                 out.push_str(&format!(
                     "\n… [cut at {RECALL_CHARS} characters: ask for fewer messages]"
                 ));

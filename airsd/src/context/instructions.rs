@@ -54,7 +54,7 @@ pub fn load(root: &Path) -> Vec<Rule> {
                 .unwrap_or_default();
             let mut body = text.trim().to_string();
             if body.len() > SHARE {
-                body.truncate(body.floor_char_boundary(SHARE));
+                body.truncate(air_proto::text::floor_boundary(&body, SHARE));
                 body.push_str(&format!(
                     "\n\n(The rest of {name} is in the file: read it with fs_read.)"
                 ));
