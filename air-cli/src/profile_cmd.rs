@@ -16,7 +16,11 @@ use crate::{args::usage, exit, project, CmdResult, Failure};
 pub enum ProfileCommand {
     /// What air knows of the project: languages, build and test commands, layout,
     /// conventions (`unknown` where nothing is known).
-    Show,
+    Show {
+        /// The profile as JSON (`null` when there is none yet).
+        #[arg(long)]
+        json: bool,
+    },
     /// Scan the project again and refresh the profile: what detection says, then
     /// the Main Agent's proposal when a model is configured (a profile you confirmed
     /// is kept).
@@ -241,8 +245,12 @@ fn confirm_shown(paths: &ProjectPaths, shown: &ProjectProfile) -> Result<bool, F
 pub async fn run(command: ProfileCommand) -> CmdResult {
     let paths = project()?;
     match command {
-        ProfileCommand::Show => {
-            show(paths.read_project()?.profile.as_ref());
+        ProfileCommand::Show { json } => {
+            let profile = paths.read_project()?.profile;
+            if json {
+                return crate::output::print_json(&profile);
+            }
+            show(profile.as_ref());
             Ok(())
         }
         ProfileCommand::Scan { ask } => {

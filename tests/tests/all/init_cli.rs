@@ -204,6 +204,11 @@ fn air_init_scans_and_the_profile_is_detected_then_corrected_by_the_user() {
     let p = read();
     assert_eq!(p["profile"]["origin"], "confirmed");
     assert_eq!(p["profile"]["build"][1], "cmake --build --preset dev");
+    // `--json` shows the same profile, as read commands do.
+    let shown = air(root, &["profile", "show", "--json"]);
+    assert!(shown.status.success());
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown, p["profile"]);
     let out = air(root, &["profile", "set", "compiler", "gcc"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr)
