@@ -390,6 +390,19 @@ fn join(base: &str, to: &str) -> String {
     parts.join("/")
 }
 
+/// A word for the shell, quoted when it needs to be.
+pub fn quoted(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// `path` as seen from the project root, for a step that ran in `dir` (relative to
 /// where the command started) when the command started in `start` (relative to the
 /// root). `None` when it cannot be told.

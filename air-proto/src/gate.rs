@@ -27,6 +27,11 @@ pub const CHECK_TOOL: &str = "evidence.check";
 /// The prefix of a reference to a command run (`command-run:<command_run_id>`).
 pub const COMMAND_RUN: &str = "command-run:";
 
+/// The call a worker makes before a bugfix task's executor starts: airsd runs the
+/// task's check itself, so that its failure before any change is on record (the
+/// reproduction) whichever order the agent then fixes and tests in.
+pub const BEFORE_TOOL: &str = "check.before";
+
 /// A piece of evidence airsd derived from its own records (an `evidence.created`).
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -58,6 +63,10 @@ pub struct CommandRecord {
     /// outside the project).
     #[serde(default = "project_root")]
     pub start_dir: Option<String>,
+    /// airsd ran it before the agent began ([`BEFORE_TOOL`]): the task's check as the
+    /// project stood before the attempt changed anything.
+    #[serde(default)]
+    pub before: bool,
 }
 
 fn project_root() -> Option<String> {
@@ -97,6 +106,10 @@ pub struct Ledger {
     pub changes: Vec<Change>,
     #[serde(default)]
     pub findings: Vec<Finding>,
+    /// The runs of the task's check airsd made before its earlier attempts began that
+    /// failed: the bug as it stood before the task changed anything.
+    #[serde(default)]
+    pub earlier: Vec<CommandRecord>,
     /// How the commands are read (airsd's, never recorded).
     #[serde(skip)]
     #[schemars(skip)]
@@ -169,6 +182,18 @@ impl Ledger {
                 _ => None,
             }
         })
+    }
+
+    /// Whether two commands of the attempt ran the same check: either runs what the
+    /// other ran, where it ran (a pipe into `tail` or a `-v` make no difference).
+    fn same_check(&self, a: &CommandRecord, b: &CommandRecord) -> bool {
+        let wanted = |c: &CommandRecord| {
+            c.start_dir.as_deref().map(|d| match d {
+                "" => c.command.clone(),
+                d => format!("cd {} && {}", crate::chain::quoted(d), c.command),
+            })
+        };
+        wanted(b).is_some_and(|w| self.runs(a, &w)) || wanted(a).is_some_and(|w| self.runs(b, &w))
     }
 
     fn command(&self, id: &str) -> Option<&CommandRecord> {
@@ -491,7 +516,7 @@ pub fn check(spec: &TaskSpec, result: &WorkerResult, ledger: &Ledger) -> Verdict
         }
     }
     for kind in required_for(spec, result.status, &changed) {
-        match find(kind, result, ledger, &changed) {
+        match find(kind, spec, result, ledger, &changed) {
             Ok(c) => v.counted.push(c),
             Err(why) => v.refused.push(why),
         }
@@ -631,6 +656,7 @@ fn ended(c: &CommandRecord) -> String {
 /// The piece that provides `kind`, or why none does.
 fn find(
     kind: EvidenceType,
+    spec: &TaskSpec,
     result: &WorkerResult,
     ledger: &Ledger,
     changed: &[String],
@@ -662,7 +688,7 @@ fn find(
             kind.as_str(),
             kind.as_str().replace('_', "-")
         )),
-        Source::Records if kind == EvidenceType::Reproduction => reproduction(ledger),
+        Source::Records if kind == EvidenceType::Reproduction => reproduction(spec, ledger),
         Source::Records => {
             let mut stale: Option<(String, String)> = None;
             let mut uncovered: Option<String> = None;
@@ -712,27 +738,55 @@ fn how_to(kind: EvidenceType) -> &'static str {
         BuildLog => "no build of this attempt kept its log",
         TestPass => "no test run of this attempt ran at least one test and failed none",
         TestOutput => "no test run of this attempt ran a test",
-        StaticAnalysis => "no static analysis of this attempt ran over the changed files and passed",
+        StaticAnalysis => "no static analysis of this attempt ran over the changed files and passed (cpp_analyze counts only the findings on lines the change made)",
         SmokeTest => "no smoke test of this attempt passed (a verify command of the task declared as smoke_test)",
         _ => "airsd has no record of it",
     }
 }
 
-/// A check that failed, then passed after a change: the problem reproduced, then
-/// fixed.
-fn reproduction(ledger: &Ledger) -> Result<Counted, String> {
+/// The check failed, then passed after a change: the problem reproduced, then fixed.
+///
+/// The failing run is airsd's run of the task's check before the attempt began, or
+/// one of the attempt's own; a change of the attempt must lie between it and a fresh
+/// passing run of the same check (matched by what runs, as verification commands
+/// are). A failure airsd saw before an earlier attempt counts when this attempt's own
+/// first run of the check already passed: the earlier attempt's change fixed it.
+/// When the task names verification commands, the runs must be of one of them; when
+/// it names none, the passing run must have run tests.
+fn reproduction(spec: &TaskSpec, ledger: &Ledger) -> Result<Counted, String> {
+    let checks: Vec<&String> = spec.verification.commands.iter().flatten().collect();
+    let is_check = |c: &CommandRecord| {
+        if checks.is_empty() {
+            ledger.pieces.iter().any(|p| {
+                matches!(
+                    p.evidence_type,
+                    EvidenceType::TestOutput | EvidenceType::TestPass
+                ) && p.command_run_id.as_deref() == Some(c.command_run_id.as_str())
+            })
+        } else {
+            checks.iter().any(|w| ledger.runs(c, w))
+        }
+    };
+    let failed = |c: &&CommandRecord| c.exit_code.is_some_and(|code| code != 0);
     for pass in ledger.commands.iter().rev().filter(|c| c.passed()) {
-        if !ledger.fresh(pass) {
+        if !ledger.fresh(pass) || !is_check(pass) {
             continue;
         }
-        let before = ledger.commands.iter().find(|f| {
+        let before = ledger.commands.iter().filter(failed).find(|f| {
             f.seq < pass.seq
-                && f.exit_code.is_some_and(|c| c != 0)
-                && normalize_command(&f.command) == normalize_command(&pass.command)
+                && ledger.same_check(f, pass)
                 && ledger
                     .changes
                     .iter()
                     .any(|ch| ch.seq > f.seq && ch.seq < pass.seq)
+        });
+        let before = before.or_else(|| {
+            ledger.earlier.iter().filter(failed).find(|f| {
+                ledger.same_check(f, pass)
+                    && ledger.commands.iter().any(|b| {
+                        b.before && b.passed() && b.seq <= pass.seq && ledger.same_check(b, f)
+                    })
+            })
         });
         if let Some(f) = before {
             return Ok(Counted {
@@ -740,15 +794,36 @@ fn reproduction(ledger: &Ledger) -> Result<Counted, String> {
                 evidence_id: format!("reproduction:{}", pass.command_run_id),
                 reference: format!("{COMMAND_RUN}{}", pass.command_run_id),
                 claim: format!(
-                    "`{}` failed ({COMMAND_RUN}{}, {}) and passed after the change",
+                    "`{}` failed{} ({COMMAND_RUN}{}, {}) and passed after the change",
                     pass.command,
+                    if f.before {
+                        " before the task changed anything"
+                    } else {
+                        ""
+                    },
                     f.command_run_id,
                     ended(f)
                 ),
             });
         }
     }
-    Err("missing reproduction: no check of this attempt failed first and passed after the fix (run the failing check before you change anything)".into())
+    let before = ledger
+        .commands
+        .iter()
+        .find(|c| c.before)
+        .map(|b| match b.exit_code {
+            Some(0) => format!(
+                "; airsd's run of `{}` before the attempt passed, so no test shows the bug yet: write one, run it and see it fail, then fix the code and run it again",
+                b.command
+            ),
+            Some(_) => format!(
+                "; airsd's run of `{}` before the attempt failed ({COMMAND_RUN}{}): run that same check again after your last change",
+                b.command, b.command_run_id
+            ),
+            None => String::new(),
+        })
+        .unwrap_or_default();
+    Err(format!("missing reproduction: no run of the task's check failed before a change and passed after it{before}"))
 }
 
 /// With required verification: checks were reported, and each command the task names

@@ -825,6 +825,9 @@ fn task_text(t: &TaskSpec, role: AgentType) -> String {
         if kinds.iter().any(|k| k.starts_with("test_")) {
             s.push_str("airsd counts the tests a run's output shows, so keep the runner's summary in view.\n");
         }
+        if kinds.contains(&"reproduction") {
+            s.push_str("Reproduction: airsd runs the task's check before you begin and tells you how it ended. A failure there, or of a test you add and run before you fix the code, then a pass of that same check after your last change, is the reproduction; the order you fix and test in is yours.\n");
+        }
     }
     let scope = &t.scope;
     let lists = [

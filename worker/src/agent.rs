@@ -53,6 +53,41 @@ async fn gate_refusals(
         .unwrap_or_default()
 }
 
+/// What the executor of a bugfix task is told of airsd's run of its check before it
+/// began.
+fn before_told(answer: &ToolResult) -> String {
+    let Some(out) = answer
+        .output
+        .as_ref()
+        .filter(|_| answer.status == ToolResultStatus::Ok)
+    else {
+        let why = answer
+            .error
+            .as_ref()
+            .map(|e| e.message.as_str())
+            .unwrap_or("it did not run");
+        return format!(
+            "# Before you began\n\nairsd could not run this task's check before any change: {why}. The reproduction is then yours: run the check that shows the bug and see it fail before you change anything, then run it again after the fix."
+        );
+    };
+    let command = out.get("command").and_then(Value::as_str).unwrap_or("");
+    let id = out
+        .get("command_run_id")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let shown = answer.content.clone().unwrap_or_default();
+    let verdict = match out.get("exit_code").and_then(Value::as_i64) {
+        Some(0) => "It passed, so no test shows the bug yet: write a test that shows it, run it and see it fail before you fix the code, then run it again after the fix (that failure, then that pass, is the reproduction).".to_string(),
+        Some(code) => format!("It failed (exit {code}): that is the bug on record before any change. Fix it, then run the same check again after your last edit (wrapped as you like: `2>&1 | tail -30`, `-v`); its pass is the reproduction."),
+        None => "It did not run to its end, so it shows nothing: run the check that shows the bug and see it fail before you change anything, then run it again after the fix.".to_string(),
+    };
+    format!(
+        "# Before you began\n\nairsd ran this task's check `{command}` (command_run_id {id}). {verdict}\n\n{shown}"
+    )
+    .trim_end()
+    .to_string()
+}
+
 /// Turns left at which the agent is warned that its budget ends.
 const TURNS_WARNED: u32 = 3;
 
@@ -438,6 +473,31 @@ async fn run_with(
     let mut tokens = (0u64, 0u64);
     let mut fixing = false;
     link.progress(state, 0, tokens);
+    // A bugfix task: airsd runs its check before the model begins, so that the bug
+    // is on record before anything changes.
+    if role == AgentType::Executor
+        && !direct
+        && air_proto::gate::task_evidence(&start.task_spec)
+            .contains(&air_proto::task::EvidenceType::Reproduction)
+    {
+        let answer = link
+            .call_tool(
+                &format!("{agent_id}:before"),
+                air_proto::gate::BEFORE_TOOL,
+                serde_json::json!({}),
+                "",
+            )
+            .await;
+        if let Some(out) = answer.output.as_ref() {
+            seen.ran
+                .extend(submit::runs_in(&serde_json::json!({}), out));
+        }
+        let told = ContentBlock::text(before_told(&answer));
+        match request.messages.last_mut() {
+            Some(last) if last.role == air_proto::message::Role::User => last.content.push(told),
+            _ => request.messages.push(Message::user(vec![told])),
+        }
+    }
     for turn_no in 0..max_turns {
         // Before the model's turn: what the loop is doing now.
         state = if debugging {

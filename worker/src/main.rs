@@ -189,7 +189,8 @@ impl worker::agent::Link for Peer {
                 tool_call_id: tool_call_id.to_string(),
                 tool: tool.to_string(),
                 input,
-                origin_message_id: Some(origin_message_id.to_string()),
+                origin_message_id: (!origin_message_id.is_empty())
+                    .then(|| origin_message_id.to_string()),
             }),
             None,
         );

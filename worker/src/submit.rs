@@ -280,34 +280,61 @@ impl Seen {
 /// `command_run_id` — and ties the two together (D-041: report the commands actually
 /// run, never a check that did not run).
 fn check_verification(verification: &mut [VerificationResult], ran: &[Ran]) -> Result<(), String> {
+    use air_proto::gate::{compare, Match, Reading};
     for (i, v) in verification.iter_mut().enumerate() {
         if v.status != VerificationStatus::Passed {
             continue;
         }
         let cited = v.evidence_refs.iter().flatten().collect::<Vec<_>>();
-        let backing = ran.iter().rev().find(|r| {
-            r.exit_code == Some(0)
-                && (r.command.trim() == v.name.trim()
-                    || cited
-                        .iter()
-                        .any(|c| !r.command_run_id.is_empty() && c.ends_with(&r.command_run_id)))
-        });
-        let Some(r) = backing else {
-            let failed = ran
+        let is_cited = |r: &Ran| {
+            cited
                 .iter()
-                .rev()
-                .find(|r| r.command.trim() == v.name.trim())
-                .and_then(|r| r.exit_code.filter(|c| *c != 0));
-            return Err(match failed {
-                Some(code) => format!(
-                    "submit_result at `verification[{i}]`: `{}` is reported passed, but it exited {code} when you ran it; report it failed, or fix the cause and run it again",
+                .any(|c| !r.command_run_id.is_empty() && c.ends_with(&r.command_run_id))
+        };
+        let how = |r: &Ran| {
+            if is_cited(r) || r.command.trim() == v.name.trim() {
+                Match::Runs
+            } else {
+                compare(&r.command, Some(""), &v.name, &Reading::default())
+            }
+        };
+        let runs: Vec<(&Ran, Match)> = ran
+            .iter()
+            .map(|r| (r, how(r)))
+            .filter(|(_, m)| *m != Match::Unrelated)
+            .collect();
+        // The latest run of the check itself, and whether a run of its program that
+        // passed came after it.
+        let at = runs.iter().rposition(|(_, m)| *m == Match::Runs);
+        let passed_after = |from: usize| {
+            runs[from..]
+                .iter()
+                .any(|(r, m)| *m != Match::Runs && r.exit_code == Some(0))
+        };
+        let r = match at {
+            Some(k) if runs[k].0.exit_code == Some(0) => runs[k].0,
+            Some(k) if !passed_after(k + 1) => {
+                let r = runs[k].0;
+                return Err(match r.exit_code {
+                    Some(code) => format!(
+                        "submit_result at `verification[{i}]`: `{}` is reported passed, but it exited {code} when you last ran it; report it failed, or fix the cause and run it again",
+                        v.name
+                    ),
+                    None => format!(
+                        "submit_result at `verification[{i}]`: `{}` is reported passed, but it did not run to its end when you last ran it; run it again",
+                        v.name
+                    ),
+                });
+            }
+            // A wrapped run (`| tail`, `-v`) is airsd's gate to judge, which reads it
+            // as the language profiles do.
+            _ if !runs.is_empty() => continue,
+            _ => {
+                return Err(format!(
+                    "submit_result at `verification[{i}]`: `{}` is reported passed, but no command you ran shows it; run it with shell_run (wrapped as you like) or cite its command_run_id",
                     v.name
-                ),
-                None => format!(
-                    "submit_result at `verification[{i}]`: `{}` is reported passed, but no command you ran shows it; run it with shell_run and name it by its exact command (or cite its command_run_id)",
-                    v.name
-                ),
-            });
+                ))
+            }
         };
         let reference = format!("command-run:{}", r.command_run_id);
         let refs = v.evidence_refs.get_or_insert_with(Vec::new);
@@ -818,7 +845,29 @@ mod tests {
             Some(vec!["command-run:c1".to_string()])
         );
         let e = submit(json!([{"name": "cargo clippy", "status": "passed"}])).unwrap_err();
-        assert!(e.contains("it exited 1 when you ran it"), "{e}");
+        assert!(e.contains("it exited 1 when you last ran it"), "{e}");
+        // Failed as written, then passed wrapped as models run it: airsd's gate
+        // judges the wrapped run.
+        let mut wrapped = seen.clone();
+        wrapped.ran.push(Ran {
+            command: "cargo clippy -q 2>&1 | tail -20".into(),
+            exit_code: Some(0),
+            command_run_id: "c3".into(),
+        });
+        let ok = |v: serde_json::Value, seen: &Seen| {
+            accept(
+                AgentType::Executor,
+                "T1",
+                "a1",
+                &json!({"status": "completed", "summary": "done", "verification": v}),
+                seen,
+            )
+        };
+        assert!(ok(
+            json!([{"name": "cargo clippy", "status": "passed"}]),
+            &wrapped
+        )
+        .is_ok());
         let e = submit(json!([{"name": "ctest", "status": "passed"}])).unwrap_err();
         assert!(e.contains("no command you ran shows it"), "{e}");
         // A failed check needs no backing: it is honest as it is.

@@ -99,6 +99,7 @@ impl Record {
             exit_code: exit,
             seq,
             start_dir: Some(String::new()),
+            before: false,
         });
         for kind in shows {
             let seq = self.next();
@@ -111,6 +112,15 @@ impl Record {
                 command_run_id: Some(id.into()),
                 covers: None,
             });
+        }
+        self
+    }
+
+    /// airsd's run of the task's check before the attempt's agent began.
+    fn before(&mut self, id: &str, command: &str, exit: Option<i32>) -> &mut Self {
+        self.ran(id, command, exit, &[]);
+        if let Some(c) = self.ledger.commands.last_mut() {
+            c.before = true;
         }
         self
     }
@@ -560,4 +570,117 @@ fn a_task_handed_on_from_a_conversation_is_gated_by_what_it_changes() {
         required_for(&s, WorkerStatus::Completed, &["calc.js".to_string()]),
         [BuildPass, TestPass]
     );
+}
+
+/// Whether the verdict counts a reproduction (no refusal names one missing).
+fn reproduced(v: &Verdict) -> bool {
+    !v.refused
+        .iter()
+        .any(|r| r.starts_with("missing reproduction"))
+}
+
+#[test]
+fn airsds_run_before_the_attempt_is_the_reproduction_when_the_agent_fixes_first() {
+    let s = spec(TaskCategory::Bugfix, &["python3 -m pytest -q"]);
+    let mut rec = Record::default();
+    // Fixed first, tested after, the check wrapped as models do.
+    rec.before("b0", "python3 -m pytest -q", Some(1))
+        .wrote("a.py")
+        .ran("b", "python3 -m compileall -q .", Some(0), &[BuildPass])
+        .ran(
+            "t2",
+            "python3 -m pytest -q 2>&1 | tail -20",
+            Some(0),
+            &[TestPass, TestOutput],
+        );
+    let v = check(&s, &completed(&["a.py"]), &rec.ledger);
+    assert!(reproduced(&v), "{v:?}");
+    let r = v
+        .counted
+        .iter()
+        .find(|c| c.evidence_type == Reproduction)
+        .unwrap();
+    assert!(
+        r.claim.contains("before the task changed anything"),
+        "{r:?}"
+    );
+    // Another command that passed is not the check that failed.
+    let mut rec = Record::default();
+    rec.before("b0", "python3 -m pytest -q", Some(1))
+        .wrote("a.py")
+        .ran(
+            "t2",
+            "python3 -m pytest -q tests/test_other.py",
+            Some(0),
+            &[TestPass],
+        );
+    let v = check(&s, &completed(&["a.py"]), &rec.ledger);
+    assert!(!reproduced(&v), "{v:?}");
+    // Masked, it proves nothing.
+    let mut rec = Record::default();
+    rec.before("b0", "python3 -m pytest -q", Some(1))
+        .wrote("a.py")
+        .ran("t2", "python3 -m pytest -q || true", Some(0), &[TestPass]);
+    let v = check(&s, &completed(&["a.py"]), &rec.ledger);
+    assert!(!reproduced(&v), "{v:?}");
+}
+
+#[test]
+fn a_passing_check_before_asks_for_a_test_that_shows_the_bug() {
+    let s = spec(TaskCategory::Bugfix, &[]);
+    let mut rec = Record::default();
+    rec.before("b0", "make test", Some(0)).wrote("a.c").ran(
+        "t2",
+        "make test",
+        Some(0),
+        &[BuildPass, TestPass],
+    );
+    let v = check(&s, &completed(&["a.c"]), &rec.ledger);
+    let why = v
+        .refused
+        .iter()
+        .find(|r| r.starts_with("missing reproduction"))
+        .unwrap();
+    assert!(why.contains("write one, run it and see it fail"), "{why}");
+    // The new test, run and failing before the fix, then passing after it.
+    rec.wrote("tests/test_bug.c")
+        .ran("t3", "make test", Some(2), &[TestOutput])
+        .wrote("a.c")
+        .ran(
+            "t4",
+            "make test 2>&1 | tail -5",
+            Some(0),
+            &[BuildPass, TestPass],
+        );
+    let v = check(&s, &completed(&["a.c"]), &rec.ledger);
+    assert!(reproduced(&v), "{v:?}");
+}
+
+#[test]
+fn a_failure_before_an_earlier_attempt_counts_once_that_attempts_fix_holds() {
+    let s = spec(TaskCategory::Bugfix, &["cargo test"]);
+    let mut rec = Record::default();
+    rec.ledger.earlier.push(CommandRecord {
+        command_run_id: "b-first".into(),
+        command: "cargo test".into(),
+        exit_code: Some(101),
+        seq: 0,
+        start_dir: Some(String::new()),
+        before: true,
+    });
+    // This attempt's own run before it began passed: the earlier attempt's fix.
+    rec.before("b0", "cargo test", Some(0))
+        .wrote("src/lib.rs")
+        .ran(
+            "t1",
+            "cargo test 2>&1 | tail -3",
+            Some(0),
+            &[BuildPass, TestPass],
+        );
+    let v = check(&s, &completed(&["src/lib.rs"]), &rec.ledger);
+    assert!(reproduced(&v), "{v:?}");
+    // Without the earlier failure, nothing failed.
+    rec.ledger.earlier.clear();
+    let v = check(&s, &completed(&["src/lib.rs"]), &rec.ledger);
+    assert!(!reproduced(&v), "{v:?}");
 }

@@ -153,7 +153,7 @@ pub fn attempt_ledger(
     )?;
     for agent in agents {
         let mut tools: HashMap<String, (u64, String)> = HashMap::new();
-        let mut commands: HashMap<String, (String, Option<String>)> = HashMap::new();
+        let mut commands: HashMap<String, (String, Option<String>, bool)> = HashMap::new();
         let mut rows = stmt.query([agent])?;
         while let Some(row) = rows.next()? {
             let seq: u64 = row.get(0)?;
@@ -206,14 +206,18 @@ pub fn attempt_ledger(
                                     .map(|p| p.to_string_lossy().into_owned())
                             }),
                         };
-                        commands.insert(id, (command, start));
+                        // airsd's own run of the task's check before the agent began.
+                        let before = text("tool_run_id")
+                            .and_then(|t| tools.get(&t))
+                            .is_some_and(|(_, tool)| tool == air_proto::gate::BEFORE_TOOL);
+                        commands.insert(id, (command, start, before));
                     }
                 }
                 ev::CommandCompleted::TYPE | ev::CommandFailed::TYPE => {
                     let Some(id) = text("command_run_id") else {
                         continue;
                     };
-                    let Some((command, start_dir)) = commands.remove(&id) else {
+                    let Some((command, start_dir, before)) = commands.remove(&id) else {
                         continue;
                     };
                     let exit_code = (kind == ev::CommandCompleted::TYPE)
@@ -226,6 +230,7 @@ pub fn attempt_ledger(
                         exit_code,
                         seq,
                         start_dir,
+                        before,
                     });
                 }
                 ev::DiagnosticCreated::TYPE => {
@@ -267,6 +272,27 @@ pub fn attempt_ledger(
     ledger.commands.sort_by_key(|c| c.seq);
     ledger.changes.sort_by_key(|c| c.seq);
     Ok(ledger)
+}
+
+/// The agents of a task, other than `current`, for which airsd ran the task's check
+/// before they began ([`air_proto::gate::BEFORE_TOOL`]).
+pub fn checked_before(conn: &Connection, task_id: &str, current: &[String]) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT agent_id FROM events WHERE task_id = ?1 AND type = 'tool.started'
+         AND agent_id IS NOT NULL AND json_extract(payload_json, '$.tool') = ?2",
+    )?;
+    let rows = stmt.query_map(
+        rusqlite::params![task_id, air_proto::gate::BEFORE_TOOL],
+        |r| r.get::<_, String>(0),
+    )?;
+    let mut out = Vec::new();
+    for agent in rows {
+        let agent = agent?;
+        if !current.contains(&agent) {
+            out.push(agent);
+        }
+    }
+    Ok(out)
 }
 
 /// The compiler and linker findings of these agents' commands, errors first, as lines

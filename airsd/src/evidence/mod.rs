@@ -49,9 +49,10 @@ pub fn judge(
                 &[&resolved, root],
             )
         })
-        .map(|mut ledger| {
+        .and_then(|mut ledger| {
             ledger.reading = reading(&resolved);
-            ledger
+            ledger.earlier = earlier_failures(session, &resolved, root, subject)?;
+            Ok(ledger)
         });
     match ledger {
         Ok(ledger) if subject.completes => air_proto::gate::check(&subject.spec, result, &ledger),
@@ -63,6 +64,36 @@ pub fn judge(
             ..Default::default()
         },
     }
+}
+
+/// airsd's runs of the task's check before its earlier attempts began that failed
+/// (for a task that needs a reproduction; none for any other).
+fn earlier_failures(
+    session: &crate::Session,
+    resolved: &std::path::Path,
+    root: &std::path::Path,
+    subject: &GateSubject,
+) -> crate::Result<Vec<air_proto::gate::CommandRecord>> {
+    if !air_proto::gate::task_evidence(&subject.spec).contains(&EvidenceType::Reproduction) {
+        return Ok(Vec::new());
+    }
+    let conn = session.readers().get()?;
+    let agents =
+        crate::event_store::query::checked_before(&conn, &subject.spec.id, &subject.agents)?;
+    if agents.is_empty() {
+        return Ok(Vec::new());
+    }
+    let earlier = crate::event_store::query::attempt_ledger(
+        &conn,
+        &agents,
+        &crate::tools::WRITE_TOOLS,
+        &[resolved, root],
+    )?;
+    Ok(earlier
+        .commands
+        .into_iter()
+        .filter(|c| c.before && c.exit_code.is_some_and(|e| e != 0))
+        .collect())
 }
 
 /// How commands that ran in the project at `root` (resolved) are read for the checks

@@ -130,6 +130,15 @@ impl Interrupted {
 }
 
 impl ToolJob {
+    /// The tool whose output this call's is: airsd's run of a task's check before its
+    /// executor begins answers as `shell.run` does.
+    fn shown_as(&self) -> &str {
+        match self.call.tool.as_str() {
+            air_proto::gate::BEFORE_TOOL => "shell.run",
+            tool => tool,
+        }
+    }
+
     fn source(&self) -> EventSource {
         EventSource::agent(self.agent_id.as_str(), self.role)
     }
@@ -147,7 +156,7 @@ impl ToolJob {
             .unwrap_or(false);
         let content = output
             .as_ref()
-            .and_then(|o| crate::tools::render::text(&self.call.tool, o));
+            .and_then(|o| crate::tools::render::text(self.shown_as(), o));
         // The texts the rendering holds do not travel twice: the worker gets the
         // output's small fields (ids, exit codes, paths), the record keeps it whole.
         let output = match (&content, output) {
@@ -263,6 +272,8 @@ impl ToolJob {
             self.designer_call()
         } else if self.call.tool.starts_with("cpp.") {
             self.cpp(&tool_run_id).await
+        } else if self.call.tool == air_proto::gate::BEFORE_TOOL {
+            self.before_check(&tool_run_id).await
         } else if self.call.tool == "shell.run" {
             self.shell_run(&tool_run_id).await
         } else if self.call.tool == "shell.output" {
@@ -278,7 +289,7 @@ impl ToolJob {
             if designer {
                 return Ok(output);
             }
-            crate::tools::validate_output(&self.call.tool, &output).map(|()| output)
+            crate::tools::validate_output(self.shown_as(), &output).map(|()| output)
         });
         let (ended, reply) = match result {
             Ok(output) => (

@@ -310,6 +310,116 @@ pub fn task_diff(launcher: &Launcher, files: &[String]) -> Result<Option<DiffOut
     Ok(Some(out))
 }
 
+/// Which lines of a file a change made, against the last commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Made {
+    /// The whole file: it is new (untracked, or there is no commit yet).
+    All,
+    /// These lines (1-based, `start..end`) of the file as it is now; a deletion
+    /// marks the line after it.
+    Lines(Vec<(u32, u32)>),
+}
+
+impl Made {
+    pub fn contains(&self, line: u32) -> bool {
+        match self {
+            Made::All => true,
+            Made::Lines(spans) => spans.iter().any(|(a, b)| (*a..*b).contains(&line)),
+        }
+    }
+}
+
+/// The lines each of `files` (relative to the project root) has that its last commit
+/// did not: what a change to it made. A file with no change is not in the answer.
+/// `Ok(None)` outside a git repository.
+pub fn made_lines(
+    launcher: &Launcher,
+    files: &[String],
+) -> Result<Option<BTreeMap<String, Made>>, ToolError> {
+    let root = launcher.root();
+    let Some(prefix) = prefix(root) else {
+        return Ok(None);
+    };
+    let paths: Vec<std::path::PathBuf> = files
+        .iter()
+        .filter(|f| !f.is_empty() && !Path::new(f.as_str()).is_absolute() && !f.starts_with(".."))
+        .map(|f| root.join(f.as_str()))
+        .collect();
+    let mut out = BTreeMap::new();
+    if paths.is_empty() {
+        return Ok(Some(out));
+    }
+    // Named from the project root, as git ls-files names them from where it runs.
+    for f in untracked(launcher, &paths)? {
+        out.insert(f, Made::All);
+    }
+    let head = git(
+        launcher,
+        &["rev-parse", "--verify", "-q", "HEAD"],
+        Reads::Metadata,
+    )
+    .is_ok();
+    if !head {
+        for f in files {
+            out.insert(f.clone(), Made::All);
+        }
+        return Ok(Some(out));
+    }
+    let mut args: Vec<String> = [
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        "-U0",
+        "HEAD",
+        "--",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let diff = git(launcher, &refs, Reads::Content)?;
+    let mut file: Option<String> = None;
+    for line in diff.lines() {
+        if let Some(path) = line.strip_prefix("+++ ") {
+            file = path
+                .strip_prefix("b/")
+                .and_then(|p| p.strip_prefix(prefix.as_str()))
+                .map(str::to_string);
+            continue;
+        }
+        let (Some(f), Some(hunk)) = (file.as_ref(), line.strip_prefix("@@ ")) else {
+            continue;
+        };
+        // `@@ -a,b +c,d @@`: the new side starts at c and has d lines (1 unless given).
+        let Some(new) = hunk.split_whitespace().find_map(|w| w.strip_prefix('+')) else {
+            continue;
+        };
+        let (start, count) = match new.split_once(',') {
+            Some((s, c)) => (s.parse::<u32>().ok(), c.parse::<u32>().ok()),
+            None => (new.parse::<u32>().ok(), Some(1)),
+        };
+        let (Some(start), Some(count)) = (start, count) else {
+            continue;
+        };
+        let span = if count == 0 {
+            (start.saturating_add(1), start.saturating_add(2))
+        } else {
+            (start, start.saturating_add(count))
+        };
+        match out
+            .entry(f.clone())
+            .or_insert_with(|| Made::Lines(Vec::new()))
+        {
+            Made::Lines(spans) => spans.push(span),
+            Made::All => {}
+        }
+    }
+    Ok(Some(out))
+}
+
 /// The untracked files (not ignored) among `paths`, or in the whole tree.
 fn untracked(launcher: &Launcher, paths: &[std::path::PathBuf]) -> Result<Vec<String>, ToolError> {
     let mut args: Vec<String> = vec![

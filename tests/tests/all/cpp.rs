@@ -271,3 +271,84 @@ fn the_shipped_cpp_recording_replays_with_no_key() {
     }
     let _ = air(&p, &["daemon", "stop"]);
 }
+
+/// A C project with cppcheck findings already in the file a task changes: the task
+/// completes when its change adds none (the old ones are counted as there before),
+/// and never when it adds one.
+#[test]
+fn findings_that_were_there_before_the_change_do_not_hold_a_task_back() {
+    for tool in ["cc", "make", "cppcheck", "git"] {
+        assert!(
+            std::process::Command::new("bash")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            "{tool} is missing: tests/run installs the C and C++ toolchain"
+        );
+    }
+    let p = Project::new();
+    let old = "#include <stdio.h>\n\nint old_bug(void)\n{\n    int a[2];\n    a[2] = 1;\n    return a[0];\n}\n\nint add(int a, int b)\n{\n    return a + b;\n}\n\nint main(void)\n{\n    printf(\"%d\\n\", add(2, 3));\n    return 0;\n}\n";
+    std::fs::write(p.root.join("main.c"), old).unwrap();
+    std::fs::write(
+        p.root.join("Makefile"),
+        "prog: main.c\n\tcc -o prog main.c\n\ntest: prog\n\t@./prog > /dev/null && printf 'ok 1 - add\\n# tests 1\\n# pass 1\\n# fail 0\\n'\n\n.PHONY: test\n",
+    )
+    .unwrap();
+    std::fs::write(p.root.join(".gitignore"), "prog\nplan.md\n").unwrap();
+    let git = |args: &str| {
+        let out = std::process::Command::new("bash")
+            .args(["-c", &format!("git {args}")])
+            .current_dir(&p.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args}: {out:?}");
+    };
+    git("init -q");
+    git("add -A");
+    git("-c user.email=t@t -c user.name=t commit -qm start");
+    let clean = old.replace(
+        "int main(void)",
+        "int sub(int a, int b)\n{\n    return a - b;\n}\n\nint main(void)",
+    );
+    let defect = clean.replace(
+        "int main(void)",
+        "int fresh_bug(void)\n{\n    int b[3];\n    b[3] = 0;\n    return b[0];\n}\n\nint main(void)",
+    );
+    let steps = "air-test-call: shell.run {\"command\": \"make\"}\nair-test-call: shell.run {\"command\": \"make test 2>&1 | tail -5\"}\nair-test-call: cpp.analyze {\"files\": [\"main.c\"]}\n";
+    let plan = format!(
+        "# Old findings\n\n## Task T1: add sub\n\n- category: logic\n\nair-test: executor=claim\n{}{steps}air-test-claim-1: {{}}\n\n## Task T2: add a function with a bug\n\n- category: logic\n- depends: T1\n\nair-test: executor=claim architecture_designer=stop\n{}{steps}air-test-claim-1: {{}}\n",
+        write_call("main.c", &clean),
+        write_call("main.c", &defect),
+    );
+    std::fs::write(p.root.join("plan.md"), plan).unwrap();
+    let out = air(&p, &["run", "--plan", "plan.md", "--json"]);
+    let session = newest_session(&p);
+    let conn = db(&p, &session);
+    let status = |id: &str| -> String {
+        conn.query_row("SELECT status FROM tasks WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    };
+    let analyses = outputs(&conn, "cpp.analyze");
+    assert_eq!(
+        status("T1"),
+        "completed",
+        "{:#?}",
+        crate::evidence::verdicts(&p, &session)
+    );
+    let first = &analyses[0];
+    assert_eq!(first["passed"], true, "{first:#}");
+    assert_eq!(first["new_findings"], 0, "{first:#}");
+    assert!(first["findings_before"].as_u64() >= Some(1), "{first:#}");
+    assert_eq!(status("T2"), "blocked", "{analyses:#?}");
+    let second = &analyses[1];
+    assert_eq!(second["passed"], false, "{second:#}");
+    assert_eq!(second["new_findings"], 1, "{second:#}");
+    let fresh = second["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["line"] == 23)
+        .unwrap_or_else(|| panic!("{second:#}"));
+    assert_eq!(fresh["file"], "main.c", "{second:#}");
+    expect(&out, 3);
+}

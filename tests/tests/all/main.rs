@@ -31,6 +31,7 @@ mod polyglot;
 mod profile;
 mod projection;
 mod provider;
+mod reproduction;
 mod retry;
 mod robustness;
 mod run;

@@ -177,6 +177,13 @@ pub struct AnalyzeOutput {
     /// Files of the working tree the analysis changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed_files: Vec<String>,
+    /// Findings on lines the change made (judged against the last commit); `None`
+    /// when that could not be told (outside git), and every finding counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_findings: Option<usize>,
+    /// Findings on lines the change did not make: there before it, not the task's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings_before: Option<usize>,
 }
 
 // `cpp.intelligence`'s input.

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::core::{fact_of, AgentEnd, Config, Core, Decision, Dispatch, Fact, Refusal};
 
+mod before;
 mod compact;
 mod control;
 mod dispatch;
@@ -250,6 +251,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         watched: Default::default(),
         compactions: HashMap::new(),
         learning: Default::default(),
+        checked_before: Default::default(),
     };
     tokio::spawn(async move {
         shell.unhalt().await;
@@ -289,6 +291,8 @@ struct Shell {
     compactions: HashMap<String, compact::Compaction>,
     /// The ExperienceMiner's queue and counters, in a run that learns.
     learning: mine::Learning,
+    /// The executors airsd ran their task's check for before they began.
+    checked_before: std::collections::HashSet<String>,
 }
 
 impl Shell {

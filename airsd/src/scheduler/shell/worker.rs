@@ -211,6 +211,10 @@ impl Shell {
                 });
                 Ok(())
             }
+            IpcBody::ToolCall(call) if call.tool == air_proto::gate::BEFORE_TOOL => {
+                self.check_before(agent_id, &message.header, call);
+                Ok(())
+            }
             IpcBody::ToolCall(call) if self.is_side(agent_id) => {
                 self.refuse_side_tool(agent_id, &message.header, &call);
                 Ok(())
@@ -237,14 +241,7 @@ impl Shell {
                     planning: air_proto::planning::phase_of(&d.spec),
                     replan: air_proto::planning::is_replan(&d.spec),
                     requirement: d.spec.description.clone(),
-                    yields: d
-                        .spec
-                        .verification
-                        .declared
-                        .iter()
-                        .flatten()
-                        .map(|c| (c.command.clone(), c.evidence_type))
-                        .collect(),
+                    yields: super::before::declared(&d.spec),
                 };
                 tokio::spawn(job.run());
                 Ok(())

@@ -30,19 +30,6 @@ fn encode<T: serde::Serialize>(out: &T) -> Result<Value, ToolError> {
     serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the answer: {e}")))
 }
 
-/// A word for the shell, quoted when it needs to be.
-fn quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
-
 /// A directory the model named, as a path under the project root: refused when it
 /// leaves the project.
 fn inside(field: &str, value: Option<&str>, default: &str) -> Result<String, ToolError> {
@@ -80,6 +67,35 @@ fn shown(mut found: Vec<Diagnostic>) -> Vec<Finding> {
         .take(FINDINGS_SHOWN)
         .map(Finding::from)
         .collect()
+}
+
+/// Most findings from before a change set aside one by one in a second analysis.
+const MAX_SUPPRESSED: usize = 400;
+
+/// A finding's file from the project root (an analyzer may name it absolutely).
+fn relative(file: &str, root: &std::path::Path) -> String {
+    let path = std::path::Path::new(file);
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.to_string_lossy().trim_start_matches("./").to_string()
+}
+
+/// Whether a finding is on a line the change made (one that cannot be placed
+/// counts as made).
+fn is_new(
+    d: &Diagnostic,
+    made: &std::collections::BTreeMap<String, crate::tools::git::Made>,
+    root: &std::path::Path,
+) -> bool {
+    let (Some(file), Some(line)) = (d.file.as_deref(), d.line) else {
+        return true;
+    };
+    if line == 0 {
+        return true;
+    }
+    // A file the change did not touch (or one outside the project) has only what
+    // was there before.
+    made.get(&relative(file, root))
+        .is_some_and(|m| m.contains(line))
 }
 
 /// Whether `program` is on the PATH the commands run with.
@@ -195,10 +211,10 @@ impl ToolJob {
             },
         };
         if chosen == "make" {
-            let mut command = format!("make -C {}", quote(&source));
+            let mut command = format!("make -C {}", air_proto::chain::quoted(&source));
             if let Some(t) = &input.target {
                 command.push(' ');
-                command.push_str(&quote(t));
+                command.push_str(&air_proto::chain::quoted(t));
             }
             let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
             return Ok(BuildOutput {
@@ -226,8 +242,8 @@ impl ToolJob {
             if g == "Ninja" && !ninja {
                 let command = format!(
                     "rm -rf {}/CMakeCache.txt {}/CMakeFiles",
-                    quote(&build),
-                    quote(&build)
+                    air_proto::chain::quoted(&build),
+                    air_proto::chain::quoted(&build)
                 );
                 let (out, _) = self.step(tool_run_id, command.clone(), &[]).await?;
                 steps.push(step(&command, &out));
@@ -250,9 +266,9 @@ impl ToolJob {
             {
                 let command = format!(
                     "cmake -S {} -B {} -G {} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-                    quote(&source),
-                    quote(&build),
-                    quote(g)
+                    air_proto::chain::quoted(&source),
+                    air_proto::chain::quoted(&build),
+                    air_proto::chain::quoted(g)
                 );
                 let (out, _) = self.step(tool_run_id, command.clone(), &[]).await?;
                 steps.push(step(&command, &out));
@@ -267,8 +283,8 @@ impl ToolJob {
                 // before the next one.
                 let clean = format!(
                     "rm -rf {}/CMakeCache.txt {}/CMakeFiles",
-                    quote(&build),
-                    quote(&build)
+                    air_proto::chain::quoted(&build),
+                    air_proto::chain::quoted(&build)
                 );
                 let (o, _) = self.step(tool_run_id, clean.clone(), &[]).await?;
                 steps.push(step(&clean, &o));
@@ -301,15 +317,15 @@ impl ToolJob {
         // Ninja builds in parallel by itself; Make is told how, through CMake's
         // variable for it.
         let mut command = match generator.as_deref() {
-            Some("Ninja") => format!("cmake --build {}", quote(&build)),
+            Some("Ninja") => format!("cmake --build {}", air_proto::chain::quoted(&build)),
             _ => format!(
                 "CMAKE_BUILD_PARALLEL_LEVEL={} cmake --build {}",
                 std::thread::available_parallelism().map_or(2, |n| n.get()),
-                quote(&build)
+                air_proto::chain::quoted(&build)
             ),
         };
         if let Some(t) = &input.target {
-            command.push_str(&format!(" --target {}", quote(t)));
+            command.push_str(&format!(" --target {}", air_proto::chain::quoted(t)));
         }
         let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
         steps.push(step(&command, &out));
@@ -338,10 +354,13 @@ impl ToolJob {
             Some(binary) => {
                 let binary = inside("gtest", Some(binary), "")?;
                 let report = format!("{build}/air-gtest-report.xml");
-                let mut command =
-                    format!("./{} --gtest_output=xml:{}", quote(&binary), quote(&report));
+                let mut command = format!(
+                    "./{} --gtest_output=xml:{}",
+                    air_proto::chain::quoted(&binary),
+                    air_proto::chain::quoted(&report)
+                );
                 if let Some(f) = &input.filter {
-                    command.push_str(&format!(" --gtest_filter={}", quote(f)));
+                    command.push_str(&format!(" --gtest_filter={}", air_proto::chain::quoted(f)));
                 }
                 let yields = vec![
                     (command.clone(), EvidenceType::TestPass),
@@ -358,10 +377,10 @@ impl ToolJob {
                 let report = format!("{build}/air-ctest-junit.xml");
                 let mut command = format!(
                     "ctest --test-dir {} --output-on-failure --output-junit air-ctest-junit.xml",
-                    quote(&build)
+                    air_proto::chain::quoted(&build)
                 );
                 if let Some(f) = &input.filter {
-                    command.push_str(&format!(" -R {}", quote(f)));
+                    command.push_str(&format!(" -R {}", air_proto::chain::quoted(f)));
                 }
                 (command, report, "ctest", Vec::new())
             }
@@ -434,19 +453,19 @@ impl ToolJob {
         let with_db = root.join(&db).is_file();
         let mut command = format!(
             "cppcheck --enable=warning,performance,portability --inline-suppr --error-exitcode=1 --quiet --template={}",
-            quote(CPPCHECK_TEMPLATE)
+            air_proto::chain::quoted(CPPCHECK_TEMPLATE)
         );
         if with_db {
-            command.push_str(&format!(" --project={}", quote(&db)));
+            command.push_str(&format!(" --project={}", air_proto::chain::quoted(&db)));
             for f in &files {
-                command.push_str(&format!(" --file-filter={}", quote(f)));
+                command.push_str(&format!(" --file-filter={}", air_proto::chain::quoted(f)));
             }
         } else if files.is_empty() {
             command.push_str(" .");
         } else {
             for f in &files {
                 command.push(' ');
-                command.push_str(&quote(f));
+                command.push_str(&air_proto::chain::quoted(f));
             }
         }
         let covered = if files.is_empty() {
@@ -456,22 +475,93 @@ impl ToolJob {
         };
         let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
         let mut steps = vec![step(&command, &out)];
-        let mut findings = found;
         let mut changed_files = out.changed_files.clone();
         let mut analyzers = vec!["cppcheck".to_string()];
         let mut notes = Vec::new();
         let mut passed = out.exit_code == Some(0);
+        // Judged by what the change adds: findings on lines it did not make were
+        // there before, and do not hold the task back.
+        let made = if passed || found.is_empty() {
+            None
+        } else {
+            self.made_lines(&found).await
+        };
+        let (mut new_findings, mut findings_before) = (None, None);
+        let mut findings = found;
+        if let Some(made) = &made {
+            let (new, old): (Vec<&Diagnostic>, Vec<&Diagnostic>) =
+                findings.iter().partition(|d| is_new(d, made, &root));
+            new_findings = Some(new.len());
+            findings_before = Some(old.len());
+            let suppress: Vec<String> = old
+                .iter()
+                .filter_map(|d| {
+                    let file = relative(d.file.as_deref()?, &root);
+                    Some(format!(
+                        "--suppress={}:*{}:{}",
+                        d.code.as_deref()?,
+                        file,
+                        d.line?
+                    ))
+                })
+                .collect();
+            if new.is_empty() && suppress.len() == old.len() && suppress.len() <= MAX_SUPPRESSED {
+                // Again, with what was there before suppressed one by one, so that
+                // the analysis that passes is on record as the evidence.
+                let mut again = command.clone();
+                for s in &suppress {
+                    again.push(' ');
+                    again.push_str(&air_proto::chain::quoted(s));
+                }
+                let (o, f) = self.step(tool_run_id, again.clone(), &[]).await?;
+                steps.push(step(&again, &o));
+                changed_files.extend(o.changed_files.clone());
+                passed = o.exit_code == Some(0);
+                notes.push(format!(
+                    "{} finding(s) were there before this change (on lines it did not make) and do not count against it; none is new",
+                    old.len()
+                ));
+                if !f.is_empty() {
+                    notes.push(format!(
+                        "{} finding(s) remained once those were set aside",
+                        f.len()
+                    ));
+                }
+            } else if new.is_empty() {
+                notes.push(format!(
+                    "{} finding(s) were there before this change, too many to set aside one by one: analyse fewer files",
+                    old.len()
+                ));
+            } else {
+                notes.push(format!(
+                    "{} finding(s) are on lines this change made and must be fixed; {} were there before it and do not count",
+                    new.len(),
+                    old.len()
+                ));
+            }
+        } else if !passed && !findings.is_empty() && !crate::tools::git::in_repository(&root) {
+            notes.push("not a git repository: what was there before the change cannot be told, so every finding counts".into());
+        }
         if on_path("clang-tidy") && with_db && !files.is_empty() {
-            let mut tidy = format!("clang-tidy -p {} --quiet", quote(&build));
+            let mut tidy = format!("clang-tidy -p {} --quiet", air_proto::chain::quoted(&build));
             for f in &files {
                 tidy.push(' ');
-                tidy.push_str(&quote(f));
+                tidy.push_str(&air_proto::chain::quoted(f));
             }
             let (o, f) = self.step(tool_run_id, tidy.clone(), &[]).await?;
             steps.push(step(&tidy, &o));
             changed_files.extend(o.changed_files.clone());
+            // clang-tidy's findings, judged as cppcheck's are.
+            let tidy_passed = if o.exit_code == Some(0) {
+                true
+            } else {
+                match self.made_lines(&f).await {
+                    Some(made) if !f.is_empty() => !f.iter().any(|d| is_new(d, &made, &root)),
+                    _ => false,
+                }
+            };
             findings.extend(f);
-            passed &= o.exit_code == Some(0);
+            passed &= tidy_passed;
             analyzers.push("clang-tidy".into());
         } else if !on_path("clang-tidy") {
             notes.push("clang-tidy is not installed here: cppcheck alone analysed".into());
@@ -484,7 +574,30 @@ impl ToolJob {
             steps,
             notes,
             changed_files,
+            new_findings,
+            findings_before,
         })
+    }
+
+    /// What the change made of the files findings are in, against the last commit;
+    /// `None` when that cannot be told.
+    async fn made_lines(
+        &self,
+        found: &[Diagnostic],
+    ) -> Option<std::collections::BTreeMap<String, crate::tools::git::Made>> {
+        let root = self.root();
+        let mut files: Vec<String> = found
+            .iter()
+            .filter_map(|d| d.file.as_deref())
+            .map(|f| relative(f, &root))
+            .collect();
+        files.sort();
+        files.dedup();
+        let launcher = self.env.launcher.clone();
+        tokio::task::spawn_blocking(move || crate::tools::git::made_lines(&launcher, &files))
+            .await
+            .ok()?
+            .ok()?
     }
 
     /// The C and C++ files the task's agents changed so far.
@@ -524,9 +637,12 @@ impl ToolJob {
                 "file: `{file}` is not a file of the project"
             )));
         }
-        let mut command = format!("clangd --check={}", quote(&file));
+        let mut command = format!("clangd --check={}", air_proto::chain::quoted(&file));
         if root.join(&build).join("compile_commands.json").is_file() {
-            command.push_str(&format!(" --compile-commands-dir={}", quote(&build)));
+            command.push_str(&format!(
+                " --compile-commands-dir={}",
+                air_proto::chain::quoted(&build)
+            ));
         }
         // clangd logs to stderr; the answer reads it whole from the step's output.
         let (out, _) = self

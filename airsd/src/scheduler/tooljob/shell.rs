@@ -162,6 +162,25 @@ impl ToolJob {
         serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
     }
 
+    /// airsd's run of a bugfix task's check before its executor's model begins (the
+    /// command chosen by airsd, in the call's input): judged and recorded as
+    /// `shell.run` is, under the executor's own record.
+    pub(super) async fn before_check(&self, tool_run_id: &str) -> Result<Value, ToolError> {
+        let input: crate::tools::exec::RunInput =
+            crate::tools::input("shell.run", self.call.input.clone())?;
+        let command = input.command.clone();
+        let (out, _) = self
+            .run_step(tool_run_id, input, &self.yields, Logs::Command)
+            .await?;
+        let mut out = serde_json::to_value(out)
+            .map_err(|e| ToolError(format!("cannot encode the output: {e}")))?;
+        // The agent is told which command airsd chose.
+        if let Value::Object(o) = &mut out {
+            o.insert("command".into(), Value::String(command));
+        }
+        Ok(out)
+    }
+
     /// One command of a tool call, as `shell.run` runs it: judged (with questions when
     /// needed), recorded, run under the sandbox with its output streamed and kept, its
     /// evidence and findings recorded with its end. `yields`: evidence the calling
