@@ -107,6 +107,19 @@ pub fn check(root: Option<&Path>, all: bool) -> Report {
                 .map(|s| (s, p.name().to_string())),
         );
     }
+    // A Meson project is detected, not built by cpp_build: its agents run meson
+    // through shell_run, so it is needed where a meson.build is.
+    if root.is_some_and(|r| r.join("meson.build").is_file()) {
+        wanted.push((
+            executable(
+                "meson",
+                &["shell.run of this Meson project (cpp.build does not build Meson)"],
+                DependencySeverity::Required,
+                Packages::same("meson"),
+            ),
+            "cpp".to_string(),
+        ));
+    }
     let mut unique: Vec<(DependencySpec, Vec<String>)> = Vec::new();
     for (spec, by) in wanted {
         if let Some((f, needed_by)) = unique.iter_mut().find(|(f, _)| f.id == spec.id) {
@@ -301,6 +314,24 @@ mod tests {
         ] {
             assert_eq!(platform_of(text), want, "{text}");
         }
+    }
+
+    #[test]
+    fn meson_is_needed_where_a_meson_build_is() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.c"), "int main(void) { return 0; }\n").unwrap();
+        let ids = |r: &Report| -> Vec<String> {
+            r.dependencies.iter().map(|f| f.spec.id.clone()).collect()
+        };
+        assert!(!ids(&check(Some(dir.path()), false)).contains(&"meson".to_string()));
+        std::fs::write(dir.path().join("meson.build"), "project('p', 'c')\n").unwrap();
+        let report = check(Some(dir.path()), false);
+        let meson = report
+            .dependencies
+            .iter()
+            .find(|f| f.spec.id == "meson")
+            .unwrap_or_else(|| panic!("{:?}", ids(&report)));
+        assert_eq!(meson.spec.severity, DependencySeverity::Required);
     }
 
     #[test]

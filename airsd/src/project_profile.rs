@@ -94,8 +94,10 @@ pub fn detect(root: &Path, scan: &Scan) -> ProjectProfile {
         test.push("meson test -C build".into());
     } else if top(scan, "Makefile") || top(scan, "GNUmakefile") {
         build.push("make".into());
-        let text = std::fs::read_to_string(root.join("Makefile"))
-            .or_else(|_| std::fs::read_to_string(root.join("GNUmakefile")))
+        // Read following no link.
+        let text = ["Makefile", "GNUmakefile"]
+            .iter()
+            .find_map(|n| crate::opened::read_small(&root.join(n), root, 1024 * 1024))
             .unwrap_or_default();
         for target in ["test", "check"] {
             if text.lines().any(|l| l.starts_with(&format!("{target}:"))) {
@@ -164,7 +166,23 @@ pub fn detect(root: &Path, scan: &Scan) -> ProjectProfile {
         languages: some(languages),
         build: some(build),
         test: some(test),
-        source_dirs: some(dirs(SOURCE_DIRS)),
+        source_dirs: some({
+            let found = dirs(SOURCE_DIRS);
+            // Sources at the top of the project, in no source directory: the root.
+            let at_top = scan.top_level.iter().any(|e| {
+                !e.ends_with('/')
+                    && e.rsplit_once('.').is_some_and(|(_, ext)| {
+                        LANGUAGES
+                            .iter()
+                            .any(|(_, exts)| exts.contains(&ext.to_ascii_lowercase().as_str()))
+                    })
+            });
+            if found.is_empty() && at_top {
+                vec![".".to_string()]
+            } else {
+                found
+            }
+        }),
         test_dirs: some(dirs(TEST_DIRS)),
         conventions: some(conventions),
         confirmed_at: None,
@@ -274,5 +292,17 @@ mod tests {
             crate::scan::scan(empty.path(), &Default::default(), crate::scan::TIME_LIMIT);
         let p = detect(empty.path(), &scan);
         assert_eq!((p.languages, p.build, p.test), (None, None, None));
+    }
+
+    #[test]
+    fn sources_at_the_top_are_the_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["Makefile", "main.c", "util.c", "util.h", "tests/t.c"] {
+            crate::scan::tests::touch(dir.path(), f);
+        }
+        let (scan, _) = crate::scan::scan(dir.path(), &Default::default(), crate::scan::TIME_LIMIT);
+        let p = detect(dir.path(), &scan);
+        assert_eq!(p.source_dirs, Some(vec![".".into()]));
+        assert_eq!(p.build, Some(vec!["make".into()]));
     }
 }

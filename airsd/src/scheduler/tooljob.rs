@@ -53,6 +53,9 @@ pub struct ToolEnv {
     /// own network namespace), and the run's decisions about hosts.
     pub proxy: Option<Arc<crate::proxy::Proxy>>,
     pub net: Arc<crate::proxy::NetPolicy>,
+    /// The C or C++ build system the project's profile builds it with (`cmake`,
+    /// `make`): `cpp.build`'s choice where the project has both.
+    pub build_system: Option<&'static str>,
 }
 
 pub struct ToolJob {
@@ -74,6 +77,9 @@ pub struct ToolJob {
     /// The task's checks the plan declares evidence of (a command, what it yields
     /// when it passes).
     pub yields: Vec<(String, air_proto::task::EvidenceType)>,
+    /// The task's hard timeout: how long one step of a build or a test run of the
+    /// C and C++ tools may take (at least their own limit).
+    pub time_limit_ms: u64,
 }
 
 fn millis(t0: std::time::Instant) -> Option<u64> {

@@ -166,7 +166,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.build",
-        description: "Build C/C++ with CMake (Ninja, else Make; compile_commands.json; a stale build dir repaired) or a Makefile: pass or fail, with each compiler and linker error parsed. Two build systems: ask the user which.",
+        description: "Build C/C++ with CMake (Ninja, else Make; compile_commands.json; a stale build dir repaired) or a Makefile: pass or fail, each compiler and linker error parsed. Both: the profile's, else ask the user.",
         category: ToolCategory::Build,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::BuildInput>,
@@ -175,7 +175,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.test",
-        description: "Run the tests (CTest, or a GoogleTest binary): counts and each failure with file and line. No test run is no pass.",
+        description: "Run the tests (CTest, a GoogleTest binary, or `make test`/`check`): counts, each failure with file and line. No test run is no pass.",
         category: ToolCategory::Test,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::TestInput>,
@@ -184,7 +184,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.analyze",
-        description: "cppcheck (and clang-tidy if installed) over the files, default those this task changed; clean, it is static_analysis evidence. Silence a false finding: `// cppcheck-suppress ID`.",
+        description: "cppcheck (and clang-tidy if installed) over the files (default: this task's); only findings on changed lines count. Silence a false finding: `// cppcheck-suppress ID`.",
         category: ToolCategory::StaticAnalysis,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::AnalyzeInput>,

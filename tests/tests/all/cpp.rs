@@ -274,7 +274,7 @@ fn the_shipped_cpp_recording_replays_with_no_key() {
 
 /// A C project with cppcheck findings already in the file a task changes: the task
 /// completes when its change adds none (the old ones are counted as there before),
-/// and never when it adds one.
+/// and never when it adds one. Its tests are its Makefile's, run by cpp_test.
 #[test]
 fn findings_that_were_there_before_the_change_do_not_hold_a_task_back() {
     for tool in ["cc", "make", "cppcheck", "git"] {
@@ -314,7 +314,8 @@ fn findings_that_were_there_before_the_change_do_not_hold_a_task_back() {
         "int main(void)",
         "int fresh_bug(void)\n{\n    int b[3];\n    b[3] = 0;\n    return b[0];\n}\n\nint main(void)",
     );
-    let steps = "air-test-call: shell.run {\"command\": \"make\"}\nair-test-call: shell.run {\"command\": \"make test 2>&1 | tail -5\"}\nair-test-call: cpp.analyze {\"files\": [\"main.c\"]}\n";
+    // The tests through cpp_test: no CTest here, so the Makefile's test target.
+    let steps = "air-test-call: shell.run {\"command\": \"make\"}\nair-test-call: cpp.test {}\nair-test-call: cpp.analyze {\"files\": [\"main.c\"]}\n";
     let plan = format!(
         "# Old findings\n\n## Task T1: add sub\n\n- category: logic\n\nair-test: executor=claim\n{}{steps}air-test-claim-1: {{}}\n\n## Task T2: add a function with a bug\n\n- category: logic\n- depends: T1\n\nair-test: executor=claim architecture_designer=stop\n{}{steps}air-test-claim-1: {{}}\n",
         write_call("main.c", &clean),
@@ -339,6 +340,17 @@ fn findings_that_were_there_before_the_change_do_not_hold_a_task_back() {
     assert_eq!(first["passed"], true, "{first:#}");
     assert_eq!(first["new_findings"], 0, "{first:#}");
     assert!(first["findings_before"].as_u64() >= Some(1), "{first:#}");
+    let tests = outputs(&conn, "cpp.test");
+    assert_eq!(
+        (
+            tests[0]["runner"].as_str(),
+            tests[0]["tests"].as_u64(),
+            tests[0]["passed"].as_bool()
+        ),
+        (Some("make"), Some(1), Some(true)),
+        "{:#}",
+        tests[0]
+    );
     assert_eq!(status("T2"), "blocked", "{analyses:#?}");
     let second = &analyses[1];
     assert_eq!(second["passed"], false, "{second:#}");

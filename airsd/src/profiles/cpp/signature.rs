@@ -67,6 +67,14 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
 
 /// The signature of a finding: its message, its flag or code, its severity.
 pub fn signature(m: &str, code: Option<&str>, severity_of: DiagnosticSeverity) -> String {
+    // GCC quotes with ‘ ’ in a UTF-8 locale and with ' ' in others: read alike.
+    let plain;
+    let m = if m.contains(['‘', '’']) {
+        plain = m.replace(['‘', '’'], "'");
+        plain.as_str()
+    } else {
+        m
+    };
     let code = code.unwrap_or("");
     let rule = |kind: &str, what: Option<String>| match what {
         Some(w) if !w.is_empty() => format!("{kind}:{w}"),
@@ -102,6 +110,8 @@ pub fn signature(m: &str, code: Option<&str>, severity_of: DiagnosticSeverity) -
     }
     // Undeclared names.
     if m.contains("was not declared in this scope")
+        || m.contains("' undeclared (first use")
+        || m.contains("' undeclared here")
         || m.starts_with("use of undeclared identifier")
         || code == "C2065"
     {
@@ -189,7 +199,7 @@ pub fn signature(m: &str, code: Option<&str>, severity_of: DiagnosticSeverity) -
         return rule("no-matching-function", quoted(m).map(|f| function(&f)));
     }
     if m.contains("no match for 'operator")
-        || m.starts_with("invalid operands to binary expression")
+        || m.starts_with("invalid operands to binary")
         || code == "C2676"
         || code == "C2678"
     {

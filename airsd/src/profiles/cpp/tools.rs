@@ -292,6 +292,48 @@ pub fn systems(dir: &Path) -> Systems {
     s
 }
 
+/// Which of CMake and Make the project's profile builds it with: the program its
+/// first build command runs (`cmake …`; `make …`), after any `VAR=value`.
+pub fn profile_build_system(
+    profile: &air_proto::project_profile::ProjectProfile,
+) -> Option<&'static str> {
+    let first = profile
+        .build
+        .as_ref()?
+        .iter()
+        .find(|c| !c.trim().is_empty())?;
+    let chain = air_proto::chain::read(first, true);
+    let argv = &chain.steps.first()?.argv;
+    let program = argv.first()?.rsplit('/').next()?;
+    match program {
+        "cmake" => Some("cmake"),
+        "make" | "gmake" => Some("make"),
+        _ => None,
+    }
+}
+
+/// The Makefile's own test target at `dir` (`test`, else `check`), read from the
+/// file's text (a target line starts its line), never by running make on it.
+pub fn make_test_target(dir: &Path) -> Option<&'static str> {
+    // Read following no link: a Makefile that is a link out of the project says
+    // nothing.
+    let text = ["GNUmakefile", "makefile", "Makefile"]
+        .iter()
+        .find_map(|n| crate::opened::read_small(&dir.join(n), dir, 1024 * 1024))?;
+    if text.contains("CMAKE generated file") {
+        return None;
+    }
+    ["test", "check"].into_iter().find(|t| {
+        text.lines().any(|l| {
+            l.split_once(':').is_some_and(|(names, rest)| {
+                !rest.starts_with('=')
+                    && !l.starts_with(['\t', ' ', '#', '.'])
+                    && names.split_whitespace().any(|n| n == *t)
+            })
+        })
+    })
+}
+
 /// The generator a CMake cache was made with.
 pub fn cache_generator(build_dir: &Path) -> Option<String> {
     let cache = read_capped(&build_dir.join("CMakeCache.txt"), 4 * 1024 * 1024).ok()?;
@@ -458,5 +500,35 @@ mod tests {
             findings[0].signature,
             "undeclared-identifier:undeclared_name"
         );
+    }
+
+    #[test]
+    fn the_profile_names_the_build_system_and_a_makefile_its_test_target() {
+        let mut p = air_proto::project_profile::ProjectProfile::unknown(
+            air_proto::project_profile::ProfileOrigin::Confirmed,
+        );
+        p.build = Some(vec!["cmake -S . -B build && cmake --build build".into()]);
+        assert_eq!(profile_build_system(&p), Some("cmake"));
+        p.build = Some(vec!["CC=clang make -j4".into()]);
+        assert_eq!(profile_build_system(&p), Some("make"));
+        p.build = Some(vec!["./build.sh".into()]);
+        assert_eq!(profile_build_system(&p), None);
+
+        let dir = tempfile::tempdir().unwrap();
+        let mk = |text: &str| std::fs::write(dir.path().join("Makefile"), text).unwrap();
+        mk("all: prog\n\nprog: main.c\n\tcc -o prog main.c\n\ncheck: prog\n\t./prog\n");
+        assert_eq!(make_test_target(dir.path()), Some("check"));
+        mk(".PHONY: test\nTESTS := a b\ntest tidy: prog\n\t./run\n");
+        assert_eq!(make_test_target(dir.path()), Some("test"));
+        // A variable is not a target, nor is a recipe line.
+        mk("test = 1\nall:\n\techo test: no\n");
+        assert_eq!(make_test_target(dir.path()), None);
+        // A link out of the project says nothing.
+        std::fs::remove_file(dir.path().join("Makefile")).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("Makefile"), "test:\n\ttrue\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("Makefile"), dir.path().join("Makefile"))
+            .unwrap();
+        assert_eq!(make_test_target(dir.path()), None);
     }
 }

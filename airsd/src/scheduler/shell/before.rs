@@ -68,6 +68,7 @@ impl Shell {
             replan: false,
             requirement: d.spec.description.clone(),
             yields: declared(&d.spec),
+            time_limit_ms: d.spec.constraints.hard_timeout_ms,
         };
         tokio::spawn(job.run());
     }

@@ -231,6 +231,11 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         sandbox_exe,
         interrupted: Default::default(),
         launcher,
+        build_system: ctx
+            .sources
+            .project
+            .as_ref()
+            .and_then(crate::profiles::cpp::tools::profile_build_system),
     };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);

@@ -242,6 +242,7 @@ impl Shell {
                     replan: air_proto::planning::is_replan(&d.spec),
                     requirement: d.spec.description.clone(),
                     yields: super::before::declared(&d.spec),
+                    time_limit_ms: d.spec.constraints.hard_timeout_ms,
                 };
                 tokio::spawn(job.run());
                 Ok(())

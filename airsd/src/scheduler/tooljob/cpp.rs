@@ -60,7 +60,17 @@ fn tail(out: &RunOutput) -> String {
 }
 
 /// Findings for an answer: errors first, at most [`FINDINGS_SHOWN`].
-fn shown(mut found: Vec<Diagnostic>) -> Vec<Finding> {
+fn shown(mut found: Vec<Diagnostic>, root: &std::path::Path) -> Vec<Finding> {
+    // One place, one name: a file named absolutely or through `..` (`tests/../x.c`,
+    // as CMake names what it compiles) is named from the project root, and a finding
+    // reported twice there (one file compiled twice) is one.
+    for d in &mut found {
+        if let Some(f) = d.file.as_mut() {
+            *f = relative(f, root);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|d| seen.insert((d.file.clone(), d.line, d.column, d.signature.clone())));
     found.sort_by_key(|d| d.severity != air_proto::payload::DiagnosticSeverity::Error);
     found
         .into_iter()
@@ -69,14 +79,36 @@ fn shown(mut found: Vec<Diagnostic>) -> Vec<Finding> {
         .collect()
 }
 
+/// A relative path with its `.` and `dir/..` steps taken out (a path that climbs out
+/// of where it starts is left as it is).
+fn tidy_path(path: &str) -> String {
+    if path.starts_with('/') {
+        return path.to_string();
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return path.to_string();
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
+}
+
 /// Most findings from before a change set aside one by one in a second analysis.
 const MAX_SUPPRESSED: usize = 400;
 
-/// A finding's file from the project root (an analyzer may name it absolutely).
+/// A finding's file from the project root (a compiler or an analyzer may name it
+/// absolutely, or through `..`).
 fn relative(file: &str, root: &std::path::Path) -> String {
     let path = std::path::Path::new(file);
     let rel = path.strip_prefix(root).unwrap_or(path);
-    rel.to_string_lossy().trim_start_matches("./").to_string()
+    tidy_path(&rel.to_string_lossy())
 }
 
 /// Whether a finding is on a line the change made (one that cannot be placed
@@ -154,6 +186,18 @@ impl ToolJob {
         command: String,
         yields: &[(String, EvidenceType)],
     ) -> Result<(RunOutput, Vec<Diagnostic>), ToolError> {
+        self.step_ran(tool_run_id, command, yields)
+            .await
+            .map(|r| (r.out, r.found))
+    }
+
+    /// One step, with the tests its output showed.
+    async fn step_ran(
+        &self,
+        tool_run_id: &str,
+        command: String,
+        yields: &[(String, EvidenceType)],
+    ) -> Result<super::shell::Ran, ToolError> {
         // Each command's logs under what it is (D-054).
         let logs = match self.call.tool.as_str() {
             "cpp.build" => Logs::Build,
@@ -170,6 +214,9 @@ impl ToolJob {
             },
             yields,
             logs,
+            // A large project's first build takes longer than one command may: a
+            // step may take as long as the task.
+            Some(self.time_limit_ms.max(LONG)),
         )
         .await
     }
@@ -193,9 +240,13 @@ impl ToolJob {
                 )))
             }
             None => match (found.cmake, found.make) {
+                // The project's profile says which one builds it.
+                (true, true) if source == "." && self.env.build_system.is_some() => {
+                    self.env.build_system.unwrap_or("cmake")
+                }
                 (true, true) => {
                     return Err(ToolError(format!(
-                        "`{source}` has two build systems, CMake (CMakeLists.txt) and Make (a Makefile CMake did not generate); which one builds the project is the user's decision, not a guess: ask, then call cpp_build with build_system"
+                        "`{source}` has two build systems, CMake (CMakeLists.txt) and Make (a Makefile CMake did not generate), and the project's profile names neither; which one builds the project is the user's decision, not a guess: ask, then call cpp_build with build_system (or set the profile's build commands with `air profile set build`)"
                     )))
                 }
                 (true, false) => "cmake",
@@ -221,7 +272,7 @@ impl ToolJob {
                 passed: out.exit_code == Some(0),
                 build_system: "make".into(),
                 steps: vec![step(&command, &out)],
-                findings: shown(found),
+                findings: shown(found, &root),
                 command_run_id: out.command_run_id.clone(),
                 artifacts: out.artifacts.clone(),
                 output_tail: tail(&out),
@@ -339,7 +390,7 @@ impl ToolJob {
             compile_commands: root.join(&db).is_file().then_some(db),
             steps,
             repaired,
-            findings: shown(found),
+            findings: shown(found, &root),
             command_run_id: out.command_run_id.clone(),
             artifacts: out.artifacts.clone(),
             output_tail: tail(&out),
@@ -368,12 +419,23 @@ impl ToolJob {
                 ];
                 (command, report, "gtest", yields)
             }
-            None => {
-                if !root.join(&build).join("CTestTestfile.cmake").is_file() {
-                    return Err(ToolError(format!(
-                        "build_dir: `{build}` has no tests CTest knows of (no CTestTestfile.cmake): build the project with cpp_build first, and enable_testing() in its CMakeLists.txt"
-                    )));
+            None if !root.join(&build).join("CTestTestfile.cmake").is_file() => {
+                // A project without CTest: its Makefile's own test target.
+                if let Some(target) = crate::profiles::cpp::tools::make_test_target(&root) {
+                    return self
+                        .make_test(tool_run_id, target, input.filter.is_some())
+                        .await;
                 }
+                let cmake = root.join("CMakeLists.txt").is_file();
+                return Err(ToolError(if cmake {
+                    format!(
+                        "build_dir: `{build}` has no tests CTest knows of (no CTestTestfile.cmake): build the project with cpp_build first; its CMakeLists.txt must call enable_testing() and add_test()"
+                    )
+                } else {
+                    "the project has no CTest tests (no CMakeLists.txt) and its Makefile no `test` or `check` target: run its tests with shell_run".to_string()
+                }));
+            }
+            None => {
                 let report = format!("{build}/air-ctest-junit.xml");
                 let mut command = format!(
                     "ctest --test-dir {} --output-on-failure --output-junit air-ctest-junit.xml",
@@ -427,6 +489,45 @@ impl ToolJob {
             skipped,
             failed,
             report: report_path.is_file().then_some(report),
+            command_run_id: out.command_run_id.clone(),
+            artifacts: out.artifacts.clone(),
+            output_tail: tail(&out),
+            notes,
+            changed_files: out.changed_files.clone(),
+        })
+    }
+
+    /// `make test` (or `check`) for a project whose tests its Makefile runs: counted
+    /// from what the run's output shows, as `shell_run`'s runs are.
+    async fn make_test(
+        &self,
+        tool_run_id: &str,
+        target: &'static str,
+        filtered: bool,
+    ) -> Result<TestOutput, ToolError> {
+        let command = format!("make {target}");
+        let ran = self.step_ran(tool_run_id, command, &[]).await?;
+        let out = ran.out;
+        let mut notes = Vec::new();
+        if filtered {
+            notes.push(format!(
+                "filter: `make {target}` runs every test its Makefile names; the filter was not applied"
+            ));
+        }
+        let (tests, failures) = ran.count.map_or((0, 0), |c| (c.ran, c.failed));
+        if tests == 0 {
+            notes.push(format!(
+                "`make {target}` showed no test count airsd can read (a runner's summary such as CTest's, GoogleTest's or TAP's `# pass N`): that is not a pass"
+            ));
+        }
+        Ok(TestOutput {
+            passed: tests > 0 && failures == 0 && out.exit_code == Some(0),
+            runner: "make".into(),
+            tests,
+            failures,
+            skipped: 0,
+            failed: Vec::new(),
+            report: None,
             command_run_id: out.command_run_id.clone(),
             artifacts: out.artifacts.clone(),
             output_tail: tail(&out),
@@ -570,7 +671,7 @@ impl ToolJob {
             passed,
             analyzers,
             covered,
-            findings: shown(findings),
+            findings: shown(findings, &root),
             steps,
             notes,
             changed_files,
@@ -681,7 +782,7 @@ impl ToolJob {
         Ok(DiagnoseOutput {
             errors,
             warnings,
-            findings: shown(found),
+            findings: shown(found, &self.root()),
         })
     }
 
@@ -728,5 +829,23 @@ fn names(s: &Systems) -> String {
         "none".into()
     } else {
         out.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_named_one_way_from_the_project_root() {
+        let root = std::path::Path::new("/p/proj");
+        assert_eq!(relative("/p/proj/tests/../src/x.c", root), "src/x.c");
+        assert_eq!(relative("./src/x.c", root), "src/x.c");
+        assert_eq!(relative("src/x.c", root), "src/x.c");
+        assert_eq!(relative("../other/x.c", root), "../other/x.c");
+        assert_eq!(
+            relative("/usr/include/stdio.h", root),
+            "/usr/include/stdio.h"
+        );
     }
 }

@@ -36,6 +36,14 @@ pub(super) fn command_run_id(id: &str) -> Result<String, ToolError> {
     Ok(id)
 }
 
+/// One command's run as a tool's step: its answer, the compiler's, linker's or
+/// analyzer's findings, and the tests its output showed.
+pub(super) struct Ran {
+    pub out: crate::tools::exec::RunOutput,
+    pub found: Vec<Diagnostic>,
+    pub count: Option<crate::evidence::Count>,
+}
+
 /// What a command's logs are kept as (D-054).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Logs {
@@ -156,9 +164,10 @@ impl ToolJob {
         crate::tools::allowed(self.role, "shell.run")?;
         let input: crate::tools::exec::RunInput =
             crate::tools::input("shell.run", self.call.input.clone())?;
-        let (out, _) = self
-            .run_step(tool_run_id, input, &self.yields, Logs::Command)
-            .await?;
+        let out = self
+            .run_step(tool_run_id, input, &self.yields, Logs::Command, None)
+            .await?
+            .out;
         serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
     }
 
@@ -169,9 +178,10 @@ impl ToolJob {
         let input: crate::tools::exec::RunInput =
             crate::tools::input("shell.run", self.call.input.clone())?;
         let command = input.command.clone();
-        let (out, _) = self
-            .run_step(tool_run_id, input, &self.yields, Logs::Command)
-            .await?;
+        let out = self
+            .run_step(tool_run_id, input, &self.yields, Logs::Command, None)
+            .await?
+            .out;
         let mut out = serde_json::to_value(out)
             .map_err(|e| ToolError(format!("cannot encode the output: {e}")))?;
         // The agent is told which command airsd chose.
@@ -192,7 +202,8 @@ impl ToolJob {
         input: crate::tools::exec::RunInput,
         yields: &[(String, air_proto::task::EvidenceType)],
         kept_as: Logs,
-    ) -> Result<(crate::tools::exec::RunOutput, Vec<Diagnostic>), ToolError> {
+        limit_ms: Option<u64>,
+    ) -> Result<Ran, ToolError> {
         use crate::tools::exec::{self, Channel};
         let role = self.role;
         let sandbox = self
@@ -204,11 +215,16 @@ impl ToolJob {
             writes: sandbox.as_ref().is_some_and(|(_, p)| p.landlock),
             views: sandbox.as_ref().is_some_and(|(_, p)| p.isolation.is_ok()),
         };
-        let prepared = self
+        let mut prepared = self
             .with_permission(tool_run_id, move |ctx| {
                 exec::prepare(ctx, &input, role, confined)
             })
             .await?;
+        // airsd's own steps (a large project's first build) may run as long as the
+        // task may.
+        if let Some(ms) = limit_ms {
+            prepared.timeout = prepared.timeout.max(std::time::Duration::from_millis(ms));
+        }
         let command_run_id = air_proto::ids::new_id();
         // What the working tree looks like before, to tell the files the command
         // changes: read while its start is being committed.
@@ -509,6 +525,7 @@ impl ToolJob {
             ended.signal.map(|s| format!("killed by signal {s}"))
         };
         let mut found: Vec<Diagnostic> = Vec::new();
+        let mut counted = None;
         let recorded = match &failure {
             None => {
                 // Its evidence commits with its end, in one transaction.
@@ -528,7 +545,10 @@ impl ToolJob {
                     reading: &crate::evidence::reading(&root),
                     start_dir: &start_dir,
                     logs: &logs,
-                    count: tally.finish(),
+                    count: {
+                        counted = std::mem::take(&mut tally).finish();
+                        counted
+                    },
                     yields,
                 });
                 let mut events = std::mem::take(&mut kept);
@@ -654,6 +674,10 @@ impl ToolJob {
             changed_files,
             notes,
         };
-        Ok((out, found))
+        Ok(Ran {
+            out,
+            found,
+            count: counted,
+        })
     }
 }

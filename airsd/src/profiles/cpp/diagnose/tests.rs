@@ -21,6 +21,17 @@ fn errors(found: &[Diagnostic]) -> Vec<(Option<u32>, String)> {
         .collect()
 }
 
+/// Asserts that each compiler's findings have `signature` at `line`.
+fn signed_alike(compilers: &[(&str, &[Diagnostic])], line: u32, signature: &str) {
+    for (name, found) in compilers {
+        assert!(
+            has(found, line, signature),
+            "{name} line {line}: {:#?}",
+            errors(found)
+        );
+    }
+}
+
 fn has(found: &[Diagnostic], line: u32, signature: &str) -> bool {
     found
         .iter()
@@ -45,16 +56,7 @@ fn gcc_and_clang_give_the_same_signature_for_the_same_error() {
         (19, "discards-const", false),
         (20, "narrowing", false),
     ] {
-        assert!(
-            has(&gcc, line, signature),
-            "gcc line {line}: {:#?}",
-            errors(&gcc)
-        );
-        assert!(
-            has(&clang, line, signature),
-            "clang line {line}: {:#?}",
-            errors(&clang)
-        );
+        signed_alike(&[("gcc", &gcc), ("clang", &clang)], line, signature);
         if in_msvc {
             assert!(
                 has(&msvc, line, signature),
@@ -233,4 +235,25 @@ fn werror_colours_and_missing_libraries_are_read() {
     let ld = parse("/usr/bin/ld: cannot find -lfoo: No such file or directory\ncollect2: error: ld returned 1 exit status\n");
     assert_eq!(ld.len(), 1);
     assert_eq!(ld[0].signature, "missing-library:foo");
+}
+
+#[test]
+fn gccs_c_errors_in_a_utf8_locale_sign_as_clangs_do() {
+    // GCC 12 with LANG=C.UTF-8 (curly quotes) and Clang 14, on the same C file and
+    // on an operator of a C++ struct.
+    let gcc = parse(&fixture("gcc-utf8.txt"));
+    let clang = parse(&fixture("clang-c.txt"));
+    for (line, signature) in [
+        (5, "invalid-operands"),
+        (6, "undeclared-identifier:undeclared_thing"),
+    ] {
+        signed_alike(&[("gcc", &gcc), ("clang", &clang)], line, signature);
+    }
+    assert_eq!(
+        errors(&gcc).len(),
+        errors(&clang).len(),
+        "{:#?} {:#?}",
+        errors(&gcc),
+        errors(&clang)
+    );
 }
