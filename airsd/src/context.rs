@@ -412,7 +412,12 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
         refs: vec![spec.id.clone()],
     }];
     if let Some(c) = req.conversation {
-        if let Some(text) = session_tasks_text(&c.tasks) {
+        let heading = if req.role == AgentType::ArchitectureDesigner && planning.is_none() {
+            "The phase's tasks"
+        } else {
+            "The session's tasks"
+        };
+        if let Some(text) = session_tasks_text(heading, &c.tasks) {
             sections.push(Section {
                 name: "session",
                 text,

@@ -34,8 +34,8 @@ pub struct TaskLine {
     pub title: String,
     pub status: String,
     pub reason: Option<String>,
-    /// The summary of its latest result, if any.
-    pub summary: Option<String>,
+    /// What its latest agents reported and airsd judged.
+    pub outcome: crate::event_store::query::Outcome,
 }
 
 /// The most of the conversation a turn is given, in characters; older messages are
@@ -81,19 +81,57 @@ pub(super) fn conversation_text(c: &Conversation) -> Option<(String, Vec<String>
     Some((s, ids, left_out))
 }
 
-pub(super) fn session_tasks_text(tasks: &[TaskLine]) -> Option<String> {
+/// The most of a task's changed files named.
+const FILES_NAMED: usize = 20;
+
+pub(super) fn session_tasks_text(heading: &str, tasks: &[TaskLine]) -> Option<String> {
     if tasks.is_empty() {
         return None;
     }
-    let mut s = String::from("## The session's tasks\n\n");
+    let mut s = format!("## {heading}\n\n");
+    let line = |s: &mut String, label: &str, text: &str, max: usize| {
+        let _ = writeln!(s, "  {label}: {}", clipped(text, max).replace('\n', " "));
+    };
     for t in tasks {
         let _ = write!(s, "- {} ({}): {}", t.id, t.status, t.title);
         if let Some(r) = t.reason.as_deref().filter(|r| !r.trim().is_empty()) {
             let _ = write!(s, " — {}", clipped(r, 300));
         }
         s.push('\n');
-        if let Some(sum) = t.summary.as_deref().filter(|r| !r.trim().is_empty()) {
-            let _ = writeln!(s, "  Result: {}", clipped(sum, 1_200).replace('\n', " "));
+        let o = &t.outcome;
+        if let Some(sum) = o.summary.as_deref().filter(|r| !r.trim().is_empty()) {
+            line(&mut s, "Result", sum, 1_200);
+        }
+        if !o.changed.is_empty() {
+            let mut named: Vec<String> = o
+                .changed
+                .iter()
+                .take(FILES_NAMED)
+                .map(|f| format!("`{f}`"))
+                .collect();
+            if o.changed.len() > FILES_NAMED {
+                named.push(format!("and {} more", o.changed.len() - FILES_NAMED));
+            }
+            line(&mut s, "Changed", &named.join(", "), 2_000);
+        }
+        if !o.evidence.is_empty() {
+            line(
+                &mut s,
+                "Evidence airsd recorded",
+                &o.evidence.join("; "),
+                1_200,
+            );
+        }
+        if !o.refused.is_empty() {
+            line(
+                &mut s,
+                "Refused by the evidence gate",
+                &o.refused.join("; "),
+                800,
+            );
+        }
+        if let Some(r) = &o.review {
+            line(&mut s, "Review", r, 600);
         }
     }
     Some(s)

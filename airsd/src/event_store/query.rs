@@ -375,6 +375,95 @@ pub fn result_summaries(conn: &Connection) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
+/// What became of a task, as its latest agents reported and airsd judged: what a
+/// summary turn or a milestone review is asked to judge.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// The latest executor's summary.
+    pub summary: Option<String>,
+    /// The files its result changed, as airsd recorded them.
+    pub changed: Vec<String>,
+    /// The evidence the gate counted for it (`kind: claim`).
+    pub evidence: Vec<String>,
+    /// What the gate refused of it.
+    pub refused: Vec<String>,
+    /// The latest review's decision and summary.
+    pub review: Option<String>,
+}
+
+/// Each task's [`Outcome`], by task id, in the order their agents ended.
+pub fn task_outcomes(conn: &Connection) -> Result<Vec<(String, Outcome)>> {
+    let mut stmt = conn.prepare(
+        "SELECT a.task_id, a.agent_type, a.result_json,
+                (SELECT e.payload_json FROM events e WHERE e.type = 'agent.completed'
+                 AND e.agent_id = a.id ORDER BY e.seq DESC LIMIT 1)
+         FROM agents a
+         WHERE a.task_id IS NOT NULL AND a.result_json IS NOT NULL
+           AND a.agent_type IN ('executor', 'reviewer')
+         ORDER BY a.seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut out: Vec<(String, Outcome)> = Vec::new();
+    while let Some(row) = rows.next()? {
+        let task: String = row.get(0)?;
+        let kind: String = row.get(1)?;
+        let result: Option<Value> = row
+            .get::<_, String>(2)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let Some(result) = result else { continue };
+        let completed: Option<Value> = row
+            .get::<_, Option<String>>(3)?
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let i = match out.iter().position(|(t, _)| *t == task) {
+            Some(i) => i,
+            None => {
+                out.push((task, Outcome::default()));
+                out.len() - 1
+            }
+        };
+        let o = &mut out[i].1;
+        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        if kind == "reviewer" {
+            let decision = result
+                .get("result")
+                .and_then(|r| text(r, "decision"))
+                .unwrap_or_else(|| text(&result, "status").unwrap_or_default());
+            o.review = Some(
+                match text(&result, "summary").filter(|s| !s.trim().is_empty()) {
+                    Some(s) => format!("{decision}: {s}"),
+                    None => decision,
+                },
+            );
+            continue;
+        }
+        // A new attempt: what the earlier one showed no longer stands.
+        *o = Outcome {
+            summary: text(&result, "summary"),
+            changed: result
+                .get("changed_files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            ..Outcome::default()
+        };
+        if let Some(gate) = completed.as_ref().and_then(|c| c.get("gate")) {
+            if let Ok(v) = serde_json::from_value::<air_proto::gate::Verdict>(gate.clone()) {
+                o.evidence = v
+                    .counted
+                    .iter()
+                    .map(|c| format!("{}: {}", c.evidence_type.as_str(), c.claim))
+                    .collect();
+                o.refused = v.refused;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The messages of the conversation: the user's and the turns' and the direct lane's
 /// (a turn is `main:` and a number; a plan's phase may be called `main`, whose
 /// milestone review `main:milestone-1` is not the conversation).

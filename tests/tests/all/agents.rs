@@ -247,6 +247,28 @@ pub(crate) fn any() -> Expect {
     Expect::default()
 }
 
+/// An exchange that expects nothing in particular of its request.
+pub(crate) fn plain(reply: Reply) -> Exchange {
+    Exchange {
+        request: None,
+        expect: any(),
+        reply,
+    }
+}
+
+/// Runs `plan` to its end with the provider's answers; its final projection, once
+/// the provider was asked exactly what it expected.
+pub(crate) async fn run_to_end(
+    state: &DaemonState,
+    plan: &str,
+    mock: &MockProvider,
+) -> (String, air_proto::projection::Projection) {
+    let session = start(state, plan).await;
+    let p = until(state, &session, ended).await;
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    (session, p)
+}
+
 pub(crate) fn review(decision: &str, findings: serde_json::Value) -> Reply {
     call(
         "toolu_r",

@@ -347,6 +347,9 @@ fn a_simple_task_runs_through_executor_and_reviewer_and_is_summarised() {
                     "# Summarise for the user",
                     "T1 (completed): Write hello.txt",
                     "Wrote hello.txt saying hello.",
+                    // What it is asked to tell: the files, the review.
+                    "Changed: `hello.txt`",
+                    "Review: approved",
                 ],
                 &["fs_read"],
             ),

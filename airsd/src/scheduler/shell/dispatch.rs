@@ -16,6 +16,18 @@ pub(super) struct Gathered<'a> {
 /// Most compiler and linker findings told to a debugger.
 const FINDINGS_TOLD: usize = 40;
 
+/// The phase a milestone review (`<phase>:milestone-<n>`) is of.
+fn milestone(task_id: &str) -> Option<&str> {
+    task_id.split_once(":milestone-").map(|(phase, _)| phase)
+}
+
+/// The phase whose milestone this dispatch reviews, if it is one.
+fn milestone_phase(d: &Dispatch) -> Option<&str> {
+    (d.role == AgentType::ArchitectureDesigner)
+        .then(|| milestone(&d.task_id))
+        .flatten()
+}
+
 impl Shell {
     pub(super) async fn dispatch(&mut self, mut d: Dispatch) -> Result<()> {
         // The debugger is given what the compilers and linkers of the failed attempt
@@ -43,10 +55,21 @@ impl Shell {
             tools.retain(|t| air_proto::planning::refusal(phase, &t.name).is_none());
             tools.extend(air_proto::planning::designer_tools(phase));
         }
-        let diff = self.diff_under_review(&d).await;
+        let conversation = self.conversation(&d).await;
+        // A milestone review judges what its phase's tasks changed.
+        let phase_files = milestone_phase(&d).map(|_| {
+            let mut files: Vec<String> = conversation
+                .iter()
+                .flat_map(|c| c.tasks.iter())
+                .flat_map(|t| t.outcome.changed.iter().cloned())
+                .collect();
+            files.sort();
+            files.dedup();
+            files
+        });
+        let diff = self.diff_under_review(&d, phase_files).await;
         let changes = self.task_changes(&d).await;
         let environment = self.environment().await;
-        let conversation = self.conversation(&d).await;
         let skills = self.skills().await;
         let memory = self.memory_for(&d, &changes).await;
         let (mut context, model) = self.assemble(
@@ -181,10 +204,12 @@ impl Shell {
     }
 
     /// For the Main Agent and the direct lane, the conversation before this request and
-    /// the session's tasks with their latest results (read off the scheduler's thread).
+    /// the session's tasks with what became of them (read off the scheduler's thread);
+    /// for a milestone review, its phase's tasks.
     async fn conversation(&self, d: &Dispatch) -> Option<crate::context::Conversation> {
         use crate::context::{Conversation, Said, TaskLine};
-        if !air_proto::conversation::in_conversation(&d.task_id) {
+        let phase = milestone_phase(d).map(str::to_string);
+        if !air_proto::conversation::in_conversation(&d.task_id) && phase.is_none() {
             return None;
         }
         let session = self.ctx.session.clone();
@@ -192,25 +217,31 @@ impl Shell {
         let read = tokio::task::spawn_blocking(move || -> crate::error::Result<Conversation> {
             let conn = session.readers().get()?;
             let messages = crate::event_store::query::conversation(&conn, 200)?;
-            let summaries = crate::event_store::query::result_summaries(&conn)?;
+            let outcomes = crate::event_store::query::task_outcomes(&conn)?;
             let tasks = session.bus().read(|p, _| {
                 p.tasks
                     .iter()
                     .filter(|t| !air_proto::conversation::is_any_turn(&t.id))
+                    .filter(|t| match phase.as_deref() {
+                        Some(ph) => t.phase.as_deref() == Some(ph) && milestone(&t.id).is_none(),
+                        None => true,
+                    })
                     .map(|t| TaskLine {
                         id: t.id.clone(),
                         title: t.title.clone(),
                         status: t.status.as_str().to_string(),
                         reason: t.reason.clone(),
-                        summary: summaries
+                        outcome: outcomes
                             .iter()
                             .find(|(id, _)| *id == t.id)
-                            .map(|(_, s)| s.clone()),
+                            .map(|(_, o)| o.clone())
+                            .unwrap_or_default(),
                     })
                     .collect::<Vec<_>>()
             });
             let said = messages
                 .into_iter()
+                .filter(|_| phase.is_none())
                 .filter(|m| answering.as_deref() != Some(m.id.as_str()))
                 .filter_map(|m| {
                     let text = air_proto::message::text_of(&m.content);
@@ -323,13 +354,18 @@ impl Shell {
     /// For a reviewer, the diff of the result's changed files against the last
     /// commit, new files included (seed 001 §9); `None` for other roles and outside
     /// a git repository.
-    async fn diff_under_review(&self, d: &Dispatch) -> Option<crate::context::ReviewDiff> {
+    async fn diff_under_review(
+        &self,
+        d: &Dispatch,
+        phase_files: Option<Vec<String>>,
+    ) -> Option<crate::context::ReviewDiff> {
         use crate::context::ReviewDiff;
         use crate::tools::permission::{Access, Verdict};
-        if d.role != AgentType::Reviewer {
-            return None;
-        }
-        let files = d.previous.as_ref()?.changed_files.clone();
+        let files = match phase_files {
+            Some(files) => files,
+            None if d.role == AgentType::Reviewer => d.previous.as_ref()?.changed_files.clone(),
+            None => return None,
+        };
         let root = self.ctx.paths.root().to_path_buf();
         let engine = self.ctx.engine.clone();
         let launcher = self.tools.launcher.clone();
