@@ -108,13 +108,21 @@ pub fn check(root: Option<&Path>, all: bool) -> Report {
         );
     }
     // A Meson project is detected, not built by cpp_build: its agents run meson
-    // through shell_run, so it is needed where a meson.build is.
-    if root.is_some_and(|r| r.join("meson.build").is_file()) {
+    // through shell_run, so it is needed where a meson.build is, unless the project
+    // also builds with CMake or Make (which cpp_build drives).
+    if let Some(r) = root.filter(|r| r.join("meson.build").is_file()) {
+        let other = ["CMakeLists.txt", "Makefile", "makefile", "GNUmakefile"]
+            .iter()
+            .any(|f| r.join(f).is_file());
         wanted.push((
             executable(
                 "meson",
                 &["shell.run of this Meson project (cpp.build does not build Meson)"],
-                DependencySeverity::Required,
+                if other {
+                    DependencySeverity::Optional
+                } else {
+                    DependencySeverity::Required
+                },
                 Packages::same("meson"),
             ),
             "cpp".to_string(),
@@ -332,6 +340,14 @@ mod tests {
             .find(|f| f.spec.id == "meson")
             .unwrap_or_else(|| panic!("{:?}", ids(&report)));
         assert_eq!(meson.spec.severity, DependencySeverity::Required);
+        // A project that CMake builds too does not need it.
+        std::fs::write(dir.path().join("CMakeLists.txt"), "project(p C)\n").unwrap();
+        let report = check(Some(dir.path()), false);
+        let meson = report.dependencies.iter().find(|f| f.spec.id == "meson");
+        assert_eq!(
+            meson.map(|m| m.spec.severity),
+            Some(DependencySeverity::Optional)
+        );
     }
 
     #[test]

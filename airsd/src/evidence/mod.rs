@@ -358,15 +358,17 @@ pub fn derive(run: &Run<'_>) -> Vec<Derived> {
 }
 
 /// Whether a command builds or analyses C or C++ (a step the C and C++ profile
-/// recognises), so that its output is read for compiler, linker and analyzer
-/// findings.
+/// recognises, or an analyzer of it, also one whose findings do not fail it), so
+/// that its output is read for compiler, linker and analyzer findings.
 pub fn compiles(command: &str) -> bool {
     use crate::profiles::Profile as _;
     chain::read(command, true).steps.iter().any(|s| {
-        crate::profiles::Cpp
-            .classify(&s.argv)
-            .iter()
-            .any(|a| matches!(a, Activity::Build | Activity::Analysis { .. }))
+        let argv = crate::profiles::words::tool(&s.argv);
+        matches!(crate::profiles::program(&argv), "cppcheck" | "clang-tidy")
+            || crate::profiles::Cpp
+                .classify(&s.argv)
+                .iter()
+                .any(|a| matches!(a, Activity::Build | Activity::Analysis { .. }))
     })
 }
 

@@ -2,11 +2,13 @@
 //! streams (both stdout and stderr, line by line, in bounded memory, colours taken
 //! out): the summaries of CTest, Maven's Surefire, Gradle (on failure), `dotnet
 //! test`, jest, vitest, GoogleTest, cargo-nextest, cargo, pytest, unittest, TAP
-//! (`node --test`), mocha, bun, `go test` (`-json`, `-v`, or its packages), and the
-//! plain `N passed, N failed` line. When a run shows several formats (CTest running
+//! (`node --test`), mocha, bun, `go test` (`-json`, `-v`, or its packages), the C and
+//! C++ frameworks ([`native`]), and the plain `N passed, N failed` line. When a run shows several formats (CTest running
 //! GoogleTest binaries verbosely), the outermost runner's count is the one taken.
 
 use crate::profiles::lines::Lines;
+
+mod native;
 
 /// Longest line kept for matching; a longer one is matched on its start.
 const LINE_CAP: usize = 4096;
@@ -25,17 +27,20 @@ pub struct Count {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Format {
     Ctest,
+    Prove,
     Maven,
     Gradle,
     Dotnet,
     Jest,
     Vitest,
     Gtest,
+    Native,
     Nextest,
     Cargo,
     Pytest,
     Unittest,
     Tap,
+    TapLines,
     Mocha,
     Bun,
     GoTests,
@@ -43,7 +48,7 @@ enum Format {
     Plain,
 }
 
-const FORMATS: usize = 17;
+const FORMATS: usize = 20;
 
 /// The test summaries seen in a command's output so far.
 pub struct Tally {
@@ -54,6 +59,7 @@ pub struct Tally {
     /// TAP prints `# pass N` before `# fail N`; bun `N pass` before `N fail`.
     tap_pass: Option<u64>,
     bun_pass: Option<u64>,
+    pending: native::Pending,
 }
 
 impl Default for Tally {
@@ -64,6 +70,7 @@ impl Default for Tally {
             unittest_ran: None,
             tap_pass: None,
             bun_pass: None,
+            pending: native::Pending::default(),
         }
     }
 }
@@ -125,7 +132,7 @@ impl Tally {
         if t.starts_with('{') && t.contains("\"Action\"") {
             return self.go_json(t);
         }
-        if self.others(t) {
+        if self.others(t) || self.native(t) {
             return;
         }
         // CTest: `100% tests passed, 0 tests failed out of 3`.
@@ -144,7 +151,7 @@ impl Tally {
         // GoogleTest: `[==========] 3 tests from 1 test suite ran. (0 ms total)` and
         // `[  FAILED  ] 1 test, listed below:`.
         if let Some(rest) = t.strip_prefix("[==========] ") {
-            if rest.contains(" ran.") {
+            if rest.contains(" ran.") || rest.contains(" run.") {
                 if let Some(n) = first_number(rest) {
                     return self.add(Format::Gtest, n, 0);
                 }
@@ -207,6 +214,11 @@ impl Tally {
             .split_once(": ")
             .map_or(t, |(w, r)| if w.contains(' ') { t } else { r });
         if let Some((p, rest)) = plain.split_once(" passed, ") {
+            // `46 tests, 46 passed, 0 failed`: the total may come first.
+            let p = p
+                .split_once(" tests, ")
+                .filter(|(n, _)| n.trim().parse::<u64>().is_ok())
+                .map_or(p, |(_, p)| p);
             if let (Ok(passed), Some(failed)) =
                 (p.trim().parse::<u64>(), number_before(rest, " failed"))
             {
@@ -495,6 +507,8 @@ mod tests {
         );
         assert_eq!(tally("3 passed in 0.01s\n", ""), count(3, 0));
         assert_eq!(tally("results: 4 passed, 0 failed\n", ""), count(4, 0));
+        assert_eq!(tally("46 tests, 46 passed, 0 failed\n", ""), count(46, 0));
+        assert_eq!(tally("5 tests, 4 passed, 1 failed\n", ""), count(5, 1));
         assert_eq!(tally("hello\nworld\n", ""), None);
     }
 
@@ -531,6 +545,40 @@ mod tests {
             ("{\"Action\":\"pass\",\"Package\":\"m\",\"Test\":\"TestA\"}\n{\"Action\":\"pass\",\"Package\":\"m\",\"Test\":\"TestA/x\"}\n{\"Action\":\"pass\",\"Package\":\"m\"}\n", count(1, 0)),
             ("ok  \tex.com/m\t0.002s\nok  \tex.com/m/b\t(cached)\n?   \tex.com/m/c\t[no test files]\n", packages(2, 0)),
             ("ok  \tex.com/m\t0.002s [no tests to run]\n", packages(0, 0)),
+        ] {
+            assert_eq!(tally(out, ""), want, "{out}");
+        }
+    }
+
+    #[test]
+    fn c_and_cpp_frameworks_are_read() {
+        for (out, want) in [
+            // Unity, Check, Catch2, doctest, Criterion, greatest, acutest, CUnit.
+            ("a.c:10:test_a:PASS\n-----------------------\n3 Tests 1 Failures 0 Ignored\nFAIL\n", count(3, 1)),
+            ("5 Tests 0 Failures 1 Ignored\nOK\n", count(4, 0)),
+            ("Running suite(s): Money\n100%: Checks: 5, Failures: 0, Errors: 0\n", count(5, 0)),
+            ("80%: Checks: 5, Failures: 1, Errors: 0\n", count(5, 1)),
+            ("All tests passed (12 assertions in 3 test cases)\n", count(3, 0)),
+            ("test cases: 3 | 2 passed | 1 failed\nassertions: 9 | 8 passed | 1 failed\n", count(3, 1)),
+            ("[doctest] test cases: 4 | 3 passed | 0 failed | 1 skipped\n[doctest] assertions: 7 | 7 passed | 0 failed |\n", count(3, 0)),
+            ("[====] Synthesis: Tested: 3 | Passing: 2 | Failing: 1 | Crashing: 0 \n", count(3, 1)),
+            ("Total: 3 tests (0 ticks, 0.000 sec), 5 assertions\nPass: 3, fail: 0, skip: 0.\n", count(3, 0)),
+            ("Summary:\n  Count of all unit tests:     5\n  Count of run unit tests:     5\n  Count of failed unit tests:  1\n", count(5, 1)),
+            ("Run Summary:    Type  Total    Ran Passed Failed Inactive\n              suites      1      1    n/a      0        0\n               tests      6      6      5      1        0\n", count(6, 1)),
+            // cmocka, Boost.Test, minctest, prove, a bare TAP stream.
+            ("[==========] 3 test(s) run.\n[  PASSED  ] 3 test(s).\n", count(3, 0)),
+            ("Running 5 test cases...\n\n*** No errors detected\n", count(5, 0)),
+            ("Running 5 test cases...\n*** 2 failures are detected in the test module \"m\"\n", count(5, 2)),
+            ("ALL TESTS PASSED (40/40)\n", count(40, 0)),
+            ("SOME TESTS FAILED (38/40)\n", count(40, 2)),
+            ("t/a.t .. ok\nAll tests successful.\nFiles=2, Tests=14,  0 wallclock secs\nResult: PASS\n", count(14, 0)),
+            ("t/a.t .. Failed 1/5 subtests\nFailed 1/5 subtests\nFiles=1, Tests=5,  0 wallclock secs\n", count(5, 1)),
+            ("1..4\nok 1 - a\nnot ok 2 - b\nok 3 # SKIP no net\nnot ok 4 - c # TODO later\n", count(2, 1)),
+            // A project's own runner, in either order.
+            ("Testing failing allocations: OK\nTests failed: 0\nTests passed: 349\n", count(349, 0)),
+            ("Passed: 7\nFailed: 2\n", count(9, 2)),
+            // Lines that only look like summaries.
+            ("1 - Create a string: PASSED\nok 1 - no plan before\nPassed: 3\n", None),
         ] {
             assert_eq!(tally(out, ""), want, "{out}");
         }

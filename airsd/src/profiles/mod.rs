@@ -149,7 +149,7 @@ pub fn detected(root: &Path) -> Vec<(&'static dyn Profile, Vec<String>)> {
 /// The program's name without its directory (`/usr/bin/python3` → `python3`). A
 /// program named by a relative path (`./make`, `bin/pytest`) is the project's own
 /// script, whatever its name: it is no tool of a profile.
-fn program(argv: &[String]) -> &str {
+pub fn program(argv: &[String]) -> &str {
     argv.first()
         .filter(|p| !p.contains('/') || p.starts_with('/'))
         .map(|p| p.rsplit('/').next().unwrap_or(p))

@@ -56,6 +56,9 @@ pub struct ToolEnv {
     /// The C or C++ build system the project's profile builds it with (`cmake`,
     /// `make`): `cpp.build`'s choice where the project has both.
     pub build_system: Option<&'static str>,
+    /// The project's own C or C++ test command, as its profile names it: what
+    /// `cpp.test` runs.
+    pub test_command: Option<String>,
 }
 
 pub struct ToolJob {

@@ -310,6 +310,28 @@ pub fn task_diff(launcher: &Launcher, files: &[String]) -> Result<Option<DiffOut
     Ok(Some(out))
 }
 
+/// A file (relative to the project root) as the last commit has it; `None` when that
+/// commit does not have it (or there is none, or no repository).
+pub fn committed(launcher: &Launcher, file: &str) -> Result<Option<String>, ToolError> {
+    let Some(prefix) = prefix(launcher.root()) else {
+        return Ok(None);
+    };
+    let spec = format!("HEAD:{prefix}{file}");
+    if git(launcher, &["cat-file", "-e", &spec], Reads::Metadata).is_err() {
+        return Ok(None);
+    }
+    let (text, cut) = git_capped(
+        launcher,
+        &["cat-file", "blob", &spec],
+        Reads::Content,
+        64 << 20,
+    )?;
+    if cut {
+        return Err(ToolError(format!("{file}: too large at the last commit")));
+    }
+    Ok(Some(text))
+}
+
 /// Which lines of a file a change made, against the last commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Made {

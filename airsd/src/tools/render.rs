@@ -212,9 +212,14 @@ fn findings_text(findings: &[cpp::Finding]) -> String {
             (Some(file), None, _) => file.clone(),
             _ => "(no place)".into(),
         };
+        let when = match f.new {
+            Some(true) => " (new)",
+            Some(false) => " (there before)",
+            None => "",
+        };
         let _ = writeln!(
             out,
-            "- {place}: {} [{}]: {}",
+            "- {place}: {}{when} [{}]: {}",
             f.severity, f.signature, f.message
         );
         for n in f.notes.iter().take(4) {

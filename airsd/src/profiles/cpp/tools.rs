@@ -49,6 +49,10 @@ pub struct Finding {
     pub message: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// An analysis judged by the change: whether the change brought the finding
+    /// (`false`: the project had it at its last commit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<bool>,
 }
 
 impl From<super::diagnose::Diagnostic> for Finding {
@@ -62,6 +66,7 @@ impl From<super::diagnose::Diagnostic> for Finding {
             signature: d.signature,
             message: d.message,
             notes: d.notes,
+            new: None,
         }
     }
 }
@@ -312,6 +317,53 @@ pub fn profile_build_system(
     }
 }
 
+/// The project's own test command, as its profile names it (its commands joined
+/// with `&&`), when one of them runs C or C++ tests (CTest, `make test`, a test
+/// program of the project): what `cpp.test` runs. A profile whose tests are another
+/// language's (`pytest`) says nothing here.
+pub fn profile_test_command(
+    profile: &air_proto::project_profile::ProjectProfile,
+) -> Option<String> {
+    let commands: Vec<&str> = profile
+        .test
+        .as_ref()?
+        .iter()
+        .map(|c| c.trim())
+        .filter(|c| !c.is_empty())
+        .collect();
+    let runs_c_tests = commands.iter().any(|c| {
+        air_proto::chain::read(c, true).steps.iter().any(|s| {
+            let argv = crate::profiles::words::tool(&s.argv);
+            argv.first().is_some_and(|p| p.starts_with("./"))
+                || crate::profiles::Profile::classify(&super::Cpp, &argv)
+                    .contains(&crate::profiles::Activity::Test)
+        })
+    });
+    runs_c_tests.then(|| commands.join(" && "))
+}
+
+/// The directory a CTest command runs in (`--test-dir DIR`), when the command is
+/// CTest's.
+pub fn ctest_dir(command: &str) -> Option<Option<String>> {
+    let chain = air_proto::chain::read(command, true);
+    let [only] = &chain.steps[..] else {
+        return None;
+    };
+    let argv = crate::profiles::words::tool(&only.argv);
+    if argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)) != Some("ctest") {
+        return None;
+    }
+    let dir = argv
+        .windows(2)
+        .find(|w| w[0] == "--test-dir")
+        .map(|w| w[1].clone())
+        .or_else(|| {
+            argv.iter()
+                .find_map(|a| a.strip_prefix("--test-dir=").map(str::to_string))
+        });
+    Some(dir)
+}
+
 /// The Makefile's own test target at `dir` (`test`, else `check`), read from the
 /// file's text (a target line starts its line), never by running make on it.
 pub fn make_test_target(dir: &Path) -> Option<&'static str> {
@@ -474,6 +526,7 @@ pub fn read_clangd(output: &str, file: &str) -> (bool, Vec<Finding>) {
             code,
             message: message.to_string(),
             notes: Vec::new(),
+            new: None,
         });
     }
     (found_flags, findings)
@@ -530,5 +583,29 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("Makefile"), dir.path().join("Makefile"))
             .unwrap();
         assert_eq!(make_test_target(dir.path()), None);
+    }
+
+    #[test]
+    fn the_profile_s_test_command_is_cpp_test_s_when_it_runs_c_tests() {
+        let mut p = air_proto::project_profile::ProjectProfile::unknown(
+            air_proto::project_profile::ProfileOrigin::Confirmed,
+        );
+        p.test = Some(vec!["make test".into()]);
+        assert_eq!(profile_test_command(&p).as_deref(), Some("make test"));
+        p.test = Some(vec!["make sds-test".into(), "./sds-test".into()]);
+        assert_eq!(
+            profile_test_command(&p).as_deref(),
+            Some("make sds-test && ./sds-test")
+        );
+        p.test = Some(vec!["ctest --test-dir out --output-on-failure".into()]);
+        let c = profile_test_command(&p).unwrap();
+        assert_eq!(ctest_dir(&c), Some(Some("out".to_string())));
+        assert_eq!(ctest_dir("ctest"), Some(None));
+        assert_eq!(ctest_dir("make test"), None);
+        // Another language's tests are not cpp_test's.
+        p.test = Some(vec!["python -m pytest".into()]);
+        assert_eq!(profile_test_command(&p), None);
+        p.test = None;
+        assert_eq!(profile_test_command(&p), None);
     }
 }

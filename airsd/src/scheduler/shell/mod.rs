@@ -236,6 +236,11 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             .project
             .as_ref()
             .and_then(crate::profiles::cpp::tools::profile_build_system),
+        test_command: ctx
+            .sources
+            .project
+            .as_ref()
+            .and_then(crate::profiles::cpp::tools::profile_test_command),
     };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);

@@ -1,8 +1,8 @@
 //! The C and C++ tools of a tool call (baseline §20): `cpp.build` (CMake with Ninja,
 //! falling back to Make; a Makefile alone; repairs before anything goes to the
 //! debugger; `compile_commands.json` made on demand), `cpp.test` (CTest's JUnit
-//! report, or a GoogleTest binary's XML), `cpp.analyze` (cppcheck over the
-//! compilation database or the files; clang-tidy when installed), `cpp.intelligence`
+//! report, or a GoogleTest binary's XML), `cpp.analyze` ([`analyze`]),
+//! `cpp.intelligence`
 //! (`clangd --check`) and `cpp.diagnose` (a command's kept output read for findings).
 //! Every command runs through `shell.run`'s path ([`ToolJob::run_step`]): judged by
 //! the PermissionEngine, confined by the sandbox, its output streamed and kept, its
@@ -15,10 +15,12 @@ use serde_json::Value;
 
 use super::shell::Logs;
 use super::ToolJob;
-use crate::profiles::cpp::diagnose::{self, Diagnostic, CPPCHECK_TEMPLATE};
+use crate::profiles::cpp::diagnose::{self, Diagnostic};
 use crate::profiles::cpp::tools::*;
 use crate::tools::exec::{RunInput, RunOutput};
 use crate::tools::ToolError;
+
+mod analyze;
 
 /// How long a build, a test run or an analysis may take (the most `shell.run`
 /// allows).
@@ -100,34 +102,12 @@ fn tidy_path(path: &str) -> String {
     parts.join("/")
 }
 
-/// Most findings from before a change set aside one by one in a second analysis.
-const MAX_SUPPRESSED: usize = 400;
-
 /// A finding's file from the project root (a compiler or an analyzer may name it
 /// absolutely, or through `..`).
 fn relative(file: &str, root: &std::path::Path) -> String {
     let path = std::path::Path::new(file);
     let rel = path.strip_prefix(root).unwrap_or(path);
     tidy_path(&rel.to_string_lossy())
-}
-
-/// Whether a finding is on a line the change made (one that cannot be placed
-/// counts as made).
-fn is_new(
-    d: &Diagnostic,
-    made: &std::collections::BTreeMap<String, crate::tools::git::Made>,
-    root: &std::path::Path,
-) -> bool {
-    let (Some(file), Some(line)) = (d.file.as_deref(), d.line) else {
-        return true;
-    };
-    if line == 0 {
-        return true;
-    }
-    // A file the change did not touch (or one outside the project) has only what
-    // was there before.
-    made.get(&relative(file, root))
-        .is_some_and(|m| m.contains(line))
 }
 
 /// Whether `program` is on the PATH the commands run with.
@@ -399,8 +379,32 @@ impl ToolJob {
     }
 
     async fn cpp_test(&self, tool_run_id: &str, input: TestInput) -> Result<TestOutput, ToolError> {
-        let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
         let root = self.root();
+        // The project's own test command, as its profile names it, runs its tests
+        // (CTest's in the directory it names).
+        let profile = self.env.test_command.as_deref();
+        let profile_ctest = profile.and_then(crate::profiles::cpp::tools::ctest_dir);
+        if let (Some(command), None, None) = (profile, &profile_ctest, &input.gtest) {
+            let runner = air_proto::chain::read(command, true)
+                .steps
+                .first()
+                .and_then(|s| crate::profiles::words::tool(&s.argv).first().cloned())
+                .unwrap_or_else(|| "profile".into());
+            return self
+                .counted_test(
+                    tool_run_id,
+                    command.to_string(),
+                    &runner,
+                    input.filter.is_some(),
+                )
+                .await;
+        }
+        let profile_dir = profile_ctest.flatten();
+        let build = inside(
+            "build_dir",
+            input.build_dir.as_deref().or(profile_dir.as_deref()),
+            "build",
+        )?;
         let (command, report, runner, yields) = match &input.gtest {
             Some(binary) => {
                 let binary = inside("gtest", Some(binary), "")?;
@@ -423,7 +427,12 @@ impl ToolJob {
                 // A project without CTest: its Makefile's own test target.
                 if let Some(target) = crate::profiles::cpp::tools::make_test_target(&root) {
                     return self
-                        .make_test(tool_run_id, target, input.filter.is_some())
+                        .counted_test(
+                            tool_run_id,
+                            format!("make {target}"),
+                            "make",
+                            input.filter.is_some(),
+                        )
                         .await;
                 }
                 let cmake = root.join("CMakeLists.txt").is_file();
@@ -497,32 +506,32 @@ impl ToolJob {
         })
     }
 
-    /// `make test` (or `check`) for a project whose tests its Makefile runs: counted
-    /// from what the run's output shows, as `shell_run`'s runs are.
-    async fn make_test(
+    /// A test command of the project's own (its profile's, or `make test`): counted
+    /// from what the run's output shows, as `shell.run`'s runs are.
+    async fn counted_test(
         &self,
         tool_run_id: &str,
-        target: &'static str,
+        command: String,
+        runner: &str,
         filtered: bool,
     ) -> Result<TestOutput, ToolError> {
-        let command = format!("make {target}");
-        let ran = self.step_ran(tool_run_id, command, &[]).await?;
+        let ran = self.step_ran(tool_run_id, command.clone(), &[]).await?;
         let out = ran.out;
         let mut notes = Vec::new();
         if filtered {
             notes.push(format!(
-                "filter: `make {target}` runs every test its Makefile names; the filter was not applied"
+                "filter: `{command}` runs every test the project names; the filter was not applied"
             ));
         }
         let (tests, failures) = ran.count.map_or((0, 0), |c| (c.ran, c.failed));
         if tests == 0 {
             notes.push(format!(
-                "`make {target}` showed no test count airsd can read (a runner's summary such as CTest's, GoogleTest's or TAP's `# pass N`): that is not a pass"
+                "`{command}` showed no test count airsd can read (a runner's summary such as CTest's, GoogleTest's, Unity's, Catch2's, TAP's or `N passed, N failed`): that is not a pass"
             ));
         }
         Ok(TestOutput {
             passed: tests > 0 && failures == 0 && out.exit_code == Some(0),
-            runner: "make".into(),
+            runner: runner.into(),
             tests,
             failures,
             skipped: 0,
@@ -534,195 +543,6 @@ impl ToolJob {
             notes,
             changed_files: out.changed_files.clone(),
         })
-    }
-
-    async fn cpp_analyze(
-        &self,
-        tool_run_id: &str,
-        input: AnalyzeInput,
-    ) -> Result<AnalyzeOutput, ToolError> {
-        let build = inside("build_dir", input.build_dir.as_deref(), "build")?;
-        let root = self.root();
-        let files: Vec<String> = match input.files {
-            Some(files) => files
-                .iter()
-                .map(|f| inside("files", Some(f), "."))
-                .collect::<Result<_, _>>()?,
-            None => self.changed_c_files().await,
-        };
-        let db = format!("{build}/compile_commands.json");
-        let with_db = root.join(&db).is_file();
-        let mut command = format!(
-            "cppcheck --enable=warning,performance,portability --inline-suppr --error-exitcode=1 --quiet --template={}",
-            air_proto::chain::quoted(CPPCHECK_TEMPLATE)
-        );
-        if with_db {
-            command.push_str(&format!(" --project={}", air_proto::chain::quoted(&db)));
-            for f in &files {
-                command.push_str(&format!(" --file-filter={}", air_proto::chain::quoted(f)));
-            }
-        } else if files.is_empty() {
-            command.push_str(" .");
-        } else {
-            for f in &files {
-                command.push(' ');
-                command.push_str(&air_proto::chain::quoted(f));
-            }
-        }
-        let covered = if files.is_empty() {
-            vec![".".to_string()]
-        } else {
-            files.clone()
-        };
-        let (out, found) = self.step(tool_run_id, command.clone(), &[]).await?;
-        let mut steps = vec![step(&command, &out)];
-        let mut changed_files = out.changed_files.clone();
-        let mut analyzers = vec!["cppcheck".to_string()];
-        let mut notes = Vec::new();
-        let mut passed = out.exit_code == Some(0);
-        // Judged by what the change adds: findings on lines it did not make were
-        // there before, and do not hold the task back.
-        let made = if passed || found.is_empty() {
-            None
-        } else {
-            self.made_lines(&found).await
-        };
-        let (mut new_findings, mut findings_before) = (None, None);
-        let mut findings = found;
-        if let Some(made) = &made {
-            let (new, old): (Vec<&Diagnostic>, Vec<&Diagnostic>) =
-                findings.iter().partition(|d| is_new(d, made, &root));
-            new_findings = Some(new.len());
-            findings_before = Some(old.len());
-            let suppress: Vec<String> = old
-                .iter()
-                .filter_map(|d| {
-                    let file = relative(d.file.as_deref()?, &root);
-                    Some(format!(
-                        "--suppress={}:*{}:{}",
-                        d.code.as_deref()?,
-                        file,
-                        d.line?
-                    ))
-                })
-                .collect();
-            if new.is_empty() && suppress.len() == old.len() && suppress.len() <= MAX_SUPPRESSED {
-                // Again, with what was there before suppressed one by one, so that
-                // the analysis that passes is on record as the evidence.
-                let mut again = command.clone();
-                for s in &suppress {
-                    again.push(' ');
-                    again.push_str(&air_proto::chain::quoted(s));
-                }
-                let (o, f) = self.step(tool_run_id, again.clone(), &[]).await?;
-                steps.push(step(&again, &o));
-                changed_files.extend(o.changed_files.clone());
-                passed = o.exit_code == Some(0);
-                notes.push(format!(
-                    "{} finding(s) were there before this change (on lines it did not make) and do not count against it; none is new",
-                    old.len()
-                ));
-                if !f.is_empty() {
-                    notes.push(format!(
-                        "{} finding(s) remained once those were set aside",
-                        f.len()
-                    ));
-                }
-            } else if new.is_empty() {
-                notes.push(format!(
-                    "{} finding(s) were there before this change, too many to set aside one by one: analyse fewer files",
-                    old.len()
-                ));
-            } else {
-                notes.push(format!(
-                    "{} finding(s) are on lines this change made and must be fixed; {} were there before it and do not count",
-                    new.len(),
-                    old.len()
-                ));
-            }
-        } else if !passed && !findings.is_empty() && !crate::tools::git::in_repository(&root) {
-            notes.push("not a git repository: what was there before the change cannot be told, so every finding counts".into());
-        }
-        if on_path("clang-tidy") && with_db && !files.is_empty() {
-            let mut tidy = format!("clang-tidy -p {} --quiet", air_proto::chain::quoted(&build));
-            for f in &files {
-                tidy.push(' ');
-                tidy.push_str(&air_proto::chain::quoted(f));
-            }
-            let (o, f) = self.step(tool_run_id, tidy.clone(), &[]).await?;
-            steps.push(step(&tidy, &o));
-            changed_files.extend(o.changed_files.clone());
-            // clang-tidy's findings, judged as cppcheck's are.
-            let tidy_passed = if o.exit_code == Some(0) {
-                true
-            } else {
-                match self.made_lines(&f).await {
-                    Some(made) if !f.is_empty() => !f.iter().any(|d| is_new(d, &made, &root)),
-                    _ => false,
-                }
-            };
-            findings.extend(f);
-            passed &= tidy_passed;
-            analyzers.push("clang-tidy".into());
-        } else if !on_path("clang-tidy") {
-            notes.push("clang-tidy is not installed here: cppcheck alone analysed".into());
-        }
-        Ok(AnalyzeOutput {
-            passed,
-            analyzers,
-            covered,
-            findings: shown(findings, &root),
-            steps,
-            notes,
-            changed_files,
-            new_findings,
-            findings_before,
-        })
-    }
-
-    /// What the change made of the files findings are in, against the last commit;
-    /// `None` when that cannot be told.
-    async fn made_lines(
-        &self,
-        found: &[Diagnostic],
-    ) -> Option<std::collections::BTreeMap<String, crate::tools::git::Made>> {
-        let root = self.root();
-        let mut files: Vec<String> = found
-            .iter()
-            .filter_map(|d| d.file.as_deref())
-            .map(|f| relative(f, &root))
-            .collect();
-        files.sort();
-        files.dedup();
-        let launcher = self.env.launcher.clone();
-        tokio::task::spawn_blocking(move || crate::tools::git::made_lines(&launcher, &files))
-            .await
-            .ok()?
-            .ok()?
-    }
-
-    /// The C and C++ files the task's agents changed so far.
-    async fn changed_c_files(&self) -> Vec<String> {
-        let (session, task) = (self.env.session.clone(), self.task_id.clone());
-        tokio::task::spawn_blocking(move || {
-            session
-                .readers()
-                .get()
-                .map_err(crate::Error::from)
-                .and_then(|conn| {
-                    crate::event_store::query::changed_in_task(
-                        &conn,
-                        &task,
-                        &crate::tools::WRITE_TOOLS,
-                    )
-                })
-                .unwrap_or_default()
-        })
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|f| air_proto::gate::is_c_family(f))
-        .collect()
     }
 
     async fn cpp_intelligence(
