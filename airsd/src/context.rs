@@ -41,7 +41,7 @@ const SYSTEM: &str = include_str!("../../resources/prompts/system.md");
 /// `execute` task, not a milestone review) has its own. The agents that change the
 /// project through a task (the executor, the debugger) share how to work
 /// (`work.md`); every role says how its turn ends.
-fn role_prompt(role: AgentType, consulted: bool, direct: bool) -> &'static str {
+pub fn role_prompt(role: AgentType, consulted: bool, direct: bool) -> &'static str {
     match role {
         AgentType::Executor if direct => include_str!("../../resources/prompts/direct.md"),
         AgentType::ArchitectureDesigner if consulted => {

@@ -444,9 +444,87 @@ fn the_import_reader_resolves_paths() {
     );
 }
 
+/// What the model reads that a row of the refusals' table names as where it was told:
+/// one tool's description and schema (`fs_read`), one role's prompt as airsd sends it
+/// (`the reviewer's prompt`: that role's and no other's), or the texts a task's or a
+/// turn's message is made from.
+fn told_in(place: &str) -> Result<String, String> {
+    use air_proto::event::AgentType;
+    let mut out = String::new();
+    let tool = |name: &str| -> Option<String> {
+        let mut defs: Vec<(String, String, String)> = airsd::tools::definitions()
+            .into_iter()
+            .map(|d| {
+                (
+                    airsd::tools::provider_name(&d.name),
+                    d.description,
+                    d.input_schema.to_string(),
+                )
+            })
+            .collect();
+        for phase in air_proto::planning::PlanningPhase::ALL {
+            for d in air_proto::planning::designer_tools(*phase) {
+                defs.push((d.name.clone(), d.description, d.input_schema.to_string()));
+            }
+        }
+        for output in [
+            worker::submit::Output::Task,
+            worker::submit::Output::Review,
+            worker::submit::Output::Milestone,
+            worker::submit::Output::Debugging,
+            worker::submit::Output::Consult,
+        ] {
+            let t = worker::submit::tool_for(output);
+            defs.push((t.name.clone(), t.description, t.input_schema.to_string()));
+        }
+        defs.into_iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, d, s)| format!("{d} {s}"))
+    };
+    let roles: &[(&str, &[AgentType])] = &[
+        ("the reviewer's prompt", &[AgentType::Reviewer]),
+        ("the main agent's prompt", &[AgentType::Main]),
+        ("the debugger's prompt", &[AgentType::Debugger]),
+        ("the executor's prompt", &[AgentType::Executor]),
+    ];
+    if let Some(t) = tool(place) {
+        out.push_str(&t);
+    } else if let Some((_, rs)) = roles.iter().find(|(p, _)| *p == place) {
+        // Each role named must be told: the sentence in every one of their prompts.
+        let texts: Vec<&str> = rs
+            .iter()
+            .map(|r| airsd::context::role_prompt(*r, false, false))
+            .collect();
+        return Ok(texts.join("\u{0}"));
+    } else if place.starts_with("the executor's and the debugger's prompt") {
+        return Ok([AgentType::Executor, AgentType::Debugger]
+            .iter()
+            .map(|r| airsd::context::role_prompt(*r, false, false))
+            .collect::<Vec<_>>()
+            .join("\u{0}"));
+    } else if place == "the planning prompt" {
+        out.push_str(
+            &std::fs::read_to_string(workspace().join("resources/prompts/planning.md")).unwrap(),
+        );
+    } else if place.starts_with("the task's") || place.ends_with("turn's text") {
+        for f in [
+            "airsd/src/context.rs",
+            "airsd/src/context/talk.rs",
+            "airsd/src/planning.rs",
+            "airsd/src/scheduler/shell/dispatch.rs",
+        ] {
+            out.push_str(&std::fs::read_to_string(workspace().join(f)).unwrap());
+        }
+    } else {
+        return Err(format!("`{place}` names nothing the model reads"));
+    }
+    Ok(out)
+}
+
 /// `docs/tools.md`'s table of refusals holds: each refusal's text is in airsd's or the
 /// worker's code, and the sentence that tells the model beforehand is in what the
-/// model reads (a tool's description or schema, a role's prompt, the task's text).
+/// model that meets it reads — the tool it calls, or its own role's prompt (a
+/// sentence in another role's prompt tells it nothing), or its task's text.
 #[test]
 fn each_refusal_is_told_before_it_happens() {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -466,60 +544,27 @@ fn each_refusal_is_told_before_it_happens() {
         .filter(|(rel, _)| !is_test(rel))
         .map(|(_, text)| text)
         .collect();
-    // What the model reads: the tools as offered, the forms, the prompts, and the
-    // texts the context and the notes are made of.
-    let mut told = String::new();
-    for d in airsd::tools::definitions() {
-        told.push_str(&d.description);
-        told.push_str(&d.input_schema.to_string());
-    }
-    for output in [
-        worker::submit::Output::Task,
-        worker::submit::Output::Review,
-        worker::submit::Output::Milestone,
-        worker::submit::Output::Debugging,
-        worker::submit::Output::Consult,
-    ] {
-        let t = worker::submit::tool_for(output);
-        told.push_str(&t.description);
-        told.push_str(&t.input_schema.to_string());
-    }
-    for e in std::fs::read_dir(workspace().join("resources/prompts"))
-        .unwrap()
-        .flatten()
-    {
-        told.push_str(&std::fs::read_to_string(e.path()).unwrap());
-    }
-    for phase in air_proto::planning::PlanningPhase::ALL {
-        for d in air_proto::planning::designer_tools(*phase) {
-            told.push_str(&d.description);
-            told.push_str(&d.input_schema.to_string());
-        }
-    }
-    for f in [
-        "airsd/src/context.rs",
-        "airsd/src/context/talk.rs",
-        "airsd/src/planning.rs",
-        "airsd/src/scheduler/shell/dispatch.rs",
-    ] {
-        told.push_str(&std::fs::read_to_string(workspace().join(f)).unwrap());
-    }
-    let told = squash(&told);
     let mut rows = 0;
     let mut problems = Vec::new();
     for line in section.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
-        let [refusal, _, sentence] = cells[..] else {
+        let [refusal, place, sentence] = cells[..] else {
             problems.push(format!("a row without three cells: {line}"));
             continue;
         };
         let refusal = refusal.trim_matches('`');
-        let sentence = sentence.trim_matches('"');
+        let sentence = squash(sentence.trim_matches('"'));
         if !code.contains(refusal) {
             problems.push(format!("no code answers `{refusal}`"));
         }
-        if !told.contains(&squash(sentence)) {
-            problems.push(format!("nothing the model reads says \"{sentence}\""));
+        match told_in(place) {
+            // Each of the texts it names (one per role) says it.
+            Ok(told) => {
+                if !told.split('\u{0}').all(|t| squash(t).contains(&sentence)) {
+                    problems.push(format!("{place} does not say \"{sentence}\""));
+                }
+            }
+            Err(e) => problems.push(e),
         }
         rows += 1;
     }
