@@ -738,7 +738,7 @@ fn how_to(kind: EvidenceType) -> &'static str {
         BuildLog => "no build of this attempt kept its log",
         TestPass => "no test run of this attempt ran at least one test and failed none",
         TestOutput => "no test run of this attempt ran a test",
-        StaticAnalysis => "no static analysis of this attempt ran over the changed files and passed (cpp_analyze counts only the findings on lines the change made)",
+        StaticAnalysis => "no static analysis of this attempt ran over the changed files and passed (cpp_analyze counts only the findings the change brought)",
         SmokeTest => "no smoke test of this attempt passed (a verify command of the task declared as smoke_test)",
         _ => "airsd has no record of it",
     }

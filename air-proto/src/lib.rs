@@ -55,6 +55,7 @@ pub mod skills;
 pub mod task;
 pub mod text;
 pub mod time;
+pub mod todo;
 pub mod tool;
 
 /// Schema version of the contracts as a whole; bumped when a wire shape changes

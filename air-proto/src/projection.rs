@@ -101,6 +101,9 @@ pub struct TaskView {
     /// ran), oldest first, the latest [`TASK_EVIDENCE_LIMIT`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<EvidenceView>,
+    /// The latest todo list one of its agents kept (`todo.write`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::todo::TodoItem>,
 }
 
 wire_enum! {
@@ -690,6 +693,7 @@ impl Projection {
                         updated_at: ts.clone(),
                         progress: None,
                         evidence: Vec::new(),
+                        todos: Vec::new(),
                         id: spec.id,
                     });
                 }
@@ -771,22 +775,35 @@ impl Projection {
                 }
             }
             ev::ToolCompleted::TYPE | ev::ToolFailed::TYPE => {
-                let (id, output, error, duration_ms) = if ty == ev::ToolCompleted::TYPE {
+                let (id, output, error, duration_ms, todos) = if ty == ev::ToolCompleted::TYPE {
                     match payload::<p::ToolCompleted>(event) {
                         Some(pl) => (
                             pl.tool_run_id,
                             pl.output.as_ref().and_then(brief),
                             None,
                             pl.duration_ms,
+                            pl.output.as_ref().and_then(crate::todo::from_output),
                         ),
                         None => return,
                     }
                 } else {
                     match payload::<p::ToolFailed>(event) {
-                        Some(pl) => (pl.tool_run_id, None, Some(pl.error), pl.duration_ms),
+                        Some(pl) => (pl.tool_run_id, None, Some(pl.error), pl.duration_ms, None),
                         None => return,
                     }
                 };
+                // A todo list kept: the task's latest.
+                let kept = self
+                    .tool_runs
+                    .iter()
+                    .find(|r| r.id == id && r.tool == "todo.write")
+                    .and_then(|r| r.task_id.clone())
+                    .zip(todos);
+                if let Some((task, todos)) = kept {
+                    if let Some(t) = self.tasks.iter_mut().find(|t| t.id == task) {
+                        t.todos = todos;
+                    }
+                }
                 if let Some(run) = self.tool_runs.iter_mut().find(|r| r.id == id) {
                     run.status = if error.is_some() {
                         RunStatus::Failed

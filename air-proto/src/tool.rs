@@ -66,6 +66,15 @@ pub fn compact_schema(schema: &mut Value) {
     if let Value::Object(o) = schema {
         o.remove("$schema");
         o.remove("title");
+        // A definition is described where it is used (each property has its own
+        // description); what the type itself is called for goes without saying.
+        if let Some(Value::Object(defs)) = o.get_mut("$defs") {
+            for d in defs.values_mut() {
+                if let Value::Object(d) = d {
+                    d.remove("description");
+                }
+            }
+        }
     }
     compact(schema);
 }
@@ -87,6 +96,12 @@ fn compact(schema: &mut Value) {
         f.starts_with("int") || f.starts_with("uint") || f == "double" || f == "float"
     }) {
         o.remove("format");
+    }
+    // A count's lower bound goes without saying (the input is checked all the same).
+    if o.get("type").and_then(Value::as_str) == Some("integer")
+        && o.get("minimum").and_then(Value::as_u64) == Some(0)
+    {
+        o.remove("minimum");
     }
     if let Some(Value::Array(types)) = o.get("type") {
         let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
@@ -201,6 +216,7 @@ mod tests {
     fn a_compact_schema_keeps_what_a_model_needs() {
         let mut s = json!({
             "$schema": "x", "title": "T", "type": "object",
+            "$defs": {"K": {"description": "What a K is.", "enum": ["x"], "type": "string"}},
             "properties": {
                 "title": {"type": "string", "description": "A property named title.\nKept."},
                 "cwd": {"type": ["string", "null"], "default": null, "description": "Where."},
@@ -214,10 +230,10 @@ mod tests {
         compact_schema(&mut s);
         assert_eq!(
             s,
-            json!({"type": "object", "properties": {
+            json!({"type": "object", "$defs": {"K": {"enum": ["x"], "type": "string"}}, "properties": {
                 "title": {"type": "string", "description": "A property named title. Kept."},
                 "cwd": {"type": "string", "description": "Where."},
-                "n": {"type": "integer", "minimum": 0},
+                "n": {"type": "integer"},
                 "kind": {"$ref": "#/$defs/K", "description": "Which."},
                 "status": {"type": "string", "enum": ["a", "b"], "description": "`a`: first; `b`: second."}
             }})

@@ -189,6 +189,7 @@ mod tests {
             updated_at: "2026-11-30T00:00:00Z".into(),
             progress: None,
             evidence: Vec::new(),
+            todos: Vec::new(),
         };
         let edge = |a: &str, b: &str, t: DependencyType| EdgeView {
             task_id: a.into(),

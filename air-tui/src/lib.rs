@@ -21,6 +21,7 @@ pub mod plan_dialog;
 pub mod pointer;
 pub mod run;
 pub mod theme;
+pub mod todo_view;
 pub mod view;
 pub mod waves;
 

@@ -124,6 +124,20 @@ fn events() -> Vec<(RuntimeEvent, bool)> {
             true,
         ),
         ev(
+            "tool.started",
+            json!({"tool_run_id": "R3", "tool": "todo.write", "input": {"todos": []}, "agent_id": "T2-executor-1", "task_id": "T2"}),
+            true,
+        ),
+        ev(
+            "tool.completed",
+            json!({"tool_run_id": "R3", "duration_ms": 0, "output": {"todos": [
+                {"content": "Read count_words", "status": "completed"},
+                {"content": "Add top_words after count_words", "status": "in_progress"},
+                {"content": "Run the tests", "status": "pending"}],
+                "pending": 1, "in_progress": 1, "completed": 1}}),
+            true,
+        ),
+        ev(
             "command.started",
             json!({"command_run_id": "C1", "command": "python3 -m unittest", "agent_id": "T2-executor-1", "task_id": "T2"}),
             true,
@@ -446,13 +460,13 @@ fn the_event_filter_and_rebound_keys() {
     app.key(Key::Tab);
     type_in(&mut app, "tool.s");
     assert_eq!(app.ui.filter.as_deref(), Some("tool.s"));
-    assert_eq!(app.visible_log().len(), 2);
+    assert_eq!(app.visible_log().len(), 3);
     insta::assert_snapshot!(
         "filter_80x24",
         draw(&app, 80, 24, Palette::TrueColor).backend()
     );
     type_in(&mut app, "type:tool.*");
-    assert_eq!(app.visible_log().len(), 4);
+    assert_eq!(app.visible_log().len(), 6);
     type_in(&mut app, "type:tool.* counter");
     assert_eq!(
         app.visible_log().len(),

@@ -621,6 +621,7 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             Style::default().fg(theme.warning),
         )));
     }
+    lines.extend(crate::todo_view::lines(&t.todos, theme));
     if let Some(text) = t
         .agent_id
         .as_ref()
@@ -640,7 +641,8 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let tools: Vec<_> = p
         .tool_runs
         .iter()
-        .filter(|r| r.task_id.as_deref() == Some(t.id.as_str()))
+        // A todo list is shown as the list, above.
+        .filter(|r| r.task_id.as_deref() == Some(t.id.as_str()) && r.tool != "todo.write")
         .rev()
         .take(6)
         .collect();

@@ -84,9 +84,28 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 updated_at: r.get(11)?,
                 progress: None,
                 evidence: Vec::new(),
+                todos: Vec::new(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
+    // Each task's latest todo list (`todo.write`'s answers, the last one standing).
+    {
+        let mut stmt = conn.prepare(
+            "SELECT task_id, output_json FROM tool_runs
+             WHERE tool = 'todo.write' AND task_id IS NOT NULL AND output_json IS NOT NULL
+             ORDER BY seq",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let (task, output): (String, String) = (r.get(0)?, r.get(1)?);
+            let todos = serde_json::from_str::<serde_json::Value>(&output)
+                .ok()
+                .and_then(|o| air_proto::todo::from_output(&o));
+            if let (Some(t), Some(todos)) = (p.tasks.iter_mut().find(|t| t.id == task), todos) {
+                t.todos = todos;
+            }
+        }
+    }
     // Each task's evidence, the latest of it, as the live view keeps it.
     {
         let mut stmt = conn.prepare(

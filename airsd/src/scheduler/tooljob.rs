@@ -24,6 +24,7 @@ use crate::supervisor::Worker;
 use crate::tools::permission::{Ask, Engine, Permits};
 use crate::tools::ToolError;
 
+pub mod background;
 mod cpp;
 mod shell;
 
@@ -59,8 +60,11 @@ pub struct ToolEnv {
     /// The project's own C or C++ test command, as its profile names it: what
     /// `cpp.test` runs.
     pub test_command: Option<String>,
+    /// The commands agents started in the background, by command_run_id.
+    pub background: Arc<background::Background>,
 }
 
+#[derive(Clone)]
 pub struct ToolJob {
     pub env: ToolEnv,
     pub worker: Worker,
@@ -287,6 +291,8 @@ impl ToolJob {
             self.shell_run(&tool_run_id).await
         } else if self.call.tool == "shell.output" {
             self.shell_output().await
+        } else if self.call.tool == "shell.stop" {
+            self.shell_stop().await
         } else {
             let (role, tool, input) = (self.role, self.call.tool.clone(), self.call.input.clone());
             self.with_permission(&tool_run_id, move |ctx| {

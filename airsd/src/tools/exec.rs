@@ -44,6 +44,17 @@ pub struct RunInput {
     /// What the command is for, in a few words.
     #[serde(default)]
     pub description: Option<String>,
+    /// A server: answered at once, it runs until shell_stop, its timeout (default:
+    /// the task's) or your end.
+    #[serde(default)]
+    pub background: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopInput {
+    /// Its command_run_id.
+    pub command_run_id: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
@@ -74,6 +85,10 @@ pub struct RunOutput {
     pub changed_files: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Started in the background and still running: the output is what it printed
+    /// so far.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
 }
 
 /// Which output of a command.
@@ -112,6 +127,9 @@ pub struct OutputOutput {
     /// Where the next page starts, when there is more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
+    /// The command still runs in the background: more may come.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
 }
 
 /// Bytes of kept output `shell.output` returns at most.

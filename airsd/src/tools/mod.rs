@@ -17,6 +17,7 @@ pub mod render;
 pub mod scope;
 pub mod search;
 pub mod secrets;
+pub mod todo;
 
 use air_proto::event::AgentType;
 use air_proto::tool::{PathPolicy, ToolCategory, ToolDefinition, ToolPermissions};
@@ -48,6 +49,9 @@ enum Kind {
     Write,
     /// Runs a command (`shell.run`).
     Run,
+    /// Keeps the agent's own list of its steps: no effect on the machine, for the
+    /// roles whose tasks take many steps (executor, debugger).
+    Todo,
 }
 
 struct Tool {
@@ -165,6 +169,24 @@ const TOOLS: &[Tool] = &[
         profile: None,
     },
     Tool {
+        name: "shell.stop",
+        description: "End a `background: true` command of yours; answers how it ended.",
+        category: ToolCategory::Shell,
+        kind: Kind::Run,
+        input: input_schema::<exec::StopInput>,
+        output: schema::<exec::RunOutput>,
+        profile: None,
+    },
+    Tool {
+        name: "todo.write",
+        description: "Your todo list for work of several steps, whole each call; people watching see it.",
+        category: ToolCategory::Project,
+        kind: Kind::Todo,
+        input: input_schema::<todo::TodoInput>,
+        output: schema::<todo::TodoOutput>,
+        profile: None,
+    },
+    Tool {
         name: "cpp.build",
         description: "Build C/C++ with CMake (Ninja, else Make; compile_commands.json; a stale build dir repaired) or a Makefile: pass or fail, each compiler and linker error parsed. Both: the profile's, else ask the user.",
         category: ToolCategory::Build,
@@ -184,7 +206,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "cpp.analyze",
-        description: "cppcheck (and clang-tidy if installed) over the files (default: this task's); only findings on changed lines count. Silence a false finding: `// cppcheck-suppress ID`.",
+        description: "cppcheck (and clang-tidy if installed) over the files (default: this task's); findings the last commit already had do not count. Silence a false finding: `// cppcheck-suppress ID`.",
         category: ToolCategory::StaticAnalysis,
         kind: Kind::Run,
         input: input_schema::<crate::profiles::cpp::tools::AnalyzeInput>,
@@ -214,9 +236,11 @@ const TOOLS: &[Tool] = &[
 /// The tools that change a file, which their output's `path` names.
 pub const WRITE_TOOLS: [&str; 3] = ["fs.write", "fs.edit", "fs.multi_edit"];
 
-/// Whether a tool has no effect on the machine (a read).
+/// Whether a tool has no effect on the machine (a read, or the agent's todo list).
 pub fn reads_only(tool: &str) -> bool {
-    TOOLS.iter().any(|t| t.name == tool && t.kind == Kind::Read)
+    TOOLS
+        .iter()
+        .any(|t| t.name == tool && matches!(t.kind, Kind::Read | Kind::Todo))
 }
 
 /// Checks a tool's output against its published output schema (D-044: outputs are
@@ -260,7 +284,8 @@ pub fn definitions() -> Vec<ToolDefinition> {
             category: t.category,
             permissions: ToolPermissions {
                 read_paths: Some(PathPolicy::Anywhere),
-                write_paths: (t.kind != Kind::Read).then_some(PathPolicy::Anywhere),
+                write_paths: matches!(t.kind, Kind::Write | Kind::Run)
+                    .then_some(PathPolicy::Anywhere),
                 execute: (t.kind == Kind::Run).then_some(true),
                 network: (t.kind == Kind::Run).then_some(true),
                 ..ToolPermissions::default()
@@ -320,6 +345,7 @@ pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), 
     };
     let refused = match t.kind {
         Kind::Read => false,
+        Kind::Todo => !matches!(agent, AgentType::Executor | AgentType::Debugger),
         Kind::Write => match agent {
             AgentType::Reviewer
             | AgentType::ArchitectureDesigner
@@ -347,6 +373,12 @@ pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), 
     if refused && agent == AgentType::Main {
         return Err(ToolError(format!(
             "`{shown}` is not allowed for the main agent: it reads and delegates; changes and commands are an executor's work"
+        )));
+    }
+    if refused && t.kind == Kind::Todo {
+        return Err(ToolError(format!(
+            "`{shown}` is an executor's and a debugger's: a {} has no task of steps to list",
+            agent.as_str()
         )));
     }
     if refused {
@@ -391,7 +423,8 @@ pub fn call(
         "fs.write" => output(fs::write(ctx, &input(tool, args)?)),
         "fs.edit" => output(fs::edit(ctx, &input(tool, args)?)),
         "fs.multi_edit" => output(fs::multi_edit(ctx, &input(tool, args)?)),
-        "shell.run" | "shell.output" => Err(ToolError(format!(
+        "todo.write" => output(todo::write(&input(tool, args)?)),
+        "shell.run" | "shell.output" | "shell.stop" => Err(ToolError(format!(
             "{} runs beside the scheduler; it is not a blocking tool",
             provider_name(tool)
         ))),

@@ -28,8 +28,9 @@ pub fn text(tool: &str, output: &Value) -> Option<String> {
         "git.diff" => diff(&typed(output)?),
         "fs.write" => write(&typed(output)?),
         "fs.edit" | "fs.multi_edit" => edit(&typed(output)?),
-        "shell.run" => run(&typed(output)?),
+        "shell.run" | "shell.stop" => run(&typed(output)?),
         "shell.output" => page(&typed(output)?),
+        "todo.write" => todo(&typed(output)?),
         "cpp.build" => cpp_build(&typed(output)?),
         "cpp.test" => cpp_test(&typed(output)?),
         "cpp.analyze" => cpp_analyze(&typed(output)?),
@@ -39,6 +40,22 @@ pub fn text(tool: &str, output: &Value) -> Option<String> {
         }
         _ => return None,
     })
+}
+
+fn todo(o: &super::todo::TodoOutput) -> String {
+    let mut out = format!(
+        "Todo list kept: {} done, {} in progress, {} pending.\n",
+        o.completed, o.in_progress, o.pending
+    );
+    for t in &o.todos {
+        let mark = match t.status {
+            air_proto::todo::TodoStatus::Completed => "[x]",
+            air_proto::todo::TodoStatus::InProgress => "[>]",
+            air_proto::todo::TodoStatus::Pending => "[ ]",
+        };
+        let _ = writeln!(out, "{mark} {}", t.content);
+    }
+    out
 }
 
 fn notes(out: &mut String, notes: &[String]) {
@@ -131,6 +148,7 @@ fn edit(o: &fs::EditOutput) -> String {
 
 fn run(o: &exec::RunOutput) -> String {
     let mut out = match (o.exit_code, o.signal) {
+        _ if o.running => "Running in the background".to_string(),
         _ if o.timed_out => "Timed out: the command was killed".to_string(),
         _ if o.cancelled => "Cancelled: the command was killed".to_string(),
         (Some(code), _) => format!("Exit code {code}"),
@@ -190,11 +208,18 @@ fn page(o: &exec::OutputOutput) -> String {
     if !out.ends_with('\n') && !out.is_empty() {
         out.push('\n');
     }
-    match o.next_offset {
-        Some(next) => {
+    match (o.next_offset, o.running) {
+        (Some(next), _) => {
             let _ = writeln!(out, "[more follows: continue with offset {next}]");
         }
-        None => out.push_str("[end of the output]\n"),
+        (None, true) => {
+            let next = o.offset + o.text.len() as u64;
+            let _ = writeln!(
+                out,
+                "[the command still runs: what it prints next starts at offset {next}]"
+            );
+        }
+        (None, false) => out.push_str("[end of the output]\n"),
     }
     out
 }

@@ -168,7 +168,7 @@ fn an_executor_writes_through_airsd_and_a_reviewer_approves() {
         assert_eq!(model, "anthropic/claude-haiku-4-5");
         assert_eq!(omitted, ".air/shared/rules/web.md");
         assert_eq!(rules, r#"[".air/shared/rules/style.md"]"#);
-        assert!((200..5_000).contains(&total), "{total}");
+        assert!((200..6_000).contains(&total), "{total}");
         state.stop_runs().await;
     });
 }
@@ -796,17 +796,29 @@ async fn requests(mock: &MockProvider, n: usize, what: &str) {
     }
 }
 
+/// The most bytes of the first request of an agent that works a task (an executor, a
+/// debugger): 16 KiB, and 1 KiB for the tools of long work (a server in the
+/// background and stopping it, a todo list).
+pub(crate) const WORKER_FIRST_REQUEST: u64 = 17 * 1024;
+
 /// The size of the first request of the agent whose system prompt says `role`, said
-/// and held to 16 KiB (every agent's first request fits).
+/// and held to 16 KiB (every agent's first request fits; one that works a task, to
+/// [`WORKER_FIRST_REQUEST`]).
 pub(crate) fn first_request_fits(mock: &MockProvider, role: &str) {
     let first = mock
         .received()
         .into_iter()
         .find(|r| r.body["system"].to_string().contains(role))
         .unwrap_or_else(|| panic!("no request of {role}"));
-    let bytes = first.body.to_string().len();
+    let bytes = first.body.to_string().len() as u64;
     println!("first request of {role}: {bytes} bytes");
-    assert!(bytes <= 16 * 1024, "{role}: {bytes} bytes");
+    let works = role.contains("executor") || role.contains("debugger");
+    let limit = if works {
+        WORKER_FIRST_REQUEST
+    } else {
+        16 * 1024
+    };
+    assert!(bytes <= limit, "{role}: {bytes} bytes, over {limit}");
 }
 
 /// The provider settings of the environment a live test runs with; it runs only when

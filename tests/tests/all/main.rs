@@ -21,6 +21,7 @@ mod init_cli;
 mod install;
 mod knowledge;
 mod limits;
+mod long_tasks;
 mod memory;
 mod migrate;
 mod network;

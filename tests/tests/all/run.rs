@@ -468,7 +468,7 @@ fn a_detached_run_is_followed_by_air_wait() {
 }
 
 /// Polls until `f` holds, for at most `secs`.
-fn until(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+pub(crate) fn until(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < end {
         if f() {

@@ -241,6 +241,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             .project
             .as_ref()
             .and_then(crate::profiles::cpp::tools::profile_test_command),
+        background: Default::default(),
     };
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);

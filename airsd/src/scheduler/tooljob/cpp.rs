@@ -191,12 +191,14 @@ impl ToolJob {
                 cwd: None,
                 timeout_ms: Some(LONG),
                 description: None,
+                background: false,
             },
             yields,
             logs,
             // A large project's first build takes longer than one command may: a
             // step may take as long as the task.
             Some(self.time_limit_ms.max(LONG)),
+            None,
         )
         .await
     }

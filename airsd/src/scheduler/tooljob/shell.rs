@@ -12,6 +12,10 @@ use air_proto::payload as p;
 use serde_json::Value;
 
 use super::{resolved_root, ToolJob};
+
+/// How long a background command's call waits for its first output (or its end)
+/// before it answers.
+const BACKGROUND_FIRST_WORDS: std::time::Duration = std::time::Duration::from_secs(3);
 use crate::profiles::cpp::diagnose::Diagnostic;
 use crate::tools::ToolError;
 
@@ -132,6 +136,22 @@ impl ToolJob {
             input.offset.unwrap_or(0),
             input.limit.unwrap_or(OUTPUT_PAGE).clamp(1, OUTPUT_PAGE),
         );
+        // A command still running in the background: what it printed so far.
+        if let Some(live) = self.env.background.get(&id).filter(|l| l.ended().is_none()) {
+            let i = usize::from(input.stream == Stream::Stderr);
+            let (bytes, more, total) = live.read(i, offset, limit);
+            let next = offset + bytes.len() as u64;
+            let out = OutputOutput {
+                command_run_id: id,
+                stream: input.stream,
+                offset,
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+                next_offset: (more || total > next).then_some(next),
+                running: true,
+            };
+            return serde_json::to_value(out)
+                .map_err(|e| ToolError(format!("cannot encode the output: {e}")));
+        }
         let read = tokio::task::spawn_blocking(move || {
             let rel = store.command_log(&id, name);
             store.read(&rel, offset, limit).map(|r| (r, id))
@@ -154,6 +174,7 @@ impl ToolJob {
             offset,
             text: String::from_utf8_lossy(&bytes).into_owned(),
             next_offset: more.then(|| offset + bytes.len() as u64),
+            running: false,
         };
         serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
     }
@@ -164,10 +185,118 @@ impl ToolJob {
         crate::tools::allowed(self.role, "shell.run")?;
         let input: crate::tools::exec::RunInput =
             crate::tools::input("shell.run", self.call.input.clone())?;
+        if input.background {
+            return self.shell_run_background(tool_run_id, input).await;
+        }
         let out = self
-            .run_step(tool_run_id, input, &self.yields, Logs::Command, None)
+            .run_step(tool_run_id, input, &self.yields, Logs::Command, None, None)
             .await?
             .out;
+        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+    }
+
+    /// `shell.run` with `background: true`: started as any command is, answered once
+    /// it runs (with what it printed in its first moments), and left running until
+    /// `shell.stop`, its timeout (by default the task's) or the end of this agent.
+    async fn shell_run_background(
+        &self,
+        tool_run_id: &str,
+        input: crate::tools::exec::RunInput,
+    ) -> Result<Value, ToolError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let live = super::background::Live::new(&self.agent_id, tx);
+        // By default it may run as long as the task.
+        let limit = input.timeout_ms.is_none().then_some(self.time_limit_ms);
+        let job = self.clone();
+        let (run_id, l) = (tool_run_id.to_string(), live.clone());
+        tokio::spawn(async move {
+            let yields = job.yields.clone();
+            if let Err(e) = job
+                .run_step(
+                    &run_id,
+                    input,
+                    &yields,
+                    Logs::Command,
+                    limit,
+                    Some(l.clone()),
+                )
+                .await
+            {
+                l.started(Err(e));
+            }
+        });
+        let id = rx
+            .await
+            .map_err(|_| ToolError("the command did not start".into()))??;
+        // Its first words (a server says where it listens), or its end.
+        let t0 = std::time::Instant::now();
+        while live.ended().is_none() && t0.elapsed() < BACKGROUND_FIRST_WORDS {
+            live.settle(BACKGROUND_FIRST_WORDS.saturating_sub(t0.elapsed()))
+                .await;
+            let (_, _, printed) = live.read(0, 0, 0);
+            if printed > 0 {
+                break;
+            }
+        }
+        let out = match live.ended() {
+            Some(out) => out,
+            None => {
+                let text = |i: usize| {
+                    let (bytes, _, total) = live.read(i, 0, crate::tools::exec::OUTPUT_PAGE);
+                    (String::from_utf8_lossy(&bytes).into_owned(), total)
+                };
+                let ((stdout, stdout_bytes), (stderr, stderr_bytes)) = (text(0), text(1));
+                crate::tools::exec::RunOutput {
+                    command_run_id: id,
+                    duration_ms: u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    stdout,
+                    stderr,
+                    stdout_bytes,
+                    stderr_bytes,
+                    running: true,
+                    sandbox: String::new(),
+                    notes: vec![format!(
+                        "running in the background ({} of yours now): shell_output reads what it prints, shell_stop ends it; it ends with you at the latest",
+                        self.env.background.running_of(&self.agent_id)
+                    )],
+                    ..Default::default()
+                }
+            }
+        };
+        serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
+    }
+
+    /// `shell.stop`: ends a command this agent started in the background, and answers
+    /// with how it ended.
+    pub(super) async fn shell_stop(&self) -> Result<Value, ToolError> {
+        crate::tools::allowed(self.role, "shell.stop")?;
+        let input: crate::tools::exec::StopInput =
+            crate::tools::input("shell.stop", self.call.input.clone())?;
+        let id = command_run_id(&input.command_run_id)?;
+        let Some(live) = self.env.background.get(&id) else {
+            return Err(ToolError(format!(
+                "command_run_id: `{id}` is no command started with `background: true` in this run"
+            )));
+        };
+        if live.agent_id != self.agent_id {
+            return Err(ToolError(format!(
+                "command_run_id: `{id}` was started by {}, not by you: only the agent that started a command stops it",
+                live.agent_id
+            )));
+        }
+        live.stop();
+        let t0 = std::time::Instant::now();
+        while live.ended().is_none() {
+            if t0.elapsed() > std::time::Duration::from_secs(30) {
+                return Err(ToolError(format!(
+                    "`{id}` did not end within 30 s of being stopped"
+                )));
+            }
+            live.settle(std::time::Duration::from_millis(200)).await;
+        }
+        let out = live
+            .ended()
+            .ok_or_else(|| ToolError(format!("`{id}` did not end")))?;
         serde_json::to_value(out).map_err(|e| ToolError(format!("cannot encode the output: {e}")))
     }
 
@@ -179,7 +308,7 @@ impl ToolJob {
             crate::tools::input("shell.run", self.call.input.clone())?;
         let command = input.command.clone();
         let out = self
-            .run_step(tool_run_id, input, &self.yields, Logs::Command, None)
+            .run_step(tool_run_id, input, &self.yields, Logs::Command, None, None)
             .await?
             .out;
         let mut out = serde_json::to_value(out)
@@ -203,9 +332,11 @@ impl ToolJob {
         yields: &[(String, air_proto::task::EvidenceType)],
         kept_as: Logs,
         limit_ms: Option<u64>,
+        live: Option<Arc<super::background::Live>>,
     ) -> Result<Ran, ToolError> {
         use crate::tools::exec::{self, Channel};
         let role = self.role;
+        let background = live.is_some();
         let sandbox = self
             .env
             .sandbox_exe
@@ -230,7 +361,15 @@ impl ToolJob {
         // changes: read while its start is being committed.
         let launcher = self.env.launcher.clone();
         let since = std::time::Instant::now();
-        let running = Running::new(&self.env.ledger, &self.agent_id);
+        // A background command (a server) runs beside the agent's other commands:
+        // it is no span of its own in the ledger, and the agent's own writes while it
+        // runs are not its.
+        let running = (!background).then(|| Running::new(&self.env.ledger, &self.agent_id));
+        let owner = if background {
+            format!("{} (background)", self.agent_id)
+        } else {
+            self.agent_id.clone()
+        };
         let guard_engine = self.env.engine.clone();
         let before = tokio::task::spawn_blocking(move || {
             let guard = crate::tools::guard::Guard::take(&guard_engine, confined.views);
@@ -251,6 +390,10 @@ impl ToolJob {
                 "the command could not be recorded, so it did not run: {e}"
             ))
         })?;
+        if let Some(l) = &live {
+            self.env.background.insert(&command_run_id, l.clone());
+            l.started(Ok(command_run_id.clone()));
+        }
 
         let store = self.env.artifacts.clone();
         let dir = format!("{}/{command_run_id}", kept_as.dir());
@@ -286,6 +429,8 @@ impl ToolJob {
                 command_run_id.clone(),
             );
             tokio::spawn(async move {
+                // A background command's call was answered: its output goes to the
+                // clients and to shell_output, not into the agent's call.
                 while let Some((channel, text)) = rx.recv().await {
                     let delta = p::OutputDelta {
                         command_run_id: run_id.clone(),
@@ -303,6 +448,9 @@ impl ToolJob {
                     };
                     if let Ok(e) = event {
                         let _ = session.store().append(e).await;
+                    }
+                    if background {
+                        continue;
                     }
                     worker.reply(
                         &header,
@@ -369,6 +517,9 @@ impl ToolJob {
                 }
                 captures[i].push(data);
                 tally.push(i, data);
+                if let Some(l) = &live {
+                    l.push(i, data);
+                }
                 if let Some(p) = findings.as_mut() {
                     p[i].push(data);
                 }
@@ -392,7 +543,7 @@ impl ToolJob {
                 }
                 let _ = tx.send((channel, text));
             },
-            || worker.exited(),
+            || worker.exited() || live.as_ref().is_some_and(|l| l.stopping()),
         )
         .await;
         drop(tx);
@@ -406,7 +557,7 @@ impl ToolJob {
             let root = engine.root().to_path_buf();
             let launcher = self.env.launcher.clone();
             let ledger = self.env.ledger.clone();
-            let agent = self.agent_id.clone();
+            let agent = owner.clone();
             let scope = crate::tools::scope::Scope::new(&self.scope).ok();
             let unlocked = prepared.unlocked.clone();
             let quarantine = air_proto::layout::ProjectPaths::new(&root)
@@ -425,8 +576,13 @@ impl ToolJob {
                     })
                     .unwrap_or_default();
                 let now = crate::tools::git::Dirty::read(&launcher);
-                let shared = ledger.overlapped(running.id);
+                let shared = running.as_ref().is_some_and(|r| ledger.overlapped(r.id));
                 drop(running);
+                // What changed while a server ran is not told apart from the agent's
+                // other work: its changes are none of its own.
+                if background {
+                    return (Vec::new(), Shared::No, put_back);
+                }
                 let theirs = ledger.written_by_others_since(&agent, since);
                 let physical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
                 let changed: Vec<String> = before
@@ -519,6 +675,8 @@ impl ToolJob {
                 "timed out after {}; the process group was killed",
                 humantime::format_duration(prepared.timeout)
             ))
+        } else if ended.cancelled && live.as_ref().is_some_and(|l| l.stopping()) {
+            Some("stopped by shell_stop: the process group was killed".to_string())
         } else if ended.cancelled {
             Some("cancelled: the agent ended; the process group was killed".to_string())
         } else {
@@ -673,7 +831,11 @@ impl ToolJob {
                 .into(),
             changed_files,
             notes,
+            running: false,
         };
+        if let Some(l) = &live {
+            l.end(out.clone());
+        }
         Ok(Ran {
             out,
             found,

@@ -66,6 +66,7 @@ fn attempt(f: &Fixture, c: &Case) -> Result<Vec<Risk>, String> {
                         cwd: input["cwd"].as_str().map(str::to_string),
                         timeout_ms: None,
                         description: None,
+                        background: false,
                     },
                     c.agent,
                     exec::Confinement::default(),

@@ -533,10 +533,12 @@ impl ToolJob {
                     description: Some(
                         "the same analysis, of the project as it was at its last commit".into(),
                     ),
+                    background: false,
                 },
                 &[],
                 Logs::Command,
                 Some(self.time_limit_ms.max(LONG)),
+                None,
             )
             .await
             .map_err(|e| e.0)?;
