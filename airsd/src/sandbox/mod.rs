@@ -108,10 +108,67 @@ pub fn writable(root: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<Path
 /// Makes `home/.cache` (0700) when the home is a directory and it is missing; a
 /// failure leaves the cache unwritable, as before.
 fn make_cache_dir(home: &Path) {
+    make_home_dir(home, ".cache");
+}
+
+/// Makes `home/rel` (each missing part 0700) when the home is a directory and it is
+/// missing; never through a link, never outside the home.
+fn make_home_dir(home: &Path, rel: &str) {
     use std::os::unix::fs::DirBuilderExt as _;
-    let cache = home.join(".cache");
-    if home.is_dir() && std::fs::symlink_metadata(&cache).is_err() {
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(&cache);
+    if !home.is_dir()
+        || rel
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..")
+    {
+        return;
+    }
+    let mut at = home.to_path_buf();
+    for part in rel.split('/') {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => return,
+            Err(_) => {
+                if std::fs::DirBuilder::new().mode(0o700).create(&at).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The caches in the home directory each build tool keeps, by the program's name.
+const TOOL_CACHES: &[(&[&str], &[&str])] = &[
+    (&["mvn", "mvnw"], &[".m2"]),
+    (&["gradle", "gradlew"], &[".gradle"]),
+    (&["npm", "npx"], &[".npm"]),
+    (&["pnpm"], &[".pnpm-store"]),
+    (&["yarn"], &[".yarn"]),
+    (&["cargo"], &[".cargo/registry", ".cargo/git"]),
+    (&["go"], &["go/pkg/mod"]),
+    (&["conan"], &[".conan2"]),
+    (&["ccache"], &[".ccache"]),
+];
+
+/// Makes the home caches (`~/.m2` for Maven) of the build tools `command` runs, when
+/// missing: the sandbox lets a command write only caches that exist, and a fresh
+/// account has none, so Maven's first build would fail to make its repository. Only
+/// the tools the command runs get theirs.
+pub fn make_tool_caches(home: Option<&Path>, command: &str) {
+    let Some(home) = home else { return };
+    let chain = air_proto::chain::read(command, true);
+    for step in &chain.steps {
+        let argv = crate::profiles::words::tool(&step.argv);
+        let Some(first) = argv.first() else { continue };
+        // A wrapper script of the project's (`./mvnw`) by its name.
+        let name = first.rsplit('/').next().unwrap_or(first);
+        for (programs, caches) in TOOL_CACHES {
+            if programs.contains(&name) {
+                for c in *caches {
+                    make_home_dir(home, c);
+                }
+            }
+        }
     }
 }
 
@@ -505,5 +562,31 @@ mod tests {
         let places = writable(project.path(), Some(home2.path()), &[]);
         assert!(!other.path().join("gone").exists());
         assert!(!places.contains(&home2.path().join(".cache")), "{places:?}");
+    }
+
+    #[test]
+    fn the_build_tools_a_command_runs_get_their_caches() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        make_tool_caches(
+            Some(home.path()),
+            "cd app && ./mvnw -q test 2>&1 | tail -20 && timeout 60 cargo build",
+        );
+        for made in [".m2", ".cargo/registry", ".cargo/git"] {
+            assert!(home.path().join(made).is_dir(), "{made}");
+        }
+        // Only theirs: npm's is not made for a Maven build.
+        assert!(!home.path().join(".npm").exists());
+        let places = writable(project.path(), Some(home.path()), &[]);
+        assert!(places.contains(&home.path().join(".m2")), "{places:?}");
+        // Never through a link.
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(other.path(), home.path().join(".gradle")).unwrap();
+        make_tool_caches(Some(home.path()), "gradle test");
+        assert!(std::fs::read_dir(other.path()).unwrap().next().is_none());
+        // A home cache named with a link part is not followed either.
+        std::os::unix::fs::symlink(other.path(), home.path().join("go")).unwrap();
+        make_tool_caches(Some(home.path()), "go test ./...");
+        assert!(!other.path().join("pkg").exists());
     }
 }

@@ -670,6 +670,23 @@ pub fn through_proxy(env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>) {
     ] {
         env.push((k.into(), v.into()));
     }
+    // The JVM (Maven, Gradle, sbt) reads no proxy variable: it is told by its own
+    // properties, after any options the command already had.
+    let (host, port) = crate::sandbox::PROXY_LISTEN
+        .split_once(':')
+        .unwrap_or(("127.0.0.1", "3128"));
+    let jvm = format!(
+        "-Dhttp.proxyHost={host} -Dhttp.proxyPort={port} -Dhttps.proxyHost={host} -Dhttps.proxyPort={port} -Dhttp.nonProxyHosts=localhost|127.0.0.1"
+    );
+    match env.iter_mut().find(|(k, _)| k == "JAVA_TOOL_OPTIONS") {
+        Some((_, v)) => {
+            let mut joined = v.clone();
+            joined.push(" ");
+            joined.push(&jvm);
+            *v = joined;
+        }
+        None => env.push(("JAVA_TOOL_OPTIONS".into(), jvm.into())),
+    }
 }
 
 /// Kills the process group when dropped (the call was abandoned).
@@ -838,6 +855,31 @@ pub async fn execute(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_command_behind_the_proxy_is_told_it_the_ways_its_tools_read() {
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+            ("HTTPS_PROXY".into(), "http://elsewhere:1".into()),
+            ("JAVA_TOOL_OPTIONS".into(), "-Xmx1g".into()),
+        ];
+        through_proxy(&mut env);
+        let get = |k: &str| {
+            env.iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("HTTPS_PROXY"), [crate::sandbox::PROXY_URL]);
+        assert_eq!(get("https_proxy"), [crate::sandbox::PROXY_URL]);
+        // The JVM's own properties, after the options it had.
+        let jvm = get("JAVA_TOOL_OPTIONS");
+        assert_eq!(jvm.len(), 1);
+        assert!(
+            jvm[0].starts_with("-Xmx1g -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128")
+                && jvm[0].contains("-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128"),
+            "{jvm:?}"
+        );
+    }
 
     #[test]
     fn commands_get_an_allowlist_of_variables_and_never_a_secret() {

@@ -464,6 +464,7 @@ impl ToolJob {
             })
         };
         let engine = &self.env.engine;
+        crate::sandbox::make_tool_caches(engine.home(), &prepared.command);
         let writable = crate::sandbox::writable(
             engine.root(),
             engine.home(),
