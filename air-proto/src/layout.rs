@@ -89,6 +89,12 @@ impl ProjectPaths {
     pub fn shared(&self) -> PathBuf {
         self.air().join("shared")
     }
+    /// Copies of the project as it was at its last commit, made by airsd for an
+    /// analysis to compare with: readable by commands, never writable by them.
+    pub fn base_copies(&self) -> PathBuf {
+        self.air().join("base")
+    }
+
     pub fn local(&self) -> PathBuf {
         self.air().join("local")
     }

@@ -257,6 +257,38 @@ pub fn write_atomic(path: &Path, root: &Path, bytes: &[u8]) -> std::io::Result<(
     written
 }
 
+/// Creates the file `path` (resolved, beneath `root`) with `bytes`, making missing
+/// directories, following no link anywhere; fails when anything is at its name
+/// already. No flush: for scratch copies.
+pub fn write_new(path: &Path, root: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = path.parent().ok_or_else(|| io(Errno::EINVAL))?;
+    let name = path.file_name().ok_or_else(|| io(Errno::EINVAL))?;
+    let dir = open_dir(parent, root, true)?;
+    let fd = nix::fcntl::openat(
+        &dir,
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o644),
+    )
+    .map_err(io)?;
+    std::fs::File::from(fd).write_all(bytes)
+}
+
+/// Removes the file (or link) `path` (resolved, beneath `root`) from its opened
+/// parent directory; a name that is not there is not an error.
+pub fn remove(path: &Path, root: &Path) -> std::io::Result<()> {
+    let parent = path.parent().ok_or_else(|| io(Errno::EINVAL))?;
+    let name = path.file_name().ok_or_else(|| io(Errno::EINVAL))?;
+    let dir = match open_dir(parent, root, false) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        other => other?,
+    };
+    match nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+        Ok(()) | Err(Errno::ENOENT) => Ok(()),
+        Err(e) => Err(io(e)),
+    }
+}
+
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);

@@ -34,7 +34,6 @@ enum Format {
     Jest,
     Vitest,
     Gtest,
-    Native,
     Nextest,
     Cargo,
     Pytest,
@@ -45,6 +44,7 @@ enum Format {
     Bun,
     GoTests,
     GoPackages,
+    Native,
     Plain,
 }
 
@@ -90,6 +90,7 @@ impl Tally {
             let mut lines = std::mem::replace(&mut self.streams[i], Lines::new(0));
             lines.finish(|line| self.line(line));
         }
+        self.native_end();
         self.counts.iter().flatten().next().copied()
     }
 
@@ -132,7 +133,7 @@ impl Tally {
         if t.starts_with('{') && t.contains("\"Action\"") {
             return self.go_json(t);
         }
-        if self.others(t) || self.native(t) {
+        if self.others(t) {
             return;
         }
         // CTest: `100% tests passed, 0 tests failed out of 3`.
@@ -207,6 +208,10 @@ impl Tally {
                     .unwrap_or(0),
             );
             return self.add(Format::Pytest, passed.saturating_add(failed), failed);
+        }
+        // The C and C++ frameworks' summaries, and a project's own runner's.
+        if self.native(t, line.starts_with(char::is_whitespace)) {
+            return;
         }
         // The plain line: `N passed, N failed` (`, N skipped` may follow; one word
         // with a colon may stand before it).
@@ -574,11 +579,21 @@ mod tests {
             ("t/a.t .. ok\nAll tests successful.\nFiles=2, Tests=14,  0 wallclock secs\nResult: PASS\n", count(14, 0)),
             ("t/a.t .. Failed 1/5 subtests\nFailed 1/5 subtests\nFiles=1, Tests=5,  0 wallclock secs\n", count(5, 1)),
             ("1..4\nok 1 - a\nnot ok 2 - b\nok 3 # SKIP no net\nnot ok 4 - c # TODO later\n", count(2, 1)),
-            // A project's own runner, in either order.
+            // A plan not met, a bail-out, a `#` in a failing test's name.
+            ("1..5\nok 1\nok 2\n", count(5, 3)),
+            ("1..3\nok 1\nBail out! db down\n", count(3, 2)),
+            ("1..1\nBail out! no db\n", count(1, 1)),
+            ("1..2\nok 1\nnot ok 2 - parses \\# tokens\n", count(2, 1)),
+            // The plan may come last.
+            ("ok 1\nok 2\n1..2\n", count(2, 0)),
+            // A project's own runner, in either order, one line after the other.
             ("Testing failing allocations: OK\nTests failed: 0\nTests passed: 349\n", count(349, 0)),
-            ("Passed: 7\nFailed: 2\n", count(9, 2)),
+            ("Tests passed: 7\nTests failed: 2\n", count(9, 2)),
             // Lines that only look like summaries.
             ("1 - Create a string: PASSED\nok 1 - no plan before\nPassed: 3\n", None),
+            ("Passed: 7\nFailed: 0\n", None),
+            ("Tests passed: 5\ndownloading fixtures\nTests failed: 0\n", None),
+            ("Succeeded: 12\nFail: 0\n", None),
         ] {
             assert_eq!(tally(out, ""), want, "{out}");
         }

@@ -89,6 +89,21 @@ pub struct ToolJob {
     pub time_limit_ms: u64,
 }
 
+/// Makes `.air/base/` of the project at `root` (with a `.gitignore` that keeps its
+/// copies out of git's view) when it is missing, and answers where it is. Made
+/// before any command of a run starts, so that every command's view has it
+/// read-only.
+pub fn make_base_dir(root: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    let base = air_proto::layout::ProjectPaths::new(root).base_copies();
+    std::fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let base = std::fs::canonicalize(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let ignore = base.join(".gitignore");
+    if std::fs::symlink_metadata(&ignore).is_err() {
+        let _ = crate::opened::write_new(&ignore, &base, b"*\n");
+    }
+    Ok(base)
+}
+
 fn millis(t0: std::time::Instant) -> Option<u64> {
     Some(u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX))
 }

@@ -22,6 +22,23 @@ pub struct TodoOutput {
     pub completed: usize,
 }
 
+/// Unicode's invisible formatting characters (category Cf as text uses them:
+/// direction marks and overrides, zero-width characters, the soft hyphen, the BOM).
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
+}
+
 /// Checks the list and answers with it and its counts.
 pub fn write(input: &TodoInput) -> Result<TodoOutput, ToolError> {
     if input.todos.len() > MAX_TODOS {
@@ -32,7 +49,15 @@ pub fn write(input: &TodoInput) -> Result<TodoOutput, ToolError> {
     }
     let mut todos = Vec::with_capacity(input.todos.len());
     for (i, t) in input.todos.iter().enumerate() {
-        let content = t.content.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Shown to people: no control character (a terminal's escapes) and no
+        // invisible formatting (a right-to-left override that reorders what they read).
+        let shown: String = t
+            .content
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .filter(|c| !invisible(*c))
+            .collect();
+        let content = shown.split_whitespace().collect::<Vec<_>>().join(" ");
         if content.is_empty() {
             return Err(ToolError(format!("todos[{i}].content: empty")));
         }
@@ -84,6 +109,14 @@ mod tests {
         })
         .unwrap();
         assert_eq!(out.todos[0].content, "read the parser");
+        let sly = write(&TodoInput {
+            todos: vec![item(
+                "run\u{1b}[2J the \u{202e}stset\u{0} now",
+                TodoStatus::Pending,
+            )],
+        })
+        .unwrap();
+        assert_eq!(sly.todos[0].content, "run [2J the stset now");
         assert_eq!((out.pending, out.in_progress, out.completed), (1, 1, 1));
         let two = write(&TodoInput {
             todos: vec![

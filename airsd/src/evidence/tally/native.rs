@@ -8,7 +8,7 @@ use super::{first_number, number_before, spaced_after, Format, Tally};
 /// What a framework printed before its count was whole.
 #[derive(Default)]
 pub(super) struct Pending {
-    /// `Tests passed: N` and `Tests failed: N`, in either order.
+    /// `Tests passed: N` and `Tests failed: N`, on consecutive lines in either order.
     passed: Option<u64>,
     failed: Option<u64>,
     /// acutest's `Count of run unit tests: N`, before its failed line.
@@ -17,23 +17,39 @@ pub(super) struct Pending {
     cunit: bool,
     /// Boost.Test's `Running N test cases...`.
     boost: Option<u64>,
-    /// A TAP plan (`1..N`) was seen: its `ok` and `not ok` lines count.
-    tap_plan: bool,
+    /// A bare TAP stream: its plan (`1..N`), its test lines, and whether it bailed out.
+    tap_plan: Option<u64>,
+    tap_ok: u64,
+    tap_not_ok: u64,
+    tap_left: u64,
+    tap_bailed: bool,
 }
 
-/// The word before a colon that names passing tests, and the one that names failing.
+/// Whether the words before a colon name passing tests (`Tests passed`) or failing
+/// ones (`Tests failed`); anything else (a bare `Passed`) is not a test count.
 fn verdict_word(word: &str) -> Option<bool> {
     let w = word.to_ascii_lowercase();
     let w = w
         .strip_prefix("tests ")
-        .or_else(|| w.strip_prefix("test "))
-        .unwrap_or(&w)
-        .to_string();
-    match w.as_str() {
-        "passed" | "passing" | "succeeded" | "pass" => Some(true),
-        "failed" | "failing" | "failures" | "fail" => Some(false),
+        .or_else(|| w.strip_prefix("test "))?;
+    match w {
+        "passed" | "passing" | "succeeded" => Some(true),
+        "failed" | "failing" => Some(false),
         _ => None,
     }
+}
+
+/// A TAP test line's directive (after its first `#` that is not escaped), upper
+/// case: `SKIP …`, `TODO …`.
+fn directive(rest: &str) -> String {
+    let mut prev = ' ';
+    for (i, c) in rest.char_indices() {
+        if c == '#' && prev != '\\' {
+            return rest[i + 1..].trim_start().to_ascii_uppercase();
+        }
+        prev = c;
+    }
+    String::new()
 }
 
 /// A whole number and nothing else.
@@ -46,7 +62,7 @@ fn whole(text: &str) -> Option<u64> {
 
 impl Tally {
     /// Whether the line was one of these frameworks' summaries.
-    pub(super) fn native(&mut self, t: &str) -> bool {
+    pub(super) fn native(&mut self, t: &str, indented: bool) -> bool {
         // Unity: `3 Tests 1 Failures 0 Ignored`.
         if let Some((n, rest)) = t.split_once(" Tests ") {
             if let (Some(total), Some(failed), Some(ignored)) = (
@@ -183,30 +199,38 @@ impl Tally {
             }
         }
         // A bare TAP stream: `1..N`, then `ok 1 - name` and `not ok 2 - name` (a
-        // skipped test's line says `# SKIP`).
-        if let Some((one, n)) = t.split_once("..") {
-            if one == "1" && whole(n).is_some() {
-                self.pending.tap_plan = true;
+        // skipped test's directive says `# SKIP`, a failing TODO test's `# TODO`),
+        // judged once the output ended against its plan.
+        if !indented {
+            if let Some(("1", n)) = t.split_once("..") {
+                if let Some(n) = whole(n.split_whitespace().next().unwrap_or("")) {
+                    self.pending.tap_plan = Some(n);
+                    return true;
+                }
+            }
+            if t.starts_with("Bail out!") {
+                self.pending.tap_bailed = true;
                 return true;
             }
-        }
-        if self.pending.tap_plan {
             let line = t
                 .strip_prefix("not ok")
                 .map(|r| (false, r))
                 .or_else(|| t.strip_prefix("ok").map(|r| (true, r)))
                 .filter(|(_, r)| r.is_empty() || r.starts_with(' '));
             if let Some((ok, rest)) = line {
-                // A skipped test did not run; a failing TODO test does not fail.
-                let note = rest.to_ascii_uppercase();
-                let todo = note.contains("# TODO");
-                if !note.contains("# SKIP") && (ok || !todo) {
-                    self.add(Format::TapLines, 1, u64::from(!ok));
+                let d = directive(rest);
+                if d.starts_with("SKIP") || (d.starts_with("TODO") && !ok) {
+                    self.pending.tap_left += 1;
+                } else if ok {
+                    self.pending.tap_ok += 1;
+                } else {
+                    self.pending.tap_not_ok += 1;
                 }
                 return true;
             }
         }
-        // A project's own runner: `Tests passed: 349` and `Tests failed: 0`.
+        // A project's own runner: `Tests passed: 349` and `Tests failed: 0`, one line
+        // after the other.
         if let Some((word, n)) = t.split_once(':') {
             if let (Some(pass), Some(n)) = (verdict_word(word.trim()), whole(n)) {
                 if pass {
@@ -222,6 +246,27 @@ impl Tally {
                 return true;
             }
         }
+        self.pending.passed = None;
+        self.pending.failed = None;
         false
+    }
+
+    /// A bare TAP stream's count, once its output ended: each test line as it said,
+    /// and each test its plan named that never reported failed (a run that bailed
+    /// out failed).
+    pub(super) fn native_end(&mut self) {
+        let p = &self.pending;
+        let Some(planned) = p.tap_plan else {
+            return;
+        };
+        let seen = p.tap_ok + p.tap_not_ok + p.tap_left;
+        let missing = planned.saturating_sub(seen);
+        let mut failed = p.tap_not_ok + missing;
+        let mut ran = p.tap_ok + failed;
+        if p.tap_bailed && failed == 0 {
+            failed = 1;
+            ran = ran.max(1);
+        }
+        self.add(Format::TapLines, ran, failed);
     }
 }

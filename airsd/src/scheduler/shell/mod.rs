@@ -243,6 +243,11 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             .and_then(crate::profiles::cpp::tools::profile_test_command),
         background: Default::default(),
     };
+    // Where analyses copy the project as it was: made now, so that every command's
+    // view has it read-only.
+    if let Err(e) = crate::scheduler::tooljob::make_base_dir(ctx.engine.root()) {
+        tracing::warn!("cannot make the analyses' copies directory: {e}");
+    }
     let (tx, rx) = mpsc::channel(64);
     let (done_tx, done_rx) = watch::channel(false);
     let agents = Arc::new(AtomicUsize::new(0));

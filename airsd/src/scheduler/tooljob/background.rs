@@ -16,6 +16,8 @@ use crate::tools::ToolError;
 pub const LIVE_CAP: usize = 1 << 20;
 /// Background commands remembered at once (the oldest ended ones go first).
 const KEPT: usize = 64;
+/// Background commands one agent may have running at once.
+pub const PER_AGENT: usize = 4;
 
 /// One background command while it runs, and its answer once it ended.
 pub struct Live {
@@ -25,6 +27,8 @@ pub struct Live {
     out: Mutex<[Vec<u8>; 2]>,
     bytes: [AtomicU64; 2],
     ended: Mutex<Option<RunOutput>>,
+    /// Its command_run_id, once it started.
+    id: Mutex<Option<String>>,
     changed: tokio::sync::Notify,
     started: Mutex<Option<tokio::sync::oneshot::Sender<Result<String, ToolError>>>>,
 }
@@ -42,6 +46,7 @@ impl Live {
             out: Mutex::new([Vec::new(), Vec::new()]),
             bytes: [AtomicU64::new(0), AtomicU64::new(0)],
             ended: Mutex::new(None),
+            id: Mutex::new(None),
             changed: tokio::sync::Notify::new(),
             started: Mutex::new(Some(started)),
         })
@@ -49,6 +54,9 @@ impl Live {
 
     /// Says the command started (its id) or could not (why); once.
     pub fn started(&self, result: Result<String, ToolError>) {
+        if let Ok(id) = &result {
+            *self.id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.clone());
+        }
         let sender = self
             .started
             .lock()
@@ -74,6 +82,27 @@ impl Live {
     /// Its answer, once it ended.
     pub fn end(&self, out: RunOutput) {
         *self.ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(out);
+        self.changed.notify_waiters();
+    }
+
+    /// Its end, when it ended some other way than by running to its end (it could
+    /// not be run, or its call went away): recorded once, as a failure.
+    pub fn fail(&self, why: &str) {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        if ended.is_none() {
+            *ended = Some(RunOutput {
+                command_run_id: self
+                    .id
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+                    .unwrap_or_default(),
+                cancelled: true,
+                notes: vec![why.to_string()],
+                ..RunOutput::default()
+            });
+        }
+        drop(ended);
         self.changed.notify_waiters();
     }
 
@@ -111,6 +140,15 @@ impl Live {
     /// Waits until it prints something or ends, at most `for_at_most`.
     pub async fn settle(&self, for_at_most: std::time::Duration) {
         let _ = tokio::time::timeout(for_at_most, self.changed.notified()).await;
+    }
+}
+
+/// Marks its command ended when dropped, if nothing else did.
+pub struct EndGuard(pub Arc<Live>);
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        self.0.fail("its run ended without an answer");
     }
 }
 

@@ -139,6 +139,12 @@ impl ToolJob {
         // A command still running in the background: what it printed so far.
         if let Some(live) = self.env.background.get(&id).filter(|l| l.ended().is_none()) {
             let i = usize::from(input.stream == Stream::Stderr);
+            if offset >= super::background::LIVE_CAP as u64 {
+                return Err(ToolError(format!(
+                    "offset: a running command's output is read here up to its first {} bytes; the rest is in its logs once it ends (shell_stop ends it)",
+                    super::background::LIVE_CAP
+                )));
+            }
             let (bytes, more, total) = live.read(i, offset, limit);
             let next = offset + bytes.len() as u64;
             let out = OutputOutput {
@@ -203,6 +209,12 @@ impl ToolJob {
         tool_run_id: &str,
         input: crate::tools::exec::RunInput,
     ) -> Result<Value, ToolError> {
+        let running = self.env.background.running_of(&self.agent_id);
+        if running >= super::background::PER_AGENT {
+            return Err(ToolError(format!(
+                "background: {running} commands of yours run in the background already, the most at once; stop one with shell_stop first"
+            )));
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let live = super::background::Live::new(&self.agent_id, tx);
         // By default it may run as long as the task.
@@ -210,6 +222,9 @@ impl ToolJob {
         let job = self.clone();
         let (run_id, l) = (tool_run_id.to_string(), live.clone());
         tokio::spawn(async move {
+            // Whatever way this ends (an error after the start, a panic), the command
+            // is never shown running for ever.
+            let _ended = super::background::EndGuard(l.clone());
             let yields = job.yields.clone();
             if let Err(e) = job
                 .run_step(
@@ -222,7 +237,8 @@ impl ToolJob {
                 )
                 .await
             {
-                l.started(Err(e));
+                l.started(Err(e.clone()));
+                l.fail(&e.0);
             }
         });
         let id = rx
@@ -361,10 +377,9 @@ impl ToolJob {
         // changes: read while its start is being committed.
         let launcher = self.env.launcher.clone();
         let since = std::time::Instant::now();
-        // A background command (a server) runs beside the agent's other commands:
-        // it is no span of its own in the ledger, and the agent's own writes while it
-        // runs are not its.
-        let running = (!background).then(|| Running::new(&self.env.ledger, &self.agent_id));
+        // A background command (a server) runs beside the agent's other commands: the
+        // agent's own writes through the file tools while it runs are not its.
+        let running = Running::new(&self.env.ledger, &self.agent_id);
         let owner = if background {
             format!("{} (background)", self.agent_id)
         } else {
@@ -577,13 +592,8 @@ impl ToolJob {
                     })
                     .unwrap_or_default();
                 let now = crate::tools::git::Dirty::read(&launcher);
-                let shared = running.as_ref().is_some_and(|r| ledger.overlapped(r.id));
+                let shared = ledger.overlapped(running.id);
                 drop(running);
-                // What changed while a server ran is not told apart from the agent's
-                // other work: its changes are none of its own.
-                if background {
-                    return (Vec::new(), Shared::No, put_back);
-                }
                 let theirs = ledger.written_by_others_since(&agent, since);
                 let physical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
                 let changed: Vec<String> = before
@@ -697,19 +707,23 @@ impl ToolJob {
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|_| "..".into());
                 let logs: Vec<String> = uris.iter().flatten().cloned().collect();
-                let derived = crate::evidence::derive(&crate::evidence::Run {
-                    command_run_id: &command_run_id,
-                    command: &prepared.command,
-                    exit_code: Some(exit_code),
-                    reading: &crate::evidence::reading(&root),
-                    start_dir: &start_dir,
-                    logs: &logs,
-                    count: {
-                        counted = std::mem::take(&mut tally).finish();
-                        counted
-                    },
-                    yields,
-                });
+                counted = std::mem::take(&mut tally).finish();
+                // A server's end vouches for nothing: a check runs in front, after the
+                // last change.
+                let derived = if background {
+                    Vec::new()
+                } else {
+                    crate::evidence::derive(&crate::evidence::Run {
+                        command_run_id: &command_run_id,
+                        command: &prepared.command,
+                        exit_code: Some(exit_code),
+                        reading: &crate::evidence::reading(&root),
+                        start_dir: &start_dir,
+                        logs: &logs,
+                        count: counted,
+                        yields,
+                    })
+                };
                 let mut events = std::mem::take(&mut kept);
                 events.push(
                     p::CommandCompleted {

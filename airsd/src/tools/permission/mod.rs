@@ -801,6 +801,8 @@ impl Engine {
             .chain(sockets)
             .collect();
         let shared = self.root.join(".air").join("shared");
+        // airsd's copies of the project as it was, which its analyses compare with.
+        let base = air_proto::layout::ProjectPaths::new(&self.root).base_copies();
         let within = |p: &PathBuf| writable.iter().any(|w| p.starts_with(w));
         // The project, its `.git` and `.air`: never renamed or replaced (what they
         // hold would then be the command's to make anew).
@@ -816,7 +818,7 @@ impl Engine {
         let read_only = git_code(&self.root)
             .into_iter()
             .filter(|p| p != &self.root.join(".git") || !p.is_dir())
-            .chain(std::iter::once(shared))
+            .chain([shared, base])
             .chain(self.autostart.iter().cloned())
             .filter(within)
             .filter(|p| !touches(p, unlocked))

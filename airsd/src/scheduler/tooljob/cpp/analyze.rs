@@ -23,7 +23,7 @@ const MAX_SUPPRESSED: usize = 400;
 /// bytes, and one file's bytes (a larger file is left out of the copy).
 const BASE_FILES: usize = 20_000;
 const BASE_BYTES: u64 = 256 << 20;
-const BASE_FILE_BYTES: u64 = 8 << 20;
+const BASE_FILE_BYTES: u64 = 32 << 20;
 /// Most changed files put back as they were.
 const BASE_CHANGED: usize = 500;
 
@@ -120,7 +120,8 @@ fn cppcheck(db: Option<&str>, files: &[String], judging: bool) -> String {
                 command.push_str(&format!(" --file-filter={}", q(f)));
             }
         }
-        None if files.is_empty() => command.push_str(" ."),
+        // The whole tree, air's own directory aside.
+        None if files.is_empty() => command.push_str(" -i .air ."),
         None => {
             for f in files {
                 command.push(' ');
@@ -180,15 +181,18 @@ fn kind(d: &Diagnostic, root: &Path) -> Kind {
     )
 }
 
-/// A copy of the project as it was at its last commit, in a private temporary
-/// directory: the working tree (its git directory and air's own aside), with every
-/// file git says changed put back as it was committed (or taken out, if it is new),
-/// and the compilation database at `db` pointed at the copy.
+/// A copy of the project as it was at its last commit, under `.air/base/` (which
+/// commands read and never write): the working tree (its git directory and air's own
+/// aside; links left out), with every file git says changed put back as it was
+/// committed (or taken out, if it is new), and the compilation database at `db`
+/// pointed at the copy. Every file is read and written following no link, beneath
+/// the project and beneath the copy.
 fn as_committed(
     launcher: &crate::launcher::Launcher,
     root: &Path,
     db: Option<&str>,
 ) -> Result<tempfile::TempDir, String> {
+    use crate::opened;
     let dirty =
         crate::tools::git::Dirty::read(launcher).ok_or("git could not say which files changed")?;
     let changed = dirty.files();
@@ -198,34 +202,40 @@ fn as_committed(
             changed.len()
         ));
     }
+    let base = crate::scheduler::tooljob::make_base_dir(root)?;
     let copy = tempfile::Builder::new()
-        .prefix("air-base-")
-        .tempdir()
-        .map_err(|e| format!("no temporary directory: {e}"))?;
+        .prefix("copy-")
+        .tempdir_in(&base)
+        .map_err(|e| format!("no copy in {}: {e}", base.display()))?;
+    let at = std::fs::canonicalize(copy.path()).map_err(|e| e.to_string())?;
     let mut budget = (BASE_FILES, BASE_BYTES);
-    copy_tree(root, copy.path(), &mut budget, 0)?;
+    copy_tree(root, Path::new(""), &at, &mut budget, 0)?;
     for file in &changed {
-        let target = copy.path().join(file);
-        let _ = std::fs::remove_file(&target);
+        if file
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..")
+        {
+            return Err(format!("`{file}` is no plain path of the project"));
+        }
+        let target = at.join(file);
+        opened::remove(&target, &at).map_err(|e| format!("{file}: {e}"))?;
         if let Some(text) = crate::tools::git::committed(launcher, file).map_err(|e| e.0)? {
-            if let Some(dir) = target.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| format!("{file}: {e}"))?;
-            }
-            std::fs::write(&target, text).map_err(|e| format!("{file}: {e}"))?;
+            opened::write_new(&target, &at, text.as_bytes()).map_err(|e| format!("{file}: {e}"))?;
         }
     }
     if let Some(db) = db {
-        let path = copy.path().join(db);
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{db}: {e}"))?;
+        use std::io::Read as _;
+        let path = at.join(db);
+        let mut text = String::new();
+        opened::open_read(&path, &at)
+            .and_then(|f| f.take(BASE_FILE_BYTES).read_to_string(&mut text))
+            .map_err(|e| format!("{db}: {e}"))?;
         let mut value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{db}: {e}"))?;
-        let copied = std::fs::canonicalize(copy.path()).unwrap_or(copy.path().to_path_buf());
-        rebase(
-            &mut value,
-            &root.to_string_lossy(),
-            &copied.to_string_lossy(),
-        );
-        std::fs::write(&path, value.to_string()).map_err(|e| format!("{db}: {e}"))?;
+        rebase(&mut value, &root.to_string_lossy(), &at.to_string_lossy());
+        opened::remove(&path, &at).map_err(|e| format!("{db}: {e}"))?;
+        opened::write_new(&path, &at, value.to_string().as_bytes())
+            .map_err(|e| format!("{db}: {e}"))?;
     }
     Ok(copy)
 }
@@ -246,60 +256,56 @@ fn rebase(value: &mut serde_json::Value, from: &str, to: &str) {
     }
 }
 
-/// Copies the tree at `from` into `to`, links as links, following none; past the
-/// budget (files, bytes) the copy is given up.
+/// Copies the tree at `root`/`rel` into `to`/`rel`: directories and regular files
+/// (a link is left out), each file read beneath the project and written beneath the
+/// copy following no link, at most the length it had when listed. Past the budget
+/// (entries, bytes) the copy is given up.
 fn copy_tree(
-    from: &Path,
+    root: &Path,
+    rel: &Path,
     to: &Path,
     budget: &mut (usize, u64),
     depth: usize,
 ) -> Result<(), String> {
-    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::io::Read as _;
     if depth > 64 {
-        return Err(format!("{} is nested too deep to copy", from.display()));
+        return Err(format!("{} is nested too deep to copy", rel.display()));
     }
-    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    let from = root.join(rel);
+    let entries = std::fs::read_dir(&from).map_err(|e| format!("{}: {e}", from.display()))?;
     for entry in entries.flatten() {
         let name = entry.file_name();
         if depth == 0 && (name == ".git" || name == ".air") {
             continue;
         }
-        let (src, dst) = (entry.path(), to.join(&name));
-        let Ok(meta) = std::fs::symlink_metadata(&src) else {
+        let rel = rel.join(&name);
+        let Ok(meta) = std::fs::symlink_metadata(root.join(&rel)) else {
             continue;
         };
+        budget.0 = budget
+            .0
+            .checked_sub(1)
+            .ok_or("the project has too many files to copy")?;
         let kind = meta.file_type();
         if kind.is_dir() {
-            std::fs::create_dir(&dst).map_err(|e| format!("{}: {e}", dst.display()))?;
-            copy_tree(&src, &dst, budget, depth + 1)?;
-        } else if kind.is_symlink() {
-            if let Ok(target) = std::fs::read_link(&src) {
-                let _ = std::os::unix::fs::symlink(target, &dst);
-            }
+            copy_tree(root, &rel, to, budget, depth + 1)?;
         } else if kind.is_file() && meta.len() <= BASE_FILE_BYTES {
-            budget.0 = budget
-                .0
-                .checked_sub(1)
-                .ok_or("the project has too many files to copy")?;
             budget.1 = budget
                 .1
                 .checked_sub(meta.len())
                 .ok_or("the project is too large to copy")?;
-            // Opened following no link: a file swapped for a link meanwhile is not
-            // read through it.
-            let Ok(mut file) = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(nix::libc::O_NOFOLLOW)
-                .open(&src)
-            else {
+            let Ok(file) = crate::opened::open_read(&root.join(&rel), root) else {
                 continue;
             };
             if !file.metadata().is_ok_and(|m| m.is_file()) {
                 continue;
             }
-            let mut out =
-                std::fs::File::create(&dst).map_err(|e| format!("{}: {e}", dst.display()))?;
-            std::io::copy(&mut file, &mut out).map_err(|e| format!("{}: {e}", src.display()))?;
+            let mut bytes = Vec::new();
+            file.take(meta.len())
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("{}: {e}", rel.display()))?;
+            crate::opened::write_new(&to.join(&rel), to, &bytes)
+                .map_err(|e| format!("{}: {e}", rel.display()))?;
         }
     }
     Ok(())
@@ -318,7 +324,14 @@ impl ToolJob {
                 .iter()
                 .map(|f| inside("files", Some(f), "."))
                 .collect::<Result<_, _>>()?,
-            None => self.changed_c_files().await,
+            // Named by the task's changes: each checked as a name given would be (no
+            // option in disguise, nothing outside).
+            None => self
+                .changed_c_files()
+                .await
+                .iter()
+                .filter_map(|f| inside("files", Some(f), ".").ok())
+                .collect(),
         };
         let db = format!("{build}/compile_commands.json");
         let (with_db, db_note) = {
@@ -358,38 +371,36 @@ impl ToolJob {
         if let Some(made) = &made {
             // The same analysis of the project as it was tells which of the findings
             // on lines the change did not make were there before it.
-            let there = if findings.iter().any(|d| !on_made_line(d, made, &root)) {
+            // Without it, every finding counts: what cannot be told is not waved
+            // through.
+            let mut there = if findings.iter().any(|d| !on_made_line(d, made, &root)) {
                 match self
                     .base_findings(tool_run_id, database, &files, &root)
                     .await
                 {
                     Ok((base, base_step)) => {
                         steps.push(base_step);
-                        Some(base)
+                        base
                     }
                     Err(why) => {
                         notes.push(format!(
-                            "the project as it was at its last commit could not be analysed ({why}): a finding on a line this change did not make counts as there before"
+                            "the project as it was at its last commit could not be analysed ({why}): every finding counts as this change's"
                         ));
-                        None
+                        HashMap::new()
                     }
                 }
             } else {
-                Some(HashMap::new())
+                HashMap::new()
             };
-            let mut there = there;
             let (mut new, mut old): (Vec<&Diagnostic>, Vec<&Diagnostic>) = (Vec::new(), Vec::new());
             for d in &findings {
+                // Each finding from before stands for one now.
                 let was_there = !on_made_line(d, made, &root)
-                    && match there.as_mut() {
-                        // Each finding from before stands for one now.
-                        Some(base) => base.get_mut(&kind(d, &root)).is_some_and(|k| {
-                            let left = *k > 0;
-                            *k = k.saturating_sub(1);
-                            left
-                        }),
-                        None => true,
-                    };
+                    && there.get_mut(&kind(d, &root)).is_some_and(|k| {
+                        let left = *k > 0;
+                        *k = k.saturating_sub(1);
+                        left
+                    });
                 if was_there {
                     old.push(d);
                 } else {
