@@ -20,6 +20,7 @@ use air_proto::task::EvidenceType;
 use crate::profiles::{self, Activity};
 
 pub use air_proto::chain;
+pub mod reports;
 pub mod tally;
 
 pub use tally::{Count, Tally};

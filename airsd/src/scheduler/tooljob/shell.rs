@@ -521,6 +521,7 @@ impl ToolJob {
             Ok((dirty, guard)) => (dirty, Some(guard)),
             Err(_) => (None, None),
         };
+        let started_at = std::time::SystemTime::now();
         let ended = exec::execute(
             &prepared,
             &launch,
@@ -708,6 +709,18 @@ impl ToolJob {
                     .unwrap_or_else(|_| "..".into());
                 let logs: Vec<String> = uris.iter().flatten().cloned().collect();
                 counted = std::mem::take(&mut tally).finish();
+                // A JVM build that showed no count (`mvn -q test`, a Gradle run whose
+                // tests all passed): the reports it wrote.
+                if counted.is_none() && crate::evidence::reports::runs_jvm_tests(&prepared.command)
+                {
+                    let root = root.clone();
+                    counted = tokio::task::spawn_blocking(move || {
+                        crate::evidence::reports::written_since(&root, started_at)
+                    })
+                    .await
+                    .ok()
+                    .flatten();
+                }
                 // A server's end vouches for nothing: a check runs in front, after the
                 // last change.
                 let derived = if background {
