@@ -363,7 +363,14 @@ pub fn prepare(
             }
             return Err(e);
         }
-        if engine.is_git_code(&path) || engine.is_air_config(&path) || engine.is_autostart(&path) {
+        // A protected file a person allowed this command to write: it stays writable
+        // for it, and its change stays after it (the guard puts back only what
+        // nobody allowed).
+        if engine.is_git_code(&path)
+            || engine.is_air_config(&path)
+            || engine.is_autostart(&path)
+            || engine.is_code_config(&path)
+        {
             unlocked.push(path.clone());
         }
         if outside {

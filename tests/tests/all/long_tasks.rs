@@ -127,3 +127,69 @@ fn a_background_command_runs_until_it_is_stopped_or_its_agent_ends() {
         ended(second)
     );
 }
+
+/// A file that runs code later (an editor's tasks), written by a command a person
+/// allowed while the agent's server runs, stays: the command's guard and, when it
+/// ends with its agent, the server's put back only what nobody allowed.
+#[test]
+fn a_server_ending_keeps_what_a_person_allowed_meanwhile() {
+    let p = project();
+    std::fs::write(
+        p.root.join("allowed.md"),
+        "## Task T1: serves, then configures the editor\n\n\
+         air-test-call: shell.run {\"command\": \"echo up; sleep 4721\", \"background\": true}\n\
+         air-test-call: shell.run {\"command\": \"mkdir -p .vscode && echo allowed > .vscode/tasks.json\"}\n",
+    )
+    .unwrap();
+    // A person answers the question the editor's file raises, while the run waits.
+    let child = crate::run::command(&p, &["run", "--plan", "allowed.md", "--on-ask", "queue"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pending = || -> Option<(String, String)> {
+        let out = air(&p, &["sessions", "--json"]);
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let session = list[0]["id"].as_str()?.to_string();
+        let conn = db(&p, &session);
+        let id = conn
+            .query_row(
+                "SELECT id FROM permission_requests WHERE status = 'pending'",
+                [],
+                |r| r.get::<_, String>(0),
+            )
+            .ok()?;
+        Some((session, id))
+    };
+    let mut asked = None;
+    assert!(until(60, || {
+        asked = pending();
+        asked.is_some()
+    }));
+    let (session, id) = asked.unwrap();
+    expect(&air(&p, &["approve", &id, "-s", &session]), 0);
+    let out = child.wait_with_output().unwrap();
+    expect(&out, 0);
+    // The server ended with its agent, and its guard has settled.
+    let conn = db(&p, &session);
+    assert!(until(30, || {
+        conn.query_row(
+            "SELECT status FROM command_runs WHERE command LIKE '%sleep 4721%'",
+            [],
+            |r| r.get::<_, String>(0),
+        )
+        .is_ok_and(|s| s != "running")
+    }));
+    let kept = std::fs::read_to_string(p.root.join(".vscode/tasks.json")).unwrap_or_default();
+    assert_eq!(
+        kept.trim(),
+        "allowed",
+        "{}\n{:#?}",
+        String::from_utf8_lossy(&out.stdout),
+        runs(&conn, "shell.run")
+            .into_iter()
+            .chain(runs(&conn, "shell.stop"))
+            .map(|o| (o["notes"].clone(), o["error"].clone()))
+            .collect::<Vec<_>>()
+    );
+}

@@ -588,10 +588,16 @@ impl ToolJob {
                     .map(|g| {
                         g.settle(&root, &quarantine, |p| {
                             unlocked.iter().any(|u| p.starts_with(u))
-                                || theirs.iter().any(|t| t == p)
+                                || theirs.iter().any(|t| p.starts_with(t))
                         })
                     })
                     .unwrap_or_default();
+                // What a person allowed this command to write is its agent's, as a
+                // write through the file tools is: a server of the agent's running
+                // meanwhile does not put it back when it ends.
+                for u in &unlocked {
+                    ledger.writing(&agent, u);
+                }
                 let now = crate::tools::git::Dirty::read(&launcher);
                 let shared = ledger.overlapped(running.id);
                 drop(running);
