@@ -146,7 +146,7 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
     // may answer (queue).
     std::fs::write(
         p.root.join("p.md"),
-        "---\non_ask: queue\n---\n## Task A: touch git\n\nair-test-call: fs.write {\"path\": \".git/air-note\", \"content\": \"hi\\n\"}\nair-test-call: shell.run {\"command\": \"seq 1 3000\"}\n",
+        "---\non_ask: queue\n---\n## Task A: touch git\n\nair-test-call: todo.write {\"todos\": [{\"content\": \"Leave a note in git\", \"status\": \"in_progress\"}, {\"content\": \"Count to 3000\", \"status\": \"pending\"}]}\nair-test-call: fs.write {\"path\": \".git/air-note\", \"content\": \"hi\\n\"}\nair-test-call: shell.run {\"command\": \"seq 1 3000\"}\n",
     )
     .unwrap();
     let run = Command::new(bin("air"))
@@ -179,6 +179,12 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         "the dialog did not close in the other terminal",
     );
     assert!(two.contains("approved by air attach (pid"), "{two}");
+    // The task's todo list, as its agent keeps it, beside the task.
+    tmux.wait_for(
+        "one",
+        &|s| s.contains("todo 0/2") && s.contains("▸ Leave a note in git"),
+        "no todo list in the task's detail",
+    );
 
     // Both detach; the run goes on to its end without them.
     tmux.keys("one", "q");
