@@ -26,6 +26,26 @@ pub enum Reads {
     Content,
 }
 
+/// Settings for a run of git that writes the repository (a worktree, a commit, a
+/// ref, a merged tree): nothing signed or verified, no automatic maintenance, no
+/// recorded resolutions, no editor. What the repository's configuration says of these
+/// does not count.
+const WRITE_GIT: &[&str] = &[
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "merge.verifySignatures=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "rerere.enabled=false",
+    "core.editor=false",
+    "sequence.editor=false",
+    "advice.detachedHead=false",
+];
+
+/// The name and address air commits as (the user's global configuration, where
+/// their own would be, is never read).
+pub const AIR_IDENTITY: (&str, &str) = ("air", "air@localhost.invalid");
+
 /// How airsd runs its own programs for one project.
 #[derive(Clone, Debug)]
 pub struct Launcher {
@@ -64,6 +84,15 @@ impl Launcher {
         &self.root
     }
 
+    /// The same launcher (its git, its sandbox, what it hides), running in `root`
+    /// instead: a worktree of the project.
+    pub fn at(&self, root: &Path) -> Launcher {
+        Launcher {
+            root: root.to_path_buf(),
+            ..self.clone()
+        }
+    }
+
     /// The git airsd runs, if one was found.
     pub fn git_program(&self) -> Option<&Path> {
         self.git.as_deref()
@@ -78,6 +107,32 @@ impl Launcher {
         cap: usize,
         limit: Duration,
     ) -> Result<(String, bool), String> {
+        self.run_git(args, reads, None, cap, limit)
+    }
+
+    /// Runs git that writes the repository (`worktree add`, `add`, `commit`,
+    /// `update-ref`, `merge-tree --write-tree`): as a content read runs (every driver
+    /// of the repository's configuration blanked, under the sandbox), with
+    /// [`WRITE_GIT`] and air's identity, and only `writable` (the worktree, the
+    /// repository's git directory) writable.
+    pub fn git_write(
+        &self,
+        args: &[&str],
+        writable: &[PathBuf],
+        cap: usize,
+        limit: Duration,
+    ) -> Result<(String, bool), String> {
+        self.run_git(args, Reads::Content, Some(writable), cap, limit)
+    }
+
+    fn run_git(
+        &self,
+        args: &[&str],
+        reads: Reads,
+        writes: Option<&[PathBuf]>,
+        cap: usize,
+        limit: Duration,
+    ) -> Result<(String, bool), String> {
         let git = self.git.as_deref().ok_or_else(|| {
             "no git found in a system directory or a trusted directory of PATH".to_string()
         })?;
@@ -86,7 +141,10 @@ impl Launcher {
             blanked = self.blank_drivers(git)?;
         }
         let mut git_args: Vec<String> = Vec::new();
-        for s in air_proto::program::NEUTRAL_GIT {
+        for s in air_proto::program::NEUTRAL_GIT
+            .iter()
+            .chain(writes.map_or(&[][..], |_| WRITE_GIT))
+        {
             git_args.push("-c".into());
             git_args.push(s.to_string());
         }
@@ -107,8 +165,10 @@ impl Launcher {
         let sandboxed = self.sandbox.is_some() && reads == Reads::Content;
         let confined = match (&self.sandbox, reads) {
             (Some((exe, found)), Reads::Content) => {
+                let mut writable = vec![PathBuf::from("/dev/null")];
+                writable.extend(writes.unwrap_or_default().iter().cloned());
                 let policy = Policy {
-                    writable: vec![PathBuf::from("/dev/null")],
+                    writable,
                     net: None,
                     home: self.views.home.clone(),
                     home_read: self.views.home_read.clone(),
@@ -133,6 +193,15 @@ impl Launcher {
             .envs(air_proto::program::git_env(git))
             .envs(blank_env)
             .current_dir(&self.root);
+        if writes.is_some() {
+            let (name, email) = AIR_IDENTITY;
+            cmd.envs([
+                ("GIT_AUTHOR_NAME", name),
+                ("GIT_AUTHOR_EMAIL", email),
+                ("GIT_COMMITTER_NAME", name),
+                ("GIT_COMMITTER_EMAIL", email),
+            ]);
+        }
         let what = format!("git {}", args.join(" "));
         let out = run_bounded(cmd, cap, limit, &what)?;
         match out.status {
@@ -330,6 +399,9 @@ mod tests {
         );
     }
 
+    /// Who the tests' own commits are by.
+    const AS_A: &[&str] = &["-c", "user.name=a", "-c", "user.email=a@example.invalid"];
+
     /// A repository on branch `main` with one commit of `a.txt`, and a way to run git
     /// in it as airsd does; `None` where there is no git.
     fn committed() -> Option<(tempfile::TempDir, PathBuf, impl Fn(&[&str]))> {
@@ -348,15 +420,7 @@ mod tests {
         run(&["init", "-q", "-b", "main"]);
         std::fs::write(root.join("a.txt"), "a\n").unwrap();
         run(&["add", "a.txt"]);
-        run(&[
-            "-c",
-            "user.name=a",
-            "-c",
-            "user.email=a@example.invalid",
-            "commit",
-            "-qm",
-            "one",
-        ]);
+        run(&[AS_A, &["commit", "-qm", "one"]].concat());
         Some((dir, root, run))
     }
 
@@ -419,6 +483,93 @@ mod tests {
             !root.join("fetched").exists(),
             "a lazy fetch ran the remote's transport"
         );
+    }
+
+    /// A worktree made, a commit in it, a merged tree and a ref moved, each by airsd's
+    /// git that writes: none of the hooks, filters or merge drivers the repository
+    /// planted runs, and the commit is air's.
+    #[test]
+    fn a_git_that_writes_runs_nothing_the_repository_planted() {
+        let Some((_dir, root, run)) = committed() else {
+            return;
+        };
+        let ran = root.join("ran");
+        // The attributes are committed before anything they name exists.
+        std::fs::write(root.join(".gitattributes"), "* filter=evil merge=evil\n").unwrap();
+        run(&["add", ".gitattributes"]);
+        run(&[AS_A, &["commit", "-qm", "attrs"]].concat());
+        let payload = format!("touch {}; cat", ran.display());
+        let mut config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        config.push_str(&format!(
+            "[core]\n\thooksPath = {}\n[filter \"evil\"]\n\tclean = {payload}\n\tsmudge = {payload}\n\tprocess = {payload}\n[merge \"evil\"]\n\tdriver = {payload}\n[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = {}\n",
+            root.join(".git/hooks").display(),
+            root.join("ran-gpg").display()
+        ));
+        std::fs::write(root.join(".git/config"), config).unwrap();
+        for hook in [
+            "post-checkout",
+            "pre-commit",
+            "commit-msg",
+            "post-commit",
+            "reference-transaction",
+            "post-merge",
+        ] {
+            let h = root.join(".git/hooks").join(hook);
+            std::fs::write(&h, format!("#!/bin/sh\ntouch {}\n", ran.display())).unwrap();
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&h, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let wt = root.join(".air/local/workspaces/s/T1");
+        let writable = [root.join(".git"), root.join(".air/local/workspaces")];
+        let launcher = Launcher::plain(&root);
+        let t = Duration::from_secs(20);
+        let wt_s = wt.display().to_string();
+        launcher
+            .git_write(
+                &["worktree", "add", "-q", "-b", "air/s/T1", &wt_s, "HEAD"],
+                &writable,
+                1 << 20,
+                t,
+            )
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "a\n");
+        std::fs::write(wt.join("b.txt"), "b\n").unwrap();
+        let in_wt = launcher.at(&wt);
+        in_wt
+            .git_write(&["add", "-A"], &writable, 1 << 20, t)
+            .unwrap();
+        in_wt
+            .git_write(&["commit", "-q", "-m", "T1"], &writable, 1 << 20, t)
+            .unwrap();
+        let (author, _) = in_wt
+            .git(
+                &["log", "-1", "--format=%an <%ae>"],
+                Reads::Metadata,
+                1024,
+                t,
+            )
+            .unwrap();
+        assert_eq!(author.trim(), "air <air@localhost.invalid>");
+        let (tree, _) = launcher
+            .git_write(
+                &["merge-tree", "--write-tree", "main", "air/s/T1"],
+                &writable,
+                1 << 20,
+                t,
+            )
+            .unwrap();
+        let tree = tree.lines().next().unwrap_or_default().to_string();
+        assert_eq!(tree.len(), 40, "{tree}");
+        launcher
+            .git_write(
+                &["update-ref", "refs/heads/air/s/integration", "air/s/T1"],
+                &writable,
+                1024,
+                t,
+            )
+            .unwrap();
+        assert!(!ran.exists(), "something the repository planted ran");
+        assert!(!root.join("ran-gpg").exists(), "a commit was signed");
     }
 
     /// A `packed-refs` linked to any file: git's error quotes its first line, and an
