@@ -51,6 +51,7 @@ pub mod session;
 pub mod supervisor;
 pub mod tools;
 pub mod userlog;
+pub mod workspace;
 
 pub use error::{Error, Result};
 pub use session::{Session, SessionConfig};

@@ -1,0 +1,307 @@
+//! A task's own worktree (issue 35's lifecycle, before the scheduler uses it): made
+//! from a base commit on a branch of its own (`air/<session>/<task>`), its attempt
+//! committed there by airsd (the agent never has to), its change read as the branch
+//! against its base, and removed. Every run of git is airsd's own
+//! ([`Launcher::git_write`]): nothing the repository planted runs, and only the
+//! repository's git directory and the worktrees' directory are writable.
+//!
+//! Must not: touch the person's checkout (its index, its branch, its files).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::launcher::{Launcher, Reads};
+
+/// How long one git step of a worktree may take.
+const STEP: Duration = Duration::from_secs(120);
+/// Bytes of git's answer kept for a list of names; a diff is cut at its own cap.
+const NAMES_CAP: usize = 4 << 20;
+
+/// A worktree of one task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workspace {
+    /// Where it is checked out.
+    pub path: PathBuf,
+    /// Its branch (`air/<session>/<task>`).
+    pub branch: String,
+    /// The commit it was made from.
+    pub base: String,
+}
+
+/// The branch of a session's task: `air/<first 8 of the session>/<task>`, each part
+/// kept to the characters a ref may hold anywhere.
+pub fn branch_name(session: &str, task: &str) -> String {
+    let clean = |s: &str| -> String {
+        let kept: String = s
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let kept = kept.trim_matches('-').to_string();
+        if kept.is_empty() {
+            "x".into()
+        } else {
+            kept
+        }
+    };
+    let short: String = session.chars().take(8).collect();
+    format!("air/{}/{}", clean(&short), clean(task))
+}
+
+/// The places a worktree's git runs may write: the repository's common git
+/// directory and the directory the worktrees are made in.
+fn writable(main: &Launcher, worktrees: &Path) -> Result<Vec<PathBuf>, String> {
+    let (common, _) = main.git(
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        Reads::Metadata,
+        4096,
+        STEP,
+    )?;
+    let common = PathBuf::from(common.trim());
+    if !common.is_absolute() {
+        return Err(format!(
+            "git named no git directory: `{}`",
+            common.display()
+        ));
+    }
+    Ok(vec![common, worktrees.to_path_buf()])
+}
+
+/// Makes the worktree of `task` under `worktrees` (made if missing) from `base` (a
+/// revision of the repository at `main`'s root), on its own new branch.
+pub fn create(
+    main: &Launcher,
+    worktrees: &Path,
+    session: &str,
+    task: &str,
+    base: &str,
+) -> Result<Workspace, String> {
+    std::fs::create_dir_all(worktrees).map_err(|e| format!("{}: {e}", worktrees.display()))?;
+    let worktrees = std::fs::canonicalize(worktrees).map_err(|e| e.to_string())?;
+    let (commit, _) = main.git(
+        &["rev-parse", "--verify", "-q", &format!("{base}^{{commit}}")],
+        Reads::Metadata,
+        4096,
+        STEP,
+    )?;
+    let commit = commit.trim().to_string();
+    let branch = branch_name(session, task);
+    let short: String = session.chars().take(8).collect();
+    let path = worktrees
+        .join(&short)
+        .join(branch.rsplit('/').next().unwrap_or(task));
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Err(format!("{} exists already", path.display()));
+    }
+    let places = writable(main, &worktrees)?;
+    main.git_write(
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &branch,
+            &path.display().to_string(),
+            &commit,
+        ],
+        &places,
+        64 * 1024,
+        STEP,
+    )?;
+    Ok(Workspace {
+        path,
+        branch,
+        base: commit,
+    })
+}
+
+/// Commits what the attempt left in the worktree (everything but what the project
+/// ignores) on its branch, as air; the new head, or `None` when nothing changed.
+pub fn commit_attempt(
+    main: &Launcher,
+    ws: &Workspace,
+    worktrees: &Path,
+    message: &str,
+) -> Result<Option<String>, String> {
+    let places = writable(main, worktrees)?;
+    let at = main.at(&ws.path);
+    at.git_write(&["add", "-A", "--", "."], &places, 64 * 1024, STEP)?;
+    let (staged, _) = at.git(
+        &["diff", "--cached", "--name-only", "-z", "--no-renames"],
+        Reads::Metadata,
+        NAMES_CAP,
+        STEP,
+    )?;
+    if staged.trim_matches('\0').is_empty() {
+        return Ok(None);
+    }
+    at.git_write(
+        &["commit", "-q", "--no-verify", "-m", message],
+        &places,
+        64 * 1024,
+        STEP,
+    )?;
+    let (head, _) = at.git(&["rev-parse", "HEAD"], Reads::Metadata, 4096, STEP)?;
+    Ok(Some(head.trim().to_string()))
+}
+
+/// The files the branch changed against its base, from the project's root.
+pub fn changed(main: &Launcher, ws: &Workspace) -> Result<Vec<String>, String> {
+    let (names, _) = main.git(
+        &[
+            "diff",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            &ws.base,
+            &ws.branch,
+            "--",
+        ],
+        Reads::Metadata,
+        NAMES_CAP,
+        STEP,
+    )?;
+    Ok(names
+        .split('\0')
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// The branch's diff against its base, cut at `cap` bytes (and whether it was).
+pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool), String> {
+    main.git(
+        &[
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            &ws.base,
+            &ws.branch,
+            "--",
+        ],
+        Reads::Content,
+        cap,
+        STEP,
+    )
+}
+
+/// Removes the worktree (its branch stays, with the attempt's commits).
+pub fn remove(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), String> {
+    let places = writable(main, worktrees)?;
+    main.git_write(
+        &[
+            "worktree",
+            "remove",
+            "--force",
+            &ws.path.display().to_string(),
+        ],
+        &places,
+        64 * 1024,
+        STEP,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn branch_names_hold_only_what_a_ref_may() {
+        assert_eq!(branch_name("01a2424a-c532-763d", "T1"), "air/01a2424a/T1");
+        assert_eq!(branch_name("s", "../x y:z"), "air/s/x-y-z");
+        assert_eq!(branch_name("", ""), "air/x/x");
+    }
+
+    /// A task's worktree from the project's last commit: its attempt is committed on
+    /// its branch, its change is exactly its own while the person edits the main
+    /// checkout, and removing it leaves the branch and the checkout as they were.
+    #[test]
+    fn a_task_works_in_its_own_worktree_and_the_checkout_is_untouched() {
+        let Some(git) = air_proto::program::find("git", None, &[]) else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let run = |args: &[&str]| {
+            let out = air_proto::program::git_command(&git)
+                .args(args)
+                .current_dir(&root)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        run(&["init", "-q", "-b", "main"]);
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+        run(&["add", "-A"]);
+        run(&[
+            "-c",
+            "user.name=p",
+            "-c",
+            "user.email=p@example.invalid",
+            "commit",
+            "-qm",
+            "one",
+        ]);
+        let main = Launcher::plain(&root);
+        let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
+        let ws = create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").unwrap();
+        assert_eq!(ws.branch, "air/01a2424a/T1");
+        assert_eq!(
+            std::fs::read_to_string(ws.path.join("a.txt")).unwrap(),
+            "a\n"
+        );
+        // The person edits the checkout meanwhile; the task edits its worktree.
+        std::fs::write(root.join("a.txt"), "the person's\n").unwrap();
+        std::fs::write(root.join("theirs.txt"), "x\n").unwrap();
+        std::fs::write(ws.path.join("b.txt"), "b\n").unwrap();
+        std::fs::write(ws.path.join("a.txt"), "a\nand more\n").unwrap();
+        assert_eq!(
+            commit_attempt(&main, &ws, &worktrees, "T1: attempt 1")
+                .unwrap()
+                .map(|h| h.len()),
+            Some(40)
+        );
+        // Nothing more: nothing to commit.
+        assert_eq!(
+            commit_attempt(&main, &ws, &worktrees, "again").unwrap(),
+            None
+        );
+        assert_eq!(changed(&main, &ws).unwrap(), ["a.txt", "b.txt"]);
+        let (d, cut) = diff(&main, &ws, 1 << 20).unwrap();
+        assert!(
+            !cut && d.contains("+and more") && !d.contains("the person's"),
+            "{d}"
+        );
+        // The checkout: its branch, its index and the person's edits as they were.
+        assert_eq!(run(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "the person's\n"
+        );
+        let status = run(&["status", "--porcelain"]);
+        assert!(
+            status.contains(" M a.txt") && status.contains("?? theirs.txt"),
+            "{status}"
+        );
+        assert!(!status.contains("b.txt"), "{status}");
+        // A second worktree of the same task is refused, not made over the first.
+        assert!(create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").is_err());
+        remove(&main, &ws, &worktrees).unwrap();
+        assert!(!ws.path.exists());
+        assert_eq!(
+            run(&["log", "-1", "--format=%an %s", "air/01a2424a/T1"]).trim(),
+            "air T1: attempt 1"
+        );
+    }
+}
