@@ -31,6 +31,12 @@ pub struct Workspace {
 /// The branch of a session's task: `air/<first 8 of the session>/<task>`, each part
 /// kept to the characters a ref may hold anywhere.
 pub fn branch_name(session: &str, task: &str) -> String {
+    let (s, t) = parts(session, task);
+    format!("air/{s}/{t}")
+}
+
+/// The session's and the task's part of a branch and of a worktree's place, cleaned.
+fn parts(session: &str, task: &str) -> (String, String) {
     let clean = |s: &str| -> String {
         let kept: String = s
             .chars()
@@ -50,7 +56,21 @@ pub fn branch_name(session: &str, task: &str) -> String {
         }
     };
     let short: String = session.chars().take(8).collect();
-    format!("air/{}/{}", clean(&short), clean(task))
+    (clean(&short), clean(task))
+}
+
+/// Refuses a path that a symbolic link leads through (from the top): the worktrees'
+/// directory is made and written by airsd, and a link committed at `.air/local`
+/// would carry that elsewhere.
+fn no_links(path: &Path) -> Result<(), String> {
+    let mut at = PathBuf::new();
+    for part in path.components() {
+        at.push(part);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!("{} is a symbolic link", at.display()));
+        }
+    }
+    Ok(())
 }
 
 /// The places a worktree's git runs may write: the repository's common git
@@ -81,31 +101,51 @@ pub fn create(
     task: &str,
     base: &str,
 ) -> Result<Workspace, String> {
+    if !worktrees.is_absolute() {
+        return Err(format!("{} is not an absolute path", worktrees.display()));
+    }
+    no_links(worktrees)?;
     std::fs::create_dir_all(worktrees).map_err(|e| format!("{}: {e}", worktrees.display()))?;
-    let worktrees = std::fs::canonicalize(worktrees).map_err(|e| e.to_string())?;
+    let found = std::fs::canonicalize(worktrees).map_err(|e| e.to_string())?;
+    if found != worktrees {
+        return Err(format!("{} is reached through a link", worktrees.display()));
+    }
     let (commit, _) = main.git(
-        &["rev-parse", "--verify", "-q", &format!("{base}^{{commit}}")],
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            "--end-of-options",
+            &format!("{base}^{{commit}}"),
+        ],
         Reads::Metadata,
         4096,
         STEP,
     )?;
     let commit = commit.trim().to_string();
+    if !(commit.len() == 40 || commit.len() == 64) || !commit.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Err(format!("`{base}` names no commit"));
+    }
     let branch = branch_name(session, task);
-    let short: String = session.chars().take(8).collect();
-    let path = worktrees
-        .join(&short)
-        .join(branch.rsplit('/').next().unwrap_or(task));
+    let (s, t) = parts(session, task);
+    let path = worktrees.join(s).join(t);
     if std::fs::symlink_metadata(&path).is_ok() {
         return Err(format!("{} exists already", path.display()));
     }
-    let places = writable(main, &worktrees)?;
+    let places = writable(main, worktrees)?;
+    // Made empty, then checked out from inside it: what the repository's
+    // configuration adds for the new branch or its git directory (`includeIf
+    // onbranch:`) is then read, and blanked, by the run that checks out.
     main.git_write(
         &[
             "worktree",
             "add",
             "-q",
+            "--no-checkout",
             "-b",
             &branch,
+            "--",
             &path.display().to_string(),
             &commit,
         ],
@@ -113,6 +153,8 @@ pub fn create(
         64 * 1024,
         STEP,
     )?;
+    main.at(&path)
+        .git_write(&["reset", "-q", "--hard"], &places, 64 * 1024, STEP)?;
     Ok(Workspace {
         path,
         branch,
@@ -159,7 +201,7 @@ pub fn changed(main: &Launcher, ws: &Workspace) -> Result<Vec<String>, String> {
             "-z",
             "--no-renames",
             &ws.base,
-            &ws.branch,
+            &format!("refs/heads/{}", ws.branch),
             "--",
         ],
         Reads::Metadata,
@@ -183,7 +225,7 @@ pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool
             "--no-textconv",
             "--no-renames",
             &ws.base,
-            &ws.branch,
+            &format!("refs/heads/{}", ws.branch),
             "--",
         ],
         Reads::Content,
@@ -215,6 +257,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn worktrees_are_never_made_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.join(".air")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), root.join(".air/local")).unwrap();
+        let main = Launcher::plain(&root);
+        let worktrees = root.join(".air/local/workspaces");
+        let e = create(&main, &worktrees, "s", "T1", "HEAD").unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(std::fs::read_dir(elsewhere.path())
+            .unwrap()
+            .next()
+            .is_none());
+        // And a session id never leaves the worktrees' directory.
+        assert_eq!(
+            parts("../../..", "/tmp/x"),
+            ("x".to_string(), "tmp-x".to_string())
+        );
+    }
+
+    #[test]
     fn branch_names_hold_only_what_a_ref_may() {
         assert_eq!(branch_name("01a2424a-c532-763d", "T1"), "air/01a2424a/T1");
         assert_eq!(branch_name("s", "../x y:z"), "air/s/x-y-z");
@@ -243,6 +307,8 @@ mod tests {
         run(&["init", "-q", "-b", "main"]);
         std::fs::write(root.join("a.txt"), "a\n").unwrap();
         std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+        // Every file through a filter the configuration adds only on air's branches.
+        std::fs::write(root.join(".gitattributes"), "* filter=evil\n").unwrap();
         run(&["add", "-A"]);
         run(&[
             "-c",
@@ -253,6 +319,18 @@ mod tests {
             "-qm",
             "one",
         ]);
+        let ran = root.join("ran");
+        std::fs::write(
+            root.join(".git/evil.cfg"),
+            format!(
+                "[filter \"evil\"]\n\tclean = touch {0}; cat\n\tsmudge = touch {0}; cat\n",
+                ran.display()
+            ),
+        )
+        .unwrap();
+        let mut config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        config.push_str("[includeIf \"onbranch:air/**\"]\n\tpath = evil.cfg\n");
+        std::fs::write(root.join(".git/config"), config).unwrap();
         let main = Launcher::plain(&root);
         let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
         let ws = create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").unwrap();
@@ -277,6 +355,9 @@ mod tests {
             commit_attempt(&main, &ws, &worktrees, "again").unwrap(),
             None
         );
+        // A ref that git would find before the branch (`refs/air/…`) stands for
+        // nothing.
+        run(&["update-ref", "refs/air/01a2424a/T1", &ws.base]);
         assert_eq!(changed(&main, &ws).unwrap(), ["a.txt", "b.txt"]);
         let (d, cut) = diff(&main, &ws, 1 << 20).unwrap();
         assert!(
@@ -299,8 +380,9 @@ mod tests {
         assert!(create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").is_err());
         remove(&main, &ws, &worktrees).unwrap();
         assert!(!ws.path.exists());
+        assert!(!ran.exists(), "a filter of the repository's ran");
         assert_eq!(
-            run(&["log", "-1", "--format=%an %s", "air/01a2424a/T1"]).trim(),
+            run(&["log", "-1", "--format=%an %s", "refs/heads/air/01a2424a/T1"]).trim(),
             "air T1: attempt 1"
         );
     }
