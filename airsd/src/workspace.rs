@@ -173,13 +173,40 @@ pub fn commit_attempt(
     let places = writable(main, worktrees)?;
     let at = main.at(&ws.path);
     at.git_write(&["add", "-A", "--", "."], &places, 64 * 1024, STEP)?;
+    // Every staged entry with its modes (submodules shown, whatever the repository
+    // says): a nested repository the attempt made would be committed as a bare
+    // pointer to commits nobody can review.
     let (staged, _) = at.git(
-        &["diff", "--cached", "--name-only", "-z", "--no-renames"],
+        &[
+            "diff",
+            "--cached",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--ignore-submodules=none",
+            "--no-relative",
+        ],
         Reads::Metadata,
         NAMES_CAP,
         STEP,
     )?;
-    if staged.trim_matches('\0').is_empty() {
+    let mut fields = staged.split('\0');
+    let mut any = false;
+    while let Some(head) = fields.next() {
+        if head.is_empty() {
+            continue;
+        }
+        let name = fields.next().unwrap_or_default();
+        any = true;
+        // `:OLDMODE NEWMODE OLDID NEWID STATUS`
+        if head.split_whitespace().nth(1) == Some("160000") {
+            let _ = at.git_write(&["reset", "-q", "--", name], &places, 64 * 1024, STEP);
+            return Err(format!(
+                "`{name}` is a git repository of its own inside the project: its files cannot be part of the task's change (remove its `.git`, or keep it out of the project)"
+            ));
+        }
+    }
+    if !any {
         return Ok(None);
     }
     at.git_write(
@@ -200,6 +227,8 @@ pub fn changed(main: &Launcher, ws: &Workspace) -> Result<Vec<String>, String> {
             "--name-only",
             "-z",
             "--no-renames",
+            "--ignore-submodules=none",
+            "--no-relative",
             &ws.base,
             &format!("refs/heads/{}", ws.branch),
             "--",
@@ -224,6 +253,8 @@ pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool
             "--no-ext-diff",
             "--no-textconv",
             "--no-renames",
+            "--ignore-submodules=none",
+            "--no-relative",
             &ws.base,
             &format!("refs/heads/{}", ws.branch),
             "--",
@@ -376,6 +407,26 @@ mod tests {
             "{status}"
         );
         assert!(!status.contains("b.txt"), "{status}");
+        // A repository made inside the worktree is refused, named.
+        std::fs::create_dir_all(ws.path.join("sub")).unwrap();
+        let nested = ws.path.join("sub");
+        let out = air_proto::program::git_command(&git)
+            .args(["init", "-q"])
+            .current_dir(&nested)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        std::fs::write(nested.join("f.txt"), "f\n").unwrap();
+        let out = air_proto::program::git_command(&git)
+            .args(["-c", "user.name=p", "-c", "user.email=p@example.invalid"])
+            .args(["commit", "-q", "--allow-empty", "-m", "inner"])
+            .current_dir(&nested)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let e = commit_attempt(&main, &ws, &worktrees, "with sub").unwrap_err();
+        assert!(e.contains("`sub`"), "{e}");
+        std::fs::remove_dir_all(&nested).unwrap();
         // A second worktree of the same task is refused, not made over the first.
         assert!(create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").is_err());
         remove(&main, &ws, &worktrees).unwrap();
