@@ -219,24 +219,30 @@ pub fn commit_attempt(
     Ok(Some(head.trim().to_string()))
 }
 
+/// `git diff` of the branch (by its full ref) against its base, with `options`:
+/// submodules shown and paths from the top, whatever the repository's settings.
+fn branch_diff(
+    main: &Launcher,
+    ws: &Workspace,
+    options: &[&str],
+    reads: Reads,
+    cap: usize,
+) -> Result<(String, bool), String> {
+    let head = format!("refs/heads/{}", ws.branch);
+    let mut args = vec![
+        "diff",
+        "--no-renames",
+        "--ignore-submodules=none",
+        "--no-relative",
+    ];
+    args.extend_from_slice(options);
+    args.extend([ws.base.as_str(), head.as_str(), "--"]);
+    main.git(&args, reads, cap, STEP)
+}
+
 /// The files the branch changed against its base, from the project's root.
 pub fn changed(main: &Launcher, ws: &Workspace) -> Result<Vec<String>, String> {
-    let (names, _) = main.git(
-        &[
-            "diff",
-            "--name-only",
-            "-z",
-            "--no-renames",
-            "--ignore-submodules=none",
-            "--no-relative",
-            &ws.base,
-            &format!("refs/heads/{}", ws.branch),
-            "--",
-        ],
-        Reads::Metadata,
-        NAMES_CAP,
-        STEP,
-    )?;
+    let (names, _) = branch_diff(main, ws, &["--name-only", "-z"], Reads::Metadata, NAMES_CAP)?;
     Ok(names
         .split('\0')
         .filter(|n| !n.is_empty())
@@ -246,22 +252,12 @@ pub fn changed(main: &Launcher, ws: &Workspace) -> Result<Vec<String>, String> {
 
 /// The branch's diff against its base, cut at `cap` bytes (and whether it was).
 pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool), String> {
-    main.git(
-        &[
-            "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-            "--ignore-submodules=none",
-            "--no-relative",
-            &ws.base,
-            &format!("refs/heads/{}", ws.branch),
-            "--",
-        ],
+    branch_diff(
+        main,
+        ws,
+        &["--no-color", "--no-ext-diff", "--no-textconv"],
         Reads::Content,
         cap,
-        STEP,
     )
 }
 

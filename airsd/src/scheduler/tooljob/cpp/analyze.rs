@@ -36,9 +36,11 @@ fn is_header(file: &str) -> bool {
     )
 }
 
-/// The files (resolved) a compilation database lists; `None` when it cannot be read.
-fn listed(db: &Path) -> Option<HashSet<PathBuf>> {
-    let text = std::fs::read_to_string(db).ok()?;
+/// The files (resolved) a compilation database lists; `None` when it cannot be read
+/// (or is a link, or larger than a copied file may be).
+fn listed(db: &Path, root: &Path) -> Option<HashSet<PathBuf>> {
+    // Read as the project's files are (no link followed, never a FIFO's wait).
+    let text = crate::opened::read_small(db, root, BASE_FILE_BYTES)?;
     let entries: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
     Some(
         entries
@@ -73,7 +75,7 @@ fn use_database(root: &Path, db: &str, files: &[String]) -> (bool, Option<String
     if sources.is_empty() {
         return (false, None);
     }
-    let Some(known) = listed(&path) else {
+    let Some(known) = listed(&path, root) else {
         return (
             false,
             Some(format!(
