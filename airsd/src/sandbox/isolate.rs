@@ -24,6 +24,9 @@ pub struct Views {
     /// Covered by an empty stand-in (a directory by an empty read-only tmpfs, a
     /// file or socket by `/dev/null`, read-only).
     pub hidden: Vec<PathBuf>,
+    /// Directories inside a hidden one that stay as they are (a task's worktree
+    /// inside air's state): bound back at their own path onto the stand-in.
+    pub shown: Vec<PathBuf>,
     /// Made read-only in place.
     pub read_only: Vec<PathBuf>,
     /// Directories bound onto themselves, writable as before but a mount point now:
@@ -225,12 +228,15 @@ fn kept_flags(path: &Path) -> MsFlags {
     out
 }
 
+/// Binds `source` read-only at `target`; what the sandbox mounted below it before
+/// (a writable place inside a read-only one: a task's worktree inside the checkout)
+/// stays as it was.
 fn bind_read_only(source: &Path, target: &Path) -> Result<(), String> {
     mount(
         Some(source),
         target,
         None::<&str>,
-        MsFlags::MS_BIND,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
         None::<&str>,
     )
     .map_err(|e| err("binding", target, e))?;
@@ -239,11 +245,18 @@ fn bind_read_only(source: &Path, target: &Path) -> Result<(), String> {
         .map_err(|e| err("making read-only", target, e))
 }
 
-fn hide(path: &Path) -> Result<(), String> {
+fn hide(path: &Path, shown: &[(PathBuf, std::fs::File)]) -> Result<(), String> {
     let Ok(meta) = std::fs::metadata(path) else {
         // Gone since the list was made: nothing to hide.
         return Ok(());
     };
+    let inside: Vec<&(PathBuf, std::fs::File)> = shown
+        .iter()
+        .filter(|(s, _)| s.starts_with(path) && s != path)
+        .collect();
+    if meta.is_dir() && !inside.is_empty() {
+        return hide_but(path, &inside);
+    }
     if meta.is_dir() {
         mount(
             Some("tmpfs"),
@@ -256,6 +269,49 @@ fn hide(path: &Path) -> Result<(), String> {
     } else {
         bind_read_only(Path::new("/dev/null"), path)
     }
+}
+
+/// Covers the directory `path` with an empty stand-in that holds only the way to each
+/// of `shown` (directories below it, opened before): each is bound back at its own
+/// path, as it was (writable where it was), and the stand-in is then made read-only.
+fn hide_but(path: &Path, shown: &[&(PathBuf, std::fs::File)]) -> Result<(), String> {
+    use std::os::fd::AsRawFd as _;
+    let depth: usize = shown
+        .iter()
+        .filter_map(|(s, _)| s.strip_prefix(path).ok())
+        .map(|r| r.components().count())
+        .sum();
+    let options = format!("size=16k,nr_inodes={},mode=0555", depth + 4);
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(
+        Some("tmpfs"),
+        path,
+        Some("tmpfs"),
+        flags,
+        Some(options.as_str()),
+    )
+    .map_err(|e| err("hiding", path, e))?;
+    for (s, dir) in shown {
+        std::fs::create_dir_all(s).map_err(|e| format!("making {}: {e}", s.display()))?;
+        // The directory as opened before the stand-in covered it.
+        let source = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+        mount(
+            Some(source.as_path()),
+            s.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| err("showing", s, e))?;
+    }
+    mount(
+        None::<&str>,
+        path,
+        None::<&str>,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags,
+        Some(options.as_str()),
+    )
+    .map_err(|e| err("making read-only", path, e))
 }
 
 /// The mounts of the command's namespace, made by its PID 1 before it becomes the
@@ -319,7 +375,11 @@ fn mount_views(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
     }
     // What is read-only or hidden is so under every name it has.
     let all = mounts();
-    for p in &views.read_only {
+    // Outer places first: a read-only place inside another is then read-only where
+    // the command reaches it.
+    let mut read_only = views.read_only.clone();
+    read_only.sort_by_key(|p| p.components().count());
+    for p in &read_only {
         for q in std::iter::once(p.clone()).chain(aliases(p, &all)) {
             if q.exists() {
                 bind_read_only(&q, &q)?;
@@ -336,8 +396,23 @@ fn mount_views(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
             hidden.extend(home_aliases(home, &dev, &all, &views.home_read));
         }
     }
+    // What stays shown inside a hidden directory, opened as it is now (writable
+    // where it is): reached by its path no more once the stand-in covers it.
+    let mut shown: Vec<(PathBuf, std::fs::File)> = Vec::new();
+    for p in &views.shown {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(p)
+            .map_err(|e| format!("opening {}: {e}", p.display()))?;
+        shown.push((p.clone(), dir));
+    }
+    // The directories that hold a shown one first: what is hidden inside a shown
+    // one is then hidden where the command sees it.
+    hidden.sort_by_key(|h| !shown.iter().any(|(s, _)| s.starts_with(h) && s != h));
     for p in &hidden {
-        hide(p)?;
+        hide(p, &shown)?;
     }
     // The working directory was entered before the mounts: entered again by its
     // path, it is what the command may see (a stand-in, if it was hidden).

@@ -208,6 +208,10 @@ pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsS
             out.push("--hide".into());
             out.push(p.clone().into_os_string());
         }
+        for p in &views.shown {
+            out.push("--show".into());
+            out.push(p.clone().into_os_string());
+        }
         for p in &views.pinned {
             out.push("--pin".into());
             out.push(p.clone().into_os_string());
@@ -360,6 +364,7 @@ pub fn launch(args: &[OsString]) -> i32 {
         match (args[i].to_str(), value) {
             (Some("--write"), Some(p)) => writable.push(p),
             (Some("--hide"), Some(p)) => views.hidden.push(p),
+            (Some("--show"), Some(p)) => views.shown.push(p),
             (Some("--ro"), Some(p)) => views.read_only.push(p),
             (Some("--pin"), Some(p)) => views.pinned.push(p),
             (Some("--home"), Some(p)) => views.home = Some(p),

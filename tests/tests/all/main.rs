@@ -44,6 +44,7 @@ mod tui;
 mod tui_chat;
 mod tui_planning;
 mod worker_pipe;
+mod worktrees;
 
 use air_proto::layout::ProjectPaths;
 use air_proto::payload::SessionCreated;

@@ -154,9 +154,12 @@ fn expand_home(p: &str, home: Option<&Path>) -> Option<String> {
 }
 
 /// The engine of one run: the project, the person's home, the mode and the rules.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Engine {
     root: PathBuf,
+    /// For a task that works in its own worktree ([`Engine::rooted`]): the project's
+    /// checkout, which the task reads but never writes.
+    fence: Option<PathBuf>,
     home: Option<PathBuf>,
     bookkeeping: Vec<PathBuf>,
     mode: PermissionMode,
@@ -383,6 +386,7 @@ impl Engine {
             .collect();
         Ok(Engine {
             root: root.to_path_buf(),
+            fence: None,
             credentials: globs(&credentials, home.as_deref(), "credentials")?,
             system: globs(&system, home.as_deref(), "system_paths")?,
             not_system: globs(&not_system, None, "system paths")?,
@@ -419,6 +423,36 @@ impl Engine {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The project's checkout, where air keeps its state: the root, or for a task in
+    /// its own worktree the checkout the worktree was made from.
+    pub fn checkout(&self) -> &Path {
+        self.fence.as_deref().unwrap_or(&self.root)
+    }
+
+    /// Whether this engine is a task's in its own worktree.
+    pub fn in_worktree(&self) -> bool {
+        self.fence.is_some()
+    }
+
+    /// The engine of a task that works in its own worktree at `worktree` (resolved,
+    /// inside the checkout's `.air/local/workspaces/`): the worktree is its project,
+    /// writable as a project is; the checkout is read and never written; the rest of
+    /// air's state, other tasks' worktrees among it, stays hidden and refused.
+    pub fn rooted(&self, worktree: &Path) -> Engine {
+        let checkout = self.checkout().to_path_buf();
+        let mut out = self.clone();
+        out.root = worktree.to_path_buf();
+        out.fence = Some(checkout.clone());
+        let own = worktree.join(".air").join("local");
+        out.bookkeeping.push(own.clone());
+        out.hidden.push(own);
+        out.hidden.sort();
+        out.hidden.dedup();
+        out.readable_roots.push(checkout);
+        out.path_dirs.retain(|d| !d.starts_with(worktree));
+        out
     }
 
     pub fn home(&self) -> Option<&Path> {
@@ -534,7 +568,7 @@ impl Engine {
                     .map(|p| h.join(p)),
             );
         }
-        let dir = self.root.join(".air").join("local").join("masked");
+        let dir = self.checkout().join(".air").join("local").join("masked");
         let mut out = Vec::new();
         for original in candidates {
             if visible.iter().any(|v| v == &original) {
@@ -608,6 +642,19 @@ impl Engine {
                 "{}: the run is in plan mode, which is read-only",
                 path.display()
             ));
+        }
+        if let Some(checkout) = &self.fence {
+            if path.starts_with(checkout) && !path.starts_with(&self.root) {
+                let there = path
+                    .strip_prefix(checkout)
+                    .map(|rel| self.root.join(rel))
+                    .unwrap_or_else(|_| self.root.clone());
+                return Verdict::Deny(format!(
+                    "{}: the project's checkout, which this task does not write; it works in its own worktree, and its change reaches the checkout when it is merged: write {} instead",
+                    path.display(),
+                    there.display()
+                ));
+            }
         }
         if self.is_bookkeeping(path) {
             return Verdict::Deny(format!(
@@ -686,7 +733,10 @@ impl Engine {
 
     /// Whether `path` is air's own bookkeeping (`.air/local/`, `~/.air/`).
     pub fn is_bookkeeping(&self, path: &Path) -> bool {
-        self.bookkeeping.iter().any(|b| path.starts_with(b))
+        // A task's worktree lies in air's state, and is the task's project.
+        self.bookkeeping.iter().any(|b| {
+            path.starts_with(b) && !(self.root.starts_with(b) && path.starts_with(&self.root))
+        })
     }
 
     /// Whether `path` is air's own configuration in the project: everything in
@@ -791,7 +841,9 @@ impl Engine {
         let sockets = listening_sockets(&self.root)
             .into_iter()
             // And the project's own secrets, however a command names them.
-            .chain(project_env_files(&self.root));
+            .chain(project_env_files(&self.root))
+            // A task in a worktree reads the checkout, whose secrets stay its own.
+            .chain(self.fence.iter().flat_map(|c| project_env_files(c)));
         let hidden = self
             .hidden
             .iter()
@@ -802,7 +854,7 @@ impl Engine {
             .collect();
         let shared = self.root.join(".air").join("shared");
         // airsd's copies of the project as it was, which its analyses compare with.
-        let base = air_proto::layout::ProjectPaths::new(&self.root).base_copies();
+        let base = air_proto::layout::ProjectPaths::new(self.checkout()).base_copies();
         let within = |p: &PathBuf| writable.iter().any(|w| p.starts_with(w));
         // The project, its `.git` and `.air`: never renamed or replaced (what they
         // hold would then be the command's to make anew).
@@ -820,12 +872,23 @@ impl Engine {
             .filter(|p| p != &self.root.join(".git") || !p.is_dir())
             .chain([shared, base])
             .chain(self.autostart.iter().cloned())
-            .filter(within)
             .filter(|p| !touches(p, unlocked))
+            // A task in its own worktree reads the checkout and never writes it,
+            // whatever a person unlocked in the worktree.
+            .chain(self.fence.iter().cloned())
+            .filter(within)
             .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .collect();
+        // A task's worktree, inside air's state that is hidden.
+        let shown = self
+            .fence
+            .iter()
+            .map(|_| self.root.clone())
+            .filter(|r| r.is_dir())
             .collect();
         crate::sandbox::Views {
             hidden,
+            shown,
             read_only,
             pinned,
             masked: self.masked(visible),
