@@ -55,6 +55,9 @@ pub struct Launcher {
     sandbox: Option<(PathBuf, Protections)>,
     /// What a confined program may not see (air's state, the credential stores).
     views: Views,
+    /// A task's worktree: its git directory, named to git each run (with the
+    /// worktree as the working tree), never found from the worktree's `.git` file.
+    git_dir: Option<PathBuf>,
 }
 
 impl Launcher {
@@ -71,6 +74,7 @@ impl Launcher {
             git: air_proto::program::find("git", path, &[root]),
             sandbox,
             views,
+            git_dir: None,
         }
     }
 
@@ -91,6 +95,35 @@ impl Launcher {
             root: root.to_path_buf(),
             ..self.clone()
         }
+    }
+
+    /// The same launcher, running git on the worktree at `root` whose git directory
+    /// is `git_dir` (both named to git each run), with `views` for what it runs
+    /// confined: a task's worktree.
+    pub fn worktree(&self, root: &Path, git_dir: &Path, mut views: Views) -> Launcher {
+        show_within_hidden(&mut views, std::slice::from_ref(&root.to_path_buf()));
+        Launcher {
+            root: root.to_path_buf(),
+            git_dir: Some(git_dir.to_path_buf()),
+            views,
+            ..self.clone()
+        }
+    }
+
+    /// `--git-dir` and `--work-tree` for a worktree's launcher.
+    fn repo_args(&self) -> Vec<String> {
+        match &self.git_dir {
+            Some(g) => vec![
+                format!("--git-dir={}", g.display()),
+                format!("--work-tree={}", self.root.display()),
+            ],
+            None => Vec::new(),
+        }
+    }
+
+    /// What a program this launcher confines may not see.
+    pub fn views(&self) -> &Views {
+        &self.views
     }
 
     /// The git airsd runs, if one was found.
@@ -140,7 +173,7 @@ impl Launcher {
         if reads == Reads::Content {
             blanked = self.blank_drivers(git)?;
         }
-        let mut git_args: Vec<String> = Vec::new();
+        let mut git_args: Vec<String> = self.repo_args();
         for s in air_proto::program::NEUTRAL_GIT
             .iter()
             .chain(writes.map_or(&[][..], |_| WRITE_GIT))
@@ -167,12 +200,15 @@ impl Launcher {
             (Some((exe, found)), Reads::Content) => {
                 let mut writable = vec![PathBuf::from("/dev/null")];
                 writable.extend(writes.unwrap_or_default().iter().cloned());
+                // What git writes inside air's hidden state (the worktrees) it sees.
+                let mut views = self.views.clone();
+                show_within_hidden(&mut views, writes.unwrap_or_default());
                 let policy = Policy {
                     writable,
                     net: None,
                     home: self.views.home.clone(),
                     home_read: self.views.home_read.clone(),
-                    isolate: found.isolation.is_ok().then(|| self.views.clone()),
+                    isolate: found.isolation.is_ok().then_some(views),
                 };
                 let mut c = Command::new(exe);
                 c.args(crate::sandbox::launcher_args(
@@ -230,7 +266,8 @@ impl Launcher {
     /// read), so that what the attributes name runs nothing.
     fn blank_drivers(&self, git: &Path) -> Result<Vec<(String, String)>, String> {
         let mut cmd = air_proto::program::git_command(git);
-        cmd.args(["config", "--list", "--name-only", "-z"])
+        cmd.args(self.repo_args())
+            .args(["config", "--list", "--name-only", "-z"])
             .current_dir(&self.root);
         let out = run_bounded(
             cmd,
@@ -242,6 +279,16 @@ impl Launcher {
             return Err("the repository's configuration is too large to read".to_string());
         }
         Ok(blanks(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// Adds to what `views` shows each of `places` that lies inside a place it hides.
+fn show_within_hidden(views: &mut Views, places: &[PathBuf]) {
+    for p in places {
+        let inside = views.hidden.iter().any(|h| p.starts_with(h) && p != h);
+        if inside && !views.shown.contains(p) && p.is_dir() {
+            views.shown.push(p.clone());
+        }
     }
 }
 

@@ -26,6 +26,18 @@ pub struct Workspace {
     pub branch: String,
     /// The commit it was made from.
     pub base: String,
+    /// Its git directory (`<common>/worktrees/<id>`), named to git at each run: the
+    /// worktree's `.git` file, which the task's commands could reach, is never
+    /// what says where it is.
+    pub git_dir: PathBuf,
+}
+
+impl Workspace {
+    /// airsd's git for this worktree: `main`'s program and sandbox, `views` for what
+    /// it runs confined.
+    pub fn launcher(&self, main: &Launcher, views: crate::sandbox::Views) -> Launcher {
+        main.worktree(&self.path, &self.git_dir, views)
+    }
 }
 
 /// The branch of a session's task: `air/<first 8 of the session>/<task>`, each part
@@ -73,9 +85,8 @@ fn no_links(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The places a worktree's git runs may write: the repository's common git
-/// directory and the directory the worktrees are made in.
-fn writable(main: &Launcher, worktrees: &Path) -> Result<Vec<PathBuf>, String> {
+/// The repository's common git directory, as git at `main`'s root names it.
+fn common_dir(main: &Launcher) -> Result<PathBuf, String> {
     let (common, _) = main.git(
         &["rev-parse", "--path-format=absolute", "--git-common-dir"],
         Reads::Metadata,
@@ -89,7 +100,41 @@ fn writable(main: &Launcher, worktrees: &Path) -> Result<Vec<PathBuf>, String> {
             common.display()
         ));
     }
-    Ok(vec![common, worktrees.to_path_buf()])
+    std::fs::canonicalize(&common).map_err(|e| format!("{}: {e}", common.display()))
+}
+
+/// The places a worktree's git runs may write: of the repository's git directory its
+/// objects, refs, reflogs and worktrees' own directories (never its configuration,
+/// its hooks or the checkout's index and HEAD), and the directory the worktrees are
+/// made in.
+fn writable(main: &Launcher, worktrees: &Path) -> Result<Vec<PathBuf>, String> {
+    let common = common_dir(main)?;
+    let mut out = Vec::new();
+    for part in ["objects", "refs", "logs", "worktrees"] {
+        let p = common.join(part);
+        no_links(&p)?;
+        std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        out.push(p);
+    }
+    out.push(worktrees.to_path_buf());
+    Ok(out)
+}
+
+/// The git directory git made for the worktree at `path`: the one of the common
+/// directory's `worktrees/` whose `gitdir` names `path`'s `.git`.
+fn admin_dir(main: &Launcher, path: &Path) -> Result<PathBuf, String> {
+    let common = common_dir(main)?;
+    let dot = path.join(".git");
+    let listed = std::fs::read_dir(common.join("worktrees"))
+        .map_err(|e| format!("{}: {e}", common.join("worktrees").display()))?;
+    for entry in listed.flatten() {
+        let dir = entry.path();
+        let named = crate::opened::read_small(&dir.join("gitdir"), &dir, 8192);
+        if named.is_some_and(|n| Path::new(n.trim()) == dot) {
+            return Ok(dir);
+        }
+    }
+    Err(format!("git keeps no worktree at {}", path.display()))
 }
 
 /// Makes the worktree of `task` under `worktrees` (made if missing) from `base` (a
@@ -130,36 +175,86 @@ pub fn create(
     let branch = branch_name(session, task);
     let (s, t) = parts(session, task);
     let path = worktrees.join(s).join(t);
-    if std::fs::symlink_metadata(&path).is_ok() {
-        return Err(format!("{} exists already", path.display()));
-    }
     let places = writable(main, worktrees)?;
+    let full = format!("refs/heads/{branch}");
+    let kept = main
+        .git(
+            &["rev-parse", "--verify", "-q", "--end-of-options", &full],
+            Reads::Metadata,
+            4096,
+            STEP,
+        )
+        .is_ok_and(|(h, _)| !h.trim().is_empty());
+    if std::fs::symlink_metadata(&path).is_ok() {
+        if !kept {
+            return Err(format!("{} exists already", path.display()));
+        }
+        // An earlier attempt's worktree: continued as it was left, uncommitted work
+        // and all (it belongs to the task).
+        let git_dir = admin_dir(main, &path)?;
+        let ws = Workspace {
+            base: String::new(),
+            path,
+            branch,
+            git_dir,
+        };
+        let at = ws.launcher(main, main.views().clone());
+        let (head, _) = at.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP)?;
+        if head.trim() != full {
+            return Err(format!(
+                "{} is no longer on {}, but on `{}`",
+                ws.path.display(),
+                ws.branch,
+                head.trim()
+            ));
+        }
+        return Ok(Workspace {
+            base: fork_point(main, &commit, &full)?,
+            ..ws
+        });
+    }
     // Made empty, then checked out from inside it: what the repository's
     // configuration adds for the new branch or its git directory (`includeIf
-    // onbranch:`) is then read, and blanked, by the run that checks out.
-    main.git_write(
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--no-checkout",
-            "-b",
-            &branch,
-            "--",
-            &path.display().to_string(),
-            &commit,
-        ],
+    // onbranch:`) is then read, and blanked, by the run that checks out. A branch an
+    // earlier attempt left (its worktree removed) is continued.
+    let path_arg = path.display().to_string();
+    let mut add = vec!["worktree", "add", "-q", "--no-checkout"];
+    if kept {
+        add.extend(["--", &path_arg, &full]);
+    } else {
+        add.extend(["-b", &branch, "--", &path_arg, &commit]);
+    }
+    main.git_write(&add, &places, 64 * 1024, STEP)?;
+    let git_dir = admin_dir(main, &path)?;
+    let ws = Workspace {
+        base: if kept {
+            fork_point(main, &commit, &full)?
+        } else {
+            commit
+        },
+        path,
+        branch,
+        git_dir,
+    };
+    ws.launcher(main, main.views().clone()).git_write(
+        &["reset", "-q", "--hard"],
         &places,
         64 * 1024,
         STEP,
     )?;
-    main.at(&path)
-        .git_write(&["reset", "-q", "--hard"], &places, 64 * 1024, STEP)?;
-    Ok(Workspace {
-        path,
-        branch,
-        base: commit,
-    })
+    Ok(ws)
+}
+
+/// Where the branch `full` left `base`'s history: the commit its change is read
+/// against.
+fn fork_point(main: &Launcher, base: &str, full: &str) -> Result<String, String> {
+    let (at, _) = main.git(
+        &["merge-base", "--end-of-options", base, full],
+        Reads::Metadata,
+        4096,
+        STEP,
+    )?;
+    Ok(at.trim().to_string())
 }
 
 /// Commits what the attempt left in the worktree (everything but what the project
@@ -171,7 +266,7 @@ pub fn commit_attempt(
     message: &str,
 ) -> Result<Option<String>, String> {
     let places = writable(main, worktrees)?;
-    let at = main.at(&ws.path);
+    let at = ws.launcher(main, main.views().clone());
     at.git_write(&["add", "-A", "--", "."], &places, 64 * 1024, STEP)?;
     // Every staged entry with its modes (submodules shown, whatever the repository
     // says): a nested repository the attempt made would be committed as a bare
@@ -423,10 +518,19 @@ mod tests {
         let e = commit_attempt(&main, &ws, &worktrees, "with sub").unwrap_err();
         assert!(e.contains("`sub`"), "{e}");
         std::fs::remove_dir_all(&nested).unwrap();
-        // A second worktree of the same task is refused, not made over the first.
-        assert!(create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").is_err());
+        // The next attempt continues the worktree, with what was left uncommitted.
+        std::fs::write(ws.path.join("c.txt"), "c\n").unwrap();
+        let again = create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").unwrap();
+        assert_eq!(again, ws);
+        assert!(again.path.join("c.txt").exists());
+        std::fs::remove_file(again.path.join("c.txt")).unwrap();
         remove(&main, &ws, &worktrees).unwrap();
         assert!(!ws.path.exists());
+        // And once removed, its branch: the attempt's work is there.
+        let third = create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").unwrap();
+        assert_eq!((&third.base, &third.branch), (&ws.base, &ws.branch));
+        assert!(third.path.join("b.txt").exists());
+        remove(&main, &third, &worktrees).unwrap();
         assert!(!ran.exists(), "a filter of the repository's ran");
         assert_eq!(
             run(&["log", "-1", "--format=%an %s", "refs/heads/air/01a2424a/T1"]).trim(),

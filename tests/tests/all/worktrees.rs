@@ -151,3 +151,51 @@ fn a_command_of_a_task_sees_its_worktree_and_only_reads_the_checkout() {
     assert!(!stdout.contains("saw-theirs"), "{seen}");
     assert!(!stdout.contains("records"), "{seen}");
 }
+
+/// airsd's own git for a worktree runs under the sandbox: it sees the worktrees'
+/// directory inside air's hidden state and writes only git's objects, refs and
+/// worktrees, never its configuration or the checkout's index.
+#[test]
+fn airsd_makes_and_commits_a_worktree_under_the_sandbox() {
+    let protections = airsd::sandbox::protections(&bin("airsd"));
+    if protections.isolation.is_err() || !protections.landlock {
+        println!("skipped: the sandbox is not whole here ({protections:?})");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+    std::fs::write(root.join("lib.txt"), "one\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "one"]);
+    let config = std::fs::read(root.join(".git/config")).unwrap();
+    let index = std::fs::read(root.join(".git/index")).unwrap();
+    let paths = ProjectPaths::new(&root);
+    std::fs::create_dir_all(paths.local()).unwrap();
+    let engine = engine(&root);
+    let main = Launcher::new(
+        &root,
+        None,
+        Some((bin("airsd"), protections)),
+        engine.views(&[], &[], &[]),
+    );
+    let worktrees = paths.workspaces();
+    let ws = airsd::workspace::create(&main, &worktrees, "s1", "T1", "HEAD").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path.join("lib.txt")).unwrap(),
+        "one\n"
+    );
+    std::fs::write(ws.path.join("lib.txt"), "two\n").unwrap();
+    let head = airsd::workspace::commit_attempt(&main, &ws, &worktrees, "T1: attempt 1").unwrap();
+    assert!(head.is_some());
+    assert_eq!(airsd::workspace::changed(&main, &ws).unwrap(), ["lib.txt"]);
+    assert_eq!(std::fs::read(root.join(".git/config")).unwrap(), config);
+    assert_eq!(std::fs::read(root.join(".git/index")).unwrap(), index);
+    assert_eq!(
+        std::fs::read_to_string(root.join("lib.txt")).unwrap(),
+        "one\n"
+    );
+    airsd::workspace::remove(&main, &ws, &worktrees).unwrap();
+    assert!(!ws.path.exists());
+}
