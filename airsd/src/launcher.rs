@@ -140,7 +140,8 @@ impl Launcher {
         cap: usize,
         limit: Duration,
     ) -> Result<(String, bool), String> {
-        self.run_git(args, reads, None, cap, limit)
+        self.run_git(args, reads, None, cap, limit, &[])
+            .map(|(out, cut, _)| (out, cut))
     }
 
     /// Runs git that writes the repository (`worktree add`, `add`, `commit`,
@@ -155,7 +156,37 @@ impl Launcher {
         cap: usize,
         limit: Duration,
     ) -> Result<(String, bool), String> {
-        self.run_git(args, Reads::Content, Some(writable), cap, limit)
+        self.run_git(args, Reads::Content, Some(writable), cap, limit, &[])
+            .map(|(out, cut, _)| (out, cut))
+    }
+
+    /// [`Launcher::git`] for a git whose exit code answers too (`rev-parse --verify
+    /// -q` exits 1 for a name that is not there): the codes in `answers` are
+    /// answers, not failures.
+    pub fn git_answer(
+        &self,
+        args: &[&str],
+        reads: Reads,
+        answers: &[i32],
+        cap: usize,
+        limit: Duration,
+    ) -> Result<(String, i32), String> {
+        self.run_git(args, reads, None, cap, limit, answers)
+            .map(|(out, _, code)| (out, code))
+    }
+
+    /// [`Launcher::git_write`] for a git whose exit code answers too (`merge-tree`
+    /// exits 1 on a conflict): the codes in `answers` are answers, not failures, and
+    /// the code comes back with the output.
+    pub fn git_write_answer(
+        &self,
+        args: &[&str],
+        writable: &[PathBuf],
+        answers: &[i32],
+        cap: usize,
+        limit: Duration,
+    ) -> Result<(String, bool, i32), String> {
+        self.run_git(args, Reads::Content, Some(writable), cap, limit, answers)
     }
 
     fn run_git(
@@ -165,7 +196,8 @@ impl Launcher {
         writes: Option<&[PathBuf]>,
         cap: usize,
         limit: Duration,
-    ) -> Result<(String, bool), String> {
+        answers: &[i32],
+    ) -> Result<(String, bool, i32), String> {
         let git = self.git.as_deref().ok_or_else(|| {
             "no git found in a system directory or a trusted directory of PATH".to_string()
         })?;
@@ -240,8 +272,10 @@ impl Launcher {
         }
         let what = format!("git {}", args.join(" "));
         let out = run_bounded(cmd, cap, limit, &what)?;
+        let code = out.status.and_then(|s| s.code()).unwrap_or(-1);
         match out.status {
             Some(s) if s.success() || out.cut => {}
+            Some(s) if s.code().is_some_and(|c| answers.contains(&c)) => {}
             Some(status) => {
                 let said = String::from_utf8_lossy(&out.stderr);
                 // Outside the sandbox git reads, as airsd's user, whatever a command
@@ -258,7 +292,11 @@ impl Launcher {
             }
             None => return Err(format!("{what}: it did not end")),
         }
-        Ok((String::from_utf8_lossy(&out.stdout).into_owned(), out.cut))
+        Ok((
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.cut,
+            code,
+        ))
     }
 
     /// The settings (key, value) that blank every filter, diff and merge driver the

@@ -12,6 +12,10 @@ use std::time::Duration;
 
 use crate::launcher::{Launcher, Reads};
 
+mod merge;
+
+pub use merge::{integration, integration_branch, land, merge, Landing, Merged};
+
 /// How long one git step of a worktree may take.
 const STEP: Duration = Duration::from_secs(120);
 /// Bytes of git's answer kept for a list of names; a diff is cut at its own cap.
@@ -47,7 +51,14 @@ pub fn branch_name(session: &str, task: &str) -> String {
     format!("air/{s}/{t}")
 }
 
-/// The session's and the task's part of a branch and of a worktree's place, cleaned.
+/// The session's part of a branch: its first 8 characters, cleaned.
+fn branch_part(session: &str) -> String {
+    parts(session, "").0
+}
+
+/// The session's and the task's part of a branch and of a worktree's place, cleaned;
+/// a task called `integration` is `integration-task` (the session's own branch is
+/// `integration`).
 fn parts(session: &str, task: &str) -> (String, String) {
     let clean = |s: &str| -> String {
         let kept: String = s
@@ -68,7 +79,13 @@ fn parts(session: &str, task: &str) -> (String, String) {
         }
     };
     let short: String = session.chars().take(8).collect();
-    (clean(&short), clean(task))
+    let task = clean(task);
+    let task = if task == "integration" {
+        "integration-task".to_string()
+    } else {
+        task
+    };
+    (clean(&short), task)
 }
 
 /// Refuses a path that a symbolic link leads through (from the top): the worktrees'
@@ -107,7 +124,7 @@ fn common_dir(main: &Launcher) -> Result<PathBuf, String> {
 /// objects, refs, reflogs and worktrees' own directories (never its configuration,
 /// its hooks or the checkout's index and HEAD), and the directory the worktrees are
 /// made in.
-fn writable(main: &Launcher, worktrees: &Path) -> Result<Vec<PathBuf>, String> {
+fn common_writable(main: &Launcher, worktrees: &Path) -> Result<Vec<PathBuf>, String> {
     let common = common_dir(main)?;
     let mut out = Vec::new();
     for part in ["objects", "refs", "logs", "worktrees"] {
@@ -175,7 +192,7 @@ pub fn create(
     let branch = branch_name(session, task);
     let (s, t) = parts(session, task);
     let path = worktrees.join(s).join(t);
-    let places = writable(main, worktrees)?;
+    let places = common_writable(main, worktrees)?;
     let full = format!("refs/heads/{branch}");
     let kept = main
         .git(
@@ -265,7 +282,7 @@ pub fn commit_attempt(
     worktrees: &Path,
     message: &str,
 ) -> Result<Option<String>, String> {
-    let places = writable(main, worktrees)?;
+    let places = common_writable(main, worktrees)?;
     let at = ws.launcher(main, main.views().clone());
     at.git_write(&["add", "-A", "--", "."], &places, 64 * 1024, STEP)?;
     // Every staged entry with its modes (submodules shown, whatever the repository
@@ -358,7 +375,7 @@ pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool
 
 /// Removes the worktree (its branch stays, with the attempt's commits).
 pub fn remove(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), String> {
-    let places = writable(main, worktrees)?;
+    let places = common_writable(main, worktrees)?;
     main.git_write(
         &[
             "worktree",

@@ -1,0 +1,406 @@
+//! The session's integration branch: each completed task's branch merged into it one
+//! at a time (a merge commit per task, its checkpoint), and the branch brought into
+//! the person's checkout at the end only where that touches none of their
+//! uncommitted edits. Every run of git is airsd's own, confined as in
+//! [`super::create`].
+
+use std::path::{Path, PathBuf};
+
+use super::{branch_part, common_writable, Workspace, NAMES_CAP, STEP};
+use crate::launcher::{Launcher, Reads};
+
+/// The branch a session's completed tasks are merged into:
+/// `air/<first 8 of the session>/integration`.
+pub fn integration_branch(session: &str) -> String {
+    format!("air/{}/integration", branch_part(session))
+}
+
+/// The commit `rev` names, if any (`None` when it names nothing).
+fn commit_of(at: &Launcher, rev: &str) -> Result<Option<String>, String> {
+    let arg = format!("{rev}^{{commit}}");
+    // `--verify -q` says nothing and exits 1 for a name that is not there.
+    let (out, code) = at.git_answer(
+        &["rev-parse", "--verify", "-q", "--end-of-options", &arg],
+        Reads::Metadata,
+        &[1],
+        4096,
+        STEP,
+    )?;
+    Ok(Some(out.trim().to_string()).filter(|c| code == 0 && !c.is_empty()))
+}
+
+/// How many commits `from..to` holds.
+fn count(at: &Launcher, from: &str, to: &str) -> Result<u64, String> {
+    let range = format!("{from}..{to}");
+    let (out, _) = at.git(
+        &["rev-list", "--count", "--end-of-options", &range],
+        Reads::Metadata,
+        4096,
+        STEP,
+    )?;
+    out.trim()
+        .parse()
+        .map_err(|_| format!("git counted `{}` commits", out.trim()))
+}
+
+fn names(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = out
+        .split('\0')
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The files `from` and `to` differ in, from the project's root.
+fn changed_between(at: &Launcher, from: &str, to: &str) -> Result<Vec<String>, String> {
+    let (out, _) = at.git(
+        &[
+            "diff",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            "--ignore-submodules=none",
+            "--no-relative",
+            from,
+            to,
+            "--",
+        ],
+        Reads::Metadata,
+        NAMES_CAP,
+        STEP,
+    )?;
+    Ok(names(&out))
+}
+
+/// The session's integration branch, made from the checkout's last commit when it is
+/// not there yet; `None` when the checkout has no commit to start from.
+pub fn integration(
+    main: &Launcher,
+    worktrees: &Path,
+    session: &str,
+) -> Result<Option<String>, String> {
+    let branch = integration_branch(session);
+    let full = format!("refs/heads/{branch}");
+    if commit_of(main, &full)?.is_some() {
+        return Ok(Some(branch));
+    }
+    let Some(head) = commit_of(main, "HEAD")? else {
+        return Ok(None);
+    };
+    let places = common_writable(main, worktrees)?;
+    // Made only where no such branch is (the empty old value): two runs never
+    // overwrite each other's.
+    main.git_write(
+        &["update-ref", "-m", "air: integration", &full, &head, ""],
+        &places,
+        4096,
+        STEP,
+    )?;
+    Ok(Some(branch))
+}
+
+/// What merging a task's branch did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Merged {
+    /// Everything on the branch was there already.
+    Nothing,
+    /// Merged: the new head of the integration branch and the files it changed.
+    Merged { commit: String, files: Vec<String> },
+    /// The branch and the integration branch change the same lines of these files:
+    /// nothing was merged.
+    Conflict { files: Vec<String> },
+}
+
+/// Merges the task's branch into the integration branch `integration` as one merge
+/// commit, the branch moving only from the head the merge was made on (a branch moved
+/// meanwhile fails the merge, never loses the other change).
+pub fn merge(
+    main: &Launcher,
+    worktrees: &Path,
+    ws: &Workspace,
+    integration: &str,
+    message: &str,
+) -> Result<Merged, String> {
+    let full = format!("refs/heads/{integration}");
+    let old = commit_of(main, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
+    let tip = commit_of(main, &format!("refs/heads/{}", ws.branch))?
+        .ok_or_else(|| format!("no branch {}", ws.branch))?;
+    if count(main, &old, &tip)? == 0 {
+        return Ok(Merged::Nothing);
+    }
+    let places = common_writable(main, worktrees)?;
+    let (out, _, code) = main.git_write_answer(
+        &[
+            "merge-tree",
+            "--write-tree",
+            "-z",
+            "--name-only",
+            "--no-messages",
+            &old,
+            &tip,
+        ],
+        &places,
+        &[1],
+        NAMES_CAP,
+        STEP,
+    )?;
+    let mut fields = out.split('\0');
+    let tree = fields.next().unwrap_or_default().trim().to_string();
+    if code == 1 {
+        return Ok(Merged::Conflict {
+            files: names(&fields.collect::<Vec<_>>().join("\0")),
+        });
+    }
+    if tree.is_empty() || !tree.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("git merge-tree named no tree: `{tree}`"));
+    }
+    let (commit, _) = main.git_write(
+        &["commit-tree", &tree, "-p", &old, "-p", &tip, "-m", message],
+        &places,
+        4096,
+        STEP,
+    )?;
+    let commit = commit.trim().to_string();
+    main.git_write(
+        &["update-ref", "-m", message, &full, &commit, &old],
+        &places,
+        4096,
+        STEP,
+    )?;
+    let files = changed_between(main, &old, &commit)?;
+    Ok(Merged::Merged { commit, files })
+}
+
+/// What landing the integration branch in the checkout did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Landing {
+    /// The checkout has all of it already.
+    Nothing,
+    /// The checkout's branch now holds it, and these files changed.
+    Landed { branch: String, files: Vec<String> },
+    /// Not landed, and why (what to do is in it).
+    Kept { reason: String },
+}
+
+/// The paths `git status --porcelain -z` names (both of a rename).
+fn status_paths(out: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut fields = out.split('\0');
+    while let Some(f) = fields.next() {
+        if f.len() < 4 {
+            continue;
+        }
+        let (code, path) = f.split_at(3);
+        v.push(path.to_string());
+        if code.starts_with('R') || code.starts_with('C') {
+            if let Some(from) = fields.next() {
+                v.push(from.to_string());
+            }
+        }
+    }
+    v
+}
+
+/// Brings `integration` into the branch checked out at `checkout`'s root by a
+/// fast-forward, only when the files it changes are none the person changed or left
+/// untracked there. `checkout` confines git with what it may write there (the
+/// project, its `.git`).
+pub fn land(checkout: &Launcher, integration: &str) -> Result<Landing, String> {
+    let root = checkout.root().to_path_buf();
+    let full = format!("refs/heads/{integration}");
+    let tip = commit_of(checkout, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
+    let how = format!("`git merge {integration}` (or `air land`)");
+    let branch = match checkout.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP) {
+        Ok((b, _)) => b.trim().to_string(),
+        Err(_) => {
+            return Ok(Landing::Kept {
+                reason: format!("the checkout has no branch checked out; land it with {how}"),
+            })
+        }
+    };
+    let short = branch
+        .strip_prefix("refs/heads/")
+        .unwrap_or(&branch)
+        .to_string();
+    let head = commit_of(checkout, "HEAD")?.ok_or("the checkout has no commit")?;
+    if count(checkout, &head, &tip)? == 0 {
+        return Ok(Landing::Nothing);
+    }
+    if count(checkout, &tip, &head)? > 0 {
+        return Ok(Landing::Kept {
+            reason: format!("{short} has commits made since the run began; land it with {how}"),
+        });
+    }
+    let files = changed_between(checkout, &head, &tip)?;
+    let (status, _) = checkout.git(
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+        ],
+        Reads::Content,
+        NAMES_CAP,
+        STEP,
+    )?;
+    let touched: Vec<&String> = status_paths(&status)
+        .iter()
+        .filter_map(|p| files.iter().find(|f| *f == p))
+        .collect();
+    if !touched.is_empty() {
+        let named: Vec<&str> = touched.iter().take(10).map(|s| s.as_str()).collect();
+        return Ok(Landing::Kept {
+            reason: format!(
+                "your uncommitted changes touch {} that the run changed too; commit or put them aside, then land it with {how}",
+                named.join(", ")
+            ),
+        });
+    }
+    let writable: Vec<PathBuf> = vec![root];
+    checkout.git_write(
+        &[
+            "merge",
+            "--ff-only",
+            "-q",
+            "--no-verify",
+            "--end-of-options",
+            &tip,
+        ],
+        &writable,
+        64 * 1024,
+        STEP,
+    )?;
+    Ok(Landing::Landed {
+        branch: short,
+        files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::workspace::{commit_attempt, create, remove};
+
+    fn git(root: &Path, args: &[&str]) -> String {
+        let git = air_proto::program::find("git", None, &[]).unwrap();
+        let out = air_proto::program::git_command(&git)
+            .args(["-c", "user.name=p", "-c", "user.email=p@example.invalid"])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Three tasks add a function each to one file from the same start; all three
+    /// merge. A fourth changes the same line as the first: a conflict, named, and the
+    /// integration branch as it was. Landing then touches none of the person's edits,
+    /// and waits while one of them is in a file the run changed.
+    #[test]
+    fn tasks_merge_one_at_a_time_and_land_around_the_persons_edits() {
+        if air_proto::program::find("git", None, &[]).is_none() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        git(&root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+        let lib = "def a():\n    return 1\n\n\n\n\n\n\ndef b():\n    return 2\n\n\n\n\n\n\ndef c():\n    return 3\n";
+        std::fs::write(root.join("lib.py"), lib).unwrap();
+        std::fs::write(root.join("notes.txt"), "n\n").unwrap();
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "one"]);
+        let main = Launcher::plain(&root);
+        let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
+        assert_eq!(merge_missing(&main), None);
+        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        assert_eq!(integ, "air/s1/integration");
+        // Made once: a second call keeps it.
+        assert_eq!(
+            integration(&main, &worktrees, "s1").unwrap().unwrap(),
+            integ
+        );
+        let edit = |task: &str, from: &str, to: &str| {
+            let ws = create(&main, &worktrees, "s1", task, &integ).unwrap();
+            let text = std::fs::read_to_string(ws.path.join("lib.py")).unwrap();
+            assert!(text.contains(from), "{text}");
+            std::fs::write(ws.path.join("lib.py"), text.replacen(from, to, 1)).unwrap();
+            commit_attempt(&main, &ws, &worktrees, task).unwrap();
+            ws
+        };
+        let t1 = edit("T1", "return 1", "return 10");
+        let t2 = edit("T2", "return 2", "return 20");
+        let t3 = edit("T3", "return 3", "return 30");
+        let t5 = edit("T5", "return 1", "return 100");
+        for ws in [&t1, &t2, &t3] {
+            match merge(&main, &worktrees, ws, &integ, "merge").unwrap() {
+                Merged::Merged { files, .. } => assert_eq!(files, ["lib.py"]),
+                other => panic!("{other:?}"),
+            }
+        }
+        let before = git(&root, &["rev-parse", "refs/heads/air/s1/integration"]);
+        assert_eq!(
+            merge(&main, &worktrees, &t5, &integ, "merge").unwrap(),
+            Merged::Conflict {
+                files: vec!["lib.py".into()]
+            }
+        );
+        assert_eq!(
+            git(&root, &["rev-parse", "refs/heads/air/s1/integration"]),
+            before
+        );
+        // Merged already: nothing more.
+        assert_eq!(
+            merge(&main, &worktrees, &t1, &integ, "merge").unwrap(),
+            Merged::Nothing
+        );
+        let merged = git(&root, &["show", "refs/heads/air/s1/integration:lib.py"]);
+        for n in ["return 10", "return 20", "return 30"] {
+            assert!(merged.contains(n), "{merged}");
+        }
+        for ws in [&t1, &t2, &t3, &t5] {
+            remove(&main, ws, &worktrees).unwrap();
+        }
+        // The person edits lib.py: the run's lib.py waits for them.
+        std::fs::write(root.join("lib.py"), "mine\n").unwrap();
+        match land(&main, &integ).unwrap() {
+            Landing::Kept { reason } => assert!(reason.contains("lib.py"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("lib.py")).unwrap(),
+            "mine\n"
+        );
+        // With their edit elsewhere, it lands, and their edit stays.
+        std::fs::write(root.join("lib.py"), lib).unwrap();
+        std::fs::write(root.join("notes.txt"), "their note\n").unwrap();
+        match land(&main, &integ).unwrap() {
+            Landing::Landed { branch, files } => {
+                assert_eq!(
+                    (branch.as_str(), files),
+                    ("main", vec!["lib.py".to_string()])
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(std::fs::read_to_string(root.join("lib.py"))
+            .unwrap()
+            .contains("return 30"));
+        assert_eq!(
+            std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+            "their note\n"
+        );
+        assert_eq!(land(&main, &integ).unwrap(), Landing::Nothing);
+    }
+
+    /// No branch is named by a ref that is not there.
+    fn merge_missing(main: &Launcher) -> Option<String> {
+        commit_of(main, "refs/heads/air/none").unwrap()
+    }
+}
