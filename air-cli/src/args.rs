@@ -28,6 +28,23 @@ pub enum ModeArg {
     BypassPermissions,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum LandArg {
+    Never,
+    Clean,
+    Always,
+}
+
+impl LandArg {
+    pub fn land(self) -> air_proto::plan::Land {
+        match self {
+            LandArg::Never => air_proto::plan::Land::Never,
+            LandArg::Clean => air_proto::plan::Land::Clean,
+            LandArg::Always => air_proto::plan::Land::Always,
+        }
+    }
+}
+
 impl OnAskArg {
     pub fn policy(self) -> OnAsk {
         match self {

@@ -19,7 +19,9 @@ use air_proto::payload::RunOutcome;
 use air_proto::report::RunReport;
 use clap::Args;
 
-use crate::args::{absolute, existing_dir, model_spec, parse_duration, usage, ModeArg, OnAskArg};
+use crate::args::{
+    absolute, existing_dir, model_spec, parse_duration, usage, LandArg, ModeArg, OnAskArg,
+};
 use crate::output::follow_events;
 use crate::{connect, exit, rpc_failure, CmdResult, Failure};
 
@@ -63,6 +65,16 @@ pub struct RunArgs {
     /// `air approve` (overrides the plan; default deny).
     #[arg(long, value_enum, value_name = "POLICY")]
     pub on_ask: Option<OnAskArg>,
+    /// When the tasks' merged work lands in the checkout: never (it stays on the
+    /// session's integration branch), clean (when the checkout's branch has not
+    /// moved on and it touches none of your uncommitted files; the default) or
+    /// always (also as a merge commit when the branch moved on). Overrides `land:`.
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub land: Option<LandArg>,
+    /// Let the tasks work in the checkout itself, one writer per area at a time,
+    /// instead of each in its own git worktree. Overrides `worktrees:`.
+    #[arg(long)]
+    pub no_worktrees: bool,
     /// default, accept_edits, plan (read-only) or bypass_permissions.
     #[arg(long, value_enum, value_name = "MODE")]
     pub permission_mode: Option<ModeArg>,
@@ -164,6 +176,8 @@ pub async fn run(args: RunArgs) -> CmdResult {
                     (_, true) => Some(false),
                     _ => None,
                 },
+                worktrees: args.no_worktrees.then_some(false),
+                land: args.land.map(LandArg::land),
                 // The run's agents call the provider this shell names, with its key.
                 env: Some(air_proto::env::ClientEnv::current()),
             };
@@ -963,6 +977,9 @@ fn print_summary(report: &RunReport) {
             .map(|ms| format!(" in {}", elapsed(Duration::from_millis(ms))))
             .unwrap_or_default()
     );
+    if let Some(line) = report.landing_line() {
+        println!("{line}");
+    }
     println!(
         "session {} · report: .air/local/sessions/{}/artifacts/reports/run-report.json",
         report.session_id, report.session_id

@@ -246,6 +246,12 @@ pub struct RunStarted {
     /// Whether the ExperienceMiner learns from the run (D-024).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub learn: bool,
+    /// Whether each task works in its own worktree in a git project (absent: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktrees: Option<bool>,
+    /// When the merged work lands in the checkout (absent: `clean`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub land: Option<crate::plan::Land>,
 }
 
 wire_enum! {
@@ -275,6 +281,25 @@ pub struct RunCompleted {
     pub cancelled: u32,
     /// Tasks that never reached an end (a budget stopped the run).
     pub unfinished: u32,
+    /// Where the tasks' merged work went, in a run whose tasks worked in worktrees.
+    pub landing: Option<Landing>,
+}
+
+/// What became of a run's integration branch when the run ended.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Landing {
+    /// The session's branch its completed tasks were merged into.
+    pub integration_branch: String,
+    /// Whether the checkout's branch now holds it.
+    pub landed: bool,
+    /// The checkout's branch it landed on.
+    pub branch: Option<String>,
+    /// The files landing changed in the checkout.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Why it was not landed, and how to land it.
+    pub reason: Option<String>,
 }
 
 /// `run.continued`: an ended run goes on; its unfinished tasks are pending again.

@@ -349,6 +349,9 @@ pub struct RunView {
     pub reason: Option<String>,
     pub started_at: IsoTime,
     pub ended_at: Option<IsoTime>,
+    /// Where the tasks' merged work went when the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing: Option<p::Landing>,
 }
 
 wire_enum! {
@@ -509,6 +512,7 @@ impl Projection {
                     reason: None,
                     started_at: ts.clone(),
                     ended_at: None,
+                    landing: None,
                 });
             }
             return;
@@ -521,6 +525,7 @@ impl Projection {
                     run.outcome = Some(pl.outcome);
                     run.reason = pl.reason;
                     run.ended_at = Some(ts.clone());
+                    run.landing = pl.landing;
                 }
             }
             ev::RunContinued::TYPE => {
@@ -529,6 +534,7 @@ impl Projection {
                 run.outcome = None;
                 run.reason = None;
                 run.ended_at = None;
+                run.landing = None;
                 run.stopped = None;
                 run.paused = false;
             }

@@ -35,6 +35,8 @@ pub struct RunReport {
     /// pass even when every task completed.
     pub permission_denials: u64,
     pub tasks: Vec<TaskReport>,
+    /// Where the tasks' merged work went, in a run whose tasks worked in worktrees.
+    pub landing: Option<crate::payload::Landing>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -164,6 +166,25 @@ impl RunReport {
             cost_usd: p.counters.cost_micro_usd as f64 / 1e6,
             permission_denials: p.counters.permission_denials,
             tasks,
+            landing: run.landing.clone(),
+        })
+    }
+
+    /// One line on where the run's merged work went: landed on a branch (with how
+    /// many files), or kept on the integration branch and why.
+    pub fn landing_line(&self) -> Option<String> {
+        let l = self.landing.as_ref()?;
+        Some(match (&l.branch, l.landed) {
+            (Some(branch), true) => format!(
+                "landed on {branch}: {} file(s) changed ({} holds each task's merge)",
+                l.files.len(),
+                l.integration_branch
+            ),
+            _ => format!(
+                "kept on {}: {}",
+                l.integration_branch,
+                l.reason.as_deref().unwrap_or("not landed")
+            ),
         })
     }
 
@@ -303,6 +324,9 @@ impl RunReport {
         );
         if let Some(reason) = &self.reason {
             let _ = writeln!(out, "> {}\n", reason.replace('\n', " "));
+        }
+        if let Some(line) = self.landing_line() {
+            let _ = writeln!(out, "{line}\n");
         }
         let outcomes: Outcomes = self
             .tasks

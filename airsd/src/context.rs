@@ -248,6 +248,10 @@ pub enum Worktree {
     },
     /// A git repository whose status could not be read (too large, or git failed).
     Unknown,
+    /// The task's own git worktree: the files changed and not committed yet.
+    Task {
+        dirty: Vec<String>,
+    },
 }
 
 /// Where an agent works: the facts a person at the terminal would know.
@@ -288,7 +292,15 @@ fn environment_text(e: &Environment) -> String {
         Worktree::Unknown => s.push_str(
             "- A git repository whose status could not be read (too large); git_status may say more\n",
         ),
-        Worktree::Git { branch, dirty } => {
+        Worktree::Git { .. } | Worktree::Task { .. } => {
+            let (branch, dirty) = match &e.tree {
+                Worktree::Git { branch, dirty } => (branch.as_deref(), dirty.as_slice()),
+                Worktree::Task { dirty } => {
+                    s.push_str("- The project root is this task's own git worktree: airsd commits your changes and merges them once the task is reviewed (do not commit or switch branches)\n");
+                    (None, dirty.as_slice())
+                }
+                _ => (None, &[][..]),
+            };
             if let Some(b) = branch {
                 let _ = writeln!(s, "- Git branch: {b}");
             }
@@ -558,11 +570,14 @@ pub fn assemble(sources: &Sources, req: &Request<'_>) -> AssembledContext {
             AgentType::ArchitectureDesigner => "## The executor's latest result",
             _ => "## The executor's result under review",
         };
+        // Its diff is given as the diff itself, where the role reads it.
+        let mut shown = prev.clone();
+        shown.diff_ref = None;
         sections.push(Section {
             name: "previous",
             text: format!(
                 "{heading}\n\n```json\n{}\n```\n",
-                serde_json::to_string_pretty(prev).unwrap_or_default()
+                serde_json::to_string_pretty(&shown).unwrap_or_default()
             ),
             drop_rank: None,
             refs: vec![format!("result:{}", prev.agent_id)],

@@ -121,6 +121,15 @@ impl Launcher {
         }
     }
 
+    /// The same launcher with `views` for what it runs confined (views made for the
+    /// places a run of git may write, so that what is read-only there stays so).
+    pub fn with_views(&self, views: Views) -> Launcher {
+        Launcher {
+            views,
+            ..self.clone()
+        }
+    }
+
     /// What a program this launcher confines may not see.
     pub fn views(&self) -> &Views {
         &self.views

@@ -131,6 +131,12 @@ pub mod params {
             /// Whether the ExperienceMiner learns from the run (before `learn:` in
             /// `~/.air/config.yaml`; off when neither says).
             pub learn: Option<bool>,
+            /// Whether each task works in its own worktree (before `worktrees:` in the
+            /// plan; on in a git project when neither says).
+            pub worktrees: Option<bool>,
+            /// When the merged work lands in the checkout (before `land:` in the
+            /// plan; `clean` when neither says).
+            pub land: Option<crate::plan::Land>,
             /// The client's provider settings (`ANTHROPIC_*`, `OPENAI_*` …, `AIR_MODEL`):
             /// the run's agents use these instead of the daemon's. Held in memory for
             /// the run, never logged or stored.

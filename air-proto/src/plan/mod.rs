@@ -58,6 +58,11 @@ pub struct PlanSettings {
     pub concurrency: Option<u32>,
     pub permission_mode: Option<PermissionMode>,
     pub on_ask: Option<OnAsk>,
+    /// Whether each task works in its own worktree in a git project (`false`: the
+    /// tasks share the checkout, as outside git).
+    pub worktrees: Option<bool>,
+    /// When the merged work lands in the checkout.
+    pub land: Option<Land>,
     #[serde(default, skip_serializing_if = "ConstraintDefaults::is_empty")]
     pub defaults: ConstraintDefaults,
     #[serde(default, skip_serializing_if = "Budgets::is_empty")]
@@ -131,6 +136,21 @@ wire_enum! {
         Fail = "fail",
         /// Keep the request until a client answers it, then deny after a timeout.
         Queue = "queue",
+    }
+}
+
+wire_enum! {
+    /// When a run whose tasks worked in worktrees brings its merged work into the
+    /// person's checkout.
+    pub enum Land {
+        /// Never: the work stays on the session's integration branch.
+        Never = "never",
+        /// When the checkout's branch has not moved on and the work touches none of
+        /// the person's uncommitted or untracked files (the default).
+        Clean = "clean",
+        /// Also when the checkout's branch moved on (as a merge commit), unless git
+        /// finds a conflict; never over uncommitted or untracked files.
+        Always = "always",
     }
 }
 

@@ -65,6 +65,10 @@ impl DaemonState {
             record: req.record,
             replay: req.replay,
             learn: req.learn,
+            // The work a conversation hands on lands where the person talks to it,
+            // in the checkout, as each task ends.
+            worktrees: Some(false),
+            land: None,
             env: None,
         };
         self.run_settings(config, &as_run, &Default::default())

@@ -175,6 +175,8 @@ impl DaemonState {
             record: req.record.clone().filter(|d| !d.is_empty()),
             replay: req.replay.clone().filter(|d| !d.is_empty()),
             learn: req.learn.or(defaults.learn).unwrap_or(false),
+            worktrees: req.worktrees.or(settings.worktrees),
+            land: req.land.or(settings.land),
         };
         for (name, dir) in [("record", &run.record), ("replay", &run.replay)] {
             if dir

@@ -35,6 +35,10 @@ pub struct Views {
     /// Copies with the secrets taken out, bound read-only over their originals:
     /// `(copy, original)`.
     pub masked: Vec<(PathBuf, PathBuf)>,
+    /// Directories of the checkout lent read-only into a task's worktree (its Python
+    /// environment, its `node_modules`): `(the checkout's, the worktree's empty
+    /// directory it is bound onto)`.
+    pub lent: Vec<(PathBuf, PathBuf)>,
     /// The home directory, whose other names (a second mount of it, as containers and
     /// automounters make) are covered too, but for `home_read`.
     pub home: Option<PathBuf>,
@@ -371,6 +375,11 @@ fn mount_views(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
     for (copy, original) in &views.masked {
         if copy.is_file() && original.exists() {
             bind_read_only(copy, original)?;
+        }
+    }
+    for (from, onto) in &views.lent {
+        if from.is_dir() && onto.is_dir() {
+            bind_read_only(from, onto)?;
         }
     }
     // What is read-only or hidden is so under every name it has.

@@ -225,6 +225,11 @@ pub fn launcher_args(policy: &Policy, program: &str, args: &[String]) -> Vec<OsS
             out.push(copy.clone().into_os_string());
             out.push(original.clone().into_os_string());
         }
+        for (from, onto) in &views.lent {
+            out.push("--lend".into());
+            out.push(from.clone().into_os_string());
+            out.push(onto.clone().into_os_string());
+        }
     }
     if let Some(h) = &policy.home {
         out.push("--home".into());
@@ -377,6 +382,16 @@ pub fn launch(args: &[OsString]) -> i32 {
                 }
                 None => {
                     eprintln!("airsd {ARG}: --mask takes a copy and the file it covers");
+                    return 126;
+                }
+            },
+            (Some("--lend"), Some(from)) => match args.get(i + 2) {
+                Some(onto) => {
+                    views.lent.push((from, PathBuf::from(onto)));
+                    i += 1;
+                }
+                None => {
+                    eprintln!("airsd {ARG}: --lend takes a directory and where it goes");
                     return 126;
                 }
             },

@@ -75,6 +75,57 @@ fn changed_between(at: &Launcher, from: &str, to: &str) -> Result<Vec<String>, S
     Ok(names(&out))
 }
 
+/// The merge of `theirs` into `ours` as a commit of both, made beside any checkout
+/// (`merge-tree`): the commit, or the files both change the same lines of (nothing
+/// made then).
+fn merge_commit(
+    at: &Launcher,
+    writable: &[PathBuf],
+    ours: &str,
+    theirs: &str,
+    message: &str,
+) -> Result<Result<String, Vec<String>>, String> {
+    let (out, _, code) = at.git_write_answer(
+        &[
+            "merge-tree",
+            "--write-tree",
+            "-z",
+            "--name-only",
+            "--no-messages",
+            ours,
+            theirs,
+        ],
+        writable,
+        &[1],
+        NAMES_CAP,
+        STEP,
+    )?;
+    let mut fields = out.split('\0');
+    let tree = fields.next().unwrap_or_default().trim().to_string();
+    if code == 1 {
+        return Ok(Err(names(&fields.collect::<Vec<_>>().join("\0"))));
+    }
+    if tree.is_empty() || !tree.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("git merge-tree named no tree: `{tree}`"));
+    }
+    let (commit, _) = at.git_write(
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            ours,
+            "-p",
+            theirs,
+            "-m",
+            message,
+        ],
+        writable,
+        4096,
+        STEP,
+    )?;
+    Ok(Ok(commit.trim().to_string()))
+}
+
 /// The session's integration branch, made from the checkout's last commit when it is
 /// not there yet; `None` when the checkout has no commit to start from.
 pub fn integration(
@@ -132,38 +183,10 @@ pub fn merge(
         return Ok(Merged::Nothing);
     }
     let places = common_writable(main, worktrees)?;
-    let (out, _, code) = main.git_write_answer(
-        &[
-            "merge-tree",
-            "--write-tree",
-            "-z",
-            "--name-only",
-            "--no-messages",
-            &old,
-            &tip,
-        ],
-        &places,
-        &[1],
-        NAMES_CAP,
-        STEP,
-    )?;
-    let mut fields = out.split('\0');
-    let tree = fields.next().unwrap_or_default().trim().to_string();
-    if code == 1 {
-        return Ok(Merged::Conflict {
-            files: names(&fields.collect::<Vec<_>>().join("\0")),
-        });
-    }
-    if tree.is_empty() || !tree.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("git merge-tree named no tree: `{tree}`"));
-    }
-    let (commit, _) = main.git_write(
-        &["commit-tree", &tree, "-p", &old, "-p", &tip, "-m", message],
-        &places,
-        4096,
-        STEP,
-    )?;
-    let commit = commit.trim().to_string();
+    let commit = match merge_commit(main, &places, &old, &tip, message)? {
+        Ok(commit) => commit,
+        Err(files) => return Ok(Merged::Conflict { files }),
+    };
     main.git_write(
         &["update-ref", "-m", message, &full, &commit, &old],
         &places,
@@ -206,13 +229,14 @@ fn status_paths(out: &str) -> Vec<String> {
 
 /// Brings `integration` into the branch checked out at `checkout`'s root by a
 /// fast-forward, only when the files it changes are none the person changed or left
-/// untracked there. `checkout` confines git with what it may write there (the
-/// project, its `.git`).
-pub fn land(checkout: &Launcher, integration: &str) -> Result<Landing, String> {
+/// untracked there. When the branch moved on since and `merge` allows it, by a merge
+/// commit made beside the checkout first (a conflict lands nothing). `checkout`
+/// confines git with what it may write there (the project, its `.git`).
+pub fn land(checkout: &Launcher, integration: &str, merge: bool) -> Result<Landing, String> {
     let root = checkout.root().to_path_buf();
     let full = format!("refs/heads/{integration}");
     let tip = commit_of(checkout, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
-    let how = format!("`git merge {integration}` (or `air land`)");
+    let how = format!("`git merge {integration}`");
     let branch = match checkout.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP) {
         Ok((b, _)) => b.trim().to_string(),
         Err(_) => {
@@ -229,12 +253,28 @@ pub fn land(checkout: &Launcher, integration: &str) -> Result<Landing, String> {
     if count(checkout, &head, &tip)? == 0 {
         return Ok(Landing::Nothing);
     }
+    let mut target = tip.clone();
     if count(checkout, &tip, &head)? > 0 {
-        return Ok(Landing::Kept {
-            reason: format!("{short} has commits made since the run began; land it with {how}"),
-        });
+        if !merge {
+            return Ok(Landing::Kept {
+                reason: format!("{short} has commits made since the run began; land it with {how}"),
+            });
+        }
+        let writable = [root.join(".git")];
+        let message = format!("air: land {integration}");
+        target = match merge_commit(checkout, &writable, &head, &tip, &message)? {
+            Ok(commit) => commit,
+            Err(files) => {
+                return Ok(Landing::Kept {
+                    reason: format!(
+                        "{short} and the run changed the same lines of {}; merge it by hand: {how}",
+                        files.join(", ")
+                    ),
+                })
+            }
+        };
     }
-    let files = changed_between(checkout, &head, &tip)?;
+    let files = changed_between(checkout, &head, &target)?;
     let (status, _) = checkout.git(
         &[
             "status",
@@ -268,7 +308,7 @@ pub fn land(checkout: &Launcher, integration: &str) -> Result<Landing, String> {
             "-q",
             "--no-verify",
             "--end-of-options",
-            &tip,
+            &target,
         ],
         &writable,
         64 * 1024,
@@ -298,24 +338,31 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// A committed repository of `lib.py` (holding `lib`) and `notes.txt`; `None`
+    /// without git.
+    fn repo(lib: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+        air_proto::program::find("git", None, &[])?;
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        git(&root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+        std::fs::write(root.join("lib.py"), lib).unwrap();
+        std::fs::write(root.join("notes.txt"), "n\n").unwrap();
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "one"]);
+        Some((dir, root))
+    }
+
     /// Three tasks add a function each to one file from the same start; all three
     /// merge. A fourth changes the same line as the first: a conflict, named, and the
     /// integration branch as it was. Landing then touches none of the person's edits,
     /// and waits while one of them is in a file the run changed.
     #[test]
     fn tasks_merge_one_at_a_time_and_land_around_the_persons_edits() {
-        if air_proto::program::find("git", None, &[]).is_none() {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        git(&root, &["init", "-q", "-b", "main"]);
-        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
         let lib = "def a():\n    return 1\n\n\n\n\n\n\ndef b():\n    return 2\n\n\n\n\n\n\ndef c():\n    return 3\n";
-        std::fs::write(root.join("lib.py"), lib).unwrap();
-        std::fs::write(root.join("notes.txt"), "n\n").unwrap();
-        git(&root, &["add", "-A"]);
-        git(&root, &["commit", "-qm", "one"]);
+        let Some((_dir, root)) = repo(lib) else {
+            return;
+        };
         let main = Launcher::plain(&root);
         let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
         assert_eq!(merge_missing(&main), None);
@@ -369,7 +416,7 @@ mod tests {
         }
         // The person edits lib.py: the run's lib.py waits for them.
         std::fs::write(root.join("lib.py"), "mine\n").unwrap();
-        match land(&main, &integ).unwrap() {
+        match land(&main, &integ, false).unwrap() {
             Landing::Kept { reason } => assert!(reason.contains("lib.py"), "{reason}"),
             other => panic!("{other:?}"),
         }
@@ -380,7 +427,7 @@ mod tests {
         // With their edit elsewhere, it lands, and their edit stays.
         std::fs::write(root.join("lib.py"), lib).unwrap();
         std::fs::write(root.join("notes.txt"), "their note\n").unwrap();
-        match land(&main, &integ).unwrap() {
+        match land(&main, &integ, false).unwrap() {
             Landing::Landed { branch, files } => {
                 assert_eq!(
                     (branch.as_str(), files),
@@ -396,7 +443,63 @@ mod tests {
             std::fs::read_to_string(root.join("notes.txt")).unwrap(),
             "their note\n"
         );
-        assert_eq!(land(&main, &integ).unwrap(), Landing::Nothing);
+        assert_eq!(land(&main, &integ, false).unwrap(), Landing::Nothing);
+    }
+
+    /// The person committed while the run worked: `clean` keeps the work on its
+    /// branch, `always` lands it as a merge commit; a conflict lands nothing.
+    #[test]
+    fn a_branch_that_moved_on_lands_only_when_asked_and_never_over_a_conflict() {
+        let Some((_dir, root)) = repo("x = 1\n") else {
+            return;
+        };
+        let main = Launcher::plain(&root);
+        let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
+        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        let ws = create(&main, &worktrees, "s1", "T1", &integ).unwrap();
+        std::fs::write(ws.path.join("lib.py"), "x = 2\n").unwrap();
+        commit_attempt(&main, &ws, &worktrees, "T1").unwrap();
+        assert!(matches!(
+            merge(&main, &worktrees, &ws, &integ, "merge").unwrap(),
+            Merged::Merged { .. }
+        ));
+        remove(&main, &ws, &worktrees).unwrap();
+        std::fs::write(root.join("notes.txt"), "theirs\n").unwrap();
+        git(&root, &["commit", "-qam", "theirs"]);
+        assert!(matches!(
+            land(&main, &integ, false).unwrap(),
+            Landing::Kept { .. }
+        ));
+        match land(&main, &integ, true).unwrap() {
+            Landing::Landed { files, .. } => assert_eq!(files, ["lib.py"]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("lib.py")).unwrap(),
+            "x = 2\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+            "theirs\n"
+        );
+        assert_eq!(
+            git(&root, &["log", "-1", "--format=%P"]).split(' ').count(),
+            2
+        );
+        // A second task changes the line the person changed too: nothing lands.
+        let ws = create(&main, &worktrees, "s1", "T2", &integ).unwrap();
+        std::fs::write(ws.path.join("notes.txt"), "the run's\n").unwrap();
+        commit_attempt(&main, &ws, &worktrees, "T2").unwrap();
+        merge(&main, &worktrees, &ws, &integ, "merge").unwrap();
+        std::fs::write(root.join("notes.txt"), "theirs again\n").unwrap();
+        git(&root, &["commit", "-qam", "again"]);
+        let head = git(&root, &["rev-parse", "HEAD"]);
+        match land(&main, &integ, true).unwrap() {
+            Landing::Kept { reason } => assert!(reason.contains("notes.txt"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(git(&root, &["rev-parse", "HEAD"]), head);
+        assert_eq!(git(&root, &["status", "--porcelain"]), "");
     }
 
     /// No branch is named by a ref that is not there.

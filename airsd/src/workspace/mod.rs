@@ -51,6 +51,11 @@ pub fn branch_name(session: &str, task: &str) -> String {
     format!("air/{s}/{t}")
 }
 
+/// A task's part of its branch and of its worktree's place (`T1`, `ph-milestone-1`).
+pub fn task_part(task: &str) -> String {
+    parts("", task).1
+}
+
 /// The session's part of a branch: its first 8 characters, cleaned.
 fn branch_part(session: &str) -> String {
     parts(session, "").0
@@ -225,10 +230,12 @@ pub fn create(
                 head.trim()
             ));
         }
-        return Ok(Workspace {
+        let ws = Workspace {
             base: fork_point(main, &commit, &full)?,
             ..ws
-        });
+        };
+        lend_places(main, &ws);
+        return Ok(ws);
     }
     // Made empty, then checked out from inside it: what the repository's
     // configuration adds for the new branch or its git directory (`includeIf
@@ -259,7 +266,63 @@ pub fn create(
         64 * 1024,
         STEP,
     )?;
+    lend_places(main, &ws);
     Ok(ws)
+}
+
+/// The checkout's environments its commands run with that git does not hold: a
+/// Python virtual environment (a directory with a `pyvenv.cfg`, whatever its name)
+/// and `node_modules`, at the top or one directory down; at most 16, as paths from
+/// the top. A task's worktree gets an empty directory at each, which its commands see
+/// as the checkout's, read-only.
+pub fn environments(checkout: &Path) -> Vec<String> {
+    const MOST: usize = 16;
+    let is_env =
+        |dir: &Path, name: &str| name == "node_modules" || dir.join("pyvenv.cfg").is_file();
+    let dirs = |dir: &Path| -> Vec<(PathBuf, String)> {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .take(4096)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .filter_map(|e| {
+                        let name = e.file_name().to_str()?.to_string();
+                        (name != ".git" && name != ".air").then(|| (e.path(), name))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (path, name) in dirs(checkout).into_iter().take(256) {
+        if is_env(&path, &name) {
+            out.push(name);
+            continue;
+        }
+        for (inner, inner_name) in dirs(&path) {
+            if is_env(&inner, &inner_name) {
+                out.push(format!("{name}/{inner_name}"));
+            }
+        }
+    }
+    out.sort();
+    out.truncate(MOST);
+    out
+}
+
+/// Makes the empty directory each of the checkout's environments is lent onto in the
+/// worktree, where the worktree has nothing there and the directory above it is its
+/// own (reached through no link).
+fn lend_places(main: &Launcher, ws: &Workspace) {
+    for rel in environments(main.root()) {
+        let at = ws.path.join(&rel);
+        let parent_ok = at
+            .parent()
+            .is_some_and(|p| p.is_dir() && no_links(p).is_ok());
+        if parent_ok && std::fs::symlink_metadata(&at).is_err() {
+            let _ = std::fs::create_dir(&at);
+        }
+    }
 }
 
 /// Where the branch `full` left `base`'s history: the commit its change is read
@@ -362,6 +425,33 @@ pub fn changed(main: &Launcher, ws: &Workspace) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// The diff of `files` between two revisions of the repository, cut at `cap` bytes
+/// (and whether it was).
+pub fn diff_of(
+    main: &Launcher,
+    from: &str,
+    to: &str,
+    files: &[String],
+    cap: usize,
+) -> Result<(String, bool), String> {
+    let mut args = vec![
+        "diff",
+        "--no-renames",
+        "--ignore-submodules=none",
+        "--no-relative",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--end-of-options",
+        from,
+        to,
+        "--",
+    ];
+    let literal: Vec<String> = files.iter().map(|f| format!(":(literal){f}")).collect();
+    args.extend(literal.iter().map(String::as_str));
+    main.git(&args, Reads::Content, cap, STEP)
+}
+
 /// The branch's diff against its base, cut at `cap` bytes (and whether it was).
 pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool), String> {
     branch_diff(
@@ -371,6 +461,15 @@ pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool
         Reads::Content,
         cap,
     )
+}
+
+/// Deletes the worktree's branch, only where it still is where its base was (it holds
+/// no commit of its own).
+pub fn delete_branch(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), String> {
+    let places = common_writable(main, worktrees)?;
+    let full = format!("refs/heads/{}", ws.branch);
+    main.git_write(&["update-ref", "-d", &full, &ws.base], &places, 4096, STEP)?;
+    Ok(())
 }
 
 /// Removes the worktree (its branch stays, with the attempt's commits).

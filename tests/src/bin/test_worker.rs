@@ -13,7 +13,8 @@
 //! `air-test-call:` lines (any number) are tool calls the executor makes, in order,
 //! (`air-test-call-N:` only on its N-th run; `claim` makes the N-th run's result from
 //! its `air-test-claim-N: {"evidence_refs": […], "verification": […]}` line, where
-//! `$RUN_K` is the K-th command this run ran),
+//! `$RUN_K` is the K-th command this run ran; `$ROOT` in a call is the project root
+//! the agent works in),
 //! before its action; their answers go to stderr (the calls are recorded by airsd).
 //! `air-test-bench: TOOL N OUTFILE {json}` makes the call N times and writes each
 //! round trip's microseconds to OUTFILE, one per line (for the benchmarks).
@@ -334,6 +335,12 @@ fn main() {
             };
             let (tool, input) = rest.trim().split_once(' ').unwrap_or((rest.trim(), "{}"));
             let input = input.replace("$LAST_COMMAND_RUN", &last_run);
+            // `$ROOT`: the project root as the agent is told it (its working
+            // directory: the task's worktree, or the checkout).
+            let here = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            let input = input.replace("$ROOT", &here);
             let input = serde_json::from_str(&input).unwrap_or(serde_json::Value::Null);
             match call(tool, input) {
                 Ok(out) => {

@@ -194,6 +194,8 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 record: None,
                 replay: None,
                 learn: None,
+                worktrees: None,
+                land: None,
                 env: None,
             })
             .await
@@ -230,6 +232,8 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
                 record: None,
                 replay: None,
                 learn: None,
+                worktrees: None,
+                land: None,
                 env: None,
             })
             .await
@@ -413,6 +417,8 @@ async fn run_recorded(
             record,
             replay,
             learn: None,
+            worktrees: None,
+            land: None,
             env: None,
         })
         .await

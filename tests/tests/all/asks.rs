@@ -84,6 +84,8 @@ pub(crate) async fn start_budgeted(
             record: None,
             replay: None,
             learn: None,
+            worktrees: None,
+            land: None,
             env: None,
         })
         .await

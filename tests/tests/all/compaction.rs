@@ -69,6 +69,8 @@ fn start_replayed<'a>(
                 record: Some(record),
                 replay: Some(replay),
                 learn: None,
+                worktrees: None,
+                land: None,
                 env: None,
             })
             .await

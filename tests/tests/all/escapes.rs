@@ -616,7 +616,10 @@ fn airsd_runs_nothing_an_agent_planted_in_git() {
             shell.home = Some(home.clone());
             shell.path = Some(planted_path);
         });
-        let session = crate::asks::start_plan(&state, &plan(&steps), OnAsk::Deny, None).await;
+        // The task works in the checkout itself, where these are planted (in its own
+        // worktree, `worktrees::airsd_runs_nothing_planted_in_a_worktree`).
+        let text = format!("---\nworktrees: false\n---\n{}", plan(&steps));
+        let session = crate::asks::start_plan(&state, &text, OnAsk::Deny, None).await;
         ended(&state, &session).await;
         let runs = tool_runs(&root, &session);
         let outs = outputs(&root, &session);

@@ -91,6 +91,11 @@ fn the_tarball_installs_anywhere_and_runs_the_example() {
             String::from_utf8_lossy(&o.stderr)
         )
     };
+    // A git repository, as `examples/run` makes it: each task works in its own
+    // worktree.
+    air_tests::git(&project, &["init", "-q"]);
+    air_tests::git(&project, &["add", "-A"]);
+    air_tests::git(&project, &["commit", "-qm", "example"]);
     let out = air(&["init", "--no-model"]);
     assert!(out.status.success(), "{}", show(&out));
     let out = air(&["run", "--plan", "plan.md", "--replay", "recording"]);

@@ -116,14 +116,15 @@ fn json(s: &str) -> String {
 }
 
 /// The plan of an honest model and of a liar, for one stack.
-fn plan(stack: &Stack, root: &str) -> String {
+fn plan(stack: &Stack) -> String {
     let (path, fixed) = stack.fix;
-    let habit = stack.habit.replace("$ROOT", root);
+    // `$ROOT` is where the agent is told it works, as the scripted worker fills it.
+    let habit = stack.habit;
     let mut calls = format!(
         "air-test-call: fs.read {{\"path\": {p}}}\nair-test-call: fs.write {{\"path\": {p}, \"content\": {c}}}\nair-test-call: shell.run {{\"command\": {h}}}\n",
         p = json(path),
         c = json(fixed),
-        h = json(&habit),
+        h = json(habit),
     );
     let mut evidence = String::from(
         r#"{"id": "e1", "kind": "command_run", "ref": "$RUN_1", "claim": "the tests pass", "evidence_type": "test_pass"}"#,
@@ -212,8 +213,7 @@ fn honest_work_completes_on_every_stack_and_a_liar_never_does() {
         for command in stack.setup {
             sh(&p.root, command);
         }
-        let root = p.root.canonicalize().unwrap();
-        let (out, v, statuses) = carry_out(&p, &plan(stack, root.to_str().unwrap()));
+        let (out, v, statuses) = carry_out(&p, &plan(stack));
         let status = |id: &str| statuses(id);
         // The honest model completes on its first dispatch.
         assert_eq!(status("T1"), "completed", "{}: {v:#?}", stack.name);

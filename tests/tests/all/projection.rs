@@ -406,6 +406,8 @@ impl Gen {
                         record: None,
                         replay: None,
                         learn: false,
+                        worktrees: None,
+                        land: None,
                     },
                 ),
                 1 => event(&s, "scheduler.paused", &p::SchedulerControl::default()),
@@ -430,6 +432,7 @@ impl Gen {
                         blocked: 0,
                         cancelled: 0,
                         unfinished: 0,
+                        landing: None,
                     },
                 ),
                 _ => event(

@@ -1303,10 +1303,13 @@ fn the_shipped_conversation_replays_with_no_key() {
 }
 
 /// The README's quick start: the example plan replayed from the recording shipped
-/// with it, by the real `air-worker`, with no key and no provider.
+/// with it, by the real `air-worker`, with no key and no provider, in a git
+/// repository as `examples/run` makes it (each task in its own worktree, the result
+/// landed in the checkout).
 #[test]
 fn the_shipped_recording_replays_the_example_plan_with_no_key() {
     let p = project();
+    git_commit_all(&p);
     let out = with_the_real_worker(&p, &["run", "--plan", "plan.md", "--replay", "recording"]);
     expect(&out, 0);
     let stdout = text(&out.stdout);
@@ -1336,6 +1339,7 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
 
     // Replaying while recording re-records: a fresh recording of the same run.
     let q = project();
+    git_commit_all(&q);
     let out = with_the_real_worker(
         &q,
         &[
@@ -1411,16 +1415,39 @@ fn the_daemon_does_not_exit_on_its_idle_timeout_while_a_run_is_going() {
     );
 }
 
-/// The shipped recording replays in a git repository as well as outside one: what a
-/// tool finds differs between the two (`git.status` fails outside), and the replay
-/// tolerates that, not a change of what air sends.
+/// The shipped recording, made in a git repository, replays outside one as well:
+/// what a tool finds differs between the two (`git.status` fails outside), and the
+/// replay tolerates that, not a change of what air sends.
 #[test]
-fn the_shipped_recording_replays_inside_a_git_repository_too() {
+fn the_shipped_recording_replays_outside_git_too() {
+    // Outside git the tasks share the checkout; one at a time, each task's checks see
+    // what they saw when the recording was made, each in its own worktree.
     let p = project();
+    let out = with_the_real_worker(
+        &p,
+        &[
+            "run",
+            "--plan",
+            "plan.md",
+            "--replay",
+            "recording",
+            "--concurrency",
+            "1",
+        ],
+    );
+    expect(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("completed: 7 completed"), "{stdout}");
+    assert!(p.root.join("wordcount/__main__.py").exists());
+}
+
+/// `git init` and a first commit of everything in the project, as `examples/run` does.
+pub(crate) fn git_commit_all(p: &Project) {
     let git = |args: &[&str]| {
         let out = Command::new("git")
             .args(args)
             .current_dir(&p.root)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .output()
             .unwrap();
         assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
@@ -1436,10 +1463,6 @@ fn the_shipped_recording_replays_inside_a_git_repository_too() {
         "-qm",
         "example",
     ]);
-    let out = with_the_real_worker(&p, &["run", "--plan", "plan.md", "--replay", "recording"]);
-    expect(&out, 0);
-    let stdout = text(&out.stdout);
-    assert!(stdout.contains("completed: 7 completed"), "{stdout}");
 }
 
 /// Two runs started at once in one project both write the task graph: each write is

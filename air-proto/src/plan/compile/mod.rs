@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::blocks::{blocks, plain, Block, BlockKind, Inline, Item, Lines};
 use super::graph::{cycle_path, layer};
 use super::{
-    Budgets, Compiled, ConstraintDefaults, OnAsk, PermissionMode, Phase, PlanDiagnostic,
+    Budgets, Compiled, ConstraintDefaults, Land, OnAsk, PermissionMode, Phase, PlanDiagnostic,
     PlanErrors, PlanSettings, TaskGraph, DEFAULT_HARD_TIMEOUT_MS, DEFAULT_MAX_TURNS,
     DEFAULT_RETRY_BUDGET, DEFAULT_SOFT_TIMEOUT_MS, TASK_GRAPH_VERSION,
 };
@@ -597,6 +597,19 @@ impl Compiler<'_> {
                     "on_ask" => {
                         self.settings.on_ask =
                             Some(parse_enum(&text, OnAsk::ALL, OnAsk::as_str, OnAsk::parse)?)
+                    }
+                    "land" => {
+                        self.settings.land =
+                            Some(parse_enum(&text, Land::ALL, Land::as_str, Land::parse)?)
+                    }
+                    "worktrees" => {
+                        self.settings.worktrees = Some(match text.trim() {
+                            "true" | "yes" | "on" => true,
+                            "false" | "no" | "off" => false,
+                            other => {
+                                return Err(format!("worktrees is true or false, not `{other}`"))
+                            }
+                        })
                     }
                     "max_turns" => defaults.max_turns = Some(parse_u32(&text)?),
                     "soft_timeout" => defaults.soft_timeout_ms = Some(parse_duration_ms(&text)?),

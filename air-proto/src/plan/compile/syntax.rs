@@ -42,6 +42,14 @@ pub const FRONT_MATTER_KEYS: &[(&str, &str)] = &[
         "on_ask",
         "deny, fail or queue: what a permission request does with no human to ask",
     ),
+    (
+        "worktrees",
+        "true or false: each task in its own git worktree (true in a git project)",
+    ),
+    (
+        "land",
+        "never, clean or always: when the merged work lands in the checkout",
+    ),
     ("max_turns", "default for tasks"),
     ("soft_timeout", "default for tasks"),
     ("hard_timeout", "default for tasks"),

@@ -631,6 +631,7 @@ impl Core {
             blocked,
             cancelled,
             unfinished,
+            landing: None,
         }));
     }
 }

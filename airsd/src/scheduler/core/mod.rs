@@ -663,7 +663,13 @@ impl Core {
             .collect()
     }
 
-    /// Every task with its status, in creation order.
+    /// A task's title, if the run has the task.
+    pub fn task_title(&self, task_id: &str) -> Option<String> {
+        self.index
+            .get(task_id)
+            .map(|&i| self.tasks[i].spec.title.clone())
+    }
+
     /// The tasks next to `task_id` in the graph: those it depends on (with their
     /// accepted results when the run holds them) and those that depend on it.
     pub fn neighbours(&self, task_id: &str) -> Vec<crate::context::Neighbour> {

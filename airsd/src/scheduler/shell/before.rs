@@ -56,7 +56,7 @@ impl Shell {
             "description": "the task's check, before any change (the reproduction)",
         });
         let job = crate::scheduler::tooljob::ToolJob {
-            env: self.tools.clone(),
+            env: self.env_of(&d.task_id),
             worker,
             header: header.clone(),
             call,

@@ -30,6 +30,9 @@ fn milestone_phase(d: &Dispatch) -> Option<&str> {
 
 impl Shell {
     pub(super) async fn dispatch(&mut self, mut d: Dispatch) -> Result<()> {
+        // The task's own worktree first: an agent whose worktree cannot be made does
+        // not start (never in the checkout instead).
+        let no_space = self.space_for(&d).await.err();
         // The debugger is given what the compilers and linkers of the failed attempt
         // said, as airsd parsed it.
         let (findings, note) = self.findings_note(&d).await;
@@ -67,9 +70,12 @@ impl Shell {
             files.dedup();
             files
         });
-        let diff = self.diff_under_review(&d, phase_files).await;
+        let diff = match self.space_diff(&d, phase_files.as_deref()).await {
+            Some(diff) if d.role == AgentType::Reviewer || phase_files.is_some() => Some(diff),
+            _ => self.diff_under_review(&d, phase_files).await,
+        };
         let changes = self.task_changes(&d).await;
-        let environment = self.environment().await;
+        let environment = self.environment(&d.task_id).await;
         let skills = self.skills().await;
         let memory = self.memory_for(&d, &changes).await;
         let (mut context, model) = self.assemble(
@@ -108,20 +114,22 @@ impl Shell {
         let summary = context.summary.clone();
         let start = self.start_message(&d, context, tools, changes, skills);
         let stderr = self.stderr_path(&d.agent_id);
-        let spawned = Worker::spawn(
-            &self.config.worker,
-            self.ctx.paths.root(),
-            &stderr,
-            &start,
-            self.worker_tx.clone(),
-        );
-        let (pid, failure) = match spawned {
-            Ok(worker) => {
-                let pid = worker.pid;
-                self.workers.insert(d.agent_id.clone(), worker);
-                (Some(pid), None)
-            }
-            Err(e) => (None, Some(e.to_string())),
+        let (pid, failure) = match no_space {
+            Some(why) => (None, Some(why)),
+            None => match Worker::spawn(
+                &self.config.worker,
+                &self.task_root(&d.task_id),
+                &stderr,
+                &start,
+                self.worker_tx.clone(),
+            ) {
+                Ok(worker) => {
+                    let pid = worker.pid;
+                    self.workers.insert(d.agent_id.clone(), worker);
+                    (Some(pid), None)
+                }
+                Err(e) => (None, Some(e.to_string())),
+            },
         };
         let mut events = vec![
             self.status_event(status_now, status)?,
@@ -175,16 +183,19 @@ impl Shell {
     }
 
     /// The project root, the platform, today's date and the working tree's state.
-    async fn environment(&self) -> crate::context::Environment {
+    async fn environment(&self, task_id: &str) -> crate::context::Environment {
         use crate::context::Worktree;
-        let root = self.ctx.paths.root().to_path_buf();
+        let root = self.task_root(task_id);
         let shown = root.display().to_string();
-        let launcher = self.tools.launcher.clone();
+        let launcher = self.env_of(task_id).launcher;
+        let own = self.spaces.get(task_id).is_some();
         let tree = tokio::task::spawn_blocking(move || {
             if !crate::tools::git::in_repository(&root) {
                 return Worktree::NotGit;
             }
             match crate::tools::git::Dirty::read(&launcher) {
+                // Its branch names the session: not for the model to act on.
+                Some(d) if own => Worktree::Task { dirty: d.files() },
                 Some(d) => Worktree::Git {
                     branch: d.branch.clone(),
                     dirty: d.files(),
@@ -510,7 +521,10 @@ impl Shell {
                 session_id: self.session_id().to_string(),
                 project_id: self.ctx.project_id.clone(),
                 agent_id: d.agent_id.clone(),
-                worktree_path: None,
+                worktree_path: self
+                    .spaces
+                    .get(&d.task_id)
+                    .map(|s| s.ws.path.display().to_string()),
                 permission_template: template,
                 agent_type: Some(d.role),
                 attempt: Some(d.attempt),

@@ -32,6 +32,7 @@ mod mine;
 mod records;
 mod requirements;
 mod side;
+mod spaces;
 mod worker;
 
 use crate::error::{Error, Result};
@@ -268,6 +269,8 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         compactions: HashMap::new(),
         learning: Default::default(),
         checked_before: Default::default(),
+        spaces: Default::default(),
+        diff_refs: HashMap::new(),
     };
     tokio::spawn(async move {
         shell.unhalt().await;
@@ -309,6 +312,10 @@ struct Shell {
     learning: mine::Learning,
     /// The executors airsd ran their task's check for before they began.
     checked_before: std::collections::HashSet<String>,
+    /// The tasks' worktrees, in a git project.
+    spaces: spaces::Spaces,
+    /// The `diffs/` artifact of each executor's or debugger's attempt, by agent id.
+    diff_refs: HashMap<String, String>,
 }
 
 impl Shell {
@@ -487,9 +494,17 @@ impl Shell {
             }
             Decision::Finish {
                 task_id,
-                status,
-                reason,
+                mut status,
+                mut reason,
             } => {
+                // A completed task's change joins the session's integration branch
+                // first; one that cannot is not complete.
+                if status == TaskStatus::Completed {
+                    if let Some((instead, why)) = self.merge_completed(&task_id).await {
+                        status = instead;
+                        reason = Some(why);
+                    }
+                }
                 let mut pl = status_payload(&task_id, None);
                 pl.reason = reason;
                 let e = self.status_event(status, pl)?;
@@ -570,7 +585,8 @@ impl Shell {
                 }
                 Ok(())
             }
-            Decision::RunComplete(outcome) => {
+            Decision::RunComplete(mut outcome) => {
+                outcome.landing = self.land().await;
                 let e = self.event(&outcome)?;
                 self.record(vec![e]).await?;
                 self.expire_requests(None).await;
@@ -673,7 +689,7 @@ impl Shell {
     ) -> Option<air_proto::gate::Verdict> {
         let subject = self.core.gate_subject(agent_id)?;
         let (session, result) = (self.ctx.session.clone(), result.clone());
-        let root = self.ctx.paths.root().to_path_buf();
+        let root = self.task_root(&result.task_id);
         let judged = tokio::task::spawn_blocking(move || {
             crate::evidence::judge(&session, &root, &subject, &result)
         })

@@ -199,9 +199,14 @@ impl Shell {
                 // and recorded nowhere (the agent's conversation keeps what it was
                 // told).
                 let subject = self.core.gate_subject(agent_id);
+                let task_root = self
+                    .dispatches
+                    .get(agent_id)
+                    .map(|d| self.task_root(&d.task_id))
+                    .unwrap_or_else(|| self.ctx.paths.root().to_path_buf());
                 let (session, root, worker, header) = (
                     self.ctx.session.clone(),
-                    self.ctx.paths.root().to_path_buf(),
+                    task_root,
                     worker.clone(),
                     message.header.clone(),
                 );
@@ -230,7 +235,7 @@ impl Shell {
                     return Ok(());
                 };
                 let job = crate::scheduler::tooljob::ToolJob {
-                    env: self.tools.clone(),
+                    env: self.env_of(&d.task_id),
                     worker: worker.clone(),
                     header: message.header.clone(),
                     call,
@@ -299,9 +304,31 @@ impl Shell {
     /// Puts airsd's record of the files the task's agents changed in an executor's or
     /// a debugger's result (the other roles change nothing); a list from the worker
     /// that says otherwise is kept as a risk, not trusted.
-    async fn own_changes(&self, agent_id: &str, result: &mut air_proto::result::WorkerResult) {
-        let recorded = match result.agent_type {
-            AgentType::Executor | AgentType::Debugger => {
+    async fn own_changes(&mut self, agent_id: &str, result: &mut air_proto::result::WorkerResult) {
+        let writes = matches!(result.agent_type, AgentType::Executor | AgentType::Debugger);
+        // In its worktree: the task's change is its branch against its base.
+        let in_space = if writes {
+            self.attempt_change(agent_id, result).await
+        } else {
+            None
+        };
+        result.diff_ref = self.diff_refs.remove(agent_id).or(result.diff_ref.take());
+        let recorded = match (result.agent_type, in_space) {
+            (_, Some(Ok(files))) => files,
+            (_, Some(Err(e))) => {
+                tracing::warn!(
+                    agent = agent_id,
+                    "cannot read the task's change in its worktree: {e}"
+                );
+                result.risks.push(air_proto::result::Risk {
+                    severity: air_proto::result::Severity::High,
+                    summary: format!(
+                        "airsd could not commit or read the task's change in its worktree: {e}"
+                    ),
+                });
+                Vec::new()
+            }
+            (AgentType::Executor | AgentType::Debugger, None) => {
                 match self.changed_in_task(&result.task_id).await {
                     Ok(r) => r,
                     Err(e) => {
@@ -310,8 +337,11 @@ impl Shell {
                     }
                 }
             }
-            _ => Vec::new(),
+            (_, None) => Vec::new(),
         };
+        let mut recorded = recorded;
+        recorded.sort();
+        recorded.dedup();
         let claimed = std::mem::take(&mut result.changed_files);
         let unrecorded: Vec<&str> = claimed
             .iter()

@@ -1,0 +1,415 @@
+//! Each task of a run in its own worktree (`docs/worktrees.md`): made from the
+//! session's integration branch when the task's first agent starts, every tool and
+//! command of the task's agents confined to it, each executor's or debugger's attempt
+//! committed on the task's branch when it ends (its changed files and diff read from
+//! there), the branch merged into the integration branch when the task completes, and
+//! the integration branch landed in the checkout when the run ends. A project that
+//! is not a git repository, or has no commit yet, keeps the shared checkout.
+//!
+//! Must not: run a task's agents in the checkout when its worktree could not be made
+//! (the agent fails instead), or merge a conflict.
+
+use std::path::PathBuf;
+
+use super::*;
+use crate::workspace::{self, Workspace};
+
+/// Bytes of a task's diff kept as its `diffs/` artifact and shown to its reviewer.
+const DIFF_CAP: usize = 512 * 1024;
+
+/// A task's worktree and what its tool calls run with there.
+pub(super) struct Space {
+    pub ws: Workspace,
+    /// Its `workspace.created` id.
+    pub id: String,
+    /// The tool environment of the task's agents: the worktree as their project.
+    pub env: crate::scheduler::tooljob::ToolEnv,
+}
+
+/// The worktrees of a run's tasks.
+#[derive(Default)]
+pub(super) struct Spaces {
+    /// The session's integration branch once known: `Some(None)` when tasks share
+    /// the checkout (no git repository, no commit).
+    integration: Option<Option<String>>,
+    by_task: HashMap<String, Space>,
+}
+
+impl Spaces {
+    pub fn get(&self, task_id: &str) -> Option<&Space> {
+        self.by_task.get(task_id)
+    }
+}
+
+/// Whether a dispatch's agent works in its task's worktree: an executor, a debugger
+/// or a reviewer of a task, and a milestone review; never a planning turn, the
+/// direct lane or the side agents.
+fn works_in_space(d: &Dispatch) -> bool {
+    if air_proto::planning::phase_of(&d.spec).is_some()
+        || air_proto::conversation::is_direct(&d.task_id)
+    {
+        return false;
+    }
+    match d.role {
+        AgentType::Executor | AgentType::Debugger | AgentType::Reviewer => true,
+        AgentType::ArchitectureDesigner => d.task_id.contains(":milestone-"),
+        _ => false,
+    }
+}
+
+impl Shell {
+    fn worktrees_dir(&self) -> PathBuf {
+        self.ctx.paths.workspaces()
+    }
+
+    /// The tool environment of a task's agents: its worktree's, or the run's.
+    pub(super) fn env_of(&self, task_id: &str) -> crate::scheduler::tooljob::ToolEnv {
+        self.spaces
+            .get(task_id)
+            .map(|s| s.env.clone())
+            .unwrap_or_else(|| self.tools.clone())
+    }
+
+    /// Where a task's agents work: its worktree, or the checkout.
+    pub(super) fn task_root(&self, task_id: &str) -> PathBuf {
+        self.spaces
+            .get(task_id)
+            .map(|s| s.ws.path.clone())
+            .unwrap_or_else(|| self.ctx.paths.root().to_path_buf())
+    }
+
+    /// Makes (or continues) the worktree of the dispatch's task when its agent works
+    /// in one; `Err` when it cannot be made: the agent must not start in the
+    /// checkout instead.
+    pub(super) async fn space_for(&mut self, d: &Dispatch) -> std::result::Result<(), String> {
+        if !works_in_space(d) || self.spaces.by_task.contains_key(&d.task_id) {
+            return Ok(());
+        }
+        let main = self.tools.launcher.clone();
+        let worktrees = self.worktrees_dir();
+        let session = self.session_id().to_string();
+        let integration = match &self.spaces.integration {
+            Some(known) => known.clone(),
+            None if self.ctx.run.worktrees == Some(false) => {
+                self.spaces.integration = Some(None);
+                None
+            }
+            None => {
+                let (main, worktrees, session) = (main.clone(), worktrees.clone(), session.clone());
+                let found = tokio::task::spawn_blocking(move || {
+                    if !crate::tools::git::in_repository(main.root()) {
+                        return Ok(None);
+                    }
+                    workspace::integration(&main, &worktrees, &session)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                // Decided once, for the whole run: a repository git cannot read is
+                // no repository to branch from.
+                let found = found.unwrap_or_else(|e| {
+                    tracing::warn!("the run's tasks share the checkout: {e}");
+                    None
+                });
+                if found.is_none() {
+                    tracing::info!(
+                        "not a git repository with a commit: the run's tasks share the checkout"
+                    );
+                }
+                self.spaces.integration = Some(found.clone());
+                found
+            }
+        };
+        let Some(integration) = integration else {
+            return Ok(());
+        };
+        let task = d.task_id.clone();
+        let made = {
+            let (main, worktrees) = (main.clone(), worktrees.clone());
+            tokio::task::spawn_blocking(move || {
+                workspace::create(&main, &worktrees, &session, &task, &integration)
+            })
+            .await
+            .map_err(|e| e.to_string())?
+        }
+        .map_err(|e| format!("the task's worktree could not be made: {e}"))?;
+        let engine = Arc::new(self.ctx.engine.rooted(&made.path));
+        let launcher = Arc::new(made.launcher(&main, engine.views(&[], &[], &[])));
+        let env = crate::scheduler::tooljob::ToolEnv {
+            engine,
+            launcher,
+            ..self.tools.clone()
+        };
+        let id = air_proto::ids::new_id();
+        let e = self
+            .event(&p::WorkspaceCreated {
+                workspace_id: id.clone(),
+                path: made.path.display().to_string(),
+                task_id: Some(d.task_id.clone()),
+                branch: Some(made.branch.clone()),
+                base_ref: Some(made.base.clone()),
+            })
+            .map_err(|e| e.to_string())?;
+        self.push(vec![e]);
+        self.spaces
+            .by_task
+            .insert(d.task_id.clone(), Space { ws: made, id, env });
+        Ok(())
+    }
+
+    /// At the end of an executor's or a debugger's attempt: what it left in the
+    /// worktree committed on the task's branch, and the task's change (the branch
+    /// against its base) as the result's changed files and its `diffs/` artifact.
+    /// `None` when the task has no worktree.
+    pub(super) async fn attempt_change(
+        &mut self,
+        agent_id: &str,
+        result: &air_proto::result::WorkerResult,
+    ) -> Option<std::result::Result<Vec<String>, String>> {
+        let space = self.spaces.get(&result.task_id)?;
+        let (main, worktrees, ws) = (
+            self.tools.launcher.clone(),
+            self.worktrees_dir(),
+            space.ws.clone(),
+        );
+        let message = format!("{}: the work of {agent_id}", result.task_id);
+        let read = tokio::task::spawn_blocking(move || {
+            workspace::commit_attempt(&main, &ws, &worktrees, &message)?;
+            let files = workspace::changed(&main, &ws)?;
+            let diff = workspace::diff(&main, &ws, DIFF_CAP)?;
+            Ok::<_, String>((files, diff))
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        let (files, (diff, cut)) = match read {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let rel = format!(
+            "diffs/{}-{agent_id}.diff",
+            workspace::task_part(&result.task_id)
+        );
+        let stored = self.tools.artifacts.create(&rel).and_then(|mut pending| {
+            pending.write(diff.as_bytes())?;
+            if cut {
+                pending.write(b"\n[cut: the diff is longer]\n")?;
+            }
+            self.tools
+                .artifacts
+                .finish(pending, air_proto::result::ArtifactType::Diff, false)
+        });
+        match stored {
+            Ok(stored) => {
+                let uri = stored.artifact.uri.clone();
+                if let Ok(e) = self.event(&p::ArtifactCreated {
+                    artifact: stored.artifact,
+                    path: Some(stored.rel),
+                    original_name: Some(format!("{}.diff", result.task_id)),
+                    task_id: Some(result.task_id.clone()),
+                    agent_id: Some(agent_id.to_string()),
+                    tool_run_id: None,
+                    command_run_id: None,
+                    entity_type: Some("task_diff".into()),
+                    entity_id: Some(result.task_id.clone()),
+                }) {
+                    self.push(vec![e]);
+                }
+                self.diff_refs.insert(agent_id.to_string(), uri);
+            }
+            Err(e) => tracing::warn!(task = %result.task_id, "cannot keep the task's diff: {e}"),
+        }
+        Some(Ok(files))
+    }
+
+    /// The task's change as its reviewer sees it: the branch against its base; for
+    /// a milestone review, the phase's files as merged against the checkout's last
+    /// commit. `None` when the task has no worktree.
+    pub(super) async fn space_diff(
+        &self,
+        d: &Dispatch,
+        phase_files: Option<&[String]>,
+    ) -> Option<crate::context::ReviewDiff> {
+        use crate::context::ReviewDiff;
+        let space = self.spaces.get(&d.task_id)?;
+        let (main, ws) = (self.tools.launcher.clone(), space.ws.clone());
+        let files: Option<Vec<String>> = phase_files.map(<[String]>::to_vec);
+        let made = tokio::task::spawn_blocking(move || match files {
+            Some(files) => workspace::diff_of(&main, "HEAD", &ws.base, &files, DIFF_CAP),
+            None => workspace::diff(&main, &ws, DIFF_CAP),
+        })
+        .await;
+        Some(match made {
+            Ok(Ok((d, _))) if d.trim().is_empty() => ReviewDiff::NoChanges,
+            Ok(Ok((d, _))) => ReviewDiff::Diff(d, 0),
+            Ok(Err(e)) => ReviewDiff::Unavailable(e),
+            Err(e) => ReviewDiff::Unavailable(e.to_string()),
+        })
+    }
+
+    /// A task that completed: its branch merged into the integration branch, its
+    /// worktree removed. A conflict keeps both and ends the task blocked, the files
+    /// named (the status and the reason to record instead come back).
+    pub(super) async fn merge_completed(&mut self, task_id: &str) -> Option<(TaskStatus, String)> {
+        let space = self.spaces.by_task.remove(task_id)?;
+        let Some(Some(integration)) = self.spaces.integration.clone() else {
+            return None;
+        };
+        let (main, worktrees, ws) = (
+            self.tools.launcher.clone(),
+            self.worktrees_dir(),
+            space.ws.clone(),
+        );
+        let title = self
+            .core
+            .task_title(task_id)
+            .unwrap_or_default()
+            .chars()
+            .take(72)
+            .collect::<String>();
+        let message = format!("air: merge {task_id} {title}");
+        let merged = {
+            let (main, worktrees, ws, integration) = (
+                main.clone(),
+                worktrees.clone(),
+                ws.clone(),
+                integration.clone(),
+            );
+            tokio::task::spawn_blocking(move || {
+                workspace::merge(&main, &worktrees, &ws, &integration, &message)
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r)
+        };
+        let reason = match merged {
+            Ok(workspace::Merged::Conflict { files }) => {
+                let reason = format!(
+                    "its change conflicts with what was merged into {integration} before it, in {}; its branch {} and worktree {} are kept",
+                    files.join(", "),
+                    ws.branch,
+                    ws.path.display()
+                );
+                self.spaces.by_task.insert(task_id.to_string(), space);
+                return Some((TaskStatus::Blocked, reason));
+            }
+            Err(e) => {
+                let reason = format!(
+                    "its change could not be merged into {integration}: {e}; its branch {} is kept",
+                    ws.branch
+                );
+                self.spaces.by_task.insert(task_id.to_string(), space);
+                return Some((TaskStatus::Blocked, reason));
+            }
+            Ok(workspace::Merged::Nothing) => None,
+            Ok(workspace::Merged::Merged { commit, files }) => {
+                Some(format!("{commit} into {integration}: {}", files.join(", ")))
+            }
+        };
+        let mut events = Vec::new();
+        let merged = reason.is_some();
+        if let Some(reason) = reason {
+            if let Ok(e) = self.event(&ev::WorkspaceMerged(p::WorkspaceChanged {
+                workspace_id: space.id.clone(),
+                reason: Some(reason),
+            })) {
+                events.push(e);
+            }
+        }
+        // A task that changed nothing (a review) leaves no branch behind either.
+        let removed = tokio::task::spawn_blocking(move || {
+            workspace::remove(&main, &ws, &worktrees)?;
+            if !merged {
+                workspace::delete_branch(&main, &ws, &worktrees)?;
+            }
+            Ok::<_, String>(())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        match removed {
+            Ok(()) => {
+                if let Ok(e) = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
+                    workspace_id: space.id.clone(),
+                    reason: Some(if merged { "merged" } else { "nothing changed" }.into()),
+                })) {
+                    events.push(e);
+                }
+            }
+            Err(e) => tracing::warn!(task = task_id, "cannot remove the merged worktree: {e}"),
+        }
+        self.push(events);
+        None
+    }
+
+    /// At the end of the run: the integration branch landed in the checkout where it
+    /// touches none of the person's edits, or kept and why.
+    pub(super) async fn land(&self) -> Option<p::Landing> {
+        let Some(Some(integration)) = self.spaces.integration.clone() else {
+            return None;
+        };
+        let when = self.ctx.run.land.unwrap_or(air_proto::plan::Land::Clean);
+        if when == air_proto::plan::Land::Never {
+            return Some(p::Landing {
+                reason: Some(format!(
+                    "the run does not land (`land: never`); land it with `git merge {integration}`"
+                )),
+                integration_branch: integration,
+                landed: false,
+                branch: None,
+                files: Vec::new(),
+            });
+        }
+        let root = self.ctx.paths.root().to_path_buf();
+        let engine = self.ctx.engine.clone();
+        let main = self.tools.launcher.clone();
+        let landed = tokio::task::spawn_blocking(move || {
+            let checkout = main.with_views(engine.views(&[root], &[], &[]));
+            workspace::land(
+                &checkout,
+                &integration,
+                when == air_proto::plan::Land::Always,
+            )
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        let integration = self
+            .spaces
+            .integration
+            .clone()
+            .flatten()
+            .unwrap_or_default();
+        Some(match landed {
+            Ok(workspace::Landing::Nothing) => p::Landing {
+                integration_branch: integration,
+                landed: false,
+                branch: None,
+                files: Vec::new(),
+                reason: Some("nothing to land".into()),
+            },
+            Ok(workspace::Landing::Landed { branch, files }) => p::Landing {
+                integration_branch: integration,
+                landed: true,
+                branch: Some(branch),
+                files,
+                reason: None,
+            },
+            Ok(workspace::Landing::Kept { reason }) => p::Landing {
+                integration_branch: integration,
+                landed: false,
+                branch: None,
+                files: Vec::new(),
+                reason: Some(reason),
+            },
+            Err(e) => p::Landing {
+                landed: false,
+                branch: None,
+                files: Vec::new(),
+                reason: Some(format!(
+                    "landing failed: {e}; land it with `git merge {integration}`"
+                )),
+                integration_branch: integration,
+            },
+        })
+    }
+}
