@@ -54,6 +54,27 @@ fn names(out: &str) -> Vec<String> {
     v
 }
 
+/// Whether one of the last 10,000 merges of `head` merged `tip` (as its second
+/// parent): a task's branch merged before airsd was restarted.
+fn merged_before(at: &Launcher, head: &str, tip: &str) -> Result<bool, String> {
+    let (out, _) = at.git(
+        &[
+            "rev-list",
+            "--merges",
+            "--parents",
+            "--max-count=10000",
+            "--end-of-options",
+            head,
+        ],
+        Reads::Metadata,
+        NAMES_CAP,
+        STEP,
+    )?;
+    Ok(out
+        .lines()
+        .any(|l| l.split_whitespace().skip(2).any(|p| p == tip)))
+}
+
 /// The files `from` and `to` differ in, from the project's root.
 fn changed_between(at: &Launcher, from: &str, to: &str) -> Result<Vec<String>, String> {
     let (out, _) = at.git(
@@ -127,12 +148,15 @@ fn merge_commit(
 }
 
 /// The session's integration branch, made from the checkout's last commit when it is
-/// not there yet; `None` when the checkout has no commit to start from.
+/// not there yet; `None` when the checkout has no commit to start from. Called once
+/// by each airsd process that runs the session, before any other git of its
+/// worktrees: what a git killed with the airsd before it left locked is unlocked.
 pub fn integration(
     main: &Launcher,
     worktrees: &Path,
     session: &str,
 ) -> Result<Option<String>, String> {
+    super::unlock_stale(main, worktrees, session);
     let branch = integration_branch(session);
     let full = format!("refs/heads/{branch}");
     if commit_of(main, &full)?.is_some() {
@@ -156,8 +180,11 @@ pub fn integration(
 /// What merging a task's branch did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Merged {
-    /// Everything on the branch was there already.
+    /// The branch holds no change of its own.
     Nothing,
+    /// Everything on the branch is in the integration branch already (merged before
+    /// airsd was restarted).
+    Already,
     /// Merged: the new head of the integration branch and the files it changed.
     Merged { commit: String, files: Vec<String> },
     /// The branch and the integration branch change the same lines of these files:
@@ -180,7 +207,11 @@ pub fn merge(
     let tip = commit_of(main, &format!("refs/heads/{}", ws.branch))?
         .ok_or_else(|| format!("no branch {}", ws.branch))?;
     if count(main, &old, &tip)? == 0 {
-        return Ok(Merged::Nothing);
+        return Ok(if merged_before(main, &old, &tip)? {
+            Merged::Already
+        } else {
+            Merged::Nothing
+        });
     }
     let places = common_writable(main, worktrees)?;
     let commit = match merge_commit(main, &places, &old, &tip, message)? {
@@ -405,7 +436,7 @@ mod tests {
         // Merged already: nothing more.
         assert_eq!(
             merge(&main, &worktrees, &t1, &integ, "merge").unwrap(),
-            Merged::Nothing
+            Merged::Already
         );
         let merged = git(&root, &["show", "refs/heads/air/s1/integration:lib.py"]);
         for n in ["return 10", "return 20", "return 30"] {

@@ -57,7 +57,7 @@ pub fn task_part(task: &str) -> String {
 }
 
 /// The session's part of a branch: its first 8 characters, cleaned.
-fn branch_part(session: &str) -> String {
+pub fn branch_part(session: &str) -> String {
     parts(session, "").0
 }
 
@@ -83,7 +83,13 @@ fn parts(session: &str, task: &str) -> (String, String) {
             kept
         }
     };
-    let short: String = session.chars().take(8).collect();
+    // A session id's last 8 characters: its random part (the first ones are the
+    // time, the same for sessions started within a minute of each other).
+    let chars: Vec<char> = session
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let short: String = chars[chars.len().saturating_sub(8)..].iter().collect();
     let task = clean(task);
     let task = if task == "integration" {
         "integration-task".to_string()
@@ -145,18 +151,115 @@ fn common_writable(main: &Launcher, worktrees: &Path) -> Result<Vec<PathBuf>, St
 /// The git directory git made for the worktree at `path`: the one of the common
 /// directory's `worktrees/` whose `gitdir` names `path`'s `.git`.
 fn admin_dir(main: &Launcher, path: &Path) -> Result<PathBuf, String> {
+    let mut found = admin_dirs(main, path)?;
+    // One made whole first (an interrupted creation may have left another).
+    found.sort_by_key(|d| !d.join(READY).exists());
+    found
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("git keeps no worktree at {}", path.display()))
+}
+
+/// Every git directory of the common directory's `worktrees/` whose `gitdir` names
+/// `path`'s `.git`.
+fn admin_dirs(main: &Launcher, path: &Path) -> Result<Vec<PathBuf>, String> {
     let common = common_dir(main)?;
     let dot = path.join(".git");
     let listed = std::fs::read_dir(common.join("worktrees"))
         .map_err(|e| format!("{}: {e}", common.join("worktrees").display()))?;
-    for entry in listed.flatten() {
-        let dir = entry.path();
-        let named = crate::opened::read_small(&dir.join("gitdir"), &dir, 8192);
-        if named.is_some_and(|n| Path::new(n.trim()) == dot) {
-            return Ok(dir);
+    Ok(listed
+        .flatten()
+        .take(4096)
+        .map(|e| e.path())
+        .filter(|dir| {
+            crate::opened::read_small(&dir.join("gitdir"), dir, 8192)
+                .is_some_and(|n| Path::new(n.trim()) == dot)
+        })
+        .collect())
+}
+
+/// Removes the lock files a git killed with an earlier airsd left on what only
+/// airsd's git writes for this session: its branches (`refs/heads/air/<session>/`)
+/// and its worktrees' git directories. Only files named `*.lock`, reached through no
+/// link; the repository's own locks (`packed-refs.lock`, the checkout's index) are
+/// never touched.
+pub(crate) fn unlock_stale(main: &Launcher, worktrees: &Path, session: &str) {
+    let Ok(common) = common_dir(main) else {
+        return;
+    };
+    let locks_in = |dir: &Path, deep: bool| -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut queue = vec![(dir.to_path_buf(), 0)];
+        while let Some((d, depth)) = queue.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten().take(4096) {
+                let Ok(t) = e.file_type() else { continue };
+                let p = e.path();
+                if t.is_dir() && deep && depth < 8 {
+                    queue.push((p, depth + 1));
+                } else if t.is_file() && p.extension().is_some_and(|x| x == "lock") {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    };
+    let mut stale = locks_in(
+        &common.join("refs/heads/air").join(branch_part(session)),
+        true,
+    );
+    if let Ok(rd) = std::fs::read_dir(common.join("worktrees")) {
+        for e in rd.flatten().take(4096) {
+            let dir = e.path();
+            let named = crate::opened::read_small(&dir.join("gitdir"), &dir, 8192);
+            let own = worktrees.join(branch_part(session));
+            if named.is_some_and(|n| Path::new(n.trim()).starts_with(&own)) {
+                stale.extend(locks_in(&dir, false));
+            }
         }
     }
-    Err(format!("git keeps no worktree at {}", path.display()))
+    for lock in stale {
+        if no_links(&lock).is_ok() {
+            tracing::info!(
+                "removing a lock an earlier airsd's git left: {}",
+                lock.display()
+            );
+            let _ = std::fs::remove_file(&lock);
+        }
+    }
+}
+
+/// What of a task an earlier attempt left: its worktree, its branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Left {
+    pub worktree: bool,
+    pub branch: bool,
+}
+
+impl Left {
+    pub fn any(self) -> bool {
+        self.worktree || self.branch
+    }
+}
+
+/// Whether the worktree of `task` (under `worktrees`) and its branch are there.
+pub fn left(main: &Launcher, worktrees: &Path, session: &str, task: &str) -> Left {
+    let (s, t) = parts(session, task);
+    let full = format!("refs/heads/{}", branch_name(session, task));
+    Left {
+        worktree: std::fs::symlink_metadata(worktrees.join(s).join(t)).is_ok(),
+        branch: main
+            .git_answer(
+                &["rev-parse", "--verify", "-q", "--end-of-options", &full],
+                Reads::Metadata,
+                &[1],
+                4096,
+                STEP,
+            )
+            .is_ok_and(|(h, code)| code == 0 && !h.trim().is_empty()),
+    }
 }
 
 /// Makes the worktree of `task` under `worktrees` (made if missing) from `base` (a
@@ -199,21 +302,35 @@ pub fn create(
     let path = worktrees.join(s).join(t);
     let places = common_writable(main, worktrees)?;
     let full = format!("refs/heads/{branch}");
-    let kept = main
-        .git(
-            &["rev-parse", "--verify", "-q", "--end-of-options", &full],
-            Reads::Metadata,
-            4096,
-            STEP,
-        )
-        .is_ok_and(|(h, _)| !h.trim().is_empty());
-    if std::fs::symlink_metadata(&path).is_ok() {
-        if !kept {
-            return Err(format!("{} exists already", path.display()));
+    let kept = left(main, worktrees, session, task).branch;
+    let there = std::fs::symlink_metadata(&path).is_ok();
+    // Ready: made and checked out whole (only then does an agent start in it).
+    let admin = if there {
+        admin_dir(main, &path)
+            .ok()
+            .filter(|a| a.join(READY).exists())
+    } else {
+        None
+    };
+    if there && admin.is_none() {
+        // What a creation airsd did not finish left (no agent ever worked in it):
+        // taken away, and made again.
+        no_links(&path)?;
+        // Its git directories too (git keeps one it was making, locked).
+        for dir in admin_dirs(main, &path)? {
+            no_links(&dir)?;
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        // An earlier attempt's worktree: continued as it was left, uncommitted work
-        // and all (it belongs to the task).
-        let git_dir = admin_dir(main, &path)?;
+        std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        main.git_write(&["worktree", "prune"], &places, 64 * 1024, STEP)?;
+    }
+    if let Some(git_dir) = admin {
+        if !kept {
+            return Err(format!(
+                "{} exists already, on no branch of the task",
+                path.display()
+            ));
+        }
         let ws = Workspace {
             base: String::new(),
             path,
@@ -230,10 +347,17 @@ pub fn create(
                 head.trim()
             ));
         }
-        let ws = Workspace {
-            base: fork_point(main, &commit, &full)?,
-            ..ws
+        // Where it started, as written when it was made.
+        let made_from = crate::opened::read_small(&ws.git_dir.join(READY), &ws.git_dir, 4096)
+            .map(|b| b.trim().to_string())
+            .filter(|b| !b.is_empty());
+        let base = match made_from {
+            Some(b) => b,
+            None => fork_point(main, &commit, &full)?,
         };
+        let ws = Workspace { base, ..ws };
+        // An earlier attempt's worktree: continued as it was left, uncommitted work
+        // and all (it belongs to the task).
         lend_places(main, &ws);
         return Ok(ws);
     }
@@ -244,7 +368,9 @@ pub fn create(
     let path_arg = path.display().to_string();
     let mut add = vec!["worktree", "add", "-q", "--no-checkout"];
     if kept {
-        add.extend(["--", &path_arg, &full]);
+        // By its name: git checks a branch out only when named so (a full ref would
+        // be a detached HEAD).
+        add.extend(["--", &path_arg, &branch]);
     } else {
         add.extend(["-b", &branch, "--", &path_arg, &commit]);
     }
@@ -260,14 +386,38 @@ pub fn create(
         branch,
         git_dir,
     };
-    ws.launcher(main, main.views().clone()).git_write(
-        &["reset", "-q", "--hard"],
-        &places,
-        64 * 1024,
-        STEP,
-    )?;
+    checkout(main, &ws, &places)?;
     lend_places(main, &ws);
     Ok(ws)
+}
+
+/// In a worktree's git directory once its files are checked out, holding the commit
+/// it was made from: a worktree without it was being made when airsd stopped.
+const READY: &str = "air-ready";
+
+/// Checks the worktree's files out from its branch, then marks it ready; a worktree
+/// that is not on its branch is refused.
+fn checkout(main: &Launcher, ws: &Workspace, places: &[PathBuf]) -> Result<(), String> {
+    let at = ws.launcher(main, main.views().clone());
+    let (head, _) = at.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP)?;
+    if head.trim() != format!("refs/heads/{}", ws.branch) {
+        return Err(format!(
+            "{} is on `{}`, not on {}",
+            ws.path.display(),
+            head.trim(),
+            ws.branch
+        ));
+    }
+    at.git_write(&["reset", "-q", "--hard"], places, 64 * 1024, STEP)?;
+    crate::opened::write_new(&ws.git_dir.join(READY), &ws.git_dir, ws.base.as_bytes())
+        .or_else(|e| {
+            if ws.git_dir.join(READY).exists() {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| format!("{}: {e}", ws.git_dir.join(READY).display()))
 }
 
 /// The checkout's environments its commands run with that git does not hold: a
@@ -347,6 +497,16 @@ pub fn commit_attempt(
 ) -> Result<Option<String>, String> {
     let places = common_writable(main, worktrees)?;
     let at = ws.launcher(main, main.views().clone());
+    // Only ever on the task's branch.
+    let (head, _) = at.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP)?;
+    if head.trim() != format!("refs/heads/{}", ws.branch) {
+        return Err(format!(
+            "{} is on `{}`, not on {}",
+            ws.path.display(),
+            head.trim(),
+            ws.branch
+        ));
+    }
     at.git_write(&["add", "-A", "--", "."], &places, 64 * 1024, STEP)?;
     // Every staged entry with its modes (submodules shown, whatever the repository
     // says): a nested repository the attempt made would be committed as a bare
@@ -463,15 +623,6 @@ pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool
     )
 }
 
-/// Deletes the worktree's branch, only where it still is where its base was (it holds
-/// no commit of its own).
-pub fn delete_branch(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), String> {
-    let places = common_writable(main, worktrees)?;
-    let full = format!("refs/heads/{}", ws.branch);
-    main.git_write(&["update-ref", "-d", &full, &ws.base], &places, 4096, STEP)?;
-    Ok(())
-}
-
 /// Removes the worktree (its branch stays, with the attempt's commits).
 pub fn remove(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), String> {
     let places = common_writable(main, worktrees)?;
@@ -518,7 +669,15 @@ mod tests {
 
     #[test]
     fn branch_names_hold_only_what_a_ref_may() {
-        assert_eq!(branch_name("01a2424a-c532-763d", "T1"), "air/01a2424a/T1");
+        assert_eq!(
+            branch_name("01a2424a-c532-763d-8f00-0123abcd4567", "T1"),
+            "air/abcd4567/T1"
+        );
+        // Two sessions of one minute differ.
+        assert_ne!(
+            branch_name("01a2424a-c532-763d-8f00-0123abcd4567", "T1"),
+            branch_name("01a2424a-c533-7000-8f00-99999999aaaa", "T1")
+        );
         assert_eq!(branch_name("s", "../x y:z"), "air/s/x-y-z");
         assert_eq!(branch_name("", ""), "air/x/x");
     }
@@ -571,8 +730,15 @@ mod tests {
         std::fs::write(root.join(".git/config"), config).unwrap();
         let main = Launcher::plain(&root);
         let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
-        let ws = create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").unwrap();
-        assert_eq!(ws.branch, "air/01a2424a/T1");
+        let ws = create(
+            &main,
+            &worktrees,
+            "01a2424a-c532-763d-8f00-0123abcd4567",
+            "T1",
+            "HEAD",
+        )
+        .unwrap();
+        assert_eq!(ws.branch, "air/abcd4567/T1");
         assert_eq!(
             std::fs::read_to_string(ws.path.join("a.txt")).unwrap(),
             "a\n"
@@ -595,7 +761,7 @@ mod tests {
         );
         // A ref that git would find before the branch (`refs/air/…`) stands for
         // nothing.
-        run(&["update-ref", "refs/air/01a2424a/T1", &ws.base]);
+        run(&["update-ref", "refs/air/abcd4567/T1", &ws.base]);
         assert_eq!(changed(&main, &ws).unwrap(), ["a.txt", "b.txt"]);
         let (d, cut) = diff(&main, &ws, 1 << 20).unwrap();
         assert!(
@@ -636,21 +802,41 @@ mod tests {
         std::fs::remove_dir_all(&nested).unwrap();
         // The next attempt continues the worktree, with what was left uncommitted.
         std::fs::write(ws.path.join("c.txt"), "c\n").unwrap();
-        let again = create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").unwrap();
+        let again = create(
+            &main,
+            &worktrees,
+            "01a2424a-c532-763d-8f00-0123abcd4567",
+            "T1",
+            "HEAD",
+        )
+        .unwrap();
         assert_eq!(again, ws);
         assert!(again.path.join("c.txt").exists());
+        // Its next commit is the task's change too.
+        assert!(commit_attempt(&main, &again, &worktrees, "T1: attempt 2")
+            .unwrap()
+            .is_some());
+        assert_eq!(changed(&main, &again).unwrap(), ["a.txt", "b.txt", "c.txt"]);
         std::fs::remove_file(again.path.join("c.txt")).unwrap();
+        commit_attempt(&main, &again, &worktrees, "T1: attempt 3").unwrap();
         remove(&main, &ws, &worktrees).unwrap();
         assert!(!ws.path.exists());
         // And once removed, its branch: the attempt's work is there.
-        let third = create(&main, &worktrees, "01a2424a-c532", "T1", "HEAD").unwrap();
+        let third = create(
+            &main,
+            &worktrees,
+            "01a2424a-c532-763d-8f00-0123abcd4567",
+            "T1",
+            "HEAD",
+        )
+        .unwrap();
         assert_eq!((&third.base, &third.branch), (&ws.base, &ws.branch));
         assert!(third.path.join("b.txt").exists());
         remove(&main, &third, &worktrees).unwrap();
         assert!(!ran.exists(), "a filter of the repository's ran");
         assert_eq!(
-            run(&["log", "-1", "--format=%an %s", "refs/heads/air/01a2424a/T1"]).trim(),
-            "air T1: attempt 1"
+            run(&["log", "-1", "--format=%an %s", "refs/heads/air/abcd4567/T1"]).trim(),
+            "air T1: attempt 3"
         );
     }
 }

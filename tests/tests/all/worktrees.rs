@@ -199,3 +199,139 @@ fn airsd_makes_and_commits_a_worktree_under_the_sandbox() {
     airsd::workspace::remove(&main, &ws, &worktrees).unwrap();
     assert!(!ws.path.exists());
 }
+
+/// Four tasks, each writing its own file in its own worktree; the fourth after the
+/// other three.
+const FOUR: &str = "\
+# Four
+
+## Task W1: one
+
+- evidence: none
+
+air-test-call: fs.write {\"path\": \"w1.txt\", \"content\": \"one\\n\"}
+air-test-sleep: 300
+
+## Task W2: two
+
+- evidence: none
+
+air-test-call: fs.write {\"path\": \"w2.txt\", \"content\": \"two\\n\"}
+air-test-sleep: 300
+
+## Task W3: three
+
+- evidence: none
+
+air-test-call: fs.write {\"path\": \"w3.txt\", \"content\": \"three\\n\"}
+air-test-sleep: 300
+
+## Task W4: four
+
+- depends_on: W1, W2, W3
+- evidence: none
+
+air-test-call: fs.write {\"path\": \"w4.txt\", \"content\": \"four\\n\"}
+air-test-sleep: 300
+";
+
+/// kill -9 of airsd while tasks merge, at a different point each trial, then the
+/// run resumed: every task is merged into the integration branch exactly once,
+/// every worktree's record ends, and the whole result lands in the checkout.
+#[test]
+fn kill_9_while_tasks_merge_loses_and_repeats_nothing() {
+    use crate::daemon::Project;
+    use crate::run::{air, db, expect, until};
+    for trial in 1..=3 {
+        let p = Project::new();
+        std::fs::write(p.root.join("plan.md"), FOUR).unwrap();
+        std::fs::write(p.root.join("README.md"), "# four\n").unwrap();
+        git(&p.root, &["init", "-q", "-b", "main"]);
+        git(&p.root, &["add", "-A"]);
+        git(&p.root, &["commit", "-qm", "start"]);
+        let out = air(&p, &["run", "--plan", "plan.md", "--detach"]);
+        expect(&out, 0);
+        let session = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let merged = |p: &Project| -> i64 {
+            db(p, &session)
+                .query_row(
+                    "SELECT COUNT(*) FROM events WHERE type = 'workspace.merged'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap_or(0)
+        };
+        // Killed once `trial` merges are recorded: the next is under way or near.
+        assert!(until(30, || merged(&p) >= trial));
+        let pid = nix::unistd::Pid::from_raw(p.daemon_pid().unwrap() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        assert!(until(5, || nix::sys::signal::kill(pid, None).is_err()));
+        let out = air(&p, &["run", "--resume", &session]);
+        expect(&out, 0);
+        let conn = db(&p, &session);
+        let one = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            one("SELECT COUNT(*) FROM tasks WHERE status = 'completed'"),
+            4,
+            "trial {trial}"
+        );
+        let rows: String = conn
+            .query_row(
+                "SELECT (SELECT group_concat(task_id || ' ' || status || ' ' || id, '; ') FROM workspaces) || ' || ' || (SELECT group_concat(seq || ' ' || type || ' ' || substr(payload_json, 1, 300), '; ') FROM events WHERE type LIKE 'workspace.%' OR type LIKE 'task.%')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or_default();
+        let logs = std::fs::read_to_string(ProjectPaths::new(&p.root).logs().join("airsd.log"))
+            .unwrap_or_default();
+        assert_eq!(
+            one("SELECT COUNT(*) FROM workspaces WHERE status = 'active'"),
+            0,
+            "trial {trial}: {rows}\n{logs}"
+        );
+        assert_eq!(
+            one("SELECT COUNT(*) FROM events WHERE type = 'workspace.merged'"),
+            4,
+            "trial {trial}: {rows}\n{logs}"
+        );
+        // Each task's merge commit once on the integration branch.
+        let log = git(
+            &p.root,
+            &[
+                "log",
+                "--merges",
+                "--format=%s",
+                &airsd::workspace::integration_branch(&session),
+            ],
+        );
+        let subjects = String::from_utf8_lossy(&log.stdout).into_owned();
+        for task in ["W1", "W2", "W3", "W4"] {
+            let n = subjects
+                .lines()
+                .filter(|s| s.starts_with(&format!("air: merge {task} ")))
+                .count();
+            assert_eq!(n, 1, "trial {trial}: {task} in {subjects}");
+        }
+        // Landed: the checkout's branch holds all four files.
+        let ended: String = conn
+            .query_row(
+                "SELECT group_concat(payload_json, ' | ') FROM events WHERE type = 'run.completed'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or_default();
+        for (f, text) in [
+            ("w1.txt", "one\n"),
+            ("w2.txt", "two\n"),
+            ("w3.txt", "three\n"),
+            ("w4.txt", "four\n"),
+        ] {
+            assert_eq!(
+                std::fs::read_to_string(p.root.join(f)).unwrap_or_default(),
+                text,
+                "trial {trial}: {f}: {ended}"
+            );
+        }
+        let _ = air(&p, &["daemon", "stop"]);
+    }
+}

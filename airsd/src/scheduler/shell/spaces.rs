@@ -85,6 +85,18 @@ impl Shell {
         if !works_in_space(d) || self.spaces.by_task.contains_key(&d.task_id) {
             return Ok(());
         }
+        self.open_space(&d.task_id, false).await.map(|_| ())
+    }
+
+    /// Opens a task's worktree: made, or continued as an earlier attempt (or airsd,
+    /// before it was restarted) left it. With `existing_only`, only one that is there
+    /// (its worktree, or its branch): false when the task has none, or the run's
+    /// tasks share the checkout.
+    async fn open_space(
+        &mut self,
+        task_id: &str,
+        existing_only: bool,
+    ) -> std::result::Result<bool, String> {
         let main = self.tools.launcher.clone();
         let worktrees = self.worktrees_dir();
         let session = self.session_id().to_string();
@@ -105,11 +117,18 @@ impl Shell {
                 .await
                 .map_err(|e| e.to_string())?;
                 // Decided once, for the whole run: a repository git cannot read is
-                // no repository to branch from.
-                let found = found.unwrap_or_else(|e| {
-                    tracing::warn!("the run's tasks share the checkout: {e}");
-                    None
-                });
+                // no repository to branch from, unless the run's tasks had worktrees
+                // already (then nothing starts in the checkout instead).
+                let found = match found {
+                    Ok(found) => found,
+                    Err(e) if self.recorded_workspace(None).await.is_some() => {
+                        return Err(format!("the session's integration branch: {e}"));
+                    }
+                    Err(e) => {
+                        tracing::warn!("the run's tasks share the checkout: {e}");
+                        None
+                    }
+                };
                 if found.is_none() {
                     tracing::info!(
                         "not a git repository with a commit: the run's tasks share the checkout"
@@ -120,18 +139,33 @@ impl Shell {
             }
         };
         let Some(integration) = integration else {
-            return Ok(());
+            return Ok(false);
         };
-        let task = d.task_id.clone();
+        let task = task_id.to_string();
         let made = {
             let (main, worktrees) = (main.clone(), worktrees.clone());
             tokio::task::spawn_blocking(move || {
+                let there = workspace::left(&main, &worktrees, &session, &task);
+                if existing_only && !there.any() {
+                    return Ok(None);
+                }
                 workspace::create(&main, &worktrees, &session, &task, &integration)
+                    .map(|ws| Some((ws, there.worktree)))
             })
             .await
             .map_err(|e| e.to_string())?
         }
         .map_err(|e| format!("the task's worktree could not be made: {e}"))?;
+        let Some((made, continued)) = made else {
+            return Ok(false);
+        };
+        tracing::info!(
+            task = task_id,
+            path = %made.path.display(),
+            base = %made.base,
+            continued,
+            "the task's worktree"
+        );
         let engine = Arc::new(self.ctx.engine.rooted(&made.path));
         let launcher = Arc::new(made.launcher(&main, engine.views(&[], &[], &[])));
         let env = crate::scheduler::tooljob::ToolEnv {
@@ -139,21 +173,52 @@ impl Shell {
             launcher,
             ..self.tools.clone()
         };
-        let id = air_proto::ids::new_id();
-        let e = self
-            .event(&p::WorkspaceCreated {
-                workspace_id: id.clone(),
-                path: made.path.display().to_string(),
-                task_id: Some(d.task_id.clone()),
-                branch: Some(made.branch.clone()),
-                base_ref: Some(made.base.clone()),
-            })
-            .map_err(|e| e.to_string())?;
-        self.push(vec![e]);
+        // A task has one recorded worktree while it lasts: one continued, or made
+        // again where it was (airsd stopped after removing it), keeps its record.
+        let known = if continued || existing_only {
+            self.recorded_workspace(Some(task_id)).await
+        } else {
+            None
+        };
+        let id = match known {
+            Some(id) => id,
+            None => {
+                let id = air_proto::ids::new_id();
+                let e = self
+                    .event(&p::WorkspaceCreated {
+                        workspace_id: id.clone(),
+                        path: made.path.display().to_string(),
+                        task_id: Some(task_id.to_string()),
+                        branch: Some(made.branch.clone()),
+                        base_ref: Some(made.base.clone()),
+                    })
+                    .map_err(|e| e.to_string())?;
+                self.push(vec![e]);
+                id
+            }
+        };
         self.spaces
             .by_task
-            .insert(d.task_id.clone(), Space { ws: made, id, env });
-        Ok(())
+            .insert(task_id.to_string(), Space { ws: made, id, env });
+        Ok(true)
+    }
+
+    /// The id of the task's recorded worktree that is still there, if any; without a
+    /// task, of any worktree the session ever recorded.
+    async fn recorded_workspace(&self, task_id: Option<&str>) -> Option<String> {
+        let (session, task) = (self.ctx.session.clone(), task_id.map(str::to_string));
+        tokio::task::spawn_blocking(move || {
+            let conn = session.readers().get().ok()?;
+            conn.query_row(
+                "SELECT id FROM workspaces WHERE ?1 IS NULL OR (task_id = ?1 AND status = 'active') ORDER BY seq DESC LIMIT 1",
+                [task],
+                |r| r.get::<_, String>(0),
+            )
+            .ok()
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// At the end of an executor's or a debugger's attempt: what it left in the
@@ -173,7 +238,8 @@ impl Shell {
         );
         let message = format!("{}: the work of {agent_id}", result.task_id);
         let read = tokio::task::spawn_blocking(move || {
-            workspace::commit_attempt(&main, &ws, &worktrees, &message)?;
+            let head = workspace::commit_attempt(&main, &ws, &worktrees, &message)?;
+            tracing::debug!(path = %ws.path.display(), ?head, "the attempt is committed");
             let files = workspace::changed(&main, &ws)?;
             let diff = workspace::diff(&main, &ws, DIFF_CAP)?;
             Ok::<_, String>((files, diff))
@@ -250,7 +316,26 @@ impl Shell {
     /// worktree removed. A conflict keeps both and ends the task blocked, the files
     /// named (the status and the reason to record instead come back).
     pub(super) async fn merge_completed(&mut self, task_id: &str) -> Option<(TaskStatus, String)> {
-        let space = self.spaces.by_task.remove(task_id)?;
+        // After a restart the task's worktree is found again where it was left: its
+        // merge happens once (a branch merged already has nothing to merge).
+        if !self.spaces.by_task.contains_key(task_id) {
+            if let Err(e) = self.open_space(task_id, true).await {
+                return Some((
+                    TaskStatus::Blocked,
+                    format!("its worktree could not be opened to merge it: {e}"),
+                ));
+            }
+        }
+        let Some(space) = self.spaces.by_task.remove(task_id) else {
+            // A task whose recorded worktree is gone is not complete without it.
+            return self.recorded_workspace(Some(task_id)).await.map(|_| {
+                (
+                    TaskStatus::Blocked,
+                    "its worktree is recorded but no longer there: its change cannot be merged"
+                        .to_string(),
+                )
+            });
+        };
         let Some(Some(integration)) = self.spaces.integration.clone() else {
             return None;
         };
@@ -301,6 +386,9 @@ impl Shell {
                 return Some((TaskStatus::Blocked, reason));
             }
             Ok(workspace::Merged::Nothing) => None,
+            Ok(workspace::Merged::Already) => {
+                Some(format!("into {integration} before airsd was restarted"))
+            }
             Ok(workspace::Merged::Merged { commit, files }) => {
                 Some(format!("{commit} into {integration}: {}", files.join(", ")))
             }
@@ -315,17 +403,11 @@ impl Shell {
                 events.push(e);
             }
         }
-        // A task that changed nothing (a review) leaves no branch behind either.
-        let removed = tokio::task::spawn_blocking(move || {
-            workspace::remove(&main, &ws, &worktrees)?;
-            if !merged {
-                workspace::delete_branch(&main, &ws, &worktrees)?;
-            }
-            Ok::<_, String>(())
-        })
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r);
+        let removed =
+            tokio::task::spawn_blocking(move || workspace::remove(&main, &ws, &worktrees))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r);
         match removed {
             Ok(()) => {
                 if let Ok(e) = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
