@@ -337,16 +337,7 @@ pub fn create(
             branch,
             git_dir,
         };
-        let at = ws.launcher(main, main.views().clone());
-        let (head, _) = at.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP)?;
-        if head.trim() != full {
-            return Err(format!(
-                "{} is no longer on {}, but on `{}`",
-                ws.path.display(),
-                ws.branch,
-                head.trim()
-            ));
-        }
+        on_branch(&ws.launcher(main, main.views().clone()), &ws)?;
         // Where it started, as written when it was made.
         let made_from = crate::opened::read_small(&ws.git_dir.join(READY), &ws.git_dir, 4096)
             .map(|b| b.trim().to_string())
@@ -391,14 +382,8 @@ pub fn create(
     Ok(ws)
 }
 
-/// In a worktree's git directory once its files are checked out, holding the commit
-/// it was made from: a worktree without it was being made when airsd stopped.
-const READY: &str = "air-ready";
-
-/// Checks the worktree's files out from its branch, then marks it ready; a worktree
-/// that is not on its branch is refused.
-fn checkout(main: &Launcher, ws: &Workspace, places: &[PathBuf]) -> Result<(), String> {
-    let at = ws.launcher(main, main.views().clone());
+/// Refuses a worktree whose HEAD is not its task's branch.
+fn on_branch(at: &Launcher, ws: &Workspace) -> Result<(), String> {
     let (head, _) = at.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP)?;
     if head.trim() != format!("refs/heads/{}", ws.branch) {
         return Err(format!(
@@ -408,6 +393,18 @@ fn checkout(main: &Launcher, ws: &Workspace, places: &[PathBuf]) -> Result<(), S
             ws.branch
         ));
     }
+    Ok(())
+}
+
+/// In a worktree's git directory once its files are checked out, holding the commit
+/// it was made from: a worktree without it was being made when airsd stopped.
+const READY: &str = "air-ready";
+
+/// Checks the worktree's files out from its branch, then marks it ready; a worktree
+/// that is not on its branch is refused.
+fn checkout(main: &Launcher, ws: &Workspace, places: &[PathBuf]) -> Result<(), String> {
+    let at = ws.launcher(main, main.views().clone());
+    on_branch(&at, ws)?;
     at.git_write(&["reset", "-q", "--hard"], places, 64 * 1024, STEP)?;
     crate::opened::write_new(&ws.git_dir.join(READY), &ws.git_dir, ws.base.as_bytes())
         .or_else(|e| {
@@ -498,15 +495,7 @@ pub fn commit_attempt(
     let places = common_writable(main, worktrees)?;
     let at = ws.launcher(main, main.views().clone());
     // Only ever on the task's branch.
-    let (head, _) = at.git(&["symbolic-ref", "-q", "HEAD"], Reads::Metadata, 4096, STEP)?;
-    if head.trim() != format!("refs/heads/{}", ws.branch) {
-        return Err(format!(
-            "{} is on `{}`, not on {}",
-            ws.path.display(),
-            head.trim(),
-            ws.branch
-        ));
-    }
+    on_branch(&at, ws)?;
     at.git_write(&["add", "-A", "--", "."], &places, 64 * 1024, STEP)?;
     // Every staged entry with its modes (submodules shown, whatever the repository
     // says): a nested repository the attempt made would be committed as a bare
