@@ -57,6 +57,7 @@ pub mod text;
 pub mod time;
 pub mod todo;
 pub mod tool;
+pub mod workspace_view;
 
 /// Schema version of the contracts as a whole; bumped when a wire shape changes
 /// incompatibly.

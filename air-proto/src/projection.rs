@@ -22,6 +22,7 @@ use crate::event::{AgentType, RuntimeEvent};
 use crate::events as ev;
 use crate::payload as p;
 use crate::time::IsoTime;
+use crate::workspace_view;
 
 mod lines;
 pub use lines::{brief, evidence_lines, EvidenceView, BRIEF_CHARS, TASK_EVIDENCE_LIMIT};
@@ -104,6 +105,9 @@ pub struct TaskView {
     /// The latest todo list one of its agents kept (`todo.write`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<crate::todo::TodoItem>,
+    /// Its latest git worktree (in a run whose tasks work in worktrees).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<workspace_view::WorkspaceView>,
 }
 
 wire_enum! {
@@ -189,8 +193,7 @@ pub struct AgentView {
 }
 
 impl AgentView {
-    /// Takes in the result the agent handed back: its summary, evidence,
-    /// verification, risks and follow-ups, as lines for people.
+    /// Takes in the result the agent handed back, as lines for people.
     pub fn set_result(&mut self, result: &crate::result::WorkerResult) {
         self.summary = Some(result.summary.clone());
         self.evidence = evidence_lines(result);
@@ -700,6 +703,7 @@ impl Projection {
                         progress: None,
                         evidence: Vec::new(),
                         todos: Vec::new(),
+                        workspace: None,
                         id: spec.id,
                     });
                 }
@@ -877,6 +881,7 @@ impl Projection {
                 }
             }
             ev::ArtifactCreated::TYPE => self.counters.artifacts += 1,
+            t if t.starts_with("workspace.") => workspace_view::apply(&mut self.tasks, t, event),
             ev::DiagnosticCreated::TYPE => self.counters.diagnostics += 1,
             ev::EvidenceCreated::TYPE => {
                 self.counters.evidence += 1;

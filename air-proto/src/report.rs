@@ -74,6 +74,9 @@ pub struct TaskReport {
     /// `artifacts/command-runs/<id>/`, or an artifact's URI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
+    /// Its branch and where its change is (`air/…/T1: merged`), in a run whose tasks
+    /// work in worktrees.
+    pub branch: Option<String>,
 }
 
 fn ms_between(from: &str, to: &str) -> Option<u64> {
@@ -144,6 +147,10 @@ impl RunReport {
                     } else {
                         t.evidence.iter().map(|e| e.line()).collect()
                     },
+                    branch: t
+                        .workspace
+                        .as_ref()
+                        .map(|w| format!("{}: {}", w.branch, w.describe(t.status))),
                 }
             })
             .collect();

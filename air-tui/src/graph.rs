@@ -190,6 +190,7 @@ mod tests {
             progress: None,
             evidence: Vec::new(),
             todos: Vec::new(),
+            workspace: None,
         };
         let edge = |a: &str, b: &str, t: DependencyType| EdgeView {
             task_id: a.into(),

@@ -12,6 +12,7 @@
 //! - [`run`]: the attached terminal — connection, subscription, keys, reconnects.
 
 pub mod app;
+pub mod branch_view;
 pub mod chat_view;
 pub mod evidence_view;
 pub mod graph;

@@ -621,6 +621,7 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
             Style::default().fg(theme.warning),
         )));
     }
+    lines.extend(crate::branch_view::line(t, theme));
     lines.extend(crate::todo_view::lines(&t.todos, theme));
     if let Some(text) = t
         .agent_id

@@ -85,9 +85,37 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 progress: None,
                 evidence: Vec::new(),
                 todos: Vec::new(),
+                workspace: None,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
+    // Each task's latest worktree, and whether it was merged.
+    {
+        let mut stmt = conn.prepare(
+            "SELECT w.task_id, w.id, w.branch, w.status,
+                 EXISTS (SELECT 1 FROM events e WHERE e.type = 'workspace.merged'
+                     AND json_extract(e.payload_json, '$.workspace_id') = w.id)
+             FROM workspaces w WHERE w.task_id IS NOT NULL ORDER BY w.seq",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let task: String = r.get(0)?;
+            let status: String = r.get(3)?;
+            let merged: bool = r.get(4)?;
+            let state = match (merged, status.as_str()) {
+                (true, _) => air_proto::workspace_view::WorkspaceState::Merged,
+                (false, "active") => air_proto::workspace_view::WorkspaceState::Working,
+                _ => air_proto::workspace_view::WorkspaceState::Removed,
+            };
+            if let Some(t) = p.tasks.iter_mut().find(|t| t.id == task) {
+                t.workspace = Some(air_proto::workspace_view::WorkspaceView {
+                    id: r.get(1)?,
+                    branch: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                    state,
+                });
+            }
+        }
+    }
     // Each task's latest todo list (`todo.write`'s answers, the last one standing).
     {
         let mut stmt = conn.prepare(

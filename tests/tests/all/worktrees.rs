@@ -332,6 +332,20 @@ fn kill_9_while_tasks_merge_loses_and_repeats_nothing() {
                 "trial {trial}: {f}: {ended}"
             );
         }
+        // The report shows each task's branch, merged (from the recovered view).
+        let report: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                ProjectPaths::new(&p.root)
+                    .artifacts(&session)
+                    .join("reports/run-report.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        for t in report["tasks"].as_array().unwrap() {
+            let branch = t["branch"].as_str().unwrap_or_default();
+            assert!(branch.ends_with(": merged"), "trial {trial}: {t}");
+        }
         let _ = air(&p, &["daemon", "stop"]);
     }
 }

@@ -1,0 +1,75 @@
+//! A task's git worktree as clients see it: its branch and whether its change was
+//! merged, from the `workspace.*` events (and the `workspaces` table when hydrated).
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::RuntimeEvent;
+use crate::events as ev;
+use crate::payload as p;
+use crate::projection::{TaskStatus, TaskView};
+
+/// A task's worktree: its branch and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorkspaceView {
+    pub id: String,
+    pub branch: String,
+    pub state: WorkspaceState,
+}
+
+wire_enum! {
+    /// Where a task's change is.
+    pub enum WorkspaceState {
+        /// On its branch, in its worktree.
+        Working = "working",
+        /// Merged into the session's integration branch.
+        Merged = "merged",
+        /// Its worktree removed without a merge (it changed nothing).
+        Removed = "removed",
+    }
+}
+
+impl WorkspaceView {
+    /// How a person reads it, with the task's status: a task that ended unmerged
+    /// keeps its branch (a conflict, a failure).
+    pub fn describe(&self, status: TaskStatus) -> &'static str {
+        match self.state {
+            WorkspaceState::Merged => "merged",
+            WorkspaceState::Removed => "nothing to merge",
+            WorkspaceState::Working if status.is_terminal() => "not merged: branch kept",
+            WorkspaceState::Working => "working",
+        }
+    }
+}
+
+/// Applies a `workspace.*` event to the tasks it names.
+pub fn apply(tasks: &mut [TaskView], ty: &str, event: &RuntimeEvent) {
+    if ty == ev::WorkspaceCreated::TYPE {
+        let Ok(pl) = serde_json::from_value::<p::WorkspaceCreated>(event.payload.clone()) else {
+            return;
+        };
+        if let Some(task) = tasks
+            .iter_mut()
+            .find(|t| pl.task_id.as_deref() == Some(t.id.as_str()))
+        {
+            task.workspace = Some(WorkspaceView {
+                id: pl.workspace_id,
+                branch: pl.branch.unwrap_or_default(),
+                state: WorkspaceState::Working,
+            });
+        }
+        return;
+    }
+    let Ok(pl) = serde_json::from_value::<p::WorkspaceChanged>(event.payload.clone()) else {
+        return;
+    };
+    let merged = ty == ev::WorkspaceMerged::TYPE;
+    for t in tasks.iter_mut() {
+        if let Some(w) = t.workspace.as_mut().filter(|w| w.id == pl.workspace_id) {
+            if merged {
+                w.state = WorkspaceState::Merged;
+            } else if w.state == WorkspaceState::Working {
+                w.state = WorkspaceState::Removed;
+            }
+        }
+    }
+}

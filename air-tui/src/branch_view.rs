@@ -1,0 +1,74 @@
+//! A task's git branch in the detail pane: where its change is (in its worktree,
+//! merged into the session's integration branch, or kept unmerged).
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use crate::theme::Theme;
+
+/// `branch air/…/T1 · merged`, coloured by where the change is; none for a task
+/// that works in the checkout.
+pub fn line(t: &air_proto::projection::TaskView, theme: &Theme) -> Option<Line<'static>> {
+    use air_proto::workspace_view::WorkspaceState;
+    let w = t.workspace.as_ref()?;
+    let said = w.describe(t.status);
+    let style = match w.state {
+        WorkspaceState::Merged => Style::default().fg(theme.success),
+        WorkspaceState::Working if t.status.is_terminal() => Style::default().fg(theme.warning),
+        _ => theme.muted_style(),
+    };
+    Some(Line::from(vec![
+        Span::styled(format!("branch {} · ", w.branch), theme.muted_style()),
+        Span::styled(said.to_string(), style),
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use air_proto::projection::{TaskStatus, TaskView};
+    use air_proto::workspace_view::{WorkspaceState, WorkspaceView};
+
+    fn shown(status: TaskStatus, state: Option<WorkspaceState>) -> Option<String> {
+        let t = TaskView {
+            id: "T1".into(),
+            title: "t".into(),
+            task_type: "execute".into(),
+            category: None,
+            phase: None,
+            write_area: None,
+            status,
+            attempts: 1,
+            agent_id: None,
+            reason: None,
+            created_at: "2026-11-30T00:00:00Z".into(),
+            updated_at: "2026-11-30T00:00:00Z".into(),
+            progress: None,
+            evidence: Vec::new(),
+            todos: Vec::new(),
+            workspace: state.map(|state| WorkspaceView {
+                id: "w".into(),
+                branch: "air/abcd1234/T1".into(),
+                state,
+            }),
+        };
+        line(&t, &Theme::dark(crate::theme::Palette::TrueColor)).map(|l| l.to_string())
+    }
+
+    #[test]
+    fn the_branch_says_where_the_change_is() {
+        assert_eq!(shown(TaskStatus::Running, None), None);
+        assert_eq!(
+            shown(TaskStatus::Running, Some(WorkspaceState::Working)).as_deref(),
+            Some("branch air/abcd1234/T1 · working")
+        );
+        assert_eq!(
+            shown(TaskStatus::Completed, Some(WorkspaceState::Merged)).as_deref(),
+            Some("branch air/abcd1234/T1 · merged")
+        );
+        assert_eq!(
+            shown(TaskStatus::Blocked, Some(WorkspaceState::Working)).as_deref(),
+            Some("branch air/abcd1234/T1 · not merged: branch kept")
+        );
+    }
+}
