@@ -192,44 +192,6 @@ pub struct AgentView {
     pub follow_ups: Vec<String>,
 }
 
-impl AgentView {
-    /// Takes in the result the agent handed back, as lines for people.
-    pub fn set_result(&mut self, result: &crate::result::WorkerResult) {
-        self.summary = Some(result.summary.clone());
-        self.evidence = evidence_lines(result);
-        self.verification = result
-            .verification
-            .iter()
-            .map(|v| {
-                let status = serde_json::to_value(v.status)
-                    .ok()
-                    .and_then(|s| s.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                match v.notes.as_deref().filter(|n| !n.is_empty()) {
-                    Some(notes) => format!("{status}: {} — {notes}", v.name),
-                    None => format!("{status}: {}", v.name),
-                }
-            })
-            .collect();
-        self.risks = result
-            .risks
-            .iter()
-            .map(|r| {
-                let severity = serde_json::to_value(r.severity)
-                    .ok()
-                    .and_then(|s| s.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                format!("{severity}: {}", r.summary)
-            })
-            .collect();
-        self.follow_ups = result
-            .follow_up_tasks
-            .iter()
-            .map(|t| t.title.clone())
-            .collect();
-    }
-}
-
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HeartbeatView {
@@ -881,7 +843,13 @@ impl Projection {
                 }
             }
             ev::ArtifactCreated::TYPE => self.counters.artifacts += 1,
-            t if t.starts_with("workspace.") => workspace_view::apply(&mut self.tasks, t, event),
+            t if t.starts_with("workspace.") => {
+                let slots = self
+                    .tasks
+                    .iter_mut()
+                    .map(|t| (t.id.as_str(), &mut t.workspace));
+                workspace_view::apply(slots, t, event)
+            }
             ev::DiagnosticCreated::TYPE => self.counters.diagnostics += 1,
             ev::EvidenceCreated::TYPE => {
                 self.counters.evidence += 1;

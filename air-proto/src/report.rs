@@ -92,68 +92,67 @@ impl RunReport {
         let run = p.run.as_ref()?;
         let mut counts = ReportCounts::default();
         // The conversation's turns are not work of the task graph.
-        let tasks: Vec<TaskReport> = p
-            .tasks
-            .iter()
-            .filter(|t| !crate::conversation::is_any_turn(&t.id))
-            .map(|t| {
-                counts.total += 1;
-                match t.status {
-                    TaskStatus::Completed => counts.completed += 1,
-                    TaskStatus::Failed => counts.failed += 1,
-                    TaskStatus::Blocked => counts.blocked += 1,
-                    TaskStatus::Cancelled => counts.cancelled += 1,
-                    _ => counts.unfinished += 1,
-                }
-                let agents: Vec<&crate::projection::AgentView> = p
-                    .agents
-                    .iter()
-                    .filter(|a| a.task_id.as_deref() == Some(t.id.as_str()))
-                    .collect();
-                let started_at = agents.first().map(|a| a.started_at.clone());
-                // The work's own account: the last result of an agent that did the
-                // task itself (not a reviewer or debugger), else the last result.
-                let worker = agents
-                    .iter()
-                    .rev()
-                    .find(|a| {
-                        a.summary.is_some()
-                            && !matches!(
-                                a.agent_type,
-                                crate::event::AgentType::Reviewer
-                                    | crate::event::AgentType::Debugger
-                            )
-                    })
-                    .or_else(|| agents.iter().rev().find(|a| a.summary.is_some()));
-                TaskReport {
-                    id: t.id.clone(),
-                    title: t.title.clone(),
-                    task_type: t.task_type.clone(),
-                    phase: t.phase.clone(),
-                    status: t.status,
-                    attempts: t.attempts,
-                    reason: t.reason.clone(),
-                    agents: agents.iter().map(|a| a.id.clone()).collect(),
-                    duration_ms: started_at
-                        .as_deref()
-                        .and_then(|s| ms_between(s, &t.updated_at)),
-                    started_at,
-                    updated_at: t.updated_at.clone(),
-                    summary: worker.and_then(|a| a.summary.clone()),
-                    // airsd's own records of the work; a session recorded before
-                    // airsd derived evidence has only the result's claims.
-                    evidence: if t.evidence.is_empty() {
-                        worker.map(|a| a.evidence.clone()).unwrap_or_default()
-                    } else {
-                        t.evidence.iter().map(|e| e.line()).collect()
-                    },
-                    branch: t
-                        .workspace
-                        .as_ref()
-                        .map(|w| format!("{}: {}", w.branch, w.describe(t.status))),
-                }
-            })
-            .collect();
+        let tasks: Vec<TaskReport> =
+            p.tasks
+                .iter()
+                .filter(|t| !crate::conversation::is_any_turn(&t.id))
+                .map(|t| {
+                    counts.total += 1;
+                    match t.status {
+                        TaskStatus::Completed => counts.completed += 1,
+                        TaskStatus::Failed => counts.failed += 1,
+                        TaskStatus::Blocked => counts.blocked += 1,
+                        TaskStatus::Cancelled => counts.cancelled += 1,
+                        _ => counts.unfinished += 1,
+                    }
+                    let agents: Vec<&crate::projection::AgentView> = p
+                        .agents
+                        .iter()
+                        .filter(|a| a.task_id.as_deref() == Some(t.id.as_str()))
+                        .collect();
+                    let started_at = agents.first().map(|a| a.started_at.clone());
+                    // The work's own account: the last result of an agent that did the
+                    // task itself (not a reviewer or debugger), else the last result.
+                    let worker = agents
+                        .iter()
+                        .rev()
+                        .find(|a| {
+                            a.summary.is_some()
+                                && !matches!(
+                                    a.agent_type,
+                                    crate::event::AgentType::Reviewer
+                                        | crate::event::AgentType::Debugger
+                                )
+                        })
+                        .or_else(|| agents.iter().rev().find(|a| a.summary.is_some()));
+                    TaskReport {
+                        id: t.id.clone(),
+                        title: t.title.clone(),
+                        task_type: t.task_type.clone(),
+                        phase: t.phase.clone(),
+                        status: t.status,
+                        attempts: t.attempts,
+                        reason: t.reason.clone(),
+                        agents: agents.iter().map(|a| a.id.clone()).collect(),
+                        duration_ms: started_at
+                            .as_deref()
+                            .and_then(|s| ms_between(s, &t.updated_at)),
+                        started_at,
+                        updated_at: t.updated_at.clone(),
+                        summary: worker.and_then(|a| a.summary.clone()),
+                        // airsd's own records of the work; a session recorded before
+                        // airsd derived evidence has only the result's claims.
+                        evidence: if t.evidence.is_empty() {
+                            worker.map(|a| a.evidence.clone()).unwrap_or_default()
+                        } else {
+                            t.evidence.iter().map(|e| e.line()).collect()
+                        },
+                        branch: t.workspace.as_ref().map(|w| {
+                            format!("{}: {}", w.branch, w.describe(t.status.is_terminal()))
+                        }),
+                    }
+                })
+                .collect();
         Some(RunReport {
             version: REPORT_VERSION,
             session_id: p.session_id.clone(),

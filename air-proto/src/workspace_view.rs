@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::event::RuntimeEvent;
 use crate::events as ev;
 use crate::payload as p;
-use crate::projection::{TaskStatus, TaskView};
 
 /// A task's worktree: its branch and what became of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -29,33 +28,37 @@ wire_enum! {
 }
 
 impl WorkspaceView {
-    /// How a person reads it, with the task's status: a task that ended unmerged
-    /// keeps its branch (a conflict, a failure).
-    pub fn describe(&self, status: TaskStatus) -> &'static str {
+    /// How a person reads it, knowing whether its task ended: a task that ended
+    /// unmerged keeps its branch (a conflict, a failure).
+    pub fn describe(&self, ended: bool) -> &'static str {
         match self.state {
             WorkspaceState::Merged => "merged",
             WorkspaceState::Removed => "nothing to merge",
-            WorkspaceState::Working if status.is_terminal() => "not merged: branch kept",
+            WorkspaceState::Working if ended => "not merged: branch kept",
             WorkspaceState::Working => "working",
         }
     }
 }
 
-/// Applies a `workspace.*` event to the tasks it names.
-pub fn apply(tasks: &mut [TaskView], ty: &str, event: &RuntimeEvent) {
+/// Applies a `workspace.*` event to the tasks it names, given as (task id, its
+/// worktree).
+pub fn apply<'a>(
+    tasks: impl Iterator<Item = (&'a str, &'a mut Option<WorkspaceView>)>,
+    ty: &str,
+    event: &RuntimeEvent,
+) {
     if ty == ev::WorkspaceCreated::TYPE {
         let Ok(pl) = serde_json::from_value::<p::WorkspaceCreated>(event.payload.clone()) else {
             return;
         };
-        if let Some(task) = tasks
-            .iter_mut()
-            .find(|t| pl.task_id.as_deref() == Some(t.id.as_str()))
-        {
-            task.workspace = Some(WorkspaceView {
-                id: pl.workspace_id,
-                branch: pl.branch.unwrap_or_default(),
-                state: WorkspaceState::Working,
-            });
+        for (id, slot) in tasks {
+            if pl.task_id.as_deref() == Some(id) {
+                *slot = Some(WorkspaceView {
+                    id: pl.workspace_id.clone(),
+                    branch: pl.branch.clone().unwrap_or_default(),
+                    state: WorkspaceState::Working,
+                });
+            }
         }
         return;
     }
@@ -63,8 +66,8 @@ pub fn apply(tasks: &mut [TaskView], ty: &str, event: &RuntimeEvent) {
         return;
     };
     let merged = ty == ev::WorkspaceMerged::TYPE;
-    for t in tasks.iter_mut() {
-        if let Some(w) = t.workspace.as_mut().filter(|w| w.id == pl.workspace_id) {
+    for (_, slot) in tasks {
+        if let Some(w) = slot.as_mut().filter(|w| w.id == pl.workspace_id) {
             if merged {
                 w.state = WorkspaceState::Merged;
             } else if w.state == WorkspaceState::Working {

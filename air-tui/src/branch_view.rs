@@ -11,7 +11,7 @@ use crate::theme::Theme;
 pub fn line(t: &air_proto::projection::TaskView, theme: &Theme) -> Option<Line<'static>> {
     use air_proto::workspace_view::WorkspaceState;
     let w = t.workspace.as_ref()?;
-    let said = w.describe(t.status);
+    let said = w.describe(t.status.is_terminal());
     let style = match w.state {
         WorkspaceState::Merged => Style::default().fg(theme.success),
         WorkspaceState::Working if t.status.is_terminal() => Style::default().fg(theme.warning),

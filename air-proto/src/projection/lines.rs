@@ -83,3 +83,41 @@ pub fn evidence_lines(result: &crate::result::WorkerResult) -> Vec<String> {
         })
         .collect()
 }
+
+impl super::AgentView {
+    /// Takes in the result the agent handed back, as lines for people.
+    pub fn set_result(&mut self, result: &crate::result::WorkerResult) {
+        self.summary = Some(result.summary.clone());
+        self.evidence = evidence_lines(result);
+        self.verification = result
+            .verification
+            .iter()
+            .map(|v| {
+                let status = serde_json::to_value(v.status)
+                    .ok()
+                    .and_then(|s| s.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                match v.notes.as_deref().filter(|n| !n.is_empty()) {
+                    Some(notes) => format!("{status}: {} — {notes}", v.name),
+                    None => format!("{status}: {}", v.name),
+                }
+            })
+            .collect();
+        self.risks = result
+            .risks
+            .iter()
+            .map(|r| {
+                let severity = serde_json::to_value(r.severity)
+                    .ok()
+                    .and_then(|s| s.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                format!("{severity}: {}", r.summary)
+            })
+            .collect();
+        self.follow_ups = result
+            .follow_up_tasks
+            .iter()
+            .map(|t| t.title.clone())
+            .collect();
+    }
+}
