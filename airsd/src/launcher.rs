@@ -40,6 +40,8 @@ const WRITE_GIT: &[&str] = &[
     "core.editor=false",
     "sequence.editor=false",
     "advice.detachedHead=false",
+    // Worktrees name their places absolutely, as airsd reads them.
+    "worktree.useRelativePaths=false",
 ];
 
 /// The name and address air commits as (the user's global configuration, where

@@ -275,6 +275,34 @@ fn hide(path: &Path, shown: &[(PathBuf, std::fs::File)]) -> Result<(), String> {
     }
 }
 
+/// Binds the directory `from` read-only onto the directory `onto`, each opened
+/// following no link (a link planted at either is skipped, never followed).
+fn lend(from: &Path, onto: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let open = |p: &Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(p)
+    };
+    let (Ok(source), Ok(target)) = (open(from), open(onto)) else {
+        return Ok(());
+    };
+    let at = |f: &std::fs::File| PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+    mount(
+        Some(at(&source).as_path()),
+        at(&target).as_path(),
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| err("lending", onto, e))?;
+    let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept_flags(from);
+    mount(None::<&str>, onto, None::<&str>, flags, None::<&str>)
+        .map_err(|e| err("making read-only", onto, e))
+}
+
 /// Covers the directory `path` with an empty stand-in that holds only the way to each
 /// of `shown` (directories below it, opened before): each is bound back at its own
 /// path, as it was (writable where it was), and the stand-in is then made read-only.
@@ -378,9 +406,7 @@ fn mount_views(views: &Views, writable: &[PathBuf]) -> Result<(), String> {
         }
     }
     for (from, onto) in &views.lent {
-        if from.is_dir() && onto.is_dir() {
-            bind_read_only(from, onto)?;
-        }
+        lend(from, onto)?;
     }
     // What is read-only or hidden is so under every name it has.
     let all = mounts();

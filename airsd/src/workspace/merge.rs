@@ -258,12 +258,29 @@ fn status_paths(out: &str) -> Vec<String> {
     v
 }
 
+/// Whether a file the run changed (`changed`) and a path of the person's
+/// (`theirs`, a directory with a trailing `/`) are the same, or one is inside the
+/// other.
+fn overlaps(changed: &str, theirs: &str) -> bool {
+    let dir = theirs.trim_end_matches('/');
+    changed == dir
+        || changed.starts_with(&format!("{dir}/"))
+        || dir.starts_with(&format!("{changed}/"))
+}
+
 /// Brings `integration` into the branch checked out at `checkout`'s root by a
 /// fast-forward, only when the files it changes are none the person changed or left
 /// untracked there. When the branch moved on since and `merge` allows it, by a merge
 /// commit made beside the checkout first (a conflict lands nothing). `checkout`
-/// confines git with what it may write there (the project, its `.git`).
-pub fn land(checkout: &Launcher, integration: &str, merge: bool) -> Result<Landing, String> {
+/// confines git with what it may write there (the project, its `.git`); a run that
+/// changed a file `protected` says is air's to keep (which the sandbox would not let
+/// git write) is not landed.
+pub fn land(
+    checkout: &Launcher,
+    integration: &str,
+    merge: bool,
+    protected: &dyn Fn(&str) -> bool,
+) -> Result<Landing, String> {
     let root = checkout.root().to_path_buf();
     let full = format!("refs/heads/{integration}");
     let tip = commit_of(checkout, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
@@ -306,21 +323,42 @@ pub fn land(checkout: &Launcher, integration: &str, merge: bool) -> Result<Landi
         };
     }
     let files = changed_between(checkout, &head, &target)?;
-    let (status, _) = checkout.git(
+    let guarded: Vec<&String> = files.iter().filter(|f| protected(f)).take(10).collect();
+    if !guarded.is_empty() {
+        let named: Vec<&str> = guarded.iter().map(|s| s.as_str()).collect();
+        return Ok(Landing::Kept {
+            reason: format!(
+                "the run changed {}, which air keeps from being written without you; land it with {how}",
+                named.join(", ")
+            ),
+        });
+    }
+    // The person's changes, new files and ignored ones (a directory whole where git
+    // shows it so): none may be where the run writes, or inside or above it.
+    let (status, cut) = checkout.git(
         &[
             "status",
             "--porcelain=v1",
             "-z",
-            "--untracked-files=all",
+            "--untracked-files=normal",
+            "--ignored=traditional",
             "--no-renames",
         ],
         Reads::Content,
         NAMES_CAP,
         STEP,
     )?;
-    let touched: Vec<&String> = status_paths(&status)
+    if cut {
+        return Ok(Landing::Kept {
+            reason: format!(
+                "the checkout has too many changed or ignored files to check; land it with {how}"
+            ),
+        });
+    }
+    let theirs = status_paths(&status);
+    let touched: Vec<&String> = files
         .iter()
-        .filter_map(|p| files.iter().find(|f| *f == p))
+        .filter(|f| theirs.iter().any(|t| overlaps(f, t)))
         .collect();
     if !touched.is_empty() {
         let named: Vec<&str> = touched.iter().take(10).map(|s| s.as_str()).collect();
@@ -338,6 +376,7 @@ pub fn land(checkout: &Launcher, integration: &str, merge: bool) -> Result<Landi
             "--ff-only",
             "-q",
             "--no-verify",
+            "--no-overwrite-ignore",
             "--end-of-options",
             &target,
         ],
@@ -447,7 +486,7 @@ mod tests {
         }
         // The person edits lib.py: the run's lib.py waits for them.
         std::fs::write(root.join("lib.py"), "mine\n").unwrap();
-        match land(&main, &integ, false).unwrap() {
+        match land(&main, &integ, false, &|_| false).unwrap() {
             Landing::Kept { reason } => assert!(reason.contains("lib.py"), "{reason}"),
             other => panic!("{other:?}"),
         }
@@ -458,7 +497,7 @@ mod tests {
         // With their edit elsewhere, it lands, and their edit stays.
         std::fs::write(root.join("lib.py"), lib).unwrap();
         std::fs::write(root.join("notes.txt"), "their note\n").unwrap();
-        match land(&main, &integ, false).unwrap() {
+        match land(&main, &integ, false, &|_| false).unwrap() {
             Landing::Landed { branch, files } => {
                 assert_eq!(
                     (branch.as_str(), files),
@@ -474,7 +513,10 @@ mod tests {
             std::fs::read_to_string(root.join("notes.txt")).unwrap(),
             "their note\n"
         );
-        assert_eq!(land(&main, &integ, false).unwrap(), Landing::Nothing);
+        assert_eq!(
+            land(&main, &integ, false, &|_| false).unwrap(),
+            Landing::Nothing
+        );
     }
 
     /// The person committed while the run worked: `clean` keeps the work on its
@@ -498,10 +540,10 @@ mod tests {
         std::fs::write(root.join("notes.txt"), "theirs\n").unwrap();
         git(&root, &["commit", "-qam", "theirs"]);
         assert!(matches!(
-            land(&main, &integ, false).unwrap(),
+            land(&main, &integ, false, &|_| false).unwrap(),
             Landing::Kept { .. }
         ));
-        match land(&main, &integ, true).unwrap() {
+        match land(&main, &integ, true, &|_| false).unwrap() {
             Landing::Landed { files, .. } => assert_eq!(files, ["lib.py"]),
             other => panic!("{other:?}"),
         }
@@ -525,12 +567,52 @@ mod tests {
         std::fs::write(root.join("notes.txt"), "theirs again\n").unwrap();
         git(&root, &["commit", "-qam", "again"]);
         let head = git(&root, &["rev-parse", "HEAD"]);
-        match land(&main, &integ, true).unwrap() {
+        match land(&main, &integ, true, &|_| false).unwrap() {
             Landing::Kept { reason } => assert!(reason.contains("notes.txt"), "{reason}"),
             other => panic!("{other:?}"),
         }
         assert_eq!(git(&root, &["rev-parse", "HEAD"]), head);
         assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    }
+
+    /// A file the run adds where the person keeps ignored files (a directory the
+    /// project ignores) is not landed over them; nor is one air protects.
+    #[test]
+    fn landing_never_overwrites_what_the_person_ignores() {
+        let Some((_dir, root)) = repo("x = 1\n") else {
+            return;
+        };
+        std::fs::write(root.join(".gitignore"), ".air/local/\ndata/\n").unwrap();
+        git(&root, &["commit", "-qam", "ignore data"]);
+        let main = Launcher::plain(&root);
+        let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
+        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        let ws = create(&main, &worktrees, "s1", "T1", &integ).unwrap();
+        // `data/` matches directories only: a file `data` is committed.
+        std::fs::write(ws.path.join("data"), "the run's\n").unwrap();
+        commit_attempt(&main, &ws, &worktrees, "T1").unwrap();
+        merge(&main, &worktrees, &ws, &integ, "merge").unwrap();
+        remove(&main, &ws, &worktrees).unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        std::fs::write(root.join("data/mine.csv"), "1,2\n").unwrap();
+        match land(&main, &integ, false, &|_| false).unwrap() {
+            Landing::Kept { reason } => assert!(reason.contains("data"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("data/mine.csv")).unwrap(),
+            "1,2\n"
+        );
+        // A file air protects is the person's to land.
+        std::fs::remove_dir_all(root.join("data")).unwrap();
+        match land(&main, &integ, false, &|f| f == "data").unwrap() {
+            Landing::Kept { reason } => assert!(reason.contains("keeps"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            land(&main, &integ, false, &|_| false).unwrap(),
+            Landing::Landed { .. }
+        ));
     }
 
     /// No branch is named by a ref that is not there.

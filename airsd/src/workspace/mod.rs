@@ -20,6 +20,8 @@ pub use merge::{integration, integration_branch, land, merge, Landing, Merged};
 const STEP: Duration = Duration::from_secs(120);
 /// Bytes of git's answer kept for a list of names; a diff is cut at its own cap.
 const NAMES_CAP: usize = 4 << 20;
+/// The largest file a task's change may hold.
+const MOST_FILE_BYTES: u64 = 100 << 20;
 
 /// A worktree of one task.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,9 +63,8 @@ pub fn branch_part(session: &str) -> String {
     parts(session, "").0
 }
 
-/// The session's and the task's part of a branch and of a worktree's place, cleaned;
-/// a task called `integration` is `integration-task` (the session's own branch is
-/// `integration`).
+/// The session's and the task's part of a branch and of a worktree's place, cleaned
+/// (only letters, digits, `-` and `_`).
 fn parts(session: &str, task: &str) -> (String, String) {
     let clean = |s: &str| -> String {
         let kept: String = s
@@ -90,11 +91,16 @@ fn parts(session: &str, task: &str) -> (String, String) {
         .filter(char::is_ascii_alphanumeric)
         .collect();
     let short: String = chars[chars.len().saturating_sub(8)..].iter().collect();
-    let task = clean(task);
-    let task = if task == "integration" {
-        "integration-task".to_string()
+    // One task, one name: an id that had to be changed (or that is the session's
+    // own branch's) gets a piece of its hash, so `T1.1` and `T1-1` never share a
+    // branch.
+    let cleaned = clean(task);
+    let task = if cleaned != task || cleaned == "integration" {
+        use sha2::Digest as _;
+        let h = sha2::Sha256::digest(task.as_bytes());
+        format!("{cleaned}-{:02x}{:02x}{:02x}{:02x}", h[0], h[1], h[2], h[3])
     } else {
-        task
+        cleaned
     };
     (clean(&short), task)
 }
@@ -500,7 +506,7 @@ pub fn commit_attempt(
     // Every staged entry with its modes (submodules shown, whatever the repository
     // says): a nested repository the attempt made would be committed as a bare
     // pointer to commits nobody can review.
-    let (staged, _) = at.git(
+    let (staged, cut) = at.git(
         &[
             "diff",
             "--cached",
@@ -514,6 +520,13 @@ pub fn commit_attempt(
         NAMES_CAP,
         STEP,
     )?;
+    let unstage = |name: &str| {
+        let _ = at.git_write(&["reset", "-q", "--", name], &places, 64 * 1024, STEP);
+    };
+    if cut {
+        unstage(".");
+        return Err("the attempt changed too many files to list (over 4 MiB of names)".into());
+    }
     let mut fields = staged.split('\0');
     let mut any = false;
     while let Some(head) = fields.next() {
@@ -524,9 +537,18 @@ pub fn commit_attempt(
         any = true;
         // `:OLDMODE NEWMODE OLDID NEWID STATUS`
         if head.split_whitespace().nth(1) == Some("160000") {
-            let _ = at.git_write(&["reset", "-q", "--", name], &places, 64 * 1024, STEP);
+            unstage(name);
             return Err(format!(
                 "`{name}` is a git repository of its own inside the project: its files cannot be part of the task's change (remove its `.git`, or keep it out of the project)"
+            ));
+        }
+        let size = std::fs::symlink_metadata(ws.path.join(name)).map_or(0, |m| m.len());
+        if size > MOST_FILE_BYTES {
+            unstage(name);
+            return Err(format!(
+                "`{name}` is {} MiB, over the {} MiB a file of a task's change may be (a build output or data file belongs in .gitignore)",
+                size >> 20,
+                MOST_FILE_BYTES >> 20
             ));
         }
     }
@@ -650,10 +672,9 @@ mod tests {
             .next()
             .is_none());
         // And a session id never leaves the worktrees' directory.
-        assert_eq!(
-            parts("../../..", "/tmp/x"),
-            ("x".to_string(), "tmp-x".to_string())
-        );
+        let (s, t) = parts("../../..", "/tmp/x");
+        assert_eq!(s, "x");
+        assert!(t.starts_with("tmp-x-") && !t.contains('/'), "{t}");
     }
 
     #[test]
@@ -667,8 +688,13 @@ mod tests {
             branch_name("01a2424a-c532-763d-8f00-0123abcd4567", "T1"),
             branch_name("01a2424a-c533-7000-8f00-99999999aaaa", "T1")
         );
-        assert_eq!(branch_name("s", "../x y:z"), "air/s/x-y-z");
-        assert_eq!(branch_name("", ""), "air/x/x");
+        assert!(branch_name("s", "../x y:z").starts_with("air/s/x-y-z-"));
+        // Two ids that clean to one name keep two branches; `integration` is the
+        // session's own.
+        assert_ne!(branch_name("s", "T1.1"), branch_name("s", "T1-1"));
+        assert_eq!(branch_name("s", "T1-1"), "air/s/T1-1");
+        assert_ne!(branch_name("s", "integration"), integration_branch("s"));
+        assert!(branch_name("", "").starts_with("air/x/x-"));
     }
 
     /// A task's worktree from the project's last commit: its attempt is committed on

@@ -66,13 +66,19 @@ fn the_file_rules_of_a_task_in_its_worktree() {
         ),
         other => panic!("a write to the checkout: {other:?}"),
     }
-    // Another task's worktree and air's records: air's state.
-    for p in [theirs.join("lib.txt"), root.join(".air/local/x")] {
-        assert!(
-            matches!(e.check(&p, Access::Write), Verdict::Deny(_)),
-            "{}",
-            p.display()
-        );
+    // Another task's worktree and air's records: air's state, neither read nor
+    // written.
+    for p in [
+        theirs.join("lib.txt"),
+        root.join(".air/local/sessions/s1/session.db"),
+    ] {
+        for access in [Access::Read, Access::Write] {
+            assert!(
+                matches!(e.check(&p, access), Verdict::Deny(_)),
+                "{}",
+                p.display()
+            );
+        }
     }
     // The worktree's own `.air/local` is bookkeeping too, and its `.git` file (which
     // names the git directory) is git's control.

@@ -306,7 +306,14 @@ impl Shell {
         .await;
         Some(match made {
             Ok(Ok((d, _))) if d.trim().is_empty() => ReviewDiff::NoChanges,
-            Ok(Ok((d, _))) => ReviewDiff::Diff(d, 0),
+            Ok(Ok((d, true))) => ReviewDiff::Diff(
+                format!(
+                    "{d}\n[the diff is cut here, at {} KiB: read the files it did not reach]\n",
+                    DIFF_CAP >> 10
+                ),
+                0,
+            ),
+            Ok(Ok((d, false))) => ReviewDiff::Diff(d, 0),
             Ok(Err(e)) => ReviewDiff::Unavailable(e),
             Err(e) => ReviewDiff::Unavailable(e.to_string()),
         })
@@ -445,11 +452,23 @@ impl Shell {
         let engine = self.ctx.engine.clone();
         let main = self.tools.launcher.clone();
         let landed = tokio::task::spawn_blocking(move || {
-            let checkout = main.with_views(engine.views(&[root], &[], &[]));
+            use crate::tools::permission::{Access, Verdict};
+            let checkout = main.with_views(engine.views(&[root.clone()], &[], &[]));
+            // What air keeps from agents' writes (its state, its configuration,
+            // git's, the files that run code later) is the person's to land.
+            let protected = |f: &str| {
+                let path = root.join(f);
+                !matches!(
+                    engine.check(&path, Access::Write),
+                    Verdict::Allow | Verdict::Backup
+                ) || engine.is_air_config(&path)
+                    || engine.is_code_config(&path)
+            };
             workspace::land(
                 &checkout,
                 &integration,
                 when == air_proto::plan::Land::Always,
+                &protected,
             )
         })
         .await

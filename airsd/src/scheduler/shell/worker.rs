@@ -316,16 +316,19 @@ impl Shell {
         let recorded = match (result.agent_type, in_space) {
             (_, Some(Ok(files))) => files,
             (_, Some(Err(e))) => {
+                // An attempt whose work is not on the task's branch did not do it: it
+                // is never reviewed (nor merged) as if it had.
                 tracing::warn!(
                     agent = agent_id,
                     "cannot read the task's change in its worktree: {e}"
                 );
-                result.risks.push(air_proto::result::Risk {
-                    severity: air_proto::result::Severity::High,
-                    summary: format!(
-                        "airsd could not commit or read the task's change in its worktree: {e}"
-                    ),
-                });
+                if result.status == air_proto::result::WorkerStatus::Completed {
+                    result.status = air_proto::result::WorkerStatus::Failed;
+                }
+                result.summary = format!(
+                    "airsd could not commit the attempt's work on the task's branch: {e}. {}",
+                    result.summary
+                );
                 Vec::new()
             }
             (AgentType::Executor | AgentType::Debugger, None) => {

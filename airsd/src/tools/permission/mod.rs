@@ -590,11 +590,29 @@ impl Engine {
             );
         }
         if access == Access::Read {
+            // A task in its own worktree reads the checkout, not air's state nor
+            // another task's worktree.
+            if self.fence.is_some() && self.is_bookkeeping(path) {
+                return Verdict::Deny(format!(
+                    "{}: air's own state, which a task does not read",
+                    path.display()
+                ));
+            }
             return Verdict::Allow;
         }
         if self.mode == PermissionMode::Plan {
             return Verdict::Deny(format!(
                 "{}: the run is in plan mode, which is read-only",
+                path.display()
+            ));
+        }
+        if let Some(rel) = self
+            .lent
+            .iter()
+            .find(|rel| path.starts_with(self.root.join(rel)))
+        {
+            return Verdict::Deny(format!(
+                "{}: `{rel}` is the project's own, lent to this task read-only; make an environment of the task's own under another name to change it",
                 path.display()
             ));
         }

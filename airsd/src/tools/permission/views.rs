@@ -126,6 +126,12 @@ impl Engine {
             .filter(|r| r.is_dir())
             .collect();
         // The checkout's environments, read-only where the task's commands look.
+        // Only onto the empty directory airsd made for it: never over the task's own
+        // files, never through a link.
+        let empty_dir = |p: &PathBuf| {
+            std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+                && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+        };
         let lent = self
             .fence
             .iter()
@@ -134,6 +140,7 @@ impl Engine {
                     .iter()
                     .map(move |rel| (c.join(rel), self.root.join(rel)))
             })
+            .filter(|(_, onto)| empty_dir(onto))
             .collect();
         crate::sandbox::Views {
             hidden,
