@@ -453,7 +453,7 @@ impl Shell {
         let main = self.tools.launcher.clone();
         let landed = tokio::task::spawn_blocking(move || {
             use crate::tools::permission::{Access, Verdict};
-            let checkout = main.with_views(engine.views(&[root.clone()], &[], &[]));
+            let checkout = main.with_views(engine.views(std::slice::from_ref(&root), &[], &[]));
             // What air keeps from agents' writes (its state, its configuration,
             // git's, the files that run code later) is the person's to land.
             let protected = |f: &str| {
