@@ -3,6 +3,7 @@
 //! runs.
 
 mod args;
+mod branch_cmd;
 mod bundle;
 mod chat_cmd;
 mod daemon_cmd;
@@ -217,6 +218,21 @@ enum Command {
     Retry {
         /// The tasks to retry (default: all unfinished ones, once the run has ended).
         tasks: Vec<String>,
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+    },
+    /// Bring a session's work (its tasks' merged branches) into the checkout's branch,
+    /// only over files you did not change; the newest session by default.
+    Land {
+        session: Option<String>,
+        /// Also when the checkout's branch moved on since the run began (as a merge
+        /// commit); never over a conflict.
+        #[arg(long)]
+        always: bool,
+    },
+    /// A task's change: the diff of its branch, as its latest attempt left it.
+    Diff {
+        task: String,
         #[arg(long, short = 's', value_name = "ID")]
         session: Option<String>,
     },
@@ -531,6 +547,8 @@ async fn run(command: Command) -> CmdResult {
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
         Command::Change { change, session } => run_cmd::change(change, session).await,
         Command::Retry { tasks, session } => run_cmd::retry(tasks, session).await,
+        Command::Land { session, always } => branch_cmd::land(session, always).await,
+        Command::Diff { task, session } => branch_cmd::diff(task, session).await,
         Command::Pause { task, session } => run_cmd::control("pause", session, task).await,
         Command::Approve {
             request,

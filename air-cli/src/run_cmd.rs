@@ -260,7 +260,7 @@ pub async fn wait(session: Option<String>, args: FollowArgs) -> CmdResult {
     follow(conn, &session, &args, false).await
 }
 
-async fn newest_session(conn: &Connection) -> Result<String, Failure> {
+pub(crate) async fn newest_session(conn: &Connection) -> Result<String, Failure> {
     match conn
         .client
         .session_list(params::NoParams {})

@@ -285,6 +285,9 @@ pub struct RunCompleted {
     pub landing: Option<Landing>,
 }
 
+/// A [`Landing`]'s reason when the checkout held all of it already.
+pub const NOTHING_TO_LAND: &str = "nothing to land";
+
 /// What became of a run's integration branch when the run ended.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

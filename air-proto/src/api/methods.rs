@@ -277,6 +277,14 @@ pub mod params {
             pub reason: Option<String>,
         }
 
+        /// `run.land`: a session's integration branch into the checkout.
+        pub struct RunLand {
+            pub session_id: String,
+            /// Also when the checkout's branch moved on (a merge commit); default:
+            /// only by a fast-forward.
+            pub always: Option<bool>,
+        }
+
         /// `run.pause`, `run.resume`: the run's dispatching, or with `task_id` the
         /// task's running agent.
         pub struct RunPause {
@@ -532,6 +540,8 @@ api! {
             "Continue a session's run: resume it if it ended unfinished, or just report it";
         run_cancel "run.cancel" (params::RunCancel) -> bool as "accepted":
             "Cancel one task, or the whole run when no task is given";
+        run_land "run.land" (params::RunLand) -> crate::payload::Landing as "landing":
+            "Bring a session's integration branch (its tasks' merged work) into the checkout's branch, only over files the person did not change; says what landed or why not";
         run_pause "run.pause" (params::RunPause) -> bool as "accepted":
             "Stop dispatching new agents; running ones go on";
         run_resume "run.resume" (params::RunPause) -> bool as "accepted":

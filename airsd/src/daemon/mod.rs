@@ -9,6 +9,7 @@ mod artifacts;
 mod conn;
 mod conversation;
 mod env;
+mod land;
 mod lifecycle;
 mod lock;
 mod memory;

@@ -347,6 +347,17 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn run_land(
+        &self,
+        _ext: &Extensions,
+        params::RunLand { session_id, always }: params::RunLand,
+    ) -> RpcResult<air_proto::payload::Landing> {
+        self.state
+            .land(&session_id, always.unwrap_or(false))
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn run_pause(
         &self,
         ext: &Extensions,

@@ -194,7 +194,7 @@ impl DaemonState {
     }
 
     /// The permissions files: the user's, then the project's over it.
-    fn permissions(&self, config: &shell::ShellConfig) -> Result<PermissionsConfig> {
+    pub(super) fn permissions(&self, config: &shell::ShellConfig) -> Result<PermissionsConfig> {
         let user = match &config.air_home {
             Some(home) => PermissionsConfig::load_file(&home.join("permissions.yaml")),
             None => Ok(PermissionsConfig::default()),

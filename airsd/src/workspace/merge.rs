@@ -29,6 +29,11 @@ fn commit_of(at: &Launcher, rev: &str) -> Result<Option<String>, String> {
     Ok(Some(out.trim().to_string()).filter(|c| code == 0 && !c.is_empty()))
 }
 
+/// Whether the branch `name` is there.
+pub fn branch_exists(at: &Launcher, name: &str) -> Result<bool, String> {
+    Ok(commit_of(at, &format!("refs/heads/{name}"))?.is_some())
+}
+
 /// How many commits `from..to` holds.
 fn count(at: &Launcher, from: &str, to: &str) -> Result<u64, String> {
     let range = format!("{from}..{to}");
@@ -388,6 +393,57 @@ pub fn land(
         branch: short,
         files,
     })
+}
+
+/// Lands `integration` in the checkout of `engine`'s project ([`land`], with a
+/// merge commit when `always`), as the run report says it: what air keeps from
+/// agents' writes (its state and configuration, git's, the files that run code
+/// later) is the person's to land, and git is confined to what the engine lets a
+/// command write there.
+pub fn land_checkout(
+    engine: &crate::tools::permission::Engine,
+    main: &Launcher,
+    integration: &str,
+    always: bool,
+) -> air_proto::payload::Landing {
+    use crate::tools::permission::{Access, Verdict};
+    let root = engine.checkout().to_path_buf();
+    let checkout = main
+        .at(&root)
+        .with_views(engine.views(std::slice::from_ref(&root), &[], &[]));
+    let protected = |f: &str| {
+        let path = root.join(f);
+        !matches!(
+            engine.check(&path, Access::Write),
+            Verdict::Allow | Verdict::Backup
+        ) || engine.is_air_config(&path)
+            || engine.is_code_config(&path)
+    };
+    let (landed, branch, files, reason) = match land(&checkout, integration, always, &protected) {
+        Ok(Landing::Nothing) => (
+            false,
+            None,
+            Vec::new(),
+            Some(air_proto::payload::NOTHING_TO_LAND.into()),
+        ),
+        Ok(Landing::Landed { branch, files }) => (true, Some(branch), files, None),
+        Ok(Landing::Kept { reason }) => (false, None, Vec::new(), Some(reason)),
+        Err(e) => (
+            false,
+            None,
+            Vec::new(),
+            Some(format!(
+                "landing failed: {e}; land it with `git merge {integration}`"
+            )),
+        ),
+    };
+    air_proto::payload::Landing {
+        integration_branch: integration.to_string(),
+        landed,
+        branch,
+        files,
+        reason,
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@ use crate::launcher::{Launcher, Reads};
 
 mod merge;
 
-pub use merge::{integration, integration_branch, land, merge, Landing, Merged};
+pub use merge::{
+    branch_exists, integration, integration_branch, land, land_checkout, merge, Landing, Merged,
+};
 
 /// How long one git step of a worktree may take.
 const STEP: Duration = Duration::from_secs(120);

@@ -355,3 +355,44 @@ fn kill_9_while_tasks_merge_loses_and_repeats_nothing() {
         let _ = air(&p, &["daemon", "stop"]);
     }
 }
+
+/// `land: never`: the checkout is untouched at the end; `air diff` shows a task's
+/// change and `air land` brings the work in later, once.
+#[test]
+fn a_run_that_does_not_land_is_landed_later_and_its_diffs_are_shown() {
+    use crate::daemon::Project;
+    use crate::run::{air, expect};
+    let p = Project::new();
+    std::fs::write(
+        p.root.join("plan.md"),
+        format!("---\nland: never\n---\n{FOUR}"),
+    )
+    .unwrap();
+    git(&p.root, &["init", "-q", "-b", "main"]);
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-qm", "start"]);
+    let out = air(&p, &["run", "--plan", "plan.md"]);
+    expect(&out, 0);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("kept on air/"), "{said}");
+    assert!(!p.root.join("w1.txt").exists());
+    let diff = air(&p, &["diff", "W2"]);
+    expect(&diff, 0);
+    let shown = String::from_utf8_lossy(&diff.stdout).into_owned();
+    assert!(
+        shown.contains("+++ b/w2.txt") && shown.contains("+two"),
+        "{shown}"
+    );
+    assert!(!shown.contains("w1.txt"), "{shown}");
+    let landed = air(&p, &["land"]);
+    expect(&landed, 0);
+    let said = String::from_utf8_lossy(&landed.stdout).into_owned();
+    assert!(said.contains("4 file(s) changed"), "{said}");
+    for f in ["w1.txt", "w2.txt", "w3.txt", "w4.txt"] {
+        assert!(p.root.join(f).exists(), "{f}");
+    }
+    let again = air(&p, &["land"]);
+    expect(&again, 0);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to land"));
+    let _ = air(&p, &["daemon", "stop"]);
+}

@@ -448,69 +448,25 @@ impl Shell {
                 files: Vec::new(),
             });
         }
-        let root = self.ctx.paths.root().to_path_buf();
-        let engine = self.ctx.engine.clone();
-        let main = self.tools.launcher.clone();
+        let (engine, main) = (self.ctx.engine.clone(), self.tools.launcher.clone());
+        let always = when == air_proto::plan::Land::Always;
         let landed = tokio::task::spawn_blocking(move || {
-            use crate::tools::permission::{Access, Verdict};
-            let checkout = main.with_views(engine.views(std::slice::from_ref(&root), &[], &[]));
-            // What air keeps from agents' writes (its state, its configuration,
-            // git's, the files that run code later) is the person's to land.
-            let protected = |f: &str| {
-                let path = root.join(f);
-                !matches!(
-                    engine.check(&path, Access::Write),
-                    Verdict::Allow | Verdict::Backup
-                ) || engine.is_air_config(&path)
-                    || engine.is_code_config(&path)
-            };
-            workspace::land(
-                &checkout,
-                &integration,
-                when == air_proto::plan::Land::Always,
-                &protected,
-            )
+            workspace::land_checkout(&engine, &main, &integration, always)
         })
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r);
-        let integration = self
-            .spaces
-            .integration
-            .clone()
-            .flatten()
-            .unwrap_or_default();
-        Some(match landed {
-            Ok(workspace::Landing::Nothing) => p::Landing {
-                integration_branch: integration,
+        .await;
+        Some(landed.unwrap_or_else(|e| {
+            p::Landing {
+                integration_branch: self
+                    .spaces
+                    .integration
+                    .clone()
+                    .flatten()
+                    .unwrap_or_default(),
                 landed: false,
                 branch: None,
                 files: Vec::new(),
-                reason: Some("nothing to land".into()),
-            },
-            Ok(workspace::Landing::Landed { branch, files }) => p::Landing {
-                integration_branch: integration,
-                landed: true,
-                branch: Some(branch),
-                files,
-                reason: None,
-            },
-            Ok(workspace::Landing::Kept { reason }) => p::Landing {
-                integration_branch: integration,
-                landed: false,
-                branch: None,
-                files: Vec::new(),
-                reason: Some(reason),
-            },
-            Err(e) => p::Landing {
-                landed: false,
-                branch: None,
-                files: Vec::new(),
-                reason: Some(format!(
-                    "landing failed: {e}; land it with `git merge {integration}`"
-                )),
-                integration_branch: integration,
-            },
-        })
+                reason: Some(format!("landing stopped: {e}")),
+            }
+        }))
     }
 }

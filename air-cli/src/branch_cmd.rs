@@ -1,0 +1,105 @@
+//! `air land` and `air diff`: a session's work on its branches, brought into the
+//! checkout or shown.
+
+use std::io::Write as _;
+
+use air_proto::api::{params, AirApiClient};
+
+use crate::run_cmd::newest_session;
+use crate::{connect, rpc_failure, CmdResult};
+
+/// `air land [SESSION] [--always]`: the session's integration branch into the
+/// checkout's branch, only over files the person did not change.
+pub async fn land(session: Option<String>, always: bool) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    let landing = conn
+        .client
+        .run_land(params::RunLand {
+            session_id: session.clone(),
+            always: Some(always),
+        })
+        .await
+        .map_err(rpc_failure)?;
+    match (&landing.branch, landing.landed) {
+        (Some(branch), true) => {
+            println!(
+                "landed {} on {branch}: {} file(s) changed",
+                landing.integration_branch,
+                landing.files.len()
+            );
+            for f in &landing.files {
+                println!("  {f}");
+            }
+            Ok(())
+        }
+        _ if landing.reason.as_deref() == Some(air_proto::payload::NOTHING_TO_LAND) => {
+            println!(
+                "nothing to land: the checkout holds all of {}",
+                landing.integration_branch
+            );
+            Ok(())
+        }
+        _ => Err(crate::Failure::from(format!(
+            "not landed: {}",
+            landing.reason.as_deref().unwrap_or("no reason given")
+        ))),
+    }
+}
+
+/// `air diff TASK [-s SESSION]`: the task's change, as its latest attempt left it on
+/// its branch (the `diffs/` artifact airsd kept).
+pub async fn diff(task: String, session: Option<String>) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    let artifacts = conn
+        .client
+        .artifact_list(params::ArtifactList {
+            session_id: session.clone(),
+            task_id: Some(task.clone()),
+            command_run_id: None,
+        })
+        .await
+        .map_err(rpc_failure)?;
+    // Newest first: the latest attempt's, which holds every attempt's change.
+    let Some(diff) = artifacts.iter().find(|a| a.artifact_type == "diff") else {
+        return Err(crate::Failure::from(format!(
+            "task {task} of session {session} has no diff: it worked in no worktree, or no attempt of it has ended"
+        )));
+    };
+    let mut out = std::io::stdout().lock();
+    let mut offset = 0;
+    loop {
+        let chunk = conn
+            .client
+            .artifact_read(params::ArtifactRead {
+                session_id: session.clone(),
+                artifact_id: diff.id.clone(),
+                offset: Some(offset),
+                limit: None,
+            })
+            .await
+            .map_err(rpc_failure)?;
+        if chunk.encoding != "utf8" {
+            return Err(crate::Failure::from(format!(
+                "the diff of task {task} is not text"
+            )));
+        }
+        // A closed pipe (`air diff T1 | head`) ends the output, not in an error.
+        if out.write_all(chunk.data.as_bytes()).is_err() {
+            return Ok(());
+        }
+        offset += chunk.bytes;
+        if chunk.eof || chunk.bytes == 0 {
+            break;
+        }
+    }
+    let _ = out.flush();
+    Ok(())
+}
