@@ -27,6 +27,7 @@ use super::error::ToolError;
 mod git;
 mod places;
 mod views;
+pub use views::environments;
 
 use git::nested_git_control;
 pub use git::{git_code, git_dirs, listening_sockets, GIT_CONTROL};
@@ -450,7 +451,7 @@ impl Engine {
         let mut out = self.clone();
         out.root = worktree.to_path_buf();
         out.fence = Some(checkout.clone());
-        out.lent = crate::workspace::environments(&checkout);
+        out.lent = environments(&checkout);
         let own = worktree.join(".air").join("local");
         out.bookkeeping.push(own.clone());
         out.hidden.push(own);

@@ -154,3 +154,43 @@ impl Engine {
         }
     }
 }
+
+/// The checkout's environments its commands run with that git does not hold: a
+/// Python virtual environment (a directory with a `pyvenv.cfg`, whatever its name)
+/// and `node_modules`, at the top or one directory down; at most 16, as paths from
+/// the top. A task's worktree gets an empty directory at each, which its commands see
+/// as the checkout's, read-only.
+pub fn environments(checkout: &Path) -> Vec<String> {
+    const MOST: usize = 16;
+    let is_env =
+        |dir: &Path, name: &str| name == "node_modules" || dir.join("pyvenv.cfg").is_file();
+    let dirs = |dir: &Path| -> Vec<(PathBuf, String)> {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .take(4096)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .filter_map(|e| {
+                        let name = e.file_name().to_str()?.to_string();
+                        (name != ".git" && name != ".air").then(|| (e.path(), name))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (path, name) in dirs(checkout).into_iter().take(256) {
+        if is_env(&path, &name) {
+            out.push(name);
+            continue;
+        }
+        for (inner, inner_name) in dirs(&path) {
+            if is_env(&inner, &inner_name) {
+                out.push(format!("{name}/{inner_name}"));
+            }
+        }
+    }
+    out.sort();
+    out.truncate(MOST);
+    out
+}
