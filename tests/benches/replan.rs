@@ -87,6 +87,7 @@ fn main() {
             on_ask: air_proto::plan::OnAsk::Deny,
             budgets: Default::default(),
             confirm: false,
+            isolated: false,
         };
         let mut sim = Sim::with_start(config.clone(), start, &tasks);
         // 500 tasks done (the setup, not measured).

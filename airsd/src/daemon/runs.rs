@@ -175,7 +175,17 @@ impl DaemonState {
             record: req.record.clone().filter(|d| !d.is_empty()),
             replay: req.replay.clone().filter(|d| !d.is_empty()),
             learn: req.learn.or(defaults.learn).unwrap_or(false),
-            worktrees: req.worktrees.or(settings.worktrees),
+            // Decided for the whole run, and recorded: in a git repository with a
+            // commit, unless the run says otherwise.
+            worktrees: Some(
+                req.worktrees.or(settings.worktrees) != Some(false)
+                    && crate::workspace::has_commit(&crate::launcher::Launcher::new(
+                        self.paths.root(),
+                        shell_config.path.as_deref(),
+                        None,
+                        Default::default(),
+                    )),
+            ),
             land: req.land.or(settings.land),
         };
         for (name, dir) in [("record", &run.record), ("replay", &run.replay)] {

@@ -29,6 +29,13 @@ fn commit_of(at: &Launcher, rev: &str) -> Result<Option<String>, String> {
     Ok(Some(out.trim().to_string()).filter(|c| code == 0 && !c.is_empty()))
 }
 
+/// Whether the project at `main`'s root is a git repository with a commit to branch
+/// from.
+pub fn has_commit(main: &Launcher) -> bool {
+    crate::tools::git::in_repository(main.root())
+        && commit_of(main, "HEAD").is_ok_and(|c| c.is_some())
+}
+
 /// Whether the branch `name` is there.
 pub fn branch_exists(at: &Launcher, name: &str) -> Result<bool, String> {
     Ok(commit_of(at, &format!("refs/heads/{name}"))?.is_some())

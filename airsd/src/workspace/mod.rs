@@ -15,7 +15,8 @@ use crate::launcher::{Launcher, Reads};
 mod merge;
 
 pub use merge::{
-    branch_exists, integration, integration_branch, land, land_checkout, merge, Landing, Merged,
+    branch_exists, has_commit, integration, integration_branch, land, land_checkout, merge,
+    Landing, Merged,
 };
 
 /// How long one git step of a worktree may take.

@@ -396,3 +396,55 @@ fn a_run_that_does_not_land_is_landed_later_and_its_diffs_are_shown() {
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to land"));
     let _ = air(&p, &["daemon", "stop"]);
 }
+
+/// Three tasks of one write area, each changing a different function of one file:
+/// in their own worktrees they run together, all three merge, and the landed file
+/// holds the three changes.
+#[test]
+fn tasks_of_one_area_edit_one_file_together_and_all_land() {
+    use crate::daemon::Project;
+    use crate::run::{air, db, expect};
+    let p = Project::new();
+    let lib = "def a():\n    return 1\n\n\n\n\n\ndef b():\n    return 2\n\n\n\n\n\ndef c():\n    return 3\n";
+    std::fs::write(p.root.join("lib.py"), lib).unwrap();
+    let task = |id: &str, from: &str, to: &str| {
+        format!(
+            "## Task {id}: change {id}\n\n- write_area: lib\n- evidence: none\n\nair-test-call: fs.read {{\"path\": \"lib.py\"}}\nair-test-call: fs.edit {{\"path\": \"lib.py\", \"old_string\": \"{from}\", \"new_string\": \"{to}\"}}\nair-test-sleep: 400\n\n"
+        )
+    };
+    let plan = format!(
+        "---\nconcurrency: 3\n---\n# One file\n\n{}{}{}",
+        task("A", "return 1", "return 10"),
+        task("B", "return 2", "return 20"),
+        task("C", "return 3", "return 30"),
+    );
+    std::fs::write(p.root.join("plan.md"), plan).unwrap();
+    git(&p.root, &["init", "-q", "-b", "main"]);
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-qm", "start"]);
+    let out = air(&p, &["run", "--plan", "plan.md", "--json"]);
+    expect(&out, 0);
+    let session = crate::run::newest_session(&p);
+    // All three were running before any of them was reviewed.
+    let conn = db(&p, &session);
+    let first_review: i64 = conn
+        .query_row(
+            "SELECT MIN(seq) FROM events WHERE type = 'task.reviewing'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let started_before: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM events WHERE type = 'task.started' AND seq < ?1",
+            [first_review],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(started_before, 3);
+    let landed = std::fs::read_to_string(p.root.join("lib.py")).unwrap();
+    for n in ["return 10", "return 20", "return 30"] {
+        assert!(landed.contains(n), "{landed}");
+    }
+    let _ = air(&p, &["daemon", "stop"]);
+}

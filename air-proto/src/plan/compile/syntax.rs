@@ -9,7 +9,7 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("type", "execute (the default), review, debug, compact or mine_experience"),
     ("category", "the evidence category: logic, build, gui, network, deploy, config, docs, test, refactor, bugfix, or a cpp_ one"),
     ("phase", "the phase id, when not given by a `Phase` heading"),
-    ("write_area", "a name; tasks with the same write area never run at once"),
+    ("write_area", "a name; tasks with the same write area never run at once in a shared checkout (each in its own worktree, they do: the merge finds a real conflict)"),
     ("depends_on", "task ids this task needs finished first, each with an optional (reason)"),
     ("soft_depends_on", "task ids to prefer running first"),
     ("conflicts_with", "task ids never to run at the same time as this one"),

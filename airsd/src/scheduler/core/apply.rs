@@ -16,9 +16,11 @@ impl Core {
                 on_ask,
                 budgets,
                 confirm,
+                isolated,
             } => {
                 self.started = true;
                 self.confirm = *confirm;
+                self.isolated = *isolated;
                 self.config.concurrency = (*concurrency).max(1);
                 self.on_ask = *on_ask;
                 self.budgets = budgets.clone();

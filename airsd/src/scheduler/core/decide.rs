@@ -495,8 +495,10 @@ impl Core {
         {
             return true;
         }
+        // In one tree, one writer per area at a time; each in its own worktree, the
+        // area is a hint (the merge finds a real conflict).
         if let (Some(x), Some(y)) = (&a.scope.write_area, &b.scope.write_area) {
-            if x == y {
+            if x == y && !self.isolated {
                 return true;
             }
         }

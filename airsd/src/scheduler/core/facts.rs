@@ -59,6 +59,7 @@ const TABLE: &[Entry] = &[
             on_ask: run.on_ask,
             budgets: run.budgets,
             confirm: run.permission_mode == air_proto::plan::PermissionMode::Default,
+            isolated: run.worktrees == Some(true),
         })
     }),
     entry(ev::RunCompleted::TYPE, |_, v| {

@@ -100,6 +100,9 @@ pub enum Fact {
         /// Work the Main Agent hands on waits for the user's confirmation (the
         /// `default` permission mode, D-017).
         confirm: bool,
+        /// Each task works in its own git worktree: tasks of one write area may run
+        /// together (their conflicts are found when they merge).
+        isolated: bool,
     },
     TaskCreated(Box<TaskSpec>),
     TaskReady {
@@ -242,6 +245,7 @@ impl Fact {
             on_ask: OnAsk::Queue,
             budgets: Budgets::default(),
             confirm: false,
+            isolated: false,
         }
     }
 }
@@ -462,6 +466,8 @@ pub struct Core {
     to_deliver: Vec<(String, String)>,
     /// Whether work handed on waits for the user's confirmation.
     confirm: bool,
+    /// Whether each task works in its own worktree (write areas are hints then).
+    isolated: bool,
     /// Tasks handed on that wait for it, and whether the user was asked.
     awaiting: BTreeMap<String, bool>,
     /// Transient: confirmations asked for whose fact has not come back.
@@ -545,6 +551,7 @@ impl Core {
             directs: 0,
             reviews: 0,
             delegated: BTreeSet::new(),
+            isolated: false,
             to_deliver: Vec::new(),
             confirm: false,
             awaiting: BTreeMap::new(),

@@ -119,9 +119,15 @@ impl Shell {
                 // Decided once, for the whole run: a repository git cannot read is
                 // no repository to branch from, unless the run's tasks had worktrees
                 // already (then nothing starts in the checkout instead).
+                // A run recorded as working in worktrees never falls back to the
+                // checkout.
+                let strict = self.ctx.run.worktrees == Some(true);
                 let found = match found {
+                    Ok(None) if strict => {
+                        return Err("the run's tasks work in worktrees, but the project has no git commit to branch from now".into());
+                    }
                     Ok(found) => found,
-                    Err(e) if self.recorded_workspace(None).await.is_some() => {
+                    Err(e) if strict || self.recorded_workspace(None).await.is_some() => {
                         return Err(format!("the session's integration branch: {e}"));
                     }
                     Err(e) => {

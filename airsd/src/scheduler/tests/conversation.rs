@@ -46,6 +46,7 @@ fn confirming() -> Sim {
         on_ask: air_proto::plan::OnAsk::Deny,
         budgets: Default::default(),
         confirm: true,
+        isolated: false,
     };
     Sim::with_start(config(1), start, &[])
 }

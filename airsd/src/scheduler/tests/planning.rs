@@ -19,6 +19,7 @@ fn conversation(confirm: bool) -> Sim {
         on_ask: air_proto::plan::OnAsk::Deny,
         budgets: Default::default(),
         confirm,
+        isolated: false,
     };
     Sim::with_start(config(1), start, &[])
 }
@@ -408,6 +409,7 @@ fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work
         on_ask: air_proto::plan::OnAsk::Deny,
         budgets: Default::default(),
         confirm: false,
+        isolated: false,
     };
     let mut sim = Sim::with_start(config(1), start, &tasks);
     let a = only(&sim.settle(), "A").clone();

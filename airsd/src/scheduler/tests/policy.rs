@@ -14,6 +14,7 @@ fn started(on_ask: OnAsk, budgets: Budgets, concurrency: u32) -> Fact {
         on_ask,
         budgets,
         confirm: false,
+        isolated: false,
     }
 }
 
