@@ -245,6 +245,17 @@ pub async fn run(args: RunArgs) -> CmdResult {
                 .unwrap_or_default(),
             what
         );
+        if info.reopened.is_empty() {
+            match info.worktrees {
+                Some(true) => eprintln!(
+                    "air: each task works in its own git worktree; the work lands in your checkout at the end (docs/worktrees.md)"
+                ),
+                Some(false) => eprintln!(
+                    "air: the tasks work in your checkout itself (not a git repository with a commit, or worktrees: false)"
+                ),
+                None => {}
+            }
+        }
     }
     follow(conn, &info.session_id, &args.follow, true).await
 }

@@ -157,6 +157,10 @@ pub struct RunInfo {
     /// Tasks reopened by `run.continue` (empty for a new run or one still going).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reopened: Vec<String>,
+    /// Whether each task works in its own git worktree (false: they share the
+    /// checkout), as recorded when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktrees: Option<bool>,
 }
 
 /// What a client says about itself at connect.

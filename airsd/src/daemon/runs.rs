@@ -110,6 +110,7 @@ impl DaemonState {
         if let Err(e) = air_proto::layout::write_atomic(&graph_path, &bytes) {
             tracing::warn!("cannot write {}: {e}", graph_path.display());
         }
+        let worktrees = run.worktrees;
         self.spawn_run(session, run, core, shell_config, models)?;
         Ok(RunInfo {
             session_id: info.id,
@@ -119,6 +120,7 @@ impl DaemonState {
             waves: graph.waves,
             warnings: compiled.warnings,
             reopened: Vec::new(),
+            worktrees,
         })
     }
 
@@ -321,6 +323,7 @@ impl DaemonState {
             waves: Vec::new(),
             warnings: Vec::new(),
             reopened: Vec::new(),
+            worktrees: recovered.started.worktrees,
         };
         let retry = match &tasks {
             Some(asked) => Some(session.bus().read(|p, _| retry_set(p, asked))?),
