@@ -193,6 +193,7 @@ fn as_committed(
     launcher: &crate::launcher::Launcher,
     root: &Path,
     db: Option<&str>,
+    copies: &Path,
 ) -> Result<tempfile::TempDir, String> {
     use crate::opened;
     let dirty =
@@ -204,7 +205,7 @@ fn as_committed(
             changed.len()
         ));
     }
-    let base = crate::scheduler::tooljob::make_base_dir(root)?;
+    let base = crate::scheduler::tooljob::make_base_dir(copies)?;
     let copy = tempfile::Builder::new()
         .prefix("copy-")
         .tempdir_in(&base)
@@ -525,9 +526,13 @@ impl ToolJob {
     ) -> Result<(HashMap<Kind, usize>, crate::profiles::cpp::tools::Step), String> {
         let launcher = self.env.launcher.clone();
         let (r, d) = (root.to_path_buf(), db.map(str::to_string));
-        let copy = tokio::task::spawn_blocking(move || as_committed(&launcher, &r, d.as_deref()))
-            .await
-            .map_err(|e| e.to_string())??;
+        // The copies live in the checkout's `.air/base/`, read-only to every command
+        // (a task's worktree is writable to its own).
+        let copies = self.env.engine.checkout().to_path_buf();
+        let copy =
+            tokio::task::spawn_blocking(move || as_committed(&launcher, &r, d.as_deref(), &copies))
+                .await
+                .map_err(|e| e.to_string())??;
         let at = std::fs::canonicalize(copy.path()).unwrap_or(copy.path().to_path_buf());
         // Only files that were there: a new file has nothing from before.
         let files: Vec<String> = files
