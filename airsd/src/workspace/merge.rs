@@ -178,15 +178,50 @@ pub fn integration(
         return Ok(None);
     };
     let places = common_writable(main, worktrees)?;
+    // The branch the run began from, in the branch's first reflog entry: landing
+    // goes there only.
+    let from = main
+        .git_answer(
+            &["symbolic-ref", "-q", "HEAD"],
+            Reads::Metadata,
+            &[1],
+            4096,
+            STEP,
+        )
+        .map(|(b, _)| b.trim().to_string())
+        .unwrap_or_default();
+    let message = format!("{BEGAN}{from}");
     // Made only where no such branch is (the empty old value): two runs never
     // overwrite each other's.
     main.git_write(
-        &["update-ref", "-m", "air: integration", &full, &head, ""],
+        &["update-ref", "-m", &message, &full, &head, ""],
         &places,
         4096,
         STEP,
     )?;
     Ok(Some(branch))
+}
+
+/// The reflog message the integration branch is made with, before the branch the
+/// checkout was on.
+const BEGAN: &str = "air: integration from ";
+
+/// The branch (`refs/heads/…`) the checkout was on when the integration branch was
+/// made, as its first reflog entry says; `None` when git kept no reflog of it.
+fn began_on(at: &Launcher, full: &str) -> Option<String> {
+    let (log, _) = at
+        .git(
+            &["reflog", "show", "--format=%gs", "--end-of-options", full],
+            Reads::Metadata,
+            NAMES_CAP,
+            STEP,
+        )
+        .ok()?;
+    log.lines()
+        .last()?
+        .strip_prefix(BEGAN)
+        .map(str::to_string)
+        .filter(|b| !b.is_empty())
 }
 
 /// What merging a task's branch did.
@@ -309,6 +344,15 @@ pub fn land(
         .strip_prefix("refs/heads/")
         .unwrap_or(&branch)
         .to_string();
+    // Only onto the branch the run began from.
+    if let Some(began) = began_on(checkout, &full).filter(|b| *b != branch) {
+        let began = began.strip_prefix("refs/heads/").unwrap_or(&began);
+        return Ok(Landing::Kept {
+            reason: format!(
+                "the run began on {began} and the checkout is on {short} now; switch back to {began} to land it, or land it with {how}"
+            ),
+        });
+    }
     let head = commit_of(checkout, "HEAD")?.ok_or("the checkout has no commit")?;
     if count(checkout, &head, &tip)? == 0 {
         return Ok(Landing::Nothing);
@@ -636,6 +680,32 @@ mod tests {
         }
         assert_eq!(git(&root, &["rev-parse", "HEAD"]), head);
         assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    }
+
+    /// A run lands only on the branch it began from.
+    #[test]
+    fn landing_goes_only_to_the_branch_the_run_began_on() {
+        let Some((_dir, root)) = repo("x = 1\n") else {
+            return;
+        };
+        let main = Launcher::plain(&root);
+        let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
+        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        let ws = create(&main, &worktrees, "s1", "T1", &integ).unwrap();
+        std::fs::write(ws.path.join("lib.py"), "x = 2\n").unwrap();
+        commit_attempt(&main, &ws, &worktrees, "T1").unwrap();
+        merge(&main, &worktrees, &ws, &integ, "merge").unwrap();
+        remove(&main, &ws, &worktrees).unwrap();
+        git(&root, &["checkout", "-q", "-b", "elsewhere"]);
+        match land(&main, &integ, true, &|_| false).unwrap() {
+            Landing::Kept { reason } => assert!(reason.contains("began on main"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        git(&root, &["checkout", "-q", "main"]);
+        assert!(matches!(
+            land(&main, &integ, false, &|_| false).unwrap(),
+            Landing::Landed { .. }
+        ));
     }
 
     /// A file the run adds where the person keeps ignored files (a directory the
