@@ -626,15 +626,12 @@ mod tests {
         );
     }
 
-    /// The person committed while the run worked: `clean` keeps the work on its
-    /// branch, `always` lands it as a merge commit; a conflict lands nothing.
-    #[test]
-    fn a_branch_that_moved_on_lands_only_when_asked_and_never_over_a_conflict() {
-        let Some((_dir, root)) = repo("x = 1\n") else {
-            return;
-        };
-        let main = Launcher::plain(&root);
-        let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
+    /// The repository at `root` with task T1's `lib.py = 2` merged into session
+    /// `s1`'s integration branch, its worktree removed: the launcher, the worktrees'
+    /// directory and the integration branch.
+    fn one_task_merged(root: &Path) -> (Launcher, PathBuf, String) {
+        let main = Launcher::plain(root);
+        let worktrees = air_proto::layout::ProjectPaths::new(root).workspaces();
         let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
         let ws = create(&main, &worktrees, "s1", "T1", &integ).unwrap();
         std::fs::write(ws.path.join("lib.py"), "x = 2\n").unwrap();
@@ -644,6 +641,17 @@ mod tests {
             Merged::Merged { .. }
         ));
         remove(&main, &ws, &worktrees).unwrap();
+        (main, worktrees, integ)
+    }
+
+    /// The person committed while the run worked: `clean` keeps the work on its
+    /// branch, `always` lands it as a merge commit; a conflict lands nothing.
+    #[test]
+    fn a_branch_that_moved_on_lands_only_when_asked_and_never_over_a_conflict() {
+        let Some((_dir, root)) = repo("x = 1\n") else {
+            return;
+        };
+        let (main, worktrees, integ) = one_task_merged(&root);
         std::fs::write(root.join("notes.txt"), "theirs\n").unwrap();
         git(&root, &["commit", "-qam", "theirs"]);
         assert!(matches!(
@@ -688,14 +696,7 @@ mod tests {
         let Some((_dir, root)) = repo("x = 1\n") else {
             return;
         };
-        let main = Launcher::plain(&root);
-        let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
-        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
-        let ws = create(&main, &worktrees, "s1", "T1", &integ).unwrap();
-        std::fs::write(ws.path.join("lib.py"), "x = 2\n").unwrap();
-        commit_attempt(&main, &ws, &worktrees, "T1").unwrap();
-        merge(&main, &worktrees, &ws, &integ, "merge").unwrap();
-        remove(&main, &ws, &worktrees).unwrap();
+        let (main, worktrees, integ) = one_task_merged(&root);
         git(&root, &["checkout", "-q", "-b", "elsewhere"]);
         match land(&main, &integ, true, &|_| false).unwrap() {
             Landing::Kept { reason } => assert!(reason.contains("began on main"), "{reason}"),
