@@ -696,7 +696,7 @@ mod tests {
         let Some((_dir, root)) = repo("x = 1\n") else {
             return;
         };
-        let (main, worktrees, integ) = one_task_merged(&root);
+        let (main, _, integ) = one_task_merged(&root);
         git(&root, &["checkout", "-q", "-b", "elsewhere"]);
         match land(&main, &integ, true, &|_| false).unwrap() {
             Landing::Kept { reason } => assert!(reason.contains("began on main"), "{reason}"),
