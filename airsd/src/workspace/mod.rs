@@ -660,6 +660,8 @@ mod tests {
         assert!(branch_name("", "").starts_with("air/x/x-"));
     }
 
+    const SESSION: &str = "01a2424a-c532-763d-8f00-0123abcd4567";
+
     /// A task's worktree from the project's last commit: its attempt is committed on
     /// its branch, its change is exactly its own while the person edits the main
     /// checkout, and removing it leaves the branch and the checkout as they were.
@@ -708,14 +710,7 @@ mod tests {
         std::fs::write(root.join(".git/config"), config).unwrap();
         let main = Launcher::plain(&root);
         let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
-        let ws = create(
-            &main,
-            &worktrees,
-            "01a2424a-c532-763d-8f00-0123abcd4567",
-            "T1",
-            "HEAD",
-        )
-        .unwrap();
+        let ws = create(&main, &worktrees, SESSION, "T1", "HEAD").unwrap();
         assert_eq!(ws.branch, "air/abcd4567/T1");
         assert_eq!(
             std::fs::read_to_string(ws.path.join("a.txt")).unwrap(),
@@ -780,14 +775,7 @@ mod tests {
         std::fs::remove_dir_all(&nested).unwrap();
         // The next attempt continues the worktree, with what was left uncommitted.
         std::fs::write(ws.path.join("c.txt"), "c\n").unwrap();
-        let again = create(
-            &main,
-            &worktrees,
-            "01a2424a-c532-763d-8f00-0123abcd4567",
-            "T1",
-            "HEAD",
-        )
-        .unwrap();
+        let again = create(&main, &worktrees, SESSION, "T1", "HEAD").unwrap();
         assert_eq!(again, ws);
         assert!(again.path.join("c.txt").exists());
         // Its next commit is the task's change too.
@@ -800,14 +788,7 @@ mod tests {
         remove(&main, &ws, &worktrees).unwrap();
         assert!(!ws.path.exists());
         // And once removed, its branch: the attempt's work is there.
-        let third = create(
-            &main,
-            &worktrees,
-            "01a2424a-c532-763d-8f00-0123abcd4567",
-            "T1",
-            "HEAD",
-        )
-        .unwrap();
+        let third = create(&main, &worktrees, SESSION, "T1", "HEAD").unwrap();
         assert_eq!((&third.base, &third.branch), (&ws.base, &ws.branch));
         assert!(third.path.join("b.txt").exists());
         remove(&main, &third, &worktrees).unwrap();

@@ -12,9 +12,8 @@ use air_tests::{bin, git};
 use airsd::launcher::Launcher;
 use airsd::tools::permission::{Access, Engine, Verdict};
 
-/// A committed project with two tasks' worktrees, a record in air's state and an
-/// uncommitted edit of the person's.
-fn project() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+/// A git repository whose one commit holds `lib.txt` (`one`), ignoring air's state.
+fn committed() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
@@ -22,6 +21,13 @@ fn project() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     std::fs::write(root.join("lib.txt"), "one\n").unwrap();
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-qm", "one"]);
+    (dir, root)
+}
+
+/// A committed project with two tasks' worktrees, a record in air's state and an
+/// uncommitted edit of the person's.
+fn project() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let (dir, root) = committed();
     std::fs::write(root.join("lib.txt"), "the person's edit\n").unwrap();
     let paths = ProjectPaths::new(&root);
     std::fs::create_dir_all(paths.local().join("sessions/s1")).unwrap();
@@ -168,13 +174,7 @@ fn airsd_makes_and_commits_a_worktree_under_the_sandbox() {
         println!("skipped: the sandbox is not whole here ({protections:?})");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
-    std::fs::write(root.join("lib.txt"), "one\n").unwrap();
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-qm", "one"]);
+    let (_dir, root) = committed();
     let config = std::fs::read(root.join(".git/config")).unwrap();
     let index = std::fs::read(root.join(".git/index")).unwrap();
     let paths = ProjectPaths::new(&root);
