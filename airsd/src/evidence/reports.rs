@@ -2,11 +2,14 @@
 //! (`target/surefire-reports/TEST-*.xml`, `target/failsafe-reports/`) and Gradle's
 //! (`build/test-results/<task>/TEST-*.xml`), in each module. Where a run's output
 //! shows no count (`mvn -q test`; Gradle, which says nothing when every test passed),
-//! the reports the run wrote are its count: those written since it started, read
-//! beneath the project following no link, bounded in number and size.
+//! the reports the run wrote are its count: those that were not there before it
+//! started, or were there and changed, read beneath the project following no link,
+//! bounded in number and size. A report's time alone does not tell: a checkout or a
+//! copy writes an old report with a new time, within the same second as the run.
 
-use std::path::Path;
-use std::time::SystemTime;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
 
 use super::Count;
 use crate::profiles::Activity;
@@ -28,14 +31,32 @@ pub fn runs_jvm_tests(command: &str) -> bool {
     })
 }
 
-/// The tests the JUnit XML reports written under `root` since `since` ran and
-/// failed; `None` when none was written.
-pub fn written_since(root: &Path, since: SystemTime) -> Option<Count> {
+/// A report file as it was: its inode, size and modification time.
+type Stamp = (u64, u64, i64, i64);
+
+/// The reports under a project before a run, to tell which the run wrote.
+#[derive(Debug, Default)]
+pub struct Before(HashMap<PathBuf, Stamp>);
+
+impl Before {
+    /// The reports under `root` now.
+    pub fn take(root: &Path) -> Before {
+        let mut reports = Vec::new();
+        walk(root, 0, &mut 0, &mut reports);
+        Before(reports.into_iter().collect())
+    }
+}
+
+/// The tests the JUnit XML reports under `root` that are not as they were `before`
+/// ran and failed; `None` when the run wrote none.
+pub fn written_since(root: &Path, before: &Before) -> Option<Count> {
     let mut reports = Vec::new();
-    let mut dirs = 0usize;
-    walk(root, 0, &mut dirs, &mut reports, since);
+    walk(root, 0, &mut 0, &mut reports);
     let mut count: Option<Count> = None;
-    for path in reports {
+    for (path, stamp) in reports {
+        if before.0.get(&path) == Some(&stamp) {
+            continue;
+        }
         let Some(xml) = crate::opened::read_small(&path, root, REPORT_BYTES) else {
             continue;
         };
@@ -50,19 +71,7 @@ pub fn written_since(root: &Path, since: SystemTime) -> Option<Count> {
     count
 }
 
-/// A time in whole seconds: a file system may keep no finer times.
-fn seconds(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-fn walk(
-    dir: &Path,
-    depth: usize,
-    dirs: &mut usize,
-    out: &mut Vec<std::path::PathBuf>,
-    since: SystemTime,
-) {
+fn walk(dir: &Path, depth: usize, dirs: &mut usize, out: &mut Vec<(PathBuf, Stamp)>) {
     if depth > MOST_DEPTH || *dirs >= MOST_DIRS || out.len() >= MOST_REPORTS {
         return;
     }
@@ -88,17 +97,14 @@ fn walk(
             if name.starts_with('.') || name == "node_modules" {
                 continue;
             }
-            walk(&entry.path(), depth + 1, dirs, out, since);
+            walk(&entry.path(), depth + 1, dirs, out);
         } else if kind.is_file()
             && holds_reports
             && name.starts_with("TEST-")
             && name.ends_with(".xml")
-            && entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| seconds(t) >= seconds(since))
         {
-            out.push(entry.path());
+            let Ok(m) = entry.metadata() else { continue };
+            out.push((entry.path(), (m.ino(), m.size(), m.mtime(), m.mtime_nsec())));
             if out.len() >= MOST_REPORTS {
                 return;
             }
@@ -139,30 +145,31 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         };
-        // A report from an earlier run does not count.
+        // A report from an earlier run does not count, however new its time (a
+        // checkout wrote it just now).
         put("old/target/surefire-reports/TEST-a.B.xml", &report(9, 9));
-        std::fs::File::options()
-            .write(true)
-            .open(root.join("old/target/surefire-reports/TEST-a.B.xml"))
-            .unwrap()
-            .set_modified(SystemTime::now() - std::time::Duration::from_secs(60))
-            .unwrap();
-        let since = SystemTime::now();
-        assert_eq!(written_since(&root, since), None);
+        let since = Before::take(&root);
+        assert_eq!(written_since(&root, &since), None);
         put("core/target/surefire-reports/TEST-a.B.xml", &report(3, 1));
         put("app/build/test-results/test/TEST-a.C.xml", &report(2, 0));
         // Not a report: another name, another place.
         put("core/target/surefire-reports/a.B.txt", "Tests run: 7");
         put("core/target/other/TEST-x.xml", &report(5, 0));
-        let c = written_since(&root, since).unwrap();
+        let c = written_since(&root, &since).unwrap();
         assert_eq!((c.ran, c.failed), (5, 1));
+        // A report the run wrote again counts.
+        std::fs::remove_file(root.join("old/target/surefire-reports/TEST-a.B.xml")).unwrap();
+        put("old/target/surefire-reports/TEST-a.B.xml", &report(1, 0));
+        let c = written_since(&root, &since).unwrap();
+        assert_eq!((c.ran, c.failed), (6, 1));
+        std::fs::remove_file(root.join("old/target/surefire-reports/TEST-a.B.xml")).unwrap();
         // A link to reports elsewhere is not followed.
         let elsewhere = tempfile::tempdir().unwrap();
         let far = elsewhere.path().join("target/surefire-reports");
         std::fs::create_dir_all(&far).unwrap();
         std::fs::write(far.join("TEST-z.xml"), report(4, 0)).unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), root.join("linked")).unwrap();
-        let c = written_since(&root, since).unwrap();
+        let c = written_since(&root, &since).unwrap();
         assert_eq!((c.ran, c.failed), (5, 1));
     }
 }

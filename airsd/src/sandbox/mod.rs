@@ -78,6 +78,9 @@ const HOME_CACHES: &[&str] = &[
     ".conan2",
     ".cpm",
     ".vcpkg",
+    ".nuget/packages",
+    ".local/share/NuGet",
+    ".dotnet",
     ".local/state",
 ];
 
@@ -147,6 +150,11 @@ const TOOL_CACHES: &[(&[&str], &[&str])] = &[
     (&["cargo"], &[".cargo/registry", ".cargo/git"]),
     (&["go"], &["go/pkg/mod"]),
     (&["conan"], &[".conan2"]),
+    (
+        &["dotnet"],
+        &[".nuget/packages", ".dotnet", ".local/share/NuGet"],
+    ),
+    (&["uv", "uvx"], &[".cache/uv"]),
     (&["ccache"], &[".ccache"]),
 ];
 

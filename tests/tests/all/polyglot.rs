@@ -1,7 +1,8 @@
 //! Evidence on every common stack, end to end: small real projects this test makes (a
 //! Go module, a JavaScript package tested by `node --test` through `npm test`, a Rust
-//! crate, a Python package in a virtual environment), each given a `logic` task with
-//! a bug. A scripted model with the habits of real ones (it fixes before it tests,
+//! crate, a Python package in a virtual environment, a uv project, a Maven project
+//! built offline from the distribution's Java packages, and a C# project where .NET
+//! is installed), each given a `logic` task with a bug. A scripted model with the habits of real ones (it fixes before it tests,
 //! pipes the check through `tail`, adds `-v`, runs it from the environment's own
 //! binaries, cites the run by its bare id, calls a run of the program a smoke test)
 //! completes each on its first dispatch, on the records airsd made of the real
@@ -16,8 +17,9 @@ use crate::run::{air as run_with_the_scripted_worker, db, expect, newest_session
 /// fix, and the commands a model runs.
 struct Stack {
     name: &'static str,
-    /// The program the stack needs: without it the stack is skipped, saying so.
-    needs: &'static str,
+    /// The programs (and, starting with `/`, the files) the stack needs: without one
+    /// the stack is skipped, saying so.
+    needs: &'static [&'static str],
     files: &'static [(&'static str, &'static str)],
     /// Commands run in the project before the task (a virtual environment).
     setup: &'static [&'static str],
@@ -34,7 +36,7 @@ struct Stack {
 const STACKS: &[Stack] = &[
     Stack {
         name: "go",
-        needs: "go",
+        needs: &["go"],
         files: &[
             ("go.mod", "module example.com/calc\n\ngo 1.19\n"),
             ("calc.go", "package calc\n\n// Add returns the sum.\nfunc Add(a, b int) int { return a - b }\n"),
@@ -52,7 +54,7 @@ const STACKS: &[Stack] = &[
     },
     Stack {
         name: "node",
-        needs: "npm",
+        needs: &["npm"],
         files: &[
             (
                 "package.json",
@@ -74,7 +76,7 @@ const STACKS: &[Stack] = &[
     },
     Stack {
         name: "rust",
-        needs: "cargo",
+        needs: &["cargo"],
         files: &[
             ("Cargo.toml", "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"),
             (
@@ -94,7 +96,7 @@ const STACKS: &[Stack] = &[
     },
     Stack {
         name: "python venv",
-        needs: "python3",
+        needs: &["python3"],
         files: &[
             ("calc/__init__.py", "def add(a, b):\n    return a - b\n"),
             (
@@ -108,6 +110,99 @@ const STACKS: &[Stack] = &[
         habit: "cd $ROOT && .venv/bin/python -m unittest discover -s tests -v 2>&1 | tail -20",
         smoke: Some(".venv/bin/python -c 'import calc; print(calc.add(2, 3))'"),
         nothing: "python3 -m unittest discover -s tests -p 'nothing_*.py'",
+    },
+    Stack {
+        name: "uv",
+        needs: &["uv", "python3"],
+        files: &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"calc\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\ndependencies = []\n",
+            ),
+            ("calc/__init__.py", "def add(a, b):\n    return a - b\n"),
+            (
+                "tests/test_calc.py",
+                "import unittest\n\nfrom calc import add\n\n\nclass Add(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n",
+            ),
+        ],
+        // The lock file is the project's; the environment is the person's, made
+        // before the run (a task's worktree borrows it).
+        setup: &[
+            "uv lock -q && git add uv.lock && git -c user.email=t@t -c user.name=t commit -qm lock",
+            "uv sync -q",
+        ],
+        check: "uv run python -m unittest discover -s tests",
+        fix: ("calc/__init__.py", "def add(a, b):\n    return a + b\n"),
+        habit: "uv run python -m unittest discover -s tests -v 2>&1 | tail -20",
+        smoke: Some("uv run python -c 'import calc; print(calc.add(2, 3))'"),
+        nothing: "uv run python -m unittest discover -s tests -p 'nothing_*.py'",
+    },
+    // Maven with no network: the plugins and JUnit come from the distribution's
+    // repository (Debian's `/usr/share/maven-repo`), named as the project's mirror.
+    Stack {
+        name: "maven",
+        needs: &[
+            "mvn",
+            "javac",
+            "/usr/share/maven-repo/org/apache/maven/plugins/maven-surefire-plugin/2.22.3",
+            "/usr/share/maven-repo/org/apache/maven/plugins/maven-compiler-plugin/3.10.1",
+            "/usr/share/maven-repo/org/apache/maven/plugins/maven-resources-plugin/3.3.0",
+            "/usr/share/maven-repo/junit/junit/4.13.2",
+        ],
+        files: &[
+            (".gitignore", "target/\n"),
+            ("pom.xml", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>example</groupId>\n  <artifactId>calc</artifactId>\n  <version>1.0</version>\n  <properties>\n    <maven.compiler.release>17</maven.compiler.release>\n    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>\n  </properties>\n  <dependencies>\n    <dependency>\n      <groupId>junit</groupId>\n      <artifactId>junit</artifactId>\n      <version>4.13.2</version>\n      <scope>test</scope>\n    </dependency>\n  </dependencies>\n  <build>\n    <plugins>\n      <plugin><artifactId>maven-resources-plugin</artifactId><version>3.3.0</version></plugin>\n      <plugin><artifactId>maven-compiler-plugin</artifactId><version>3.10.1</version></plugin>\n      <plugin><artifactId>maven-surefire-plugin</artifactId><version>2.22.3</version></plugin>\n    </plugins>\n  </build>\n</project>\n"),
+            (
+                ".mvn/settings.xml",
+                "<settings>\n  <mirrors>\n    <mirror>\n      <id>distribution</id>\n      <mirrorOf>*</mirrorOf>\n      <url>file:///usr/share/maven-repo</url>\n    </mirror>\n  </mirrors>\n</settings>\n",
+            ),
+            (".mvn/maven.config", "--settings .mvn/settings.xml\n"),
+            (
+                "src/main/java/calc/Calc.java",
+                "package calc;\n\npublic class Calc {\n    public static int add(int a, int b) {\n        return a - b;\n    }\n}\n",
+            ),
+            (
+                "src/test/java/calc/CalcTest.java",
+                "package calc;\n\nimport static org.junit.Assert.assertEquals;\n\nimport org.junit.Test;\n\npublic class CalcTest {\n    @Test\n    public void adds() {\n        assertEquals(5, Calc.add(2, 3));\n    }\n\n    @Test\n    public void zero() {\n        assertEquals(0, Calc.add(0, 0));\n    }\n}\n",
+            ),
+        ],
+        setup: &[],
+        check: "mvn test",
+        fix: (
+            "src/main/java/calc/Calc.java",
+            "package calc;\n\npublic class Calc {\n    public static int add(int a, int b) {\n        return a + b;\n    }\n}\n",
+        ),
+        habit: "mvn -q test 2>&1 | tail -20",
+        smoke: None,
+        nothing: "mvn test -Dtest=NoSuchTest -DfailIfNoTests=false",
+    },
+    // C# through NuGet: where `dotnet` is installed (Debian does not ship it).
+    Stack {
+        name: "dotnet",
+        needs: &["dotnet"],
+        files: &[
+            (
+                "Calc.Tests.csproj",
+                "<Project Sdk=\"Microsoft.NET.Sdk\">\n  <PropertyGroup>\n    <TargetFramework>net$(NETCoreAppMaximumVersion)</TargetFramework>\n    <IsPackable>false</IsPackable>\n  </PropertyGroup>\n  <ItemGroup>\n    <PackageReference Include=\"Microsoft.NET.Test.Sdk\" Version=\"17.12.0\" />\n    <PackageReference Include=\"xunit\" Version=\"2.9.3\" />\n    <PackageReference Include=\"xunit.runner.visualstudio\" Version=\"2.8.2\" />\n  </ItemGroup>\n</Project>\n",
+            ),
+            (
+                "Calc.cs",
+                "namespace Calc;\n\npublic static class Arith\n{\n    public static int Add(int a, int b) => a - b;\n}\n",
+            ),
+            (
+                "CalcTests.cs",
+                "namespace Calc;\n\nusing Xunit;\n\npublic class CalcTests\n{\n    [Fact]\n    public void Adds() => Assert.Equal(5, Arith.Add(2, 3));\n\n    [Fact]\n    public void Zero() => Assert.Equal(0, Arith.Add(0, 0));\n}\n",
+            ),
+        ],
+        setup: &[],
+        check: "dotnet test",
+        fix: (
+            "Calc.cs",
+            "namespace Calc;\n\npublic static class Arith\n{\n    public static int Add(int a, int b) => a + b;\n}\n",
+        ),
+        habit: "dotnet test --nologo -v q 2>&1 | tail -20",
+        smoke: None,
+        nothing: "dotnet test --filter FullyQualifiedName~NoSuchTest",
     },
 ];
 
@@ -181,21 +276,33 @@ fn sh(root: &std::path::Path, command: &str) {
     );
 }
 
-fn has(program: &str) -> bool {
-    std::process::Command::new("bash")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
+/// The first of `needs` missing here: a program not on the path, or a file.
+fn missing(needs: &[&'static str]) -> Option<&'static str> {
+    needs.iter().copied().find(|need| {
+        if need.starts_with('/') {
+            !std::path::Path::new(need).exists()
+        } else {
+            !std::process::Command::new("bash")
+                .args(["-c", &format!("command -v {need}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        }
+    })
 }
 
 #[test]
 fn honest_work_completes_on_every_stack_and_a_liar_never_does() {
     let mut ran = 0;
     for stack in STACKS {
-        if !has(stack.needs) {
+        if let Some(need) = missing(stack.needs) {
             eprintln!(
-                "polyglot: skipping {}: `{}` is not installed (tests/run installs it)",
-                stack.name, stack.needs
+                "polyglot: skipping {}: `{need}` is not here ({})",
+                stack.name,
+                if stack.name == "dotnet" {
+                    "the distribution does not ship .NET, so tests/run cannot install it"
+                } else {
+                    "tests/run installs it"
+                }
             );
             continue;
         }
@@ -263,7 +370,7 @@ fn honest_work_completes_on_every_stack_and_a_liar_never_does() {
 #[test]
 fn a_task_without_a_category_needs_what_its_change_needs() {
     let node = &STACKS[1];
-    if !has(node.needs) {
+    if missing(node.needs).is_some() {
         eprintln!("polyglot: skipping: `npm` is not installed (tests/run installs it)");
         return;
     }

@@ -521,7 +521,15 @@ impl ToolJob {
             Ok((dirty, guard)) => (dirty, Some(guard)),
             Err(_) => (None, None),
         };
-        let started_at = std::time::SystemTime::now();
+        // A JVM build's test reports as they were, to count only those it writes.
+        let reports_before = if crate::evidence::reports::runs_jvm_tests(&prepared.command) {
+            let root = resolved_root(self.env.engine.root());
+            tokio::task::spawn_blocking(move || crate::evidence::reports::Before::take(&root))
+                .await
+                .ok()
+        } else {
+            None
+        };
         let ended = exec::execute(
             &prepared,
             &launch,
@@ -717,11 +725,10 @@ impl ToolJob {
                 counted = std::mem::take(&mut tally).finish();
                 // A JVM build that showed no count (`mvn -q test`, a Gradle run whose
                 // tests all passed): the reports it wrote.
-                if counted.is_none() && crate::evidence::reports::runs_jvm_tests(&prepared.command)
-                {
+                if let (None, Some(before)) = (&counted, reports_before) {
                     let root = root.clone();
                     counted = tokio::task::spawn_blocking(move || {
-                        crate::evidence::reports::written_since(&root, started_at)
+                        crate::evidence::reports::written_since(&root, &before)
                     })
                     .await
                     .ok()

@@ -125,6 +125,12 @@ const NETWORK_SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("gem", &["install", "update", "push"]),
     ("bundle", &["install", "update"]),
     ("mvn", &[]),
+    (
+        "dotnet",
+        &[
+            "restore", "build", "test", "run", "add", "new", "pack", "publish", "tool", "workload",
+        ],
+    ),
     ("gradle", &[]),
     ("apt", &["install", "update", "upgrade"]),
     ("apt-get", &["install", "update", "upgrade"]),
