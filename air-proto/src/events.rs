@@ -135,6 +135,7 @@ own! {
     PermissionRequested => "permission.requested",
     PermissionDecisionRecorded => "permission.decision.recorded",
     WorkspaceCreated => "workspace.created",
+    WorkspaceMergeFailed => "workspace.merge_failed",
     DebugRecordCreated => "debug.record.created",
     MemoryCandidateCreated => "memory.candidate.created",
     MemoryPromoted => "memory.promoted",

@@ -581,6 +581,26 @@ pub struct WorkspaceCreated {
     pub base_ref: Option<String>,
 }
 
+/// `workspace.merge_failed`: the merge queue did not merge a reviewed task's change,
+/// and its debugger follows (or, with no retry left, the task is blocked). Nothing of
+/// the session's integration branch moved.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorkspaceMergeFailed {
+    pub workspace_id: String,
+    pub task_id: String,
+    /// `true`: both changed the same lines of `files`; `false`: the task's check
+    /// failed on the merged tree.
+    pub conflict: bool,
+    /// The conflicting files, or the files the merge brought in.
+    pub files: Vec<String>,
+    /// What happened, with the conflicting hunks or the failing run's output: what the
+    /// debugger is given.
+    pub reason: String,
+    /// The run of the task's check on the merged tree that failed.
+    pub command_run_id: Option<String>,
+}
+
 /// `workspace.merged`, `workspace.removed`.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

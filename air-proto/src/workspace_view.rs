@@ -22,6 +22,11 @@ wire_enum! {
         Working = "working",
         /// Merged into the session's integration branch.
         Merged = "merged",
+        /// Not merged: it changes the same lines as the integration branch; its
+        /// debugger resolves it.
+        Conflict = "conflict",
+        /// Not merged: its check failed on the merged tree; its debugger follows.
+        CheckFailed = "check_failed",
         /// Its worktree removed without a merge (it changed nothing).
         Removed = "removed",
     }
@@ -33,6 +38,10 @@ impl WorkspaceView {
     pub fn describe(&self, ended: bool) -> &'static str {
         match self.state {
             WorkspaceState::Merged => "merged",
+            WorkspaceState::Conflict if ended => "not merged: conflict, branch kept",
+            WorkspaceState::Conflict => "conflict: being resolved",
+            WorkspaceState::CheckFailed if ended => "not merged: check failed, branch kept",
+            WorkspaceState::CheckFailed => "check failed after merging: being debugged",
             WorkspaceState::Removed => "nothing to merge",
             WorkspaceState::Working if ended => "not merged: branch kept",
             WorkspaceState::Working => "working",
@@ -58,6 +67,22 @@ pub fn apply<'a>(
                     branch: pl.branch.clone().unwrap_or_default(),
                     state: WorkspaceState::Working,
                 });
+            }
+        }
+        return;
+    }
+    if ty == ev::WorkspaceMergeFailed::TYPE {
+        let Ok(pl) = serde_json::from_value::<p::WorkspaceMergeFailed>(event.payload.clone())
+        else {
+            return;
+        };
+        for (_, slot) in tasks {
+            if let Some(w) = slot.as_mut().filter(|w| w.id == pl.workspace_id) {
+                w.state = if pl.conflict {
+                    WorkspaceState::Conflict
+                } else {
+                    WorkspaceState::CheckFailed
+                };
             }
         }
         return;

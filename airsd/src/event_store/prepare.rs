@@ -328,6 +328,16 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                 status: "merged",
                 payload: typed(&event)?,
             },
+            ev::WorkspaceMergeFailed::TYPE => {
+                let pl: p::WorkspaceMergeFailed = typed(&event)?;
+                DomainChange::WorkspaceChanged {
+                    status: "active",
+                    payload: p::WorkspaceChanged {
+                        workspace_id: pl.workspace_id,
+                        reason: Some(pl.reason),
+                    },
+                }
+            }
             ev::WorkspaceRemoved::TYPE => DomainChange::WorkspaceChanged {
                 status: "removed",
                 payload: typed(&event)?,

@@ -40,6 +40,13 @@ pub struct Sim {
     pub usage: (u64, u64),
     /// The requests the policy denied, in order.
     pub refusals: Vec<Refusal>,
+    /// Merges are answered by the test ([`Sim::end_merge`]) rather than at once.
+    pub hold_merges: bool,
+    /// The merges asked for and not answered yet (when held), in order.
+    pub merging: Vec<String>,
+    /// How many times each task's merge is refused before one succeeds (when not
+    /// held), counted from the recorded refusals (so a recovered run refuses the same).
+    pub refuse_merges: std::collections::HashMap<String, u32>,
 }
 
 impl Sim {
@@ -88,6 +95,25 @@ impl Sim {
             humans: false,
             usage: (0, 0),
             refusals: Vec::new(),
+            hold_merges: false,
+            merging: Vec::new(),
+            refuse_merges: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Answers a held merge: merged (the task completes) or refused with `Err(why)`.
+    pub fn end_merge(&mut self, task_id: &str, outcome: Result<(), String>) {
+        self.merging.retain(|t| t != task_id);
+        match outcome {
+            Ok(()) => self.record(Fact::TaskFinished {
+                task_id: task_id.to_string(),
+                status: air_proto::projection::TaskStatus::Completed,
+                reason: Some("merged".into()),
+            }),
+            Err(reason) => self.record(Fact::MergeFailed {
+                task_id: task_id.to_string(),
+                reason,
+            }),
         }
     }
 
@@ -188,6 +214,23 @@ impl Sim {
                         status,
                         reason,
                     }),
+                    Decision::Merge { task_id, .. } if self.hold_merges => {
+                        self.merging.push(task_id)
+                    }
+                    Decision::Merge { task_id, .. } => {
+                        let before = self
+                            .facts
+                            .iter()
+                            .filter(|f| matches!(f, Fact::MergeFailed { task_id: t, .. } if *t == task_id))
+                            .count();
+                        let refuse = self.refuse_merges.get(&task_id).copied().unwrap_or(0);
+                        let outcome = if (before as u32) < refuse {
+                            Err("its check failed on the merged tree".to_string())
+                        } else {
+                            Ok(())
+                        };
+                        self.end_merge(&task_id, outcome);
+                    }
                     Decision::CreateTask(spec) => self.record(Fact::TaskCreated(spec)),
                     Decision::Deliver { .. } => {}
                     Decision::Planning(f) => self.record(Fact::Planning(f)),

@@ -64,10 +64,59 @@ pub struct ToolEnv {
     pub background: Arc<background::Background>,
 }
 
+/// Who asked for a tool call and gets its answer: an agent's worker, or airsd itself
+/// (the merge queue's run of a task's check), which awaits the result.
+#[derive(Clone)]
+pub enum Caller {
+    Worker(Worker),
+    Airsd(Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<ToolResult>>>>),
+}
+
+impl From<Worker> for Caller {
+    fn from(w: Worker) -> Self {
+        Caller::Worker(w)
+    }
+}
+
+impl Caller {
+    /// A caller in airsd, and where its result arrives.
+    pub fn airsd() -> (Caller, tokio::sync::oneshot::Receiver<ToolResult>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        (Caller::Airsd(Arc::new(std::sync::Mutex::new(Some(tx)))), rx)
+    }
+
+    /// Sends `body` in answer to `request`: a worker gets every message, airsd only
+    /// the result.
+    pub fn reply(&self, request: &air_proto::ipc::IpcHeader, body: IpcBody) -> bool {
+        match self {
+            Caller::Worker(w) => w.reply(request, body),
+            Caller::Airsd(slot) => match body {
+                IpcBody::ToolResult(r) => slot
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.take())
+                    .is_some_and(|tx| tx.send(r).is_ok()),
+                _ => true,
+            },
+        }
+    }
+
+    /// Whether the caller is gone (its command is then stopped).
+    pub fn exited(&self) -> bool {
+        match self {
+            Caller::Worker(w) => w.exited(),
+            Caller::Airsd(slot) => slot
+                .lock()
+                .map(|s| s.as_ref().is_none_or(|tx| tx.is_closed()))
+                .unwrap_or(true),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct ToolJob {
     pub env: ToolEnv,
-    pub worker: Worker,
+    pub worker: Caller,
     pub header: air_proto::ipc::IpcHeader,
     pub call: air_proto::ipc::ToolCall,
     pub agent_id: String,

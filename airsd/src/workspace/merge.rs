@@ -16,7 +16,7 @@ pub fn integration_branch(session: &str) -> String {
 }
 
 /// The commit `rev` names, if any (`None` when it names nothing).
-fn commit_of(at: &Launcher, rev: &str) -> Result<Option<String>, String> {
+pub(super) fn commit_of(at: &Launcher, rev: &str) -> Result<Option<String>, String> {
     let arg = format!("{rev}^{{commit}}");
     // `--verify -q` says nothing and exits 1 for a name that is not there.
     let (out, code) = at.git_answer(
@@ -42,7 +42,7 @@ pub fn branch_exists(at: &Launcher, name: &str) -> Result<bool, String> {
 }
 
 /// How many commits `from..to` holds.
-fn count(at: &Launcher, from: &str, to: &str) -> Result<u64, String> {
+pub(super) fn count(at: &Launcher, from: &str, to: &str) -> Result<u64, String> {
     let range = format!("{from}..{to}");
     let (out, _) = at.git(
         &["rev-list", "--count", "--end-of-options", &range],
@@ -55,7 +55,7 @@ fn count(at: &Launcher, from: &str, to: &str) -> Result<u64, String> {
         .map_err(|_| format!("git counted `{}` commits", out.trim()))
 }
 
-fn names(out: &str) -> Vec<String> {
+pub(super) fn names(out: &str) -> Vec<String> {
     let mut v: Vec<String> = out
         .split('\0')
         .filter(|n| !n.is_empty())
@@ -68,7 +68,7 @@ fn names(out: &str) -> Vec<String> {
 
 /// Whether one of the last 10,000 merges of `head` merged `tip` (as its second
 /// parent): a task's branch merged before airsd was restarted.
-fn merged_before(at: &Launcher, head: &str, tip: &str) -> Result<bool, String> {
+pub(super) fn merged_before(at: &Launcher, head: &str, tip: &str) -> Result<bool, String> {
     let (out, _) = at.git(
         &[
             "rev-list",
@@ -88,7 +88,7 @@ fn merged_before(at: &Launcher, head: &str, tip: &str) -> Result<bool, String> {
 }
 
 /// The files `from` and `to` differ in, from the project's root.
-fn changed_between(at: &Launcher, from: &str, to: &str) -> Result<Vec<String>, String> {
+pub(super) fn changed_between(at: &Launcher, from: &str, to: &str) -> Result<Vec<String>, String> {
     let (out, _) = at.git(
         &[
             "diff",
@@ -108,16 +108,15 @@ fn changed_between(at: &Launcher, from: &str, to: &str) -> Result<Vec<String>, S
     Ok(names(&out))
 }
 
-/// The merge of `theirs` into `ours` as a commit of both, made beside any checkout
-/// (`merge-tree`): the commit, or the files both change the same lines of (nothing
-/// made then).
-fn merge_commit(
+/// The tree of the merge of `theirs` into `ours`, made beside any checkout
+/// (`merge-tree`), and the files both change the same lines of (whose text in the
+/// tree then holds git's conflict markers).
+pub(super) fn merge_tree(
     at: &Launcher,
     writable: &[PathBuf],
     ours: &str,
     theirs: &str,
-    message: &str,
-) -> Result<Result<String, Vec<String>>, String> {
+) -> Result<(String, Vec<String>), String> {
     let (out, _, code) = at.git_write_answer(
         &[
             "merge-tree",
@@ -135,28 +134,50 @@ fn merge_commit(
     )?;
     let mut fields = out.split('\0');
     let tree = fields.next().unwrap_or_default().trim().to_string();
-    if code == 1 {
-        return Ok(Err(names(&fields.collect::<Vec<_>>().join("\0"))));
-    }
     if tree.is_empty() || !tree.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("git merge-tree named no tree: `{tree}`"));
     }
+    let conflicts = if code == 1 {
+        names(&fields.collect::<Vec<_>>().join("\0"))
+    } else {
+        Vec::new()
+    };
+    Ok((tree, conflicts))
+}
+
+/// A commit of `tree` whose parents are `ours` then `theirs`.
+pub(super) fn commit_of_both(
+    at: &Launcher,
+    writable: &[PathBuf],
+    tree: &str,
+    ours: &str,
+    theirs: &str,
+    message: &str,
+) -> Result<String, String> {
     let (commit, _) = at.git_write(
-        &[
-            "commit-tree",
-            &tree,
-            "-p",
-            ours,
-            "-p",
-            theirs,
-            "-m",
-            message,
-        ],
+        &["commit-tree", tree, "-p", ours, "-p", theirs, "-m", message],
         writable,
         4096,
         STEP,
     )?;
-    Ok(Ok(commit.trim().to_string()))
+    Ok(commit.trim().to_string())
+}
+
+/// The merge of `theirs` into `ours` as a commit of both, made beside any checkout
+/// (`merge-tree`): the commit, or the files both change the same lines of (nothing
+/// made then).
+fn merge_commit(
+    at: &Launcher,
+    writable: &[PathBuf],
+    ours: &str,
+    theirs: &str,
+    message: &str,
+) -> Result<Result<String, Vec<String>>, String> {
+    let (tree, conflicts) = merge_tree(at, writable, ours, theirs)?;
+    if !conflicts.is_empty() {
+        return Ok(Err(conflicts));
+    }
+    commit_of_both(at, writable, &tree, ours, theirs, message).map(Ok)
 }
 
 /// The session's integration branch, made from the checkout's last commit when it is

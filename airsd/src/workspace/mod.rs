@@ -13,11 +13,13 @@ use std::time::Duration;
 use crate::launcher::{Launcher, Reads};
 
 mod merge;
+mod queue;
 
 pub use merge::{
     branch_exists, has_commit, integration, integration_branch, land, land_checkout, merge,
     Landing, Merged,
 };
+pub use queue::{advance, between, prepare, Prepared};
 
 /// How long one git step of a worktree may take.
 const STEP: Duration = Duration::from_secs(120);
@@ -347,10 +349,14 @@ pub fn create(
             git_dir,
         };
         on_branch(&ws.launcher(main, main.views().clone()), &ws)?;
-        // Where it started, as written when it was made.
-        let made_from = crate::opened::read_small(&ws.git_dir.join(READY), &ws.git_dir, 4096)
-            .map(|b| b.trim().to_string())
-            .filter(|b| !b.is_empty());
+        // Where its change starts: the integration commit it was last merged with,
+        // else where it was made, as written then.
+        let read = |name: &str| {
+            crate::opened::read_small(&ws.git_dir.join(name), &ws.git_dir, 4096)
+                .map(|b| b.trim().to_string())
+                .filter(|b| !b.is_empty())
+        };
+        let made_from = read(MERGED_BASE).or_else(|| read(READY));
         let base = match made_from {
             Some(b) => b,
             None => fork_point(main, &commit, &full)?,
@@ -408,6 +414,10 @@ fn on_branch(at: &Launcher, ws: &Workspace) -> Result<(), String> {
 /// In a worktree's git directory once its files are checked out, holding the commit
 /// it was made from: a worktree without it was being made when airsd stopped.
 const READY: &str = "air-ready";
+/// Beside it once the merge queue merged the integration branch into the task's
+/// branch: the integration commit merged, against which the task's change is read
+/// from then on.
+const MERGED_BASE: &str = "air-merged-base";
 
 /// Checks the worktree's files out from its branch, then marks it ready; a worktree
 /// that is not on its branch is refused.

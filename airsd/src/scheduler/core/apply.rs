@@ -59,6 +59,7 @@ impl Core {
                     after_analysis: None,
                     crash: None,
                     provider_faults: 0,
+                    merging: false,
                 });
                 if let Some(reason) = &self.cancelled {
                     let i = self.tasks.len() - 1;
@@ -188,6 +189,33 @@ impl Core {
                     self.on_failure(i, role, *failure, reason);
                 }
             }
+            Fact::MergeFailed { task_id, reason } => {
+                let Some(t) = self.task_mut(task_id) else {
+                    return;
+                };
+                t.in_flight = false;
+                t.merging = false;
+                if is_terminal(t.status) {
+                    return;
+                }
+                // The debugger analyses it and the next attempt resolves it in the
+                // task's worktree (which holds the merge); the debugger's end spends
+                // the retry.
+                if t.retries_used < t.spec.constraints.retry_budget {
+                    t.notes.push(format!(
+                        "The merge queue did not merge the task's change: {reason}"
+                    ));
+                    t.next = Next::Dispatch(AgentType::Debugger);
+                } else {
+                    t.next = Next::Finish(
+                        TaskStatus::Blocked,
+                        Some(format!(
+                            "{reason}; its retry budget ({}) is spent",
+                            t.spec.constraints.retry_budget
+                        )),
+                    );
+                }
+            }
             Fact::TaskFinished {
                 task_id,
                 status,
@@ -197,6 +225,7 @@ impl Core {
                     return;
                 };
                 t.in_flight = false;
+                t.merging = false;
                 if is_terminal(t.status) {
                     return;
                 }

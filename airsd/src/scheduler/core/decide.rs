@@ -257,9 +257,29 @@ impl Core {
     }
 
     fn finishes(&mut self, out: &mut Vec<Decision>) {
+        // In its own worktree a reviewed task completes through the merge queue: one
+        // merge at a time, the first in plan order (its dependencies merged before it
+        // began).
+        let isolated = self.isolated;
+        let mut merging = self.tasks.iter().any(|t| t.merging);
         for t in &mut self.tasks {
             if t.in_flight || is_terminal(t.status) {
                 continue;
+            }
+            if let Next::Finish(TaskStatus::Completed, reason) = &t.next {
+                if isolated && merges(t) {
+                    if merging {
+                        continue;
+                    }
+                    merging = true;
+                    t.merging = true;
+                    t.in_flight = true;
+                    out.push(Decision::Merge {
+                        task_id: t.spec.id.clone(),
+                        reason: reason.clone(),
+                    });
+                    continue;
+                }
             }
             if let Next::Finish(status, reason) = &t.next {
                 t.in_flight = true;
@@ -636,4 +656,15 @@ impl Core {
             landing: None,
         }));
     }
+}
+
+/// Whether a task's change goes through the merge queue: an executor's task of the
+/// plan (not a milestone review, the direct lane, a review or a planning turn).
+fn merges(t: &TaskState) -> bool {
+    let id = &t.spec.id;
+    t.spec.task_type == TaskType::Execute
+        && t.milestone_of.is_none()
+        && !is_direct(id)
+        && !is_review(id)
+        && !air_proto::planning::is_planning(id)
 }

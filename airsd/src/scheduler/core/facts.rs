@@ -72,6 +72,13 @@ const TABLE: &[Entry] = &[
             budgets: pl.budgets,
         })
     }),
+    entry(ev::WorkspaceMergeFailed::TYPE, |_, v| {
+        let pl: p::WorkspaceMergeFailed = de(v)?;
+        Some(Fact::MergeFailed {
+            task_id: pl.task_id,
+            reason: pl.reason,
+        })
+    }),
     entry(ev::TaskCreated::TYPE, |_, v| {
         Some(Fact::TaskCreated(Box::new(de::<p::TaskCreated>(v)?.task)))
     }),

@@ -131,6 +131,12 @@ pub enum Fact {
         status: TaskStatus,
         reason: Option<String>,
     },
+    /// The merge queue did not merge a reviewed task (`workspace.merge_failed`): a
+    /// conflict, or its check failing on the merged tree.
+    MergeFailed {
+        task_id: String,
+        reason: String,
+    },
     Heartbeat {
         agent_id: String,
         /// What the heartbeat said of the agent's model: `None` when it said nothing
@@ -263,6 +269,14 @@ pub enum Decision {
         status: TaskStatus,
         reason: Option<String>,
     },
+    /// Merge a reviewed task's change into the session's integration branch behind its
+    /// check (a run in its own worktree): the task completes once merged
+    /// (`task.completed`), or `workspace.merge_failed` says why not. One at a time,
+    /// in plan order.
+    Merge {
+        task_id: String,
+        reason: Option<String>,
+    },
     CreateTask(Box<TaskSpec>),
     WarnSoftTimeout {
         agent_id: String,
@@ -381,6 +395,8 @@ struct TaskState {
     crash: Option<String>,
     /// Times its agents ended on their model provider's silence.
     provider_faults: u32,
+    /// Its merge is under way (a [`Decision::Merge`] is out).
+    merging: bool,
 }
 
 #[derive(Clone, Debug)]

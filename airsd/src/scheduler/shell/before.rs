@@ -57,7 +57,7 @@ impl Shell {
         });
         let job = crate::scheduler::tooljob::ToolJob {
             env: self.env_of(&d.task_id),
-            worker,
+            worker: worker.into(),
             header: header.clone(),
             call,
             agent_id: agent_id.to_string(),
@@ -89,7 +89,7 @@ pub(super) fn declared(
 /// The task's check: the first of its verification commands that runs tests (or the
 /// first of them), else the project's test commands from its profile, one after the
 /// other.
-fn the_check(
+pub(super) fn the_check(
     spec: &air_proto::task::TaskSpec,
     profile: Option<&air_proto::project_profile::ProjectProfile>,
 ) -> Result<String, String> {

@@ -29,6 +29,7 @@ mod dispatch;
 mod knowledge;
 mod memory;
 mod mine;
+mod queue;
 mod records;
 mod requirements;
 mod side;
@@ -271,6 +272,10 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         checked_before: Default::default(),
         spaces: Default::default(),
         diff_refs: HashMap::new(),
+        merges: {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (tx, Some(rx))
+        },
     };
     tokio::spawn(async move {
         shell.unhalt().await;
@@ -316,6 +321,12 @@ struct Shell {
     spaces: spaces::Spaces,
     /// The `diffs/` artifact of each executor's or debugger's attempt, by agent id.
     diff_refs: HashMap<String, String>,
+    /// Where the merge queue's jobs send their ends, and (until the loop takes it)
+    /// where they arrive.
+    merges: (
+        mpsc::UnboundedSender<queue::MergeEnd>,
+        Option<mpsc::UnboundedReceiver<queue::MergeEnd>>,
+    ),
 }
 
 impl Shell {
@@ -348,6 +359,10 @@ impl Shell {
         let mut tick = tokio::time::interval(self.config.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut mirrored = None;
+        let (_, mut merge_rx) = mpsc::unbounded_channel();
+        if let Some(rx) = self.merges.1.take() {
+            merge_rx = rx;
+        }
         loop {
             self.settle().await?;
             // The mirror is rewritten only when the state moved, not on every tick.
@@ -384,6 +399,10 @@ impl Shell {
                     while let Ok(event) = worker_rx.try_recv() {
                         self.worker_event(event).await?;
                     }
+                    self.flush().await?;
+                }
+                Some(end) = merge_rx.recv() => {
+                    self.merge_ended(end).await?;
                     self.flush().await?;
                 }
                 _ = tick.tick() => {
@@ -511,6 +530,7 @@ impl Shell {
                 self.push(vec![e]);
                 Ok(())
             }
+            Decision::Merge { task_id, reason } => self.merge(task_id, reason).await,
             Decision::CreateTask(spec) => {
                 let e = self.event(&p::TaskCreated { task: *spec })?;
                 self.push(vec![e]);

@@ -31,8 +31,8 @@ pub(super) struct Space {
 pub(super) struct Spaces {
     /// The session's integration branch once known: `Some(None)` when tasks share
     /// the checkout (no git repository, no commit).
-    integration: Option<Option<String>>,
-    by_task: HashMap<String, Space>,
+    pub(super) integration: Option<Option<String>>,
+    pub(super) by_task: HashMap<String, Space>,
 }
 
 impl Spaces {
@@ -58,7 +58,7 @@ fn works_in_space(d: &Dispatch) -> bool {
 }
 
 impl Shell {
-    fn worktrees_dir(&self) -> PathBuf {
+    pub(super) fn worktrees_dir(&self) -> PathBuf {
         self.ctx.paths.workspaces()
     }
 
@@ -92,7 +92,7 @@ impl Shell {
     /// before it was restarted) left it. With `existing_only`, only one that is there
     /// (its worktree, or its branch): false when the task has none, or the run's
     /// tasks share the checkout.
-    async fn open_space(
+    pub(super) async fn open_space(
         &mut self,
         task_id: &str,
         existing_only: bool,
@@ -211,7 +211,7 @@ impl Shell {
 
     /// The id of the task's recorded worktree that is still there, if any; without a
     /// task, of any worktree the session ever recorded.
-    async fn recorded_workspace(&self, task_id: Option<&str>) -> Option<String> {
+    pub(super) async fn recorded_workspace(&self, task_id: Option<&str>) -> Option<String> {
         let (session, task) = (self.ctx.session.clone(), task_id.map(str::to_string));
         tokio::task::spawn_blocking(move || {
             let conn = session.readers().get().ok()?;

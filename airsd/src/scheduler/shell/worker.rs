@@ -236,7 +236,7 @@ impl Shell {
                 };
                 let job = crate::scheduler::tooljob::ToolJob {
                     env: self.env_of(&d.task_id),
-                    worker: worker.clone(),
+                    worker: worker.clone().into(),
                     header: message.header.clone(),
                     call,
                     agent_id: agent_id.to_string(),

@@ -17,6 +17,7 @@ use proptest::prelude::*;
 mod conversation;
 mod planning;
 mod policy;
+mod queue;
 
 use super::sim::{debug, diligent, result_for, review, Play, Sim};
 use super::{gate, Config, Decision, Dispatch, Fact};
@@ -916,8 +917,11 @@ fn hard_deps(t: &TaskSpec) -> Vec<&str> {
         .collect()
 }
 
-fn excluded(a: &TaskSpec, b: &TaskSpec) -> bool {
-    let area = a.scope.write_area.is_some() && a.scope.write_area == b.scope.write_area;
+/// Whether two tasks may not run together; with worktrees (`isolated`) a shared write
+/// area is only a hint.
+fn excluded(a: &TaskSpec, b: &TaskSpec, isolated: bool) -> bool {
+    let area =
+        !isolated && a.scope.write_area.is_some() && a.scope.write_area == b.scope.write_area;
     let edge = |x: &TaskSpec, y: &TaskSpec| {
         x.dependencies.iter().any(|d| {
             d.depends_on_task_id == y.id
@@ -932,6 +936,11 @@ fn excluded(a: &TaskSpec, b: &TaskSpec) -> bool {
 
 /// The invariants every recorded run must satisfy.
 fn check_log(case: &Case, facts: &[Fact]) {
+    check_run(case, facts, false)
+}
+
+/// The same, for a run whose tasks work in their own worktrees (`isolated`) or not.
+fn check_run(case: &Case, facts: &[Fact], isolated: bool) {
     let specs: HashMap<&str, &TaskSpec> = case.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
     let mut completed: HashSet<String> = HashSet::new();
     let mut in_progress: HashSet<String> = HashSet::new();
@@ -964,7 +973,10 @@ fn check_log(case: &Case, facts: &[Fact]) {
                     if !in_progress.contains(task_id) {
                         for other in &in_progress {
                             if let Some(o) = specs.get(other.as_str()) {
-                                assert!(!excluded(spec, o), "{task_id} overlapped {other}");
+                                assert!(
+                                    !excluded(spec, o, isolated),
+                                    "{task_id} overlapped {other}"
+                                );
                             }
                         }
                     }
@@ -1047,6 +1059,45 @@ proptest! {
         let (a, b) = (second.outcome.clone().unwrap(), whole.outcome.clone().unwrap());
         prop_assert_eq!((a.outcome, a.completed, a.failed, a.blocked), (b.outcome, b.completed, b.failed, b.blocked));
         check_log(&case, &second.facts);
+    }
+
+    /// The same with each task in its own worktree: completion goes through the merge
+    /// queue, some merges are refused (to the debugger), and a crash between a
+    /// review's approval and its merge's record redoes the merge once.
+    #[test]
+    fn a_crash_around_merges_changes_nothing_in_the_outcome(case in case(), cut in any::<prop::sample::Index>()) {
+        let isolated = Fact::RunStarted {
+            concurrency: case.concurrency,
+            on_ask: air_proto::plan::OnAsk::Queue,
+            budgets: air_proto::plan::Budgets::default(),
+            confirm: false,
+            isolated: true,
+        };
+        let refusals: HashMap<String, u32> = case
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 == 1)
+            .map(|(_, t)| (t.id.clone(), 1))
+            .collect();
+        let start = |sim: &mut Sim| sim.refuse_merges = refusals.clone();
+        let mut whole = Sim::with_start(config(case.concurrency), isolated.clone(), &case.tasks);
+        start(&mut whole);
+        let mut play = player(case.fates.clone());
+        prop_assert!(drive(&mut whole, &mut play, None));
+        check_run(&case, &whole.facts, true);
+        let k = 1 + cut.index(whole.facts.len().max(1));
+        let mut first = Sim::with_start(config(case.concurrency), isolated, &case.tasks);
+        start(&mut first);
+        let mut play = player(case.fates.clone());
+        drive(&mut first, &mut play, Some(k));
+        let mut second = Sim::recover(config(case.concurrency), &first.facts, first.now_ms + 1_000);
+        start(&mut second);
+        prop_assert!(drive(&mut second, &mut play, None));
+        prop_assert_eq!(second.core.statuses(), whole.core.statuses());
+        let (a, b) = (second.outcome.clone().unwrap(), whole.outcome.clone().unwrap());
+        prop_assert_eq!((a.outcome, a.completed, a.failed, a.blocked), (b.outcome, b.completed, b.failed, b.blocked));
+        check_run(&case, &second.facts, true);
     }
 }
 
