@@ -296,6 +296,26 @@ pub fn merge(
     Ok(Merged::Merged { commit, files })
 }
 
+/// Whether every commit of `head` that `tip` lacks was made by air (its identity as
+/// author and committer), as another session's landing makes them.
+fn only_air(at: &Launcher, tip: &str, head: &str) -> Result<bool, String> {
+    let range = format!("{tip}..{head}");
+    let (out, cut) = at.git(
+        &[
+            "log",
+            "--format=%ae %ce",
+            "--max-count=100000",
+            "--end-of-options",
+            &range,
+        ],
+        Reads::Metadata,
+        NAMES_CAP,
+        STEP,
+    )?;
+    let email = crate::launcher::AIR_IDENTITY.1;
+    Ok(!cut && out.lines().all(|l| l.split(' ').all(|e| e == email)))
+}
+
 /// What landing the integration branch in the checkout did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Landing {
@@ -380,7 +400,9 @@ pub fn land(
     }
     let mut target = tip.clone();
     if count(checkout, &tip, &head)? > 0 {
-        if !merge {
+        // The branch moved on since: merged beside the checkout when `merge` allows
+        // it, or when all that moved it is air's (another session's run landed).
+        if !merge && !only_air(checkout, &tip, &head)? {
             return Ok(Landing::Kept {
                 reason: format!("{short} has commits made since the run began; land it with {how}"),
             });
@@ -467,6 +489,9 @@ pub fn land(
     })
 }
 
+/// Held while a landing runs.
+static LANDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Lands `integration` in the checkout of `engine`'s project ([`land`], with a
 /// merge commit when `always`), as the run report says it: what air keeps from
 /// agents' writes (its state and configuration, git's, the files that run code
@@ -491,6 +516,11 @@ pub fn land_checkout(
         ) || engine.is_air_config(&path)
             || engine.is_code_config(&path)
     };
+    // One landing at a time in this airsd (one per project): two sessions' runs
+    // ending together land one after the other, the second beside the first.
+    let _one = LANDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (landed, branch, files, reason) = match land(&checkout, integration, always, &protected) {
         Ok(Landing::Nothing) => (
             false,

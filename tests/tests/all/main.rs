@@ -23,6 +23,7 @@ mod knowledge;
 mod limits;
 mod long_tasks;
 mod memory;
+mod merge_queue;
 mod migrate;
 mod network;
 mod permissions;
