@@ -15,6 +15,9 @@ pub fn line(t: &air_proto::projection::TaskView, theme: &Theme) -> Option<Line<'
     let style = match w.state {
         WorkspaceState::Merged => Style::default().fg(theme.success),
         WorkspaceState::Working if t.status.is_terminal() => Style::default().fg(theme.warning),
+        WorkspaceState::Conflict | WorkspaceState::CheckFailed => {
+            Style::default().fg(theme.warning)
+        }
         _ => theme.muted_style(),
     };
     Some(Line::from(vec![
@@ -69,6 +72,14 @@ mod tests {
         assert_eq!(
             shown(TaskStatus::Blocked, Some(WorkspaceState::Working)).as_deref(),
             Some("branch air/abcd1234/T1 · not merged: branch kept")
+        );
+        assert_eq!(
+            shown(TaskStatus::Debugging, Some(WorkspaceState::Conflict)).as_deref(),
+            Some("branch air/abcd1234/T1 · conflict: being resolved")
+        );
+        assert_eq!(
+            shown(TaskStatus::Blocked, Some(WorkspaceState::CheckFailed)).as_deref(),
+            Some("branch air/abcd1234/T1 · not merged: check failed, branch kept")
         );
     }
 }
