@@ -1,5 +1,5 @@
-//! `air land` and `air diff`: a session's work on its branches, brought into the
-//! checkout or shown.
+//! `air land`, `air undo` and `air diff`: a session's work on its branches, brought
+//! into the checkout, taken back out by task, or shown.
 
 use std::io::Write as _;
 
@@ -47,6 +47,52 @@ pub async fn land(session: Option<String>, always: bool) -> CmdResult {
             "not landed: {}",
             landing.reason.as_deref().unwrap_or("no reason given")
         ))),
+    }
+}
+
+/// `air undo TASK [-s SESSION]`: the task's merged change taken back out of the
+/// session's integration branch, and out of the checkout where it had landed.
+pub async fn undo(task: String, session: Option<String>) -> CmdResult {
+    let conn = connect().await?;
+    let session = match session {
+        Some(s) => s,
+        None => newest_session(&conn).await?,
+    };
+    let undo = conn
+        .client
+        .run_undo(params::RunUndo {
+            session_id: session,
+            task_id: task.clone(),
+        })
+        .await
+        .map_err(rpc_failure)?;
+    if !undo.undone {
+        return Err(crate::Failure::from(format!(
+            "nothing undone: {}",
+            undo.reason.as_deref().unwrap_or("no reason given")
+        )));
+    }
+    println!(
+        "undid {task} on {}: {} file(s) changed",
+        undo.integration_branch,
+        undo.files.len()
+    );
+    for f in &undo.files {
+        println!("  {f}");
+    }
+    match &undo.landing {
+        Some(l) if l.landed => {
+            println!(
+                "and in the checkout ({})",
+                l.branch.as_deref().unwrap_or("its branch")
+            );
+            Ok(())
+        }
+        Some(l) => Err(crate::Failure::from(format!(
+            "the checkout still has it: {}",
+            l.reason.as_deref().unwrap_or("no reason given")
+        ))),
+        None => Ok(()),
     }
 }
 

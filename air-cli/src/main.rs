@@ -230,6 +230,13 @@ enum Command {
         #[arg(long)]
         always: bool,
     },
+    /// Take one task's merged change back out of its session's work (a new commit;
+    /// what later tasks changed stays), and out of the checkout where it had landed.
+    Undo {
+        task: String,
+        #[arg(long, short = 's', value_name = "ID")]
+        session: Option<String>,
+    },
     /// A task's change: the diff of its branch, as its latest attempt left it.
     Diff {
         task: String,
@@ -549,6 +556,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Retry { tasks, session } => run_cmd::retry(tasks, session).await,
         Command::Land { session, always } => branch_cmd::land(session, always).await,
         Command::Diff { task, session } => branch_cmd::diff(task, session).await,
+        Command::Undo { task, session } => branch_cmd::undo(task, session).await,
         Command::Pause { task, session } => run_cmd::control("pause", session, task).await,
         Command::Approve {
             request,

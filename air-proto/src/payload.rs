@@ -305,6 +305,26 @@ pub struct Landing {
     pub reason: Option<String>,
 }
 
+/// What `run.undo` did: a task's merged change taken back out of the session's
+/// integration branch (and out of the checkout, where the branch had landed).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UndoResult {
+    pub integration_branch: String,
+    /// Whether the change was taken out.
+    pub undone: bool,
+    /// The integration branch's new head: the undo commit.
+    pub commit: Option<String>,
+    /// The files the undo changed.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Why nothing was undone.
+    pub reason: Option<String>,
+    /// Where the branch had landed in the checkout: the undo landed there too, or why
+    /// not.
+    pub landing: Option<Landing>,
+}
+
 /// `run.continued`: an ended run goes on; its unfinished tasks are pending again.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -285,6 +285,12 @@ pub mod params {
             pub always: Option<bool>,
         }
 
+        /// `run.undo`: one task's merged change taken back out.
+        pub struct RunUndo {
+            pub session_id: String,
+            pub task_id: String,
+        }
+
         /// `run.pause`, `run.resume`: the run's dispatching, or with `task_id` the
         /// task's running agent.
         pub struct RunPause {
@@ -542,6 +548,8 @@ api! {
             "Cancel one task, or the whole run when no task is given";
         run_land "run.land" (params::RunLand) -> crate::payload::Landing as "landing":
             "Bring a session's integration branch (its tasks' merged work) into the checkout's branch, only over files the person did not change; says what landed or why not";
+        run_undo "run.undo" (params::RunUndo) -> crate::payload::UndoResult as "undo":
+            "Take one task's merged change back out of its session's integration branch (a new commit; later tasks' changes stay), and out of the checkout where the branch had landed; says what changed or why nothing did";
         run_pause "run.pause" (params::RunPause) -> bool as "accepted":
             "Stop dispatching new agents; running ones go on";
         run_resume "run.resume" (params::RunPause) -> bool as "accepted":

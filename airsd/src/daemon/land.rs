@@ -1,6 +1,8 @@
 //! `run.land`: a session's integration branch brought into the checkout later, as the
 //! end of its run would have (`air land`), with the same checks: only over files the
-//! person did not change, never what air keeps from agents' writes.
+//! person did not change, never what air keeps from agents' writes. `run.undo`: one
+//! task's merged change taken back out of it (`air undo`), and out of the checkout
+//! too when the branch had landed there.
 
 use std::sync::Arc;
 
@@ -15,6 +17,97 @@ impl DaemonState {
         session_id: &str,
         always: bool,
     ) -> Result<air_proto::payload::Landing> {
+        let (engine, launcher) = self.checkout_git(session_id).await?;
+        let integration = crate::workspace::integration_branch(session_id);
+        let session = session_id.to_string();
+        tokio::task::spawn_blocking(move || {
+            has_integration(&launcher, &session, &integration)?;
+            Ok(crate::workspace::land_checkout(
+                &engine,
+                &launcher,
+                &integration,
+                always,
+            ))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("landing: {e}")))?
+    }
+
+    /// Undoes `task_id`'s merge on the session's integration branch; when the branch
+    /// had landed in the checkout, lands the undo there too (as `run.land` would).
+    pub async fn undo(
+        &self,
+        session_id: &str,
+        task_id: &str,
+    ) -> Result<air_proto::payload::UndoResult> {
+        let (engine, launcher) = self.checkout_git(session_id).await?;
+        let integration = crate::workspace::integration_branch(session_id);
+        let worktrees = self.paths.workspaces();
+        let (session, task) = (session_id.to_string(), task_id.to_string());
+        tokio::task::spawn_blocking(move || {
+            has_integration(&launcher, &session, &integration)?;
+            let landed = crate::workspace::landed(&launcher, &integration)
+                .map_err(|e| Error::Refused(format!("cannot undo: {e}")))?;
+            let message = format!("air: undo {task}");
+            let undone = crate::workspace::undo(
+                &launcher,
+                &worktrees,
+                &integration,
+                &session,
+                &task,
+                &message,
+            )
+            .map_err(|e| Error::Refused(format!("cannot undo {task}: {e}")))?;
+            let mut out = air_proto::payload::UndoResult {
+                integration_branch: integration.clone(),
+                undone: false,
+                commit: None,
+                files: Vec::new(),
+                reason: None,
+                landing: None,
+            };
+            match undone {
+                crate::workspace::Undone::Undone { commit, files } => {
+                    out.undone = true;
+                    out.commit = Some(commit);
+                    out.files = files;
+                    if landed {
+                        out.landing = Some(crate::workspace::land_checkout(
+                            &engine,
+                            &launcher,
+                            &integration,
+                            false,
+                        ));
+                    }
+                }
+                crate::workspace::Undone::NotMerged => {
+                    out.reason = Some(format!("{task}'s change is not merged into {integration}"))
+                }
+                crate::workspace::Undone::Already => {
+                    out.reason = Some(format!("{task}'s change was undone already"))
+                }
+                crate::workspace::Undone::Conflict { files } => {
+                    out.reason = Some(format!(
+                        "what later tasks changed touches the same lines of {}: nothing was undone; revert it by hand",
+                        files.join(", ")
+                    ))
+                }
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("undo: {e}")))?
+    }
+
+    /// The project's checkout as airsd's git sees it for a session's branches: the
+    /// engine that says what may be written there, and git confined to it.
+    async fn checkout_git(
+        &self,
+        session_id: &str,
+    ) -> Result<(
+        Arc<crate::tools::permission::Engine>,
+        crate::launcher::Launcher,
+    )> {
         // The session must be this project's.
         self.session(session_id).await?;
         let config = self.shell_config_for(Some(session_id), None)?;
@@ -27,7 +120,7 @@ impl DaemonState {
             air_proto::plan::PermissionMode::Default,
             &permissions,
         )
-        .map_err(|e| Error::Refused(format!("cannot land: permissions: {e}")))?
+        .map_err(|e| Error::Refused(format!("cannot read the checkout's permissions: {e}")))?
         .with_path_dirs(config.path.as_deref());
         let sandbox = config.sandbox_exe.clone().and_then(|exe| {
             let found = crate::sandbox::protections(&exe);
@@ -40,27 +133,21 @@ impl DaemonState {
             sandbox,
             engine.views(&[], &[], &[]),
         );
-        let integration = crate::workspace::integration_branch(session_id);
-        let engine = Arc::new(engine);
-        let session = session_id.to_string();
-        tokio::task::spawn_blocking(move || {
-            match crate::workspace::branch_exists(&launcher, &integration) {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Err(Error::Refused(format!(
-                        "session {session} has no integration branch ({integration}): its tasks did not work in worktrees"
-                    )))
-                }
-                Err(e) => return Err(Error::Refused(format!("cannot land: {e}"))),
-            }
-            Ok(crate::workspace::land_checkout(
-                &engine,
-                &launcher,
-                &integration,
-                always,
-            ))
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("landing: {e}")))?
+        Ok((Arc::new(engine), launcher))
+    }
+}
+
+/// Refuses a session with no integration branch.
+fn has_integration(
+    launcher: &crate::launcher::Launcher,
+    session: &str,
+    integration: &str,
+) -> Result<()> {
+    match crate::workspace::branch_exists(launcher, integration) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::Refused(format!(
+            "session {session} has no integration branch ({integration}): its tasks did not work in worktrees"
+        ))),
+        Err(e) => Err(Error::Refused(format!("cannot read {integration}: {e}"))),
     }
 }

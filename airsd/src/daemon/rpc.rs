@@ -358,6 +358,20 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn run_undo(
+        &self,
+        _ext: &Extensions,
+        params::RunUndo {
+            session_id,
+            task_id,
+        }: params::RunUndo,
+    ) -> RpcResult<air_proto::payload::UndoResult> {
+        self.state
+            .undo(&session_id, &task_id)
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn run_pause(
         &self,
         ext: &Extensions,

@@ -117,21 +117,46 @@ pub(super) fn merge_tree(
     ours: &str,
     theirs: &str,
 ) -> Result<(String, Vec<String>), String> {
-    let (out, _, code) = at.git_write_answer(
-        &[
-            "merge-tree",
-            "--write-tree",
-            "-z",
-            "--name-only",
-            "--no-messages",
-            ours,
-            theirs,
-        ],
-        writable,
-        &[1],
-        NAMES_CAP,
-        STEP,
-    )?;
+    merge_tree_of(at, writable, None, ours, theirs)
+}
+
+/// As [`merge_tree`], with `base` as the merge base (the change from `base` to
+/// `theirs` applied onto `ours`: with a merge as `base` and its first parent as
+/// `theirs`, the merge undone). Needs git 2.40 or newer.
+pub(super) fn merge_tree_based(
+    at: &Launcher,
+    writable: &[PathBuf],
+    base: &str,
+    ours: &str,
+    theirs: &str,
+) -> Result<(String, Vec<String>), String> {
+    merge_tree_of(at, writable, Some(base), ours, theirs).map_err(|e| {
+        if e.contains("merge-base") && (e.contains("unknown option") || e.contains("usage")) {
+            format!("this needs git 2.40 or newer (`git merge-tree --merge-base`): {e}")
+        } else {
+            e
+        }
+    })
+}
+
+fn merge_tree_of(
+    at: &Launcher,
+    writable: &[PathBuf],
+    base: Option<&str>,
+    ours: &str,
+    theirs: &str,
+) -> Result<(String, Vec<String>), String> {
+    let based = base.map(|b| format!("--merge-base={b}"));
+    let mut args = vec![
+        "merge-tree",
+        "--write-tree",
+        "-z",
+        "--name-only",
+        "--no-messages",
+    ];
+    args.extend(based.as_deref());
+    args.extend([ours, theirs]);
+    let (out, _, code) = at.git_write_answer(&args, writable, &[1], NAMES_CAP, STEP)?;
     let mut fields = out.split('\0');
     let tree = fields.next().unwrap_or_default().trim().to_string();
     if tree.is_empty() || !tree.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -294,6 +319,17 @@ pub fn merge(
     )?;
     let files = changed_between(main, &old, &commit)?;
     Ok(Merged::Merged { commit, files })
+}
+
+/// Whether the branch checked out at `checkout`'s root holds `integration`'s head
+/// (the run landed there).
+pub fn landed(checkout: &Launcher, integration: &str) -> Result<bool, String> {
+    let full = format!("refs/heads/{integration}");
+    let tip = commit_of(checkout, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
+    let Some(head) = commit_of(checkout, "HEAD")? else {
+        return Ok(false);
+    };
+    Ok(count(checkout, &head, &tip)? == 0)
 }
 
 /// Whether every commit of `head` that `tip` lacks was made by air (its identity as

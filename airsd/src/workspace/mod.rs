@@ -14,12 +14,14 @@ use crate::launcher::{Launcher, Reads};
 
 mod merge;
 mod queue;
+mod undo;
 
 pub use merge::{
-    branch_exists, has_commit, integration, integration_branch, land, land_checkout, merge,
+    branch_exists, has_commit, integration, integration_branch, land, land_checkout, landed, merge,
     Landing, Merged,
 };
 pub use queue::{advance, between, prepare, Prepared};
+pub use undo::{undo, Undone};
 
 /// How long one git step of a worktree may take.
 const STEP: Duration = Duration::from_secs(120);

@@ -400,3 +400,48 @@ fn two_runs_at_once_both_complete_and_land() {
         String::from_utf8_lossy(&status.stdout)
     );
 }
+
+/// `air undo TASK` takes one task's merged change back out: of the integration branch
+/// as a new commit (the other tasks' changes stay), and of the checkout where the run
+/// had landed; once only.
+#[test]
+fn undo_takes_one_task_back_out_of_the_work_and_the_checkout() {
+    let p = Project::new();
+    std::fs::write(p.root.join("README.md"), "# undo\n").unwrap();
+    git(&p.root, &["init", "-q", "-b", "main"]);
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-qm", "start"]);
+    let mut md = String::from("# Three\n\n");
+    for i in 1..=3 {
+        md.push_str(&format!(
+            "## Task U{i}: file {i}\n\n- evidence: none\n\nair-test-call: fs.write {}\n\n",
+            write(&format!("u{i}.txt"), &format!("{i}\n"))
+        ));
+    }
+    std::fs::write(p.root.join("plan.md"), md).unwrap();
+    let out = air(&p, &["run", "--plan", "plan.md"]);
+    expect(&out, 0);
+    assert!(p.root.join("u2.txt").is_file());
+    let out = air(&p, &["undo", "U2"]);
+    expect(&out, 0);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.contains("u2.txt") && said.contains("checkout"),
+        "{said}"
+    );
+    assert!(!p.root.join("u2.txt").exists());
+    assert!(p.root.join("u1.txt").is_file() && p.root.join("u3.txt").is_file());
+    let status = git(&p.root, &["status", "--porcelain", "--untracked-files=no"]);
+    assert!(status.stdout.is_empty());
+    // Once: a second undo says so, and a task with no branch is named.
+    let out = air(&p, &["undo", "U2"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("undone already"));
+    let out = air(&p, &["undo", "U9"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has no branch"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

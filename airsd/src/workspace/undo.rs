@@ -1,0 +1,108 @@
+//! `air undo TASK`: one task's merged change taken back out of the session's
+//! integration branch, as a new commit on it (what later tasks changed stays). The
+//! task's merge commit (its checkpoint) is found by its branch's head as the merge's
+//! second parent, on the integration branch's first-parent line; the change undone is
+//! that merge against its first parent, applied in reverse onto the branch's head by
+//! `merge-tree` (a conflict with what came later undoes nothing and names the files).
+
+use std::path::Path;
+
+use super::merge::{changed_between, commit_of, merge_tree_based};
+use super::{branch_name, common_writable, NAMES_CAP, STEP};
+use crate::launcher::{Launcher, Reads};
+
+/// What undoing a task did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Undone {
+    /// Taken out: the integration branch's new head, and the files that changed.
+    Undone { commit: String, files: Vec<String> },
+    /// The task's change was never merged (or its merge is not on the branch).
+    NotMerged,
+    /// Undone before (the undo commit names its merge).
+    Already,
+    /// What later tasks changed touches the same lines of these files: nothing undone.
+    Conflict { files: Vec<String> },
+}
+
+/// The trailer an undo commit names the merge it undoes with.
+const UNDOES: &str = "Undoes: ";
+
+/// Undoes `task`'s merge on `integration` (session `session`), with `message` as the
+/// undo commit's subject; the branch moves only from the head it was read at.
+pub fn undo(
+    main: &Launcher,
+    worktrees: &Path,
+    integration: &str,
+    session: &str,
+    task: &str,
+    message: &str,
+) -> Result<Undone, String> {
+    let full = format!("refs/heads/{integration}");
+    let head = commit_of(main, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
+    let branch = branch_name(session, task);
+    let Some(tip) = commit_of(main, &format!("refs/heads/{branch}"))? else {
+        return Err(format!(
+            "task {task} has no branch ({branch}): it did not work in a worktree of this session"
+        ));
+    };
+    let (line, _) = main.git(
+        &[
+            "rev-list",
+            "--first-parent",
+            "--parents",
+            "--max-count=100000",
+            "--end-of-options",
+            &head,
+        ],
+        Reads::Metadata,
+        NAMES_CAP,
+        STEP,
+    )?;
+    let merge = line.lines().find_map(|l| {
+        let mut ids = l.split_whitespace();
+        let (commit, first, second) = (ids.next()?, ids.next()?, ids.next()?);
+        (second == tip).then(|| (commit.to_string(), first.to_string()))
+    });
+    let Some((merge, before)) = merge else {
+        return Ok(Undone::NotMerged);
+    };
+    let (undone, _) = main.git(
+        &[
+            "log",
+            "--first-parent",
+            "--format=%H",
+            "--fixed-strings",
+            &format!("--grep={UNDOES}{merge}"),
+            "--end-of-options",
+            &head,
+        ],
+        Reads::Metadata,
+        4096,
+        STEP,
+    )?;
+    if !undone.trim().is_empty() {
+        return Ok(Undone::Already);
+    }
+    let places = common_writable(main, worktrees)?;
+    // The merge's change in reverse: from the merge to its first parent, onto head.
+    let (tree, conflicts) = merge_tree_based(main, &places, &merge, &head, &before)?;
+    if !conflicts.is_empty() {
+        return Ok(Undone::Conflict { files: conflicts });
+    }
+    let body = format!("{message}\n\n{UNDOES}{merge}");
+    let (commit, _) = main.git_write(
+        &["commit-tree", &tree, "-p", &head, "-m", &body],
+        &places,
+        4096,
+        STEP,
+    )?;
+    let commit = commit.trim().to_string();
+    main.git_write(
+        &["update-ref", "-m", message, &full, &commit, &head],
+        &places,
+        4096,
+        STEP,
+    )?;
+    let files = changed_between(main, &head, &commit)?;
+    Ok(Undone::Undone { commit, files })
+}
