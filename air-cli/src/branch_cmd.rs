@@ -96,6 +96,47 @@ pub async fn undo(task: String, session: Option<String>) -> CmdResult {
     }
 }
 
+/// `air gc [--all] [--dry-run]`: the kept worktrees pruned, each named with why.
+pub async fn gc(all: bool, dry_run: bool) -> CmdResult {
+    let conn = connect().await?;
+    let pruned = conn
+        .client
+        .workspace_prune(params::WorkspacePrune {
+            all: Some(all),
+            dry_run: Some(dry_run),
+        })
+        .await
+        .map_err(rpc_failure)?;
+    let verb = if pruned.dry {
+        "would remove"
+    } else {
+        "removed"
+    };
+    let mb = |b: u64| b.div_ceil(1 << 20);
+    for r in &pruned.removed {
+        println!(
+            "{verb} {} ({}, {} MiB): {}",
+            r.path,
+            r.branch,
+            mb(r.bytes),
+            r.why
+        );
+    }
+    for k in &pruned.kept {
+        println!(
+            "kept {} ({}, {} MiB): {}",
+            k.path,
+            k.branch,
+            mb(k.bytes),
+            k.why
+        );
+    }
+    if pruned.removed.is_empty() && pruned.kept.is_empty() {
+        println!("no kept worktrees");
+    }
+    Ok(())
+}
+
 /// `air diff TASK [-s SESSION]`: the task's change, as its latest attempt left it on
 /// its branch (the `diffs/` artifact airsd kept).
 pub async fn diff(task: String, session: Option<String>) -> CmdResult {

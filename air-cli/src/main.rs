@@ -230,6 +230,18 @@ enum Command {
         #[arg(long)]
         always: bool,
     },
+    /// Prune the worktrees kept for tasks that failed or were blocked: those past the
+    /// age limit, then the oldest over the disk budget (`worktrees:` in
+    /// ~/.air/config.yaml); their uncommitted work is committed on their branches
+    /// first, which stay.
+    Gc {
+        /// Every kept worktree not in use, whatever its age.
+        #[arg(long)]
+        all: bool,
+        /// Only say what would go.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Take one task's merged change back out of its session's work (a new commit;
     /// what later tasks changed stays), and out of the checkout where it had landed.
     Undo {
@@ -557,6 +569,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Land { session, always } => branch_cmd::land(session, always).await,
         Command::Diff { task, session } => branch_cmd::diff(task, session).await,
         Command::Undo { task, session } => branch_cmd::undo(task, session).await,
+        Command::Gc { all, dry_run } => branch_cmd::gc(all, dry_run).await,
         Command::Pause { task, session } => run_cmd::control("pause", session, task).await,
         Command::Approve {
             request,

@@ -5,6 +5,9 @@
 //!   concurrency: 4          # most agents at once, unless the plan or a flag says
 //!   on_ask: deny            # deny | fail | queue
 //!   permission_mode: default
+//! worktrees:
+//!   keep_days: 7            # kept worktrees (failed, blocked tasks) pruned after
+//!   max_gb: 10              # and the oldest while all of them take more
 //! ```
 //!
 //! Every key is optional; an unknown key is an error naming the file, the key and the
@@ -21,6 +24,8 @@ use crate::plan::{OnAsk, PermissionMode};
 pub struct UserConfig {
     #[serde(default)]
     pub run: RunDefaults,
+    #[serde(default)]
+    pub worktrees: WorktreeLimits,
     /// The terminal UI's section (theme, keys), read by `air attach`.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub attach: serde_json::Value,
@@ -36,6 +41,34 @@ pub struct RunDefaults {
     /// Whether the ExperienceMiner learns from runs and conversations (D-024): it
     /// calls the model in the background, so it is off unless asked for.
     pub learn: Option<bool>,
+}
+
+/// How long a task's worktree kept for inspection (its task failed or was blocked) is
+/// kept, and how much disk all of them may take; the oldest go first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeLimits {
+    /// Days since a kept worktree last changed before it is pruned (default 7).
+    pub keep_days: Option<u32>,
+    /// GiB all kept worktrees may take before the oldest are pruned (default 10).
+    pub max_gb: Option<f64>,
+}
+
+impl WorktreeLimits {
+    /// Seconds a kept worktree is kept.
+    pub fn keep_secs(&self) -> u64 {
+        u64::from(self.keep_days.unwrap_or(7)) * 86_400
+    }
+
+    /// Bytes all kept worktrees may take.
+    pub fn budget_bytes(&self) -> u64 {
+        let gb = self.max_gb.unwrap_or(10.0);
+        if gb.is_finite() && gb > 0.0 {
+            (gb * f64::from(1u32 << 30)) as u64
+        } else {
+            0
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

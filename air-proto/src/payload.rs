@@ -325,6 +325,27 @@ pub struct UndoResult {
     pub landing: Option<Landing>,
 }
 
+/// What `workspace.prune` did (or, `dry`, would do) to the kept worktrees.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PruneResult {
+    pub dry: bool,
+    pub removed: Vec<PrunedWorktree>,
+    pub kept: Vec<PrunedWorktree>,
+}
+
+/// One kept worktree and what became of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PrunedWorktree {
+    pub path: String,
+    pub branch: String,
+    /// Its size on disk.
+    pub bytes: u64,
+    /// Since it last changed.
+    pub age_secs: u64,
+    /// Why it was removed or kept.
+    pub why: String,
+}
+
 /// `run.continued`: an ended run goes on; its unfinished tasks are pending again.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

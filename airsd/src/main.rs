@@ -162,7 +162,10 @@ fn main() -> ExitCode {
     shell.sandbox_exe = std::env::current_exe().ok();
     if let Some(home) = air_home {
         match air_proto::config::UserConfig::load(&home) {
-            Ok(config) => shell.defaults = config.run,
+            Ok(config) => {
+                shell.defaults = config.run;
+                shell.worktree_limits = config.worktrees;
+            }
             Err(e) => {
                 tracing::error!("{e}");
                 airsd::userlog::note(

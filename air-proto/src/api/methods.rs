@@ -291,6 +291,15 @@ pub mod params {
             pub task_id: String,
         }
 
+        /// `workspace.prune`: the kept worktrees pruned.
+        pub struct WorkspacePrune {
+            /// Every kept worktree not in use, whatever its age (default: those past
+            /// the age limit, then the oldest over the budget).
+            pub all: Option<bool>,
+            /// Only say what would go.
+            pub dry_run: Option<bool>,
+        }
+
         /// `run.pause`, `run.resume`: the run's dispatching, or with `task_id` the
         /// task's running agent.
         pub struct RunPause {
@@ -550,6 +559,8 @@ api! {
             "Bring a session's integration branch (its tasks' merged work) into the checkout's branch, only over files the person did not change; says what landed or why not";
         run_undo "run.undo" (params::RunUndo) -> crate::payload::UndoResult as "undo":
             "Take one task's merged change back out of its session's integration branch (a new commit; later tasks' changes stay), and out of the checkout where the branch had landed; says what changed or why nothing did";
+        workspace_prune "workspace.prune" (params::WorkspacePrune) -> crate::payload::PruneResult as "pruned":
+            "Prune the kept worktrees of tasks that failed or were blocked (never a running session's): their uncommitted work committed on their branches first, which stay; says what went and why";
         run_pause "run.pause" (params::RunPause) -> bool as "accepted":
             "Stop dispatching new agents; running ones go on";
         run_resume "run.resume" (params::RunPause) -> bool as "accepted":

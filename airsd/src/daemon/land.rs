@@ -99,6 +99,69 @@ impl DaemonState {
         .map_err(|e| Error::Internal(format!("undo: {e}")))?
     }
 
+    /// Prunes the kept worktrees of sessions whose run is not going: those older than
+    /// the configured age, then the oldest while they take more than the budget
+    /// (`all`: every one). `dry`: says what it would do.
+    pub async fn prune_worktrees(
+        &self,
+        all: bool,
+        dry: bool,
+    ) -> Result<air_proto::payload::PruneResult> {
+        let config = self.shell_config_for(None, None)?;
+        let limits = crate::workspace::Limits {
+            keep: std::time::Duration::from_secs(config.worktree_limits.keep_secs()),
+            budget: config.worktree_limits.budget_bytes(),
+            all,
+        };
+        let live: Vec<String> = {
+            let mut runs = self.runs_lock();
+            runs.retain(|_, h| !h.is_done());
+            runs.keys()
+                .map(|s| crate::workspace::branch_part(s))
+                .collect()
+        };
+        let root = crate::scheduler::tooljob::resolved_root(self.paths.root());
+        let launcher = crate::launcher::Launcher::plain(&root);
+        let worktrees = self.paths.workspaces();
+        let pruned = tokio::task::spawn_blocking(move || {
+            if !crate::tools::git::in_repository(&root) {
+                return Ok(crate::workspace::Pruned::default());
+            }
+            crate::workspace::prune(&launcher, &worktrees, &live, limits, dry)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("pruning worktrees: {e}")))?
+        .map_err(|e| Error::Refused(format!("cannot prune the worktrees: {e}")))?;
+        let entry = |e: crate::workspace::PrunedEntry| air_proto::payload::PrunedWorktree {
+            path: e.path.display().to_string(),
+            branch: e.branch,
+            bytes: e.bytes,
+            age_secs: e.age.as_secs(),
+            why: e.why,
+        };
+        Ok(air_proto::payload::PruneResult {
+            dry,
+            removed: pruned.removed.into_iter().map(entry).collect(),
+            kept: pruned.kept.into_iter().map(entry).collect(),
+        })
+    }
+
+    /// The hourly pruning of kept worktrees (and at start), by the configured age and
+    /// budget; what went is logged.
+    pub async fn prune_if_due(&self) {
+        if !self.paths.workspaces().is_dir() {
+            return;
+        }
+        match self.prune_worktrees(false, false).await {
+            Ok(p) => {
+                for r in &p.removed {
+                    tracing::info!(path = %r.path, branch = %r.branch, "pruned a kept worktree: {}", r.why);
+                }
+            }
+            Err(e) => tracing::warn!("cannot prune the kept worktrees: {e}"),
+        }
+    }
+
     /// The project's checkout as airsd's git sees it for a session's branches: the
     /// engine that says what may be written there, and git confined to it.
     async fn checkout_git(

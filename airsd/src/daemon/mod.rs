@@ -224,7 +224,10 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
             _ = session_sweep.tick() => state.close_idle_sessions(SESSION_IDLE).await,
             _ = curator.tick() => {
                 let state = state.clone();
-                tokio::spawn(async move { state.curate_if_due().await });
+                tokio::spawn(async move {
+                    state.curate_if_due().await;
+                    state.prune_if_due().await;
+                });
             }
             _ = idle_check.tick() => {
                 if !config.idle_timeout.is_zero() && state.idle_for().is_some_and(|idle| idle >= config.idle_timeout) {

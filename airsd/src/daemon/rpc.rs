@@ -372,6 +372,17 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn workspace_prune(
+        &self,
+        _ext: &Extensions,
+        params::WorkspacePrune { all, dry_run }: params::WorkspacePrune,
+    ) -> RpcResult<air_proto::payload::PruneResult> {
+        self.state
+            .prune_worktrees(all.unwrap_or(false), dry_run.unwrap_or(false))
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn run_pause(
         &self,
         ext: &Extensions,

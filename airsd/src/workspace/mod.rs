@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use crate::launcher::{Launcher, Reads};
 
+mod gc;
 mod merge;
 mod queue;
 mod undo;
 
+pub use gc::{prune, Entry as PrunedEntry, Limits, Pruned};
 pub use merge::{
     branch_exists, has_commit, integration, integration_branch, land, land_checkout, landed, merge,
     Landing, Merged,

@@ -445,3 +445,57 @@ fn undo_takes_one_task_back_out_of_the_work_and_the_checkout() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `air gc` prunes a blocked task's kept worktree (only when asked, or past the age
+/// limit or the budget), its work committed on its branch first.
+#[test]
+fn gc_prunes_a_kept_worktree_and_keeps_its_work_on_its_branch() {
+    let p = Project::new();
+    std::fs::write(p.root.join("README.md"), "# gc\n").unwrap();
+    git(&p.root, &["init", "-q", "-b", "main"]);
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-qm", "start"]);
+    let md = format!(
+        "# Kept\n\n## Task K1: stuck\n\n- evidence: none\n\nair-test: executor=block\nair-test-call: fs.write {}\n",
+        write("k1.txt", "tried\n")
+    );
+    std::fs::write(p.root.join("plan.md"), md).unwrap();
+    let out = air(&p, &["run", "--plan", "plan.md", "--json"]);
+    expect(&out, 3);
+    let kept: Vec<_> = std::fs::read_dir(p.paths().workspaces())
+        .unwrap()
+        .flat_map(|s| std::fs::read_dir(s.unwrap().path()).unwrap())
+        .map(|t| t.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    // The person looked inside and left a note, uncommitted.
+    std::fs::write(kept[0].join("note.txt"), "looked\n").unwrap();
+    // Young and small: an ordinary pruning keeps it; a dry `--all` names it.
+    let out = air(&p, &["gc"]);
+    expect(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("kept "));
+    let out = air(&p, &["gc", "--all", "--dry-run"]);
+    expect(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("would remove"));
+    assert!(kept[0].exists());
+    let out = air(&p, &["gc", "--all"]);
+    expect(&out, 0);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.starts_with("removed ") && said.contains("air/"),
+        "{said}"
+    );
+    assert!(!kept[0].exists());
+    // Its work, the attempt's and the note, is on its branch.
+    let branch = said
+        .split_whitespace()
+        .find(|w| w.trim_start_matches('(').starts_with("air/"))
+        .unwrap()
+        .trim_start_matches('(')
+        .trim_end_matches(',')
+        .to_string();
+    for (file, text) in [("k1.txt", "tried\n"), ("note.txt", "looked\n")] {
+        let shown = git(&p.root, &["show", &format!("{branch}:{file}")]);
+        assert_eq!(String::from_utf8_lossy(&shown.stdout), text, "{file}");
+    }
+}

@@ -53,6 +53,8 @@ pub struct ShellConfig {
     pub core: Config,
     /// The user's defaults for runs (`~/.air/config.yaml`).
     pub defaults: air_proto::config::RunDefaults,
+    /// How long kept worktrees are kept, and how much disk they may take.
+    pub worktree_limits: air_proto::config::WorktreeLimits,
     /// Why the user's configuration could not be read; runs are refused with it.
     pub config_error: Option<String>,
     /// The user's home directory (where credential stores are looked for).
@@ -75,6 +77,7 @@ impl ShellConfig {
             tick: Duration::from_millis(200),
             core: Config::default(),
             defaults: Default::default(),
+            worktree_limits: Default::default(),
             config_error: None,
             home: std::env::var_os("HOME").map(PathBuf::from),
             air_home: None,
