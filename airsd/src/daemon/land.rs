@@ -40,6 +40,11 @@ impl DaemonState {
         session_id: &str,
         task_id: &str,
     ) -> Result<air_proto::payload::UndoResult> {
+        if self.run_in_progress(session_id) {
+            return Err(Error::Refused(format!(
+                "session {session_id}'s run is going: undo a task once it has ended (`air cancel` stops it)"
+            )));
+        }
         let (engine, launcher) = self.checkout_git(session_id).await?;
         let integration = crate::workspace::integration_branch(session_id);
         let worktrees = self.paths.workspaces();
@@ -48,7 +53,7 @@ impl DaemonState {
             has_integration(&launcher, &session, &integration)?;
             let landed = crate::workspace::landed(&launcher, &integration)
                 .map_err(|e| Error::Refused(format!("cannot undo: {e}")))?;
-            let message = format!("air: undo {task}");
+            let message = format!("{}{task}", crate::workspace::UNDO_SUBJECT);
             let undone = crate::workspace::undo(
                 &launcher,
                 &worktrees,

@@ -36,6 +36,11 @@ pub fn has_commit(main: &Launcher) -> bool {
         && commit_of(main, "HEAD").is_ok_and(|c| c.is_some())
 }
 
+/// The commit the branch `name` points at, if it is there.
+pub fn branch_head(at: &Launcher, name: &str) -> Result<Option<String>, String> {
+    commit_of(at, &format!("refs/heads/{name}"))
+}
+
 /// Whether the branch `name` is there.
 pub fn branch_exists(at: &Launcher, name: &str) -> Result<bool, String> {
     Ok(commit_of(at, &format!("refs/heads/{name}"))?.is_some())
@@ -332,24 +337,29 @@ pub fn landed(checkout: &Launcher, integration: &str) -> Result<bool, String> {
     Ok(count(checkout, &head, &tip)? == 0)
 }
 
-/// Whether every commit of `head` that `tip` lacks was made by air (its identity as
-/// author and committer), as another session's landing makes them.
+/// Whether every commit of `head` that `tip` lacks is air's, as another session's
+/// landing makes them: on one of air's integration branches, or the merge commit
+/// of a landing (`air: land …`, air as author and committer).
 fn only_air(at: &Launcher, tip: &str, head: &str) -> Result<bool, String> {
-    let range = format!("{tip}..{head}");
+    let not_tip = format!("^{tip}");
     let (out, cut) = at.git(
         &[
             "log",
-            "--format=%ae %ce",
+            "--format=%ae %ce%x1f%s",
             "--max-count=100000",
-            "--end-of-options",
-            &range,
+            head,
+            &not_tip,
+            "--not",
+            "--glob=refs/heads/air/*/integration",
+            "--",
         ],
         Reads::Metadata,
         NAMES_CAP,
         STEP,
     )?;
     let email = crate::launcher::AIR_IDENTITY.1;
-    Ok(!cut && out.lines().all(|l| l.split(' ').all(|e| e == email)))
+    let landing = format!("{email} {email}\x1fair: land ");
+    Ok(!cut && out.lines().all(|l| l.starts_with(&landing)))
 }
 
 /// What landing the integration branch in the checkout did.

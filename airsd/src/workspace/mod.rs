@@ -19,11 +19,11 @@ mod undo;
 
 pub use gc::{prune, Entry as PrunedEntry, Limits, Pruned};
 pub use merge::{
-    branch_exists, has_commit, integration, integration_branch, land, land_checkout, landed, merge,
-    Landing, Merged,
+    branch_exists, branch_head, has_commit, integration, integration_branch, land, land_checkout,
+    landed, merge, Landing, Merged,
 };
 pub use queue::{advance, between, prepare, Prepared};
-pub use undo::{undo, Undone};
+pub use undo::{undo, Undone, UNDO_SUBJECT};
 
 /// How long one git step of a worktree may take.
 const STEP: Duration = Duration::from_secs(120);

@@ -33,18 +33,52 @@ pub enum Prepared {
     /// merge, markers and all, is now the task branch's head and checked out in its
     /// worktree; `hunks` are the conflicting regions, both sides.
     Conflict { files: Vec<String>, hunks: String },
+    /// Files of an earlier conflict still hold git's markers on the branch's head.
+    Markers { files: Vec<String> },
 }
 
-/// The parents of `commit`.
-fn parents(at: &Launcher, commit: &str) -> Result<Vec<String>, String> {
-    let arg = format!("{commit}^{{commit}}");
-    let (out, _) = at.git(
-        &["rev-list", "--parents", "-n", "1", "--end-of-options", &arg],
-        Reads::Metadata,
-        4096,
-        STEP,
-    )?;
-    Ok(out.split_whitespace().skip(1).map(str::to_string).collect())
+/// Beside the worktree's git directory's other records: the files of the last
+/// conflict airsd committed on the task's branch, one per line.
+const CONFLICTS: &str = "air-conflicts";
+
+/// Files of a conflict recorded at most, and bytes of one read to look for markers.
+const MOST_CONFLICTS: usize = 200;
+const MARKED_BYTES: usize = 8 << 20;
+
+/// The recorded conflict files of `ws`.
+fn recorded_conflicts(ws: &Workspace) -> Vec<String> {
+    crate::opened::read_small(&ws.git_dir.join(CONFLICTS), &ws.git_dir, 1 << 20)
+        .map(|t| {
+            t.lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Which of `files` hold a line of git's conflict markers in `commit`.
+fn marked(at: &Launcher, commit: &str, files: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for f in files.iter().take(MOST_CONFLICTS) {
+        let spec = format!("{commit}:{f}");
+        // 128: the file is gone (deleted is resolved).
+        let (text, code) = at.git_answer(
+            &["cat-file", "-p", "--end-of-options", &spec],
+            Reads::Content,
+            &[128],
+            MARKED_BYTES,
+            STEP,
+        )?;
+        if code == 0
+            && text
+                .lines()
+                .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> "))
+        {
+            out.push(f.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// Prepares the merge of the task's branch into `integration` in the task's worktree
@@ -67,11 +101,16 @@ pub fn prepare(
             Prepared::Nothing
         });
     }
+    // An earlier conflict's files must hold no marker, whatever comes next.
+    let left = marked(main, &tip, &recorded_conflicts(ws))?;
+    if !left.is_empty() {
+        return Ok(Prepared::Markers { files: left });
+    }
     if count(main, &tip, &old)? == 0 {
-        // The branch has the integration branch in it already. Only a merge airsd
-        // made here (the integration branch its first parent) is untested.
-        let p = parents(main, &tip)?;
-        let check = p.len() > 1 && p.first() == Some(&old);
+        // The branch has the integration branch in it already. Untested unless it
+        // is the task's own tree from its base (nothing was ever merged into it):
+        // after a merge of airsd's, the check runs whatever came since.
+        let check = ws.git_dir.join(MERGED_BASE).exists();
         return Ok(Prepared::Ready {
             old,
             commit: tip,
@@ -90,8 +129,15 @@ pub fn prepare(
         )
     };
     let commit = commit_of_both(main, &places, &tree, &old, &tip, &message)?;
-    // The worktree's files first, then its branch: a stop between leaves the merge
-    // staged on the old head, which the next attempt's commit keeps.
+    // Its records first (harmless if the merge stops here), then the worktree's files,
+    // then its branch: a stop between leaves the merge staged on the old head, which
+    // the next attempt's commit keeps.
+    let write = |name: &str, text: &str| {
+        crate::opened::write_atomic(&ws.git_dir.join(name), &ws.git_dir, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", ws.git_dir.join(name).display()))
+    };
+    write(MERGED_BASE, &old)?;
+    write(CONFLICTS, &conflicts.join("\n"))?;
     let at = ws.launcher(main, main.views().clone());
     on_branch(&at, ws)?;
     at.git_write(
@@ -106,8 +152,6 @@ pub fn prepare(
         4096,
         STEP,
     )?;
-    crate::opened::write_atomic(&ws.git_dir.join(MERGED_BASE), &ws.git_dir, old.as_bytes())
-        .map_err(|e| format!("{}: {e}", ws.git_dir.join(MERGED_BASE).display()))?;
     ws.base = old.clone();
     if conflicts.is_empty() {
         return Ok(Prepared::Ready {
@@ -216,6 +260,74 @@ fn hunks(root: &Path, files: &[String]) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::workspace::{commit_attempt, create, integration};
+
+    fn git(root: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=p", "-c", "user.email=p@example.invalid"])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// A conflict's markers never reach the integration branch: committed on the
+    /// task's branch, they refuse its merge until they are gone, and what resolves them
+    /// is checked on the merged tree.
+    #[test]
+    fn a_conflict_is_merged_only_once_resolved_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        git(&root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+        std::fs::write(root.join("notes.txt"), "n\n").unwrap();
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "one"]);
+        let main = Launcher::plain(&root);
+        let worktrees = root.join(".air/local/workspaces");
+        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        let mut a = create(&main, &worktrees, "s1", "A", &integ).unwrap();
+        let mut b = create(&main, &worktrees, "s1", "B", &integ).unwrap();
+        for (ws, text) in [(&a, "a\n"), (&b, "b\n")] {
+            std::fs::write(ws.path.join("notes.txt"), text).unwrap();
+            commit_attempt(&main, ws, &worktrees, "attempt").unwrap();
+        }
+        // A first: its own tree from the base, no check needed.
+        let Prepared::Ready { old, commit, check } =
+            prepare(&main, &worktrees, &mut a, &integ).unwrap()
+        else {
+            panic!("A merges")
+        };
+        assert!(!check);
+        advance(&main, &worktrees, &integ, &old, &commit, "air: merge A a").unwrap();
+        // B conflicts: the markers are committed on its branch, in its worktree.
+        let p = prepare(&main, &worktrees, &mut b, &integ).unwrap();
+        let Prepared::Conflict { files, hunks } = p else {
+            panic!("{p:?}")
+        };
+        assert_eq!(files, ["notes.txt"]);
+        assert!(
+            hunks.contains("<<<<<<< ") && hunks.contains("a\n") && hunks.contains("b\n"),
+            "{hunks}"
+        );
+        // Nothing resolved: refused again, never Ready.
+        let p = prepare(&main, &worktrees, &mut b, &integ).unwrap();
+        assert_eq!(
+            p,
+            Prepared::Markers {
+                files: vec!["notes.txt".into()]
+            }
+        );
+        // Resolved: ready, and checked on the merged tree.
+        std::fs::write(b.path.join("notes.txt"), "a\nb\n").unwrap();
+        commit_attempt(&main, &b, &worktrees, "resolved").unwrap();
+        let p = prepare(&main, &worktrees, &mut b, &integ).unwrap();
+        let Prepared::Ready { check, .. } = p else {
+            panic!("{p:?}")
+        };
+        assert!(check);
+    }
 
     #[test]
     fn the_hunks_are_the_regions_between_the_markers() {

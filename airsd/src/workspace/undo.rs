@@ -26,6 +26,8 @@ pub enum Undone {
 
 /// The trailer an undo commit names the merge it undoes with.
 const UNDOES: &str = "Undoes: ";
+/// How an undo commit's subject begins.
+pub const UNDO_SUBJECT: &str = "air: undo ";
 
 /// Undoes `task`'s merge on `integration` (session `session`), with `message` as the
 /// undo commit's subject; the branch moves only from the head it was read at.
@@ -66,21 +68,32 @@ pub fn undo(
     let Some((merge, before)) = merge else {
         return Ok(Undone::NotMerged);
     };
-    let (undone, _) = main.git(
+    // Undone before: an undo commit of air's (one parent, its subject, its trailer
+    // naming this merge) after it on the first-parent line. A merge's own message
+    // (a task's title) cannot stand in for one.
+    let range = format!("{merge}..{head}");
+    let (log, _) = main.git(
         &[
             "log",
             "--first-parent",
-            "--format=%H",
-            "--fixed-strings",
-            &format!("--grep={UNDOES}{merge}"),
+            "--max-count=100000",
+            "--format=%P%x1f%ae%x1f%s%x1f%(trailers:key=Undoes,valueonly,separator=%x2C)%x1e",
             "--end-of-options",
-            &head,
+            &range,
         ],
         Reads::Metadata,
-        4096,
+        NAMES_CAP,
         STEP,
     )?;
-    if !undone.trim().is_empty() {
+    let undone = log.split('\x1e').any(|c| {
+        let f: Vec<&str> = c.trim_start_matches('\n').split('\x1f').collect();
+        f.len() == 4
+            && f[0].split_whitespace().count() == 1
+            && f[1] == crate::launcher::AIR_IDENTITY.1
+            && f[2].starts_with(UNDO_SUBJECT)
+            && f[3].trim().split(',').any(|m| m.trim() == merge)
+    });
+    if undone {
         return Ok(Undone::Already);
     }
     let places = common_writable(main, worktrees)?;

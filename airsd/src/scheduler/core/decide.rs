@@ -658,12 +658,13 @@ impl Core {
     }
 }
 
-/// Whether a task's change goes through the merge queue: an executor's task of the
-/// plan (not a milestone review, the direct lane, a review or a planning turn).
+/// Whether a task's change goes through the merge queue: every task of the plan
+/// whose agents may change files (an executor's, a debug task's), not a milestone
+/// review, the direct lane, a review the user asked for or a planning turn. One
+/// with no worktree completes at once.
 fn merges(t: &TaskState) -> bool {
     let id = &t.spec.id;
-    t.spec.task_type == TaskType::Execute
-        && t.milestone_of.is_none()
+    t.milestone_of.is_none()
         && !is_direct(id)
         && !is_review(id)
         && !air_proto::planning::is_planning(id)

@@ -50,6 +50,21 @@ struct Job {
 
 impl Job {
     async fn run(mut self) -> (Workspace, std::result::Result<Gated, String>) {
+        // The integration branch moved between the merge and its move (an `air undo`
+        // meanwhile): merged and checked again.
+        for _ in 0..3 {
+            match self.once().await {
+                Ok(Some(gated)) => return (self.ws, Ok(gated)),
+                Ok(None) => continue,
+                Err(e) => return (self.ws, Err(e)),
+            }
+        }
+        let why = format!("{} kept moving while the task was merged", self.integration);
+        (self.ws, Err(why))
+    }
+
+    /// One merge: `None` when the integration branch moved before it could be moved.
+    async fn once(&mut self) -> std::result::Result<Option<Gated>, String> {
         let prepared = {
             let (main, worktrees, mut ws, integration) = (
                 self.main.clone(),
@@ -71,6 +86,9 @@ impl Job {
             Err(e) => Err(e.to_string()),
         };
         let outcome = match prepared {
+            Ok(Prepared::Ready { old, commit, check }) => {
+                return self.gate(old, commit, check).await
+            }
             Err(e) => Err(e),
             Ok(Prepared::Nothing) => Ok(Gated::Merged(None)),
             Ok(Prepared::Already) => Ok(Gated::Merged(Some(format!(
@@ -87,9 +105,17 @@ impl Job {
                 files,
                 command_run_id: None,
             }),
-            Ok(Prepared::Ready { old, commit, check }) => self.gate(old, commit, check).await,
+            Ok(Prepared::Markers { files }) => Ok(Gated::Refused {
+                conflict: true,
+                reason: format!(
+                    "git's conflict markers (`<<<<<<<`, `>>>>>>>`) are still in {} on its branch: resolve each conflict in its worktree, then run its check again",
+                    files.join(", ")
+                ),
+                files,
+                command_run_id: None,
+            }),
         };
-        (self.ws, outcome)
+        outcome.map(Some)
     }
 
     /// Runs the check on the merged tree when it needs one, then moves the
@@ -99,13 +125,14 @@ impl Job {
         old: String,
         commit: String,
         check: bool,
-    ) -> std::result::Result<Gated, String> {
-        if let (true, Some(job)) = (check, self.check.take()) {
+    ) -> std::result::Result<Option<Gated>, String> {
+        if let (true, Some(job)) = (check, self.check.clone()) {
             let (caller, answer) = crate::scheduler::tooljob::Caller::airsd();
-            let job = crate::scheduler::tooljob::ToolJob {
+            let mut job = crate::scheduler::tooljob::ToolJob {
                 worker: caller,
                 ..job
             };
+            job.call.tool_call_id = air_proto::ids::new_id();
             tokio::spawn(job.run());
             let result = answer
                 .await
@@ -134,7 +161,7 @@ impl Job {
                         .and_then(std::result::Result::ok)
                         .unwrap_or_default()
                 };
-                return Ok(Gated::Refused {
+                return Ok(Some(Gated::Refused {
                     conflict: false,
                     reason: format!(
                         "its check `{}` failed on its change merged with {} ({}{}); the integration branch did not move. Its worktree holds the merge: find what the merged change breaks, fix it there and run the check again. The end of the run's output:\n{}",
@@ -146,7 +173,7 @@ impl Job {
                     ),
                     files,
                     command_run_id: run,
-                });
+                }));
             }
         }
         let (main, worktrees, integration, message) = (
@@ -156,16 +183,26 @@ impl Job {
             self.message.clone(),
         );
         let (o, c) = (old.clone(), commit.clone());
-        let (merge, files) = tokio::task::spawn_blocking(move || {
-            workspace::advance(&main, &worktrees, &integration, &o, &c, &message)
+        let advanced = tokio::task::spawn_blocking(move || {
+            workspace::advance(&main, &worktrees, &integration, &o, &c, &message).map_err(|e| {
+                // Moved meanwhile: merged again; otherwise the failure is the merge's.
+                match workspace::branch_head(&main, &integration) {
+                    Ok(Some(now)) if now != o => None,
+                    _ => Some(e),
+                }
+            })
         })
         .await
-        .map_err(|e| e.to_string())??;
-        Ok(Gated::Merged(Some(format!(
-            "{merge} into {}: {}",
-            self.integration,
-            files.join(", ")
-        ))))
+        .map_err(|e| e.to_string())?;
+        match advanced {
+            Ok((merge, files)) => Ok(Some(Gated::Merged(Some(format!(
+                "{merge} into {}: {}",
+                self.integration,
+                files.join(", ")
+            ))))),
+            Err(None) => Ok(None),
+            Err(Some(e)) => Err(e),
+        }
     }
 }
 
@@ -238,6 +275,11 @@ impl Shell {
                     input: serde_json::json!({
                         "command": command,
                         "description": "the task's check, on its change merged with the integration branch (the merge queue's gate)",
+                        // As long as a step of the task may take, up to a command's most.
+                        "timeout_ms": spec
+                            .constraints
+                            .hard_timeout_ms
+                            .clamp(1, crate::tools::exec::MAX_TIMEOUT_MS),
                     }),
                     origin_message_id: None,
                 },
