@@ -213,7 +213,7 @@ impl Launcher {
             "no git found in a system directory or a trusted directory of PATH".to_string()
         })?;
         let mut blanked: Vec<(String, String)> = Vec::new();
-        if reads == Reads::Content {
+        if reads == Reads::Content && !runs_no_driver(args) {
             blanked = self.blank_drivers(git)?;
         }
         let mut git_args: Vec<String> = self.repo_args();
@@ -328,6 +328,24 @@ impl Launcher {
             return Err("the repository's configuration is too large to read".to_string());
         }
         Ok(blanks(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// Whether git run with `args` reads or writes no file's content through a driver of
+/// the repository's (a filter, a diff or merge driver, a textconv): commands on refs,
+/// commits and trees alone, whose blanking would cost a second git run for nothing.
+fn runs_no_driver(args: &[&str]) -> bool {
+    match args.first().copied() {
+        Some(
+            "update-ref" | "commit-tree" | "rev-parse" | "rev-list" | "symbolic-ref" | "reflog"
+            | "for-each-ref" | "merge-base",
+        ) => true,
+        Some("worktree") => matches!(args.get(1).copied(), Some("prune" | "remove")),
+        // The object as stored: no `--filters`, no `--textconv`.
+        Some("cat-file") => !args
+            .iter()
+            .any(|a| a.starts_with("--filters") || a.starts_with("--textconv")),
+        _ => false,
     }
 }
 
@@ -469,6 +487,32 @@ pub(crate) fn test_launcher(root: &Path) -> &'static Launcher {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn only_commands_on_refs_commits_and_trees_skip_the_blanking() {
+        for safe in [
+            &["update-ref", "-m", "x", "refs/heads/a", "b"][..],
+            &["commit-tree", "t", "-p", "p"],
+            &["rev-list", "--count", "a..b"],
+            &["worktree", "prune"],
+            &["cat-file", "-p", "HEAD:a"],
+        ] {
+            assert!(runs_no_driver(safe), "{safe:?}");
+        }
+        for driven in [
+            &["merge-tree", "--write-tree", "a", "b"][..],
+            &["read-tree", "-m", "-u", "a", "b"],
+            &["add", "-A"],
+            &["diff", "a", "b"],
+            &["reset", "-q", "--hard"],
+            &["worktree", "add", "p"],
+            &["cat-file", "--filters", "HEAD:a"],
+            &["cat-file", "--textconv", "HEAD:a"],
+            &[],
+        ] {
+            assert!(!runs_no_driver(driven), "{driven:?}");
+        }
+    }
 
     #[test]
     fn every_driver_the_configuration_names_is_blanked() {

@@ -256,6 +256,113 @@ fn whole_run() {
     let _ = status;
 }
 
+/// 1,000 independent `docs` tasks, each writing its own file: outside git (the
+/// shared tree), and in a git repository where each works in its own worktree,
+/// committed, merged through the queue and landed. Prints each, with the git work's
+/// share per task from the session's records.
+fn docs_run(git: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    if git {
+        let g = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(["-c", "user.name=b", "-c", "user.email=b@example.invalid"])
+                .args(args)
+                .current_dir(root)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        g(&["init", "-q", "-b", "main"]);
+        std::fs::write(root.join("README.md"), "# docs\n").unwrap();
+        g(&["add", "-A"]);
+        g(&["commit", "-qm", "start"]);
+    }
+    project(root);
+    let n: usize = std::env::var("AIR_BENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let mut md = String::from("---\nconcurrency: 50\n---\n# Docs\n\n");
+    for i in 0..n {
+        let _ = writeln!(
+            md,
+            "## Task D{i}: page {i}\n\n- category: docs\n\nair-test-call: fs.write {{\"path\": \"docs/d{i}.md\", \"content\": \"page {i}\\n\"}}\n"
+        );
+    }
+    std::fs::write(root.join("docs.md"), md).unwrap();
+    let t = Instant::now();
+    let out = air(root)
+        .args(["run", "--plan", "docs.md", "--json"])
+        .output()
+        .unwrap();
+    let wall = t.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = air(root).args(["daemon", "stop"]).output();
+    let landed = String::from_utf8_lossy(&out.stdout).contains("\"landed\":true");
+    println!(
+        "air run, {n} independent docs tasks, concurrency 50, {}: wall {:.2} s, {:.2} ms per task{}",
+        if git {
+            "in a git repository (a worktree each, merged, landed)"
+        } else {
+            "outside git (the shared tree)"
+        },
+        wall.as_secs_f64(),
+        wall.as_secs_f64() * 1e3 / n as f64,
+        if git {
+            format!(", landed: {landed}")
+        } else {
+            String::new()
+        }
+    );
+    if git {
+        print_git_share(root);
+    }
+}
+
+/// From the newest session's records: how long, per task, the worktree's making
+/// (task.ready to workspace.created), the attempt's commit and the reviewer's start
+/// (executor's end to reviewer's start), and the merge (the reviewer's end to
+/// task.completed, which includes waiting in the queue) took.
+fn print_git_share(root: &Path) {
+    let paths = air_proto::layout::ProjectPaths::new(root);
+    let Some(session) = std::fs::read_dir(paths.sessions())
+        .ok()
+        .and_then(|d| d.flatten().map(|e| e.file_name()).max())
+    else {
+        return;
+    };
+    let db = paths.session_db(&session.to_string_lossy());
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let avg = |sql: &str| -> f64 {
+        conn.query_row(sql, [], |r| r.get::<_, Option<f64>>(0))
+            .unwrap()
+            .unwrap_or(0.0)
+    };
+    let ms = |a: &str, b: &str| {
+        format!(
+            "SELECT AVG((julianday(b.timestamp) - julianday(a.timestamp)) * 86400000.0) FROM events a JOIN events b ON coalesce(a.task_id, json_extract(a.payload_json, '$.result.task_id')) = coalesce(b.task_id, json_extract(b.payload_json, '$.task_id')) WHERE {a} AND {b}"
+        )
+    };
+    let make = avg(&ms("a.type = 'task.ready'", "b.type = 'workspace.created'"));
+    let review = avg(&ms(
+        "a.type = 'agent.completed' AND a.agent_id LIKE '%-executor-%'",
+        "b.type = 'task.reviewing'",
+    ));
+    let merge = avg(&ms(
+        "a.type = 'agent.completed' AND a.agent_id LIKE '%-reviewer-%'",
+        "b.type = 'task.completed'",
+    ));
+    println!(
+        "  per task, on average: worktree made {make:.1} ms after ready; reviewer started {review:.1} ms after the executor ended (its commit and diff); completed {merge:.1} ms after the review (the queue's wait and the merge)"
+    );
+}
+
 fn now_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -312,9 +419,16 @@ fn cold_start() {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "docs") {
+        docs_run(false);
+        docs_run(true);
+        return;
+    }
     decisions();
     let dir = tempfile::tempdir().unwrap();
     spawn_cost(dir.path());
     cold_start();
     whole_run();
+    docs_run(false);
+    docs_run(true);
 }

@@ -37,7 +37,64 @@ fn git(root: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
+/// What one of airsd's git runs costs on a small repository: `git rev-parse HEAD` by
+/// hand, through the launcher with the sandbox off, and under the sandbox, 50 of
+/// each, interleaved.
+fn call_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "a"]);
+    let airsd_exe = air_tests::bin("airsd");
+    let protections = airsd::sandbox::protections(&airsd_exe);
+    let engine = airsd::tools::permission::Engine::new(
+        &root,
+        None,
+        None,
+        air_proto::plan::PermissionMode::AcceptEdits,
+        &Default::default(),
+    )
+    .unwrap();
+    let path = std::env::var_os("PATH");
+    let sandboxed = Launcher::new(
+        &root,
+        path.as_deref(),
+        Some((airsd_exe.clone(), protections.clone())),
+        engine.views(&[], &[], &[]),
+    );
+    let plain = Launcher::new(&root, path.as_deref(), None, Default::default());
+    let (mut hand, mut off, mut on) = (Vec::new(), Vec::new(), Vec::new());
+    let read = airsd::launcher::Reads::Metadata;
+    for _ in 0..50 {
+        let t = Instant::now();
+        git(&root, &["rev-parse", "-q", "HEAD"]);
+        hand.push(ms(t.elapsed()));
+        let t = Instant::now();
+        plain
+            .git(&["rev-parse", "HEAD"], read, 4096, Duration::from_secs(30))
+            .unwrap();
+        off.push(ms(t.elapsed()));
+        let t = Instant::now();
+        sandboxed
+            .git(&["rev-parse", "HEAD"], read, 4096, Duration::from_secs(30))
+            .unwrap();
+        on.push(ms(t.elapsed()));
+    }
+    println!(
+        "one git run (rev-parse HEAD), median of 50: by hand {:.2} ms, airsd's launcher sandbox off {:.2} ms, under the sandbox {:.2} ms",
+        median(hand),
+        median(off),
+        median(on)
+    );
+}
+
 fn main() {
+    call_cost();
+    if std::env::args().any(|a| a == "calls") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);

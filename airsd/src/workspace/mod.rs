@@ -130,6 +130,39 @@ fn no_links(path: &Path) -> Result<(), String> {
 
 /// The repository's common git directory, as git at `main`'s root names it.
 fn common_dir(main: &Launcher) -> Result<PathBuf, String> {
+    // Known for this repository once its `.git` is as it was then.
+    type Known = std::collections::HashMap<PathBuf, ((u64, i64, i64), PathBuf)>;
+    static KNOWN: std::sync::Mutex<Option<Known>> = std::sync::Mutex::new(None);
+    let stamp = {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::symlink_metadata(main.root().join(".git"))
+            .map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
+            .ok()
+    };
+    let root = main.root().to_path_buf();
+    if let Some(stamp) = stamp {
+        let known = KNOWN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((s, dir)) = known.as_ref().and_then(|k| k.get(&root)) {
+            if *s == stamp && dir.is_dir() {
+                return Ok(dir.clone());
+            }
+        }
+    }
+    let found = read_common_dir(main)?;
+    if let Some(stamp) = stamp {
+        let mut known = KNOWN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known
+            .get_or_insert_with(Default::default)
+            .insert(root, (stamp, found.clone()));
+    }
+    Ok(found)
+}
+
+fn read_common_dir(main: &Launcher) -> Result<PathBuf, String> {
     let (common, _) = main.git(
         &["rev-parse", "--path-format=absolute", "--git-common-dir"],
         Reads::Metadata,
