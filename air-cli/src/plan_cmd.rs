@@ -63,6 +63,22 @@ pub fn load(path: &Path) -> Result<Compiled, Failure> {
     Ok(compiled)
 }
 
+/// Where the plan's tasks would work, said before it runs: each in its own git
+/// worktree in a git repository, else in the checkout itself, where tasks of one write
+/// area run one at a time.
+fn where_tasks_work(worktrees: Option<bool>, plan: &std::path::Path) -> &'static str {
+    let dir = std::fs::canonicalize(plan)
+        .ok()
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .or_else(|| std::env::current_dir().ok());
+    let in_git = dir.is_some_and(|d| d.ancestors().any(|a| a.join(".git").exists()));
+    match (worktrees, in_git) {
+        (Some(false), _) => "tasks work in the checkout itself (`worktrees: false`): tasks of one write area run one at a time",
+        (_, true) => "in this git repository (once it has a commit) each task works in its own worktree, merged behind its check and landed at the end (docs/worktrees.md)",
+        (_, false) => "not a git repository: tasks work in the checkout itself, and tasks of one write area run one at a time (docs/worktrees.md)",
+    }
+}
+
 pub fn run(command: PlanCommand) -> CmdResult {
     match command {
         PlanCommand::New(_) => Err(Failure::from("`air plan new` needs the daemon")),
@@ -89,6 +105,7 @@ pub fn run(command: PlanCommand) -> CmdResult {
             if let Some(title) = &g.title {
                 println!("{title}");
             }
+            println!("{}", where_tasks_work(g.settings.worktrees, &plan));
             println!();
             print!("{}", graph::text(g, &Outcomes::new()));
             Ok(())

@@ -85,3 +85,27 @@ fn plan_graph_draws_every_format() {
         assert!(text(&out.stdout).starts_with(marker), "{format}");
     }
 }
+
+/// `air plan check` says where the tasks would work: outside git, in the checkout
+/// itself (tasks of one write area one at a time); in a git repository, each in its
+/// own worktree.
+#[test]
+fn plan_check_says_where_the_tasks_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.md");
+    std::fs::write(&plan, "# P\n\n## Task A: a\n").unwrap();
+    let out = air(&["plan", "check", plan.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("not a git repository: tasks work in the checkout itself"),
+        "{}",
+        text(&out.stdout)
+    );
+    air_tests::git(dir.path(), &["init", "-q"]);
+    let out = air(&["plan", "check", plan.to_str().unwrap()]);
+    assert!(
+        text(&out.stdout).contains("each task works in its own worktree"),
+        "{}",
+        text(&out.stdout)
+    );
+}
