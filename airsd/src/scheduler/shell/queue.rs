@@ -22,6 +22,9 @@ pub(super) struct MergeEnd {
     /// The worktree as the merge left it (its base moves to what it merged with).
     ws: Workspace,
     outcome: std::result::Result<Gated, String>,
+    /// Once merged, the worktree's removal (beside the loop too; a stop before the
+    /// merge is recorded finds its branch merged, from a worktree made again).
+    removed: Option<std::result::Result<(), String>>,
 }
 
 enum Gated {
@@ -305,13 +308,29 @@ impl Shell {
             check_command: check.unwrap_or_default(),
         };
         let tx = self.merges.0.clone();
+        let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
         tokio::spawn(async move {
             let (ws, outcome) = job.run().await;
+            let removed = match &outcome {
+                Ok(Gated::Merged(_)) => {
+                    let w = ws.clone();
+                    Some(
+                        tokio::task::spawn_blocking(move || {
+                            workspace::remove(&main, &w, &worktrees)
+                        })
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r),
+                    )
+                }
+                _ => None,
+            };
             let _ = tx.send(MergeEnd {
                 task_id,
                 reason,
                 ws,
                 outcome,
+                removed,
             });
         });
         Ok(())
@@ -333,6 +352,7 @@ impl Shell {
             reason,
             ws,
             outcome,
+            removed,
         } = end;
         // The worktree's id; a task whose space went meanwhile (it was cancelled)
         // still has its end recorded.
@@ -381,13 +401,7 @@ impl Shell {
                     }))?);
                 }
                 self.spaces.by_task.remove(&task_id);
-                let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
-                let removed =
-                    tokio::task::spawn_blocking(move || workspace::remove(&main, &ws, &worktrees))
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| r);
-                match removed {
+                match removed.unwrap_or_else(|| Err("not removed".into())) {
                     Ok(()) => events.push(
                         self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
                             workspace_id: id,
