@@ -704,6 +704,11 @@ impl Projection {
                             agent.set_result(result);
                         }
                     }
+                    if let Some(result) = &pl.result {
+                        if let Some(t) = self.tasks.iter_mut().find(|t| t.id == result.task_id) {
+                            workspace_view::reviewed(&mut t.workspace, result);
+                        }
+                    }
                 }
             }
             ev::AgentPaused::TYPE | ev::AgentResumed::TYPE => {

@@ -20,6 +20,9 @@ wire_enum! {
     pub enum WorkspaceState {
         /// On its branch, in its worktree.
         Working = "working",
+        /// Reviewed and approved: in the merge queue (waiting its turn, or merging
+        /// behind its check).
+        Merging = "merging",
         /// Merged into the session's integration branch.
         Merged = "merged",
         /// Not merged: it changes the same lines as the integration branch; its
@@ -38,6 +41,8 @@ impl WorkspaceView {
     pub fn describe(&self, ended: bool) -> &'static str {
         match self.state {
             WorkspaceState::Merged => "merged",
+            WorkspaceState::Merging if ended => "not merged: branch kept",
+            WorkspaceState::Merging => "reviewed: in the merge queue",
             WorkspaceState::Conflict if ended => "not merged: conflict, branch kept",
             WorkspaceState::Conflict => "conflict: being resolved",
             WorkspaceState::CheckFailed if ended => "not merged: check failed, branch kept",
@@ -45,6 +50,25 @@ impl WorkspaceView {
             WorkspaceState::Removed => "nothing to merge",
             WorkspaceState::Working if ended => "not merged: branch kept",
             WorkspaceState::Working => "working",
+        }
+    }
+}
+
+/// A reviewer's approval of the task whose worktree `slot` is: its change joins the
+/// merge queue.
+pub fn reviewed(slot: &mut Option<WorkspaceView>, result: &crate::result::WorkerResult) {
+    let approved = result.agent_type == crate::event::AgentType::Reviewer
+        && result
+            .result
+            .get("decision")
+            .and_then(serde_json::Value::as_str)
+            == Some("approved");
+    if let Some(w) = slot.as_mut().filter(|_| approved) {
+        if matches!(
+            w.state,
+            WorkspaceState::Working | WorkspaceState::Conflict | WorkspaceState::CheckFailed
+        ) {
+            w.state = WorkspaceState::Merging;
         }
     }
 }

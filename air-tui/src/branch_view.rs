@@ -74,6 +74,10 @@ mod tests {
             Some("branch air/abcd1234/T1 · not merged: branch kept")
         );
         assert_eq!(
+            shown(TaskStatus::Reviewing, Some(WorkspaceState::Merging)).as_deref(),
+            Some("branch air/abcd1234/T1 · reviewed: in the merge queue")
+        );
+        assert_eq!(
             shown(TaskStatus::Debugging, Some(WorkspaceState::Conflict)).as_deref(),
             Some("branch air/abcd1234/T1 · conflict: being resolved")
         );
