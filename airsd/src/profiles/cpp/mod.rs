@@ -184,6 +184,8 @@ impl Profile for Cpp {
                 },
             ),
             executable("make", &["cpp.build"], Degraded, Packages::same("make")),
+            // One compiler cache for every task's worktree.
+            executable("ccache", &["cpp.build"], Optional, Packages::same("ccache")),
             executable(
                 "g++",
                 &["cpp.build"],

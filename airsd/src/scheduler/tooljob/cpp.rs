@@ -290,6 +290,22 @@ impl ToolJob {
             repaired.push(format!("{build} did not exist: made by configuring"));
         }
         let mut generator = cached.filter(|_| !configure);
+        // Compiled through ccache where it is installed, one cache for every worktree:
+        // paths under the project's root are hashed as relative to it (its base
+        // directory), and the directory compiled in is not hashed, so a task's
+        // worktree reuses what another's built.
+        let launcher = root
+            .to_str()
+            .filter(|r| on_path("ccache") && !r.contains(';'))
+            .map(|r| {
+                let l = format!("env;CCACHE_BASEDIR={r};CCACHE_NOHASHDIR=true;ccache");
+                format!(
+                    " {} {}",
+                    air_proto::chain::quoted(&format!("-DCMAKE_C_COMPILER_LAUNCHER={l}")),
+                    air_proto::chain::quoted(&format!("-DCMAKE_CXX_COMPILER_LAUNCHER={l}"))
+                )
+            })
+            .unwrap_or_default();
         if configure {
             let mut tried = Vec::new();
             let mut done = false;
@@ -298,7 +314,7 @@ impl ToolJob {
                 .flatten()
             {
                 let command = format!(
-                    "cmake -S {} -B {} -G {} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                    "cmake -S {} -B {} -G {} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON{launcher}",
                     air_proto::chain::quoted(&source),
                     air_proto::chain::quoted(&build),
                     air_proto::chain::quoted(g)
