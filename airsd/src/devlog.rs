@@ -74,6 +74,18 @@ fn recipient() -> Result<age::x25519::Recipient, String> {
         .map_err(|e| format!("the developer log's key `{}`: {e}", text.trim()))
 }
 
+/// The log this process opened, for [`flush_open`].
+static OPEN: std::sync::OnceLock<DeveloperLog> = std::sync::OnceLock::new();
+
+/// Writes what the open developer log has gathered, if one is open: called before
+/// the daemon's lock is released, so that a client that waits for the lock finds the
+/// log on disk.
+pub fn flush_open() {
+    if let Some(log) = OPEN.get() {
+        log.flush_now();
+    }
+}
+
 impl DeveloperLog {
     /// The log under `<air_home>/logs/`, and the guard that writes the rest at the end;
     /// `None` when turned off (`AIR_DEVELOPER_LOG=off`).
@@ -87,6 +99,7 @@ impl DeveloperLog {
         let log = DeveloperLog::to(dir, recipient);
         prune(&log.dir, SystemTime::now());
         log.start_writer()?;
+        let _ = OPEN.set(log.clone());
         Ok(Some((log.clone(), FlushGuard(log))))
     }
 

@@ -265,8 +265,10 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let _ = scan_task.await;
     // Stopped as it should: the next start finds no mark.
     let _ = std::fs::remove_file(paths.state().join(RUNNING_MARK));
-    drop(lock);
     tracing::info!("airsd stopped");
+    // What the developer log gathered is on disk before anyone sees the lock free.
+    crate::devlog::flush_open();
+    drop(lock);
     Ok(reason)
 }
 

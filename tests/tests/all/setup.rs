@@ -109,7 +109,7 @@ fn doctor_lists_what_is_missing_and_fix_runs_only_what_the_user_allows() {
     let said = text(&out.stderr);
     assert!(
         said.contains(
-            "first use of this project here; missing: ninja (optional), cppcheck (required)"
+            "first use of this project here; missing: ninja (optional), ccache (optional), cppcheck (required)"
         ),
         "{said}"
     );
@@ -147,9 +147,10 @@ fn doctor_lists_what_is_missing_and_fix_runs_only_what_the_user_allows() {
     assert_eq!(ninja["present"], false);
     assert_eq!(m.asked(), "", "the doctor alone installs nothing");
 
-    // --fix asks for each: no to ninja, yes to cppcheck; only that one is run, and
-    // the report after it finds cppcheck. Ninja is optional: the fix succeeds.
-    let out = m.air(&["doctor", "--fix"], "n\ny\n");
+    // --fix asks for each: no to ninja and ccache, yes to cppcheck; only that one is
+    // run, and the report after it finds cppcheck. Ninja and ccache are optional: the
+    // fix succeeds.
+    let out = m.air(&["doctor", "--fix"], "n\nn\ny\n");
     let said = text(&out.stdout);
     assert!(out.status.success(), "{said}{}", text(&out.stderr));
     assert!(
@@ -166,7 +167,10 @@ fn doctor_lists_what_is_missing_and_fix_runs_only_what_the_user_allows() {
     let said = text(&out.stdout);
     assert!(out.status.success(), "{said}{}", text(&out.stderr));
     assert!(!said.contains("run it?"), "{said}");
-    assert_eq!(m.asked(), "install -y cppcheck\ninstall -y ninja-build\n");
+    assert_eq!(
+        m.asked(),
+        "install -y cppcheck\ninstall -y ninja-build\ninstall -y ccache\n"
+    );
     let out = m.air(&["setup"], "");
     assert!(text(&out.stdout).contains("nothing to install"));
 }
