@@ -188,20 +188,7 @@ pub fn prune(
             worktrees,
             "air: work left in the task's worktree, kept on its branch when the worktree was pruned",
         )
-        .and_then(|_| {
-            let places = common_writable(main, worktrees)?;
-            main.git_write(
-                &[
-                    "worktree",
-                    "remove",
-                    "--force",
-                    &ws.path.display().to_string(),
-                ],
-                &places,
-                64 * 1024,
-                STEP,
-            )
-        });
+        .and_then(|_| super::remove(main, &ws, worktrees));
         match kept {
             Ok(_) => {
                 entry.why = format!("{why}; its work is on {}", ws.branch);

@@ -3,6 +3,15 @@
 use super::*;
 
 impl Core {
+    /// The task a decision's fact answers (it is no longer out, nor merging), unless it
+    /// has ended.
+    fn answered(&mut self, task_id: &str) -> Option<&mut TaskState> {
+        let t = self.task_mut(task_id)?;
+        t.in_flight = false;
+        t.merging = false;
+        (!is_terminal(t.status)).then_some(t)
+    }
+
     /// Folds one recorded fact into the state.
     pub fn apply(&mut self, fact: &Fact, now_ms: u64) {
         // Heartbeats say an agent lives, not that the work moves (seed 001 §4.3); the
@@ -190,14 +199,9 @@ impl Core {
                 }
             }
             Fact::MergeFailed { task_id, reason } => {
-                let Some(t) = self.task_mut(task_id) else {
+                let Some(t) = self.answered(task_id) else {
                     return;
                 };
-                t.in_flight = false;
-                t.merging = false;
-                if is_terminal(t.status) {
-                    return;
-                }
                 // The debugger analyses it and the next attempt resolves it in the
                 // task's worktree (which holds the merge); the debugger's end spends
                 // the retry.
@@ -221,14 +225,9 @@ impl Core {
                 status,
                 reason,
             } => {
-                let Some(t) = self.task_mut(task_id) else {
+                let Some(t) = self.answered(task_id) else {
                     return;
                 };
-                t.in_flight = false;
-                t.merging = false;
-                if is_terminal(t.status) {
-                    return;
-                }
                 t.status = *status;
                 t.next = Next::Nothing;
                 t.notes.clear();
