@@ -15,7 +15,7 @@ use air_proto::event::{AgentType, EventSource, RuntimeEvent};
 use air_proto::events::{self as ev, Event};
 use air_proto::ipc::{AgentStart, ControlMessage, IpcBody, IpcMessage};
 use air_proto::layout::ProjectPaths;
-use air_proto::payload::{self as p, AgentFailure, RunCompleted, RunStarted};
+use air_proto::payload::{self as p, AgentFailure, RunStarted};
 use air_proto::projection::TaskStatus;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -611,9 +611,11 @@ impl Shell {
             Decision::RunComplete(mut outcome) => {
                 outcome.landing = self.land().await;
                 let e = self.event(&outcome)?;
+                // The report first, from the session with its end applied: a client
+                // that sees the run end finds it written.
+                self.write_report(&e);
                 self.record(vec![e]).await?;
                 self.expire_requests(None).await;
-                self.write_report(&outcome);
                 // What the session taught is mined after it ended: no one waits.
                 self.learn_from(mine::Trigger::SessionEnd).await;
                 Ok(())

@@ -251,13 +251,14 @@ impl Shell {
         }
     }
 
-    /// Writes `reports/run-report.json` in the session's artifacts.
-    pub(super) fn write_report(&self, outcome: &RunCompleted) {
-        let snapshot = self.ctx.session.snapshot();
+    /// Writes `reports/run-report.json` in the session's artifacts: the session as
+    /// it is, with `end` (its `run.completed`, about to be recorded) applied.
+    pub(super) fn write_report(&self, end: &RuntimeEvent) {
+        let mut snapshot = self.ctx.session.snapshot();
+        snapshot.apply(snapshot.seq + 1, end, true);
         let Some(report) = air_proto::report::RunReport::from_projection(&snapshot) else {
             return;
         };
-        let _ = outcome;
         let path = self
             .ctx
             .paths
