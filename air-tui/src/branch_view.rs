@@ -26,6 +26,24 @@ pub fn line(t: &air_proto::projection::TaskView, theme: &Theme) -> Option<Line<'
     ]))
 }
 
+/// What the task list says in place of a task's status while its change is in the
+/// merge queue or was refused there: `merging`, `conflict`, `chk fail`.
+pub fn queue_state(
+    t: &air_proto::projection::TaskView,
+    theme: &Theme,
+) -> Option<(&'static str, ratatui::style::Color)> {
+    use air_proto::workspace_view::WorkspaceState;
+    if t.status.is_terminal() {
+        return None;
+    }
+    match t.workspace.as_ref()?.state {
+        WorkspaceState::Merging => Some(("merging", theme.accent)),
+        WorkspaceState::Conflict => Some(("conflict", theme.warning)),
+        WorkspaceState::CheckFailed => Some(("chk fail", theme.warning)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +74,49 @@ mod tests {
             }),
         };
         line(&t, &Theme::dark(crate::theme::Palette::TrueColor)).map(|l| l.to_string())
+    }
+
+    #[test]
+    fn the_task_list_says_where_a_change_is_in_the_queue() {
+        let theme = Theme::dark(crate::theme::Palette::TrueColor);
+        let task = |status, state| TaskView {
+            id: "T1".into(),
+            title: "t".into(),
+            task_type: "execute".into(),
+            category: None,
+            phase: None,
+            write_area: None,
+            status,
+            attempts: 1,
+            agent_id: None,
+            reason: None,
+            created_at: "2026-11-30T00:00:00Z".into(),
+            updated_at: "2026-11-30T00:00:00Z".into(),
+            progress: None,
+            evidence: Vec::new(),
+            todos: Vec::new(),
+            workspace: Some(WorkspaceView {
+                id: "w".into(),
+                branch: "air/abcd1234/T1".into(),
+                state,
+            }),
+        };
+        let said = |status, state| queue_state(&task(status, state), &theme).map(|(w, _)| w);
+        assert_eq!(
+            said(TaskStatus::Reviewing, WorkspaceState::Merging),
+            Some("merging")
+        );
+        assert_eq!(
+            said(TaskStatus::Debugging, WorkspaceState::Conflict),
+            Some("conflict")
+        );
+        assert_eq!(
+            said(TaskStatus::Running, WorkspaceState::CheckFailed),
+            Some("chk fail")
+        );
+        // An ended task says its status; a working one too.
+        assert_eq!(said(TaskStatus::Blocked, WorkspaceState::Conflict), None);
+        assert_eq!(said(TaskStatus::Running, WorkspaceState::Working), None);
     }
 
     #[test]

@@ -424,6 +424,8 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         let paused = app.task_agent_paused(t) == Some(true);
         let (mark, state, color) = if paused {
             ('‖', "paused", theme.warning)
+        } else if let Some((word, color)) = crate::branch_view::queue_state(t, theme) {
+            (icon(t.status, app.frame), word, color)
         } else {
             (
                 icon(t.status, app.frame),
