@@ -23,11 +23,14 @@ pub enum Prepared {
     Already,
     /// The integration branch can move from `old` to `commit`, the task's branch head.
     /// `check`: `commit` is a merge airsd made that no agent's attempt has tested, so
-    /// the task's check runs on it first.
+    /// the task's check runs on it first. `tree`: for a task with no check, the tree
+    /// of the merge with `old` (made beside any checkout, not committed on its branch),
+    /// which lands instead of `commit`'s.
     Ready {
         old: String,
         commit: String,
         check: bool,
+        tree: Option<String>,
     },
     /// The branch and the integration branch change the same lines of `files`. The
     /// merge, markers and all, is now the task branch's head and checked out in its
@@ -89,6 +92,7 @@ pub fn prepare(
     worktrees: &Path,
     ws: &mut Workspace,
     integration: &str,
+    checked: bool,
 ) -> Result<Prepared, String> {
     let full = format!("refs/heads/{integration}");
     let old = commit_of(main, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
@@ -115,10 +119,21 @@ pub fn prepare(
             old,
             commit: tip,
             check,
+            tree: None,
         });
     }
     let places = common_writable(main, worktrees)?;
     let (tree, conflicts) = merge_tree(main, &places, &old, &tip)?;
+    // No check to run on the merge: nothing of it is needed in the worktree, and the
+    // merge's tree lands as it is (a conflict still goes to the task's branch).
+    if conflicts.is_empty() && !checked {
+        return Ok(Prepared::Ready {
+            old,
+            commit: tip,
+            check: false,
+            tree: Some(tree),
+        });
+    }
     let message = if conflicts.is_empty() {
         format!("air: bring {integration} into {}", ws.branch)
     } else {
@@ -158,6 +173,7 @@ pub fn prepare(
             old,
             commit,
             check: true,
+            tree: None,
         });
     }
     let hunks = hunks(&ws.path, &conflicts);
@@ -168,27 +184,35 @@ pub fn prepare(
 }
 
 /// Moves the integration branch from `old` (only from there) to one merge commit of
-/// it and `commit` (a task's head that has `old` in it), of `commit`'s tree: each
-/// task one merge on the integration branch's first-parent line, its checkpoint.
-/// The new head, and the files that changed.
+/// it and `commit` (a task's head), of `tree` (the merge's, from [`prepare`]) or
+/// else `commit`'s own (which has `old` in it): each task one merge on the
+/// integration branch's first-parent line, its checkpoint. The new head, and the
+/// files that changed.
 pub fn advance(
     main: &Launcher,
     worktrees: &Path,
     integration: &str,
-    old: &str,
-    commit: &str,
+    (old, commit, tree): (&str, &str, Option<&str>),
     message: &str,
 ) -> Result<(String, Vec<String>), String> {
     let places = common_writable(main, worktrees)?;
     let full = format!("refs/heads/{integration}");
-    let tree = format!("{commit}^{{tree}}");
-    let (tree, _) = main.git(
-        &["rev-parse", "--verify", "--end-of-options", &tree],
-        Reads::Metadata,
-        4096,
-        STEP,
-    )?;
-    let merge = commit_of_both(main, &places, tree.trim(), old, commit, message)?;
+    let tree = match tree {
+        Some(t) => t.to_string(),
+        None => {
+            let spec = format!("{commit}^{{tree}}");
+            main.git(
+                &["rev-parse", "--verify", "--end-of-options", &spec],
+                Reads::Metadata,
+                4096,
+                STEP,
+            )?
+            .0
+            .trim()
+            .to_string()
+        }
+    };
+    let merge = commit_of_both(main, &places, &tree, old, commit, message)?;
     main.git_write(
         &["update-ref", "-m", message, &full, &merge, old],
         &places,
@@ -294,15 +318,23 @@ mod tests {
             commit_attempt(&main, ws, &worktrees, "attempt").unwrap();
         }
         // A first: its own tree from the base, no check needed.
-        let Prepared::Ready { old, commit, check } =
-            prepare(&main, &worktrees, &mut a, &integ).unwrap()
+        let Prepared::Ready {
+            old, commit, check, ..
+        } = prepare(&main, &worktrees, &mut a, &integ, true).unwrap()
         else {
             panic!("A merges")
         };
         assert!(!check);
-        advance(&main, &worktrees, &integ, &old, &commit, "air: merge A a").unwrap();
+        advance(
+            &main,
+            &worktrees,
+            &integ,
+            (&old, &commit, None),
+            "air: merge A a",
+        )
+        .unwrap();
         // B conflicts: the markers are committed on its branch, in its worktree.
-        let p = prepare(&main, &worktrees, &mut b, &integ).unwrap();
+        let p = prepare(&main, &worktrees, &mut b, &integ, true).unwrap();
         let Prepared::Conflict { files, hunks } = p else {
             panic!("{p:?}")
         };
@@ -312,7 +344,7 @@ mod tests {
             "{hunks}"
         );
         // Nothing resolved: refused again, never Ready.
-        let p = prepare(&main, &worktrees, &mut b, &integ).unwrap();
+        let p = prepare(&main, &worktrees, &mut b, &integ, true).unwrap();
         assert_eq!(
             p,
             Prepared::Markers {
@@ -322,11 +354,62 @@ mod tests {
         // Resolved: ready, and checked on the merged tree.
         std::fs::write(b.path.join("notes.txt"), "a\nb\n").unwrap();
         commit_attempt(&main, &b, &worktrees, "resolved").unwrap();
-        let p = prepare(&main, &worktrees, &mut b, &integ).unwrap();
+        let p = prepare(&main, &worktrees, &mut b, &integ, true).unwrap();
         let Prepared::Ready { check, .. } = p else {
             panic!("{p:?}")
         };
         assert!(check);
+    }
+
+    /// A task with no check to run lands the merge's tree as it is: nothing of the
+    /// merge is committed on its branch or checked out in its worktree.
+    #[test]
+    fn with_no_check_the_merge_lands_beside_the_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        git(&root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "one"]);
+        let main = Launcher::plain(&root);
+        let worktrees = root.join(".air/local/workspaces");
+        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        let mut x = create(&main, &worktrees, "s1", "X", &integ).unwrap();
+        let mut y = create(&main, &worktrees, "s1", "Y", &integ).unwrap();
+        std::fs::write(x.path.join("x.txt"), "x\n").unwrap();
+        commit_attempt(&main, &x, &worktrees, "x").unwrap();
+        std::fs::write(y.path.join("y.txt"), "y\n").unwrap();
+        let tip = commit_attempt(&main, &y, &worktrees, "y").unwrap().unwrap();
+        for ws in [&mut x, &mut y] {
+            let Prepared::Ready {
+                old,
+                commit,
+                check,
+                tree,
+            } = prepare(&main, &worktrees, ws, &integ, false).unwrap()
+            else {
+                panic!("merges")
+            };
+            assert!(!check);
+            advance(
+                &main,
+                &worktrees,
+                &integ,
+                (&old, &commit, tree.as_deref()),
+                "air: merge",
+            )
+            .unwrap();
+        }
+        // Y's branch and worktree are as its attempt left them; the integration
+        // branch has both.
+        assert_eq!(
+            super::super::merge::branch_head(&main, &y.branch).unwrap(),
+            Some(tip)
+        );
+        assert!(!y.path.join("x.txt").exists());
+        let files = between(&main, "main", &format!("refs/heads/{integ}")).unwrap();
+        assert_eq!(files, ["x.txt", "y.txt"]);
     }
 
     #[test]

@@ -75,8 +75,9 @@ impl Job {
                 self.ws.clone(),
                 self.integration.clone(),
             );
+            let checked = self.check.is_some();
             tokio::task::spawn_blocking(move || {
-                let p = workspace::prepare(&main, &worktrees, &mut ws, &integration);
+                let p = workspace::prepare(&main, &worktrees, &mut ws, &integration, checked);
                 (ws, p)
             })
             .await
@@ -89,9 +90,12 @@ impl Job {
             Err(e) => Err(e.to_string()),
         };
         let outcome = match prepared {
-            Ok(Prepared::Ready { old, commit, check }) => {
-                return self.gate(old, commit, check).await
-            }
+            Ok(Prepared::Ready {
+                old,
+                commit,
+                check,
+                tree,
+            }) => return self.gate(old, commit, check, tree).await,
             Err(e) => Err(e),
             Ok(Prepared::Nothing) => Ok(Gated::Merged(None)),
             Ok(Prepared::Already) => Ok(Gated::Merged(Some(format!(
@@ -128,6 +132,7 @@ impl Job {
         old: String,
         commit: String,
         check: bool,
+        tree: Option<String>,
     ) -> std::result::Result<Option<Gated>, String> {
         if let (true, Some(job)) = (check, self.check.clone()) {
             let (caller, answer) = crate::scheduler::tooljob::Caller::airsd();
@@ -187,7 +192,8 @@ impl Job {
         );
         let (o, c) = (old.clone(), commit.clone());
         let advanced = tokio::task::spawn_blocking(move || {
-            workspace::advance(&main, &worktrees, &integration, &o, &c, &message).map_err(|e| {
+            let moved = (o.as_str(), c.as_str(), tree.as_deref());
+            workspace::advance(&main, &worktrees, &integration, moved, &message).map_err(|e| {
                 // Moved meanwhile: merged again; otherwise the failure is the merge's.
                 match workspace::branch_head(&main, &integration) {
                     Ok(Some(now)) if now != o => None,
