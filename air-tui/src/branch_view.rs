@@ -50,8 +50,9 @@ mod tests {
     use air_proto::projection::{TaskStatus, TaskView};
     use air_proto::workspace_view::{WorkspaceState, WorkspaceView};
 
-    fn shown(status: TaskStatus, state: Option<WorkspaceState>) -> Option<String> {
-        let t = TaskView {
+    /// A task of `status` whose worktree is in `state`, if any.
+    fn task(status: TaskStatus, state: Option<WorkspaceState>) -> TaskView {
+        TaskView {
             id: "T1".into(),
             title: "t".into(),
             task_type: "execute".into(),
@@ -72,36 +73,21 @@ mod tests {
                 branch: "air/abcd1234/T1".into(),
                 state,
             }),
-        };
-        line(&t, &Theme::dark(crate::theme::Palette::TrueColor)).map(|l| l.to_string())
+        }
+    }
+
+    fn shown(status: TaskStatus, state: Option<WorkspaceState>) -> Option<String> {
+        line(
+            &task(status, state),
+            &Theme::dark(crate::theme::Palette::TrueColor),
+        )
+        .map(|l| l.to_string())
     }
 
     #[test]
     fn the_task_list_says_where_a_change_is_in_the_queue() {
         let theme = Theme::dark(crate::theme::Palette::TrueColor);
-        let task = |status, state| TaskView {
-            id: "T1".into(),
-            title: "t".into(),
-            task_type: "execute".into(),
-            category: None,
-            phase: None,
-            write_area: None,
-            status,
-            attempts: 1,
-            agent_id: None,
-            reason: None,
-            created_at: "2026-11-30T00:00:00Z".into(),
-            updated_at: "2026-11-30T00:00:00Z".into(),
-            progress: None,
-            evidence: Vec::new(),
-            todos: Vec::new(),
-            workspace: Some(WorkspaceView {
-                id: "w".into(),
-                branch: "air/abcd1234/T1".into(),
-                state,
-            }),
-        };
-        let said = |status, state| queue_state(&task(status, state), &theme).map(|(w, _)| w);
+        let said = |status, state| queue_state(&task(status, Some(state)), &theme).map(|(w, _)| w);
         assert_eq!(
             said(TaskStatus::Reviewing, WorkspaceState::Merging),
             Some("merging")

@@ -296,21 +296,29 @@ mod tests {
         assert!(out.status.success(), "git {args:?}: {out:?}");
     }
 
-    /// A conflict's markers never reach the integration branch: committed on the
-    /// task's branch, they refuse its merge until they are gone, and what resolves them
-    /// is checked on the merged tree.
-    #[test]
-    fn a_conflict_is_merged_only_once_resolved_and_checked() {
+    /// A committed repository of one file, `name` (holding `n`), with session `s1`'s
+    /// integration branch: its directory, airsd's git for it, the worktrees' place and
+    /// the branch.
+    fn repository(name: &str) -> (tempfile::TempDir, Launcher, std::path::PathBuf, String) {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         git(&root, &["init", "-q", "-b", "main"]);
         std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
-        std::fs::write(root.join("notes.txt"), "n\n").unwrap();
+        std::fs::write(root.join(name), "n\n").unwrap();
         git(&root, &["add", "-A"]);
         git(&root, &["commit", "-qm", "one"]);
         let main = Launcher::plain(&root);
         let worktrees = root.join(".air/local/workspaces");
         let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        (dir, main, worktrees, integ)
+    }
+
+    /// A conflict's markers never reach the integration branch: committed on the
+    /// task's branch, they refuse its merge until they are gone, and what resolves them
+    /// is checked on the merged tree.
+    #[test]
+    fn a_conflict_is_merged_only_once_resolved_and_checked() {
+        let (_dir, main, worktrees, integ) = repository("notes.txt");
         let mut a = create(&main, &worktrees, "s1", "A", &integ).unwrap();
         let mut b = create(&main, &worktrees, "s1", "B", &integ).unwrap();
         for (ws, text) in [(&a, "a\n"), (&b, "b\n")] {
@@ -365,16 +373,7 @@ mod tests {
     /// merge is committed on its branch or checked out in its worktree.
     #[test]
     fn with_no_check_the_merge_lands_beside_the_worktree() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        git(&root, &["init", "-q", "-b", "main"]);
-        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
-        std::fs::write(root.join("a.txt"), "a\n").unwrap();
-        git(&root, &["add", "-A"]);
-        git(&root, &["commit", "-qm", "one"]);
-        let main = Launcher::plain(&root);
-        let worktrees = root.join(".air/local/workspaces");
-        let integ = integration(&main, &worktrees, "s1").unwrap().unwrap();
+        let (_dir, main, worktrees, integ) = repository("a.txt");
         let mut x = create(&main, &worktrees, "s1", "X", &integ).unwrap();
         let mut y = create(&main, &worktrees, "s1", "Y", &integ).unwrap();
         std::fs::write(x.path.join("x.txt"), "x\n").unwrap();
