@@ -80,7 +80,6 @@ const HOME_CACHES: &[&str] = &[
     ".vcpkg",
     ".nuget/packages",
     ".local/share/NuGet",
-    ".dotnet",
     ".local/state",
 ];
 
@@ -150,10 +149,7 @@ const TOOL_CACHES: &[(&[&str], &[&str])] = &[
     (&["cargo"], &[".cargo/registry", ".cargo/git"]),
     (&["go"], &["go/pkg/mod"]),
     (&["conan"], &[".conan2"]),
-    (
-        &["dotnet"],
-        &[".nuget/packages", ".dotnet", ".local/share/NuGet"],
-    ),
+    (&["dotnet"], &[".nuget/packages", ".local/share/NuGet"]),
     (&["uv", "uvx"], &[".cache/uv"]),
     (&["ccache"], &[".ccache"]),
 ];
