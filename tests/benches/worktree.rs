@@ -37,6 +37,33 @@ fn git(root: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
+/// airsd's git for the repository at `root` under the sandbox (none where this
+/// machine has none) and with it off, both with the git of PATH, as the daemon finds
+/// it (and as `git` by hand is).
+fn launchers(root: &Path) -> (Option<Launcher>, Launcher) {
+    let airsd_exe = air_tests::bin("airsd");
+    let protections = airsd::sandbox::protections(&airsd_exe);
+    let engine = airsd::tools::permission::Engine::new(
+        root,
+        None,
+        None,
+        air_proto::plan::PermissionMode::AcceptEdits,
+        &Default::default(),
+    )
+    .unwrap();
+    let path = std::env::var_os("PATH");
+    let sandboxed = (protections.landlock || protections.isolation.is_ok()).then(|| {
+        Launcher::new(
+            root,
+            path.as_deref(),
+            Some((airsd_exe.clone(), protections.clone())),
+            engine.views(&[], &[], &[]),
+        )
+    });
+    let plain = Launcher::new(root, path.as_deref(), None, Default::default());
+    (sandboxed, plain)
+}
+
 /// What one of airsd's git runs costs on a small repository: `git rev-parse HEAD` by
 /// hand, through the launcher with the sandbox off, and under the sandbox, 50 of
 /// each, interleaved.
@@ -47,24 +74,9 @@ fn call_cost() {
     std::fs::write(root.join("a.txt"), "a\n").unwrap();
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-qm", "a"]);
-    let airsd_exe = air_tests::bin("airsd");
-    let protections = airsd::sandbox::protections(&airsd_exe);
-    let engine = airsd::tools::permission::Engine::new(
-        &root,
-        None,
-        None,
-        air_proto::plan::PermissionMode::AcceptEdits,
-        &Default::default(),
-    )
-    .unwrap();
-    let path = std::env::var_os("PATH");
-    let sandboxed = Launcher::new(
-        &root,
-        path.as_deref(),
-        Some((airsd_exe.clone(), protections.clone())),
-        engine.views(&[], &[], &[]),
-    );
-    let plain = Launcher::new(&root, path.as_deref(), None, Default::default());
+    let (sandboxed, plain) = launchers(&root);
+    // Without a sandbox here, the launcher as the daemon would run it: unconfined.
+    let sandboxed = sandboxed.unwrap_or_else(|| plain.clone());
     let (mut hand, mut off, mut on) = (Vec::new(), Vec::new(), Vec::new());
     let read = airsd::launcher::Reads::Metadata;
     for _ in 0..50 {
@@ -115,27 +127,7 @@ fn main() {
     println!("a repository of {} files", DIRS * FILES + 1);
     let worktrees = air_proto::layout::ProjectPaths::new(&root).workspaces();
 
-    let airsd_exe = air_tests::bin("airsd");
-    let protections = airsd::sandbox::protections(&airsd_exe);
-    let engine = airsd::tools::permission::Engine::new(
-        &root,
-        None,
-        None,
-        air_proto::plan::PermissionMode::AcceptEdits,
-        &Default::default(),
-    )
-    .unwrap();
-    // The git of PATH, as the daemon finds it (and as `git` by hand is).
-    let path = std::env::var_os("PATH");
-    let sandboxed = (protections.landlock || protections.isolation.is_ok()).then(|| {
-        Launcher::new(
-            &root,
-            path.as_deref(),
-            Some((airsd_exe.clone(), protections.clone())),
-            engine.views(&[], &[], &[]),
-        )
-    });
-    let plain = Launcher::new(&root, path.as_deref(), None, Default::default());
+    let (sandboxed, plain) = launchers(&root);
     // Interleaved, round by round, so that what the file system does with the trees
     // removed before falls on all three alike.
     let (mut by_hand, mut off, mut on) = (Vec::new(), Vec::new(), Vec::new());
@@ -187,7 +179,7 @@ fn main() {
         ("airsd, under the sandbox", on),
     ] {
         if times.is_empty() {
-            println!("{label}: no sandbox here ({protections:?})");
+            println!("{label}: no sandbox here");
             continue;
         }
         let m = median(times);
