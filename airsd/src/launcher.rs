@@ -314,6 +314,69 @@ impl Launcher {
     /// repository's own configuration defines (the system and global ones are not
     /// read), so that what the attributes name runs nothing.
     fn blank_drivers(&self, git: &Path) -> Result<Vec<(String, String)>, String> {
+        // Known from an earlier run while none of the files git reads its
+        // configuration from has changed (a change moves its change time, which no
+        // program can set back).
+        type Known = std::collections::HashMap<(PathBuf, Option<PathBuf>, PathBuf), Blanked>;
+        type Blanked = (Vec<Option<Stamp>>, Vec<(String, String)>);
+        static KNOWN: std::sync::Mutex<Option<Known>> = std::sync::Mutex::new(None);
+        let key = (self.root.clone(), self.git_dir.clone(), git.to_path_buf());
+        let stamps = self.config_stamps();
+        if let Some(stamps) = &stamps {
+            let known = KNOWN
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((s, blanks)) = known.as_ref().and_then(|k| k.get(&key)) {
+                if s == stamps {
+                    return Ok(blanks.clone());
+                }
+            }
+        }
+        let (blanked, includes) = self.read_drivers(git)?;
+        // A configuration that includes other files is read each time: what those
+        // hold is not stamped.
+        if let (Some(stamps), false) = (stamps, includes) {
+            let mut known = KNOWN
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let known = known.get_or_insert_with(Default::default);
+            if known.len() >= 1024 {
+                known.clear();
+            }
+            known.insert(key, (stamps, blanked.clone()));
+        }
+        Ok(blanked)
+    }
+
+    /// The stamps of the files git reads this repository's configuration from (its
+    /// `config`, the worktree's `config.worktree`); `None` when they cannot be named
+    /// for certain (the project is not at the top of its repository, or its `.git`
+    /// is a file), and the configuration is then read each time.
+    fn config_stamps(&self) -> Option<Vec<Option<Stamp>>> {
+        let files = match &self.git_dir {
+            Some(g) => {
+                let common = crate::opened::read_small(&g.join("commondir"), g, 4096)?;
+                let common = g.join(common.trim());
+                vec![g.join("config.worktree"), common.join("config")]
+            }
+            None => {
+                let dot = self.root.join(".git");
+                if !std::fs::symlink_metadata(&dot).ok()?.is_dir() {
+                    return None;
+                }
+                vec![dot.join("config"), dot.join("config.worktree")]
+            }
+        };
+        // A link's target could change under an unchanged link.
+        let linked = files
+            .iter()
+            .any(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.file_type().is_symlink()));
+        (!linked).then(|| files.iter().map(|f| stamp(f)).collect())
+    }
+
+    /// The blanks for the repository's drivers, and whether its configuration
+    /// includes other files.
+    fn read_drivers(&self, git: &Path) -> Result<(Vec<(String, String)>, bool), String> {
         let mut cmd = air_proto::program::git_command(git);
         cmd.args(self.repo_args())
             .args(["config", "--list", "--name-only", "-z"])
@@ -327,8 +390,32 @@ impl Launcher {
         if out.cut {
             return Err("the repository's configuration is too large to read".to_string());
         }
-        Ok(blanks(&String::from_utf8_lossy(&out.stdout)))
+        let names = String::from_utf8_lossy(&out.stdout);
+        let includes = names.split('\0').any(|n| {
+            let n = n.trim().to_ascii_lowercase();
+            n.starts_with("include.") || n.starts_with("includeif.")
+        });
+        Ok((blanks(&names), includes))
     }
+}
+
+/// What tells a file changed: its device, inode, size, and modification and change
+/// times to the nanosecond.
+type Stamp = (u64, u64, u64, i64, i64, i64, i64);
+
+/// The stamp of the file at `path` (not followed if a link), if it is there.
+fn stamp(path: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ))
 }
 
 /// Whether git run with `args` reads or writes no file's content through a driver of
@@ -623,6 +710,62 @@ mod tests {
             !root.join("fetched").exists(),
             "a lazy fetch ran the remote's transport"
         );
+    }
+
+    /// The blanks are remembered between runs only while the configuration is
+    /// unchanged: a driver added after a first run (by a rewrite of the file within
+    /// the same second, or through a file the configuration includes) runs nothing.
+    #[test]
+    fn a_driver_added_after_a_run_is_blanked_too() {
+        let Some((_dir, root, _run)) = committed() else {
+            return;
+        };
+        let ran = root.join("ran");
+        std::fs::write(root.join("a.txt"), "b\n").unwrap();
+        let launcher = Launcher::plain(&root);
+        let status = || {
+            launcher
+                .git(
+                    &["status", "--porcelain"],
+                    Reads::Content,
+                    1 << 20,
+                    Duration::from_secs(10),
+                )
+                .unwrap()
+        };
+        let config = root.join(".git/config");
+        let payload = format!("touch {}; cat", ran.display());
+        let section = format!("[filter \"x\"]\n\tclean = {payload}\n");
+        // First a comment as long as the section that replaces it: the same size.
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        let plain = text.clone();
+        text.push_str(&format!("#{}\n", " ".repeat(section.len() - 2)));
+        std::fs::write(&config, &text).unwrap();
+        let _ = status();
+        let before = std::fs::metadata(&config).unwrap().modified().unwrap();
+        text = format!("{plain}{section}");
+        std::fs::write(&config, &text).unwrap();
+        // Its modification time set back: the change time still moves.
+        std::fs::File::options()
+            .write(true)
+            .open(&config)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        std::fs::write(root.join(".gitattributes"), "* filter=x\n").unwrap();
+        let _ = status();
+        assert!(!ran.exists(), "a driver added to the configuration ran");
+        // Through an included file changed after the configuration was last read.
+        let extra = root.join("extra.cfg");
+        std::fs::write(&extra, "").unwrap();
+        text.push_str(&format!("[include]\n\tpath = {}\n", extra.display()));
+        std::fs::write(&config, &text).unwrap();
+        let _ = status();
+        std::fs::write(&extra, format!("[filter \"y\"]\n\tclean = {payload}\n")).unwrap();
+        std::fs::write(root.join(".gitattributes"), "* filter=y\n").unwrap();
+        std::fs::write(root.join("a.txt"), "c\n").unwrap();
+        let _ = status();
+        assert!(!ran.exists(), "a driver of an included file ran");
     }
 
     /// A worktree made, a commit in it, a merged tree and a ref moved, each by airsd's
