@@ -322,7 +322,63 @@ fn docs_run(git: bool) {
     );
     if git {
         print_git_share(root);
+        by_hand(root, n);
     }
+}
+
+/// The floor under the worktree run, in the same repository: `n` worktrees made
+/// by hand with plain git (`worktree add -b`, then `worktree remove`), one at a
+/// time, 50 alive at most, each from the next commit of the session's integration
+/// branch (as many files as the run's tasks found there in turn).
+fn by_hand(root: &Path, n: usize) {
+    let git_out = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let g = |args: &[&str]| {
+        git_out(args);
+    };
+    let integration = git_out(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/heads/air/*/integration",
+    ]);
+    let integration = integration.lines().next().unwrap().to_string();
+    let commits: Vec<String> = git_out(&["rev-list", "--first-parent", "--reverse", &integration])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    for i in 0..n {
+        let at = dir.path().join(i.to_string());
+        let at = at.to_str().unwrap();
+        let from = &commits[i.min(commits.len() - 1)];
+        g(&[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &format!("hand/{i}"),
+            at,
+            from,
+        ]);
+        if i >= 50 {
+            let old = dir.path().join((i - 50).to_string());
+            g(&["worktree", "remove", "--force", old.to_str().unwrap()]);
+        }
+    }
+    let wall = t.elapsed();
+    println!(
+        "  by hand in the same repository, {n} × `git worktree add -b` from each commit of the integration branch in turn (and its `remove`, 50 alive): wall {:.2} s, {:.2} ms per worktree",
+        wall.as_secs_f64(),
+        wall.as_secs_f64() * 1e3 / n as f64
+    );
 }
 
 /// From the newest session's records: how long, per task, the worktree's making
@@ -358,6 +414,18 @@ fn print_git_share(root: &Path) {
         "a.type = 'agent.completed' AND a.agent_id LIKE '%-reviewer-%'",
         "b.type = 'task.completed'",
     ));
+    // The pace of the two things done one at a time: worktrees made as agents
+    // start, and the queue's merges.
+    let pace = |ty: &str| {
+        avg(&format!(
+            "SELECT (julianday(MAX(timestamp)) - julianday(MIN(timestamp))) * 86400000.0 / MAX(COUNT(*) - 1, 1) FROM events WHERE type = '{ty}'"
+        ))
+    };
+    println!(
+        "  one worktree made every {:.1} ms; one task merged every {:.1} ms",
+        pace("workspace.created"),
+        pace("workspace.merged")
+    );
     println!(
         "  per task, on average: worktree made {make:.1} ms after ready; reviewer started {review:.1} ms after the executor ended (its commit and diff); completed {merge:.1} ms after the review (the queue's wait and the merge)"
     );

@@ -60,6 +60,29 @@ pub(super) fn count(at: &Launcher, from: &str, to: &str) -> Result<u64, String> 
         .map_err(|_| format!("git counted `{}` commits", out.trim()))
 }
 
+/// How many commits `from..to` and `to..from` hold (one run of git): what `to`
+/// lacks of `from`, and what it has that `from` has not.
+pub(super) fn counts(at: &Launcher, from: &str, to: &str) -> Result<(u64, u64), String> {
+    let range = format!("{from}...{to}");
+    let (out, _) = at.git(
+        &[
+            "rev-list",
+            "--left-right",
+            "--count",
+            "--end-of-options",
+            &range,
+        ],
+        Reads::Metadata,
+        4096,
+        STEP,
+    )?;
+    let mut n = out.split_whitespace().map(str::parse::<u64>);
+    match (n.next(), n.next(), n.next()) {
+        (Some(Ok(left)), Some(Ok(right)), None) => Ok((left, right)),
+        _ => Err(format!("git counted `{}` commits", out.trim())),
+    }
+}
+
 pub(super) fn names(out: &str) -> Vec<String> {
     let mut v: Vec<String> = out
         .split('\0')

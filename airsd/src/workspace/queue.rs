@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::merge::{changed_between, commit_of, commit_of_both, count, merge_tree, merged_before};
+use super::merge::{changed_between, commit_of, commit_of_both, counts, merge_tree, merged_before};
 use super::{common_writable, on_branch, Workspace, MERGED_BASE, STEP};
 use crate::launcher::{Launcher, Reads};
 
@@ -98,7 +98,8 @@ pub fn prepare(
     let old = commit_of(main, &full)?.ok_or_else(|| format!("no branch {integration}"))?;
     let branch = format!("refs/heads/{}", ws.branch);
     let tip = commit_of(main, &branch)?.ok_or_else(|| format!("no branch {}", ws.branch))?;
-    if count(main, &old, &tip)? == 0 {
+    let (behind, ahead) = counts(main, &old, &tip)?;
+    if ahead == 0 {
         return Ok(if merged_before(main, &old, &tip)? {
             Prepared::Already
         } else {
@@ -110,7 +111,7 @@ pub fn prepare(
     if !left.is_empty() {
         return Ok(Prepared::Markers { files: left });
     }
-    if count(main, &tip, &old)? == 0 {
+    if behind == 0 {
         // The branch has the integration branch in it already. Untested unless it
         // is the task's own tree from its base (nothing was ever merged into it):
         // after a merge of airsd's, the check runs whatever came since.

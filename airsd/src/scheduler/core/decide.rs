@@ -421,6 +421,16 @@ impl Core {
             .filter(|a| !in_conversation(&self.tasks[a.task].spec.id))
             .count() as u32;
         let mut slots = self.config.concurrency.saturating_sub(running);
+        // Each task started and not finished keeps a worktree, and reviewed ones wait
+        // for the merge queue's one-at-a-time merges: no new task starts while as many
+        // are started as agents may run plus as many again (at least a few) waiting,
+        // so that the worktrees alive stay bounded by the concurrency, not the plan.
+        let mut open = self
+            .tasks
+            .iter()
+            .filter(|t| self.isolated && merges(t) && t.attempt > 0 && !is_terminal(t.status))
+            .count() as u32;
+        let most_open = self.config.concurrency + self.config.concurrency.max(MERGE_QUEUE_LEAST);
         let order = self.phase_order();
         let mut candidates: Vec<(bool, bool, usize, AgentType)> = Vec::new();
         for (i, t) in self.tasks.iter().enumerate() {
@@ -464,6 +474,12 @@ impl Core {
             }
             if busy.iter().any(|&j| j != i && self.conflict(i, j)) {
                 continue;
+            }
+            if self.tasks[i].attempt == 0 && self.isolated && merges(&self.tasks[i]) {
+                if open >= most_open {
+                    continue;
+                }
+                open += 1;
             }
             busy.insert(i);
             if !turn {
@@ -662,6 +678,9 @@ impl Core {
 /// whose agents may change files (an executor's, a debug task's), not a milestone
 /// review, the direct lane, a review the user asked for or a planning turn. One
 /// with no worktree completes at once.
+/// Tasks the merge queue may hold before new tasks wait, whatever the concurrency.
+const MERGE_QUEUE_LEAST: u32 = 4;
+
 fn merges(t: &TaskState) -> bool {
     let id = &t.spec.id;
     t.milestone_of.is_none()

@@ -70,12 +70,22 @@ impl Shell {
             files.dedup();
             files
         });
-        let diff = match self.space_diff(&d, phase_files.as_deref()).await {
-            Some(diff) if d.role == AgentType::Reviewer || phase_files.is_some() => Some(diff),
-            _ => self.diff_under_review(&d, phase_files).await,
+        // Only a reviewer (or a milestone review) is shown a diff: nobody else pays
+        // for one.
+        let reviews = d.role == AgentType::Reviewer || phase_files.is_some();
+        let diff = match reviews {
+            true => match self.space_diff(&d, phase_files.as_deref()).await {
+                Some(diff) => Some(diff),
+                None => self.diff_under_review(&d, phase_files).await,
+            },
+            false => None,
         };
         let changes = self.task_changes(&d).await;
         let environment = self.environment(&d.task_id).await;
+        // From here the agent may write its worktree.
+        if let Some(space) = self.spaces.by_task.get_mut(&d.task_id) {
+            space.clean = false;
+        }
         let skills = self.skills().await;
         let memory = self.memory_for(&d, &changes).await;
         let (mut context, model) = self.assemble(
@@ -189,7 +199,13 @@ impl Shell {
         let shown = root.display().to_string();
         let launcher = self.env_of(task_id).launcher;
         let own = self.spaces.get(task_id).is_some();
+        // A worktree nothing but airsd touched since its checkout or its last commit
+        // holds its branch as it is.
+        let clean = self.spaces.get(task_id).is_some_and(|s| s.clean);
         let tree = tokio::task::spawn_blocking(move || {
+            if clean {
+                return Worktree::Task { dirty: Vec::new() };
+            }
             if !crate::tools::git::in_repository(&root) {
                 return Worktree::NotGit;
             }

@@ -327,8 +327,8 @@ struct Shell {
     /// Where the merge queue's jobs send their ends, and (until the loop takes it)
     /// where they arrive.
     merges: (
-        mpsc::UnboundedSender<queue::MergeEnd>,
-        Option<mpsc::UnboundedReceiver<queue::MergeEnd>>,
+        mpsc::UnboundedSender<queue::QueueNews>,
+        Option<mpsc::UnboundedReceiver<queue::QueueNews>>,
     ),
 }
 
@@ -368,6 +368,7 @@ impl Shell {
         }
         loop {
             self.settle().await?;
+            self.make_ahead();
             // The mirror is rewritten only when the state moved, not on every tick.
             let now_state = (
                 self.core.statuses(),
@@ -380,6 +381,11 @@ impl Shell {
                 mirrored = Some(now_state);
             }
             if self.core.is_finished() && self.workers.is_empty() {
+                // What the merge queue told last (its worktrees' removal) is kept.
+                while let Ok(news) = merge_rx.try_recv() {
+                    self.queue_news(news).await?;
+                }
+                self.flush().await?;
                 return Ok(());
             }
             tokio::select! {
@@ -404,8 +410,8 @@ impl Shell {
                     }
                     self.flush().await?;
                 }
-                Some(end) = merge_rx.recv() => {
-                    self.merge_ended(end).await?;
+                Some(news) = merge_rx.recv() => {
+                    self.queue_news(news).await?;
                     self.flush().await?;
                 }
                 _ = tick.tick() => {
@@ -609,6 +615,7 @@ impl Shell {
                 Ok(())
             }
             Decision::RunComplete(mut outcome) => {
+                self.drop_unused().await;
                 outcome.landing = self.land().await;
                 let e = self.event(&outcome)?;
                 // The report first, from the session with its end applied: a client

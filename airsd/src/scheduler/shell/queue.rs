@@ -14,6 +14,19 @@ use crate::workspace::{self, Prepared, Workspace};
 /// Bytes of the failing check's output given to the debugger.
 const OUTPUT_TAIL: usize = 3 * 1024;
 
+/// What the merge queue's jobs tell the scheduler's loop.
+pub(super) enum QueueNews {
+    Ended(MergeEnd),
+    /// A merged task's worktree was removed (or could not be), after its end was
+    /// told: its removal does not hold up the next merge.
+    Removed {
+        task_id: String,
+        workspace_id: String,
+        merged: bool,
+        result: std::result::Result<(), String>,
+    },
+}
+
 /// How a merge ended, sent back to the scheduler's loop.
 pub(super) struct MergeEnd {
     task_id: String,
@@ -22,9 +35,6 @@ pub(super) struct MergeEnd {
     /// The worktree as the merge left it (its base moves to what it merged with).
     ws: Workspace,
     outcome: std::result::Result<Gated, String>,
-    /// Once merged, the worktree's removal (beside the loop too; a stop before the
-    /// merge is recorded finds its branch merged, from a worktree made again).
-    removed: Option<std::result::Result<(), String>>,
 }
 
 enum Gated {
@@ -315,30 +325,44 @@ impl Shell {
         };
         let tx = self.merges.0.clone();
         let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
-        tokio::spawn(async move {
+        let workspace_id = space.id.clone();
+        self.spaces.jobs.retain(|(_, j)| !j.is_finished());
+        let removing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = removing.clone();
+        let job = tokio::spawn(async move {
             let (ws, outcome) = job.run().await;
-            let removed = match &outcome {
-                Ok(Gated::Merged(_)) => {
-                    let w = ws.clone();
-                    Some(
-                        tokio::task::spawn_blocking(move || {
-                            workspace::remove(&main, &w, &worktrees)
-                        })
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| r),
-                    )
-                }
+            // Merged: the worktree goes, once its end is told (a stop before the
+            // removal leaves it for `air gc`; one before the end is recorded finds
+            // its branch merged, from a worktree made again).
+            let merged = match &outcome {
+                Ok(Gated::Merged(what)) => Some(what.is_some()),
                 _ => None,
             };
-            let _ = tx.send(MergeEnd {
+            let w = ws.clone();
+            let t = task_id.clone();
+            // Said before its end is: the run's end then waits for the removal.
+            flag.store(merged.is_some(), std::sync::atomic::Ordering::SeqCst);
+            let _ = tx.send(QueueNews::Ended(MergeEnd {
                 task_id,
                 reason,
                 ws,
                 outcome,
-                removed,
-            });
+            }));
+            if let Some(merged) = merged {
+                let result =
+                    tokio::task::spawn_blocking(move || workspace::remove(&main, &w, &worktrees))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r);
+                let _ = tx.send(QueueNews::Removed {
+                    task_id: t,
+                    workspace_id,
+                    merged,
+                    result,
+                });
+            }
         });
+        self.spaces.jobs.push((removing, job));
         Ok(())
     }
 
@@ -352,19 +376,46 @@ impl Shell {
 
     /// Records how a merge ended: the task completed with `workspace.merged` (and its
     /// worktree removed), or `workspace.merge_failed` for its debugger, or blocked.
-    pub(super) async fn merge_ended(&mut self, end: MergeEnd) -> Result<()> {
+    pub(super) async fn queue_news(&mut self, news: QueueNews) -> Result<()> {
+        match news {
+            QueueNews::Ended(end) => self.merge_ended(end).await,
+            QueueNews::Removed {
+                task_id,
+                workspace_id,
+                merged,
+                result,
+            } => {
+                match result {
+                    Ok(()) => {
+                        let e = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
+                            workspace_id,
+                            reason: Some(if merged { "merged" } else { "nothing changed" }.into()),
+                        }))?;
+                        self.push(vec![e]);
+                    }
+                    Err(e) => {
+                        tracing::warn!(task = task_id, "cannot remove the merged worktree: {e}")
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn merge_ended(&mut self, end: MergeEnd) -> Result<()> {
         let MergeEnd {
             task_id,
             reason,
             ws,
             outcome,
-            removed,
         } = end;
         // The worktree's id; a task whose space went meanwhile (it was cancelled)
         // still has its end recorded.
         let id = match self.spaces.by_task.get_mut(&task_id) {
             Some(space) => {
                 space.ws = ws.clone();
+                // The merge (and its check) ran there.
+                space.clean = false;
                 space.id.clone()
             }
             None => self
@@ -407,24 +458,6 @@ impl Shell {
                     }))?);
                 }
                 self.spaces.by_task.remove(&task_id);
-                match removed.unwrap_or_else(|| Err("not removed".into())) {
-                    Ok(()) => events.push(
-                        self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
-                            workspace_id: id,
-                            reason: Some(
-                                if merged.is_some() {
-                                    "merged"
-                                } else {
-                                    "nothing changed"
-                                }
-                                .into(),
-                            ),
-                        }))?,
-                    ),
-                    Err(e) => {
-                        tracing::warn!(task = task_id, "cannot remove the merged worktree: {e}")
-                    }
-                }
                 let mut pl = status_payload(&task_id, None);
                 pl.reason = reason;
                 events.push(self.status_event(TaskStatus::Completed, pl)?);

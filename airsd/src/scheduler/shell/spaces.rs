@@ -24,6 +24,12 @@ pub(super) struct Space {
     pub id: String,
     /// The tool environment of the task's agents: the worktree as their project.
     pub env: crate::scheduler::tooljob::ToolEnv,
+    /// Nothing but airsd has touched the worktree since it was checked out or its
+    /// last attempt committed whole: no `git status` is needed to say it is clean.
+    pub clean: bool,
+    /// The branch's diff against `.0` (the base then), as the last attempt's commit
+    /// left it: its reviewer is shown it with no second `git diff`.
+    pub last_diff: Option<(String, String, bool)>,
 }
 
 /// The worktrees of a run's tasks.
@@ -33,6 +39,40 @@ pub(super) struct Spaces {
     /// the checkout (no git repository, no commit).
     pub(super) integration: Option<Option<String>>,
     pub(super) by_task: HashMap<String, Space>,
+    /// Worktrees being made ahead, beside the loop, for tasks ready to start: taken
+    /// when their agent is dispatched.
+    premade: HashMap<String, tokio::task::JoinHandle<Made>>,
+    /// The merge queue's jobs that may not have ended, each with whether it is
+    /// removing its merged worktree (all that is left of it then).
+    pub(super) jobs: Vec<(
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        tokio::task::JoinHandle<()>,
+    )>,
+}
+
+/// A worktree made (and whether an earlier attempt's was continued), `None` when
+/// only an existing one was asked for and there is none.
+type Made = std::result::Result<Option<(Workspace, bool)>, String>;
+
+/// How many worktrees are made ahead at most: enough to keep dispatching off git's
+/// path, few enough that a run that stops leaves few unused.
+const AHEAD: usize = 4;
+
+/// Makes (or continues, or with `existing_only` only finds) the worktree of `task`.
+fn make(
+    main: &crate::launcher::Launcher,
+    worktrees: &std::path::Path,
+    session: &str,
+    task: &str,
+    integration: &str,
+    existing_only: bool,
+) -> Made {
+    let there = workspace::left(main, worktrees, session, task);
+    if existing_only && !there.any() {
+        return Ok(None);
+    }
+    workspace::create(main, worktrees, session, task, integration)
+        .map(|ws| Some((ws, there.worktree)))
 }
 
 impl Spaces {
@@ -148,18 +188,24 @@ impl Shell {
             return Ok(false);
         };
         let task = task_id.to_string();
-        let made = {
-            let (main, worktrees) = (main.clone(), worktrees.clone());
-            tokio::task::spawn_blocking(move || {
-                let there = workspace::left(&main, &worktrees, &session, &task);
-                if existing_only && !there.any() {
-                    return Ok(None);
-                }
-                workspace::create(&main, &worktrees, &session, &task, &integration)
-                    .map(|ws| Some((ws, there.worktree)))
-            })
-            .await
-            .map_err(|e| e.to_string())?
+        // One made ahead is awaited (never made twice at once).
+        let made = match self.spaces.premade.remove(task_id) {
+            Some(ahead) => ahead.await.map_err(|e| e.to_string())?,
+            None => {
+                let (main, worktrees) = (main.clone(), worktrees.clone());
+                tokio::task::spawn_blocking(move || {
+                    make(
+                        &main,
+                        &worktrees,
+                        &session,
+                        &task,
+                        &integration,
+                        existing_only,
+                    )
+                })
+                .await
+                .map_err(|e| e.to_string())?
+            }
         }
         .map_err(|e| format!("the task's worktree could not be made: {e}"))?;
         let Some((made, continued)) = made else {
@@ -203,10 +249,87 @@ impl Shell {
                 id
             }
         };
-        self.spaces
-            .by_task
-            .insert(task_id.to_string(), Space { ws: made, id, env });
+        self.spaces.by_task.insert(
+            task_id.to_string(),
+            Space {
+                ws: made,
+                id,
+                env,
+                // A worktree continued as an earlier attempt left it may hold
+                // anything; one checked out now holds its branch.
+                clean: !continued,
+                last_diff: None,
+            },
+        );
         Ok(true)
+    }
+
+    /// Starts making, beside the loop, the worktrees of the next tasks ready to start
+    /// (in plan order) that have none, up to [`AHEAD`] at once; only once the run is
+    /// known to work in worktrees.
+    pub(super) fn make_ahead(&mut self) {
+        let Some(Some(integration)) = self.spaces.integration.clone() else {
+            return;
+        };
+        if self.spaces.premade.len() >= AHEAD {
+            return;
+        }
+        let next: Vec<String> = self
+            .core
+            .statuses()
+            .into_iter()
+            .filter(|(id, status)| {
+                *status == TaskStatus::Ready
+                    && !self.spaces.by_task.contains_key(id)
+                    && !self.spaces.premade.contains_key(id)
+                    && !air_proto::conversation::in_conversation(id)
+                    && !id.starts_with(air_proto::conversation::REVIEW_PREFIX)
+                    && !id.contains(":milestone-")
+            })
+            .map(|(id, _)| id)
+            .take(AHEAD - self.spaces.premade.len())
+            .collect();
+        for task in next {
+            let (main, worktrees, session, integration) = (
+                self.tools.launcher.clone(),
+                self.worktrees_dir(),
+                self.session_id().to_string(),
+                integration.clone(),
+            );
+            let t = task.clone();
+            let handle = tokio::task::spawn_blocking(move || {
+                make(&main, &worktrees, &session, &t, &integration, false)
+            });
+            self.spaces.premade.insert(task, handle);
+        }
+    }
+
+    /// At the end of the run: the worktrees made ahead for tasks that never started
+    /// are taken away again (their branches hold nothing of their own).
+    pub(super) async fn drop_unused(&mut self) {
+        // The merge queue's last removals first: told before the run ends. A job
+        // still merging (its task was cancelled) is not waited for.
+        for (removing, job) in std::mem::take(&mut self.spaces.jobs) {
+            if removing.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = job.await;
+            }
+        }
+        let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
+        for (task, ahead) in std::mem::take(&mut self.spaces.premade) {
+            let Ok(Ok(Some((ws, false)))) = ahead.await else {
+                continue;
+            };
+            let (main, worktrees) = (main.clone(), worktrees.clone());
+            let removed =
+                tokio::task::spawn_blocking(move || workspace::remove(&main, &ws, &worktrees))
+                    .await;
+            if !matches!(removed, Ok(Ok(()))) {
+                tracing::warn!(
+                    task,
+                    "cannot remove the worktree made for a task that never started"
+                );
+            }
+        }
     }
 
     /// The id of the task's recorded worktree that is still there, if any; without a
@@ -255,8 +378,18 @@ impl Shell {
         .and_then(|r| r);
         let (files, (diff, cut)) = match read {
             Ok(r) => r,
-            Err(e) => return Some(Err(e)),
+            Err(e) => {
+                if let Some(space) = self.spaces.by_task.get_mut(&result.task_id) {
+                    space.clean = false;
+                    space.last_diff = None;
+                }
+                return Some(Err(e));
+            }
         };
+        if let Some(space) = self.spaces.by_task.get_mut(&result.task_id) {
+            space.clean = true;
+            space.last_diff = Some((space.ws.base.clone(), diff.clone(), cut));
+        }
         let rel = format!(
             "diffs/{}-{agent_id}.diff",
             workspace::task_part(&result.task_id)
@@ -305,11 +438,22 @@ impl Shell {
         let space = self.spaces.get(&d.task_id)?;
         let (main, ws) = (self.tools.launcher.clone(), space.ws.clone());
         let files: Option<Vec<String>> = phase_files.map(<[String]>::to_vec);
-        let made = tokio::task::spawn_blocking(move || match files {
-            Some(files) => workspace::diff_of(&main, "HEAD", &ws.base, &files, DIFF_CAP),
-            None => workspace::diff(&main, &ws, DIFF_CAP),
-        })
-        .await;
+        // The last attempt's diff, when the branch is still as that attempt left it
+        // (its base unmoved, nothing merged into it since).
+        let kept = match (&files, &space.last_diff) {
+            (None, Some((base, diff, cut))) if *base == ws.base => Some((diff.clone(), *cut)),
+            _ => None,
+        };
+        let made = match kept {
+            Some(kept) => Ok(Ok(kept)),
+            None => {
+                tokio::task::spawn_blocking(move || match files {
+                    Some(files) => workspace::diff_of(&main, "HEAD", &ws.base, &files, DIFF_CAP),
+                    None => workspace::diff(&main, &ws, DIFF_CAP),
+                })
+                .await
+            }
+        };
         Some(match made {
             Ok(Ok((d, _))) if d.trim().is_empty() => ReviewDiff::NoChanges,
             Ok(Ok((d, true))) => ReviewDiff::Diff(

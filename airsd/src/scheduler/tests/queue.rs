@@ -112,3 +112,38 @@ fn a_run_that_shares_the_checkout_completes_without_the_queue() {
     assert!(sim.merging.is_empty());
     assert_eq!(status(&sim, "A"), Some(TaskStatus::Completed));
 }
+
+#[test]
+fn new_tasks_wait_while_the_merge_queue_is_full() {
+    let mut md = String::new();
+    for i in 0..10 {
+        md.push_str(&format!("## Task T{i}: t{i}\n\n"));
+    }
+    let tasks = plan(&md);
+    let mut sim = Sim::with_start(config(2), isolated(2), &tasks);
+    sim.hold_merges = true;
+    sim.settle();
+    drain(&mut sim);
+    // At most six are started and not finished (as many as may run, 2, and then
+    // the least the queue holds, 4, over a concurrency of 2): the rest wait.
+    let queued = |sim: &Sim| {
+        (0..10)
+            .filter(|i| status(sim, &format!("T{i}")) == Some(TaskStatus::Reviewing))
+            .count()
+    };
+    assert_eq!(queued(&sim), 6);
+    assert!(sim.running.is_empty());
+    assert_eq!(status(&sim, "T9"), Some(TaskStatus::Ready));
+    // Each merge lets one more start; everything completes.
+    for i in 0..10 {
+        assert_eq!(sim.merging, [format!("T{i}")]);
+        sim.end_merge(&format!("T{i}"), Ok(()));
+        sim.settle();
+        drain(&mut sim);
+        assert!(queued(&sim) <= 6);
+    }
+    assert_eq!(
+        sim.outcome.as_ref().map(|o| o.outcome),
+        Some(RunOutcome::Completed)
+    );
+}
