@@ -101,12 +101,38 @@ pub async fn status(json: bool) -> CmdResult {
     let conn = connect().await?;
     let status = conn.client.status(params::NoParams {}).await?;
     let sessions = conn.client.session_list(params::NoParams {}).await?;
+    // The newest session with a plan run: its tasks, where each one's change is
+    // (its branch, merged or not) and where the run's work went.
+    let mut newest: Vec<&SessionInfo> = sessions.iter().collect();
+    newest.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    let mut run = None;
+    for s in newest.into_iter().take(20) {
+        let Ok(snapshot) = conn
+            .client
+            .session_snapshot(params::Session {
+                session_id: s.id.clone(),
+            })
+            .await
+        else {
+            continue;
+        };
+        if let Some(report) = air_proto::report::RunReport::from_projection(&snapshot.projection) {
+            run = Some(report);
+            break;
+        }
+    }
     if json {
-        return print_json(&serde_json::json!({ "daemon": status, "sessions": sessions }));
+        return print_json(
+            &serde_json::json!({ "daemon": status, "sessions": sessions, "run": run }),
+        );
     }
     print_daemon_status(&status, false)?;
     println!();
     print_sessions(&sessions);
+    if let Some(report) = &run {
+        println!("\nthe newest run, of session {}:", report.session_id);
+        print_summary(report);
+    }
     Ok(())
 }
 
@@ -359,4 +385,74 @@ pub async fn follow_events(
         code: crate::exit::UNREACHABLE,
         message: "the daemon closed the stream (it stopped or restarted)".into(),
     })
+}
+
+/// The table of a run's tasks (each with where its change is, in a run whose tasks
+/// work on their own branches), its counts, where its work went and its report.
+pub(crate) fn print_summary(report: &air_proto::report::RunReport) {
+    let c = &report.counts;
+    println!();
+    let width = report
+        .tasks
+        .iter()
+        .map(|t| t.id.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "{:<width$}  {:<10} {:>8}  title / reason",
+        "task", "status", "attempts"
+    );
+    for t in &report.tasks {
+        let reason = t
+            .reason
+            .as_deref()
+            .map(|r| format!(" — {}", r.lines().next().unwrap_or("")))
+            .unwrap_or_default();
+        let branch = t
+            .branch
+            .as_deref()
+            .map(|b| format!(" [{b}]"))
+            .unwrap_or_default();
+        println!(
+            "{:<width$}  {:<10} {:>8}  {}{branch}{reason}",
+            t.id,
+            t.status.as_str(),
+            t.attempts,
+            t.title
+        );
+    }
+    println!(
+        "\n{}: {} completed, {} failed, {} blocked, {} cancelled, {} unfinished of {}{}",
+        report.outcome.map_or("running", |o| o.as_str()),
+        c.completed,
+        c.failed,
+        c.blocked,
+        c.cancelled,
+        c.unfinished,
+        c.total,
+        report
+            .duration_ms
+            .map(|ms| format!(" in {}", elapsed(std::time::Duration::from_millis(ms))))
+            .unwrap_or_default()
+    );
+    if let Some(line) = report.landing_line() {
+        println!("{line}");
+    }
+    println!(
+        "session {} · report: .air/local/sessions/{}/artifacts/reports/run-report.json",
+        report.session_id, report.session_id
+    );
+}
+
+/// A duration as a person reads it: `42s`, `3m05s`, `2h10m`.
+pub(crate) fn elapsed(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
 }

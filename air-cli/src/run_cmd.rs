@@ -22,7 +22,7 @@ use clap::Args;
 use crate::args::{
     absolute, existing_dir, model_spec, parse_duration, usage, LandArg, ModeArg, OnAskArg,
 };
-use crate::output::follow_events;
+use crate::output::{elapsed, follow_events, print_summary};
 use crate::{connect, exit, rpc_failure, CmdResult, Failure};
 
 /// Exit code of an interrupted run (as for SIGINT).
@@ -593,17 +593,6 @@ impl Progress {
     }
 }
 
-fn elapsed(d: Duration) -> String {
-    let s = d.as_secs();
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    }
-}
-
 /// Follows a session's run to its end, then reports. `cancel_on_signal`: SIGINT/SIGTERM
 /// cancel the run (foreground `air run`); otherwise they only stop following.
 async fn follow(
@@ -944,55 +933,4 @@ async fn finish(
             message: format!("interrupted; `air run --resume {session_id}` continues the run"),
         }),
     }
-}
-
-fn print_summary(report: &RunReport) {
-    let c = &report.counts;
-    println!();
-    let width = report
-        .tasks
-        .iter()
-        .map(|t| t.id.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    println!(
-        "{:<width$}  {:<10} {:>8}  title / reason",
-        "task", "status", "attempts"
-    );
-    for t in &report.tasks {
-        let reason = t
-            .reason
-            .as_deref()
-            .map(|r| format!(" — {}", r.lines().next().unwrap_or("")))
-            .unwrap_or_default();
-        println!(
-            "{:<width$}  {:<10} {:>8}  {}{reason}",
-            t.id,
-            t.status.as_str(),
-            t.attempts,
-            t.title
-        );
-    }
-    println!(
-        "\n{}: {} completed, {} failed, {} blocked, {} cancelled, {} unfinished of {}{}",
-        report.outcome.map_or("running", |o| o.as_str()),
-        c.completed,
-        c.failed,
-        c.blocked,
-        c.cancelled,
-        c.unfinished,
-        c.total,
-        report
-            .duration_ms
-            .map(|ms| format!(" in {}", elapsed(Duration::from_millis(ms))))
-            .unwrap_or_default()
-    );
-    if let Some(line) = report.landing_line() {
-        println!("{line}");
-    }
-    println!(
-        "session {} · report: .air/local/sessions/{}/artifacts/reports/run-report.json",
-        report.session_id, report.session_id
-    );
 }

@@ -853,7 +853,7 @@ impl Projection {
                     .tasks
                     .iter_mut()
                     .map(|t| (t.id.as_str(), &mut t.workspace));
-                workspace_view::apply(slots, t, event)
+                workspace_view::apply(slots, t, &event.payload)
             }
             ev::DiagnosticCreated::TYPE => self.counters.diagnostics += 1,
             ev::EvidenceCreated::TYPE => {

@@ -1,9 +1,9 @@
 //! A task's git worktree as clients see it: its branch and whether its change was
-//! merged, from the `workspace.*` events (and the `workspaces` table when hydrated).
+//! merged, folded from the `workspace.*` events and reviewers' approvals (live, and
+//! from the stored events when hydrated).
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::RuntimeEvent;
 use crate::events as ev;
 use crate::payload as p;
 
@@ -78,10 +78,10 @@ pub fn reviewed(slot: &mut Option<WorkspaceView>, result: &crate::result::Worker
 pub fn apply<'a>(
     tasks: impl Iterator<Item = (&'a str, &'a mut Option<WorkspaceView>)>,
     ty: &str,
-    event: &RuntimeEvent,
+    payload: &serde_json::Value,
 ) {
     if ty == ev::WorkspaceCreated::TYPE {
-        let Ok(pl) = serde_json::from_value::<p::WorkspaceCreated>(event.payload.clone()) else {
+        let Ok(pl) = p::WorkspaceCreated::deserialize(payload) else {
             return;
         };
         for (id, slot) in tasks {
@@ -96,8 +96,7 @@ pub fn apply<'a>(
         return;
     }
     if ty == ev::WorkspaceMergeFailed::TYPE {
-        let Ok(pl) = serde_json::from_value::<p::WorkspaceMergeFailed>(event.payload.clone())
-        else {
+        let Ok(pl) = p::WorkspaceMergeFailed::deserialize(payload) else {
             return;
         };
         for (_, slot) in tasks {
@@ -111,7 +110,7 @@ pub fn apply<'a>(
         }
         return;
     }
-    let Ok(pl) = serde_json::from_value::<p::WorkspaceChanged>(event.payload.clone()) else {
+    let Ok(pl) = p::WorkspaceChanged::deserialize(payload) else {
         return;
     };
     let merged = ty == ev::WorkspaceMerged::TYPE;

@@ -103,11 +103,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &crate::app::App, theme: &Theme) 
             border,
             true,
         );
+        // Where its change is, while it is in the merge queue or was refused there.
+        let queued = crate::branch_view::queue_state(t, theme);
         let line: String = format!(
             "{} {}",
             crate::theme::icon(t.status, frame),
-            t.status.as_str()
+            queued.map_or(t.status.as_str(), |(word, _)| word)
         );
+        let color = match queued {
+            Some((_, c)) if app.task_shown(i) => c,
+            _ => color,
+        };
         let attempts = if t.attempts > 1 {
             format!(" ×{}", t.attempts)
         } else {

@@ -551,6 +551,59 @@ fn a_diamond_graph_routes_its_edges_between_the_columns() {
     );
 }
 
+/// The graph's boxes say where a task's change is while the merge queue holds it
+/// or refused it, in place of its status.
+#[test]
+fn the_graph_says_merging_and_conflict() {
+    use air_proto::projection::TaskStatus;
+    use air_proto::workspace_view::{WorkspaceState, WorkspaceView};
+    let mut app = App::new(Snapshot {
+        session_id: S.into(),
+        seq: 0,
+        projection: Projection::new(S),
+    });
+    for (seq, id) in (1u64..).zip(["A", "B", "C"]) {
+        let e = RuntimeEvent::typed(
+            "task.created",
+            S,
+            EventSource::scheduler(),
+            &json!({"task": spec(id, &format!("task {id}"), &[])}),
+        )
+        .unwrap();
+        app.update(SessionUpdate::Delta {
+            seq,
+            durable: true,
+            event: e,
+        });
+    }
+    let states = [
+        (TaskStatus::Reviewing, WorkspaceState::Merging),
+        (TaskStatus::Debugging, WorkspaceState::Conflict),
+        (TaskStatus::Running, WorkspaceState::Working),
+    ];
+    for (t, (status, state)) in app.projection.tasks.iter_mut().zip(states) {
+        t.status = status;
+        t.workspace = Some(WorkspaceView {
+            id: format!("w-{}", t.id),
+            branch: format!("air/abcd1234/{}", t.id),
+            state,
+        });
+    }
+    app.ui.layout = crate::app::Layout::Graph;
+    let text = format!("{:?}", draw(&app, 120, 30, Palette::TrueColor).backend());
+    // The boxes' lines (the header and the detail still say the statuses).
+    let boxes: Vec<&str> = text
+        .split('"')
+        .filter_map(|l| l.split('│').nth(2))
+        .collect();
+    let said = |w: &str| boxes.iter().any(|b| b.contains(w));
+    assert!(
+        said("merging") && said("conflict") && said("running"),
+        "{text}"
+    );
+    assert!(!said("reviewing") && !said("debugging"), "{text}");
+}
+
 #[test]
 fn the_users_place_is_saved_and_restored() {
     let mut app = live();

@@ -364,6 +364,10 @@ impl Launcher {
                 if !std::fs::symlink_metadata(&dot).ok()?.is_dir() {
                     return None;
                 }
+                // A `commondir` file sends git to another directory's configuration.
+                if std::fs::symlink_metadata(dot.join("commondir")).is_ok() {
+                    return None;
+                }
                 vec![dot.join("config"), dot.join("config.worktree")]
             }
         };
@@ -712,6 +716,18 @@ mod tests {
         );
     }
 
+    /// `git status` as airsd runs it to read content.
+    fn status_of(launcher: &Launcher) -> (String, bool) {
+        launcher
+            .git(
+                &["status", "--porcelain"],
+                Reads::Content,
+                1 << 20,
+                Duration::from_secs(10),
+            )
+            .unwrap()
+    }
+
     /// The blanks are remembered between runs only while the configuration is
     /// unchanged: a driver added after a first run (by a rewrite of the file within
     /// the same second, or through a file the configuration includes) runs nothing.
@@ -723,16 +739,7 @@ mod tests {
         let ran = root.join("ran");
         std::fs::write(root.join("a.txt"), "b\n").unwrap();
         let launcher = Launcher::plain(&root);
-        let status = || {
-            launcher
-                .git(
-                    &["status", "--porcelain"],
-                    Reads::Content,
-                    1 << 20,
-                    Duration::from_secs(10),
-                )
-                .unwrap()
-        };
+        let status = || status_of(&launcher);
         let config = root.join(".git/config");
         let payload = format!("touch {}; cat", ran.display());
         let section = format!("[filter \"x\"]\n\tclean = {payload}\n");
@@ -766,6 +773,43 @@ mod tests {
         std::fs::write(root.join("a.txt"), "c\n").unwrap();
         let _ = status();
         assert!(!ran.exists(), "a driver of an included file ran");
+    }
+
+    /// A `commondir` file written into `.git` after a first run sends git to another
+    /// directory's configuration: its driver is blanked too.
+    #[test]
+    fn a_common_directory_named_after_a_run_is_read_too() {
+        let Some((dir, root, _run)) = committed() else {
+            return;
+        };
+        let ran = root.join("ran");
+        std::fs::write(root.join("a.txt"), "b\n").unwrap();
+        let launcher = Launcher::plain(&root);
+        let status = || status_of(&launcher);
+        let _ = status();
+        // Another git directory, a copy of this one, whose configuration names a
+        // filter; `.git/commondir` points at it.
+        let other = dir.path().join("other");
+        let copied = Command::new("cp")
+            .args([
+                "-r",
+                &root.join(".git").display().to_string(),
+                &other.display().to_string(),
+            ])
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let mut config = std::fs::read_to_string(other.join("config")).unwrap();
+        config.push_str(&format!(
+            "[filter \"x\"]\n\tclean = touch {}; cat\n",
+            ran.display()
+        ));
+        std::fs::write(other.join("config"), config).unwrap();
+        std::fs::write(root.join(".git/commondir"), other.display().to_string()).unwrap();
+        std::fs::write(root.join(".gitattributes"), "* filter=x\n").unwrap();
+        std::fs::write(root.join("a.txt"), "c\n").unwrap();
+        let _ = status();
+        assert!(!ran.exists(), "the common directory's driver ran");
     }
 
     /// A worktree made, a commit in it, a merged tree and a ref moved, each by airsd's

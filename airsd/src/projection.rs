@@ -89,31 +89,51 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
-    // Each task's latest worktree, and whether it was merged.
+    // Each task's worktree and where its change is: the stored `workspace.*` events
+    // and reviewers' results folded as the live view folds them, each applied to the
+    // tasks that existed when it was recorded.
     {
+        let created: std::collections::HashMap<String, i64> = conn
+            .prepare("SELECT id, seq FROM tasks")?
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
         let mut stmt = conn.prepare(
-            "SELECT w.task_id, w.id, w.branch, w.status,
-                 EXISTS (SELECT 1 FROM events e WHERE e.type = 'workspace.merged'
-                     AND json_extract(e.payload_json, '$.workspace_id') = w.id)
-             FROM workspaces w WHERE w.task_id IS NOT NULL ORDER BY w.seq",
+            "SELECT seq, type, payload_json FROM events
+             WHERE type IN ('workspace.created', 'workspace.merged', 'workspace.removed',
+                            'workspace.merge_failed')
+                OR (type = 'agent.completed'
+                    AND json_extract(payload_json, '$.result.agent_type') = 'reviewer')
+             ORDER BY seq",
         )?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            let task: String = r.get(0)?;
-            let status: String = r.get(3)?;
-            let merged: bool = r.get(4)?;
-            let state = match (merged, status.as_str()) {
-                (true, _) => air_proto::workspace_view::WorkspaceState::Merged,
-                (false, "active") => air_proto::workspace_view::WorkspaceState::Working,
-                _ => air_proto::workspace_view::WorkspaceState::Removed,
+            let (seq, ty, payload): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            let Ok(payload) = serde_json::from_str::<serde_json::Value>(&payload) else {
+                continue;
             };
-            if let Some(t) = p.tasks.iter_mut().find(|t| t.id == task) {
-                t.workspace = Some(air_proto::workspace_view::WorkspaceView {
-                    id: r.get(1)?,
-                    branch: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                    state,
-                });
+            let existed = |id: &str| created.get(id).is_some_and(|&c| c < seq);
+            if ty == ev::AgentCompleted::TYPE {
+                let Ok(pl) = serde_json::from_value::<air_proto::payload::AgentCompleted>(payload)
+                else {
+                    continue;
+                };
+                if let Some(result) = &pl.result {
+                    if let Some(t) = p
+                        .tasks
+                        .iter_mut()
+                        .find(|t| t.id == result.task_id && existed(&t.id))
+                    {
+                        air_proto::workspace_view::reviewed(&mut t.workspace, result);
+                    }
+                }
+                continue;
             }
+            let slots = p
+                .tasks
+                .iter_mut()
+                .filter(|t| existed(&t.id))
+                .map(|t| (t.id.as_str(), &mut t.workspace));
+            air_proto::workspace_view::apply(slots, &ty, &payload);
         }
     }
     // Each task's latest todo list (`todo.write`'s answers, the last one standing).

@@ -284,7 +284,7 @@ fn apply_change(
         DomainChange::AgentCompleted { payload: pl, result_json } => {
             if !update(
                 conn,
-                "UPDATE agents SET status = 'completed', exit_code = ?2, result_json = ?3,
+                "UPDATE agents SET status = 'completed', exit_code = ?2, result_json = COALESCE(?3, result_json),
                      ended_at = ?4 WHERE id = ?1",
                 params![pl.agent_id, pl.exit_code, result_json, ts],
             )? {

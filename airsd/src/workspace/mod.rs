@@ -473,6 +473,50 @@ fn checkout(main: &Launcher, ws: &Workspace, places: &[PathBuf]) -> Result<(), S
         .map_err(|e| format!("{}: {e}", ws.git_dir.join(READY).display()))
 }
 
+/// Moves a worktree nobody has worked in yet (made ahead of its task's start) to
+/// `to`, the integration branch as it is now: its branch and its files, and its
+/// record of where it started.
+pub fn restart_at(
+    main: &Launcher,
+    worktrees: &Path,
+    ws: &mut Workspace,
+    to: &str,
+) -> Result<(), String> {
+    if ws.base == to {
+        return Ok(());
+    }
+    // A commit's name: nothing git could take for an option.
+    if !(to.len() == 40 || to.len() == 64) || !to.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("`{to}` names no commit"));
+    }
+    let places = common_writable(main, worktrees)?;
+    let at = ws.launcher(main, main.views().clone());
+    on_branch(&at, ws)?;
+    // Its branch (checked out there, holding nothing of its own) moves with it.
+    at.git_write(
+        &["reset", "-q", "--hard", to, "--"],
+        &places,
+        64 * 1024,
+        STEP,
+    )?;
+    crate::opened::write_atomic(&ws.git_dir.join(READY), &ws.git_dir, to.as_bytes())
+        .map_err(|e| format!("{}: {e}", ws.git_dir.join(READY).display()))?;
+    ws.base = to.to_string();
+    Ok(())
+}
+
+/// Takes away a worktree nobody worked in (made ahead for a task that did not start
+/// in it): the worktree, and its branch while it still points where it was made
+/// (so that the task, if it starts later, starts from the integration branch as it
+/// is then).
+pub fn forget(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), String> {
+    remove(main, ws, worktrees)?;
+    let places = common_writable(main, worktrees)?;
+    let full = format!("refs/heads/{}", ws.branch);
+    main.git_write(&["update-ref", "-d", &full, &ws.base], &places, 4096, STEP)?;
+    Ok(())
+}
+
 /// Makes the empty directory each of the checkout's environments is lent onto in the
 /// worktree, where the worktree has nothing there and the directory above it is its
 /// own (reached through no link).
@@ -709,24 +753,76 @@ mod tests {
 
     const SESSION: &str = "01a2424a-c532-763d-8f00-0123abcd4567";
 
+    /// An empty directory for a repository, and git run there (its output back).
+    fn repository() -> Option<(tempfile::TempDir, PathBuf, impl Fn(&[&str]) -> String)> {
+        let git = air_proto::program::find("git", None, &[])?;
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let at = root.clone();
+        let run = move |args: &[&str]| {
+            let out = air_proto::program::git_command(&git)
+                .args(args)
+                .current_dir(&at)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        Some((dir, root, run))
+    }
+
+    /// A worktree made ahead of its task's start moves to what was committed since
+    /// (its files, its branch, where its change starts); one forgotten takes its
+    /// untouched branch with it.
+    #[test]
+    fn a_worktree_made_ahead_starts_from_the_newest_commit() {
+        let Some((_dir, root, run)) = repository() else {
+            return;
+        };
+        let run = |args: &[&str]| {
+            let mut all = vec!["-c", "user.name=p", "-c", "user.email=p@example.invalid"];
+            all.extend_from_slice(args);
+            run(&all).trim().to_string()
+        };
+        run(&["init", "-q", "-b", "main"]);
+        std::fs::write(root.join(".gitignore"), ".air/local/\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        run(&["add", "-A"]);
+        run(&["commit", "-qm", "one"]);
+        let main = Launcher::plain(&root);
+        let worktrees = root.join(".air/local/workspaces");
+        let mut ws = create(&main, &worktrees, SESSION, "T1", "main").unwrap();
+        let first = ws.base.clone();
+        std::fs::write(root.join("b.txt"), "b\n").unwrap();
+        run(&["add", "-A"]);
+        run(&["commit", "-qm", "two"]);
+        let second = run(&["rev-parse", "HEAD"]);
+        restart_at(&main, &worktrees, &mut ws, &second).unwrap();
+        assert_eq!(ws.base, second);
+        assert_eq!(
+            std::fs::read_to_string(ws.path.join("b.txt")).unwrap(),
+            "b\n"
+        );
+        assert_eq!(
+            run(&["rev-parse", &format!("refs/heads/{}", ws.branch)]),
+            second
+        );
+        // Where its change starts, as read again when continued.
+        let again = create(&main, &worktrees, SESSION, "T1", "main").unwrap();
+        assert_eq!(again.base, second);
+        assert_ne!(first, second);
+        forget(&main, &ws, &worktrees).unwrap();
+        assert!(!ws.path.exists());
+        assert!(!left(&main, &worktrees, SESSION, "T1").any());
+    }
+
     /// A task's worktree from the project's last commit: its attempt is committed on
     /// its branch, its change is exactly its own while the person edits the main
     /// checkout, and removing it leaves the branch and the checkout as they were.
     #[test]
     fn a_task_works_in_its_own_worktree_and_the_checkout_is_untouched() {
-        let Some(git) = air_proto::program::find("git", None, &[]) else {
+        let Some((_dir, root, run)) = repository() else {
             return;
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let run = |args: &[&str]| {
-            let out = air_proto::program::git_command(&git)
-                .args(args)
-                .current_dir(&root)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}: {out:?}");
-            String::from_utf8_lossy(&out.stdout).into_owned()
         };
         run(&["init", "-q", "-b", "main"]);
         std::fs::write(root.join("a.txt"), "a\n").unwrap();
@@ -803,20 +899,22 @@ mod tests {
         // A repository made inside the worktree is refused, named.
         std::fs::create_dir_all(ws.path.join("sub")).unwrap();
         let nested = ws.path.join("sub");
-        let out = air_proto::program::git_command(&git)
-            .args(["init", "-q"])
-            .current_dir(&nested)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+        let inner = nested.display().to_string();
+        run(&["-C", &inner, "init", "-q"]);
         std::fs::write(nested.join("f.txt"), "f\n").unwrap();
-        let out = air_proto::program::git_command(&git)
-            .args(["-c", "user.name=p", "-c", "user.email=p@example.invalid"])
-            .args(["commit", "-q", "--allow-empty", "-m", "inner"])
-            .current_dir(&nested)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
+        run(&[
+            "-C",
+            &inner,
+            "-c",
+            "user.name=p",
+            "-c",
+            "user.email=p@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "inner",
+        ]);
         let e = commit_attempt(&main, &ws, &worktrees, "with sub").unwrap_err();
         assert!(e.contains("`sub`"), "{e}");
         std::fs::remove_dir_all(&nested).unwrap();

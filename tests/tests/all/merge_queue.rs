@@ -343,6 +343,26 @@ fn six_tasks_merge_in_order_behind_their_check_and_land() {
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
+    // `air status` shows the run's tasks, each with its branch and where its change
+    // is; the same from a daemon started again (its view rebuilt from the records).
+    for restarted in [false, true] {
+        if restarted {
+            p.air(&["daemon", "stop"]);
+        }
+        let out = p.air(&["status"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains("the newest run"), "{text}");
+        for t in ["T1", "T2", "T3", "T4", "T6"] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{t} ")))
+                .unwrap_or_default();
+            assert!(
+                line.contains(&format!("/{t}: merged]")),
+                "{t} (restarted: {restarted}): {text}"
+            );
+        }
+    }
 }
 
 /// Two runs started at once in one project: each has its own integration branch, they

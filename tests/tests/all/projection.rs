@@ -63,6 +63,19 @@ enum Op {
         kind: usize,
         task: usize,
     },
+    /// A reviewer's approval (or request for changes) of a task.
+    Review {
+        agent: usize,
+        task: usize,
+        approved: bool,
+    },
+    /// A `workspace.*` event: made for a task, merged, removed, refused by the
+    /// merge queue (a conflict or a failed check).
+    Space {
+        kind: usize,
+        workspace: usize,
+        task: usize,
+    },
     Other,
 }
 
@@ -86,6 +99,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..8).prop_map(|request| Op::Answer { request }),
         1 => Just(Op::Archive),
         2 => (0usize..6, 0usize..25).prop_map(|(kind, task)| Op::Run { kind, task }),
+        2 => (0usize..25, 0usize..25, any::<bool>())
+            .prop_map(|(agent, task, approved)| Op::Review { agent, task, approved }),
+        4 => (0usize..5, 0usize..12, 0usize..25)
+            .prop_map(|(kind, workspace, task)| Op::Space { kind, workspace, task }),
         1 => Just(Op::Other),
     ]
 }
@@ -445,6 +462,80 @@ impl Gen {
                     },
                 ),
             },
+            Op::Review {
+                agent,
+                task,
+                approved,
+            } => {
+                let mut result = air_proto::result::WorkerResult::new(
+                    &tid(*task),
+                    &format!("A{agent}"),
+                    AgentType::Reviewer,
+                    air_proto::result::WorkerStatus::Completed,
+                    "looked".into(),
+                );
+                result.result = json!({
+                    "decision": if *approved { "approved" } else { "changes_requested" }
+                });
+                event(
+                    &s,
+                    "agent.completed",
+                    &p::AgentCompleted {
+                        agent_id: format!("A{agent}"),
+                        exit_code: Some(0),
+                        result: Some(result),
+                        gate: None,
+                    },
+                )
+            }
+            Op::Space {
+                kind: 0,
+                workspace: _,
+                task,
+            } => {
+                let id = self.id("W");
+                event(
+                    &s,
+                    "workspace.created",
+                    &p::WorkspaceCreated {
+                        workspace_id: id.clone(),
+                        path: format!("/w/{id}"),
+                        task_id: Some(tid(*task)),
+                        branch: Some(format!("air/s/{}", tid(*task))),
+                        base_ref: Some("abc".into()),
+                    },
+                )
+            }
+            Op::Space {
+                kind: k @ (1 | 2),
+                workspace,
+                task,
+            } => event(
+                &s,
+                "workspace.merge_failed",
+                &p::WorkspaceMergeFailed {
+                    workspace_id: format!("W{workspace}"),
+                    task_id: tid(*task),
+                    conflict: *k == 1,
+                    files: vec!["a.c".into()],
+                    reason: "refused".into(),
+                    command_run_id: None,
+                },
+            ),
+            Op::Space {
+                kind, workspace, ..
+            } => event(
+                &s,
+                if *kind == 3 {
+                    "workspace.merged"
+                } else {
+                    "workspace.removed"
+                },
+                &p::WorkspaceChanged {
+                    workspace_id: format!("W{workspace}"),
+                    reason: None,
+                },
+            ),
             Op::Other => event(&s, "requirement.changed", &json!({"summary": "faster"})),
         }
     }

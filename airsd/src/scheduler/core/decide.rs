@@ -674,17 +674,14 @@ impl Core {
     }
 }
 
-/// Whether a task's change goes through the merge queue: every task of the plan
-/// whose agents may change files (an executor's, a debug task's), not a milestone
-/// review, the direct lane, a review the user asked for or a planning turn. One
-/// with no worktree completes at once.
 /// Tasks the merge queue may hold before new tasks wait, whatever the concurrency.
 const MERGE_QUEUE_LEAST: u32 = 4;
 
+/// Whether a task's change goes through the merge queue: every task of the plan
+/// whose agents may change files (an executor's, a debug task's), not a milestone
+/// review, a turn of the conversation (the Main Agent's, the direct lane, a planning
+/// turn) or a review the user asked for. One with no worktree completes at once.
 fn merges(t: &TaskState) -> bool {
     let id = &t.spec.id;
-    t.milestone_of.is_none()
-        && !is_direct(id)
-        && !is_review(id)
-        && !air_proto::planning::is_planning(id)
+    t.milestone_of.is_none() && !in_conversation(id) && !is_review(id)
 }

@@ -58,6 +58,27 @@ type Made = std::result::Result<Option<(Workspace, bool)>, String>;
 /// path, few enough that a run that stops leaves few unused.
 const AHEAD: usize = 4;
 
+/// Removes a worktree made ahead for a task that did not start in it (one continued
+/// from an earlier attempt stays).
+async fn discard(
+    main: std::sync::Arc<crate::launcher::Launcher>,
+    worktrees: std::path::PathBuf,
+    task: String,
+    ahead: tokio::task::JoinHandle<Made>,
+) {
+    let Ok(Ok(Some((ws, false)))) = ahead.await else {
+        return;
+    };
+    let removed =
+        tokio::task::spawn_blocking(move || workspace::forget(&main, &ws, &worktrees)).await;
+    if !matches!(removed, Ok(Ok(()))) {
+        tracing::warn!(
+            task,
+            "cannot remove the worktree made for a task that did not start"
+        );
+    }
+}
+
 /// Makes (or continues, or with `existing_only` only finds) the worktree of `task`.
 fn make(
     main: &crate::launcher::Launcher,
@@ -188,24 +209,34 @@ impl Shell {
             return Ok(false);
         };
         let task = task_id.to_string();
-        // One made ahead is awaited (never made twice at once).
-        let made = match self.spaces.premade.remove(task_id) {
-            Some(ahead) => ahead.await.map_err(|e| e.to_string())?,
-            None => {
-                let (main, worktrees) = (main.clone(), worktrees.clone());
-                tokio::task::spawn_blocking(move || {
-                    make(
-                        &main,
-                        &worktrees,
-                        &session,
-                        &task,
-                        &integration,
-                        existing_only,
-                    )
-                })
-                .await
-                .map_err(|e| e.to_string())?
-            }
+        // One made ahead is awaited (never made twice at once), and moved to the
+        // integration branch as it is now (what was merged meanwhile: the task's
+        // dependencies, the phase before). One whose making failed is made now.
+        let ahead = match self.spaces.premade.remove(task_id) {
+            Some(h) => h.await.ok().and_then(std::result::Result::ok),
+            None => None,
+        };
+        let made = {
+            let (main, worktrees) = (main.clone(), worktrees.clone());
+            tokio::task::spawn_blocking(move || match ahead {
+                Some(Some((mut ws, false))) => {
+                    let now = workspace::branch_head(&main, &integration)?
+                        .ok_or_else(|| format!("no branch {integration}"))?;
+                    workspace::restart_at(&main, &worktrees, &mut ws, &now)?;
+                    Ok(Some((ws, false)))
+                }
+                Some(Some(continued)) => Ok(Some(continued)),
+                _ => make(
+                    &main,
+                    &worktrees,
+                    &session,
+                    &task,
+                    &integration,
+                    existing_only,
+                ),
+            })
+            .await
+            .map_err(|e| e.to_string())?
         }
         .map_err(|e| format!("the task's worktree could not be made: {e}"))?;
         let Some((made, continued)) = made else {
@@ -271,12 +302,30 @@ impl Shell {
         let Some(Some(integration)) = self.spaces.integration.clone() else {
             return;
         };
+        let statuses = self.core.statuses();
+        // One made for a task that is no longer ready to start (cancelled, blocked,
+        // planned again) is taken away.
+        let stale: Vec<String> = self
+            .spaces
+            .premade
+            .keys()
+            .filter(|id| {
+                !statuses
+                    .iter()
+                    .any(|(t, s)| t == *id && *s == TaskStatus::Ready)
+            })
+            .cloned()
+            .collect();
+        for id in stale {
+            if let Some(ahead) = self.spaces.premade.remove(&id) {
+                let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
+                tokio::spawn(discard(main, worktrees, id, ahead));
+            }
+        }
         if self.spaces.premade.len() >= AHEAD {
             return;
         }
-        let next: Vec<String> = self
-            .core
-            .statuses()
+        let next: Vec<String> = statuses
             .into_iter()
             .filter(|(id, status)| {
                 *status == TaskStatus::Ready
@@ -316,19 +365,7 @@ impl Shell {
         }
         let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
         for (task, ahead) in std::mem::take(&mut self.spaces.premade) {
-            let Ok(Ok(Some((ws, false)))) = ahead.await else {
-                continue;
-            };
-            let (main, worktrees) = (main.clone(), worktrees.clone());
-            let removed =
-                tokio::task::spawn_blocking(move || workspace::remove(&main, &ws, &worktrees))
-                    .await;
-            if !matches!(removed, Ok(Ok(()))) {
-                tracing::warn!(
-                    task,
-                    "cannot remove the worktree made for a task that never started"
-                );
-            }
+            discard(main.clone(), worktrees.clone(), task, ahead).await;
         }
     }
 
