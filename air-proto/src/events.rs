@@ -136,6 +136,7 @@ own! {
     PermissionDecisionRecorded => "permission.decision.recorded",
     WorkspaceCreated => "workspace.created",
     WorkspaceMergeFailed => "workspace.merge_failed",
+    WorkspaceUndone => "workspace.undone",
     DebugRecordCreated => "debug.record.created",
     MemoryCandidateCreated => "memory.candidate.created",
     MemoryPromoted => "memory.promoted",

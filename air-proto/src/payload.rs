@@ -642,6 +642,22 @@ pub struct WorkspaceMergeFailed {
     pub command_run_id: Option<String>,
 }
 
+/// `workspace.undone`: `air undo` took one task's merged change back out of the
+/// session's integration branch (a new commit on it), and out of the checkout where
+/// the branch had landed.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorkspaceUndone {
+    pub task_id: String,
+    pub integration_branch: String,
+    /// The undo commit: the integration branch's new head.
+    pub commit: String,
+    /// The files the undo changed.
+    pub files: Vec<String>,
+    /// Where the branch had landed: the undo landed there too, or why not.
+    pub landing: Option<Landing>,
+}
+
 /// `workspace.merged`, `workspace.removed`.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

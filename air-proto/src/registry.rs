@@ -183,6 +183,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(ev::WorkspaceMerged, "workspace", "A workspace was merged back."),
     durable!(ev::WorkspaceRemoved, "workspace", "A workspace was removed."),
     durable!(ev::WorkspaceMergeFailed, "workspace", "The merge queue did not merge a reviewed task: its change conflicts with the integration branch (committed with the markers on the task's branch) or its check failed on the merged tree; the integration branch did not move, and the task's debugger follows."),
+    durable!(ev::WorkspaceUndone, "workspace", "A task's merged change was taken back out of the session's integration branch (`air undo`): a new commit there, landed in the checkout too where the branch had landed."),
     durable!(ev::MemoryCandidateCreated, "memory", "The ExperienceMiner proposed a memory, a skill draft or a correction of a skill or rules file (proposed again: `seen` counts; `ask_user` when the user is now asked to promote it)."),
     durable!(ev::MemoryPromoted, "memory", "A memory was promoted (by the user, or by the evidence of a fix): agents are shown it when it concerns their task; a skill draft or patch was written."),
     durable!(ev::MemoryArchived, "memory", "A memory was set aside (by the user or the Curator), or forgotten at the user's word."),

@@ -49,7 +49,7 @@ impl DaemonState {
         let integration = crate::workspace::integration_branch(session_id);
         let worktrees = self.paths.workspaces();
         let (session, task) = (session_id.to_string(), task_id.to_string());
-        tokio::task::spawn_blocking(move || {
+        let out = tokio::task::spawn_blocking(move || {
             has_integration(&launcher, &session, &integration)?;
             let landed = crate::workspace::landed(&launcher, &integration)
                 .map_err(|e| Error::Refused(format!("cannot undo: {e}")))?;
@@ -98,10 +98,28 @@ impl DaemonState {
                     ))
                 }
             }
-            Ok(out)
+            Ok::<_, Error>(out)
         })
         .await
-        .map_err(|e| Error::Internal(format!("undo: {e}")))?
+        .map_err(|e| Error::Internal(format!("undo: {e}")))??;
+        // Recorded in the session, as what its run did is.
+        if let (true, Some(commit)) = (out.undone, out.commit.clone()) {
+            let session = self.session(session_id).await?;
+            let e = air_proto::event::RuntimeEvent::of(
+                session_id,
+                air_proto::event::EventSource::system(),
+                &air_proto::payload::WorkspaceUndone {
+                    task_id: task_id.to_string(),
+                    integration_branch: out.integration_branch.clone(),
+                    commit,
+                    files: out.files.clone(),
+                    landing: out.landing.clone(),
+                },
+            )
+            .map_err(|e| Error::Internal(format!("workspace.undone payload: {e}")))?;
+            session.store().append(e).await?;
+        }
+        Ok(out)
     }
 
     /// Prunes the kept worktrees of sessions whose run is not going: those older than

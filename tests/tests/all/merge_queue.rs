@@ -453,6 +453,22 @@ fn undo_takes_one_task_back_out_of_the_work_and_the_checkout() {
     assert!(p.root.join("u1.txt").is_file() && p.root.join("u3.txt").is_file());
     let status = git(&p.root, &["status", "--porcelain", "--untracked-files=no"]);
     assert!(status.stdout.is_empty());
+    // Recorded in the session: what was undone, the commit, the files.
+    let undone: Vec<(String, String)> = std::fs::read_dir(p.paths().sessions())
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let session = e.file_name().to_string_lossy().into_owned();
+            db(&p, &session)
+                .query_row(
+                    "SELECT json_extract(payload_json, '$.task_id'), json_extract(payload_json, '$.files') FROM events WHERE type = 'workspace.undone'",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .ok()
+        })
+        .collect();
+    assert_eq!(undone, [("U2".to_string(), "[\"u2.txt\"]".to_string())]);
     // Once: a second undo says so, and a task with no branch is named.
     let out = air(&p, &["undo", "U2"]);
     assert_ne!(out.status.code(), Some(0));
