@@ -32,6 +32,10 @@ wire_enum! {
         CheckFailed = "check_failed",
         /// Its worktree removed without a merge (it changed nothing).
         Removed = "removed",
+        /// A state this build does not know (said by a newer airsd): read as such,
+        /// so that the rest of a snapshot is still read.
+        #[serde(other)]
+        Other = "other",
     }
 }
 
@@ -50,6 +54,7 @@ impl WorkspaceView {
             WorkspaceState::Removed => "nothing to merge",
             WorkspaceState::Working if ended => "not merged: branch kept",
             WorkspaceState::Working => "working",
+            WorkspaceState::Other => "in a state this air does not know (update air)",
         }
     }
 }
@@ -122,5 +127,23 @@ pub fn apply<'a>(
                 w.state = WorkspaceState::Removed;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A state a newer airsd says is read as one this build does not know, not as an
+    /// error that loses the whole snapshot.
+    #[test]
+    fn an_unknown_state_is_read_as_such() {
+        let v: WorkspaceView =
+            serde_json::from_str(r#"{"id":"w","branch":"air/x/T1","state":"queued"}"#).unwrap();
+        assert_eq!(v.state, WorkspaceState::Other);
+        let v: WorkspaceView =
+            serde_json::from_str(r#"{"id":"w","branch":"air/x/T1","state":"merged"}"#).unwrap();
+        assert_eq!(v.state, WorkspaceState::Merged);
     }
 }
