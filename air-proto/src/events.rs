@@ -181,6 +181,7 @@ shared! {
     StderrDelta(OutputDelta) => "stderr.delta",
     WorkspaceMerged(WorkspaceChanged) => "workspace.merged",
     WorkspaceRemoved(WorkspaceChanged) => "workspace.removed",
+    WorkspaceMerging(WorkspaceChanged) => "workspace.merging",
 }
 
 free! {

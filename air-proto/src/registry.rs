@@ -194,6 +194,8 @@ pub static EVENTS: &[EventSpec] = &[
         "Pushed by a worker every few seconds."),
     ephemeral!(worker ev::TimeoutExtensionRequested, "agent", Coalesce::Never,
         "A worker past its soft timeout asks for more time."),
+    ephemeral!(ev::WorkspaceMerging, "workspace", Coalesce::Latest { key: &["workspace_id"] },
+        "The merge queue took a reviewed task's change: it is being merged now, behind its check (one task at a time; the others wait, queued)."),
     ephemeral!(ev::RunHalted, "run", Coalesce::Latest { key: &[] },
         "The scheduler stopped because the session could not be written (a full disk, a read-only database): nothing recorded is lost, and `air run --resume` goes on once it can write again. `reason: null` when it runs again."),
     ephemeral!(worker ev::TaskProgress, "task", Coalesce::Latest { key: &["task_id"] },

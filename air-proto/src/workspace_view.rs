@@ -20,8 +20,9 @@ wire_enum! {
     pub enum WorkspaceState {
         /// On its branch, in its worktree.
         Working = "working",
-        /// Reviewed and approved: in the merge queue (waiting its turn, or merging
-        /// behind its check).
+        /// Reviewed and approved: in the merge queue, waiting its turn.
+        Queued = "queued",
+        /// Being merged now, behind its check (one task at a time).
         Merging = "merging",
         /// Merged into the session's integration branch.
         Merged = "merged",
@@ -45,8 +46,9 @@ impl WorkspaceView {
     pub fn describe(&self, ended: bool) -> &'static str {
         match self.state {
             WorkspaceState::Merged => "merged",
-            WorkspaceState::Merging if ended => "not merged: branch kept",
-            WorkspaceState::Merging => "reviewed: in the merge queue",
+            WorkspaceState::Queued | WorkspaceState::Merging if ended => "not merged: branch kept",
+            WorkspaceState::Queued => "reviewed: queued to merge",
+            WorkspaceState::Merging => "merging, behind its check",
             WorkspaceState::Conflict if ended => "not merged: conflict, branch kept",
             WorkspaceState::Conflict => "conflict: being resolved",
             WorkspaceState::CheckFailed if ended => "not merged: check failed, branch kept",
@@ -73,7 +75,7 @@ pub fn reviewed(slot: &mut Option<WorkspaceView>, result: &crate::result::Worker
             w.state,
             WorkspaceState::Working | WorkspaceState::Conflict | WorkspaceState::CheckFailed
         ) {
-            w.state = WorkspaceState::Merging;
+            w.state = WorkspaceState::Queued;
         }
     }
 }
@@ -118,6 +120,17 @@ pub fn apply<'a>(
     let Ok(pl) = p::WorkspaceChanged::deserialize(payload) else {
         return;
     };
+    if ty == ev::WorkspaceMerging::TYPE {
+        for (_, slot) in tasks {
+            if let Some(w) = slot
+                .as_mut()
+                .filter(|w| w.id == pl.workspace_id && w.state == WorkspaceState::Queued)
+            {
+                w.state = WorkspaceState::Merging;
+            }
+        }
+        return;
+    }
     let merged = ty == ev::WorkspaceMerged::TYPE;
     for (_, slot) in tasks {
         if let Some(w) = slot.as_mut().filter(|w| w.id == pl.workspace_id) {
@@ -135,12 +148,53 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// Approved, a task's change is queued; the queue taking it makes it merging,
+    /// and only a queued one; merged ends it.
+    #[test]
+    fn approved_is_queued_then_merging_then_merged() {
+        let mut slot = Some(WorkspaceView {
+            id: "w1".into(),
+            branch: "air/x/T1".into(),
+            state: WorkspaceState::Working,
+        });
+        let taken = serde_json::json!({"workspace_id": "w1"});
+        // Not queued yet: the queue's word changes nothing.
+        apply(
+            std::iter::once(("T1", &mut slot)),
+            ev::WorkspaceMerging::TYPE,
+            &taken,
+        );
+        assert_eq!(slot.as_ref().unwrap().state, WorkspaceState::Working);
+        let mut review = crate::result::WorkerResult::new(
+            "T1",
+            "T1-reviewer-1",
+            crate::event::AgentType::Reviewer,
+            crate::result::WorkerStatus::Completed,
+            "fine".into(),
+        );
+        review.result = serde_json::json!({"decision": "approved"});
+        reviewed(&mut slot, &review);
+        assert_eq!(slot.as_ref().unwrap().state, WorkspaceState::Queued);
+        apply(
+            std::iter::once(("T1", &mut slot)),
+            ev::WorkspaceMerging::TYPE,
+            &taken,
+        );
+        assert_eq!(slot.as_ref().unwrap().state, WorkspaceState::Merging);
+        apply(
+            std::iter::once(("T1", &mut slot)),
+            ev::WorkspaceMerged::TYPE,
+            &taken,
+        );
+        assert_eq!(slot.as_ref().unwrap().state, WorkspaceState::Merged);
+    }
+
     /// A state a newer airsd says is read as one this build does not know, not as an
     /// error that loses the whole snapshot.
     #[test]
     fn an_unknown_state_is_read_as_such() {
         let v: WorkspaceView =
-            serde_json::from_str(r#"{"id":"w","branch":"air/x/T1","state":"queued"}"#).unwrap();
+            serde_json::from_str(r#"{"id":"w","branch":"air/x/T1","state":"rebasing"}"#).unwrap();
         assert_eq!(v.state, WorkspaceState::Other);
         let v: WorkspaceView =
             serde_json::from_str(r#"{"id":"w","branch":"air/x/T1","state":"merged"}"#).unwrap();

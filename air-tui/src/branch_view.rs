@@ -27,7 +27,7 @@ pub fn line(t: &air_proto::projection::TaskView, theme: &Theme) -> Option<Line<'
 }
 
 /// What the task list says in place of a task's status while its change is in the
-/// merge queue or was refused there: `merging`, `conflict`, `chk fail`.
+/// merge queue or was refused there: `queued`, `merging`, `conflict`, `chk fail`.
 pub fn queue_state(
     t: &air_proto::projection::TaskView,
     theme: &Theme,
@@ -37,6 +37,7 @@ pub fn queue_state(
         return None;
     }
     match t.workspace.as_ref()?.state {
+        WorkspaceState::Queued => Some(("queued", theme.accent)),
         WorkspaceState::Merging => Some(("merging", theme.accent)),
         WorkspaceState::Conflict => Some(("conflict", theme.warning)),
         WorkspaceState::CheckFailed => Some(("chk fail", theme.warning)),
@@ -89,6 +90,10 @@ mod tests {
         let theme = Theme::dark(crate::theme::Palette::TrueColor);
         let said = |status, state| queue_state(&task(status, Some(state)), &theme).map(|(w, _)| w);
         assert_eq!(
+            said(TaskStatus::Reviewing, WorkspaceState::Queued),
+            Some("queued")
+        );
+        assert_eq!(
             said(TaskStatus::Reviewing, WorkspaceState::Merging),
             Some("merging")
         );
@@ -121,8 +126,12 @@ mod tests {
             Some("branch air/abcd1234/T1 · not merged: branch kept")
         );
         assert_eq!(
+            shown(TaskStatus::Reviewing, Some(WorkspaceState::Queued)).as_deref(),
+            Some("branch air/abcd1234/T1 · reviewed: queued to merge")
+        );
+        assert_eq!(
             shown(TaskStatus::Reviewing, Some(WorkspaceState::Merging)).as_deref(),
-            Some("branch air/abcd1234/T1 · reviewed: in the merge queue")
+            Some("branch air/abcd1234/T1 · merging, behind its check")
         );
         assert_eq!(
             shown(TaskStatus::Debugging, Some(WorkspaceState::Conflict)).as_deref(),

@@ -562,7 +562,7 @@ fn the_graph_says_merging_and_conflict() {
         seq: 0,
         projection: Projection::new(S),
     });
-    for (seq, id) in (1u64..).zip(["A", "B", "C"]) {
+    for (seq, id) in (1u64..).zip(["A", "B", "C", "D"]) {
         let e = RuntimeEvent::typed(
             "task.created",
             S,
@@ -578,6 +578,7 @@ fn the_graph_says_merging_and_conflict() {
     }
     let states = [
         (TaskStatus::Reviewing, WorkspaceState::Merging),
+        (TaskStatus::Reviewing, WorkspaceState::Queued),
         (TaskStatus::Debugging, WorkspaceState::Conflict),
         (TaskStatus::Running, WorkspaceState::Working),
     ];
@@ -598,7 +599,7 @@ fn the_graph_says_merging_and_conflict() {
         .collect();
     let said = |w: &str| boxes.iter().any(|b| b.contains(w));
     assert!(
-        said("merging") && said("conflict") && said("running"),
+        said("merging") && said("queued") && said("conflict") && said("running"),
         "{text}"
     );
     assert!(!said("reviewing") && !said("debugging"), "{text}");

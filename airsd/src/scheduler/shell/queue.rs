@@ -326,6 +326,13 @@ impl Shell {
         let tx = self.merges.0.clone();
         let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
         let workspace_id = space.id.clone();
+        // Clients see which task the queue is merging now (the others are queued).
+        if let Ok(e) = self.event(&ev::WorkspaceMerging(p::WorkspaceChanged {
+            workspace_id: workspace_id.clone(),
+            reason: None,
+        })) {
+            let _ = self.ctx.session.store().append(e).await;
+        }
         self.spaces.jobs.retain(|(_, j)| !j.is_finished());
         let removing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = removing.clone();
