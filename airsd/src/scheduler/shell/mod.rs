@@ -357,6 +357,8 @@ impl Shell {
             .await?;
             self.expire_requests(Some(&agent_id)).await;
         }
+        self.finish_removals().await;
+        self.flush().await?;
         // A budget spent before a restart or continuation stops dispatching at once.
         self.observe();
         let mut tick = tokio::time::interval(self.config.tick);

@@ -369,6 +369,64 @@ impl Shell {
         }
     }
 
+    /// After a restart: the worktrees recorded merged but not removed (airsd stopped
+    /// between a merge's recorded end and its worktree's removal) are removed now, and
+    /// recorded so, once.
+    pub(super) async fn finish_removals(&mut self) {
+        let session = self.ctx.session.clone();
+        let left: Vec<(String, String)> = tokio::task::spawn_blocking(move || {
+            let Ok(conn) = session.readers().get() else {
+                return Vec::new();
+            };
+            let Ok(mut stmt) = conn.prepare(
+                "SELECT w.id, w.path FROM workspaces w WHERE w.status = 'active'
+                 AND EXISTS (SELECT 1 FROM events e WHERE e.type = 'workspace.merged'
+                     AND json_extract(e.payload_json, '$.workspace_id') = w.id)",
+            ) else {
+                return Vec::new();
+            };
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map(|rows| rows.flatten().collect())
+                .unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default();
+        for (id, path) in left {
+            let (main, worktrees) = (self.tools.launcher.clone(), self.worktrees_dir());
+            let at = std::path::PathBuf::from(&path);
+            // Only a worktree in the session's own place.
+            if !at.starts_with(&worktrees) {
+                continue;
+            }
+            let removed = tokio::task::spawn_blocking(move || {
+                if std::fs::symlink_metadata(&at).is_err() {
+                    return Ok(());
+                }
+                let ws = Workspace {
+                    path: at,
+                    branch: String::new(),
+                    base: String::new(),
+                    git_dir: PathBuf::new(),
+                };
+                workspace::remove(&main, &ws, &worktrees)
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r);
+            match removed {
+                Ok(()) => {
+                    if let Ok(e) = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
+                        workspace_id: id,
+                        reason: Some("merged".into()),
+                    })) {
+                        self.push(vec![e]);
+                    }
+                }
+                Err(e) => tracing::warn!(path, "cannot remove a merged worktree: {e}"),
+            }
+        }
+    }
+
     /// The id of the task's recorded worktree that is still there, if any; without a
     /// task, of any worktree the session ever recorded.
     pub(super) async fn recorded_workspace(&self, task_id: Option<&str>) -> Option<String> {
