@@ -392,18 +392,7 @@ impl Shell {
                 merged,
                 result,
             } => {
-                match result {
-                    Ok(()) => {
-                        let e = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
-                            workspace_id,
-                            reason: Some(if merged { "merged" } else { "nothing changed" }.into()),
-                        }))?;
-                        self.push(vec![e]);
-                    }
-                    Err(e) => {
-                        tracing::warn!(task = task_id, "cannot remove the merged worktree: {e}")
-                    }
-                }
+                self.removed(workspace_id, merged, result, &task_id);
                 Ok(())
             }
         }

@@ -413,17 +413,29 @@ impl Shell {
             .await
             .map_err(|e| e.to_string())
             .and_then(|r| r);
-            match removed {
-                Ok(()) => {
-                    if let Ok(e) = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
-                        workspace_id: id,
-                        reason: Some("merged".into()),
-                    })) {
-                        self.push(vec![e]);
-                    }
+            self.removed(id, true, removed, &path);
+        }
+    }
+
+    /// Records a worktree's removal (`merged`: after its merge, else with nothing to
+    /// merge), or says why it could not be removed (`what` names it).
+    pub(super) fn removed(
+        &mut self,
+        workspace_id: String,
+        merged: bool,
+        result: std::result::Result<(), String>,
+        what: &str,
+    ) {
+        match result {
+            Ok(()) => {
+                if let Ok(e) = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
+                    workspace_id,
+                    reason: Some(if merged { "merged" } else { "nothing changed" }.into()),
+                })) {
+                    self.push(vec![e]);
                 }
-                Err(e) => tracing::warn!(path, "cannot remove a merged worktree: {e}"),
             }
+            Err(e) => tracing::warn!(what, "cannot remove a merged worktree: {e}"),
         }
     }
 
