@@ -328,3 +328,118 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         .collect();
     assert_eq!(flags, ["icanon", "echo"], "{after}");
 }
+
+/// The real TUI at 80×24 while a run's merge queue works: a task whose change is
+/// being merged (its check on the merged tree waits for the test) says `merging`, one
+/// reviewed behind it `queued`; once merged, all complete. Each step waits for a file
+/// the test writes once the screen showed the step before.
+#[test]
+fn the_task_list_shows_the_merge_queue_at_80x24() {
+    let p = Project::new();
+    let go = |n: &str| p.root.join(format!("go-{n}"));
+    let until = |n: &str| format!("until [ -e '{}' ]; do sleep 0.05; done", go(n).display());
+    std::fs::write(p.root.join("README.md"), "# queue\n").unwrap();
+    // Q2's check waits only where Q1 is merged: in the merge queue's gate, not in
+    // its own worktree (made before Q1 merged). One command, as a check must be.
+    std::fs::write(
+        p.root.join("gate.sh"),
+        format!("if [ -e Q1.txt ]; then {}; fi\n", until("c")),
+    )
+    .unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=p",
+            "-c",
+            "user.email=p@example.invalid",
+            "commit",
+            "-qm",
+            "start",
+        ],
+    ] {
+        assert!(Command::new("git")
+            .args(args)
+            .current_dir(&p.root)
+            .status()
+            .unwrap()
+            .success());
+    }
+    let run_until = |n: &str| {
+        format!(
+            "air-test-call: shell.run {}\n",
+            serde_json::json!({ "command": until(n) })
+        )
+    };
+    let write = |id: &str| {
+        format!("air-test-call: fs.write {{\"path\": \"{id}.txt\", \"content\": \"{id}\\n\"}}\n")
+    };
+    let md = format!(
+        "---\nconcurrency: 3\n---\n# Queue\n\n\
+         ## Task Q1: file Q1\n\n- evidence: none\n\n{}\n\
+         ## Task Q2: file Q2\n\n- evidence: none\n- verify: `sh gate.sh`\n\n{}{}\n\
+         ## Task Q3: file Q3\n\n- evidence: none\n\n{}{}\n",
+        write("Q1"),
+        run_until("a"),
+        write("Q2"),
+        run_until("b"),
+        write("Q3"),
+    );
+    std::fs::write(p.root.join("q.md"), md).unwrap();
+    let run = Command::new(bin("air"))
+        .args(["run", "--plan", "q.md", "--detach"])
+        .current_dir(&p.root)
+        .env("AIR_WORKER", bin("air-test-worker"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let session = String::from_utf8_lossy(&run.stdout).trim().to_string();
+    let tmux = Tmux::new();
+    tmux.attach("q", &p.root);
+    assert!(tmux
+        .cmd(&["resize-window", "-t", "air:q", "-x", "80", "-y", "24"])
+        .status
+        .success());
+    let line = |s: &str, id: &str, word: &str| {
+        s.lines()
+            .any(|l| l.contains(&format!("{id} ")) && l.contains(word))
+    };
+    tmux.wait_for("q", &|s| line(s, "Q1", "completed"), "Q1 did not merge");
+    std::fs::write(go("a"), "").unwrap();
+    tmux.wait_for(
+        "q",
+        &|s| line(s, "Q2", "merging"),
+        "Q2 is not shown merging",
+    );
+    std::fs::write(go("b"), "").unwrap();
+    let queue = tmux.wait_for(
+        "q",
+        &|s| line(s, "Q2", "merging") && line(s, "Q3", "queued"),
+        "Q3 is not shown queued behind Q2",
+    );
+    assert!(queue.lines().count() <= 24, "{queue}");
+    std::fs::write(go("c"), "").unwrap();
+    let wait = Command::new(bin("air"))
+        .args(["wait", &session])
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(
+        wait.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wait.stderr)
+    );
+    tmux.wait_for(
+        "q",
+        &|s| ["Q1", "Q2", "Q3"].iter().all(|id| line(s, id, "completed")),
+        "the tasks did not end merged",
+    );
+    for id in ["Q1", "Q2", "Q3"] {
+        assert!(p.root.join(format!("{id}.txt")).is_file(), "{id} landed");
+    }
+}
