@@ -126,6 +126,36 @@ impl Drop for Tmux {
     }
 }
 
+/// Starts a run of `plan` in `root` with the scripted worker, detached: its session.
+fn run_detached(root: &Path, plan: &str) -> String {
+    let run = Command::new(bin("air"))
+        .args(["run", "--plan", plan, "--detach"])
+        .current_dir(root)
+        .env("AIR_WORKER", bin("air-test-worker"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    String::from_utf8_lossy(&run.stdout).trim().to_string()
+}
+
+/// Waits for the session's run to end, successfully.
+fn wait_run(root: &Path, session: &str) {
+    let wait = Command::new(bin("air"))
+        .args(["wait", session])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        wait.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wait.stderr)
+    );
+}
+
 fn rand_suffix() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -149,18 +179,7 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         "---\non_ask: queue\n---\n## Task A: touch git\n\nair-test-call: todo.write {\"todos\": [{\"content\": \"Leave a note in git\", \"status\": \"in_progress\"}, {\"content\": \"Count to 3000\", \"status\": \"pending\"}]}\nair-test-call: fs.write {\"path\": \".git/air-note\", \"content\": \"hi\\n\"}\nair-test-call: shell.run {\"command\": \"seq 1 3000\"}\n",
     )
     .unwrap();
-    let run = Command::new(bin("air"))
-        .args(["run", "--plan", "p.md", "--detach"])
-        .current_dir(&p.root)
-        .env("AIR_WORKER", bin("air-test-worker"))
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let session = String::from_utf8_lossy(&run.stdout).trim().to_string();
+    let session = run_detached(&p.root, "p.md");
 
     let tmux = Tmux::new();
     tmux.attach("one", &p.root);
@@ -387,18 +406,7 @@ fn the_task_list_shows_the_merge_queue_at_80x24() {
         write("Q3"),
     );
     std::fs::write(p.root.join("q.md"), md).unwrap();
-    let run = Command::new(bin("air"))
-        .args(["run", "--plan", "q.md", "--detach"])
-        .current_dir(&p.root)
-        .env("AIR_WORKER", bin("air-test-worker"))
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let session = String::from_utf8_lossy(&run.stdout).trim().to_string();
+    let session = run_detached(&p.root, "q.md");
     let tmux = Tmux::new();
     tmux.attach("q", &p.root);
     assert!(tmux
@@ -424,16 +432,7 @@ fn the_task_list_shows_the_merge_queue_at_80x24() {
     );
     assert!(queue.lines().count() <= 24, "{queue}");
     std::fs::write(go("c"), "").unwrap();
-    let wait = Command::new(bin("air"))
-        .args(["wait", &session])
-        .current_dir(&p.root)
-        .output()
-        .unwrap();
-    assert!(
-        wait.status.success(),
-        "{}",
-        String::from_utf8_lossy(&wait.stderr)
-    );
+    wait_run(&p.root, &session);
     tmux.wait_for(
         "q",
         &|s| ["Q1", "Q2", "Q3"].iter().all(|id| line(s, id, "completed")),
