@@ -222,16 +222,10 @@ fn air(root: &Path) -> Command {
     c
 }
 
-fn whole_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    project(root);
-    std::fs::write(root.join("big.md"), big_plan(20, 50)).unwrap();
+/// `air` with `args` in `root`, which must succeed: its output and how long it took.
+fn timed_run(root: &Path, args: &[&str]) -> (std::process::Output, std::time::Duration) {
     let t = Instant::now();
-    let out = air(root)
-        .args(["run", "--plan", "big.md"])
-        .output()
-        .unwrap();
+    let out = air(root).args(args).output().unwrap();
     let wall = t.elapsed();
     assert_eq!(
         out.status.code(),
@@ -239,6 +233,15 @@ fn whole_run() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    (out, wall)
+}
+
+fn whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    project(root);
+    std::fs::write(root.join("big.md"), big_plan(20, 50)).unwrap();
+    let (out, wall) = timed_run(root, &["run", "--plan", "big.md"]);
     let status = air(root)
         .args(["daemon", "status", "--json"])
         .output()
@@ -264,19 +267,21 @@ fn docs_run(git: bool) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     if git {
-        let g = |args: &[&str]| {
-            let out = Command::new("git")
-                .args(["-c", "user.name=b", "-c", "user.email=b@example.invalid"])
-                .args(args)
-                .current_dir(root)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-        };
-        g(&["init", "-q", "-b", "main"]);
+        git_in(root, &["init", "-q", "-b", "main"]);
         std::fs::write(root.join("README.md"), "# docs\n").unwrap();
-        g(&["add", "-A"]);
-        g(&["commit", "-qm", "start"]);
+        git_in(root, &["add", "-A"]);
+        git_in(
+            root,
+            &[
+                "-c",
+                "user.name=b",
+                "-c",
+                "user.email=b@example.invalid",
+                "commit",
+                "-qm",
+                "start",
+            ],
+        );
     }
     project(root);
     let n: usize = std::env::var("AIR_BENCH_DOCS")
@@ -291,18 +296,7 @@ fn docs_run(git: bool) {
         );
     }
     std::fs::write(root.join("docs.md"), md).unwrap();
-    let t = Instant::now();
-    let out = air(root)
-        .args(["run", "--plan", "docs.md", "--json"])
-        .output()
-        .unwrap();
-    let wall = t.elapsed();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, wall) = timed_run(root, &["run", "--plan", "docs.md", "--json"]);
     let _ = air(root).args(["daemon", "stop"]).output();
     let landed = String::from_utf8_lossy(&out.stdout).contains("\"landed\":true");
     println!(
@@ -326,22 +320,25 @@ fn docs_run(git: bool) {
     }
 }
 
+/// Runs git in `root`, which must succeed: its output.
+fn git_in(root: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The floor under the worktree run, in the same repository: `n` worktrees made
 /// by hand with plain git (`worktree add -b`, then `worktree remove`), one at a
 /// time, 50 alive at most, each from the next commit of the session's integration
 /// branch (as many files as the run's tasks found there in turn).
 fn by_hand(root: &Path, n: usize) {
-    let git_out = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let git_out = |args: &[&str]| git_in(root, args);
     let g = |args: &[&str]| {
-        git_out(args);
+        git_in(root, args);
     };
     let integration = git_out(&[
         "for-each-ref",
