@@ -202,25 +202,26 @@ impl Shell {
         // A worktree nothing but airsd touched since its checkout or its last commit
         // holds its branch as it is.
         let clean = self.spaces.get(task_id).is_some_and(|s| s.clean);
-        let tree = tokio::task::spawn_blocking(move || {
-            if clean {
-                return Worktree::Task { dirty: Vec::new() };
-            }
-            if !crate::tools::git::in_repository(&root) {
-                return Worktree::NotGit;
-            }
-            match crate::tools::git::Dirty::read(&launcher) {
-                // Its branch names the session: not for the model to act on.
-                Some(d) if own => Worktree::Task { dirty: d.files() },
-                Some(d) => Worktree::Git {
-                    branch: d.branch.clone(),
-                    dirty: d.files(),
-                },
-                None => Worktree::Unknown,
-            }
-        })
-        .await
-        .unwrap_or(Worktree::Unknown);
+        let tree = if clean {
+            Worktree::Task { dirty: Vec::new() }
+        } else {
+            tokio::task::spawn_blocking(move || {
+                if !crate::tools::git::in_repository(&root) {
+                    return Worktree::NotGit;
+                }
+                match crate::tools::git::Dirty::read(&launcher) {
+                    // Its branch names the session: not for the model to act on.
+                    Some(d) if own => Worktree::Task { dirty: d.files() },
+                    Some(d) => Worktree::Git {
+                        branch: d.branch.clone(),
+                        dirty: d.files(),
+                    },
+                    None => Worktree::Unknown,
+                }
+            })
+            .await
+            .unwrap_or(Worktree::Unknown)
+        };
         crate::context::Environment {
             root: shown,
             os: format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH),
