@@ -1,8 +1,6 @@
 //! `air land`, `air undo` and `air diff`: a session's work on its branches, brought
 //! into the checkout, taken back out by task, or shown.
 
-use std::io::Write as _;
-
 use air_proto::api::{params, AirApiClient};
 
 use crate::run_cmd::newest_session;
@@ -26,18 +24,18 @@ pub async fn land(session: Option<String>, always: bool) -> CmdResult {
         .map_err(rpc_failure)?;
     match (&landing.branch, landing.landed) {
         (Some(branch), true) => {
-            println!(
+            outln!(
                 "landed {} on {branch}: {} file(s) changed",
                 landing.integration_branch,
                 landing.files.len()
             );
             for f in &landing.files {
-                println!("  {f}");
+                outln!("  {f}");
             }
             Ok(())
         }
         _ if landing.reason.as_deref() == Some(air_proto::payload::NOTHING_TO_LAND) => {
-            println!(
+            outln!(
                 "nothing to land: the checkout holds all of {}",
                 landing.integration_branch
             );
@@ -72,17 +70,17 @@ pub async fn undo(task: String, session: Option<String>) -> CmdResult {
             undo.reason.as_deref().unwrap_or("no reason given")
         )));
     }
-    println!(
+    outln!(
         "undid {task} on {}: {} file(s) changed",
         undo.integration_branch,
         undo.files.len()
     );
     for f in &undo.files {
-        println!("  {f}");
+        outln!("  {f}");
     }
     match &undo.landing {
         Some(l) if l.landed => {
-            println!(
+            outln!(
                 "and in the checkout ({})",
                 l.branch.as_deref().unwrap_or("its branch")
             );
@@ -114,7 +112,7 @@ pub async fn gc(all: bool, dry_run: bool) -> CmdResult {
     };
     let mb = |b: u64| b.div_ceil(1 << 20);
     for r in &pruned.removed {
-        println!(
+        outln!(
             "{verb} {} ({}, {} MiB): {}",
             r.path,
             r.branch,
@@ -123,7 +121,7 @@ pub async fn gc(all: bool, dry_run: bool) -> CmdResult {
         );
     }
     for k in &pruned.kept {
-        println!(
+        outln!(
             "kept {} ({}, {} MiB): {}",
             k.path,
             k.branch,
@@ -132,7 +130,7 @@ pub async fn gc(all: bool, dry_run: bool) -> CmdResult {
         );
     }
     if pruned.removed.is_empty() && pruned.kept.is_empty() {
-        println!("no kept worktrees");
+        outln!("no kept worktrees");
     }
     Ok(())
 }
@@ -160,7 +158,6 @@ pub async fn diff(task: String, session: Option<String>) -> CmdResult {
             "task {task} of session {session} has no diff: it worked in no worktree, or no attempt of it has ended"
         )));
     };
-    let mut out = std::io::stdout().lock();
     let mut offset = 0;
     loop {
         let chunk = conn
@@ -178,15 +175,11 @@ pub async fn diff(task: String, session: Option<String>) -> CmdResult {
                 "the diff of task {task} is not text"
             )));
         }
-        // A closed pipe (`air diff T1 | head`) ends the output, not in an error.
-        if out.write_all(chunk.data.as_bytes()).is_err() {
-            return Ok(());
-        }
+        crate::stdout::write_bytes(chunk.data.as_bytes());
         offset += chunk.bytes;
         if chunk.eof || chunk.bytes == 0 {
             break;
         }
     }
-    let _ = out.flush();
     Ok(())
 }

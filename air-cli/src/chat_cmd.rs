@@ -311,7 +311,7 @@ async fn say(
         let mut done = false;
         cursor = follow_events(conn, session, cursor, |seq, event| {
             if json {
-                println!("{}", serde_json::to_string(event)?);
+                outln!("{}", serde_json::to_string(event)?);
             }
             exchange.event(event, progress);
             // The Architecture Designer waits for the user: the next message answers.
@@ -362,12 +362,12 @@ async fn say(
     }
     if !json {
         let answers: Vec<&str> = exchange.answers.iter().map(|(_, a)| a.trim()).collect();
-        println!("{}", answers.join("\n\n"));
+        outln!("{}", answers.join("\n\n"));
         for (task, status, why) in &exchange.unanswered {
             eprintln!("air: {task} {}: {why}", status.as_str());
         }
         if let Some(w) = &waits {
-            println!("{w}");
+            outln!("{w}");
             eprintln!("air: the Architecture Designer waits for your answer: say it in the next message (`air chat -s {session} -p \"…\"`, or `air attach -s {session}`)");
         }
     }

@@ -65,7 +65,7 @@ async fn start() -> CmdResult {
     } else {
         "already running:"
     };
-    println!(
+    outln!(
         "airsd {verb} pid {} on {}",
         conn.hello.pid,
         conn.socket.display()
@@ -80,7 +80,7 @@ pub(crate) async fn stop() -> CmdResult {
     let paths = project()?;
     let lock = paths.locks().join("airsd.lock");
     if !lock_held(&lock) {
-        println!("no daemon running");
+        outln!("no daemon running");
         return Ok(());
     }
     let pid: i32 = std::fs::read_to_string(&lock)
@@ -121,7 +121,7 @@ pub(crate) async fn stop() -> CmdResult {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    println!("airsd (pid {pid}) stopped");
+    outln!("airsd (pid {pid}) stopped");
     Ok(())
 }
 

@@ -342,25 +342,25 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
         ));
     }
     if json_out {
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         for l in &lines {
-            println!("{l}");
+            outln!("{l}");
         }
     }
     if let (Some(yes), Ok(report)) = (fix, &dependencies) {
-        println!();
+        outln!();
         let stdin = std::io::stdin();
         let (installed, still) =
-            crate::setup::fix(report, yes, &mut stdin.lock(), &mut std::io::stdout())
+            crate::setup::fix(report, yes, &mut stdin.lock(), &mut crate::stdout::Out)
                 .map_err(|e| Failure::from(format!("air doctor --fix: {e}")))?;
         if installed > 0 {
             // What the commands changed, as the machine now has it.
             let now = crate::setup::check(&airsd_path(), root.as_deref())
                 .map_err(|e| Failure::from(format!("air doctor --fix: checking again: {e}")))?;
-            println!();
+            outln!();
             for l in crate::setup::lines(&now) {
-                println!("{l}");
+                outln!("{l}");
             }
             let required = now
                 .dependencies

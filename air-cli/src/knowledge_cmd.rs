@@ -41,7 +41,7 @@ pub async fn run(command: DebugCommand) -> CmdResult {
         return print_json(&hits);
     }
     if hits.is_empty() {
-        println!("no debugging record of this project matches");
+        outln!("no debugging record of this project matches");
         return Ok(());
     }
     for h in &hits {
@@ -56,7 +56,7 @@ pub async fn run(command: DebugCommand) -> CmdResult {
         } else {
             "not fixed"
         };
-        println!(
+        outln!(
             "{}  {}  task {} ({}, session {})",
             h.created_at.chars().take(19).collect::<String>(),
             state,
@@ -64,17 +64,17 @@ pub async fn run(command: DebugCommand) -> CmdResult {
             h.agent_id,
             h.session_id
         );
-        println!("  symptom:    {}", h.symptom);
+        outln!("  symptom:    {}", h.symptom);
         if let Some(cause) = &h.root_cause {
-            println!("  root cause: {cause}");
+            outln!("  root cause: {cause}");
         }
         if !h.fix.is_empty() {
-            println!("  fix:        {}", h.fix);
+            outln!("  fix:        {}", h.fix);
         }
         for line in h.signature.lines().take(3) {
-            println!("  signature:  {line}");
+            outln!("  signature:  {line}");
         }
-        println!();
+        outln!();
     }
     Ok(())
 }
@@ -98,10 +98,10 @@ pub fn skills(command: SkillsCommand) -> CmdResult {
         return print_json(&serde_json::json!({ "skills": skills, "problems": problems }));
     }
     if skills.is_empty() {
-        println!("no skills: add one as ~/.air/skills/NAME/SKILL.md or .air/shared/skills/NAME/SKILL.md (front matter with name and description)");
+        outln!("no skills: add one as ~/.air/skills/NAME/SKILL.md or .air/shared/skills/NAME/SKILL.md (front matter with name and description)");
     }
     for s in &skills {
-        println!("{:<24} {:<8} {}", s.name, s.scope, s.description);
+        outln!("{:<24} {:<8} {}", s.name, s.scope, s.description);
     }
     for p in &problems {
         eprintln!("left out: {p}");

@@ -2,6 +2,9 @@
 //! it cannot do from the project's files it asks airsd for, starting airsd when none
 //! runs.
 
+#[macro_use]
+mod stdout;
+
 mod args;
 mod branch_cmd;
 mod bundle;
@@ -349,6 +352,7 @@ fn main() -> ExitCode {
         }),
         Err(e) => Err(Failure::from(format!("cannot start the runtime: {e}"))),
     };
+    stdout::flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
@@ -497,14 +501,14 @@ async fn run(command: Command) -> CmdResult {
             let report = layout::init(&root, &air_proto::time::now_iso())?;
             let project = &report.project;
             if report.created {
-                println!(
+                outln!(
                     "initialized air project `{}` ({}) in {}",
                     project.name,
                     project.project_id,
                     root.display()
                 );
             } else {
-                println!(
+                outln!(
                     "air project `{}` ({}) already initialized in {}",
                     project.name,
                     project.project_id,
@@ -512,7 +516,7 @@ async fn run(command: Command) -> CmdResult {
                 );
             }
             if report.gitignore_updated {
-                println!("added {} to .gitignore", layout::GITIGNORE_LINE);
+                outln!("added {} to .gitignore", layout::GITIGNORE_LINE);
             }
             let paths = layout::ProjectPaths::new(&root);
             // The project is made: a scan that fails is said, not a failure of init.
@@ -537,7 +541,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Setup { yes } => doctor::run(false, Some(yes), None).await,
         Command::Attach { session, theme } => attach(session, theme, false).await,
         Command::Root => {
-            println!("{}", project()?.root().display());
+            outln!("{}", project()?.root().display());
             Ok(())
         }
         Command::Daemon { command } => daemon_cmd::run(command).await,
@@ -583,7 +587,7 @@ async fn run(command: Command) -> CmdResult {
         } => run_cmd::respond(false, request, session, reason).await,
         Command::Resume { task, session } => run_cmd::control("resume", session, task).await,
         Command::Version => {
-            println!(
+            outln!(
                 "air {} (protocol {})",
                 env!("CARGO_PKG_VERSION"),
                 air_proto::PROTOCOL_VERSION
@@ -591,7 +595,9 @@ async fn run(command: Command) -> CmdResult {
             Ok(())
         }
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "air", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "air", &mut script);
+            stdout::write_bytes(&script);
             Ok(())
         }
     }

@@ -83,17 +83,17 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 return print_json(&entries);
             }
             if entries.is_empty() {
-                println!(
+                outln!(
                     "the learned memory holds nothing{}",
                     filter_note(status, kind)
                 );
             }
             for e in &entries {
-                println!("{}", line(e));
+                outln!("{}", line(e));
             }
             let asking = entries.iter().filter(|e| e.awaits_user()).count();
             if asking > 0 {
-                println!("\n{asking} await your word: air memory show ID, then air memory promote ID or air memory forget ID");
+                outln!("\n{asking} await your word: air memory show ID, then air memory promote ID or air memory forget ID");
             }
             Ok(())
         }
@@ -106,8 +106,8 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 return print_json(&view);
             }
             let e = &view.entry;
-            println!("{}", line(e));
-            println!(
+            outln!("{}", line(e));
+            outln!(
                 "  source {}, seen {}×, used {}×{}{}",
                 e.source,
                 e.seen,
@@ -123,23 +123,23 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 }
             );
             if !e.files.is_empty() {
-                println!("  files: {}", e.files.join(", "));
+                outln!("  files: {}", e.files.join(", "));
             }
             if let Some(t) = &e.target {
-                println!("  target: {t}");
+                outln!("  target: {t}");
             }
             if let Some(n) = &e.note {
-                println!("  note: {n}");
+                outln!("  note: {n}");
             }
-            println!("\n{}\n", e.body.trim());
+            outln!("\n{}\n", e.body.trim());
             if let Some(p) = &view.path {
-                println!("promoting it writes {p}");
+                outln!("promoting it writes {p}");
             }
             if let Some(d) = &view.diff {
-                println!("{d}");
+                outln!("{d}");
             }
             if let Some(p) = &view.problem {
-                println!("it cannot be promoted as things stand: {p}");
+                outln!("it cannot be promoted as things stand: {p}");
             }
             Ok(())
         }
@@ -149,8 +149,8 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 .await
                 .map_err(crate::rpc_failure)?;
             match &view.path {
-                Some(p) => println!("promoted {}: wrote {p}", view.entry.id),
-                None => println!(
+                Some(p) => outln!("promoted {}: wrote {p}", view.entry.id),
+                None => outln!(
                     "promoted {}: agents are shown it when it concerns their task",
                     view.entry.id
                 ),
@@ -162,7 +162,7 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 .memory_forget(params::MemoryId { id })
                 .await
                 .map_err(crate::rpc_failure)?;
-            println!("forgot {} ({})", e.id, e.title);
+            outln!("forgot {} ({})", e.id, e.title);
             Ok(())
         }
         MemoryCommand::Curate { json } => {
@@ -174,7 +174,7 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 return print_json(&r);
             }
             for o in &r.overlapping_skills {
-                println!(
+                outln!(
                     "skills {} and {} overlap ({:.0}% of their words): consider merging them",
                     o.a,
                     o.b,
@@ -182,16 +182,16 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 );
             }
             for id in &r.stale {
-                println!("archived {id}: stale, the files it concerns are gone");
+                outln!("archived {id}: stale, the files it concerns are gone");
             }
             for id in &r.unused {
-                println!(
+                outln!(
                     "archived {id}: in no agent's context for {} days",
                     r.unused_days
                 );
             }
             for s in &r.unused_skills {
-                println!(
+                outln!(
                     "skill {s} was not loaded for {} days: remove it if it is no longer needed",
                     r.unused_days
                 );
@@ -201,7 +201,7 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 && r.unused.is_empty()
                 && r.unused_skills.is_empty()
             {
-                println!("nothing to curate");
+                outln!("nothing to curate");
             }
             Ok(())
         }
@@ -229,7 +229,7 @@ pub async fn run(command: MemoryCommand) -> CmdResult {
                 crate::current_dir()?.join(project_rules)
             };
             export(&path, &shared)?;
-            println!("wrote {} memories to {}", shared.len(), path.display());
+            outln!("wrote {} memories to {}", shared.len(), path.display());
             Ok(())
         }
     }

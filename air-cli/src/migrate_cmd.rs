@@ -14,7 +14,7 @@ pub async fn run(yes: bool) -> CmdResult {
     let plan = hidden::run("__migrate", paths.root(), &[], Interrupt::Ends, false).await?;
     let steps = plan["steps"].as_array().cloned().unwrap_or_default();
     for u in plan["unreadable"].as_array().into_iter().flatten() {
-        println!(
+        outln!(
             "cannot read {} ({}): left as it is",
             u["path"].as_str().unwrap_or("?"),
             u["reason"].as_str().unwrap_or("no reason given")
@@ -22,7 +22,7 @@ pub async fn run(yes: bool) -> CmdResult {
     }
     let unreadable = plan["unreadable"].as_array().map_or(0, Vec::len);
     if steps.is_empty() {
-        println!(
+        outln!(
             "up to date{}: project.json at v{}, {} file(s) at this air's versions (sessions v{})",
             if unreadable > 0 {
                 format!(" except the {unreadable} unreadable above")
@@ -35,13 +35,13 @@ pub async fn run(yes: bool) -> CmdResult {
         );
         return Ok(());
     }
-    println!(
+    outln!(
         "air migrate would bring {} file(s) of this project's .air to air {}'s schema:",
         steps.len(),
         env!("CARGO_PKG_VERSION")
     );
     for s in &steps {
-        println!(
+        outln!(
             "  {}: v{} → v{} ({})",
             s["path"].as_str().unwrap_or("?"),
             s["from"],
@@ -49,19 +49,20 @@ pub async fn run(yes: bool) -> CmdResult {
             s["what"].as_str().unwrap_or("")
         );
     }
-    println!("The files it changes are copied to .air/local/backups/migrations/<time>/ first; each is verified after, and on any failure all are put back as they were.");
+    outln!("The files it changes are copied to .air/local/backups/migrations/<time>/ first; each is verified after, and on any failure all are put back as they were.");
     let lock = paths.locks().join("airsd.lock");
     let running = crate::daemon_cmd::lock_held(&lock);
     if running {
-        println!("The daemon serving this project is stopped first.");
+        outln!("The daemon serving this project is stopped first.");
     }
     if !yes {
-        print!("migrate? [y/N] ");
-        std::io::stdout().flush()?;
+        // On stderr: seen at the terminal even when stdout goes to a file.
+        eprint!("migrate? [y/N] ");
+        std::io::stderr().flush()?;
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
-            println!("nothing was changed");
+            outln!("nothing was changed");
             return Ok(());
         }
     }
@@ -79,7 +80,7 @@ pub async fn run(yes: bool) -> CmdResult {
     )
     .await?;
     let done = outcome["migrated"].as_array().map(Vec::len).unwrap_or(0);
-    println!(
+    outln!(
         "migrated {done} file(s) and verified them; the copies from before are in {}",
         outcome["backup"].as_str().unwrap_or("?")
     );

@@ -7,7 +7,7 @@ use jsonrpsee::core::client::Subscription;
 use crate::{connect, rpc_failure, CmdResult, Failure};
 
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -28,37 +28,37 @@ pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
     if json {
         return print_json(s);
     }
-    println!(
+    outln!(
         "airsd {} (protocol {}), pid {}, up {}",
         s.version,
         s.protocol_version,
         s.pid,
         human_duration(s.uptime_ms)
     );
-    println!("project   {} ({})", s.project_root, s.project_id);
-    println!("socket    {}", s.socket);
-    println!("sessions  {} stored, {} open", s.sessions, s.open_sessions);
-    println!("clients   {}", s.clients);
-    println!("workers   {}", s.running_workers);
+    outln!("project   {} ({})", s.project_root, s.project_id);
+    outln!("socket    {}", s.socket);
+    outln!("sessions  {} stored, {} open", s.sessions, s.open_sessions);
+    outln!("clients   {}", s.clients);
+    outln!("workers   {}", s.running_workers);
     if let Some(rss) = s.rss_bytes {
-        println!("memory    {}", human_bytes(rss));
+        outln!("memory    {}", human_bytes(rss));
     }
     let idle = if s.idle_timeout_secs == 0 {
         "never".to_string()
     } else {
         human_duration(s.idle_timeout_secs.saturating_mul(1000))
     };
-    println!("idle exit {idle}");
+    outln!("idle exit {idle}");
     for r in &s.runs {
         if let Some(why) = &r.halted {
-            println!(
+            outln!(
                 "run       {} {} — halted: {why}",
                 r.session_id,
                 r.title.as_deref().unwrap_or(&r.plan)
             );
             continue;
         }
-        println!(
+        outln!(
             "run       {} {} — {}/{} tasks ended, {} agent(s) running{} (`air wait {}`)",
             r.session_id,
             r.title.as_deref().unwrap_or(&r.plan),
@@ -74,19 +74,22 @@ pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
 
 fn print_sessions(list: &[SessionInfo]) {
     if list.is_empty() {
-        println!("no sessions yet");
+        outln!("no sessions yet");
         return;
     }
-    println!(
+    outln!(
         "{:<38} {:<9} {:>7}  {:<27} title",
-        "id", "status", "events", "created"
+        "id",
+        "status",
+        "events",
+        "created"
     );
     for s in list {
         let status = serde_json::to_value(s.status)
             .ok()
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{:<38} {:<9} {:>7}  {:<27} {}",
             s.id,
             status,
@@ -127,10 +130,10 @@ pub async fn status(json: bool) -> CmdResult {
         );
     }
     print_daemon_status(&status, false)?;
-    println!();
+    outln!();
     print_sessions(&sessions);
     if let Some(report) = &run {
-        println!("\nthe newest run, of session {}:", report.session_id);
+        outln!("\nthe newest run, of session {}:", report.session_id);
         print_summary(report);
     }
     Ok(())
@@ -158,7 +161,7 @@ pub async fn retire(action: crate::SessionsAction) -> CmdResult {
                 })
                 .await
                 .map_err(crate::rpc_failure)?;
-            println!("session {session} archived; its artifacts are kept");
+            outln!("session {session} archived; its artifacts are kept");
         }
         crate::SessionsAction::Delete { session, reason } => {
             conn.client
@@ -168,7 +171,7 @@ pub async fn retire(action: crate::SessionsAction) -> CmdResult {
                 })
                 .await
                 .map_err(crate::rpc_failure)?;
-            println!("session {session} deleted; its artifacts were purged");
+            outln!("session {session} deleted; its artifacts were purged");
         }
     }
     Ok(())
@@ -176,12 +179,12 @@ pub async fn retire(action: crate::SessionsAction) -> CmdResult {
 
 fn print_event(seq: u64, event: &RuntimeEvent, json: bool) -> CmdResult {
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string(&serde_json::json!({ "seq": seq, "event": event }))?
         );
     } else {
-        println!(
+        outln!(
             "{:>7}  {}  {:<28} {}",
             seq,
             event.timestamp,
@@ -391,7 +394,7 @@ pub async fn follow_events(
 /// work on their own branches), its counts, where its work went and its report.
 pub(crate) fn print_summary(report: &air_proto::report::RunReport) {
     let c = &report.counts;
-    println!();
+    outln!();
     let width = report
         .tasks
         .iter()
@@ -399,9 +402,11 @@ pub(crate) fn print_summary(report: &air_proto::report::RunReport) {
         .max()
         .unwrap_or(4)
         .max(4);
-    println!(
+    outln!(
         "{:<width$}  {:<10} {:>8}  title / reason",
-        "task", "status", "attempts"
+        "task",
+        "status",
+        "attempts"
     );
     for t in &report.tasks {
         let reason = t
@@ -414,7 +419,7 @@ pub(crate) fn print_summary(report: &air_proto::report::RunReport) {
             .as_deref()
             .map(|b| format!(" [{b}]"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{:<width$}  {:<10} {:>8}  {}{branch}{reason}",
             t.id,
             t.status.as_str(),
@@ -422,7 +427,7 @@ pub(crate) fn print_summary(report: &air_proto::report::RunReport) {
             t.title
         );
     }
-    println!(
+    outln!(
         "\n{}: {} completed, {} failed, {} blocked, {} cancelled, {} unfinished of {}{}",
         report.outcome.map_or("running", |o| o.as_str()),
         c.completed,
@@ -437,11 +442,12 @@ pub(crate) fn print_summary(report: &air_proto::report::RunReport) {
             .unwrap_or_default()
     );
     if let Some(line) = report.landing_line() {
-        println!("{line}");
+        outln!("{line}");
     }
-    println!(
+    outln!(
         "session {} · report: .air/local/sessions/{}/artifacts/reports/run-report.json",
-        report.session_id, report.session_id
+        report.session_id,
+        report.session_id
     );
 }
 

@@ -86,7 +86,7 @@ pub fn run(command: PlanCommand) -> CmdResult {
             let compiled = load(&plan)?;
             let g = &compiled.graph;
             if json {
-                println!("{}", serde_json::to_string_pretty(g)?);
+                outln!("{}", serde_json::to_string_pretty(g)?);
                 return Ok(());
             }
             let phases = if g.phases.is_empty() {
@@ -94,7 +94,7 @@ pub fn run(command: PlanCommand) -> CmdResult {
             } else {
                 format!(", {} phase{}", g.phases.len(), plural(g.phases.len()))
             };
-            println!(
+            outln!(
                 "{}: ok — {} task{} in {} wave{}{phases}",
                 plan.display(),
                 g.tasks.len(),
@@ -103,11 +103,11 @@ pub fn run(command: PlanCommand) -> CmdResult {
                 plural(g.waves.len()),
             );
             if let Some(title) = &g.title {
-                println!("{title}");
+                outln!("{title}");
             }
-            println!("{}", where_tasks_work(g.settings.worktrees, &plan));
-            println!();
-            print!("{}", graph::text(g, &Outcomes::new()));
+            outln!("{}", where_tasks_work(g.settings.worktrees, &plan));
+            outln!();
+            out!("{}", graph::text(g, &Outcomes::new()));
             Ok(())
         }
         PlanCommand::Graph { plan, format } => {
@@ -118,7 +118,7 @@ pub fn run(command: PlanCommand) -> CmdResult {
                 GraphFormat::Dot => graph::dot(&compiled.graph, &outcomes),
                 GraphFormat::Text => graph::text(&compiled.graph, &outcomes),
             };
-            print!("{drawing}");
+            out!("{drawing}");
             Ok(())
         }
     }

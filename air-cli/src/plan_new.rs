@@ -227,7 +227,7 @@ impl Flow<'_> {
                             ),
                         });
                     }
-                    println!("{}", self.said.trim());
+                    outln!("{}", self.said.trim());
                     if args.yes {
                         // Words again after going ahead: the designer is not getting
                         // on, and --yes has nothing more to say.
@@ -250,7 +250,7 @@ impl Flow<'_> {
                 }
                 Wait::Asked(a) => {
                     if !self.said.trim().is_empty() {
-                        println!("{}", self.said.trim());
+                        outln!("{}", self.said.trim());
                     }
                     let mut answers = BTreeMap::new();
                     for q in &a.questions {
@@ -259,7 +259,7 @@ impl Flow<'_> {
                         } else {
                             format!(" ({})", q.options.join(" / "))
                         };
-                        println!("[{}] {}{options}", q.id, q.text);
+                        outln!("[{}] {}{options}", q.id, q.text);
                         let given = file
                             .get(&q.id)
                             .filter(|v| !v.trim().is_empty())
@@ -268,7 +268,7 @@ impl Flow<'_> {
                             .filter(|v| !v.is_empty());
                         match given {
                             Some(v) => {
-                                println!("  → {v}");
+                                outln!("  → {v}");
                                 answers.insert(q.id.clone(), v);
                             }
                             None => {
@@ -282,9 +282,9 @@ impl Flow<'_> {
                     self.answer(&a.task_id, answers, None, false).await?;
                 }
                 Wait::Settled(s) => {
-                    println!("The requirements, as the designer states them:");
+                    outln!("The requirements, as the designer states them:");
                     for r in &s.requirements {
-                        println!("  - {r}");
+                        outln!("  - {r}");
                     }
                     if args.yes {
                         self.answer(&s.task_id, BTreeMap::new(), None, true).await?;
@@ -313,7 +313,7 @@ impl Flow<'_> {
                     }
                 }
                 Wait::Proposed(pl) => {
-                    print!("{}", shown(&pl));
+                    out!("{}", shown(&pl));
                     let (decision, note) = if args.yes {
                         (PlanDecision::Confirm, None)
                     } else {
@@ -377,7 +377,7 @@ impl Flow<'_> {
                 }
                 Wait::Ended(end) => {
                     if !self.summary.trim().is_empty() {
-                        println!("{}", self.summary.trim());
+                        outln!("{}", self.summary.trim());
                     }
                     return match end.outcome {
                         p::RunOutcome::Completed => Ok(()),

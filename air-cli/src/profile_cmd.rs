@@ -62,7 +62,7 @@ pub struct Ask {
 async fn scan(paths: &ProjectPaths) -> Result<Option<ProjectProfile>, Failure> {
     let report = hidden::run("__scan", paths.root(), &[], Interrupt::Ends, false).await?;
     let s = &report["scan"];
-    println!(
+    outln!(
         "scanned {} files in {} directories ({} ms){}",
         s["files"],
         s["dirs"],
@@ -126,12 +126,12 @@ async fn scan_and_propose(
             if let Some(c) = outcome["cost_micro_usd"].as_u64() {
                 usage.push_str(&format!(", ${:.4}", c as f64 / 1e6));
             }
-            println!(
+            outln!(
                 "proposed by {} ({usage})",
                 outcome["model"].as_str().unwrap_or("the Main Agent")
             );
             for n in outcome["notes"].as_array().into_iter().flatten() {
-                println!("  note: {}", n.as_str().unwrap_or_default());
+                outln!("  note: {}", n.as_str().unwrap_or_default());
             }
             let filled: Vec<&str> = outcome["filled"]
                 .as_array()
@@ -140,23 +140,23 @@ async fn scan_and_propose(
                 .filter_map(|f| f.as_str())
                 .collect();
             if !filled.is_empty() {
-                println!(
+                outln!(
                     "  left unknown by the model, taken from detection: {}",
                     filled.join(", ")
                 );
             }
         }
-        Some("skipped") => println!(
+        Some("skipped") => outln!(
             "no model proposes the profile: {}",
             first_line(&outcome["reason"])
         ),
         Some("failed") => {
-            println!(
+            outln!(
                 "the Main Agent proposed nothing ({}): the profile stays as it was",
                 first_line(&outcome["reason"])
             );
             for n in outcome["notes"].as_array().into_iter().flatten() {
-                println!("  note: {}", n.as_str().unwrap_or_default());
+                outln!("  note: {}", n.as_str().unwrap_or_default());
             }
         }
         _ => {}
@@ -169,16 +169,16 @@ async fn scan_and_propose(
 
 fn show(profile: Option<&ProjectProfile>) {
     match profile {
-        None => println!("no profile yet (`air profile scan` makes one)"),
+        None => outln!("no profile yet (`air profile scan` makes one)"),
         Some(p) => {
             let origin = match p.origin {
                 ProfileOrigin::Confirmed => "confirmed",
                 ProfileOrigin::Detected => "detected, not confirmed",
                 ProfileOrigin::Proposed => "proposed, not confirmed",
             };
-            println!("project profile ({origin}):");
+            outln!("project profile ({origin}):");
             for l in p.lines() {
-                println!("  {l}");
+                outln!("  {l}");
             }
         }
     }
@@ -192,12 +192,14 @@ pub async fn after_init(paths: &ProjectPaths, ask: &Ask) -> CmdResult {
     let Some(p) = profile.filter(|p| p.origin != ProfileOrigin::Confirmed) else {
         return Ok(());
     };
-    if !std::io::stdin().is_terminal() {
-        println!("`air profile confirm` says it is right; `air profile set FIELD VALUE…` corrects a field");
+    // Asked only of a person who sees the question: stdout sent elsewhere (a file,
+    // /dev/null, a pipe) means nobody reads it, so nobody is waited for.
+    if !(std::io::stdin().is_terminal() && crate::stdout::is_terminal()) {
+        outln!("`air profile confirm` says it is right; `air profile set FIELD VALUE…` corrects a field");
         return Ok(());
     }
-    print!("is this right? [Y/n] ");
-    std::io::stdout().flush()?;
+    eprint!("is this right? [Y/n] ");
+    std::io::stderr().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     if matches!(
@@ -205,12 +207,12 @@ pub async fn after_init(paths: &ProjectPaths, ask: &Ask) -> CmdResult {
         "" | "y" | "yes"
     ) {
         if confirm_shown(paths, &p)? {
-            println!("confirmed");
+            outln!("confirmed");
         } else {
-            println!("the profile changed since it was shown: see `air profile show`, then `air profile confirm`");
+            outln!("the profile changed since it was shown: see `air profile show`, then `air profile confirm`");
         }
     } else {
-        println!(
+        outln!(
             "correct it with `air profile set FIELD VALUE…` ({})",
             FIELDS.join(", ")
         );
@@ -259,7 +261,7 @@ pub async fn run(command: ProfileCommand) -> CmdResult {
                 .as_ref()
                 .is_some_and(|p| p.origin == ProfileOrigin::Confirmed)
             {
-                println!("the profile you confirmed is kept (`air profile reset` makes it again)");
+                outln!("the profile you confirmed is kept (`air profile reset` makes it again)");
             }
             show(profile.as_ref());
             Ok(())
@@ -286,7 +288,7 @@ pub async fn run(command: ProfileCommand) -> CmdResult {
                     message: "no profile to confirm yet: `air profile scan` makes one".into(),
                 });
             }
-            println!("confirmed");
+            outln!("confirmed");
             Ok(())
         }
         ProfileCommand::Set { field, values } => edit(&paths, &field, Some(values)),
@@ -324,7 +326,7 @@ fn edit(paths: &ProjectPaths, field: &str, values: Option<Vec<String>>) -> CmdRe
         .filter(|r| p.field_mut(r).is_some_and(|v| v.is_some()))
         .collect();
     if !known.is_empty() {
-        println!(
+        outln!(
             "this may change what follows from `{field}`: check {} (`air profile set` corrects each)",
             known.join(", ")
         );

@@ -35,13 +35,13 @@ fn usage(message: String) -> Failure {
 fn report(restored: &[Restored]) {
     for r in restored {
         if r.removed {
-            println!(
+            outln!(
                 "removed  {}  (it did not exist before; backup {})",
                 r.path.display(),
                 short(&r.from_commit)
             );
         } else {
-            println!(
+            outln!(
                 "restored {}  (backup {})",
                 r.path.display(),
                 short(&r.from_commit)
@@ -60,10 +60,10 @@ pub fn run(args: RestoreArgs) -> CmdResult {
     if args.list {
         let list = backups.list()?;
         if list.is_empty() {
-            println!("no backups: no agent has changed a file outside the project");
+            outln!("no backups: no agent has changed a file outside the project");
         }
         for e in list {
-            println!(
+            outln!(
                 "{}  {}  session {}  {}  {}{}",
                 short(&e.commit),
                 e.time,

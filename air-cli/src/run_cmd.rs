@@ -220,9 +220,9 @@ pub async fn run(args: RunArgs) -> CmdResult {
     };
     if args.detach {
         if args.follow.json {
-            println!("{}", serde_json::to_string(&info)?);
+            outln!("{}", serde_json::to_string(&info)?);
         } else {
-            println!("{}", info.session_id);
+            outln!("{}", info.session_id);
             eprintln!(
                 "air: running in the background; `air wait {0}` follows it, `air attach -s {0}` shows it",
                 info.session_id
@@ -341,18 +341,18 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
     };
     result.map_err(rpc_failure)?;
     match (what, task) {
-        ("cancel", Some(t)) => println!("cancelling task {t} of session {session}"),
-        ("cancel", None) => println!(
+        ("cancel", Some(t)) => outln!("cancelling task {t} of session {session}"),
+        ("cancel", None) => outln!(
             "cancelling the run of session {session}; `air run --resume {session}` continues it"
         ),
-        ("pause", Some(t)) => println!(
+        ("pause", Some(t)) => outln!(
             "pausing {t} of session {session}: its agent holds after its current step; `air resume {t}` lets it go on"
         ),
         ("pause", None) => {
-            println!("paused session {session}: running agents finish, nothing new starts")
+            outln!("paused session {session}: running agents finish, nothing new starts")
         }
-        (_, Some(t)) => println!("resumed {t} of session {session}"),
-        _ => println!("resumed session {session}"),
+        (_, Some(t)) => outln!("resumed {t} of session {session}"),
+        _ => outln!("resumed session {session}"),
     }
     Ok(())
 }
@@ -376,9 +376,9 @@ pub async fn retry(tasks: Vec<String>, session: Option<String>) -> CmdResult {
         .await
         .map_err(rpc_failure)?;
     if info.reopened.is_empty() {
-        println!("nothing to retry in session {session}");
+        outln!("nothing to retry in session {session}");
     } else {
-        println!(
+        outln!(
             "retrying {} in session {session}; `air wait {session}` waits for the run",
             info.reopened.join(", ")
         );
@@ -412,7 +412,7 @@ pub async fn respond(
         })
         .await
         .map_err(rpc_failure)?;
-    println!(
+    outln!(
         "{} permission request {request} of session {session}",
         if allow { "allowed" } else { "denied" }
     );
@@ -465,7 +465,7 @@ impl Progress {
         } else {
             let now = air_proto::time::now_iso();
             let clock = now.get(11..19).unwrap_or(&now);
-            println!("{clock} {text}");
+            outln!("{clock} {text}");
         }
     }
 
@@ -651,7 +651,7 @@ async fn follow(
                 after,
                 move |seq, event| {
                     if json {
-                        println!("{}", serde_json::to_string(event)?);
+                        outln!("{}", serde_json::to_string(event)?);
                     }
                     let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
                     p.cursor = seq;
@@ -888,7 +888,7 @@ async fn finish(
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string(report)?);
+        outln!("{}", serde_json::to_string(report)?);
     } else {
         print_summary(report);
         // What the ExperienceMiner proposed and the user has yet to answer (it may
@@ -904,7 +904,7 @@ async fn finish(
             .map(|l| l.iter().filter(|e| e.awaits_user()).count())
             .unwrap_or(0);
         if waiting > 0 {
-            println!("{waiting} learned memories await your word: air memory list");
+            outln!("{waiting} learned memories await your word: air memory list");
         }
     }
     let outcome = report.outcome.unwrap_or(RunOutcome::Blocked);

@@ -46,7 +46,7 @@ fn write(path: &Path, text: &str) -> CmdResult {
             .map_err(|e| Failure::from(format!("{}: {e}", dir.display())))?;
     }
     std::fs::write(path, text).map_err(|e| Failure::from(format!("{}: {e}", path.display())))?;
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display());
     Ok(())
 }
 
@@ -71,7 +71,7 @@ pub fn install(paths: &ProjectPaths) -> CmdResult {
             .join("Library/LaunchAgents")
             .join(format!("com.air.airsd.{}.plist", project.project_id));
         write(&path, &plist)?;
-        println!("enable it with:\n  launchctl load {}", path.display());
+        outln!("enable it with:\n  launchctl load {}", path.display());
         return Ok(());
     }
     let dir = home()?.join(".config/systemd/user");
@@ -84,7 +84,7 @@ pub fn install(paths: &ProjectPaths) -> CmdResult {
     let instance = systemd_escape_path(&root);
     // The service enabled too: after a reboot the daemon starts by itself and resumes
     // the project's unfinished runs, without waiting for a client to connect.
-    println!(
+    outln!(
         "enable it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now 'airsd@{instance}.socket' 'airsd@{instance}.service'\nand, for it to start at boot before you log in:\n  loginctl enable-linger \"$USER\""
     );
     Ok(())

@@ -17,6 +17,7 @@ mod deltas;
 mod disk_full;
 mod escapes;
 mod evidence;
+mod first_hour;
 mod init_cli;
 mod install;
 mod knowledge;

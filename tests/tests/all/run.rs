@@ -35,7 +35,7 @@ pub(crate) fn project() -> Project {
 
 /// The example project for the scripted worker, with what its scripted agents do not
 /// write but the example's checks run: a command-line tool (`python3 -m wordcount`).
-fn scripted_project() -> Project {
+pub(crate) fn scripted_project() -> Project {
     let p = project();
     std::fs::write(
         p.root.join("wordcount/__main__.py"),

@@ -119,6 +119,36 @@ fn no_source_file_grows_past_a_thousand_lines() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+#[test]
+fn air_prints_to_stdout_only_through_its_writer() {
+    // `println!` panics when the reader of a pipe went away (`air events | head -1`);
+    // air-cli's own writer ends with success instead.
+    let mut offenders = Vec::new();
+    for (rel, text) in sources() {
+        if !rel.starts_with("air-cli/src/") || rel.ends_with("/stdout.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            let bare = |m: &str| {
+                code.match_indices(m)
+                    .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+            };
+            if bare("println!(") || bare("print!(") || code.contains("io::stdout()") {
+                offenders.push(format!("{rel}:{}: {code}", n + 1));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "air-cli prints through `outln!`/`out!` (crate::stdout), not these:\n{}",
+        offenders.join("\n")
+    );
+}
+
 /// Citations in a text: `D-0xx`, `seed 00N §X.Y`, `baseline §X`.
 fn citations(text: &str) -> Vec<String> {
     let mut out = Vec::new();

@@ -108,7 +108,18 @@ impl Tmux {
 
     /// Waits until the window shows `what`.
     pub(crate) fn wait_for(&self, name: &str, what: &dyn Fn(&str) -> bool, why: &str) -> String {
-        let end = Instant::now() + Duration::from_secs(20);
+        self.wait_for_within(name, what, why, Duration::from_secs(20))
+    }
+
+    /// Waits until the window shows `what`, for as long as `limit`.
+    pub(crate) fn wait_for_within(
+        &self,
+        name: &str,
+        what: &dyn Fn(&str) -> bool,
+        why: &str,
+        limit: Duration,
+    ) -> String {
+        let end = Instant::now() + limit;
         loop {
             let s = self.screen(name);
             if what(&s) {

@@ -1,0 +1,143 @@
+//! The first hour of a new user, through the real binaries: commands that never wait
+//! for input nobody sees, and output whose reader went away.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use air_tests::{bin, git};
+
+use crate::run::{command, scripted_project};
+use crate::tui::Tmux;
+
+/// `air ARGS` with stdout a pipe whose reader is already closed: the first line it
+/// writes meets a broken pipe, as under `| head -1` once head has its line.
+fn with_stdout_closed(mut cmd: Command) -> std::process::Output {
+    let (reader, writer) = nix::unistd::pipe().unwrap();
+    drop(reader);
+    cmd.stdout(Stdio::from(writer)).stderr(Stdio::piped());
+    cmd.output().unwrap()
+}
+
+#[test]
+fn commands_whose_reader_went_away_exit_0_without_a_panic() {
+    let p = scripted_project();
+    // A repository, so that tasks work in worktrees and have diffs.
+    git(&p.root, &["init", "-q"]);
+    git(&p.root, &["add", "-A"]);
+    git(
+        &p.root,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "start",
+        ],
+    );
+    let run = command(&p, &["run", "--plan", "plan.md"]).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    for args in [
+        &["events"][..],
+        &["events", "--json"],
+        &["sessions"],
+        &["sessions", "--json"],
+        &["status"],
+        &["wait"],
+        &["diff", "T1"],
+        &["completions", "bash"],
+        &["plan", "graph", "plan.md"],
+        &["plan", "check", "plan.md"],
+        &["profile", "show"],
+        &["version"],
+        &["--help"],
+        &["run", "--help"],
+    ] {
+        let out = with_stdout_closed(command(&p, args));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "air {args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "air {args:?}: {stderr}");
+    }
+    // Under a real `head -1` too, with a stream longer than a pipe holds.
+    let mut events = command(&p, &["events", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(events.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with('{'), "{first}");
+    assert_eq!(events.wait().unwrap().code(), Some(0));
+}
+
+/// Waits for a tmux window's command to end (it says DETACHED).
+fn ended(t: &Tmux, name: &str) -> String {
+    t.wait_for(
+        name,
+        &|s| s.contains("DETACHED"),
+        "the command ends by itself",
+    )
+}
+
+#[test]
+fn air_init_asks_only_a_person_who_sees_the_question() {
+    let t = Tmux::new();
+    let quiet = tempfile::tempdir().unwrap();
+    git(quiet.path(), &["init", "-q"]);
+    std::fs::write(quiet.path().join("main.py"), "print('hi')\n").unwrap();
+    // stdin is the terminal, stdout is not: nobody would see a question.
+    t.run_air("quiet", quiet.path(), "", "init --no-model >/dev/null");
+    let s = ended(&t, "quiet");
+    assert!(!s.contains("[Y/n]"), "{s}");
+    assert!(quiet.path().join(".air/shared/project.json").is_file());
+
+    // Both are the terminal: asked, and Enter confirms.
+    let asked = tempfile::tempdir().unwrap();
+    git(asked.path(), &["init", "-q"]);
+    std::fs::write(asked.path().join("main.py"), "print('hi')\n").unwrap();
+    t.run_air("asked", asked.path(), "", "init --no-model");
+    t.wait_for("asked", &|s| s.contains("is this right? [Y/n]"), "asked");
+    t.keys("asked", "Enter");
+    let s = ended(&t, "asked");
+    assert!(s.contains("confirmed"), "{s}");
+}
+
+#[test]
+fn examples_run_at_a_terminal_finishes_by_itself() {
+    let t = Tmux::new();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = here.join("examples/run");
+    let dir = tempfile::tempdir().unwrap();
+    let air = bin("air");
+    let bins = air.parent().unwrap();
+    // `run_air` runs `air ARGS`; the script is run in its place through a shell.
+    t.run_air(
+        "example",
+        dir.path(),
+        &format!(
+            "AIR_BIN='{}' TMPDIR='{}'",
+            bins.display(),
+            dir.path().display()
+        ),
+        &format!(
+            "version >/dev/null && '{}' && echo EXAMPLE-OK",
+            script.display()
+        ),
+    );
+    let s = t.wait_for_within(
+        "example",
+        &|s| s.contains("DETACHED"),
+        "examples/run ends by itself",
+        std::time::Duration::from_secs(180),
+    );
+    assert!(s.contains("the project is in"), "{s}");
+    assert!(s.contains("EXAMPLE-OK"), "{s}");
+    assert!(!s.contains("panicked"), "{s}");
+}
