@@ -1,7 +1,8 @@
-//! `air chat`: talk to the Main Agent from a plain terminal or a script. `-p PROMPT`
-//! sends one message and prints the answer on stdout (progress on stderr, on a
-//! terminal only); without `-p` and without a terminal, each line of stdin is one
-//! message. The conversation lives in airsd: `--session ID` continues one.
+//! `air chat`: talk to the Main Agent. `-p` (print mode, as `claude -p`) sends one
+//! message, PROMPT or else all of stdin, and prints the answer on stdout (progress on
+//! stderr, on a terminal only); at a terminal without `-p` the conversation opens in
+//! the terminal UI; otherwise each line of stdin is one message. The conversation
+//! lives in airsd: `--session ID` continues one.
 //!
 //! Exit codes: 0 answered (and any work it started completed), 1 the work failed, 2
 //! usage error, 3 the work needs a human (blocked, cancelled, a permission denied), 4
@@ -28,9 +29,14 @@ pub const CHAT_EXIT_CODES: &str = "Exit codes:\n  0  answered, and the work it s
 
 #[derive(Args, Debug)]
 pub struct ChatArgs {
-    /// Send this one message, print the answer on stdout and exit (print mode).
-    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    /// The message to send. With -p and no PROMPT, the whole of stdin is the
+    /// message; at a terminal without -p, the conversation opens with it sent.
+    #[arg(value_name = "PROMPT")]
     pub prompt: Option<String>,
+    /// Print mode: send one message (PROMPT, else stdin), print the answer on stdout
+    /// and exit.
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
     /// Do the work at once in the foreground (each message as `/direct …`): an
     /// executor with the tools, its answer on stdout.
     #[arg(long)]
@@ -72,20 +78,67 @@ pub struct ChatArgs {
     pub yes: bool,
 }
 
+/// What `air chat` does with its arguments and its terminal.
+#[derive(Debug, PartialEq, Eq)]
+enum Mode {
+    /// One message, its answer on stdout.
+    Print(String),
+    /// Each line of stdin is a message.
+    Lines,
+    /// The conversation in the terminal UI, with this message sent first.
+    Attach(Option<String>),
+}
+
+/// `-p` answers one message, from PROMPT or else all of stdin; at a terminal without
+/// `-p`, the conversation opens in the terminal UI; otherwise a PROMPT is answered
+/// once and without one each line of stdin is a message.
+fn mode(args: &ChatArgs, stdin_terminal: bool, stdout_terminal: bool) -> Result<Mode, Failure> {
+    match (&args.prompt, args.print) {
+        (Some(p), true) => Ok(Mode::Print(p.clone())),
+        (None, true) if stdin_terminal => Err(Failure {
+            code: exit::USAGE,
+            message: "-p: give the message, as `air chat -p \"PROMPT\"` or on stdin (`echo PROMPT | air chat -p`)".into(),
+        }),
+        (None, true) => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| Failure::from(format!("cannot read the message from stdin: {e}")))?;
+            if text.trim().is_empty() {
+                return Err(Failure {
+                    code: exit::USAGE,
+                    message: "-p: stdin held no message (give it as `air chat -p \"PROMPT\"`)".into(),
+                });
+            }
+            Ok(Mode::Print(text.trim_end().to_string()))
+        }
+        (prompt, false) if stdin_terminal && stdout_terminal && !args.json => {
+            Ok(Mode::Attach(prompt.clone()))
+        }
+        (Some(p), false) => Ok(Mode::Print(p.clone())),
+        (None, false) if stdin_terminal => Err(Failure {
+            code: exit::USAGE,
+            message: "give the message: `air chat -p \"PROMPT\"`, one message per line on stdin, or `air chat` at a terminal for the conversation".into(),
+        }),
+        (None, false) => Ok(Mode::Lines),
+    }
+}
+
 pub async fn run(args: ChatArgs) -> CmdResult {
     let stdin = std::io::stdin();
-    if args.prompt.is_none() && stdin.is_terminal() {
-        return Err(Failure {
-            code: exit::USAGE,
-            message: "give the message with -p PROMPT, or pipe one message per line to stdin (`air attach` is the conversation on a terminal)".into(),
-        });
-    }
+    let mode = mode(&args, stdin.is_terminal(), crate::stdout::is_terminal())?;
     let conn = connect().await?;
     let session = match &args.session {
         Some(s) => s.clone(),
         None => start(&conn, &args).await?,
     };
-    if args.prompt.is_none() && !args.json {
+    if let Mode::Attach(first) = mode {
+        if let Some(text) = first {
+            send(&conn, &session, &lane(&args, &text)).await?;
+        }
+        drop(conn);
+        return crate::attach(Some(session), None, true).await;
+    }
+    if mode == Mode::Lines && !args.json {
         eprintln!("air: session {session}");
     }
     // Attached to the session as a person who answers: its questions wait for us.
@@ -93,28 +146,21 @@ pub async fn run(args: ChatArgs) -> CmdResult {
     // Confirmations are asked on the terminal only when stdin is not the messages.
     let confirm = if args.yes {
         Confirm::Yes
-    } else if args.prompt.is_some() && stdin.is_terminal() {
+    } else if matches!(mode, Mode::Print(_)) && stdin.is_terminal() {
         Confirm::Ask
     } else {
         Confirm::No
     };
-    let lane = |text: &str| {
-        if args.direct {
-            format!("/direct {text}")
-        } else {
-            text.to_string()
-        }
-    };
     let mut worst = exit::OK;
-    if let Some(prompt) = &args.prompt {
-        worst = say(&conn, &session, &lane(prompt), args.json, confirm).await?;
+    if let Mode::Print(prompt) = &mode {
+        worst = say(&conn, &session, &lane(&args, prompt), args.json, confirm).await?;
     } else {
         for line in stdin.lock().lines() {
             let line = line.map_err(|e| Failure::from(format!("cannot read stdin: {e}")))?;
             if line.trim().is_empty() {
                 continue;
             }
-            worst = worst.max(say(&conn, &session, &lane(&line), args.json, confirm).await?);
+            worst = worst.max(say(&conn, &session, &lane(&args, &line), args.json, confirm).await?);
         }
     }
     match worst {
@@ -127,6 +173,37 @@ pub async fn run(args: ChatArgs) -> CmdResult {
                 format!("the work failed (`air attach -s {session}` shows it)")
             },
         }),
+    }
+}
+
+/// Sends one message to the session's conversation; an error when it is refused.
+async fn send(
+    conn: &Connection,
+    session: &str,
+    text: &str,
+) -> Result<air_proto::api::MessageSent, Failure> {
+    let sent = conn
+        .client
+        .message_send(params::MessageSend {
+            session_id: session.to_string(),
+            text: text.to_string(),
+            to: None,
+            env: Some(air_proto::env::ClientEnv::current()),
+        })
+        .await
+        .map_err(rpc_failure)?;
+    match sent.unanswered {
+        Some(why) => Err(Failure::from(why)),
+        None => Ok(sent),
+    }
+}
+
+/// A message as `--direct` sends it: `/direct …`, done at once in the foreground.
+fn lane(args: &ChatArgs, text: &str) -> String {
+    if args.direct {
+        format!("/direct {text}")
+    } else {
+        text.to_string()
     }
 }
 
@@ -289,19 +366,7 @@ async fn say(
         .await
         .map_err(rpc_failure)?
         .seq;
-    let sent = conn
-        .client
-        .message_send(params::MessageSend {
-            session_id: session.to_string(),
-            text: text.to_string(),
-            to: None,
-            env: Some(air_proto::env::ClientEnv::current()),
-        })
-        .await
-        .map_err(rpc_failure)?;
-    if let Some(why) = sent.unanswered {
-        return Err(Failure::from(why));
-    }
+    let sent = send(conn, session, text).await?;
     let progress = !json && std::io::stderr().is_terminal();
     let mut exchange = Exchange::default();
     let mut cursor = after;
@@ -405,5 +470,58 @@ fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
             Some(crate::plan_new::shown(&pl))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Chat {
+        #[command(flatten)]
+        args: ChatArgs,
+    }
+
+    fn args(line: &[&str]) -> ChatArgs {
+        Chat::try_parse_from([&["chat"], line].concat())
+            .map_err(|e| e.to_string())
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn print_is_a_flag_and_the_prompt_is_the_argument() {
+        // As `claude -p` takes them, flags on either side of the prompt.
+        for line in [
+            &["-p", "--direct", "fix it"][..],
+            &["-p", "fix it", "--direct"],
+            &["--direct", "fix it", "--print"],
+        ] {
+            let a = args(line);
+            assert!(a.direct, "{line:?}");
+            assert_eq!(
+                mode(&a, true, true).ok(),
+                Some(Mode::Print("fix it".into()))
+            );
+        }
+        // At a terminal, without -p: the conversation, with the prompt sent first.
+        assert_eq!(
+            mode(&args(&["hello"]), true, true).ok(),
+            Some(Mode::Attach(Some("hello".into())))
+        );
+        assert_eq!(mode(&args(&[]), true, true).ok(), Some(Mode::Attach(None)));
+        // Output to a pipe: the answer, printed.
+        assert_eq!(
+            mode(&args(&["hello"]), true, false).ok(),
+            Some(Mode::Print("hello".into()))
+        );
+        // Messages on a pipe, one per line.
+        assert_eq!(mode(&args(&[]), false, false).ok(), Some(Mode::Lines));
+        // -p at a terminal with no message says how to give one.
+        let e = mode(&args(&["-p"]), true, true).err().unwrap();
+        assert_eq!(e.code, exit::USAGE);
+        assert!(e.message.contains("air chat -p"), "{}", e.message);
     }
 }

@@ -168,9 +168,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Talk to air's Main Agent: `-p PROMPT` answers one message on stdout; without a
-    /// terminal, each line of stdin is a message. The conversation is kept by the
-    /// daemon (`--session` continues it; `air attach` shows it).
+    /// Talk to air's Main Agent: at a terminal, the conversation in the terminal UI;
+    /// `-p PROMPT` (or `-p` with the message on stdin) prints one answer on stdout;
+    /// otherwise each line of stdin is a message. The daemon keeps the conversation
+    /// (`--session` continues it; `air attach` shows it).
     #[command(after_help = chat_cmd::CHAT_EXIT_CODES)]
     Chat(Box<chat_cmd::ChatArgs>),
     /// Run a plan: start (or continue) it in the daemon and follow it to the end.
@@ -453,7 +454,11 @@ pub async fn connect() -> Result<Connection, Failure> {
 }
 
 /// `air attach`; with `chat`, on the conversation with its input box focused.
-async fn attach(session: Option<String>, theme: Option<String>, chat: bool) -> CmdResult {
+pub(crate) async fn attach(
+    session: Option<String>,
+    theme: Option<String>,
+    chat: bool,
+) -> CmdResult {
     let options = air_tui::run::Options {
         connect: connect_options(project()?),
         session,

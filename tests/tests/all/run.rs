@@ -1299,6 +1299,13 @@ fn the_shipped_conversation_replays_with_no_key() {
     let stdout = text(&out.stdout);
     assert!(stdout.starts_with("This is `wordcount`"), "{stdout}");
     assert!(stdout.contains("(T1, plan.md:21)"), "{stdout}");
+    // As `claude -p` takes it: the flag apart from its message, which comes on stdin.
+    let piped = air_tests::output_with_input(
+        &mut real_worker(&p, &["chat", "--replay", "conversation", "-p"]),
+        "What is this project, and what is left to build?\n",
+    );
+    expect(&piped, 0);
+    assert_eq!(text(&piped.stdout), stdout);
     let _ = air(&p, &["daemon", "stop"]);
 }
 
