@@ -20,11 +20,16 @@ pub enum OnAskArg {
     Queue,
 }
 
+/// Spelled as plans and the API spell them (`accept_edits`); the kebab-case spelling
+/// is taken too.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
+#[value(rename_all = "snake_case")]
 pub enum ModeArg {
     Default,
+    #[value(alias = "accept-edits")]
     AcceptEdits,
     Plan,
+    #[value(alias = "bypass-permissions")]
     BypassPermissions,
 }
 

@@ -3,17 +3,14 @@
 
 use air_proto::api::{params, AirApiClient};
 
-use crate::run_cmd::newest_session;
+use crate::session_of;
 use crate::{connect, rpc_failure, CmdResult};
 
 /// `air land [SESSION] [--always]`: the session's integration branch into the
 /// checkout's branch, only over files the person did not change.
 pub async fn land(session: Option<String>, always: bool) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = session_of(&conn, session).await?;
     let landing = conn
         .client
         .run_land(params::RunLand {
@@ -52,10 +49,7 @@ pub async fn land(session: Option<String>, always: bool) -> CmdResult {
 /// session's integration branch, and out of the checkout where it had landed.
 pub async fn undo(task: String, session: Option<String>) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = session_of(&conn, session).await?;
     let undo = conn
         .client
         .run_undo(params::RunUndo {
@@ -139,10 +133,7 @@ pub async fn gc(all: bool, dry_run: bool) -> CmdResult {
 /// its branch (the `diffs/` artifact airsd kept).
 pub async fn diff(task: String, session: Option<String>) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = session_of(&conn, session).await?;
     let artifacts = conn
         .client
         .artifact_list(params::ArtifactList {

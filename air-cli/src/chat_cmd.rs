@@ -41,13 +41,16 @@ pub struct ChatArgs {
     /// executor with the tools, its answer on stdout.
     #[arg(long)]
     pub direct: bool,
-    /// Continue the conversation of this session (default: a new one).
+    /// Continue the conversation of this session: its id or the start of it
+    /// (default: a new one).
     #[arg(long, short = 's', value_name = "ID")]
     pub session: Option<String>,
     /// Print the session's events as NDJSON instead of the answer.
     #[arg(long)]
     pub json: bool,
-    /// default, accept_edits, plan (read-only) or bypass_permissions.
+    /// What asks first: default (risky commands, and work the Main Agent hands on),
+    /// accept_edits (risky commands only), plan (read-only: every write and command
+    /// refused) or bypass_permissions (only what always asks; docs/tools.md).
     #[arg(long, value_enum, value_name = "MODE", conflicts_with = "session")]
     pub permission_mode: Option<ModeArg>,
     /// A permission request with nobody to ask: deny it, fail the task, or queue it
@@ -128,7 +131,7 @@ pub async fn run(args: ChatArgs) -> CmdResult {
     let mode = mode(&args, stdin.is_terminal(), crate::stdout::is_terminal())?;
     let conn = connect().await?;
     let session = match &args.session {
-        Some(s) => s.clone(),
+        Some(s) => crate::session_of(&conn, Some(s.clone())).await?,
         None => start(&conn, &args).await?,
     };
     if let Mode::Attach(first) = mode {

@@ -18,7 +18,7 @@ pub enum DaemonCommand {
     Restart,
     /// pid, version, uptime, socket, sessions, clients, workers, memory.
     Status {
-        #[arg(long)]
+        #[arg(long, help = crate::JSON_HELP)]
         json: bool,
     },
     /// Write a service-manager unit that runs this project's daemon (systemd user units

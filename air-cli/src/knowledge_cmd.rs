@@ -21,7 +21,7 @@ pub enum DebugCommand {
         /// Most records to show.
         #[arg(long, short = 'n', default_value_t = 10)]
         limit: u32,
-        #[arg(long)]
+        #[arg(long, help = crate::JSON_HELP)]
         json: bool,
     },
 }
@@ -84,7 +84,7 @@ pub enum SkillsCommand {
     /// The skills agents are shown: the user's (`~/.air/skills/`) and the project's
     /// (`.air/shared/skills/`, which win by name), and any that cannot be read.
     List {
-        #[arg(long)]
+        #[arg(long, help = crate::JSON_HELP)]
         json: bool,
     },
 }

@@ -11,6 +11,7 @@ mod bundle;
 mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
+mod help;
 mod hidden;
 mod knowledge_cmd;
 mod memory_cmd;
@@ -29,7 +30,7 @@ use std::process::ExitCode;
 
 use air_proto::client::{ClientError, ConnectOptions, Connection};
 use air_proto::layout::{self, ProjectPaths};
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Exit codes of `air`.
 pub mod exit {
@@ -40,11 +41,18 @@ pub mod exit {
     pub const UNREACHABLE: u8 = 4;
 }
 
+/// The help of every command's `-s/--session`.
+const SESSION_HELP: &str =
+    "The session: its id or the start of it, as `air sessions` lists them (default: the newest)";
+
+/// The help of every command's `--json`.
+pub(crate) const JSON_HELP: &str = "Print JSON for programs instead of text";
+
 const EXIT_CODES: &str = "Exit codes:\n  0  success\n  1  the command failed\n  2  usage or plan error\n  4  the daemon could not be reached or started";
 
 #[derive(Parser)]
 #[command(name = "air", version, about = "air: a multi-agent coding runtime", after_help = EXIT_CODES)]
-struct Cli {
+pub(crate) struct Cli {
     /// With none, `air` opens the conversation of the newest session in `air attach`
     /// (starting one when the project has none).
     #[command(subcommand)]
@@ -53,10 +61,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Make a directory an air project: creates .air/shared and .air/local and
-    /// gitignores .air/local/, scans the tree, has the Main Agent propose the
-    /// project's profile from the scan when a model is configured, shows it to
-    /// confirm, and says what air needs that is missing. Safe to run again.
+    /// Make this directory an air project (safe to run again).
+    ///
+    /// Creates .air/shared and .air/local and gitignores .air/local/, scans the tree,
+    /// has the Main Agent propose the project's profile from the scan when a model is
+    /// configured, shows it to confirm (at a terminal), and says what air needs that
+    /// is missing.
     Init {
         /// The project root (default: the current directory).
         #[arg(long, value_name = "DIR")]
@@ -66,11 +76,13 @@ enum Command {
     },
     /// Print the root of the project containing the current directory.
     Root,
-    /// The terminal UI: the session's tasks, agents and events, live; answer
-    /// permission requests, cancel, pause. Several terminals may attach to one
-    /// session; detaching (q) stops nothing.
+    /// The terminal UI on a session: tasks, agents, conversation, live.
+    ///
+    /// Answer permission requests, talk, cancel, pause. Several terminals may attach
+    /// to one session; detaching (q) stops nothing.
     Attach {
-        /// The session (default: the newest with a run going, else the newest).
+        /// The session: its id or the start of it (default: the newest with a run
+        /// going, else the newest).
         #[arg(short, long, value_name = "ID")]
         session: Option<String>,
         /// dark, light, or a theme of ~/.air/themes/NAME.json (default: `attach.theme`
@@ -78,11 +90,13 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         theme: Option<String>,
     },
-    /// What air finds here: the project, the daemon, the configuration files, what
-    /// air and the project's languages need installed, the providers and the model
-    /// each agent would use (exit 1 when a run could not start).
+    /// What air finds here and what is missing.
+    ///
+    /// The project, the daemon, the configuration files, what air and the project's
+    /// languages need installed, the providers and the model each agent would use
+    /// (exit 1 when a run could not start).
     Doctor {
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
         /// Offer to install what is missing: each command is shown and asked about
         /// before it runs (also `air setup`).
@@ -98,22 +112,26 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         bundle: Option<std::path::PathBuf>,
     },
-    /// The project's profile: languages, build and test commands, layout and
-    /// conventions, as agents are told them.
+    /// The project's profile: languages, build and test commands, conventions.
+    ///
+    /// Layout and conventions too, as agents are told them.
     Profile {
         #[command(subcommand)]
         command: profile_cmd::ProfileCommand,
     },
-    /// Bring this project's .air (project.json, each session's database) to this air's
-    /// schema: shows the plan and asks; backs up, migrates, verifies, and puts
-    /// everything back on any failure.
+    /// Bring this project's .air to this air's schema.
+    ///
+    /// project.json and each session's database: shows the plan and asks; backs up,
+    /// migrates, verifies, and puts everything back on any failure.
     Migrate {
         /// Migrate without asking (the answer given ahead).
         #[arg(long)]
         yes: bool,
     },
-    /// `air doctor --fix`: offer to install what air and the project need, asking
-    /// before each command.
+    /// Install what air and the project need, asking first.
+    ///
+    /// The same as `air doctor --fix`: each command is shown and asked about before it
+    /// runs.
     Setup {
         /// Run the package manager's commands after showing them, without asking.
         /// Credentials and system security settings are still asked about.
@@ -125,23 +143,31 @@ enum Command {
         #[command(subcommand)]
         command: daemon_cmd::DaemonCommand,
     },
-    /// The daemon and the project's sessions at a glance (starts the daemon if needed).
+    /// The daemon and the newest run at a glance.
+    ///
+    /// Starts the daemon if needed.
     Status {
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
-    /// The skills agents are shown and may load (`air skills list`).
+    /// The skills agents are shown and may load.
+    ///
+    /// `air skills list` lists them.
     Skills {
         #[command(subcommand)]
         command: knowledge_cmd::SkillsCommand,
     },
-    /// What air learned about you and the project: list, show, promote, forget,
-    /// curate, export (`air memory export --project-rules AIR.md`).
+    /// What air learned about you and the project.
+    ///
+    /// List, show, promote, forget, curate, export (`air memory export
+    /// --project-rules AIR.md`).
     Memory {
         #[command(subcommand)]
         command: memory_cmd::MemoryCommand,
     },
-    /// The project's debug knowledge: what its debuggers found (`air debug search`).
+    /// What the project's debuggers found.
+    ///
+    /// The project's debug knowledge (`air debug search`).
     Debug {
         #[command(subcommand)]
         command: knowledge_cmd::DebugCommand,
@@ -150,13 +176,15 @@ enum Command {
     Sessions {
         #[command(subcommand)]
         action: Option<SessionsAction>,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
-    /// Show a session's events; --follow keeps printing new ones.
+    /// A session's events as JSON lines or text; -f follows.
+    ///
+    /// Text for people, `--json` one object per line for programs; `--follow` keeps
+    /// printing new ones.
     Events {
-        /// The session (default: the newest).
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
         /// Only these types (repeatable; `task.*` for a family).
         #[arg(long = "type", short = 't', value_name = "TYPE")]
@@ -165,77 +193,102 @@ enum Command {
         #[arg(long, short = 'f')]
         follow: bool,
         /// One JSON object per line.
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
-    /// Talk to air's Main Agent: at a terminal, the conversation in the terminal UI;
-    /// `-p PROMPT` (or `-p` with the message on stdin) prints one answer on stdout;
+    /// Talk to air's Main Agent.
+    ///
+    /// At a terminal, the conversation in the terminal UI; `-p PROMPT` (or `-p` with
+    /// the message on stdin) prints one answer on stdout;
     /// otherwise each line of stdin is a message. The daemon keeps the conversation
     /// (`--session` continues it; `air attach` shows it).
     #[command(after_help = chat_cmd::CHAT_EXIT_CODES)]
     Chat(Box<chat_cmd::ChatArgs>),
-    /// Run a plan: start (or continue) it in the daemon and follow it to the end.
+    /// Run a plan and follow it to the end.
+    ///
+    /// Starts (or continues) the run in the daemon and follows it to its end; the run
+    /// goes on if this command is stopped.
     #[command(after_help = run_cmd::RUN_EXIT_CODES)]
     Run(Box<run_cmd::RunArgs>),
-    /// Follow a session's run to its end (default: the newest session), then report
-    /// as `air run` does.
+    /// Follow a session's run to its end and report it.
+    ///
+    /// A run started with --detach or by someone else, with `air run`'s output and exit
+    /// codes.
     #[command(after_help = run_cmd::RUN_EXIT_CODES)]
     Wait {
+        /// The session, as with -s.
+        #[arg(value_name = "SESSION", conflicts_with = "session_flag")]
         session: Option<String>,
+        #[arg(long = "session", short = 's', value_name = "ID", help = SESSION_HELP)]
+        session_flag: Option<String>,
         #[command(flatten)]
         follow: run_cmd::FollowArgs,
     },
-    /// Say that a requirement changed while the run goes on: dispatch freezes, the
-    /// Architecture Designer re-plans the unfinished work, and you confirm the new
-    /// graph (in `air attach`, or `planning.decide` over the API).
+    /// Say that a requirement changed while the run goes on.
+    ///
+    /// Dispatch freezes, the Architecture Designer re-plans the unfinished work, and
+    /// you confirm the new graph (in `air attach`, or `planning.decide` over the API).
     Change {
         /// What is now wanted instead.
         change: String,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
     },
-    /// Cancel a task, or with no task the whole run (of the newest session by default).
+    /// Cancel a task, or the whole run.
+    ///
+    /// With no task, the whole run.
     Cancel {
         /// The task to cancel (default: the whole run).
         task: Option<String>,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
     },
-    /// Stop dispatching new agents (running ones go on); or, with a task, hold its
-    /// running agent between its steps (its time limits stop counting).
+    /// Stop dispatching new agents, or hold one task.
+    ///
+    /// Running agents go on; with a task, its running agent holds between its steps
+    /// (its time limits stop counting).
     Pause {
         /// The task whose agent to hold (default: the whole run's dispatching).
         task: Option<String>,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
     },
-    /// Dispatch again after `air pause`; or, with a task, let its agent go on.
+    /// Dispatch again after `air pause`.
+    ///
+    /// With a task, its agent goes on.
     Resume {
         /// The task whose agent goes on (default: the whole run's dispatching).
         task: Option<String>,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
     },
-    /// Run ended tasks again — failed, blocked or cancelled ones, with the tasks
-    /// waiting on them — at once if the run is still going; with no task, every
-    /// unfinished task of the ended run.
+    /// Run failed, blocked or cancelled tasks again.
+    ///
+    /// With the tasks waiting on them, at once if the run is still going; with no
+    /// task, every unfinished task of the ended run.
     Retry {
         /// The tasks to retry (default: all unfinished ones, once the run has ended).
         tasks: Vec<String>,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
     },
-    /// Bring a session's work (its tasks' merged branches) into the checkout's branch,
-    /// only over files you did not change; the newest session by default.
+    /// Bring a session's work into the checkout's branch.
+    ///
+    /// Its tasks' merged branches, only over files you did not change.
     Land {
+        /// The session, as with -s.
+        #[arg(value_name = "SESSION", conflicts_with = "session_flag")]
         session: Option<String>,
+        #[arg(long = "session", short = 's', value_name = "ID", help = SESSION_HELP)]
+        session_flag: Option<String>,
         /// Also when the checkout's branch moved on since the run began (as a merge
         /// commit); never over a conflict.
         #[arg(long)]
         always: bool,
     },
-    /// Prune the worktrees kept for tasks that failed or were blocked: those past the
-    /// age limit, then the oldest over the disk budget (`worktrees:` in
+    /// Prune the worktrees kept for failed or blocked tasks.
+    ///
+    /// Those past the age limit, then the oldest over the disk budget (`worktrees:` in
     /// ~/.air/config.yaml); their uncommitted work is committed on their branches
     /// first, which stay.
     Gc {
@@ -246,49 +299,66 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Take one task's merged change back out of its session's work (a new commit;
-    /// what later tasks changed stays), and out of the checkout where it had landed.
+    /// Take one task's merged change back out.
+    ///
+    /// Out of its session's work (a new commit; what later tasks changed stays), and
+    /// out of the checkout where it had landed.
     Undo {
+        /// The task whose change to take back (T3).
         task: String,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
     },
+    /// A task's change, as a diff.
+    ///
     /// A task's change: the diff of its branch, as its latest attempt left it.
     Diff {
+        /// The task (T3).
         task: String,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
     },
-    /// Allow a pending permission request (the first answer wins).
+    /// Allow a pending permission request.
+    ///
+    /// The first answer wins, from whichever terminal or client gives it.
     Approve {
         /// The request's id (`air events -t permission.requested` lists them).
         request: String,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
+        /// Why, recorded with the answer and shown to the agent.
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Deny a pending permission request (the first answer wins).
+    /// Deny a pending permission request.
+    ///
+    /// The first answer wins, from whichever terminal or client gives it.
     Deny {
+        /// The request's id (`air events -t permission.requested` lists them).
         request: String,
-        #[arg(long, short = 's', value_name = "ID")]
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
         session: Option<String>,
+        /// Why, recorded with the answer and shown to the agent.
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Plan from a requirement (`new`), or check a plan or draw its task graph (no
-    /// daemon needed).
+    /// Plan from a requirement, check a plan, or draw its graph.
+    ///
+    /// `new` plans from a requirement with the Architecture Designer; `check` and
+    /// `graph` need no daemon.
     Plan {
         #[command(subcommand)]
         command: plan_cmd::PlanCommand,
     },
-    /// Bring back files outside the project that agents changed (they are backed up
-    /// before every such change); no daemon needed.
+    /// Bring back files outside the project that agents changed.
+    ///
+    /// They are backed up before every such change; no daemon needed.
     Restore(restore_cmd::RestoreArgs),
     /// Print air's version.
     Version,
     /// Print a shell completion script.
     Completions {
+        /// The shell the script is for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -298,14 +368,18 @@ enum Command {
 pub enum SessionsAction {
     /// Mark a session archived; its artifacts are kept.
     Archive {
+        /// The session: its id or the start of it.
         session: String,
+        /// Why, recorded with it.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Mark a session deleted and purge its artifacts (logs, reports); its event
     /// history stays.
     Delete {
+        /// The session: its id or the start of it.
         session: String,
+        /// Why, recorded with it.
         #[arg(long)]
         reason: Option<String>,
     },
@@ -340,7 +414,10 @@ static MIGRATION_NEEDED: std::sync::atomic::AtomicBool = std::sync::atomic::Atom
 pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&help::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -453,12 +530,42 @@ pub async fn connect() -> Result<Connection, Failure> {
         .map_err(unreachable)
 }
 
+/// The session a command names (its id or a prefix only it has), or the newest.
+pub(crate) async fn session_of(
+    conn: &Connection,
+    wanted: Option<String>,
+) -> Result<String, Failure> {
+    use air_proto::api::AirApiClient as _;
+    let sessions = conn
+        .client
+        .session_list(air_proto::api::params::NoParams {})
+        .await
+        .map_err(rpc_failure)?;
+    match wanted {
+        Some(w) => air_proto::api::find_session(&sessions, &w)
+            .map(|s| s.id.clone())
+            .map_err(|message| Failure {
+                code: exit::USAGE,
+                message,
+            }),
+        None => sessions.first().map(|s| s.id.clone()).ok_or_else(|| {
+            Failure::from("no sessions yet (`air run --plan FILE` or `air chat` starts one)")
+        }),
+    }
+}
+
 /// `air attach`; with `chat`, on the conversation with its input box focused.
 pub(crate) async fn attach(
     session: Option<String>,
     theme: Option<String>,
     chat: bool,
 ) -> CmdResult {
+    // A session named by the start of its id, or unknown, is settled before the
+    // terminal is taken over.
+    let session = match session {
+        Some(s) => Some(session_of(&connect().await?, Some(s)).await?),
+        None => None,
+    };
     let options = air_tui::run::Options {
         connect: connect_options(project()?),
         session,
@@ -571,11 +678,19 @@ async fn run(command: Command) -> CmdResult {
         Command::Plan { command } => plan_cmd::run(command),
         Command::Run(args) => run_cmd::run(*args).await,
         Command::Chat(args) => chat_cmd::run(*args).await,
-        Command::Wait { session, follow } => run_cmd::wait(session, follow).await,
+        Command::Wait {
+            session,
+            session_flag,
+            follow,
+        } => run_cmd::wait(session.or(session_flag), follow).await,
         Command::Cancel { task, session } => run_cmd::control("cancel", session, task).await,
         Command::Change { change, session } => run_cmd::change(change, session).await,
         Command::Retry { tasks, session } => run_cmd::retry(tasks, session).await,
-        Command::Land { session, always } => branch_cmd::land(session, always).await,
+        Command::Land {
+            session,
+            session_flag,
+            always,
+        } => branch_cmd::land(session.or(session_flag), always).await,
         Command::Diff { task, session } => branch_cmd::diff(task, session).await,
         Command::Undo { task, session } => branch_cmd::undo(task, session).await,
         Command::Gc { all, dry_run } => branch_cmd::gc(all, dry_run).await,

@@ -23,24 +23,32 @@ pub enum MemoryCommand {
         /// user, project, feedback, reference, skill or patch.
         #[arg(long, value_parser = parse_kind)]
         kind: Option<MemoryKind>,
+        /// Show at most this many.
         #[arg(long, short = 'n', default_value_t = 100)]
         limit: u32,
-        #[arg(long)]
+        #[arg(long, help = crate::JSON_HELP)]
         json: bool,
     },
     /// One entry in full; a skill draft or patch with the file it writes (and diff).
     Show {
+        /// The entry's id, as `air memory list` shows it.
         id: String,
-        #[arg(long)]
+        #[arg(long, help = crate::JSON_HELP)]
         json: bool,
     },
     /// Promote an entry: agents are shown it; a skill draft or patch is written.
-    Promote { id: String },
+    Promote {
+        /// The entry's id, as `air memory list` shows it.
+        id: String,
+    },
     /// Remove an entry for good.
-    Forget { id: String },
+    Forget {
+        /// The entry's id, as `air memory list` shows it.
+        id: String,
+    },
     /// Run the Curator's pass now (airsd runs it weekly).
     Curate {
-        #[arg(long)]
+        #[arg(long, help = crate::JSON_HELP)]
         json: bool,
     },
     /// Write the project's promoted memories (project, feedback, reference; not your

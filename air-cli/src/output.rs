@@ -154,6 +154,7 @@ pub async fn retire(action: crate::SessionsAction) -> CmdResult {
     let conn = connect().await?;
     match action {
         crate::SessionsAction::Archive { session, reason } => {
+            let session = crate::session_of(&conn, Some(session)).await?;
             conn.client
                 .session_archive(params::SessionRetire {
                     session_id: session.clone(),
@@ -164,6 +165,7 @@ pub async fn retire(action: crate::SessionsAction) -> CmdResult {
             outln!("session {session} archived; its artifacts are kept");
         }
         crate::SessionsAction::Delete { session, reason } => {
+            let session = crate::session_of(&conn, Some(session)).await?;
             conn.client
                 .session_delete(params::SessionRetire {
                     session_id: session.clone(),
@@ -233,13 +235,7 @@ pub async fn events(
     json: bool,
 ) -> CmdResult {
     let conn = connect().await?;
-    let session_id = match session {
-        Some(id) => id,
-        None => match conn.client.session_list(params::NoParams {}).await?.first() {
-            Some(s) => s.id.clone(),
-            None => return Err(Failure::from("no sessions yet (a run creates one)")),
-        },
-    };
+    let session_id = crate::session_of(&conn, session).await?;
     let matches = |ty: &str| {
         types.is_empty()
             || types.iter().any(|t| match t.strip_suffix(".*") {

@@ -27,7 +27,9 @@ pub enum PlanCommand {
     },
     /// Draw a plan's task graph.
     Graph {
+        /// The plan file (Markdown, see docs/plan-format.md).
         plan: PathBuf,
+        /// text (boxes in the terminal), mermaid (for Markdown) or dot (Graphviz).
         #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
         format: GraphFormat,
     },

@@ -44,7 +44,9 @@ pub struct PlanNewArgs {
     /// do not run it.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// default, accept_edits, plan (read-only) or bypass_permissions.
+    /// What asks first: default (risky commands, and work the Main Agent hands on),
+    /// accept_edits (risky commands only), plan (read-only: every write and command
+    /// refused) or bypass_permissions (only what always asks; docs/tools.md).
     #[arg(long, value_enum, value_name = "MODE")]
     pub permission_mode: Option<ModeArg>,
     /// A permission request with nobody to ask: deny it, fail the task, or queue it.

@@ -40,11 +40,16 @@ pub enum ProfileCommand {
     Set {
         /// languages, build, test, source_dirs, test_dirs or conventions.
         field: String,
+        /// Its value: several words for a list field (`air profile set test_dirs tests
+        /// spec`), one command for build or test.
         #[arg(required = true)]
         values: Vec<String>,
     },
     /// Make a field unknown again. Confirms the profile.
-    Unset { field: String },
+    Unset {
+        /// languages, build, test, source_dirs, test_dirs or conventions.
+        field: String,
+    },
 }
 
 /// Whether and which model proposes the profile.

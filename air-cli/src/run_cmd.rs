@@ -49,11 +49,19 @@ pub struct FollowArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The plan to run (Markdown, see docs/plan-format.md).
-    #[arg(long, value_name = "FILE", required_unless_present = "resume")]
+    /// The plan to run (Markdown, see docs/plan-format.md; default:
+    /// .air/shared/plan/plan.md, where `air plan new` writes it).
+    #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
-    /// Continue the run of this session (after an interruption or a crash).
-    #[arg(long, value_name = "SESSION", conflicts_with = "plan")]
+    /// Continue the run of this session (its id or the start of it; default: the
+    /// newest) after an interruption or a crash.
+    #[arg(
+        long,
+        value_name = "SESSION",
+        conflicts_with = "plan",
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
     pub resume: Option<String>,
     /// Return at once with the session id; `air wait SESSION` follows it later.
     #[arg(long)]
@@ -75,7 +83,9 @@ pub struct RunArgs {
     /// instead of each in its own git worktree. Overrides `worktrees:`.
     #[arg(long)]
     pub no_worktrees: bool,
-    /// default, accept_edits, plan (read-only) or bypass_permissions.
+    /// What asks first: default (risky commands, and work the Main Agent hands on),
+    /// accept_edits (risky commands only), plan (read-only: every write and command
+    /// refused) or bypass_permissions (only what always asks; docs/tools.md).
     #[arg(long, value_enum, value_name = "MODE")]
     pub permission_mode: Option<ModeArg>,
     /// Stop dispatching once the run has cost this many US dollars.
@@ -148,9 +158,30 @@ fn plan_failure(plan: &str, e: jsonrpsee::core::client::Error) -> Failure {
     failure
 }
 
+/// The plan `air run` runs without --plan: the one `air plan new` wrote.
+fn default_plan() -> Result<PathBuf, Failure> {
+    let plan = crate::project()?.root().join(".air/shared/plan/plan.md");
+    if plan.is_file() {
+        Ok(plan)
+    } else {
+        Err(usage(format!(
+            "give the plan with --plan FILE (there is no {} here: `air plan new \"REQUIREMENT\"` writes one), or --resume [SESSION]",
+            plan.display()
+        )))
+    }
+}
+
 pub async fn run(args: RunArgs) -> CmdResult {
+    let plan = match (&args.plan, &args.resume) {
+        (None, None) => Some(default_plan()?),
+        (plan, _) => plan.clone(),
+    };
     let conn = connect().await?;
-    let info = match (&args.plan, &args.resume) {
+    let resume = match &args.resume {
+        Some(s) => Some(crate::session_of(&conn, Some(s.clone()).filter(|s| !s.is_empty())).await?),
+        None => None,
+    };
+    let info = match (&plan, &resume) {
         (Some(plan), _) => {
             // Compiled once, by the daemon: its plan errors, named by file:line, are what
             // the user sees.
@@ -216,7 +247,7 @@ pub async fn run(args: RunArgs) -> CmdResult {
             })
             .await
             .map_err(rpc_failure)?,
-        (None, None) => return Err(usage("give --plan FILE or --resume SESSION".into())),
+        (None, None) => return Err(usage("give --plan FILE or --resume [SESSION]".into())),
     };
     if args.detach {
         if args.follow.json {
@@ -264,36 +295,16 @@ pub async fn run(args: RunArgs) -> CmdResult {
 /// end, with `air run`'s output and exit codes.
 pub async fn wait(session: Option<String>, args: FollowArgs) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = crate::session_of(&conn, session).await?;
     follow(conn, &session, &args, false).await
 }
 
-pub(crate) async fn newest_session(conn: &Connection) -> Result<String, Failure> {
-    match conn
-        .client
-        .session_list(params::NoParams {})
-        .await
-        .map_err(rpc_failure)?
-        .first()
-    {
-        Some(s) => Ok(s.id.clone()),
-        None => Err(Failure::from(
-            "no sessions yet (`air run --plan FILE` starts one)",
-        )),
-    }
-}
 
 /// `air cancel`, `air pause`, `air resume`.
 /// `air change "TEXT"`: the requirement changed, in the newest session by default.
 pub async fn change(change: String, session: Option<String>) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = crate::session_of(&conn, session).await?;
     let seq = conn
         .client
         .requirement_change(params::RequirementChange {
@@ -308,10 +319,7 @@ pub async fn change(change: String, session: Option<String>) -> CmdResult {
 
 pub async fn control(what: &str, session: Option<String>, task: Option<String>) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = crate::session_of(&conn, session).await?;
     let result = match what {
         "cancel" => {
             conn.client
@@ -361,10 +369,7 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
 /// run is still going; with none, every unfinished task of the ended run.
 pub async fn retry(tasks: Vec<String>, session: Option<String>) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = crate::session_of(&conn, session).await?;
     let info = conn
         .client
         .run_continue(params::RunContinue {
@@ -394,10 +399,7 @@ pub async fn respond(
     reason: Option<String>,
 ) -> CmdResult {
     let conn = connect().await?;
-    let session = match session {
-        Some(s) => s,
-        None => newest_session(&conn).await?,
-    };
+    let session = crate::session_of(&conn, session).await?;
     let decision = if allow {
         air_proto::payload::PermissionDecision::Allow
     } else {

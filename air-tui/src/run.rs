@@ -414,21 +414,14 @@ enum Choice {
 }
 
 async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choice, String> {
-    if let Some(id) = wanted {
-        return conn
-            .client
-            .session_get(params::Session {
-                session_id: id.to_string(),
-            })
-            .await
-            .map(|s| Choice::Session(s.id))
-            .map_err(|e| format!("session {id}: {e}"));
-    }
     let sessions = conn
         .client
         .session_list(params::NoParams {})
         .await
         .map_err(|e| format!("cannot list the sessions: {e}"))?;
+    if let Some(id) = wanted {
+        return air_proto::api::find_session(&sessions, id).map(|s| Choice::Session(s.id.clone()));
+    }
     if sessions.len() <= 1 {
         return sessions
             .first()

@@ -60,7 +60,10 @@ pub enum Error {
     BadSessionId(String),
     #[error("{path}: the session database holds no session (its creation did not complete)")]
     IncompleteSession { path: PathBuf },
-    #[error("{path}: session database does not exist")]
+    #[error(
+        "no session `{}` in this project (`air sessions` lists them)",
+        session_named(path)
+    )]
     NoSuchSession { path: PathBuf },
     #[error("{path}: {source}")]
     Io {
@@ -92,6 +95,14 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The session a database path names: its directory under `sessions/`.
+fn session_named(db: &std::path::Path) -> String {
+    db.parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| db.display().to_string())
+}
 
 impl Error {
     /// The stable kind this error has on the wire.

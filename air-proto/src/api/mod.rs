@@ -268,6 +268,49 @@ pub struct SessionInfo {
     pub seq: u64,
 }
 
+/// The session `wanted` names among `sessions`: its whole id, or as git takes a
+/// commit, a prefix no other session's id starts with (`01a23aea`, as lists show it).
+/// The error says what was wrong in words for a person.
+pub fn find_session<'a>(
+    sessions: &'a [SessionInfo],
+    wanted: &str,
+) -> Result<&'a SessionInfo, String> {
+    let wanted = wanted.trim();
+    if wanted.is_empty() {
+        return Err("no session named: give its id, or the start of it".into());
+    }
+    if let Some(exact) = sessions.iter().find(|s| s.id == wanted) {
+        return Ok(exact);
+    }
+    let lower = wanted.to_ascii_lowercase();
+    let matching: Vec<&SessionInfo> = sessions
+        .iter()
+        .filter(|s| s.id.to_ascii_lowercase().starts_with(&lower))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok(one),
+        [] => Err(format!(
+            "no session `{wanted}` in this project (`air sessions` lists them)"
+        )),
+        many => {
+            let named: Vec<String> = many
+                .iter()
+                .take(5)
+                .map(|s| match &s.title {
+                    Some(t) => format!("{} ({t})", s.id),
+                    None => s.id.clone(),
+                })
+                .collect();
+            Err(format!(
+                "`{wanted}` starts the ids of {} sessions: {}{}; give more of the id",
+                many.len(),
+                named.join(", "),
+                if many.len() > 5 { ", …" } else { "" }
+            ))
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
     pub session_id: String,
@@ -409,4 +452,46 @@ pub mod codes {
     pub const SCHEMA_MISMATCH: i32 = -32011;
     pub const SHUTTING_DOWN: i32 = -32012;
     pub const INTERNAL: i32 = -32603;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str, title: Option<&str>) -> SessionInfo {
+        SessionInfo {
+            id: id.into(),
+            title: title.map(str::to_string),
+            plan_ref: None,
+            status: SessionStatus::Active,
+            created_at: String::new(),
+            updated_at: String::new(),
+            seq: 0,
+        }
+    }
+
+    #[test]
+    fn a_session_is_named_by_its_id_or_a_prefix_only_it_has() {
+        let list = [
+            session(
+                "01a23aea-0000-7000-8000-000000000001",
+                Some("fix the parser"),
+            ),
+            session("01a23aeb-0000-7000-8000-000000000002", None),
+            session("01b00000-0000-7000-8000-000000000003", None),
+        ];
+        let id = |w: &str| find_session(&list, w).map(|s| s.id.as_str());
+        assert_eq!(id("01a23aea"), Ok(list[0].id.as_str()));
+        assert_eq!(id("01A23AEB"), Ok(list[1].id.as_str()));
+        assert_eq!(id("01b"), Ok(list[2].id.as_str()));
+        assert_eq!(id(&list[1].id), Ok(list[1].id.as_str()));
+        let many = id("01a23ae").unwrap_err();
+        assert!(
+            many.contains("2 sessions") && many.contains("(fix the parser)"),
+            "{many}"
+        );
+        let none = id("ffff").unwrap_err();
+        assert!(none.contains("no session `ffff`"), "{none}");
+        assert!(id(" ").is_err());
+    }
 }

@@ -176,6 +176,33 @@ colour: blue
 }
 
 #[test]
+fn a_mistyped_name_is_answered_with_the_one_meant() {
+    let plan = "\
+---
+concurency: 2
+---
+## Task T1: First
+
+- depend_on: T2
+- Allowed-Path: src/**
+- acceptance: it works
+
+## Task T2: Second
+";
+    let text = compile("typo.md", plan).unwrap_err().to_string();
+    for line in [
+        "typo.md:2: concurency: unknown front matter key `concurency`: did you mean `concurrency`?",
+        "typo.md:6: depend_on: unknown field `depend_on`: did you mean `depends_on`?",
+        "typo.md:7: Allowed-Path: unknown field `Allowed-Path`: did you mean `allowed_paths`?",
+        "typo.md:8: acceptance: `acceptance` is a section, not a field",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    // Each is close to one name: that one is said, not the list of all.
+    assert!(!text.contains("the fields are"), "{text}");
+}
+
+#[test]
 fn an_empty_plan_is_an_error() {
     let errors = compile("empty.md", "# Nothing here\n\nJust prose.\n").unwrap_err();
     assert_eq!(errors.errors.len(), 1);

@@ -235,7 +235,7 @@ fn bad_requests_get_errors_and_the_daemon_keeps_serving() {
     let reply =
         p.curl(r#"{"jsonrpc":"2.0","id":1,"method":"session.get","params":{"session_id":"nope"}}"#);
     assert!(
-        reply.contains("-32004") && reply.contains("does not exist"),
+        reply.contains("-32004") && reply.contains("no session `nope` in this project"),
         "{reply}"
     );
     let reply = p.curl(

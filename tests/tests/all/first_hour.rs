@@ -141,3 +141,57 @@ fn examples_run_at_a_terminal_finishes_by_itself() {
     assert!(s.contains("EXAMPLE-OK"), "{s}");
     assert!(!s.contains("panicked"), "{s}");
 }
+
+#[test]
+fn sessions_are_named_by_the_start_of_their_id_and_an_unknown_one_in_words() {
+    let p = scripted_project();
+    // `air plan new` writes here; `air run` with no --plan runs it.
+    std::fs::copy(
+        p.root.join("plan.md"),
+        p.root.join(".air/shared/plan/plan.md"),
+    )
+    .unwrap();
+    let run = command(&p, &["run", "--detach"]).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let session = String::from_utf8_lossy(&run.stdout).trim().to_string();
+    let short = &session[..8];
+    // As the TUI shows it, by position or by -s.
+    for args in [&["wait", short][..], &["wait", "-s", short]] {
+        let out = command(&p, args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "air {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let events = command(&p, &["events", "-s", short, "--json"])
+        .output()
+        .unwrap();
+    assert!(events.status.success());
+    assert!(String::from_utf8_lossy(&events.stdout).contains(&session));
+    // An id nobody has: said in words, as a usage error, from every command.
+    for args in [
+        &["events", "-s", "ffff0000"][..],
+        &["wait", "ffff0000"],
+        &["cancel", "-s", "ffff0000"],
+        &["land", "-s", "ffff0000"],
+        &["diff", "T1", "-s", "ffff0000"],
+        &["attach", "-s", "ffff0000"],
+        &["run", "--resume", "ffff0000"],
+    ] {
+        let out = command(&p, args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "air {args:?}: {stderr}");
+        assert!(
+            stderr.contains("no session `ffff0000` in this project"),
+            "air {args:?}: {stderr}"
+        );
+        for leak in ["ErrorObject", "session.db", "-32004"] {
+            assert!(!stderr.contains(leak), "air {args:?}: {stderr}");
+        }
+    }
+}

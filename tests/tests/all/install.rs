@@ -50,6 +50,10 @@ fn the_tarball_installs_anywhere_and_runs_the_example() {
         "resources/models.yaml",
         "systemd/airsd@.service",
         "launchd/com.air.airsd.plist",
+        // What help and the README point to.
+        "docs/plan-format.md",
+        "examples/wordcount/plan.md",
+        "examples/run",
         "LICENSE",
     ] {
         assert!(

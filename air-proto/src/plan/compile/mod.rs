@@ -389,14 +389,14 @@ impl Compiler<'_> {
             return;
         };
         let Some(field) = canonical_field(&key) else {
-            self.error(
-                line,
-                Some(&key),
-                format!(
-                    "unknown field `{key}`; the fields are {}",
-                    names(FIELDS.iter().map(|(n, _)| *n))
+            let message = match Section::parse(&key) {
+                // A section written as a field: say how sections are written.
+                Some(_) => format!(
+                    "`{key}` is a section, not a field: after the field list, write `{key}:` alone on a line, then its items as a list"
                 ),
-            );
+                None => unknown("field", &key, FIELDS.iter().map(|(n, _)| *n)),
+            };
+            self.error(line, Some(&key), message);
             return;
         };
         let text = plain(&value).trim().to_string();
@@ -645,9 +645,10 @@ impl Compiler<'_> {
                     }
                     "max_time" => budgets.max_time_ms = Some(parse_duration_ms(&text)?),
                     _ => {
-                        return Err(format!(
-                            "unknown front matter key `{key}`; the keys are {}",
-                            names(FRONT_MATTER_KEYS.iter().map(|(k, _)| *k))
+                        return Err(unknown(
+                            "front matter key",
+                            &key,
+                            FRONT_MATTER_KEYS.iter().map(|(k, _)| *k),
                         ));
                     }
                 }

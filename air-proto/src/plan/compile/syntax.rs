@@ -176,6 +176,25 @@ pub(super) fn names<'a>(list: impl Iterator<Item = &'a str>) -> String {
     list.collect::<Vec<_>>().join(", ")
 }
 
+/// What an unknown `key` may have meant among `known`: "did you mean `depends_on`?"
+/// when one name is close to it, else every name.
+pub(super) fn unknown<'a>(what: &str, key: &str, known: impl Iterator<Item = &'a str>) -> String {
+    let known: Vec<&str> = known.collect();
+    let wanted = normalize(key);
+    let closest = known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(&wanted, k), *k))
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match closest {
+        Some((_, k)) => format!("unknown {what} `{key}`: did you mean `{k}`?"),
+        None => format!(
+            "unknown {what} `{key}`; the {what}s are {}",
+            known.join(", ")
+        ),
+    }
+}
+
 pub(super) fn parse_enum<T: Copy>(
     value: &str,
     all: &[T],
