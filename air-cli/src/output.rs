@@ -389,62 +389,8 @@ pub async fn follow_events(
 /// The table of a run's tasks (each with where its change is, in a run whose tasks
 /// work on their own branches), its counts, where its work went and its report.
 pub(crate) fn print_summary(report: &air_proto::report::RunReport) {
-    let c = &report.counts;
     outln!();
-    let width = report
-        .tasks
-        .iter()
-        .map(|t| t.id.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    outln!(
-        "{:<width$}  {:<10} {:>8}  title / reason",
-        "task",
-        "status",
-        "attempts"
-    );
-    for t in &report.tasks {
-        let reason = t
-            .reason
-            .as_deref()
-            .map(|r| format!(" — {}", r.lines().next().unwrap_or("")))
-            .unwrap_or_default();
-        let branch = t
-            .branch
-            .as_deref()
-            .map(|b| format!(" [{b}]"))
-            .unwrap_or_default();
-        outln!(
-            "{:<width$}  {:<10} {:>8}  {}{branch}{reason}",
-            t.id,
-            t.status.as_str(),
-            t.attempts,
-            t.title
-        );
-    }
-    outln!(
-        "\n{}: {} completed, {} failed, {} blocked, {} cancelled, {} unfinished of {}{}",
-        report.outcome.map_or("running", |o| o.as_str()),
-        c.completed,
-        c.failed,
-        c.blocked,
-        c.cancelled,
-        c.unfinished,
-        c.total,
-        report
-            .duration_ms
-            .map(|ms| format!(" in {}", elapsed(std::time::Duration::from_millis(ms))))
-            .unwrap_or_default()
-    );
-    if let Some(line) = report.landing_line() {
-        outln!("{line}");
-    }
-    outln!(
-        "session {} · report: .air/local/sessions/{}/artifacts/reports/run-report.json",
-        report.session_id,
-        report.session_id
-    );
+    out!("{}", report.text());
 }
 
 /// A duration as a person reads it: `42s`, `3m05s`, `2h10m`.

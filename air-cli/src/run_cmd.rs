@@ -299,7 +299,6 @@ pub async fn wait(session: Option<String>, args: FollowArgs) -> CmdResult {
     follow(conn, &session, &args, false).await
 }
 
-
 /// `air cancel`, `air pause`, `air resume`.
 /// `air change "TEXT"`: the requirement changed, in the newest session by default.
 pub async fn change(change: String, session: Option<String>) -> CmdResult {

@@ -664,6 +664,9 @@ pub struct WorkspaceUndone {
 pub struct WorkspaceChanged {
     pub workspace_id: String,
     pub reason: Option<String>,
+    /// Merged: the files the merge brought into the integration branch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 /// `permission.requested`: a decision that needs a human (or the run's policy).

@@ -25,7 +25,9 @@ use crate::time::IsoTime;
 use crate::workspace_view;
 
 mod lines;
+mod usage;
 pub use lines::{brief, evidence_lines, EvidenceView, BRIEF_CHARS, TASK_EVIDENCE_LIMIT};
+pub use usage::TaskUsage;
 
 /// How many recent tool runs, command runs and messages a projection keeps.
 pub const RECENT_LIMIT: usize = 50;
@@ -108,6 +110,9 @@ pub struct TaskView {
     /// Its latest git worktree (in a run whose tasks work in worktrees).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<workspace_view::WorkspaceView>,
+    /// What its agents' model turns used and cost, all attempts together.
+    #[serde(default, skip_serializing_if = "TaskUsage::is_zero")]
+    pub usage: TaskUsage,
 }
 
 wire_enum! {
@@ -620,6 +625,13 @@ impl Projection {
                             .counters
                             .cost_micro_usd
                             .saturating_add(usage.cost_micro_usd.unwrap_or(0));
+                        if let Some(t) = pl
+                            .task_id
+                            .as_deref()
+                            .and_then(|id| self.tasks.iter_mut().find(|t| t.id == id))
+                        {
+                            t.usage.add(&usage);
+                        }
                     }
                     let role = if ty == ev::UserMessageCreated::TYPE {
                         MessageRole::User
@@ -664,6 +676,7 @@ impl Projection {
                         updated_at: ts.clone(),
                         progress: None,
                         evidence: Vec::new(),
+                        usage: Default::default(),
                         todos: Vec::new(),
                         workspace: None,
                         id: spec.id,

@@ -286,3 +286,12 @@ impl TaskType {
         }
     }
 }
+
+/// What joins a phase and a round in a milestone review's task id
+/// (`<phase>:milestone-<n>`), which the scheduler adds at the end of each phase.
+pub const MILESTONE: &str = ":milestone-";
+
+/// The phase a milestone review is of, if `task_id` is one.
+pub fn milestone_phase(task_id: &str) -> Option<&str> {
+    task_id.split_once(MILESTONE).map(|(phase, _)| phase)
+}

@@ -13,6 +13,9 @@ pub struct WorkspaceView {
     pub id: String,
     pub branch: String,
     pub state: WorkspaceState,
+    /// Merged: the files its merge brought into the integration branch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 wire_enum! {
@@ -97,6 +100,7 @@ pub fn apply<'a>(
                     id: pl.workspace_id.clone(),
                     branch: pl.branch.clone().unwrap_or_default(),
                     state: WorkspaceState::Working,
+                    files: Vec::new(),
                 });
             }
         }
@@ -136,6 +140,7 @@ pub fn apply<'a>(
         if let Some(w) = slot.as_mut().filter(|w| w.id == pl.workspace_id) {
             if merged {
                 w.state = WorkspaceState::Merged;
+                w.files.clone_from(&pl.files);
             } else if w.state == WorkspaceState::Working {
                 w.state = WorkspaceState::Removed;
             }
@@ -156,6 +161,7 @@ mod tests {
             id: "w1".into(),
             branch: "air/x/T1".into(),
             state: WorkspaceState::Working,
+            files: Vec::new(),
         });
         let taken = serde_json::json!({"workspace_id": "w1"});
         // Not queued yet: the queue's word changes nothing.

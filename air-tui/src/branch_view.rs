@@ -68,11 +68,13 @@ mod tests {
             updated_at: "2026-11-30T00:00:00Z".into(),
             progress: None,
             evidence: Vec::new(),
+            usage: Default::default(),
             todos: Vec::new(),
             workspace: state.map(|state| WorkspaceView {
                 id: "w".into(),
                 branch: "air/abcd1234/T1".into(),
                 state,
+                files: Vec::new(),
             }),
         }
     }

@@ -195,6 +195,7 @@ mod tests {
             updated_at: "2026-11-30T00:00:00Z".into(),
             progress: None,
             evidence: Vec::new(),
+            usage: Default::default(),
             todos: Vec::new(),
             workspace: None,
         };

@@ -588,6 +588,7 @@ fn the_graph_says_merging_and_conflict() {
             id: format!("w-{}", t.id),
             branch: format!("air/abcd1234/{}", t.id),
             state,
+            files: Vec::new(),
         });
     }
     app.ui.layout = crate::app::Layout::Graph;

@@ -84,6 +84,7 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 updated_at: r.get(11)?,
                 progress: None,
                 evidence: Vec::new(),
+                usage: Default::default(),
                 todos: Vec::new(),
                 workspace: None,
             })
@@ -182,6 +183,29 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
             });
             if list.len() > air_proto::projection::TASK_EVIDENCE_LIMIT {
                 list.remove(0);
+            }
+        }
+    }
+
+    // What each task's model turns used, counted from its creation on, as the live
+    // view counts them.
+    {
+        let mut stmt = conn.prepare(
+            "SELECT m.task_id, SUM(m.input_tokens), SUM(m.output_tokens),
+                    SUM(COALESCE(json_extract(m.usage_json, '$.cost_micro_usd'), 0))
+             FROM messages m JOIN tasks t ON t.id = m.task_id
+             WHERE m.usage_json IS NOT NULL AND m.seq > t.seq
+             GROUP BY m.task_id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let task: String = r.get(0)?;
+            if let Some(t) = p.tasks.iter_mut().find(|t| t.id == task) {
+                t.usage = air_proto::projection::TaskUsage {
+                    input_tokens: r.get(1)?,
+                    output_tokens: r.get(2)?,
+                    cost_micro_usd: r.get(3)?,
+                };
             }
         }
     }

@@ -335,6 +335,7 @@ pub(crate) fn prepare(event: RuntimeEvent) -> Result<Prepared> {
                     payload: p::WorkspaceChanged {
                         workspace_id: pl.workspace_id,
                         reason: Some(pl.reason),
+                        files: Vec::new(),
                     },
                 }
             }

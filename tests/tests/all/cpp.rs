@@ -248,7 +248,10 @@ fn the_shipped_cpp_recording_replays_with_no_key() {
         .unwrap();
     expect(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("completed: 2 completed"), "{stdout}");
+    assert!(
+        stdout.contains(": completed in") && stdout.contains(" · 2 tasks"),
+        "{stdout}"
+    );
     // The work is there: the tests CTest runs pass.
     let ctest = std::process::Command::new("ctest")
         .args(["--test-dir", "build"])

@@ -355,7 +355,7 @@ fn six_tasks_merge_in_order_behind_their_check_and_land() {
         for t in ["T1", "T2", "T3", "T4", "T6"] {
             let line = text
                 .lines()
-                .find(|l| l.starts_with(&format!("{t} ")))
+                .find(|l| l.split_whitespace().nth(1) == Some(t))
                 .unwrap_or_default();
             assert!(
                 line.contains(&format!("/{t}: merged]")),

@@ -155,7 +155,11 @@ fn a_previous_schema_is_migrated_intact_and_a_failure_puts_everything_back() {
         "{said}"
     );
     assert!(said.contains("nothing was changed"), "{said}");
-    assert!(text(&out.stderr).contains("migrate? [y/N]"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("migrate? [y/N]"),
+        "{}",
+        text(&out.stderr)
+    );
     same(&files(root), &before);
 
     // The failure: s-1 was migrated, s-2 failed; both are back as they were.

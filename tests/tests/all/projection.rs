@@ -48,6 +48,7 @@ enum Op {
         user: bool,
         text: String,
         tokens: Option<(u64, u64)>,
+        task: Option<usize>,
     },
     Artifact {
         task: Option<usize>,
@@ -90,8 +91,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0usize..60, any::<bool>()).prop_map(|(tool, ok)| Op::EndTool { tool, ok }),
         2 => proptest::option::of(0usize..60).prop_map(|tool| Op::StartCommand { tool }),
         2 => (0usize..30, any::<bool>(), -2i32..3).prop_map(|(command, ok, exit)| Op::EndCommand { command, ok, exit }),
-        2 => (any::<bool>(), "[a-z \u{e9}]{0,300}", proptest::option::of((0u64..1000, 0u64..1000)))
-            .prop_map(|(user, text, tokens)| Op::Message { user, text, tokens }),
+        2 => (any::<bool>(), "[a-z \u{e9}]{0,300}", proptest::option::of((0u64..1000, 0u64..1000)), proptest::option::of(0usize..25))
+            .prop_map(|(user, text, tokens, task)| Op::Message { user, text, tokens, task }),
         1 => proptest::option::of(0usize..25).prop_map(|task| Op::Artifact { task }),
         1 => Just(Op::Diagnostic),
         1 => Just(Op::Evidence),
@@ -277,7 +278,12 @@ impl Gen {
                     duration_ms: None,
                 },
             ),
-            Op::Message { user, text, tokens } => {
+            Op::Message {
+                user,
+                text,
+                tokens,
+                task,
+            } => {
                 let id = self.id("M");
                 let ty = if *user {
                     "user.message.created"
@@ -297,7 +303,7 @@ impl Gen {
                         message_id: id,
                         content: json!([{"type": "text", "text": text}, {"type": "tool_use", "id": "x", "name": "fs_read", "input": {}}]),
                         agent_id: None,
-                        task_id: None,
+                        task_id: task.map(tid),
                         client: (ty == "user.message.created").then(|| "air (pid 9)".to_string()),
                         model: None,
                         usage,
@@ -534,6 +540,11 @@ impl Gen {
                 &p::WorkspaceChanged {
                     workspace_id: format!("W{workspace}"),
                     reason: None,
+                    files: if *kind == 3 {
+                        vec![format!("src/w{workspace}.rs")]
+                    } else {
+                        Vec::new()
+                    },
                 },
             ),
             Op::Other => event(&s, "requirement.changed", &json!({"summary": "faster"})),

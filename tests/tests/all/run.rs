@@ -182,7 +182,13 @@ fn the_example_plan_runs_to_completion_with_reports() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("completed: 7 completed, 0 failed"),
+        stdout.contains("Word counting library and CLI: completed in"),
+        "{stdout}"
+    );
+    // The plan's five tasks, as said at the start: milestone reviews apart.
+    assert!(stdout.contains(" · 5 tasks"), "{stdout}");
+    assert!(
+        stdout.contains("milestone reviews: core ✓ · cli ✓"),
         "{stdout}"
     );
 
@@ -1044,7 +1050,10 @@ fn air_run_follows_the_run_across_a_daemon_restart() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("lost the daemon"), "{stdout}");
     assert!(stdout.contains("reconnected"), "{stdout}");
-    assert!(stdout.contains("completed: 4 completed"), "{stdout}");
+    assert!(
+        stdout.contains("Slow: completed in") && stdout.contains(" · 4 tasks"),
+        "{stdout}"
+    );
     let session = newest_session(&p);
     let conn = db(&p, &session);
     assert!(
@@ -1320,7 +1329,18 @@ fn the_shipped_recording_replays_the_example_plan_with_no_key() {
     let out = with_the_real_worker(&p, &["run", "--plan", "plan.md", "--replay", "recording"]);
     expect(&out, 0);
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("completed: 7 completed"), "{stdout}");
+    assert!(
+        stdout.contains(": completed in") && stdout.contains(" · 5 tasks"),
+        "{stdout}"
+    );
+    // What airsd saw: the files each task changed, its checks, its review.
+    assert!(
+        stdout.contains("changed  wordcount/__main__.py"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("checked  build ✓ · 6 tests ✓"), "{stdout}");
+    assert!(stdout.contains("review   "), "{stdout}");
+    assert!(stdout.contains("next: air diff "), "{stdout}");
     // The work is really there: the project's own tests pass.
     let tests = Command::new("python3")
         .args(["-m", "unittest", "discover", "-s", "tests"])
@@ -1444,7 +1464,10 @@ fn the_shipped_recording_replays_outside_git_too() {
     );
     expect(&out, 0);
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("completed: 7 completed"), "{stdout}");
+    assert!(
+        stdout.contains(": completed in") && stdout.contains(" · 5 tasks"),
+        "{stdout}"
+    );
     assert!(p.root.join("wordcount/__main__.py").exists());
 }
 

@@ -507,9 +507,9 @@ pub struct Core {
     frozen: bool,
 }
 
-/// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
-/// Plan ids cannot contain `:`, so these never collide with a plan's tasks.
-const MILESTONE: &str = ":milestone-";
+// Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
+// Plan ids cannot contain `:`, so these never collide with a plan's tasks.
+use air_proto::task::MILESTONE;
 
 fn is_terminal(status: TaskStatus) -> bool {
     matches!(

@@ -16,10 +16,7 @@ pub(super) struct Gathered<'a> {
 /// Most compiler and linker findings told to a debugger.
 const FINDINGS_TOLD: usize = 40;
 
-/// The phase a milestone review (`<phase>:milestone-<n>`) is of.
-fn milestone(task_id: &str) -> Option<&str> {
-    task_id.split_once(":milestone-").map(|(phase, _)| phase)
-}
+use air_proto::task::milestone_phase as milestone;
 
 /// The phase whose milestone this dispatch reviews, if it is one.
 fn milestone_phase(d: &Dispatch) -> Option<&str> {

@@ -38,8 +38,8 @@ pub(super) struct MergeEnd {
 }
 
 enum Gated {
-    /// Merged (`Some(what)`), or nothing to merge.
-    Merged(Option<String>),
+    /// Merged (`Some((what, the files it brought in))`), or nothing to merge.
+    Merged(Option<(String, Vec<String>)>),
     Refused {
         conflict: bool,
         files: Vec<String>,
@@ -108,9 +108,9 @@ impl Job {
             }) => return self.gate(old, commit, check, tree).await,
             Err(e) => Err(e),
             Ok(Prepared::Nothing) => Ok(Gated::Merged(None)),
-            Ok(Prepared::Already) => Ok(Gated::Merged(Some(format!(
-                "into {} before airsd was restarted",
-                self.integration
+            Ok(Prepared::Already) => Ok(Gated::Merged(Some((
+                format!("into {} before airsd was restarted", self.integration),
+                Vec::new(),
             )))),
             Ok(Prepared::Conflict { files, hunks }) => Ok(Gated::Refused {
                 conflict: true,
@@ -214,10 +214,9 @@ impl Job {
         .await
         .map_err(|e| e.to_string())?;
         match advanced {
-            Ok((merge, files)) => Ok(Some(Gated::Merged(Some(format!(
-                "{merge} into {}: {}",
-                self.integration,
-                files.join(", ")
+            Ok((merge, files)) => Ok(Some(Gated::Merged(Some((
+                format!("{merge} into {}: {}", self.integration, files.join(", ")),
+                files,
             ))))),
             Err(None) => Ok(None),
             Err(Some(e)) => Err(e),
@@ -330,6 +329,7 @@ impl Shell {
         if let Ok(e) = self.event(&ev::WorkspaceMerging(p::WorkspaceChanged {
             workspace_id: workspace_id.clone(),
             reason: None,
+            files: Vec::new(),
         })) {
             let _ = self.ctx.session.store().append(e).await;
         }
@@ -447,10 +447,11 @@ impl Shell {
             }
             Ok(Gated::Merged(merged)) => {
                 let mut events = Vec::new();
-                if let Some(what) = &merged {
+                if let Some((what, files)) = merged {
                     events.push(self.event(&ev::WorkspaceMerged(p::WorkspaceChanged {
                         workspace_id: id.clone(),
-                        reason: Some(what.clone()),
+                        reason: Some(what),
+                        files,
                     }))?);
                 }
                 self.spaces.by_task.remove(&task_id);

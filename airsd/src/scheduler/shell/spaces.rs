@@ -113,7 +113,7 @@ fn works_in_space(d: &Dispatch) -> bool {
     }
     match d.role {
         AgentType::Executor | AgentType::Debugger | AgentType::Reviewer => true,
-        AgentType::ArchitectureDesigner => d.task_id.contains(":milestone-"),
+        AgentType::ArchitectureDesigner => air_proto::task::milestone_phase(&d.task_id).is_some(),
         _ => false,
     }
 }
@@ -333,7 +333,7 @@ impl Shell {
                     && !self.spaces.premade.contains_key(id)
                     && !air_proto::conversation::in_conversation(id)
                     && !id.starts_with(air_proto::conversation::REVIEW_PREFIX)
-                    && !id.contains(":milestone-")
+                    && air_proto::task::milestone_phase(id).is_none()
             })
             .map(|(id, _)| id)
             .take(AHEAD - self.spaces.premade.len())
@@ -431,6 +431,7 @@ impl Shell {
                 if let Ok(e) = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
                     workspace_id,
                     reason: Some(if merged { "merged" } else { "nothing changed" }.into()),
+                    files: Vec::new(),
                 })) {
                     self.push(vec![e]);
                 }
@@ -650,19 +651,22 @@ impl Shell {
                 return Some((TaskStatus::Blocked, reason));
             }
             Ok(workspace::Merged::Nothing) => None,
-            Ok(workspace::Merged::Already) => {
-                Some(format!("into {integration} before airsd was restarted"))
-            }
-            Ok(workspace::Merged::Merged { commit, files }) => {
-                Some(format!("{commit} into {integration}: {}", files.join(", ")))
-            }
+            Ok(workspace::Merged::Already) => Some((
+                format!("into {integration} before airsd was restarted"),
+                Vec::new(),
+            )),
+            Ok(workspace::Merged::Merged { commit, files }) => Some((
+                format!("{commit} into {integration}: {}", files.join(", ")),
+                files,
+            )),
         };
         let mut events = Vec::new();
         let merged = reason.is_some();
-        if let Some(reason) = reason {
+        if let Some((reason, files)) = reason {
             if let Ok(e) = self.event(&ev::WorkspaceMerged(p::WorkspaceChanged {
                 workspace_id: space.id.clone(),
                 reason: Some(reason),
+                files,
             })) {
                 events.push(e);
             }
@@ -677,6 +681,7 @@ impl Shell {
                 if let Ok(e) = self.event(&ev::WorkspaceRemoved(p::WorkspaceChanged {
                     workspace_id: space.id.clone(),
                     reason: Some(if merged { "merged" } else { "nothing changed" }.into()),
+                    files: Vec::new(),
                 })) {
                     events.push(e);
                 }

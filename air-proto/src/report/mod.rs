@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+mod text;
+
 use serde::{Deserialize, Serialize};
 
 use crate::payload::RunOutcome;
@@ -51,7 +53,7 @@ pub struct ReportCounts {
 }
 
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskReport {
     pub id: String,
     pub title: String,
@@ -77,6 +79,67 @@ pub struct TaskReport {
     /// Its branch and where its change is (`air/…/T1: merged`), in a run whose tasks
     /// work in worktrees.
     pub branch: Option<String>,
+    /// The files its merge brought into the session's work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// The checks airsd saw pass, in short (`build ✓`, `6 tests ✓`), from its evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// What its last reviewer said.
+    pub review: Option<String>,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Of the turns whose model's prices are known.
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+/// The checks a task's evidence shows passed, in short and in order: `build ✓`,
+/// `6 tests ✓`, `static analysis ✓`.
+pub fn checks(evidence: &[crate::projection::EvidenceView]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut tests: Option<u64> = None;
+    let mut tested = false;
+    for e in evidence {
+        let said = match e.evidence_type.as_str() {
+            "build_pass" => "build ✓",
+            "test_pass" | "test_output" => {
+                tested = true;
+                // airsd's own claim: "… ran N test(s), 0 failed".
+                if let Some(n) = e
+                    .claim
+                    .split("ran ")
+                    .nth(1)
+                    .and_then(|r| r.split(' ').next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
+                    tests = Some(tests.map_or(n, |t| t.max(n)));
+                }
+                continue;
+            }
+            "static_analysis" => "static analysis ✓",
+            "smoke_test" => "smoke test ✓",
+            "deploy_verify" => "deploy verified ✓",
+            "reproduction" => "reproduced",
+            _ => continue,
+        };
+        if !out.iter().any(|o| o == said) {
+            out.push(said.to_string());
+        }
+    }
+    if tested {
+        let line = match tests {
+            Some(1) => "1 test ✓".to_string(),
+            Some(n) => format!("{n} tests ✓"),
+            None => "tests ✓".to_string(),
+        };
+        // After the build, before analysis: the order people read them in.
+        let at = usize::from(out.first().is_some_and(|o| o == "build ✓"));
+        out.insert(at, line);
+    }
+    out
 }
 
 fn ms_between(from: &str, to: &str) -> Option<u64> {
@@ -125,7 +188,24 @@ impl RunReport {
                                 )
                         })
                         .or_else(|| agents.iter().rev().find(|a| a.summary.is_some()));
+                    let review = agents
+                        .iter()
+                        .rev()
+                        .find(|a| {
+                            a.agent_type == crate::event::AgentType::Reviewer && a.summary.is_some()
+                        })
+                        .and_then(|a| a.summary.clone());
                     TaskReport {
+                        files: t
+                            .workspace
+                            .as_ref()
+                            .map(|w| w.files.clone())
+                            .unwrap_or_default(),
+                        checks: checks(&t.evidence),
+                        review,
+                        input_tokens: t.usage.input_tokens,
+                        output_tokens: t.usage.output_tokens,
+                        cost_usd: t.usage.cost_micro_usd as f64 / 1e6,
                         id: t.id.clone(),
                         title: t.title.clone(),
                         task_type: t.task_type.clone(),
@@ -344,20 +424,26 @@ impl RunReport {
             "```mermaid\n{}```\n",
             graph::mermaid_drawing(drawing, &outcomes)
         );
-        out.push_str("| task | status | attempts | reason |\n|---|---|---|---|\n");
+        out.push_str(
+            "| task | status | attempts | changed | checked | reason or review |\n|---|---|---|---|---|---|\n",
+        );
+        let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
         for t in &self.tasks {
+            let said = match (t.status, &t.reason, &t.review) {
+                (TaskStatus::Completed, _, Some(review)) => review.as_str(),
+                (_, Some(reason), _) => reason.as_str(),
+                _ => "",
+            };
             let _ = writeln!(
                 out,
-                "| `{}` {} | {} | {} | {} |",
+                "| `{}` {} | {} | {} | {} | {} | {} |",
                 t.id,
-                t.title.replace('|', "\\|"),
+                cell(&t.title),
                 t.status.as_str(),
                 t.attempts,
-                t.reason
-                    .as_deref()
-                    .unwrap_or("")
-                    .replace('|', "\\|")
-                    .replace('\n', " ")
+                cell(&t.files.join(", ")),
+                t.checks.join(" · "),
+                cell(said)
             );
         }
         let _ = writeln!(
