@@ -390,19 +390,55 @@ impl Flow<'_> {
                                 self.session
                             ),
                         }),
-                        _ => Err(Failure {
-                            code: BLOCKED,
-                            message: format!(
-                                "the run ended {} ({}; `air attach -s {}` shows it)",
-                                end.outcome.as_str(),
-                                end.reason.unwrap_or_else(|| "no reason given".into()),
-                                self.session
-                            ),
-                        }),
+                        _ => {
+                            let cause = self.first_stop().await;
+                            Err(Failure {
+                                code: BLOCKED,
+                                message: format!(
+                                    "the run ended {} ({}; `air attach -s {}` shows it)",
+                                    end.outcome.as_str(),
+                                    end.reason
+                                        .or(cause)
+                                        .unwrap_or_else(|| "no reason given".into()),
+                                    self.session
+                                ),
+                            })
+                        }
                     };
                 }
             }
         }
+    }
+
+    /// The run's end as `air run` prints it, then the cause of a run that did not
+    /// complete: the task that stopped first (those after it wait on it).
+    async fn first_stop(&self) -> Option<String> {
+        use air_proto::api::AirApiClient as _;
+        use air_proto::projection::TaskStatus as S;
+        let snapshot = self
+            .conn
+            .client
+            .session_snapshot(air_proto::api::params::Session {
+                session_id: self.session.to_string(),
+            })
+            .await
+            .ok()?;
+        let report = air_proto::report::RunReport::from_projection(&snapshot.projection)?;
+        crate::output::print_summary(&report);
+        report
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.status, S::Failed | S::Blocked) && t.reason.is_some())
+            .min_by(|a, b| a.updated_at.cmp(&b.updated_at))
+            .map(|t| {
+                let why = t.reason.as_deref().unwrap_or_default();
+                format!(
+                    "{} {}: {}",
+                    t.id,
+                    t.status.as_str(),
+                    why.lines().next().unwrap_or_default()
+                )
+            })
     }
 
     /// Follows the session's events from `cursor` until it waits for the user or its

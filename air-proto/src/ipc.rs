@@ -805,3 +805,7 @@ impl TryFrom<ControlWire> for ControlMessage {
         })
     }
 }
+
+/// The file in a recording directory (`--record DIR`) that says what project it was
+/// made in (a hash of each of its files), beside each agent's `<agent id>.json`.
+pub const RECORDING_MANIFEST: &str = "project-files.json";

@@ -29,7 +29,18 @@ pub struct WorkerResult {
     pub result: Value,
 }
 
+/// The key of [`WorkerResult::result`] with which an agent says it ended because no
+/// model answered: every provider and fallback failed, or a replay no longer matches
+/// the recording. That is not the task's failure: no debugger is sent after it (it
+/// would ask the same model).
+pub const MODEL_UNREACHABLE: &str = "model_unreachable";
+
 impl WorkerResult {
+    /// Why no model answered the agent, when that is how it ended.
+    pub fn model_unreachable(&self) -> Option<&str> {
+        self.result.get(MODEL_UNREACHABLE).and_then(|v| v.as_str())
+    }
+
     /// A result with only its identity, status and summary (every list empty).
     pub fn new(
         task_id: &str,

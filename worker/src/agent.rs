@@ -620,12 +620,15 @@ async fn run_with(
             link.model_silent_since(None);
             let kind = recorder.as_ref().map(Recorder::kind);
             let Some(fallback) = talker.fall_back(&e.to_string(), kind) else {
-                return ended(
+                let mut result = ended(
                     start,
                     role,
                     WorkerStatus::Blocked,
                     format!("the model could not be reached: {e}"),
                 );
+                result.result =
+                    serde_json::json!({ air_proto::result::MODEL_UNREACHABLE: e.to_string() });
+                return result;
             };
             falls_back(&mut request, &talker.resolved);
             if let Ok(e) = RuntimeEvent::of(

@@ -120,6 +120,10 @@ fn replayed_model(dir: &str, role: AgentType) -> Result<ModelChoice, String> {
     let mut files: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| {
+            p.file_name()
+                .is_none_or(|n| n != air_proto::ipc::RECORDING_MANIFEST)
+        })
         .collect();
     files.sort();
     let first = files

@@ -14,6 +14,7 @@ mod lifecycle;
 mod lock;
 mod memory;
 mod planning;
+mod recording;
 mod rpc;
 mod runs;
 pub mod socket;

@@ -202,6 +202,17 @@ impl DaemonState {
                 });
             }
         }
+        // A replay only in the project it was recorded in; a recording says which.
+        if let Some(dir) = run.replay.as_deref() {
+            super::recording::check(
+                self.paths.root(),
+                std::path::Path::new(dir),
+                run.record.as_deref().map(std::path::Path::new),
+            )?;
+        }
+        if let Some(dir) = run.record.as_deref() {
+            super::recording::write(self.paths.root(), std::path::Path::new(dir))?;
+        }
         Ok(run)
     }
 

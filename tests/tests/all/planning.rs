@@ -563,6 +563,40 @@ fn the_shipped_planning_replays_with_no_key() {
         .exists());
     let counter = std::fs::read_to_string(p.root.join("wordcount/counter.py")).unwrap();
     assert!(counter.contains("def top_words"), "{counter}");
+
+    // Replayed again here, where the project is no longer the one it was recorded in:
+    // refused before any agent runs, naming what differs, and nothing is changed.
+    let init = std::fs::read_to_string(p.root.join("wordcount/__init__.py")).unwrap();
+    let again = crate::run::real_worker(
+        &p,
+        &[
+            "plan",
+            "new",
+            "A Python package that counts words in text and lists the most frequent ones",
+            "--replay",
+            "planning",
+            "--answers",
+            "planning/answers.yaml",
+            "--yes",
+        ],
+    )
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert_ne!(again.status.code(), Some(0), "{}", shown(&again));
+    assert!(
+        said.contains("this project differs from the one the recording in")
+            && said.contains("changed since it was recorded: wordcount/__init__.py")
+            && said.contains("not there when it was recorded: ")
+            && said.contains("wordcount/counter.py"),
+        "{}",
+        shown(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("wordcount/__init__.py")).unwrap(),
+        init
+    );
     let _ = p.air(&["daemon", "stop"]);
 }
 

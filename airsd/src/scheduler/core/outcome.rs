@@ -72,6 +72,13 @@ impl Core {
                         );
                     }
                 },
+                WorkerStatus::Failed | WorkerStatus::Blocked
+                    if result.model_unreachable().is_some() =>
+                {
+                    // No model answered: a debugger would ask the same one. The task
+                    // waits for a person (`air retry` once the model answers again).
+                    t.next = Next::Finish(TaskStatus::Blocked, Some(result.summary.clone()));
+                }
                 WorkerStatus::Failed | WorkerStatus::Blocked => {
                     // The same failure is told by the compiler's and linker's errors
                     // (their signatures, alike across compilers), else by the checks
@@ -234,13 +241,23 @@ impl Core {
                     .map(|o| o.analysis)
                     .filter(|a| !a.trim().is_empty());
                 let Some(analysis) = analysis else {
-                    t.next = Next::Finish(
-                        TaskStatus::Blocked,
-                        Some(format!(
+                    // The failure it was sent for comes first: that is the cause.
+                    let first = t
+                        .under_review
+                        .as_ref()
+                        .map(|r| r.summary.clone())
+                        .or_else(|| t.crash.clone());
+                    let reason = match first {
+                        Some(f) => format!(
+                            "{f} (the debugger returned no analysis: {})",
+                            result.summary
+                        ),
+                        None => format!(
                             "the debugger returned no analysis (required before a task fails): {}",
                             result.summary
-                        )),
-                    );
+                        ),
+                    };
+                    t.next = Next::Finish(TaskStatus::Blocked, Some(reason));
                     return;
                 };
                 // What it analysed, when its executor left no result.

@@ -350,6 +350,40 @@ fn a_debugger_without_an_analysis_cannot_fail_a_task_silently() {
         .contains("the debugger returned no analysis"));
 }
 
+/// No model answered the executor (its provider and fallbacks failed, or a replay no
+/// longer matches): no debugger is sent to ask the same model; the task waits for a
+/// person, with that reason, and what waits on it says so.
+#[test]
+fn an_unreachable_model_blocks_the_task_without_a_debugger() {
+    let mut sim = Sim::new(
+        config(1),
+        &plan("## Task A: a\n\n## Task B: b\n\n- depends_on: A\n"),
+    );
+    let exec = only(&sim.settle(), "executor").clone();
+    let mut r = air_proto::result::WorkerResult::new(
+        &exec.task_id,
+        &exec.agent_id,
+        exec.role,
+        WorkerStatus::Blocked,
+        "the model could not be reached: request 4: the request no longer matches the recording"
+            .into(),
+    );
+    r.result = serde_json::json!({ air_proto::result::MODEL_UNREACHABLE: "request 4" });
+    sim.finish(&exec.agent_id, res(r));
+    let next = sim.settle();
+    assert!(
+        next.iter().all(|d| d.role != AgentType::Debugger),
+        "{next:?}"
+    );
+    let (status, reason) = finish_reason(&sim, "A");
+    assert_eq!(status, TaskStatus::Blocked);
+    assert!(
+        reason.unwrap().contains("no longer matches the recording"),
+        "the cause is the reason"
+    );
+    assert_eq!(sim.core.status("B"), Some(TaskStatus::Blocked));
+}
+
 /// An executor that crashed left no result: the debugger analyses it (global rule
 /// 1), then the task retries as a new attempt within its budget.
 fn crash_then_analyse(
