@@ -11,6 +11,7 @@ mod bundle;
 mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
+mod example;
 mod help;
 mod hidden;
 mod knowledge_cmd;
@@ -54,7 +55,8 @@ const EXIT_CODES: &str = "Exit codes:\n  0  success\n  1  the command failed\n  
 #[command(name = "air", version, about = "air: a multi-agent coding runtime", after_help = EXIT_CODES)]
 pub(crate) struct Cli {
     /// With none, `air` opens the conversation of the newest session in `air attach`
-    /// (starting one when the project has none).
+    /// (starting one when the project has none); with no model configured, a
+    /// first-run screen that says how to set one and plays the shipped examples.
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -560,6 +562,23 @@ pub(crate) async fn attach(
     theme: Option<String>,
     chat: bool,
 ) -> CmdResult {
+    let session = match attach_tui(session, theme, chat, None).await {
+        Ok(s) => s,
+        Err(Watch::Failed(f)) => return Err(f),
+        Err(Watch::Example(_)) => return Err("no session chosen".into()),
+    };
+    eprintln!("air: detached from session {session}; the run goes on (`air attach -s {session}` to come back)");
+    Ok(())
+}
+
+/// `air attach`, or with `no_model` the first-run screen first. The session it
+/// detached from, or the example chosen there.
+async fn attach_tui(
+    session: Option<String>,
+    theme: Option<String>,
+    chat: bool,
+    no_model: Option<(String, Vec<air_tui::app::ExampleRow>)>,
+) -> Result<String, Watch> {
     // A session named by the start of its id, or unknown, is settled before the
     // terminal is taken over.
     let session = match session {
@@ -570,19 +589,66 @@ pub(crate) async fn attach(
         connect: connect_options(project()?),
         session,
         theme,
-        air_home: std::env::var_os("AIR_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air"))),
+        air_home: air_home(),
         chat,
+        no_model,
     };
-    let session = air_tui::run::attach(options).await?;
-    eprintln!("air: detached from session {session}; the run goes on (`air attach -s {session}` to come back)");
-    Ok(())
+    match air_tui::run::attach(options).await? {
+        air_tui::run::Attached::Session(s) => Ok(s),
+        air_tui::run::Attached::Example(dir) => Err(Watch::Example(dir)),
+    }
 }
 
-/// `air` alone: the conversation of the newest session, or of a new one.
+/// Why the TUI was left without a session: a failure, or an example to watch.
+enum Watch {
+    Failed(Failure),
+    Example(PathBuf),
+}
+
+impl<E: Into<Failure>> From<E> for Watch {
+    fn from(e: E) -> Watch {
+        Watch::Failed(e.into())
+    }
+}
+
+/// `~/.air`, or `AIR_HOME`.
+pub(crate) fn air_home() -> Option<PathBuf> {
+    std::env::var_os("AIR_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")))
+}
+
+/// Why no model would answer the Main Agent here (`None`: one would), as a run
+/// started from this shell resolves it.
+fn no_model() -> Option<String> {
+    let models = match air_proto::models::ModelsConfig::load(air_home().as_deref()) {
+        Ok(m) => m,
+        Err(e) => return Some(e.to_string()),
+    };
+    let wanted = std::env::var("AIR_MODEL").ok().filter(|m| !m.is_empty());
+    models
+        .resolve("main", wanted.as_deref(), &|k| std::env::var(k).ok())
+        .err()
+        .map(|e| {
+            e.strip_suffix(air_proto::models::NO_PROVIDER_HINT)
+                .map_or(e.clone(), |short| format!("{short}."))
+        })
+}
+
+/// `air` alone: the conversation of the newest session, or of a new one; with no
+/// model, the first-run screen.
 async fn talk() -> CmdResult {
     use air_proto::api::AirApiClient as _;
+    if let Some(why) = no_model() {
+        return match attach_tui(None, None, false, Some((why, example::shipped()))).await {
+            Ok(session) => {
+                eprintln!("air: detached from session {session}");
+                Ok(())
+            }
+            Err(Watch::Example(dir)) => example::watch(&dir).await,
+            Err(Watch::Failed(f)) => Err(f),
+        };
+    }
     let conn = connect().await?;
     let sessions = conn
         .client

@@ -593,9 +593,13 @@ impl ModelsConfig {
 /// How the answer starts when no provider at all is configured.
 pub const NO_PROVIDER: &str = "no LLM provider is configured";
 
+/// How it ends: what to do. A caller that says the same in its own words (once for
+/// many agents) takes it off.
+pub const NO_PROVIDER_HINT: &str = ": set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, add a provider to ~/.air/models.yaml, or use a local model with --model ollama/NAME (`air doctor` shows what air finds)";
+
 fn no_provider(model: Option<&str>) -> String {
     format!(
-        "{NO_PROVIDER}{}: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or add a provider to ~/.air/models.yaml (`air doctor` shows what air finds)",
+        "{NO_PROVIDER}{}{NO_PROVIDER_HINT}",
         model.map(|m| format!(" for `{m}`")).unwrap_or_default()
     )
 }

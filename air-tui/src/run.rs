@@ -46,6 +46,18 @@ pub struct Options {
     pub air_home: Option<PathBuf>,
     /// Open on the conversation, its input box focused.
     pub chat: bool,
+    /// No model answers (why): the first-run screen comes first, with how to set
+    /// one, the sessions and these examples.
+    pub no_model: Option<(String, Vec<crate::app::ExampleRow>)>,
+}
+
+/// How `attach` ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attached {
+    /// Detached from this session.
+    Session(String),
+    /// The first-run screen chose to watch this shipped example.
+    Example(PathBuf),
 }
 
 /// Puts the terminal back as it was (raw mode off, main screen) when dropped.
@@ -413,7 +425,11 @@ enum Choice {
     Pick(Picker),
 }
 
-async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choice, String> {
+async fn choose_session(
+    conn: &Connection,
+    wanted: Option<&str>,
+    no_model: Option<(String, Vec<crate::app::ExampleRow>)>,
+) -> Result<Choice, String> {
     let sessions = conn
         .client
         .session_list(params::NoParams {})
@@ -422,7 +438,7 @@ async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choic
     if let Some(id) = wanted {
         return air_proto::api::find_session(&sessions, id).map(|s| Choice::Session(s.id.clone()));
     }
-    if sessions.len() <= 1 {
+    if sessions.len() <= 1 && no_model.is_none() {
         return sessions
             .first()
             .map(|s| Choice::Session(s.id.clone()))
@@ -449,7 +465,10 @@ async fn choose_session(conn: &Connection, wanted: Option<&str>) -> Result<Choic
             id: s.id,
         })
         .collect();
-    Ok(Choice::Pick(Picker::new(rows)))
+    Ok(Choice::Pick(match no_model {
+        Some((why, examples)) => Picker::first_run(rows, examples, why),
+        None => Picker::new(rows),
+    }))
 }
 
 /// Connects and subscribes; the snapshot and the subscription after it.
@@ -613,7 +632,7 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
 
 /// Runs the attached terminal until the user detaches. Returns the session it was
 /// attached to.
-pub async fn attach(mut options: Options) -> Result<String, String> {
+pub async fn attach(mut options: Options) -> Result<Attached, String> {
     let palette = Palette::detect(&|k| std::env::var(k).ok());
     let config = match options.air_home.as_deref() {
         Some(home) => crate::keymap::AttachConfig::load(home)?,
@@ -631,7 +650,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
     let conn = air_proto::client::connect(&options.connect)
         .await
         .map_err(|e| e.to_string())?;
-    let choice = choose_session(&conn, options.session.as_deref()).await?;
+    let choice = choose_session(&conn, options.session.as_deref(), options.no_model.take()).await?;
     drop(conn);
     // SIGTERM ends the TUI the normal way (the terminal restored), from the picker on.
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -665,6 +684,7 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
             match next {
                 Some(Input::Key(k)) => match picker.key(k) {
                     Some(Picked::Session(id)) => break id,
+                    Some(Picked::Example(dir)) => return Ok(Attached::Example(dir)),
                     Some(Picked::Quit) => return Err("no session chosen".into()),
                     None => {}
                 },
@@ -894,5 +914,5 @@ pub async fn attach(mut options: Options) -> Result<String, String> {
             .await;
     }
     drop(terminal);
-    Ok(session)
+    Ok(Attached::Session(session))
 }

@@ -374,6 +374,47 @@ fn the_session_picker_preselects_the_newest_running_session() {
     assert_eq!(picker.key(Key::Char('q')), Some(Picked::Quit));
 }
 
+/// With no model, bare `air` opens here: how to give air one, the sessions, and the
+/// shipped examples to watch; Enter on an example asks for its replay.
+#[test]
+fn the_first_run_screen_says_how_to_set_a_model_and_offers_the_examples() {
+    use crate::app::{ExampleRow, Picked, Picker, PickerRow};
+    let example = |name: &str, title: &str| ExampleRow {
+        name: name.into(),
+        title: title.into(),
+        dir: std::path::PathBuf::from(format!("/opt/air/examples/{name}")),
+    };
+    let mut picker = Picker::first_run(
+        vec![PickerRow {
+            id: "01a244a6-cc37-719b-be9c-286556b310f6".into(),
+            title: "A session whose title is far too long to fit in the row beside its date".into(),
+            state: "completed".into(),
+            created_at: "2026-11-30T12:00:00.000000Z".into(),
+        }],
+        vec![
+            example("intstats", "Integer statistics in C++"),
+            example("wordcount", "Word counting library and CLI"),
+        ],
+        "no LLM provider is configured.".into(),
+    );
+    let theme = Theme::dark(Palette::TrueColor);
+    for (w, h) in [(80, 24), (160, 45)] {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| crate::view::render_picker(f, &picker, &theme))
+            .unwrap();
+        insta::assert_snapshot!(format!("first_run_{w}x{h}"), t.backend());
+    }
+    assert_eq!(picker.key(Key::Down), None);
+    assert_eq!(picker.key(Key::Down), None);
+    assert_eq!(
+        picker.key(Key::Enter),
+        Some(Picked::Example("/opt/air/examples/wordcount".into()))
+    );
+    // Past the last row it stays there.
+    assert_eq!(picker.key(Key::Down), None);
+    assert_eq!(picker.selected, 2);
+}
+
 #[test]
 fn the_command_palette_finds_actions_as_you_type() {
     use crate::app::fuzzy;

@@ -225,6 +225,10 @@ impl Theme {
         Style::default().fg(self.muted)
     }
 
+    pub fn accent_style(&self) -> Style {
+        Style::default().fg(self.accent)
+    }
+
     /// The selected row: its background, or reversed without colour.
     pub fn selected_style(&self) -> Style {
         match self.palette {

@@ -27,6 +27,27 @@ pub use crate::app::{first_row, task_rows, Row};
 use crate::app::{App, Link, Pane};
 use crate::theme::{icon, Theme, SPINNER};
 
+/// `text` in at most `room` columns, cut with an ellipsis when longer.
+pub(crate) fn cut(text: &str, room: usize) -> String {
+    if Span::raw(text).width() <= room {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = Span::raw(c.to_string()).width();
+        if used + w + 1 > room {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if room > 0 {
+        out.push('…');
+    }
+    out
+}
+
 fn short(n: u64) -> String {
     if n >= 1_000_000 {
         format!("{:.1}M", n as f64 / 1e6)
@@ -941,11 +962,41 @@ fn dialog(f: &mut Frame<'_>, area: Rect, theme: &Theme, title: &str, lines: Vec<
 /// The session picker.
 pub fn render_picker(f: &mut Frame<'_>, picker: &crate::app::Picker, theme: &Theme) {
     let area = f.area();
+    let setup = picker
+        .no_model
+        .as_deref()
+        .map(|why| first_run_text(why, theme));
+    // Its lines as wrapped in the box.
+    let inner = usize::from(area.width.saturating_sub(2)).max(1);
+    let setup_rows = setup.as_ref().map_or(0, |t| {
+        t.iter()
+            .map(|l| l.width().div_ceil(inner).max(1))
+            .sum::<usize>()
+            + 2
+    });
     let rows = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Min(3), Constraint::Length(1)])
+        .constraints([
+            Constraint::Length(u16::try_from(setup_rows).unwrap_or(u16::MAX)),
+            Constraint::Min(3),
+            Constraint::Length(1),
+        ])
         .split(area);
-    let items: Vec<ListItem> = picker
+    if let Some(text) = setup {
+        f.render_widget(
+            Paragraph::new(text)
+                .wrap(ratatui::widgets::Wrap { trim: false })
+                .block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .border_style(theme.border_style(false))
+                        .title(" Welcome to air: no model answers yet "),
+                ),
+            rows[0],
+        );
+    }
+    let width = usize::from(rows[1].width.saturating_sub(2));
+    let mut items: Vec<ListItem> = picker
         .rows
         .iter()
         .map(|r| {
@@ -956,41 +1007,104 @@ pub fn render_picker(f: &mut Frame<'_>, picker: &crate::app::Picker, theme: &The
                 "blocked" => theme.status(TaskStatus::Blocked),
                 _ => theme.muted,
             };
+            let when = format!(
+                "{} ",
+                r.created_at
+                    .get(..16)
+                    .unwrap_or(&r.created_at)
+                    .replace('T', " ")
+            );
+            let id = format!("  {}", r.id.get(..8).unwrap_or(&r.id));
+            let room = width.saturating_sub(11 + when.chars().count() + id.chars().count());
             ListItem::new(Line::from(vec![
                 Span::styled(format!("{:<10} ", r.state), Style::default().fg(color)),
-                Span::styled(
-                    format!(
-                        "{} ",
-                        r.created_at
-                            .get(..16)
-                            .unwrap_or(&r.created_at)
-                            .replace('T', " ")
-                    ),
-                    theme.muted_style(),
-                ),
-                Span::styled(r.title.clone(), theme.text_style()),
-                Span::styled(format!("  {}", r.id), theme.muted_style()),
+                Span::styled(when, theme.muted_style()),
+                Span::styled(cut(&r.title, room), theme.text_style()),
+                Span::styled(id, theme.muted_style()),
             ]))
         })
         .collect();
+    items.extend(picker.examples.iter().map(|e| {
+        let what = format!("{}: {}", e.name, e.title);
+        let room = width.saturating_sub(11 + 26);
+        ListItem::new(Line::from(vec![
+            Span::styled(format!("{:<10} ", "example"), theme.accent_style()),
+            Span::styled(cut(&what, room), theme.text_style()),
+            Span::styled("  replays its recorded run", theme.muted_style()),
+        ]))
+    }));
+    let title = match (picker.no_model.is_some(), picker.examples.is_empty()) {
+        (true, false) => format!(
+            "Sessions ({}) and shipped examples ({})",
+            picker.rows.len(),
+            picker.examples.len()
+        ),
+        _ => format!("Sessions ({})", picker.rows.len()),
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border_style(true))
-        .title(format!("Sessions ({})", picker.rows.len()));
+        .title(title);
     let mut state =
         ListState::default().with_selected((!items.is_empty()).then_some(picker.selected));
-    f.render_stateful_widget(
-        List::new(items)
-            .block(block)
-            .highlight_style(theme.selected_style()),
-        rows[0],
-        &mut state,
-    );
+    if items.is_empty() {
+        f.render_widget(
+            Paragraph::new(Span::styled(
+                " no sessions yet in this project",
+                theme.muted_style(),
+            ))
+            .block(block),
+            rows[1],
+        );
+    } else {
+        f.render_stateful_widget(
+            List::new(items)
+                .block(block)
+                .highlight_style(theme.selected_style()),
+            rows[1],
+            &mut state,
+        );
+    }
     f.render_widget(
         Paragraph::new(Span::styled(
-            " ↑↓ choose · Enter attach · q quit",
+            " ↑↓ choose · Enter open · q quit",
             theme.muted_style(),
         )),
-        rows[1],
+        rows[2],
     );
+}
+
+/// What the first-run screen says: why no model answers and the three ways to give
+/// air one.
+fn first_run_text(why: &str, theme: &Theme) -> Vec<Line<'static>> {
+    let cmd = |c: &str, what: &str| {
+        Line::from(vec![
+            Span::raw("  "),
+            Span::styled(c.to_string(), theme.accent_style()),
+            Span::styled(format!("  {what}"), theme.muted_style()),
+        ])
+    };
+    vec![
+        Line::from(Span::styled(format!(" {why}"), theme.text_style())),
+        Line::from(Span::styled(
+            " Give air a model in the shell that starts it, then run `air` again:",
+            theme.text_style(),
+        )),
+        cmd(
+            "export ANTHROPIC_API_KEY=…",
+            "or OPENAI_API_KEY, OPENROUTER_API_KEY",
+        ),
+        cmd(
+            "~/.air/models.yaml",
+            "any provider, its base URL and key variable",
+        ),
+        cmd(
+            "air chat --model ollama/NAME",
+            "a local model (or OLLAMA_BASE_URL)",
+        ),
+        Line::from(Span::styled(
+            " `air doctor` shows what air finds. Meanwhile: a session, or an example.",
+            theme.muted_style(),
+        )),
+    ]
 }

@@ -157,30 +157,42 @@ pub async fn resolve(
 ) -> Result<Models, String> {
     let replies = ask(worker, &queries).await?;
     let mut resolved = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
+    // Each error once, with the agents it stops: one missing key stops them all.
+    let mut problems: Vec<(String, Vec<String>)> = Vec::new();
     for (q, r) in queries.into_iter().zip(replies) {
-        match (r.resolved, r.error) {
-            (Some(c), None) => resolved.push((q, c)),
-            (_, Some(e)) => {
-                let what = match &q.task {
-                    Some(m) => format!("the {} (task model `{m}`)", q.agent_type.as_str()),
-                    None => format!("the {}", q.agent_type.as_str()),
-                };
-                let line = format!("{what}: {e}");
-                if !problems.contains(&line) {
-                    problems.push(line);
+        let who = match &q.task {
+            Some(m) => format!("{} (task model `{m}`)", q.agent_type.as_str()),
+            None => q.agent_type.as_str().to_string(),
+        };
+        let error = match (r.resolved, r.error) {
+            (Some(c), None) => {
+                resolved.push((q, c));
+                continue;
+            }
+            (_, Some(e)) => match e.strip_suffix(air_proto::models::NO_PROVIDER_HINT) {
+                // The hint below says it once.
+                Some(short) => short.to_string(),
+                None => e,
+            },
+            (None, None) => "the worker gave neither a model nor an error".to_string(),
+        };
+        match problems.iter_mut().find(|(e, _)| *e == error) {
+            Some((_, agents)) => {
+                if !agents.contains(&who) {
+                    agents.push(who);
                 }
             }
-            (None, None) => problems.push(format!(
-                "the {}: the worker gave neither a model nor an error",
-                q.agent_type.as_str()
-            )),
+            None => problems.push((error, vec![who])),
         }
     }
     if !problems.is_empty() {
+        let lines: Vec<String> = problems
+            .iter()
+            .map(|(e, agents)| format!("{e} (for {})", agents.join(", ")))
+            .collect();
         return Err(format!(
-            "no task was started, because an agent could not reach a model:\n  {}\nSet the key of a provider (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY) in the environment the daemon runs with, or name one with --model/--provider; `air doctor` shows what air finds.",
-            problems.join("\n  ")
+            "no task was started, because no model answers:\n  {}\nA run uses the provider settings of the shell that starts it: set a key there (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY), add a provider to ~/.air/models.yaml, or use a local model with --model ollama/NAME; `air doctor` shows what air finds.",
+            lines.join("\n  ")
         ));
     }
     Ok(Models { flag, resolved })

@@ -344,7 +344,10 @@ impl Talker {
         request: &TurnRequest,
         on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<crate::provider::Turn, crate::provider::ProviderError> {
-        self.client.turn(request, on_delta).await
+        self.client
+            .turn(request, on_delta)
+            .await
+            .map_err(|e| e.named(&self.resolved.provider))
     }
 
     /// What a turn's tokens cost, in millionths of a US dollar (`None`: the model

@@ -102,10 +102,27 @@ pub struct PickerRow {
     pub created_at: String,
 }
 
-/// The session picker `air attach` shows when there are several sessions.
+/// A shipped example whose recorded run can be watched with no model: it replays
+/// in a copy of its project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExampleRow {
+    pub name: String,
+    /// Its plan's title.
+    pub title: String,
+    pub dir: std::path::PathBuf,
+}
+
+/// The session picker `air attach` shows when there are several sessions, and the
+/// first-run screen bare `air` shows when no model answers: how to set one, the
+/// sessions there are and the examples shipped with air.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Picker {
     pub rows: Vec<PickerRow>,
+    /// Listed after the sessions.
+    pub examples: Vec<ExampleRow>,
+    /// Why no model answers (the first-run screen), `None` for the plain picker.
+    pub no_model: Option<String>,
+    /// Over the sessions, then the examples.
     pub selected: usize,
 }
 
@@ -113,6 +130,8 @@ pub struct Picker {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Picked {
     Session(String),
+    /// Replay this example in a copy of it.
+    Example(std::path::PathBuf),
     Quit,
 }
 
@@ -120,20 +139,37 @@ impl Picker {
     /// The rows newest first; the newest with a run going is preselected.
     pub fn new(rows: Vec<PickerRow>) -> Picker {
         let selected = rows.iter().position(|r| r.state == "running").unwrap_or(0);
-        Picker { rows, selected }
+        Picker {
+            rows,
+            examples: Vec::new(),
+            no_model: None,
+            selected,
+        }
+    }
+
+    /// The first-run screen: no model answers (`why`).
+    pub fn first_run(rows: Vec<PickerRow>, examples: Vec<ExampleRow>, why: String) -> Picker {
+        Picker {
+            examples,
+            no_model: Some(why),
+            ..Picker::new(rows)
+        }
     }
 
     pub fn key(&mut self, key: Key) -> Option<Picked> {
-        let n = self.rows.len();
+        let n = self.rows.len() + self.examples.len();
         match key {
             Key::Char('q') | Key::Esc | Key::Ctrl('c') | Key::Ctrl('d') => {
                 return Some(Picked::Quit)
             }
             Key::Enter => {
-                return self
-                    .rows
-                    .get(self.selected)
-                    .map(|r| Picked::Session(r.id.clone()))
+                return match self.rows.get(self.selected) {
+                    Some(r) => Some(Picked::Session(r.id.clone())),
+                    None => self
+                        .examples
+                        .get(self.selected - self.rows.len())
+                        .map(|e| Picked::Example(e.dir.clone())),
+                }
             }
             Key::Char('j') | Key::Down => {
                 self.selected = (self.selected + 1).min(n.saturating_sub(1))

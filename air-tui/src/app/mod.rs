@@ -21,7 +21,7 @@ mod log;
 mod rows;
 
 pub use chat::{Chat, Said};
-pub use dialogs::{fuzzy, CommandPalette, Picked, Picker, PickerRow, Viewer};
+pub use dialogs::{fuzzy, CommandPalette, ExampleRow, Picked, Picker, PickerRow, Viewer};
 pub use log::{LogFilter, LogLine};
 pub use rows::{first_row, task_rows, Row};
 

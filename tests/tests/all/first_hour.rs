@@ -117,17 +117,16 @@ fn examples_run_at_a_terminal_finishes_by_itself() {
     let dir = tempfile::tempdir().unwrap();
     let air = bin("air");
     let bins = air.parent().unwrap();
-    // `run_air` runs `air ARGS`; the script is run in its place through a shell.
+    // `run_air` runs `air ARGS`; the script runs after it, with its own environment
+    // (what `run_air` puts before `air` is air's alone).
     t.run_air(
         "example",
         dir.path(),
+        "",
         &format!(
-            "AIR_BIN='{}' TMPDIR='{}'",
+            "version >/dev/null && AIR_BIN='{}' TMPDIR='{}' '{}' && echo EXAMPLE-OK",
             bins.display(),
-            dir.path().display()
-        ),
-        &format!(
-            "version >/dev/null && '{}' && echo EXAMPLE-OK",
+            dir.path().display(),
             script.display()
         ),
     );
@@ -194,4 +193,106 @@ fn sessions_are_named_by_the_start_of_their_id_and_an_unknown_one_in_words() {
             assert!(!stderr.contains(leak), "air {args:?}: {stderr}");
         }
     }
+}
+
+/// A local model that is not running: the answer says so at once and names it,
+/// instead of retrying a refused connection and blaming the protocol.
+#[test]
+fn a_local_model_that_is_not_running_is_named_at_once() {
+    let p = scripted_project();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let out = crate::run::real_worker(
+        &p,
+        &["chat", "--direct", "-p", "--model", "ollama/qwen3", "hello"],
+    )
+    .env("OLLAMA_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "ollama: nothing answers at http://127.0.0.1:{port} (connection refused); is ollama running there?"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("gave up after"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Bare `air` with no model, in a new project: the first-run screen says how to give
+/// air one, and the shipped example replays from it, watched in the TUI.
+#[test]
+fn bare_air_with_no_model_opens_the_first_run_screen_and_plays_an_example() {
+    let t = Tmux::new();
+    let project = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    git(project.path(), &["init", "-q"]);
+    std::fs::write(project.path().join("main.py"), "print('hi')\n").unwrap();
+    let home = project.path().join(".air-home");
+    let env = format!(
+        "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OPENROUTER_API_KEY -u AIR_MODEL AIR_HOME='{}' TMPDIR='{}'",
+        home.display(),
+        tmp.path().display()
+    );
+    t.run_air("init", project.path(), &env, "init --no-model </dev/null");
+    ended(&t, "init");
+    t.run_air("air", project.path(), &env, "");
+    let s = t.wait_for(
+        "air",
+        &|s| s.contains("wordcount: Word counting library and CLI"),
+        "the first-run screen lists the examples",
+    );
+    for said in [
+        "Welcome to air: no model answers yet",
+        "no LLM provider is configured",
+        "export ANTHROPIC_API_KEY=",
+        "~/.air/models.yaml",
+        "air chat --model ollama/NAME",
+        "Sessions (0) and shipped examples (",
+    ] {
+        assert!(s.contains(said), "{said:?} missing from\n{s}");
+    }
+    // intstats, then wordcount.
+    t.keys("air", "Down");
+    t.keys("air", "Enter");
+    let s = t.wait_for_within(
+        "air",
+        &|s| s.contains("7 completed"),
+        "the example's recorded run replays to its end",
+        std::time::Duration::from_secs(120),
+    );
+    assert!(s.contains("Word counting library and CLI"), "{s}");
+    t.keys("air", "q");
+    let s = ended(&t, "air");
+    assert!(!s.contains("panicked"), "{s}");
+    // The copy is a project of its own, in the temporary directory: its daemon stops.
+    let copy = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("air-example-wordcount-"))
+        })
+        .unwrap();
+    assert!(copy.join(".air/shared/project.json").is_file());
+    let stop = Command::new(bin("air"))
+        .args(["daemon", "stop"])
+        .current_dir(&copy)
+        .env("AIR_HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    let _ = Command::new(bin("air"))
+        .args(["daemon", "stop"])
+        .current_dir(project.path())
+        .env("AIR_HOME", &home)
+        .output();
 }

@@ -354,6 +354,43 @@ fn faults_that_cannot_pass_fail_clearly_and_quickly() {
     });
 }
 
+/// A local model server that is not running refuses the connection: that fails at
+/// once (no retries, which would only make the person wait), naming the provider
+/// the person configured and where it was looked for.
+#[test]
+fn a_local_provider_that_is_not_running_fails_at_once_by_name() {
+    crate::rt().block_on(async {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let client = worker::provider::openai::OpenAiChat::new(
+            &format!("http://127.0.0.1:{port}/v1"),
+            None,
+            Timeouts::default(),
+            RetryPolicy::default(),
+        )
+        .unwrap();
+        let mut restarts = 0;
+        let e = client
+            .turn(&request(), &mut |d| {
+                if matches!(d, Delta::Restart { .. }) {
+                    restarts += 1;
+                }
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ProviderError::Refused { .. }), "{e:?}");
+        assert!(!e.retryable());
+        assert_eq!(restarts, 0);
+        let said = e.named("ollama").to_string();
+        assert_eq!(
+            said,
+            format!("ollama: nothing answers at http://127.0.0.1:{port} (connection refused); is ollama running there?")
+        );
+    });
+}
+
 /// OpenAI Chat Completions (and compatible endpoints): canonical blocks converted at
 /// the boundary, streamed tool-call arguments folded back, usage from the last chunk.
 #[test]

@@ -359,7 +359,7 @@ impl Fold {
                     _ => 500,
                 };
                 return Err(ProviderError::Status {
-                    provider: NAME,
+                    provider: NAME.into(),
                     status,
                     message: format!("{etype}: {message} (in the stream)"),
                     retry_after: None,

@@ -146,29 +146,26 @@ pub enum ProviderError {
     /// The provider answered with an error status (or an error event).
     #[error("{provider} answered {status}: {message}")]
     Status {
-        provider: &'static str,
+        provider: Name,
         status: u16,
         message: String,
         retry_after: Option<Duration>,
     },
     /// The connection failed or the stream was cut off.
     #[error("{provider}: {message}")]
-    Transport {
-        provider: &'static str,
-        message: String,
-    },
+    Transport { provider: Name, message: String },
     /// The provider sent something that is not its protocol.
     #[error("{provider} sent a malformed stream: {message}")]
-    Protocol {
-        provider: &'static str,
-        message: String,
-    },
+    Protocol { provider: Name, message: String },
     /// No answer in time.
     #[error("{provider}: {message}")]
-    Timeout {
-        provider: &'static str,
-        message: String,
-    },
+    Timeout { provider: Name, message: String },
+    /// Nothing listens where a provider on this machine (or its local network)
+    /// should be: the connection was refused, which waiting does not change.
+    #[error(
+        "{provider}: nothing answers at {url} (connection refused); is {provider} running there?"
+    )]
+    Refused { provider: Name, url: String },
     /// The configuration cannot work (no key, a bad base URL).
     #[error("{0}")]
     Config(String),
@@ -180,24 +177,28 @@ pub enum ProviderError {
     },
 }
 
+/// The provider an error names: the protocol's adapter at first, the configured
+/// provider (`ollama`, `openrouter`, …) once the model's client has seen it.
+pub type Name = std::borrow::Cow<'static, str>;
+
 impl ProviderError {
     pub(crate) fn transport(provider: &'static str, message: impl Into<String>) -> Self {
         ProviderError::Transport {
-            provider,
+            provider: provider.into(),
             message: message.into(),
         }
     }
 
     pub(crate) fn protocol(provider: &'static str, message: impl Into<String>) -> Self {
         ProviderError::Protocol {
-            provider,
+            provider: provider.into(),
             message: message.into(),
         }
     }
 
     pub(crate) fn timeout(provider: &'static str, message: impl Into<String>) -> Self {
         ProviderError::Timeout {
-            provider,
+            provider: provider.into(),
             message: message.into(),
         }
     }
@@ -210,8 +211,46 @@ impl ProviderError {
             }
             ProviderError::Transport { .. } | ProviderError::Timeout { .. } => true,
             ProviderError::Protocol { .. }
+            | ProviderError::Refused { .. }
             | ProviderError::Config(_)
             | ProviderError::Exhausted { .. } => false,
+        }
+    }
+
+    /// The same error naming the configured provider `name` instead of the
+    /// protocol's adapter (a local model speaks `openai`, but is `ollama`).
+    pub fn named(self, name: &str) -> Self {
+        let n = || Name::Owned(name.to_string());
+        match self {
+            ProviderError::Status {
+                status,
+                message,
+                retry_after,
+                ..
+            } => ProviderError::Status {
+                provider: n(),
+                status,
+                message,
+                retry_after,
+            },
+            ProviderError::Transport { message, .. } => ProviderError::Transport {
+                provider: n(),
+                message,
+            },
+            ProviderError::Protocol { message, .. } => ProviderError::Protocol {
+                provider: n(),
+                message,
+            },
+            ProviderError::Timeout { message, .. } => ProviderError::Timeout {
+                provider: n(),
+                message,
+            },
+            ProviderError::Refused { url, .. } => ProviderError::Refused { provider: n(), url },
+            ProviderError::Config(m) => ProviderError::Config(m),
+            ProviderError::Exhausted { attempts, last } => ProviderError::Exhausted {
+                attempts,
+                last: Box::new(last.named(name)),
+            },
         }
     }
 
@@ -380,10 +419,62 @@ pub(crate) async fn status_error(
         })
         .unwrap_or_else(|| text.chars().take(300).collect());
     ProviderError::Status {
-        provider,
+        provider: provider.into(),
         status,
         message,
         retry_after,
+    }
+}
+
+/// A request that got no answer: refused by an address on this machine or its
+/// local network (a local model server that is not running, which retrying does
+/// not change), else a transport failure that may pass.
+fn send_error(provider: &'static str, e: &reqwest::Error) -> ProviderError {
+    let refused = e.is_connect() && {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        let mut found = false;
+        while let Some(s) = source {
+            if s.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+            {
+                found = true;
+                break;
+            }
+            source = s.source();
+        }
+        found
+    };
+    match e.url() {
+        Some(url) if refused && local_host(url) => ProviderError::Refused {
+            provider: provider.into(),
+            url: format!(
+                "{}://{}",
+                url.scheme(),
+                url.host_str()
+                    .map_or_else(String::new, |h| match url.port() {
+                        Some(p) => format!("{h}:{p}"),
+                        None => h.to_string(),
+                    })
+            ),
+        },
+        _ => ProviderError::transport(provider, format!("request failed: {e}")),
+    }
+}
+
+/// Whether `url` names this machine or an address of a private network.
+fn local_host(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        // Loopback, or a unique local address (fc00::/7).
+        Ok(std::net::IpAddr::V6(ip)) => ip.is_loopback() || (ip.segments()[0] & 0xfe00) == 0xfc00,
+        Err(_) => {
+            let d = host.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost") || d.ends_with(".local")
+        }
     }
 }
 
@@ -440,7 +531,7 @@ impl Sse {
                     format!("no response within {} s", timeouts.first_byte.as_secs()),
                 )
             })?
-            .map_err(|e| ProviderError::transport(provider, format!("request failed: {e}")))?;
+            .map_err(|e| send_error(provider, &e))?;
         if response.status().as_u16() != 200 {
             return Err(status_error(provider, response).await);
         }

@@ -181,7 +181,7 @@ impl Fold {
                 .unwrap_or("error");
             let code = err.get("code").and_then(Value::as_u64).unwrap_or(500);
             return Err(ProviderError::Status {
-                provider: NAME,
+                provider: NAME.into(),
                 status: u16::try_from(code).unwrap_or(500),
                 message: format!("{message} (in the stream)"),
                 retry_after: None,

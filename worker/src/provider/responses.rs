@@ -443,7 +443,7 @@ fn stream_error(err: &Value) -> ProviderError {
         _ => 400,
     };
     ProviderError::Status {
-        provider: NAME,
+        provider: NAME.into(),
         status,
         message: format!(
             "{message} (in the stream{})",
