@@ -245,3 +245,17 @@ pub fn airsd_beside(exe: &Path) -> PathBuf {
         .map(|d| d.join("airsd"))
         .unwrap_or_else(|| PathBuf::from("airsd"))
 }
+
+/// What a failed call says, for people: the daemon's message as it wrote it (not
+/// the error object's debug form), on one line.
+pub fn said(e: &jsonrpsee::core::client::Error) -> String {
+    let text = match e {
+        jsonrpsee::core::client::Error::Call(obj) => obj.message().to_string(),
+        other => other.to_string(),
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}

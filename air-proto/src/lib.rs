@@ -28,6 +28,7 @@ pub mod dependency;
 pub mod env;
 pub mod error;
 pub mod event;
+pub mod event_text;
 pub mod events;
 pub mod gate;
 pub mod ids;

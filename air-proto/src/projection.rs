@@ -26,7 +26,10 @@ use crate::workspace_view;
 
 mod lines;
 mod usage;
-pub use lines::{brief, evidence_lines, EvidenceView, BRIEF_CHARS, TASK_EVIDENCE_LIMIT};
+pub use lines::{
+    brief, brief_input, brief_output, evidence_lines, main_argument, EvidenceView, BRIEF_CHARS,
+    TASK_EVIDENCE_LIMIT,
+};
 pub use usage::TaskUsage;
 
 /// How many recent tool runs, command runs and messages a projection keeps.
@@ -224,9 +227,9 @@ pub struct ToolRunView {
     pub agent_id: Option<String>,
     pub task_id: Option<String>,
     pub status: RunStatus,
-    /// Its input in brief ([`brief`]).
+    /// Its input in brief ([`brief_input`]).
     pub input: Option<String>,
-    /// Its output in brief, once it completed.
+    /// Its output in brief ([`brief_output`]), once it completed.
     pub output: Option<String>,
     pub error: Option<String>,
     pub started_at: IsoTime,
@@ -754,7 +757,7 @@ impl Projection {
                             agent_id: pl.agent_id,
                             task_id: pl.task_id,
                             status: RunStatus::Running,
-                            input: brief(&pl.input),
+                            input: brief_input(&pl.input),
                             output: None,
                             error: None,
                             started_at: ts.clone(),
@@ -769,7 +772,7 @@ impl Projection {
                     match payload::<p::ToolCompleted>(event) {
                         Some(pl) => (
                             pl.tool_run_id,
-                            pl.output.as_ref().and_then(brief),
+                            pl.output.as_ref().and_then(brief_output),
                             None,
                             pl.duration_ms,
                             pl.output.as_ref().and_then(crate::todo::from_output),

@@ -12,12 +12,15 @@
 //! - [`run`]: the attached terminal — connection, subscription, keys, reconnects.
 
 pub mod app;
+mod bars;
 pub mod branch_view;
 pub mod chat_view;
 pub mod evidence_view;
+mod fit;
 pub mod graph;
 pub mod keymap;
 pub mod markdown;
+pub mod picker_view;
 pub mod plan_dialog;
 pub mod pointer;
 pub mod run;

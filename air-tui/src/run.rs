@@ -4,6 +4,7 @@
 //! with the user's place kept. Detaching stops nothing. The terminal is restored on
 //! every way out: detach, error, SIGTERM, panic.
 
+use air_proto::client::said;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -164,8 +165,14 @@ fn read_input(tx: mpsc::Sender<Input>, gate: InputGate) {
         gate.parked.store(false, Ordering::SeqCst);
         match event::poll(Duration::from_millis(50)) {
             Ok(true) => {}
+            Ok(false) if tx.is_closed() => return,
             Ok(false) => continue,
             Err(_) => return,
+        }
+        // This terminal UI has ended: the key is left for the next reader (the TUI
+        // the first-run screen opens after it).
+        if tx.is_closed() {
+            return;
         }
         let input = match event::read() {
             Ok(Event::Key(k)) => match key_of(&k) {
@@ -354,7 +361,7 @@ async fn read_output(
             command_run_id: Some(command_run_id.to_string()),
         })
         .await
-        .map_err(|e| format!("cannot list the output of {command_run_id}: {e}"))?;
+        .map_err(|e| format!("cannot list the output of {command_run_id}: {}", said(&e)))?;
     logs.sort_by_key(|a| a.original_name.as_deref() != Some("stdout.log"));
     if logs.is_empty() {
         return Ok(None);
@@ -377,7 +384,7 @@ async fn read_output(
                     limit: None,
                 })
                 .await
-                .map_err(|e| format!("cannot read {name} of {command_run_id}: {e}"))?;
+                .map_err(|e| format!("cannot read {name} of {command_run_id}: {}", said(&e)))?;
             if chunk.encoding == "utf8" {
                 text.push_str(&chunk.data);
             } else {
@@ -434,7 +441,7 @@ async fn choose_session(
         .client
         .session_list(params::NoParams {})
         .await
-        .map_err(|e| format!("cannot list the sessions: {e}"))?;
+        .map_err(|e| format!("cannot list the sessions: {}", said(&e)))?;
     if let Some(id) = wanted {
         return air_proto::api::find_session(&sessions, id).map(|s| Choice::Session(s.id.clone()));
     }
@@ -492,7 +499,7 @@ async fn follow(options: &ConnectOptions, session: &str) -> Followed {
             session_id: session.to_string(),
         })
         .await
-        .map_err(|e| format!("snapshot: {e}"))?;
+        .map_err(|e| format!("snapshot: {}", said(&e)))?;
     let sub = conn
         .client
         .session_subscribe(params::Subscribe {
@@ -500,7 +507,7 @@ async fn follow(options: &ConnectOptions, session: &str) -> Followed {
             from_seq: Some(snapshot.seq),
         })
         .await
-        .map_err(|e| format!("subscribe: {e}"))?;
+        .map_err(|e| format!("subscribe: {}", said(&e)))?;
     Ok((conn, snapshot, sub))
 }
 
@@ -519,7 +526,7 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
             .await
         {
             Ok(sent) => sent.unanswered,
-            Err(e) => Some(format!("not sent: {e}")),
+            Err(e) => Some(format!("not sent: {}", said(&e))),
         };
     }
     let result = match command {
@@ -626,7 +633,7 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
     };
     Some(match result {
         Ok(done) => done,
-        Err(e) => format!("refused: {e}"),
+        Err(e) => format!("refused: {}", said(&e)),
     })
 }
 
@@ -675,7 +682,7 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
         Choice::Session(id) => id,
         Choice::Pick(mut picker) => loop {
             terminal
-                .draw(|f| crate::view::render_picker(f, &picker, &theme))
+                .draw(|f| crate::picker_view::render_picker(f, &picker, &theme))
                 .map_err(|e| format!("cannot draw: {e}"))?;
             let next = tokio::select! {
                 next = input.recv() => next,

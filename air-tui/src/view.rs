@@ -24,39 +24,9 @@ use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragra
 use ratatui::Frame;
 
 pub use crate::app::{first_row, task_rows, Row};
-use crate::app::{App, Link, Pane};
+use crate::app::{App, Pane};
+use crate::fit::{cut, short};
 use crate::theme::{icon, Theme, SPINNER};
-
-/// `text` in at most `room` columns, cut with an ellipsis when longer.
-pub(crate) fn cut(text: &str, room: usize) -> String {
-    if Span::raw(text).width() <= room {
-        return text.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = Span::raw(c.to_string()).width();
-        if used + w + 1 > room {
-            break;
-        }
-        out.push(c);
-        used += w;
-    }
-    if room > 0 {
-        out.push('…');
-    }
-    out
-}
-
-fn short(n: u64) -> String {
-    if n >= 1_000_000 {
-        format!("{:.1}M", n as f64 / 1e6)
-    } else if n >= 1_000 {
-        format!("{:.1}k", n as f64 / 1e3)
-    } else {
-        n.to_string()
-    }
-}
 
 /// A duration as people read it: `42s`, `3m05s`, `1h02m`.
 fn span(d: std::time::Duration) -> String {
@@ -111,18 +81,32 @@ pub struct Areas {
 
 /// The screen's layout for this state (the same for drawing and for the mouse).
 pub fn areas(area: Rect, app: &App) -> Areas {
+    // A conversation with no plan: the conversation has the room (a direct lane's
+    // task keeps a narrow list; with none, there is no list).
+    let (conversation, lanes) = app.conversation_only();
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(1),
             Constraint::Min(6),
-            Constraint::Length(if area.height >= 40 { 12 } else { 7 }),
+            Constraint::Length(match (area.height >= 40, conversation) {
+                (true, false) => 12,
+                (true, true) => 8,
+                (false, false) => 7,
+                (false, true) => 4,
+            }),
             Constraint::Length(1),
         ])
         .split(area);
     let wide = area.width >= 120;
     let graph = app.ui.layout == crate::app::Layout::Graph && area.width >= 100;
-    let left = if graph {
+    let left = if conversation {
+        if lanes {
+            24
+        } else {
+            0
+        }
+    } else if graph {
         rows[1].width.saturating_sub(if wide { 48 } else { 40 })
     } else if wide {
         56
@@ -163,7 +147,7 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         footer: footer_area,
         graph,
     } = areas(area, app);
-    status_bar(f, status, app, theme);
+    crate::bars::status_bar(f, status, app, theme);
     if graph {
         let block = Block::default()
             .borders(Borders::ALL)
@@ -187,7 +171,7 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
         }
     }
     event_log(f, log, app, theme);
-    footer(f, footer_area, app, theme);
+    crate::bars::footer(f, footer_area, app, theme);
     if let Some(v) = &app.ui.viewer {
         viewer(f, viewer_area(area), v, theme);
     }
@@ -325,114 +309,35 @@ pub fn render(f: &mut Frame<'_>, app: &App, theme: &Theme) {
             } else {
                 theme.text_style()
             };
+            // The title cut to leave its keys room, the keys at the right edge.
+            let inner = usize::from(area.width.saturating_sub(4).min(72).saturating_sub(2));
+            let keys = app.keymap.keys_of(*action);
+            let keys_w = Span::raw(keys.as_str()).width();
+            let title = cut(action.title(), inner.saturating_sub(keys_w + 2));
+            let gap = inner.saturating_sub(Span::raw(title.as_str()).width() + keys_w);
             lines.push(Line::from(vec![
-                Span::styled(format!("{:<40}", action.title()), style),
-                Span::styled(app.keymap.keys_of(*action), theme.muted_style()),
+                Span::styled(format!("{title}{}", " ".repeat(gap)), style),
+                Span::styled(keys, theme.muted_style()),
             ]));
         }
         dialog(f, area, theme, "Actions (Ctrl-P)", lines);
     }
 }
 
-fn status_bar(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
-    let p = &app.projection;
-    let title = p
-        .run
-        .as_ref()
-        .and_then(|r| r.title.clone())
-        .or_else(|| p.session.as_ref().and_then(|s| s.title.clone()))
-        .unwrap_or_else(|| p.session_id.chars().take(8).collect());
-    let link = match &app.link {
-        Link::Connected => Span::styled("● ", Style::default().fg(theme.success)),
-        Link::Reconnecting { .. } => Span::styled("○ ", Style::default().fg(theme.error)),
-    };
-    let mut spans = vec![
-        Span::styled(" air ", theme.text_style().add_modifier(Modifier::BOLD)),
-        link,
-        Span::styled(title, theme.text_style()),
-        Span::styled(" · ", theme.muted_style()),
-    ];
-    for (status, n) in app.counts() {
-        spans.push(Span::styled(
-            format!("{n} {} ", status.as_str()),
-            Style::default().fg(theme.status(status)),
-        ));
-    }
-    let running = p
-        .agents
-        .iter()
-        .filter(|a| a.status == RunStatus::Running)
-        .count();
-    spans.push(Span::styled(
-        format!(
-            "· agents {running} · tokens {}/{}",
-            short(p.counters.input_tokens),
-            short(p.counters.output_tokens)
-        ),
-        theme.muted_style(),
-    ));
-    if p.counters.cost_micro_usd > 0 {
-        spans.push(Span::styled(
-            format!(" · ${:.2}", p.counters.cost_micro_usd as f64 / 1e6),
-            theme.muted_style(),
-        ));
-    }
-    // Who is here: every attached terminal sees the same conversation.
-    if app.clients.len() > 1 {
-        let mut names: Vec<(&str, usize)> = Vec::new();
-        for c in &app.clients {
-            match names.iter_mut().find(|(n, _)| *n == c.client) {
-                Some((_, k)) => *k += 1,
-                None => names.push((&c.client, 1)),
-            }
-        }
-        let names: Vec<String> = names
-            .iter()
-            .map(|(n, k)| {
-                if *k > 1 {
-                    format!("{n} ×{k}")
-                } else {
-                    n.to_string()
-                }
-            })
-            .collect();
-        spans.push(Span::styled(
-            format!(" · attached: {}", names.join(", ")),
-            theme.muted_style(),
-        ));
-    }
-    if let Some(r) = &p.run {
-        if r.paused {
-            spans.push(Span::styled(
-                " · paused",
-                Style::default().fg(theme.warning),
-            ));
-        }
-        if let Some(why) = &r.halted {
-            spans.push(Span::styled(
-                format!(" · halted: {why}"),
-                Style::default().fg(theme.error),
-            ));
-        }
-        if let Some(o) = r.outcome {
-            spans.push(Span::styled(
-                format!(" · run {}", o.as_str()),
-                Style::default().fg(theme.accent),
-            ));
-        }
-    }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
 fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let focused = app.ui.focus == Pane::Tasks;
+    let inner = usize::from(area.width.saturating_sub(2));
+    // Narrow: the mark tells the state, and ids give way to titles.
+    let narrow = inner < 48;
     let id_width = app
         .tasks()
         .iter()
+        // The Main Agent's turns are not listed.
+        .filter(|t| !air_proto::conversation::is_any_turn(&t.id))
         .map(|t| t.id.chars().count())
         .max()
         .unwrap_or(2)
-        .min(18);
+        .min(if narrow { 8 } else { 18 });
     // Wide enough: attempts and elapsed time too.
     let wide = area.width >= 50;
     let starts = if wide {
@@ -443,22 +348,32 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let row = |t: &air_proto::projection::TaskView| {
         // A held agent's task says so, and its spinner stops.
         let paused = app.task_agent_paused(t) == Some(true);
-        let (mark, state, color) = if paused {
-            ('‖', "paused", theme.warning)
+        // `telling`: a state the mark alone does not tell (held, in the merge queue).
+        let (mark, state, color, telling) = if paused {
+            ('‖', "paused", theme.warning, true)
         } else if let Some((word, color)) = crate::branch_view::queue_state(t, theme) {
-            (icon(t.status, app.frame), word, color)
+            (icon(t.status, app.frame), word, color, true)
         } else {
             (
                 icon(t.status, app.frame),
                 t.status.as_str(),
                 theme.status(t.status),
+                false,
             )
         };
         let mut spans = vec![
             Span::styled(format!("{mark} "), Style::default().fg(color)),
-            Span::styled(format!("{:<id_width$} ", t.id), theme.text_style()),
-            Span::styled(format!("{state:<9} "), Style::default().fg(color)),
+            Span::styled(
+                format!("{:<id_width$} ", cut(&t.id, id_width)),
+                theme.text_style(),
+            ),
         ];
+        if !narrow || telling {
+            spans.push(Span::styled(
+                format!("{state:<9} "),
+                Style::default().fg(color),
+            ));
+        }
         if wide {
             let attempts = if t.attempts > 1 {
                 format!("×{}", t.attempts)
@@ -473,7 +388,11 @@ fn task_list(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
                 theme.muted_style(),
             ));
         }
-        spans.push(Span::styled(t.title.clone(), theme.muted_style()));
+        let used: usize = spans.iter().map(Span::width).sum();
+        spans.push(Span::styled(
+            cut(&t.title, inner.saturating_sub(used)),
+            theme.muted_style(),
+        ));
         ListItem::new(Line::from(spans))
     };
     let rows = task_rows(app);
@@ -623,8 +542,13 @@ fn detail(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         if let Some(h) = &agent.last_heartbeat {
             lines.push(Line::from(Span::styled(
                 format!(
-                    "{} · turn {} · {} tokens in, {} out{}",
-                    h.state.as_deref().unwrap_or("working"),
+                    "{}turn {} · {} tokens in, {} out{}",
+                    // What it is doing, while it does it.
+                    match (agent.status, h.state.as_deref()) {
+                        (RunStatus::Running, Some(state)) => format!("{state} · "),
+                        (RunStatus::Running, None) => "working · ".to_string(),
+                        _ => String::new(),
+                    },
                     h.turn.unwrap_or(0),
                     short(h.input_tokens.unwrap_or(0)),
                     short(h.output_tokens.unwrap_or(0)),
@@ -867,55 +791,6 @@ fn viewer(f: &mut Frame<'_>, area: Rect, v: &crate::app::Viewer, theme: &Theme) 
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
-    if app.ui.viewer.is_some() && app.ui.toast.is_none() && app.link == Link::Connected {
-        f.render_widget(
-            Paragraph::new(Span::styled(
-                " ↑↓ pgup pgdn g G scroll · e open in $EDITOR · esc close",
-                theme.muted_style(),
-            )),
-            area,
-        );
-        return;
-    }
-    let line = match (&app.link, &app.ui.toast) {
-        (Link::Reconnecting { attempt, reason }, _) => Span::styled(
-            format!(" lost the daemon ({reason}); reconnecting, attempt {attempt} · q detach"),
-            Style::default().fg(theme.error),
-        ),
-        (_, Some(t)) => Span::styled(format!(" {t}"), Style::default().fg(theme.accent)),
-        // The input box has the letters: the keys that still work.
-        _ if app.ui.focus == Pane::Chat => Span::styled(
-            " Enter send · Esc leave the input · PgUp PgDn scroll · Ctrl-P actions · Ctrl-C detach",
-            theme.muted_style(),
-        ),
-        _ => {
-            // The keys as bound (the config may have changed them).
-            use crate::keymap::Action as A;
-            let key = |a: A| {
-                let keys = app.keymap.keys_of(a);
-                keys.split(' ').next().unwrap_or("").to_string()
-            };
-            let hints = [
-                (key(A::Detach), "detach"),
-                (format!("{} {}", key(A::Down), key(A::Up)), "select"),
-                (key(A::NextPane), "pane"),
-                (key(A::Cancel), "cancel"),
-                (key(A::Pause), "pause"),
-                (key(A::Palette), "actions"),
-                (key(A::Help), "keys"),
-            ];
-            let text: Vec<String> = hints
-                .iter()
-                .filter(|(k, _)| !k.trim().is_empty())
-                .map(|(k, what)| format!("{k} {what}"))
-                .collect();
-            Span::styled(format!(" {}", text.join(" · ")), theme.muted_style())
-        }
-    };
-    f.render_widget(Paragraph::new(line), area);
-}
-
 fn help_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
     let width = crate::keymap::Action::ALL
         .iter()
@@ -957,154 +832,4 @@ fn dialog(f: &mut Frame<'_>, area: Rect, theme: &Theme, title: &str, lines: Vec<
             .wrap(Wrap { trim: false }),
         rect,
     );
-}
-
-/// The session picker.
-pub fn render_picker(f: &mut Frame<'_>, picker: &crate::app::Picker, theme: &Theme) {
-    let area = f.area();
-    let setup = picker
-        .no_model
-        .as_deref()
-        .map(|why| first_run_text(why, theme));
-    // Its lines as wrapped in the box.
-    let inner = usize::from(area.width.saturating_sub(2)).max(1);
-    let setup_rows = setup.as_ref().map_or(0, |t| {
-        t.iter()
-            .map(|l| l.width().div_ceil(inner).max(1))
-            .sum::<usize>()
-            + 2
-    });
-    let rows = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([
-            Constraint::Length(u16::try_from(setup_rows).unwrap_or(u16::MAX)),
-            Constraint::Min(3),
-            Constraint::Length(1),
-        ])
-        .split(area);
-    if let Some(text) = setup {
-        f.render_widget(
-            Paragraph::new(text)
-                .wrap(ratatui::widgets::Wrap { trim: false })
-                .block(
-                    Block::default()
-                        .borders(Borders::ALL)
-                        .border_style(theme.border_style(false))
-                        .title(" Welcome to air: no model answers yet "),
-                ),
-            rows[0],
-        );
-    }
-    let width = usize::from(rows[1].width.saturating_sub(2));
-    let mut items: Vec<ListItem> = picker
-        .rows
-        .iter()
-        .map(|r| {
-            let color = match r.state.as_str() {
-                "running" => theme.status(TaskStatus::Running),
-                "completed" => theme.status(TaskStatus::Completed),
-                "failed" => theme.status(TaskStatus::Failed),
-                "blocked" => theme.status(TaskStatus::Blocked),
-                _ => theme.muted,
-            };
-            let when = format!(
-                "{} ",
-                r.created_at
-                    .get(..16)
-                    .unwrap_or(&r.created_at)
-                    .replace('T', " ")
-            );
-            let id = format!("  {}", r.id.get(..8).unwrap_or(&r.id));
-            let room = width.saturating_sub(11 + when.chars().count() + id.chars().count());
-            ListItem::new(Line::from(vec![
-                Span::styled(format!("{:<10} ", r.state), Style::default().fg(color)),
-                Span::styled(when, theme.muted_style()),
-                Span::styled(cut(&r.title, room), theme.text_style()),
-                Span::styled(id, theme.muted_style()),
-            ]))
-        })
-        .collect();
-    items.extend(picker.examples.iter().map(|e| {
-        let what = format!("{}: {}", e.name, e.title);
-        let room = width.saturating_sub(11 + 26);
-        ListItem::new(Line::from(vec![
-            Span::styled(format!("{:<10} ", "example"), theme.accent_style()),
-            Span::styled(cut(&what, room), theme.text_style()),
-            Span::styled("  replays its recorded run", theme.muted_style()),
-        ]))
-    }));
-    let title = match (picker.no_model.is_some(), picker.examples.is_empty()) {
-        (true, false) => format!(
-            "Sessions ({}) and shipped examples ({})",
-            picker.rows.len(),
-            picker.examples.len()
-        ),
-        _ => format!("Sessions ({})", picker.rows.len()),
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.border_style(true))
-        .title(title);
-    let mut state =
-        ListState::default().with_selected((!items.is_empty()).then_some(picker.selected));
-    if items.is_empty() {
-        f.render_widget(
-            Paragraph::new(Span::styled(
-                " no sessions yet in this project",
-                theme.muted_style(),
-            ))
-            .block(block),
-            rows[1],
-        );
-    } else {
-        f.render_stateful_widget(
-            List::new(items)
-                .block(block)
-                .highlight_style(theme.selected_style()),
-            rows[1],
-            &mut state,
-        );
-    }
-    f.render_widget(
-        Paragraph::new(Span::styled(
-            " ↑↓ choose · Enter open · q quit",
-            theme.muted_style(),
-        )),
-        rows[2],
-    );
-}
-
-/// What the first-run screen says: why no model answers and the three ways to give
-/// air one.
-fn first_run_text(why: &str, theme: &Theme) -> Vec<Line<'static>> {
-    let cmd = |c: &str, what: &str| {
-        Line::from(vec![
-            Span::raw("  "),
-            Span::styled(c.to_string(), theme.accent_style()),
-            Span::styled(format!("  {what}"), theme.muted_style()),
-        ])
-    };
-    vec![
-        Line::from(Span::styled(format!(" {why}"), theme.text_style())),
-        Line::from(Span::styled(
-            " Give air a model in the shell that starts it, then run `air` again:",
-            theme.text_style(),
-        )),
-        cmd(
-            "export ANTHROPIC_API_KEY=…",
-            "or OPENAI_API_KEY, OPENROUTER_API_KEY",
-        ),
-        cmd(
-            "~/.air/models.yaml",
-            "any provider, its base URL and key variable",
-        ),
-        cmd(
-            "air chat --model ollama/NAME",
-            "a local model (or OLLAMA_BASE_URL)",
-        ),
-        Line::from(Span::styled(
-            " `air doctor` shows what air finds. Meanwhile: a session, or an example.",
-            theme.muted_style(),
-        )),
-    ]
 }

@@ -37,7 +37,8 @@ pub const BRIEF_CHARS: usize = 160;
 /// values and `false` left out.
 pub fn brief(v: &Value) -> Option<String> {
     let field = |k: &str, v: &Value| -> Option<String> {
-        if k.ends_with("_id") {
+        // Ids and hashes are for programs.
+        if k.ends_with("_id") || k.contains("sha256") || k.ends_with("hash") {
             return None;
         }
         Some(match v {
@@ -69,6 +70,94 @@ pub fn brief(v: &Value) -> Option<String> {
         out.push('…');
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// The argument that says what a tool call is about: its command, path, pattern, …
+/// (`None`: it has none of them).
+pub fn main_argument(input: &Value) -> Option<(&'static str, &str)> {
+    [
+        "command", "path", "pattern", "query", "url", "task_id", "title", "intent",
+    ]
+    .into_iter()
+    .find_map(|k| input.get(k).and_then(Value::as_str).map(|v| (k, v)))
+}
+
+/// A tool call's input in one line: its main argument as it is (a command's first
+/// line, a path), then its other short fields.
+pub fn brief_input(v: &Value) -> Option<String> {
+    let Some((key, main)) = main_argument(v) else {
+        return brief(v);
+    };
+    let mut line = main.lines().next().unwrap_or("").to_string();
+    if main.lines().nth(1).is_some() {
+        line.push_str(" …");
+    }
+    let mut rest = v.clone();
+    if let Some(o) = rest.as_object_mut() {
+        o.remove(key);
+        // What the model said it does: its own words, not the call.
+        o.remove("description");
+    }
+    if let Some(more) = brief(&rest) {
+        line = format!("{line} · {more}");
+    }
+    let mut out: String = line.chars().take(BRIEF_CHARS).collect();
+    if line.chars().count() > BRIEF_CHARS {
+        out.push('…');
+    }
+    Some(out)
+}
+
+/// A tool call's output in one line, as the model would sum it up: a command's
+/// exit code and its last line (of stderr when it failed), a read's lines, else its
+/// short fields.
+pub fn brief_output(v: &Value) -> Option<String> {
+    let last = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .and_then(|s| s.lines().rev().find(|l| !l.trim().is_empty()))
+            .map(|l| l.trim().chars().take(100).collect::<String>())
+    };
+    if let Some(code) = v.get("exit_code") {
+        let said = match code.as_i64() {
+            Some(0) => ["stdout", "stderr"].into_iter().find_map(last),
+            Some(_) => ["stderr", "stdout"].into_iter().find_map(last),
+            None => None,
+        };
+        let code = match code.as_i64() {
+            Some(c) => format!("exit {c}"),
+            None => "stopped before it exited".to_string(),
+        };
+        return Some(match said {
+            Some(s) => format!("{code} · {s}"),
+            None => code,
+        });
+    }
+    if let (Some(path), Some(diff)) = (
+        v.get("path").and_then(Value::as_str),
+        v.get("diff").and_then(Value::as_str),
+    ) {
+        let (added, removed) = diff.lines().fold((0, 0), |(a, r), l| {
+            match (
+                l.starts_with('+') && !l.starts_with("+++"),
+                l.starts_with('-') && !l.starts_with("---"),
+            ) {
+                (true, _) => (a + 1, r),
+                (_, true) => (a, r + 1),
+                _ => (a, r),
+            }
+        });
+        return Some(format!("changed {path} (+{added} −{removed})"));
+    }
+    if let Some(total) = v.get("total_lines").and_then(Value::as_u64) {
+        let n = |k: &str| v.get(k).and_then(Value::as_u64);
+        return Some(match (n("first_line"), n("last_line")) {
+            (Some(a), Some(b)) if (a, b) != (1, total) => format!("lines {a}–{b} of {total}"),
+            _ if total == 1 => "1 line".to_string(),
+            _ => format!("{total} lines"),
+        });
+    }
+    brief(v)
 }
 
 /// The evidence of a result as lines for people: `test_pass: the tests passed

@@ -47,10 +47,7 @@ pub struct Chat {
 
 /// A tool call in brief: its name and its main argument.
 fn brief(name: &str, input: &serde_json::Value) -> String {
-    let arg = ["path", "pattern", "command", "task_id", "title", "intent"]
-        .iter()
-        .find_map(|k| input.get(*k).and_then(|v| v.as_str()));
-    match arg {
+    match air_proto::projection::main_argument(input).map(|(_, a)| a) {
         Some(a) => {
             let a: String = a.chars().take(60).collect();
             format!("{name} {a}")

@@ -116,6 +116,12 @@ impl App {
                 return command;
             }
         }
+        // Out of the input box, Esc puts the task's detail back in the
+        // conversation's place (the footer says so).
+        if key == Key::Esc && self.chat.shown && self.ui.focus != Pane::Chat {
+            self.chat.shown = false;
+            return None;
+        }
         let action = self.keymap.action(key)?;
         self.act(action)
     }
@@ -190,6 +196,8 @@ impl App {
                     Pane::Tasks if self.chat.shown => Pane::Chat,
                     Pane::Tasks => Pane::Detail,
                     Pane::Detail | Pane::Chat => Pane::Log,
+                    // No list is shown: back to the conversation.
+                    Pane::Log if self.conversation_only() == (true, false) => Pane::Chat,
                     Pane::Log => Pane::Tasks,
                 }
             }

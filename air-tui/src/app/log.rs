@@ -30,32 +30,28 @@ impl LogLine {
         }
     }
 
-    /// One event as a line: time, type, and what matters in it. `run_task` is the
-    /// task of the tool or command run the event names, for events that name no task.
-    pub fn of(seq: u64, durable: bool, e: &RuntimeEvent, run_task: Option<&str>) -> LogLine {
-        let field = |k: &str| e.payload.get(k).and_then(|v| v.as_str()).unwrap_or("");
-        let task = Some(field("task_id"))
-            .filter(|t| !t.is_empty())
-            .or(run_task)
+    /// One event as a line: its time, its task (or agent) and what it says, in
+    /// words (`air events` has the JSON). `run_task` is the task of the tool or
+    /// command run the event names, for events that name no task; `reader` has read
+    /// the events before it.
+    pub fn of(
+        seq: u64,
+        durable: bool,
+        e: &RuntimeEvent,
+        run_task: Option<&str>,
+        reader: &mut air_proto::event_text::Reader,
+    ) -> LogLine {
+        let said = reader.read(e);
+        let agent = e
+            .payload
+            .get("agent_id")
+            .and_then(|v| v.as_str())
             .unwrap_or("");
-        let agent = field("agent_id");
+        let task = said.task.as_deref().or(run_task).unwrap_or("");
         let time = e.timestamp.get(11..19).unwrap_or("");
         let who = if task.is_empty() { agent } else { task };
-        let detail = ["reason", "tool", "command", "action", "summary"]
-            .iter()
-            .map(|k| field(k))
-            .find(|d| !d.is_empty())
-            .unwrap_or("");
-        let mut text = format!("{time} {:<24} {who}", e.event_type);
-        if !detail.is_empty() {
-            text.push_str("  ");
-            text.extend(
-                detail
-                    .chars()
-                    .take(160)
-                    .map(|c| if c == '\n' { ' ' } else { c }),
-            );
-        }
+        let who = crate::fit::cut(who, 16);
+        let text = format!("{time} {who:<6} {}", said.text);
         LogLine {
             seq,
             durable,
@@ -101,7 +97,8 @@ impl LogFilter {
             && field(&self.tasks, &line.task)
             && field(&self.agents, &line.agent)
             && (self.words.is_empty() || {
-                let text = line.text.to_lowercase();
+                // The words it shows, and its type (`tool.started`).
+                let text = format!("{} {}", line.text, line.event_type).to_lowercase();
                 self.words.iter().all(|w| text.contains(w.as_str()))
             })
     }

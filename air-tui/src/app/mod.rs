@@ -207,6 +207,8 @@ pub struct App {
     pub chat: Chat,
     /// Who is attached to the session (`clients.list`, refreshed now and then).
     pub clients: Vec<air_proto::api::ClientInfo>,
+    /// Reads the live events into the log's words.
+    pub reader: air_proto::event_text::Reader,
 }
 
 impl App {
@@ -231,6 +233,7 @@ impl App {
                 ..Ui::default()
             },
             clients: Vec::new(),
+            reader: Default::default(),
             projection: snapshot.projection,
             link: Link::Connected,
             log: VecDeque::new(),
@@ -256,14 +259,20 @@ impl App {
             }
             self.chat_event(*seq, e);
         }
-        for (seq, e) in events.iter().rev() {
-            if !matches!(
-                e.event_type.as_str(),
-                ev::TokenDelta::TYPE | ev::AgentHeartbeat::TYPE
-            ) {
-                let line = LogLine::of(*seq, true, e, self.run_task(e));
-                self.log.push_front(line);
-            }
+        // Read in order (a run's end names what it was), put before what is there.
+        let mut reader = air_proto::event_text::Reader::default();
+        let lines: Vec<LogLine> = events
+            .iter()
+            .filter(|(_, e)| {
+                !matches!(
+                    e.event_type.as_str(),
+                    ev::TokenDelta::TYPE | ev::AgentHeartbeat::TYPE
+                )
+            })
+            .map(|(seq, e)| LogLine::of(*seq, true, e, self.run_task(e), &mut reader))
+            .collect();
+        for line in lines.into_iter().rev() {
+            self.log.push_front(line);
         }
         if let Some((seq, _)) = events.first() {
             self.oldest_seq = Some(*seq);
@@ -304,7 +313,9 @@ impl App {
                 e.event_type.as_str(),
                 ev::TokenDelta::TYPE | ev::AgentHeartbeat::TYPE
             ) {
-                lines.push(LogLine::of(*seq, true, e, self.run_task(e)));
+                let task = self.run_task(e).map(str::to_string);
+                let line = LogLine::of(*seq, true, e, task.as_deref(), &mut self.reader);
+                lines.push(line);
             }
         }
         for (i, line) in lines.into_iter().enumerate() {
@@ -471,7 +482,8 @@ impl App {
             }
             _ => {}
         }
-        let line = LogLine::of(seq, durable, event, self.run_task(event));
+        let task = self.run_task(event).map(str::to_string);
+        let line = LogLine::of(seq, durable, event, task.as_deref(), &mut self.reader);
         // Read back, the view stays on the lines the user is reading.
         if self.ui.log_scroll > 0
             && self
@@ -483,6 +495,15 @@ impl App {
             self.ui.log_scroll += 1;
         }
         self.log.push_back(line);
+    }
+
+    /// Whether the conversation is shown in a session with no plan's tasks (only
+    /// the Main Agent's turns and direct lanes), and whether it has direct lanes.
+    pub fn conversation_only(&self) -> (bool, bool) {
+        use air_proto::conversation::{is_any_turn, is_direct};
+        let tasks = self.tasks();
+        let only = self.chat.shown && tasks.iter().all(|t| is_any_turn(&t.id) || is_direct(&t.id));
+        (only, tasks.iter().any(|t| !is_any_turn(&t.id)))
     }
 
     /// The task of the tool or command run an event names (the projection keeps the

@@ -243,7 +243,7 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
     tmux.attach_with("three", &p.root, &format!("EDITOR='{}'", editor.display()));
     let end = tmux.wait_for(
         "three",
-        &|s| s.contains("A completed"),
+        &|s| s.contains("✓ A touch git"),
         "the final state is not shown",
     );
     assert!(end.contains("run completed"), "{end}");
@@ -275,7 +275,7 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
     tmux.keys("three", "Escape");
     tmux.wait_for(
         "three",
-        &|s| !s.contains("of 3000") && s.contains("A completed"),
+        &|s| !s.contains("of 3000") && s.contains("✓ A touch git"),
         "the viewer did not close",
     );
     // The mouse: the wheel over the event log (rows 25–31 of the 32) scrolls it back.
@@ -307,7 +307,7 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         "three",
         &|s| {
             s.contains("reconnected; the state is fresh from a snapshot")
-                && s.contains("A completed")
+                && s.contains("✓ A touch git")
         },
         "did not reconnect after the daemon stopped",
     );
@@ -315,7 +315,7 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
 
     // Resized to 80×24 it redraws to fit; SIGTERM restores the terminal.
     tmux.attach("four", &p.root);
-    tmux.wait_for("four", &|s| s.contains("A completed"), "not attached");
+    tmux.wait_for("four", &|s| s.contains("✓ A touch git"), "not attached");
     assert!(tmux
         .cmd(&["resize-window", "-t", "air:four", "-x", "80", "-y", "24"])
         .status

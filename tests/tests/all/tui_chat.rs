@@ -145,8 +145,7 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
         "three",
         &|s| {
             s.contains("Done: T1 wrote hello.txt")
-                && s.lines()
-                    .any(|l| l.contains("T1 ") && l.contains("completed"))
+                && s.lines().any(|l| l.contains("✓ T1 Write hello.txt"))
         },
         "the finished task and its summary are not shown",
     );
