@@ -113,6 +113,12 @@ impl ProjectPaths {
     pub fn state(&self) -> PathBuf {
         self.local().join("state")
     }
+    /// Left by a daemon that was asked to stop (`air daemon stop`, a signal), from the
+    /// moment it starts stopping until the next daemon starts: a client that loses
+    /// it does not start another.
+    pub fn daemon_stopped(&self) -> PathBuf {
+        self.state().join("airsd.stopped")
+    }
     pub fn backups(&self) -> PathBuf {
         self.local().join("backups")
     }

@@ -21,7 +21,9 @@ pub(crate) fn status_bar(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme
         .unwrap_or_else(|| p.session_id.chars().take(8).collect());
     let link = match &app.link {
         Link::Connected => Span::styled("● ", Style::default().fg(theme.success)),
-        Link::Reconnecting { .. } => Span::styled("○ ", Style::default().fg(theme.error)),
+        Link::Reconnecting { .. } | Link::Stopped => {
+            Span::styled("○ ", Style::default().fg(theme.error))
+        }
     };
     let mut spans = vec![
         Span::styled(" air ", theme.text_style().add_modifier(Modifier::BOLD)),
@@ -117,6 +119,10 @@ pub(crate) fn footer(f: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     let line = match (&app.link, &app.ui.toast) {
+        (Link::Stopped, _) => Span::styled(
+            " the daemon was stopped; this view comes back when it starts again (`air daemon start`) · q detach",
+            Style::default().fg(theme.warning),
+        ),
         (Link::Reconnecting { attempt, reason }, _) => Span::styled(
             format!(" lost the daemon ({reason}); reconnecting, attempt {attempt} · q detach"),
             Style::default().fg(theme.error),

@@ -874,7 +874,15 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
                 }
                 // Lost: try again every 400 ms, off the loop, so keys still work.
                 if !connected && reconnecting.is_none() && ticks % 12 == 0 {
-                    let (options, session) = (options.connect.clone(), session.clone());
+                    let (mut options, session) = (options.connect.clone(), session.clone());
+                    // Stopped on purpose: wait for a daemon someone starts, start none.
+                    if options.paths.daemon_stopped().exists() {
+                        options.airsd = None;
+                        if app.link != Link::Stopped {
+                            app.link = Link::Stopped;
+                            dirty = true;
+                        }
+                    }
                     reconnecting = Some(tokio::spawn(async move { follow(&options, &session).await }));
                 }
             }
@@ -887,7 +895,7 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
                 reconnecting = None;
                 let attempt = match &app.link {
                     Link::Reconnecting { attempt, .. } => attempt + 1,
-                    Link::Connected => 1,
+                    Link::Connected | Link::Stopped => 1,
                 };
                 match joined.map_err(|e| e.to_string()).and_then(|r| r) {
                     Ok((c, snapshot, s)) => {
@@ -898,6 +906,7 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
                         app.note("— reconnected; the state is fresh from a snapshot");
                         connected = true;
                     }
+                    Err(_) if app.link == Link::Stopped => {}
                     Err(e) => {
                         app.link = Link::Reconnecting {
                             attempt,

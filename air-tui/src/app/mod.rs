@@ -54,6 +54,9 @@ pub enum Link {
     Connected,
     /// Lost; trying again (attempt n), with why it was lost.
     Reconnecting { attempt: u32, reason: String },
+    /// The daemon was asked to stop: no other is started from here; the view comes
+    /// back when one starts.
+    Stopped,
 }
 
 /// What a key asks airsd to do.

@@ -238,6 +238,14 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
         }
     };
     tracing::info!(?reason, "airsd stopping");
+    // Asked to stop: clients that lose the connection now leave the daemon stopped
+    // (an attached terminal says so instead of starting another).
+    if matches!(reason, StopReason::Requested | StopReason::Signal) {
+        let said = format!("stopped {} ({reason:?})", air_proto::time::now_iso());
+        if let Err(e) = std::fs::write(paths.daemon_stopped(), said) {
+            tracing::warn!("cannot write {}: {e}", paths.daemon_stopped().display());
+        }
+    }
 
     // No new connections: close the listener and remove its file first.
     drop(listener);
@@ -280,6 +288,8 @@ const RUNNING_MARK: &str = "airsd.running";
 /// What the mark of a daemon that did not stop as it should says (a crash, a kill,
 /// a power loss), read before this daemon puts down its own.
 fn running_mark(paths: &ProjectPaths) -> Option<String> {
+    // A daemon runs again: clients may reconnect.
+    let _ = std::fs::remove_file(paths.daemon_stopped());
     let path = paths.state().join(RUNNING_MARK);
     let previous = std::fs::read_to_string(&path).ok();
     let mine = format!(

@@ -289,8 +289,9 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         &|s| s.contains("more below)"),
         "the wheel did not scroll the event log",
     );
-    // The daemon stops: the terminal says so, starts it again, and comes back from a
-    // fresh snapshot.
+    // The daemon is stopped: the terminal says so and leaves it stopped (it starts
+    // none: the mark of a stop on purpose stays until a daemon starts), then comes
+    // back from a fresh snapshot when someone starts it.
     let stop = Command::new(bin("air"))
         .args(["daemon", "stop"])
         .current_dir(&p.root)
@@ -300,6 +301,29 @@ fn two_terminals_share_a_run_and_its_permission_dialog() {
         stop.status.success(),
         "{}",
         String::from_utf8_lossy(&stop.stderr)
+    );
+    tmux.wait_for(
+        "three",
+        &|s| s.contains("the daemon was stopped; this view comes back when it starts again"),
+        "the terminal does not say the daemon was stopped",
+    );
+    let mark = p.root.join(".air/local/state/airsd.stopped");
+    // Several of its reconnect attempts (one each 400 ms) pass: none starts a daemon.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1_500);
+    while std::time::Instant::now() < until {
+        assert!(mark.exists(), "the terminal started another daemon");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let start = Command::new(bin("air"))
+        .args(["daemon", "start"])
+        .current_dir(&p.root)
+        .env("AIR_WORKER", bin("air-test-worker"))
+        .output()
+        .unwrap();
+    assert!(
+        start.status.success(),
+        "{}",
+        String::from_utf8_lossy(&start.stderr)
     );
     // Back to the end of the event log, where the news is.
     tmux.keys("three", "NPage");
