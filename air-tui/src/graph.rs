@@ -81,6 +81,22 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &crate::app::App, theme: &Theme) 
         }
         buf.set_string(x, y, s, style);
     };
+    // A turn at column `x` from row `from` (entered from the left) to row `to` (left
+    // to the right).
+    let vertical = |buf: &mut Buffer, x: u16, from: u16, to: u16, style: Style| {
+        let (top, bottom) = (from.min(to), from.max(to));
+        for y in top..=bottom {
+            let s = match (y == from, y == to) {
+                (true, true) => "─",
+                (true, false) if to > from => "┐",
+                (true, false) => "┘",
+                (false, true) if to > from => "└",
+                (false, true) => "┌",
+                _ => "│",
+            };
+            put(buf, x, y, s, style, false);
+        }
+    };
     // Boxes first; edges go only where nothing is drawn.
     for (i, t) in tasks.iter().enumerate() {
         let (x, y) = pos[i];
@@ -150,24 +166,27 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &crate::app::App, theme: &Theme) 
             continue;
         }
         // Out of the parent's right side, down or up in the gap before the child's
-        // column, into the child's left side.
+        // column, into the child's left side. An edge that passes columns between
+        // them first turns in the gap after the parent to the blank row beside the
+        // child's box, runs along it (rows between boxes are blank in every
+        // column), and turns again before the child: it never crosses a box.
         let (from_y, to_y) = (py + 1, cy + 1);
         let turn = cx - 2;
-        for x in px + BOX_WIDTH..turn {
-            put(buf, x, from_y, "─", edge, false);
+        let mut at = (px + BOX_WIDTH, from_y);
+        if cx > px + BOX_WIDTH + GAP {
+            let lane = if cy > 0 { cy - 1 } else { cy + BOX_HEIGHT };
+            let first = px + BOX_WIDTH + GAP / 2;
+            for x in px + BOX_WIDTH..first {
+                put(buf, x, from_y, "─", edge, false);
+            }
+            vertical(buf, first, from_y, lane, edge);
+            at = (first + 1, lane);
         }
-        let (top, bottom) = (from_y.min(to_y), from_y.max(to_y));
-        for y in top..=bottom {
-            let s = match (y == from_y, y == to_y) {
-                (true, true) => "─",
-                (true, false) if to_y > from_y => "┐",
-                (true, false) => "┘",
-                (false, true) if to_y > from_y => "└",
-                (false, true) => "┌",
-                _ => "│",
-            };
-            put(buf, turn, y, s, edge, false);
+        let (x0, y0) = at;
+        for x in x0..turn {
+            put(buf, x, y0, "─", edge, false);
         }
+        vertical(buf, turn, y0, to_y, edge);
         put(buf, turn + 1, to_y, "▶", edge, false);
     }
 }

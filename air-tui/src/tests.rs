@@ -566,7 +566,8 @@ fn a_diamond_graph_routes_its_edges_between_the_columns() {
         ("A", vec![]),
         ("B", vec!["A"]),
         ("C", vec!["A"]),
-        ("D", vec!["B", "C"]),
+        // A → D passes B's column: it goes round B's box, not through it.
+        ("D", vec!["B", "C", "A"]),
         ("E", vec![]),
     ]) {
         let mut e = RuntimeEvent::typed(
