@@ -8,7 +8,10 @@ use clap::CommandFactory;
 const GROUPS: &[(&str, &[&str])] = &[
     ("Start and talk", &["chat", "run", "attach", "wait"]),
     ("Plans", &["plan", "change", "retry"]),
-    ("Watch", &["status", "sessions", "events", "diff"]),
+    (
+        "Watch",
+        &["status", "sessions", "log", "events", "cost", "diff"],
+    ),
     ("Steer", &["approve", "deny", "pause", "resume", "cancel"]),
     ("Changes", &["land", "undo", "gc", "restore"]),
     (

@@ -198,6 +198,25 @@ enum Command {
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
+    /// A session's events in words, one line each; -f follows.
+    ///
+    /// What happened, as a person reads it: tasks starting and ending, each tool
+    /// call and command with its result, evidence, merges, permissions.
+    /// `air events` has the same events as JSON.
+    Log {
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
+        session: Option<String>,
+        /// Keep printing events as they happen.
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
+    /// What a session's model turns used and cost, by task.
+    Cost {
+        #[arg(long, short = 's', value_name = "ID", help = SESSION_HELP)]
+        session: Option<String>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
     /// Talk to air's Main Agent.
     ///
     /// At a terminal, the conversation in the terminal UI; `-p PROMPT` (or `-p` with
@@ -737,7 +756,19 @@ async fn run(command: Command) -> CmdResult {
             types,
             follow,
             json,
-        } => output::events(session, types, follow, json).await,
+        } => {
+            let format = if json {
+                output::Format::Json
+            } else {
+                output::Format::Raw
+            };
+            output::events(session, types, follow, format).await
+        }
+        Command::Log { session, follow } => {
+            let words = output::Format::Words(Box::default());
+            output::events(session, Vec::new(), follow, words).await
+        }
+        Command::Cost { session, json } => output::cost(session, json).await,
         Command::Plan {
             command: plan_cmd::PlanCommand::New(args),
         } => plan_new::run(*args).await,

@@ -15,15 +15,6 @@ fn human_bytes(n: u64) -> String {
     format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
 }
 
-fn human_duration(ms: u64) -> String {
-    let s = ms / 1000;
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
-        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
-    }
-}
-
 pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
     if json {
         return print_json(s);
@@ -33,7 +24,7 @@ pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
         s.version,
         s.protocol_version,
         s.pid,
-        human_duration(s.uptime_ms)
+        air_proto::report::duration(s.uptime_ms)
     );
     outln!("project   {} ({})", s.project_root, s.project_id);
     outln!("socket    {}", s.socket);
@@ -46,7 +37,7 @@ pub fn print_daemon_status(s: &DaemonStatus, json: bool) -> CmdResult {
     let idle = if s.idle_timeout_secs == 0 {
         "never".to_string()
     } else {
-        human_duration(s.idle_timeout_secs.saturating_mul(1000))
+        air_proto::report::duration(s.idle_timeout_secs.saturating_mul(1000))
     };
     outln!("idle exit {idle}");
     for r in &s.runs {
@@ -77,25 +68,73 @@ fn print_sessions(list: &[SessionInfo]) {
         outln!("no sessions yet");
         return;
     }
+    let now = std::time::SystemTime::now();
+    let rows: Vec<[String; 6]> = list
+        .iter()
+        .map(|s| {
+            let run = s.run.as_ref();
+            let mut outcome = match run {
+                // A conversation: its run ends with each exchange.
+                Some(r) if r.conversation => match r.outcome.as_str() {
+                    "completed" | "unfinished" | "interrupted" => "chat".to_string(),
+                    other => format!("chat, {other}"),
+                },
+                Some(r) => r.outcome.clone(),
+                None => "empty".to_string(),
+            };
+            if s.status != air_proto::projection::SessionStatus::Active {
+                outcome = format!("{outcome} ({})", s.status.as_str());
+            }
+            let took = run
+                .and_then(|r| {
+                    let start = air_proto::time::parse(&r.started_at)?;
+                    let end = match &r.ended_at {
+                        Some(e) => air_proto::time::parse(e)?,
+                        None if r.outcome == "running" => now,
+                        None => return None,
+                    };
+                    end.duration_since(start).ok()
+                })
+                .map(|d| {
+                    air_proto::report::duration(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                })
+                .unwrap_or_else(|| "-".into());
+            let cost = match run.map_or(0, |r| r.cost_micro_usd) {
+                0 => "-".to_string(),
+                c => format!("${:.2}", c as f64 / 1e6),
+            };
+            [
+                s.id.chars().take(8).collect(),
+                outcome,
+                s.created_at
+                    .get(..16)
+                    .unwrap_or(&s.created_at)
+                    .replace('T', " "),
+                took,
+                format!("{} · {cost}", run.map_or(0, |r| r.tasks)),
+                s.title.clone().or(s.plan_ref.clone()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w1, w3, w4) = (width(1).max(7), width(3).max(4), width(4).max(12));
     outln!(
-        "{:<38} {:<9} {:>7}  {:<27} title",
-        "id",
-        "status",
-        "events",
-        "created"
+        "{:<8}  {:<w1$}  {:<16}  {:<w3$}  {:<w4$}  title",
+        "session",
+        "outcome",
+        "started (UTC)",
+        "took",
+        "tasks · cost"
     );
-    for s in list {
-        let status = serde_json::to_value(s.status)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
+    for r in rows {
         outln!(
-            "{:<38} {:<9} {:>7}  {:<27} {}",
-            s.id,
-            status,
-            s.seq,
-            s.created_at,
-            s.title.as_deref().unwrap_or("")
+            "{:<8}  {:<w1$}  {:<16}  {:<w3$}  {:<w4$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5]
         );
     }
 }
@@ -179,22 +218,37 @@ pub async fn retire(action: crate::SessionsAction) -> CmdResult {
     Ok(())
 }
 
-fn print_event(seq: u64, event: &RuntimeEvent, json: bool) -> CmdResult {
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "seq": seq, "event": event }))?
-        );
-    } else {
-        outln!(
-            "{:>7}  {}  {:<28} {}",
-            seq,
-            event.timestamp,
-            event.event_type,
-            serde_json::to_string(&event.payload)?
-        );
+/// How events print: `air events` as stored (or JSON), `air log` in words.
+pub enum Format {
+    Raw,
+    Json,
+    Words(Box<air_proto::event_text::Reader>),
+}
+
+impl Format {
+    fn print(&mut self, seq: u64, event: &RuntimeEvent) -> CmdResult {
+        match self {
+            Format::Json => outln!(
+                "{}",
+                serde_json::to_string(&serde_json::json!({ "seq": seq, "event": event }))?
+            ),
+            Format::Raw => outln!(
+                "{:>7}  {}  {:<28} {}",
+                seq,
+                event.timestamp,
+                event.event_type,
+                serde_json::to_string(&event.payload)?
+            ),
+            // The stream's pieces are in the messages they make.
+            Format::Words(_)
+                if matches!(
+                    event.event_type.as_str(),
+                    "token.delta" | "agent.heartbeat" | "stdout.delta" | "stderr.delta"
+                ) => {}
+            Format::Words(reader) => outln!("{}", reader.line(event)),
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Prints the stored events after `after` up to `upto`; returns the last seq printed.
@@ -204,7 +258,7 @@ async fn print_stored(
     types: &Option<Vec<String>>,
     mut after: u64,
     upto: u64,
-    json: bool,
+    format: &mut Format,
 ) -> Result<u64, Failure> {
     loop {
         let page = conn
@@ -218,7 +272,7 @@ async fn print_stored(
             })
             .await?;
         for e in page.events.iter().filter(|e| e.seq <= upto) {
-            print_event(e.seq, &e.event, json)?;
+            format.print(e.seq, &e.event)?;
             after = e.seq;
         }
         match page.next_after_seq {
@@ -228,11 +282,13 @@ async fn print_stored(
     }
 }
 
+/// `air events` and `air log`: a session's events, the stored ones, then (with
+/// `follow`) each as it happens.
 pub async fn events(
     session: Option<String>,
     types: Vec<String>,
     follow: bool,
-    json: bool,
+    mut format: Format,
 ) -> CmdResult {
     let conn = connect().await?;
     let session_id = crate::session_of(&conn, session).await?;
@@ -249,16 +305,87 @@ pub async fn events(
         Some(types.clone())
     };
     if !follow {
-        print_stored(&conn, &session_id, &types_filter, 0, u64::MAX, json).await?;
+        print_stored(&conn, &session_id, &types_filter, 0, u64::MAX, &mut format).await?;
         return Ok(());
     }
     follow_events(&conn, &session_id, 0, |seq, event| {
         if matches(&event.event_type) {
-            print_event(seq, event, json)?;
+            format.print(seq, event)?;
         }
         Ok(std::ops::ControlFlow::Continue(()))
     })
     .await?;
+    Ok(())
+}
+
+/// `air cost`: what a session's model turns used and cost, by task.
+pub async fn cost(session: Option<String>, json: bool) -> CmdResult {
+    let conn = connect().await?;
+    let session_id = crate::session_of(&conn, session).await?;
+    let snapshot = conn
+        .client
+        .session_snapshot(params::Session {
+            session_id: session_id.clone(),
+        })
+        .await
+        .map_err(rpc_failure)?;
+    let p = &snapshot.projection;
+    let dollars = |c: u64| format!("${:.4}", c as f64 / 1e6);
+    let tokens = air_proto::report::tokens;
+    if json {
+        let tasks: Vec<_> = p
+            .tasks
+            .iter()
+            .filter(|t| !t.usage.is_zero())
+            .map(|t| serde_json::json!({ "task_id": t.id, "title": t.title, "usage": t.usage }))
+            .collect();
+        return print_json(&serde_json::json!({
+            "session_id": session_id,
+            "input_tokens": p.counters.input_tokens,
+            "output_tokens": p.counters.output_tokens,
+            "cost_micro_usd": p.counters.cost_micro_usd,
+            "tasks": tasks,
+        }));
+    }
+    // Every task of the run, and the conversation's turns that used a model.
+    let rows: Vec<_> = p
+        .tasks
+        .iter()
+        .filter(|t| !air_proto::conversation::is_any_turn(&t.id) || !t.usage.is_zero())
+        .collect();
+    let id_w = rows
+        .iter()
+        .map(|t| t.id.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    outln!(
+        "{:<id_w$}  {:>9}  {:>9}  {:>9}  title",
+        "task",
+        "in",
+        "out",
+        "cost"
+    );
+    for t in &rows {
+        outln!(
+            "{:<id_w$}  {:>9}  {:>9}  {:>9}  {}",
+            t.id,
+            tokens(t.usage.input_tokens),
+            tokens(t.usage.output_tokens),
+            dollars(t.usage.cost_micro_usd),
+            t.title
+        );
+    }
+    outln!(
+        "{:<id_w$}  {:>9}  {:>9}  {:>9}",
+        "all",
+        tokens(p.counters.input_tokens),
+        tokens(p.counters.output_tokens),
+        dollars(p.counters.cost_micro_usd)
+    );
+    if p.counters.cost_micro_usd == 0 && p.counters.input_tokens > 0 {
+        outln!("(no price is known for the models used: ~/.air/models.yaml `prices:` gives one)");
+    }
     Ok(())
 }
 

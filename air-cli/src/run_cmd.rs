@@ -436,6 +436,9 @@ struct Progress {
     ended: bool,
     /// The seq of the last event seen.
     cursor: u64,
+    /// When the event being read happened (its lines say so, also when it is read
+    /// back long after).
+    at: String,
 }
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -456,6 +459,12 @@ impl Progress {
         }
     }
 
+    /// A line of this command's own, stamped with the time it is said.
+    fn note(&mut self, text: &str) {
+        self.at = air_proto::time::now_iso();
+        self.line(text);
+    }
+
     fn line(&mut self, text: &str) {
         if self.json {
             return;
@@ -464,8 +473,7 @@ impl Progress {
         if self.tty {
             eprintln!("{text}");
         } else {
-            let now = air_proto::time::now_iso();
-            let clock = now.get(11..19).unwrap_or(&now);
+            let clock = self.at.get(11..19).unwrap_or(&self.at);
             outln!("{clock} {text}");
         }
     }
@@ -501,6 +509,7 @@ impl Progress {
     }
 
     fn event(&mut self, event: &RuntimeEvent) {
+        self.at.clone_from(&event.timestamp);
         let p = &event.payload;
         let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
         let ty = event.event_type.as_str();
@@ -615,6 +624,7 @@ async fn follow(
         frame: 0,
         ended: false,
         cursor: 0,
+        at: air_proto::time::now_iso(),
     }));
     let json = args.json;
     // Told the moment the stream shows the run's end, so the end is checked at once
@@ -725,9 +735,9 @@ async fn follow(
                         return Err(Failure { code: INTERRUPTED, message: "interrupted".into() });
                     }
                     cancelled = true;
-                    progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("cancelling the run… (again to stop waiting; `air run --resume {session_id}` continues it)"));
+                    progress.lock().unwrap_or_else(|e| e.into_inner()).note(&format!("cancelling the run… (again to stop waiting; `air run --resume {session_id}` continues it)"));
                     if let Err(e) = conn.client.run_cancel(params::RunCancel { session_id: session_id.to_string(), task_id: None, reason: Some("cancelled by SIGINT on air run".into()) }).await {
-                        progress.lock().unwrap_or_else(|e| e.into_inner()).line(&format!("could not cancel: {}", rpc_failure(e).message));
+                        progress.lock().unwrap_or_else(|e| e.into_inner()).note(&format!("could not cancel: {}", rpc_failure(e).message));
                     }
                 }
                 _ = sigterm.recv() => {
@@ -746,7 +756,7 @@ async fn follow(
         progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .line(&format!(
+            .note(&format!(
                 "lost the daemon ({}); reconnecting…",
                 lost.message
             ));
@@ -780,7 +790,7 @@ async fn follow(
         progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .line("reconnected");
+            .note("reconnected");
         continue 'connection;
     };
     progress.lock().unwrap_or_else(|e| e.into_inner()).clear();

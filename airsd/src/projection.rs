@@ -279,8 +279,12 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
                 agent_id: r.get(2)?,
                 task_id: r.get(3)?,
                 status: run_status(r, 4)?,
-                input: json(9)?.as_ref().and_then(air_proto::projection::brief),
-                output: json(10)?.as_ref().and_then(air_proto::projection::brief),
+                input: json(9)?
+                    .as_ref()
+                    .and_then(air_proto::projection::brief_input),
+                output: json(10)?
+                    .as_ref()
+                    .and_then(air_proto::projection::brief_output),
                 error: r.get(5)?,
                 started_at: r.get(6)?,
                 ended_at: r.get(7)?,

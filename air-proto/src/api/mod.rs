@@ -266,6 +266,27 @@ pub struct SessionInfo {
     pub updated_at: IsoTime,
     /// Sequence number of its last durable event.
     pub seq: u64,
+    /// Its run, when one started: how it ended, how long it took, what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<SessionRun>,
+}
+
+/// A session's run in brief, for lists.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SessionRun {
+    /// `running`; how it ended (`completed`, `failed`, `blocked`, `interrupted`);
+    /// or `unfinished` (a daemon stopped during it: it resumes when one starts).
+    pub outcome: String,
+    /// A conversation (its run has no plan).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversation: bool,
+    pub started_at: IsoTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<IsoTime>,
+    /// Its tasks (not the Main Agent's turns).
+    pub tasks: u32,
+    /// What its model turns cost, in millionths of a US dollar.
+    pub cost_micro_usd: u64,
 }
 
 /// The session `wanted` names among `sessions`: its whole id, or as git takes a
@@ -467,6 +488,7 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
             seq: 0,
+            run: None,
         }
     }
 

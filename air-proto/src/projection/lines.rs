@@ -149,6 +149,15 @@ pub fn brief_output(v: &Value) -> Option<String> {
         });
         return Some(format!("changed {path} (+{added} −{removed})"));
     }
+    if let (Some(path), Some(true)) = (
+        v.get("path").and_then(Value::as_str),
+        v.get("created").and_then(Value::as_bool),
+    ) {
+        return Some(match v.get("bytes").and_then(Value::as_u64) {
+            Some(n) => format!("created {path} ({n} bytes)"),
+            None => format!("created {path}"),
+        });
+    }
     if let Some(total) = v.get("total_lines").and_then(Value::as_u64) {
         let n = |k: &str| v.get(k).and_then(Value::as_u64);
         return Some(match (n("first_line"), n("last_line")) {

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 mod text;
+pub use text::{duration, tokens};
 
 use serde::{Deserialize, Serialize};
 

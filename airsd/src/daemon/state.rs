@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use air_proto::api::{
-    ClientInfo, EventsPage, EventsQuery, SessionCreate, SessionInfo, StoredEvent,
+    ClientInfo, EventsPage, EventsQuery, SessionCreate, SessionInfo, SessionRun, StoredEvent,
 };
 use air_proto::event::RuntimeEvent;
 use air_proto::layout::{ProjectJson, ProjectPaths};
@@ -379,19 +379,27 @@ impl DaemonState {
                 if air_proto::layout::check_session_id(&id).is_err() {
                     continue;
                 }
-                if let Some(info) = open.get(&id) {
-                    list.push(info.clone());
-                    continue;
-                }
                 let db = paths.session_db(&id);
-                if !db.is_file() {
-                    continue;
+                let mut info = match open.get(&id) {
+                    Some(info) => info.clone(),
+                    None if !db.is_file() => continue,
+                    None => match read_info(&db, &id) {
+                        Ok(Some(info)) => info,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            tracing::warn!(session = %id, error = %e, "cannot read session");
+                            continue;
+                        }
+                    },
+                };
+                // A conversation is named by what it began with.
+                if info.title.is_none() {
+                    info.title = first_words(&db).unwrap_or_else(|e| {
+                        tracing::debug!(session = %id, error = %e, "no first message");
+                        None
+                    });
                 }
-                match read_info(&db, &id) {
-                    Ok(Some(info)) => list.push(info),
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(session = %id, error = %e, "cannot read session"),
-                }
+                list.push(info);
             }
             Ok(list)
         })
@@ -515,25 +523,47 @@ impl DaemonState {
 }
 
 fn info_of(session: &Session) -> SessionInfo {
-    session.bus().read(|p, seq| match &p.session {
-        Some(s) => SessionInfo {
-            id: s.id.clone(),
-            title: s.title.clone(),
-            plan_ref: s.plan_ref.clone(),
-            status: s.status,
-            created_at: s.created_at.clone(),
-            updated_at: s.updated_at.clone(),
-            seq,
-        },
-        None => SessionInfo {
-            id: session.id().to_string(),
-            title: None,
-            plan_ref: None,
-            status: SessionStatus::Active,
-            created_at: String::new(),
-            updated_at: String::new(),
-            seq,
-        },
+    session.bus().read(|p, seq| {
+        let run = p.run.as_ref().map(|r| SessionRun {
+            outcome: match (r.status, r.outcome) {
+                (air_proto::projection::RunState::Running, _) => "running".to_string(),
+                (_, Some(o)) => o.as_str().to_string(),
+                (_, None) => "unfinished".to_string(),
+            },
+            conversation: r.plan == air_proto::conversation::CONVERSATION_PLAN,
+            started_at: r.started_at.clone(),
+            ended_at: r.ended_at.clone(),
+            tasks: u32::try_from(
+                p.tasks
+                    .iter()
+                    .filter(|t| !air_proto::conversation::is_any_turn(&t.id))
+                    .count(),
+            )
+            .unwrap_or(u32::MAX),
+            cost_micro_usd: p.counters.cost_micro_usd,
+        });
+        match &p.session {
+            Some(s) => SessionInfo {
+                id: s.id.clone(),
+                title: s.title.clone(),
+                plan_ref: s.plan_ref.clone(),
+                status: s.status,
+                created_at: s.created_at.clone(),
+                updated_at: s.updated_at.clone(),
+                seq,
+                run,
+            },
+            None => SessionInfo {
+                id: session.id().to_string(),
+                title: None,
+                plan_ref: None,
+                status: SessionStatus::Active,
+                created_at: String::new(),
+                updated_at: String::new(),
+                seq,
+                run,
+            },
+        }
     })
 }
 
@@ -560,11 +590,106 @@ fn read_info(db: &std::path::Path, id: &str) -> Result<Option<SessionInfo>> {
                     created_at: r.get(3)?,
                     updated_at: r.get(4)?,
                     seq,
+                    run: None,
                 })
             },
         )
         .optional()?;
-    Ok(info)
+    let Some(mut info) = info else {
+        return Ok(None);
+    };
+    info.run = read_run(&conn)?;
+    Ok(Some(info))
+}
+
+/// The first words a person sent in a session (its first line, a leading `/command`
+/// left out), as its title when it was given none.
+fn first_words(db: &std::path::Path) -> Result<Option<String>> {
+    let conn = rusqlite::Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(Duration::from_secs(2))?;
+    let content: Option<String> = conn
+        .query_row(
+            "SELECT content_json FROM messages WHERE role = 'user' ORDER BY seq LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(content) = content else {
+        return Ok(None);
+    };
+    let value: serde_json::Value = serde_json::from_str(&content).unwrap_or_default();
+    let text = match &value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .find_map(|b| b.get("text").and_then(|t| t.as_str()))
+            .unwrap_or("")
+            .to_string(),
+        _ => String::new(),
+    };
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let line = match line.strip_prefix('/') {
+        Some(rest) => rest.split_once(' ').map_or("", |(_, words)| words.trim()),
+        None => line,
+    };
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    Ok((!title.is_empty()).then_some(title))
+}
+
+/// A closed session's run in brief: its first start, its last end (none after the
+/// last start: the daemon stopped during it), its tasks and its cost.
+fn read_run(conn: &rusqlite::Connection) -> Result<Option<SessionRun>> {
+    let first: Option<(String, Option<String>)> = conn
+        .query_row(
+            "SELECT timestamp, json_extract(payload_json, '$.plan') FROM events
+             WHERE type = 'run.started' ORDER BY seq LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((started_at, plan)) = first else {
+        return Ok(None);
+    };
+    let last: Option<(String, String, Option<String>)> = conn
+        .query_row(
+            "SELECT type, timestamp, json_extract(payload_json, '$.outcome') FROM events
+             WHERE type IN ('run.started', 'run.continued', 'run.completed')
+             ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let (outcome, ended_at) = match last {
+        Some((ty, at, Some(outcome))) if ty == "run.completed" => (outcome, Some(at)),
+        _ => ("unfinished".to_string(), None),
+    };
+    let mut tasks = 0u32;
+    let mut stmt = conn.prepare("SELECT id FROM tasks")?;
+    for id in stmt.query_map([], |r| r.get::<_, String>(0))? {
+        if !air_proto::conversation::is_any_turn(&id?) {
+            tasks = tasks.saturating_add(1);
+        }
+    }
+    let cost: i64 = conn.query_row(
+        "SELECT COALESCE(SUM(json_extract(usage_json, '$.cost_micro_usd')), 0) FROM messages",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(Some(SessionRun {
+        outcome,
+        conversation: plan.as_deref() == Some(air_proto::conversation::CONVERSATION_PLAN),
+        started_at,
+        ended_at,
+        tasks,
+        cost_micro_usd: u64::try_from(cost).unwrap_or(0),
+    }))
 }
 
 fn replay_encoded(

@@ -46,6 +46,8 @@ fn commands_whose_reader_went_away_exit_0_without_a_panic() {
     for args in [
         &["events"][..],
         &["events", "--json"],
+        &["log"],
+        &["cost"],
         &["sessions"],
         &["sessions", "--json"],
         &["status"],
@@ -221,6 +223,69 @@ fn a_local_model_that_is_not_running_is_named_at_once() {
     );
     assert!(!stderr.contains("gave up after"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // The conversation is listed by what it began with, and how it went.
+    let list = command(&p, &["sessions"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    let row = list.lines().nth(1).unwrap_or("");
+    assert!(
+        row.contains("chat, blocked") && row.ends_with("hello"),
+        "{list}"
+    );
+}
+
+/// After a run: `air sessions` says how it ended, how long it took and its tasks;
+/// `air log` tells it in words; `air cost` sums it by task; `air wait` read back
+/// stamps each line with when it happened, not when it is printed.
+#[test]
+fn an_ended_run_is_listed_told_and_costed_in_words() {
+    let p = scripted_project();
+    let run = command(&p, &["run", "--plan", "plan.md"]).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = |args: &[&str]| {
+        let out = command(&p, args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "air {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let list = text(&["sessions"]);
+    let row = list.lines().nth(1).unwrap_or("");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells.get(1), Some(&"completed"), "{list}");
+    assert!(!list.contains("active"), "{list}");
+    assert!(row.contains("s "), "a duration: {list}");
+    let log = text(&["log"]);
+    for said in [
+        "session started",
+        "T1 started (executor, attempt 1)",
+        "T1 $ ",
+        "→ exit 0",
+        "T1 completed",
+        "run ended",
+    ] {
+        assert!(log.contains(said), "{said:?} missing from the log:\n{log}");
+    }
+    assert!(!log.contains('{'), "the log is words, not JSON:\n{log}");
+    let cost = text(&["cost"]);
+    assert!(cost.lines().any(|l| l.starts_with("all ")), "{cost}");
+    assert!(cost.lines().any(|l| l.starts_with("T1 ")), "{cost}");
+    // `air wait` on the ended run: the line of T1's start carries its event's time.
+    let events = text(&["events", "--json", "--type", "task.started"]);
+    let first: serde_json::Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    let at = first["event"]["timestamp"].as_str().unwrap()[11..19].to_string();
+    let waited = text(&["wait"]);
+    assert!(
+        waited
+            .lines()
+            .any(|l| l.starts_with(&at) && l.contains("T1 started")),
+        "T1's start at {at}:\n{waited}"
+    );
 }
 
 /// Bare `air` with no model, in a new project: the first-run screen says how to give
