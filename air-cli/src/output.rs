@@ -73,18 +73,7 @@ fn print_sessions(list: &[SessionInfo]) {
         .iter()
         .map(|s| {
             let run = s.run.as_ref();
-            let mut outcome = match run {
-                // A conversation: its run ends with each exchange.
-                Some(r) if r.conversation => match r.outcome.as_str() {
-                    "completed" | "unfinished" | "interrupted" => "chat".to_string(),
-                    other => format!("chat, {other}"),
-                },
-                Some(r) => r.outcome.clone(),
-                None => "empty".to_string(),
-            };
-            if s.status != air_proto::projection::SessionStatus::Active {
-                outcome = format!("{outcome} ({})", s.status.as_str());
-            }
+            let outcome = s.outcome();
             let took = run
                 .and_then(|r| {
                     let start = air_proto::time::parse(&r.started_at)?;
@@ -104,7 +93,7 @@ fn print_sessions(list: &[SessionInfo]) {
                 c => format!("${:.2}", c as f64 / 1e6),
             };
             [
-                s.id.chars().take(8).collect(),
+                air_proto::api::short_id(&s.id, list).to_string(),
                 outcome,
                 s.created_at
                     .get(..16)
@@ -117,9 +106,14 @@ fn print_sessions(list: &[SessionInfo]) {
         })
         .collect();
     let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
-    let (w1, w3, w4) = (width(1).max(7), width(3).max(4), width(4).max(12));
+    let (w0, w1, w3, w4) = (
+        width(0).max(8),
+        width(1).max(7),
+        width(3).max(4),
+        width(4).max(12),
+    );
     outln!(
-        "{:<8}  {:<w1$}  {:<16}  {:<w3$}  {:<w4$}  title",
+        "{:<w0$}  {:<w1$}  {:<16}  {:<w3$}  {:<w4$}  title",
         "session",
         "outcome",
         "started (UTC)",
@@ -128,7 +122,7 @@ fn print_sessions(list: &[SessionInfo]) {
     );
     for r in rows {
         outln!(
-            "{:<8}  {:<w1$}  {:<16}  {:<w3$}  {:<w4$}  {}",
+            "{:<w0$}  {:<w1$}  {:<16}  {:<w3$}  {:<w4$}  {}",
             r[0],
             r[1],
             r[2],

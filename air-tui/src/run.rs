@@ -465,7 +465,7 @@ async fn choose_session(
             state: if running.contains(&s.id) {
                 "running".into()
             } else {
-                s.status.as_str().to_string()
+                s.outcome()
             },
             title: s.title.clone().or(s.plan_ref.clone()).unwrap_or_default(),
             created_at: s.created_at.to_string(),

@@ -271,6 +271,27 @@ pub struct SessionInfo {
     pub run: Option<SessionRun>,
 }
 
+impl SessionInfo {
+    /// How the session went, in a word or two for lists: its run's outcome
+    /// (`running`, `completed`, …, `unfinished`), `chat` for a conversation, `empty`
+    /// with no run; `(archived)` after it when it is.
+    pub fn outcome(&self) -> String {
+        let mut word = match &self.run {
+            // A conversation: its run ends with each exchange.
+            Some(r) if r.conversation => match r.outcome.as_str() {
+                "completed" | "unfinished" | "interrupted" => "chat".to_string(),
+                other => format!("chat, {other}"),
+            },
+            Some(r) => r.outcome.clone(),
+            None => "empty".to_string(),
+        };
+        if self.status != SessionStatus::Active {
+            word = format!("{word} ({})", self.status.as_str());
+        }
+        word
+    }
+}
+
 /// A session's run in brief, for lists.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionRun {
@@ -287,6 +308,21 @@ pub struct SessionRun {
     pub tasks: u32,
     /// What its model turns cost, in millionths of a US dollar.
     pub cost_micro_usd: u64,
+}
+
+/// The shortest start of `id`, 8 characters at least, that no other of `sessions`
+/// has: how lists show a session so that what they show can name it.
+pub fn short_id<'a>(id: &'a str, sessions: &[SessionInfo]) -> &'a str {
+    let mut n = 8.min(id.len());
+    while n < id.len()
+        && sessions
+            .iter()
+            .any(|s| s.id != id && s.id.starts_with(&id[..n]))
+    {
+        n += 1;
+    }
+    // Ids are ASCII; anything else is shown whole.
+    id.get(..n).unwrap_or(id)
 }
 
 /// The session `wanted` names among `sessions`: its whole id, or as git takes a
@@ -489,6 +525,24 @@ mod tests {
             updated_at: String::new(),
             seq: 0,
             run: None,
+        }
+    }
+
+    #[test]
+    fn lists_show_the_shortest_start_only_one_session_has() {
+        let list = [
+            session("01a244dc-ab0c-76f3", None),
+            session("01a244dc-b9f1-7000", None),
+            session("01b00000-0000-7000", None),
+        ];
+        assert_eq!(short_id(&list[0].id, &list), "01a244dc-a");
+        assert_eq!(short_id(&list[1].id, &list), "01a244dc-b");
+        assert_eq!(short_id(&list[2].id, &list), "01b00000");
+        for s in &list {
+            assert_eq!(
+                find_session(&list, short_id(&s.id, &list)).unwrap().id,
+                s.id
+            );
         }
     }
 

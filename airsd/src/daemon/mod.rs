@@ -304,7 +304,7 @@ fn running_mark(paths: &ProjectPaths) -> Option<String> {
     }
     previous.map(|p| {
         format!(
-            "the project's previous daemon ({}) ended without stopping (a crash, a kill or a power loss); its log is .air/local/logs/airsd.log, and its unfinished runs resume now",
+            "the project's previous daemon ({}) ended without stopping (a crash, a kill or a power loss); its log is .air/local/logs/airsd.log",
             p.trim()
         )
     })

@@ -699,12 +699,24 @@ impl DaemonState {
             if !db.is_file() || !run_unfinished(&db) {
                 continue;
             }
-            match self
+            let said = match self
                 .continue_run(&id, Some("airsd restart".into()), Default::default(), None)
                 .await
             {
-                Ok(_) => tracing::info!(session = %id, "recovered an unfinished run"),
-                Err(e) => tracing::error!(session = %id, "cannot recover the run: {e}"),
+                Ok(_) => {
+                    tracing::info!(session = %id, "recovered an unfinished run");
+                    format!("the unfinished run of session {id} resumed")
+                }
+                Err(e) => {
+                    tracing::error!(session = %id, "cannot recover the run: {e}");
+                    format!(
+                        "the unfinished run of session {id} could not resume: {e}; `air run --resume {id}` from a shell with the provider's settings continues it"
+                    )
+                }
+            };
+            // What a person reads in ~/.air/logs/air.log: said once it is so.
+            if let Some(home) = self.shell.as_ref().and_then(|s| s.air_home.as_deref()) {
+                crate::userlog::note(home, self.paths.root(), &said);
             }
         }
     }

@@ -361,3 +361,105 @@ fn bare_air_with_no_model_opens_the_first_run_screen_and_plays_an_example() {
         .env("AIR_HOME", &home)
         .output();
 }
+
+/// The README's quick start, run in order in a terminal as a new user would: each
+/// command of its block runs to its end by itself (the two questions `air init`
+/// asks are shown, then answered; `air attach` is left with q), and none fails or
+/// panics.
+#[test]
+fn the_readme_quick_start_runs_in_order_in_a_terminal() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(here.join("README.md")).unwrap();
+    let section = &readme[readme.find("## Quick start").unwrap()..];
+    let start = section.find("```sh\n").unwrap() + "```sh\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let scratch = tempfile::tempdir().unwrap();
+    let bins = bin("air").parent().unwrap().to_path_buf();
+    // As built here (a debug build), in a scratch directory instead of /tmp.
+    let block = block
+        .replace("$PWD/target/release", &bins.display().to_string())
+        .replace("/tmp/", &format!("{}/", scratch.path().display()));
+    let script = scratch.path().join("quick-start.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "set -eE\ntrap 'echo \"STEP-FAILED: $BASH_COMMAND\"' ERR\n\
+             export AIR_HOME='{home}' GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t\n\
+             unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENROUTER_API_KEY AIR_MODEL AIR_WORKER\n\
+             {block}\necho QUICKSTART-OK\n",
+            home = scratch.path().join("air-home").display()
+        ),
+    )
+    .unwrap();
+    let t = Tmux::new();
+    t.run_air(
+        "quick",
+        &here,
+        "",
+        &format!("version >/dev/null && bash '{}'", script.display()),
+    );
+    let wait = |what: &dyn Fn(&str) -> bool, why: &str| {
+        t.wait_for_within("quick", what, why, std::time::Duration::from_secs(120))
+    };
+    let asked = |s: &str| s.contains("is this right? [Y/n]") || s.contains("STEP-FAILED");
+    let s = wait(&asked, "air init asks whether the profile is right");
+    assert!(!s.contains("STEP-FAILED"), "{s}");
+    t.keys("quick", "Enter");
+    // Two sessions (the conversation, the run): the picker, the newest first.
+    let s = wait(
+        &|s: &str| s.contains("Sessions (2)") || s.contains("STEP-FAILED"),
+        "air attach offers the sessions",
+    );
+    assert!(!s.contains("STEP-FAILED"), "{s}");
+    assert!(s.contains("completed") && s.contains("chat"), "{s}");
+    t.keys("quick", "Enter");
+    let s = wait(
+        &|s: &str| s.starts_with(" air ●") || s.contains("STEP-FAILED"),
+        "air attach shows the run",
+    );
+    assert!(!s.contains("STEP-FAILED"), "{s}");
+    assert!(s.contains("7 completed"), "{s}");
+    t.keys("quick", "q");
+    let s = wait(
+        &|s: &str| s.contains("is this right? [Y/n]") || s.contains("STEP-FAILED"),
+        "the second air init asks",
+    );
+    assert!(!s.contains("STEP-FAILED"), "{s}");
+    t.keys("quick", "Enter");
+    let s = t.wait_for_within(
+        "quick",
+        &|s| s.contains("DETACHED"),
+        "the quick start ends by itself",
+        std::time::Duration::from_secs(180),
+    );
+    assert!(s.contains("QUICKSTART-OK"), "{s}");
+    assert!(!s.contains("STEP-FAILED") && !s.contains("panicked"), "{s}");
+    for copy in ["wc", "wc-plan"] {
+        let _ = Command::new(bin("air"))
+            .args(["daemon", "stop"])
+            .current_dir(scratch.path().join(copy))
+            .env("AIR_HOME", scratch.path().join("air-home"))
+            .output();
+    }
+}
+
+/// The `models.yaml` the README shows is one air reads, and it means what it says.
+#[test]
+fn the_readme_models_yaml_is_read_as_written() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(here.join("README.md")).unwrap();
+    let section = &readme[readme.find("## Models").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let yaml = &section[start..start + section[start..].find("```").unwrap()];
+    let user = air_proto::models::ModelsConfig::parse(Path::new("README.md"), yaml).unwrap();
+    let shipped = air_proto::models::ModelsConfig::load(None).unwrap();
+    let models = shipped.overridden_by(user);
+    let env = |k: &str| (k == "VLLM_KEY").then(|| "k".to_string());
+    let reviewer = models.resolve("reviewer", None, &env).unwrap();
+    assert_eq!(
+        (reviewer.provider.as_str(), reviewer.model.as_str()),
+        ("vllm", "qwen3-coder")
+    );
+    assert_eq!(reviewer.base_url, "http://gpu-box:8000/v1");
+    assert_eq!(reviewer.capability.context_window, 131_072);
+}

@@ -617,6 +617,11 @@ fn after_kill_9_of_airsd_the_run_resumes_and_nothing_completes_twice() {
     let user_log =
         std::fs::read_to_string(p.dir.path().join("air-home/logs/air.log")).unwrap_or_default();
     assert!(user_log.contains("ended without stopping"), "{user_log}");
+    // That the run resumed is said once it has.
+    assert!(
+        user_log.contains("the unfinished run of session ") && user_log.contains(" resumed"),
+        "{user_log}"
+    );
     // Stopped as it should, the next daemon finds nothing to report.
     expect(&air(&p, &["daemon", "stop"]), 0);
     expect(&air(&p, &["daemon", "start"]), 0);
