@@ -23,7 +23,13 @@ pub enum DaemonCommand {
     },
     /// Write a service-manager unit that runs this project's daemon (systemd user units
     /// on Linux, a launchd agent on macOS) and print how to enable it.
-    InstallService,
+    InstallService {
+        /// Keep this shell's provider settings (keys, base URLs, AIR_MODEL) in
+        /// ~/.air/service.env, readable by you alone, so that a run resumed after a
+        /// reboot reaches its model (asked at a terminal; never otherwise).
+        #[arg(long)]
+        keep_keys: bool,
+    },
 }
 
 pub async fn run(command: DaemonCommand) -> CmdResult {
@@ -34,7 +40,9 @@ pub async fn run(command: DaemonCommand) -> CmdResult {
             stop().await?;
             start().await
         }
-        DaemonCommand::InstallService => crate::service::install(&project()?),
+        DaemonCommand::InstallService { keep_keys } => {
+            crate::service::install(&project()?, keep_keys)
+        }
         DaemonCommand::Status { json } => {
             let options = connect_options(project()?);
             let conn = connect_running(&options).await.map_err(|e| match e {

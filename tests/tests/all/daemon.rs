@@ -672,11 +672,26 @@ fn install_service_writes_units_for_this_project() {
         .unwrap();
     assert_eq!(instance, String::from_utf8_lossy(&escaped.stdout).trim());
     let units = home.path().join(".config/systemd/user");
+    // The template as shipped (another project's install leaves this one's alone);
+    // this project's drop-in names the airsd beside this air.
     let service = std::fs::read_to_string(units.join("airsd@.service")).unwrap();
+    let shipped = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../systemd/airsd@.service"),
+    )
+    .unwrap();
+    assert_eq!(service, shipped);
+    let drop_in =
+        std::fs::read_to_string(units.join(format!("airsd@{instance}.service.d/air.conf")))
+            .unwrap();
     assert!(
-        service.contains(&bin("airsd").display().to_string()),
-        "{service}"
+        drop_in.contains(&format!(
+            "ExecStart={} --foreground",
+            bin("airsd").display()
+        )),
+        "{drop_in}"
     );
+    // No key is kept unless asked.
+    assert!(!home.path().join(".air/service.env").exists());
     let out = Command::new("systemd-analyze")
         .args(["verify", "--man=no"])
         .arg(units.join(format!("airsd@{instance}.service")))

@@ -670,19 +670,51 @@ fn a_supervised_daemon_resumes_the_run_after_a_reboot_with_no_client() {
     // The unit as `air daemon install-service` writes it.
     let home = p.dir.path().join("home");
     let installed = Command::new(bin("air"))
-        .args(["daemon", "install-service"])
+        .args(["daemon", "install-service", "--keep-keys"])
         .current_dir(&p.root)
         .env("HOME", &home)
+        .env("OPENROUTER_API_KEY", "sk-or-kept \"quoted\"")
         .env_remove("AIR_AIRSD")
         .output()
         .unwrap();
     expect(&installed, 0);
-    let unit = std::fs::read_to_string(home.join(".config/systemd/user/airsd@.service")).unwrap();
+    let units = home.join(".config/systemd/user");
+    // The template as shipped; the project's drop-in names the airsd it runs.
+    let template = std::fs::read_to_string(units.join("airsd@.service")).unwrap();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../systemd/airsd@.service"),
+    )
+    .unwrap();
+    assert_eq!(template, shipped);
+    let root = p.root.canonicalize().unwrap();
+    let instance = text(
+        &Command::new("systemd-escape")
+            .args(["--path"])
+            .arg(&root)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let unit = std::fs::read_to_string(units.join(format!("airsd@{instance}.service.d/air.conf")))
+        .unwrap();
     let exec = unit
         .lines()
-        .find_map(|l| l.strip_prefix("ExecStart="))
+        .filter_map(|l| l.strip_prefix("ExecStart="))
+        .rfind(|e| !e.is_empty())
         .unwrap_or_else(|| panic!("{unit}"));
-    let root = p.root.canonicalize().unwrap().display().to_string();
+    // The provider settings, readable by the user alone, as systemd reads them.
+    let kept = home.join(".air/service.env");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&kept).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let env_file = std::fs::read_to_string(&kept).unwrap();
+    assert!(
+        env_file.contains("OPENROUTER_API_KEY=\"sk-or-kept \\\"quoted\\\"\""),
+        "{env_file}"
+    );
+    let root = root.display().to_string();
     // `/%I` is the instance unescaped: the project's absolute path.
     let line = exec
         .replace("/%I", &root)
