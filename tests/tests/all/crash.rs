@@ -140,3 +140,198 @@ fn sigkill_mid_write_leaves_a_consistent_database() {
         kill_after(acks);
     }
 }
+
+/// A reboot mid-run with a real provider: the machine goes down while the executor
+/// waits for its model; the daemon comes back by its unit's command line with the
+/// provider settings `air daemon install-service --keep-keys` kept (the only ones it
+/// has), and the run resumes against the loopback provider and completes.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_run_on_a_provider_resumes_after_a_reboot_from_the_kept_settings() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use air_tests::mock_provider::{tool_use_events, MockProvider, Reply};
+    use serde_json::json;
+
+    use crate::agents::{call, plain, review};
+    use crate::run::{db, until};
+
+    // The provider on a thread of its own: the test waits on processes.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let provider = {
+        let asked = asked.clone();
+        std::thread::spawn(move || {
+            crate::rt().block_on(async move {
+                let first = tool_use_events(
+                    "t0",
+                    "fs_write",
+                    &json!({"path": "hello.txt", "content": "hello\n"}),
+                );
+                let mock = MockProvider::start(vec![
+                    // The turn the machine goes down in: its answer never comes.
+                    plain(Reply::Slow {
+                        events: first,
+                        gap_ms: 120_000,
+                    }),
+                    plain(call(
+                        "t1",
+                        "fs_write",
+                        json!({"path": "hello.txt", "content": "hello\n"}),
+                    )),
+                    plain(call(
+                        "t2",
+                        "submit_result",
+                        json!({"status": "completed", "summary": "Wrote hello.txt"}),
+                    )),
+                    plain(review("approved", json!([]))),
+                ])
+                .await;
+                url_tx.send(mock.url.clone()).unwrap();
+                while stop_rx.try_recv().is_err() {
+                    asked.store(mock.received().len(), Ordering::SeqCst);
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            })
+        })
+    };
+    let url = url_rx.recv().unwrap();
+    let p = crate::run::project();
+    std::fs::write(
+        p.root.join("greet.md"),
+        "## Task A: write a greeting\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n",
+    )
+    .unwrap();
+    let provider_env = [
+        ("ANTHROPIC_API_KEY", "sk-kept"),
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+    ];
+    let mut run = crate::run::real_worker(&p, &["run", "--plan", "greet.md", "--detach"]);
+    run.envs(provider_env);
+    let out = run.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The executor's first request reached the provider, which holds its answer.
+    assert!(until(20, || asked.load(Ordering::SeqCst) >= 1));
+
+    // The machine goes down: the daemon and its workers are gone.
+    let workers: Vec<i64> = {
+        let conn = db(&p, &session);
+        let mut stmt = conn
+            .prepare("SELECT pid FROM agents WHERE status = 'running' AND pid IS NOT NULL")
+            .unwrap();
+        let pids = stmt.query_map([], |r| r.get(0)).unwrap();
+        pids.map(|p| p.unwrap()).collect()
+    };
+    let daemon = nix::unistd::Pid::from_raw(p.daemon_pid().unwrap() as i32);
+    nix::sys::signal::kill(daemon, nix::sys::signal::Signal::SIGKILL).unwrap();
+    for w in workers {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(w as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(until(5, || nix::sys::signal::kill(daemon, None).is_err()));
+
+    // The service, installed from a shell with the provider's settings, kept.
+    let home = p.dir.path().join("home");
+    let installed = Command::new(air_tests::bin("air"))
+        .args(["daemon", "install-service", "--keep-keys"])
+        .current_dir(&p.root)
+        .env("HOME", &home)
+        .envs(provider_env)
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let root = p.root.canonicalize().unwrap();
+    let instance = String::from_utf8_lossy(
+        &Command::new("systemd-escape")
+            .arg("--path")
+            .arg(&root)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let drop_in = std::fs::read_to_string(home.join(format!(
+        ".config/systemd/user/airsd@{instance}.service.d/air.conf"
+    )))
+    .unwrap();
+    let exec = drop_in
+        .lines()
+        .filter_map(|l| l.strip_prefix("ExecStart="))
+        .rfind(|e| !e.is_empty())
+        .unwrap()
+        .replace("/%I", &root.display().to_string());
+    // What systemd gives the service: its unit's environment and the kept file.
+    let kept = std::fs::read_to_string(home.join(".air/service.env")).unwrap();
+    let kept: Vec<(String, String)> = kept
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect();
+    assert!(
+        kept.iter().any(|(k, _)| k == "ANTHROPIC_API_KEY"),
+        "{kept:?}"
+    );
+    let mut words = exec.split_whitespace();
+    let mut daemon = Command::new(words.next().unwrap())
+        .args(words)
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("AIR_LOG", "info")
+        .env("AIR_HOME", p.dir.path().join("air-home"))
+        .env("AIR_WORKER", air_tests::bin("air-worker"))
+        .envs(kept)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Nobody connects: the run resumes on the kept settings and completes.
+    let completed = until(60, || {
+        db(&p, &session)
+            .query_row(
+                "SELECT COUNT(*) FROM tasks WHERE id = 'A' AND status = 'completed'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap_or(0)
+            == 1
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = daemon.wait();
+    let _ = stop_tx.send(());
+    let _ = provider.join();
+    assert!(
+        completed,
+        "the run did not resume and complete on the kept settings"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    let log =
+        std::fs::read_to_string(p.dir.path().join("air-home/logs/air.log")).unwrap_or_default();
+    assert!(
+        log.contains(&format!("the unfinished run of session {session} resumed")),
+        "{log}"
+    );
+}
