@@ -63,6 +63,7 @@ pub enum Action {
     PauseTask,
     CopySession,
     Chat,
+    Raw,
 }
 
 impl Action {
@@ -145,6 +146,12 @@ impl Action {
             "copy_session",
             "Copy the session's id",
             &[Key::Char('Y')],
+        ),
+        (
+            Action::Raw,
+            "raw",
+            "Show the events in view as stored (JSON)",
+            &[Key::Char('J')],
         ),
         (
             Action::Output,

@@ -601,7 +601,8 @@ async fn perform(conn: &Connection, session: &str, command: Command) -> Option<S
         Command::Edit { .. }
         | Command::Copy { .. }
         | Command::EditText { .. }
-        | Command::ShowOutput { .. } => return None,
+        | Command::ShowOutput { .. }
+        | Command::ShowEvents { .. } => return None,
         Command::Pause => c
             .run_pause(params::RunPause {
                 session_id: s,
@@ -795,6 +796,27 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
                                     app.ui.toast = Some(edit_text(&mut terminal, &gate, mouse, &name, &text));
                                 }
                                 Command::Copy { text } => app.ui.toast = Some(copy(&text)),
+                                Command::ShowEvents { from, to } if connected => {
+                                    let limit = u32::try_from(to - from + 1).unwrap_or(u32::MAX).min(500);
+                                    match stored(&conn, &session, from.saturating_sub(1), limit, to + 1).await {
+                                        Some(events) => {
+                                            let text: String = events
+                                                .iter()
+                                                .map(|(seq, e)| {
+                                                    let json = serde_json::to_string_pretty(e).unwrap_or_default();
+                                                    format!("── seq {seq} · {}\n{json}\n", e.event_type)
+                                                })
+                                                .collect();
+                                            app.ui.viewer = Some(crate::app::Viewer::new(
+                                                format!("events {from}–{to} as stored"),
+                                                format!("events-{from}-{to}.json"),
+                                                &text,
+                                                false,
+                                            ));
+                                        }
+                                        None => app.ui.toast = Some("the events could not be read".into()),
+                                    }
+                                }
                                 Command::ShowOutput { command_run_id, command } if connected => {
                                     match read_output(&conn, &session, &command_run_id, &command).await {
                                         Ok(Some(viewer)) => app.ui.viewer = Some(viewer),

@@ -414,6 +414,28 @@ fn the_first_run_screen_says_how_to_set_a_model_and_offers_the_examples() {
     assert_eq!(picker.selected, 2);
 }
 
+/// The event pane is words; `J` shows the events in view as they are stored.
+#[test]
+fn the_raw_events_in_view_are_a_key_away() {
+    let mut app = live();
+    app.projection.permission_requests.clear();
+    app.ui.log_rows = 3;
+    let durable: Vec<u64> = app
+        .log
+        .iter()
+        .filter(|l| l.durable)
+        .map(|l| l.seq)
+        .collect();
+    let last = *durable.last().unwrap();
+    match app.key(Key::Char('J')) {
+        Some(Command::ShowEvents { from, to }) => {
+            assert_eq!(to, last);
+            assert!(from <= to && from >= durable[durable.len().saturating_sub(3)]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn the_command_palette_finds_actions_as_you_type() {
     use crate::app::fuzzy;

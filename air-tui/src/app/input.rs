@@ -340,6 +340,10 @@ impl App {
                     text: self.projection.session_id.clone(),
                 });
             }
+            Action::Raw => match self.log_in_view() {
+                Some((from, to)) => return Some(Command::ShowEvents { from, to }),
+                None => self.ui.toast = Some("no stored event is in view".into()),
+            },
             Action::Output => {
                 let task = self.selected_task().map(|t| t.id.as_str());
                 let run = self

@@ -116,6 +116,11 @@ pub enum Command {
         command_run_id: String,
         command: String,
     },
+    /// Read the stored events `from..=to` (seqs) into the viewer, as JSON.
+    ShowEvents {
+        from: u64,
+        to: u64,
+    },
     /// Open text in `$EDITOR` (written to a file of this name in the temp directory).
     EditText {
         name: String,
@@ -699,6 +704,27 @@ impl App {
     }
 
     /// The event-log lines shown: all, or those the filter matches.
+    /// The seqs of the stored events the log shows now (the first and the last in
+    /// view), for the raw view.
+    pub fn log_in_view(&self) -> Option<(u64, u64)> {
+        let filter = self.ui.filter.as_deref().map(LogFilter::parse);
+        let shown: Vec<&LogLine> = self
+            .log
+            .iter()
+            .filter(|l| filter.as_ref().is_none_or(|f| f.matches(l)))
+            .collect();
+        let height = self.ui.log_rows.max(1);
+        let scroll = self.ui.log_scroll.min(shown.len().saturating_sub(height));
+        let end = shown.len().saturating_sub(scroll);
+        let start = end.saturating_sub(height);
+        let durable: Vec<u64> = shown[start..end]
+            .iter()
+            .filter(|l| l.durable && l.seq > 0)
+            .map(|l| l.seq)
+            .collect();
+        Some((*durable.first()?, *durable.last()?))
+    }
+
     pub fn visible_log(&self) -> Vec<&str> {
         let filter = self.ui.filter.as_deref().map(LogFilter::parse);
         self.log
