@@ -346,6 +346,33 @@ pub async fn control(what: &str, session: Option<String>, task: Option<String>) 
                 .await
         }
     };
+    if let (Err(_), Some(t)) = (&result, &task) {
+        // A session's id where a task's goes: say what does what was meant.
+        let sessions = conn
+            .client
+            .session_list(params::NoParams {})
+            .await
+            .unwrap_or_default();
+        if let Ok(named) = air_proto::api::find_session(&sessions, t) {
+            let id = &named.id;
+            let verb = match what {
+                "resume" => "resumes",
+                "pause" => "pauses",
+                _ => "cancels",
+            };
+            return Err(Failure {
+                code: crate::exit::USAGE,
+                message: format!(
+                    "`{t}` is a session, not a task: `air {what} -s {t}` {verb} its run{}",
+                    if what == "resume" {
+                        format!("; `air run --resume {id}` continues a run that ended or was interrupted")
+                    } else {
+                        String::new()
+                    }
+                ),
+            });
+        }
+    }
     result.map_err(rpc_failure)?;
     match (what, task) {
         ("cancel", Some(t)) => outln!("cancelling task {t} of session {session}"),

@@ -536,12 +536,21 @@ fn socket_activation_adopts_the_inherited_socket() {
 fn service_unit_files_are_valid() {
     let dir = tempfile::tempdir().unwrap();
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    // systemd: instantiate the templates with this build's airsd and verify them.
+    // systemd: the templates as shipped, with an instance's drop-in naming this
+    // build's airsd (as `air daemon install-service` writes it), verified.
     for unit in ["airsd@.service", "airsd@.socket"] {
-        let text = std::fs::read_to_string(repo.join("systemd").join(unit)).unwrap();
-        let text = text.replace("%h/.cargo/bin/airsd", &bin("airsd").display().to_string());
-        std::fs::write(dir.path().join(unit), text).unwrap();
+        std::fs::copy(repo.join("systemd").join(unit), dir.path().join(unit)).unwrap();
     }
+    let drop_in = dir.path().join("airsd@tmp-proj.service.d");
+    std::fs::create_dir_all(&drop_in).unwrap();
+    std::fs::write(
+        drop_in.join("air.conf"),
+        format!(
+            "[Service]\nExecStart=\nExecStart={} --foreground --project /%I --idle-timeout 0\n",
+            bin("airsd").display()
+        ),
+    )
+    .unwrap();
     let out = Command::new("systemd-analyze")
         .args(["verify", "--man=no"])
         .arg(dir.path().join("airsd@tmp-proj.service"))

@@ -195,6 +195,16 @@ fn sessions_are_named_by_the_start_of_their_id_and_an_unknown_one_in_words() {
             assert!(!stderr.contains(leak), "air {args:?}: {stderr}");
         }
     }
+    // A session's id where a task's goes: said so, with the commands meant.
+    let out = command(&p, &["resume", short]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "`{short}` is a session, not a task: `air resume -s {short}`"
+        )) && stderr.contains(&format!("air run --resume {session}")),
+        "{stderr}"
+    );
 }
 
 /// A local model that is not running: the answer says so at once and names it,
