@@ -608,7 +608,7 @@ async fn attach_tui(
         connect: connect_options(project()?),
         session,
         theme,
-        air_home: air_home(),
+        air_home: doctor::air_home(),
         chat,
         no_model,
     };
@@ -630,17 +630,10 @@ impl<E: Into<Failure>> From<E> for Watch {
     }
 }
 
-/// `~/.air`, or `AIR_HOME`.
-pub(crate) fn air_home() -> Option<PathBuf> {
-    std::env::var_os("AIR_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")))
-}
-
 /// Why no model would answer the Main Agent here (`None`: one would), as a run
 /// started from this shell resolves it.
 fn no_model() -> Option<String> {
-    let models = match air_proto::models::ModelsConfig::load(air_home().as_deref()) {
+    let models = match air_proto::models::ModelsConfig::load(doctor::air_home().as_deref()) {
         Ok(m) => m,
         Err(e) => return Some(e.to_string()),
     };

@@ -65,7 +65,8 @@ fn provider_variables() -> Vec<String> {
     .into_iter()
     .map(String::from)
     .collect();
-    if let Ok(models) = air_proto::models::ModelsConfig::load(crate::air_home().as_deref()) {
+    if let Ok(models) = air_proto::models::ModelsConfig::load(crate::doctor::air_home().as_deref())
+    {
         for p in models.providers.values() {
             if let Some(v) = p.api_key_env.as_ref().filter(|v| !names.contains(v)) {
                 names.push(v.clone());

@@ -34,8 +34,6 @@ impl Reader {
         let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
         let opt = |k: &str| p.get(k).and_then(Value::as_str).filter(|v| !v.is_empty());
         let mut task = opt("task_id").map(str::to_string);
-        let run_of =
-            |id: &str, runs: &HashMap<String, (String, Option<String>)>| runs.get(id).cloned();
         let text = match e.event_type.as_str() {
             "session.created" => match opt("title").or(opt("plan_ref")) {
                 Some(t) => format!("session started: {t}"),
@@ -107,7 +105,7 @@ impl Reader {
                 format!("{tool} {input}").trim_end().to_string()
             }
             "tool.completed" | "tool.failed" => {
-                let (tool, t) = run_of(s("tool_run_id"), &self.runs).unwrap_or_default();
+                let (tool, t) = self.runs.get(s("tool_run_id")).cloned().unwrap_or_default();
                 task = task.or(t);
                 let said = match opt("error") {
                     Some(err) => format!("failed: {}", err.lines().next().unwrap_or("")),
@@ -122,7 +120,11 @@ impl Reader {
                 cmd
             }
             "command.completed" | "command.failed" => {
-                let (cmd, t) = run_of(s("command_run_id"), &self.runs).unwrap_or_default();
+                let (cmd, t) = self
+                    .runs
+                    .get(s("command_run_id"))
+                    .cloned()
+                    .unwrap_or_default();
                 task = task.or(t);
                 let code = match p.get("exit_code").and_then(Value::as_i64) {
                     Some(c) => format!("exit {c}"),

@@ -31,6 +31,10 @@ pub struct DaemonState {
     pub started_at: String,
     pub idle_timeout: Duration,
     sessions: tokio::sync::Mutex<HashMap<String, OpenSession>>,
+    /// What lists show of a closed session that its meta row does not hold (its run
+    /// in brief, at a seq) and a conversation's first words: read once, not at each
+    /// `session.list` (every command that names a session lists them).
+    briefs: Arc<Mutex<HashMap<String, Brief>>>,
     /// One gate per session being opened.
     opening: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     clients: Arc<Mutex<HashMap<u64, ClientInfo>>>,
@@ -135,6 +139,7 @@ impl DaemonState {
             run_gates: Mutex::new(HashMap::new()),
             run_envs: Mutex::new(HashMap::new()),
             last_abnormal_exit: None,
+            briefs: Arc::default(),
         }
     }
 
@@ -367,6 +372,7 @@ impl DaemonState {
             .collect();
         let dir = self.paths.sessions();
         let paths = self.paths.clone();
+        let briefs = self.briefs.clone();
         let mut list = blocking(move || {
             let mut list = Vec::new();
             let entries = match std::fs::read_dir(&dir) {
@@ -374,17 +380,30 @@ impl DaemonState {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(list),
                 Err(source) => return Err(Error::Io { path: dir, source }),
             };
+            let mut briefs = briefs.lock().unwrap_or_else(|p| p.into_inner());
             for entry in entries.flatten() {
                 let id = entry.file_name().to_string_lossy().into_owned();
                 if air_proto::layout::check_session_id(&id).is_err() {
                     continue;
                 }
                 let db = paths.session_db(&id);
+                let cached = briefs.entry(id.clone()).or_default();
                 let mut info = match open.get(&id) {
                     Some(info) => info.clone(),
                     None if !db.is_file() => continue,
                     None => match read_info(&db, &id) {
-                        Ok(Some(info)) => info,
+                        Ok(Some(mut info)) => {
+                            // A closed session changes only when it is written.
+                            if cached.seq != Some(info.seq) {
+                                cached.run = read_run(&db).unwrap_or_else(|e| {
+                                    tracing::debug!(session = %id, error = %e, "no run brief");
+                                    None
+                                });
+                                cached.seq = Some(info.seq);
+                            }
+                            info.run = cached.run.clone();
+                            info
+                        }
                         Ok(None) => continue,
                         Err(e) => {
                             tracing::warn!(session = %id, error = %e, "cannot read session");
@@ -392,12 +411,15 @@ impl DaemonState {
                         }
                     },
                 };
-                // A conversation is named by what it began with.
+                // A conversation is named by what it began with (which never changes).
                 if info.title.is_none() {
-                    info.title = first_words(&db).unwrap_or_else(|e| {
-                        tracing::debug!(session = %id, error = %e, "no first message");
-                        None
-                    });
+                    if cached.first_words.is_none() {
+                        cached.first_words = first_words(&db).unwrap_or_else(|e| {
+                            tracing::debug!(session = %id, error = %e, "no first message");
+                            None
+                        });
+                    }
+                    info.title = cached.first_words.clone();
                 }
                 list.push(info);
             }
@@ -595,11 +617,7 @@ fn read_info(db: &std::path::Path, id: &str) -> Result<Option<SessionInfo>> {
             },
         )
         .optional()?;
-    let Some(mut info) = info else {
-        return Ok(None);
-    };
-    info.run = read_run(&conn)?;
-    Ok(Some(info))
+    Ok(info)
 }
 
 /// The first words a person sent in a session (its first line, a leading `/command`
@@ -643,9 +661,21 @@ fn first_words(db: &std::path::Path) -> Result<Option<String>> {
     Ok((!title.is_empty()).then_some(title))
 }
 
+/// What `session.list` keeps of a session between calls.
+#[derive(Default)]
+struct Brief {
+    /// The seq `run` was read at.
+    seq: Option<u64>,
+    run: Option<SessionRun>,
+    first_words: Option<String>,
+}
+
 /// A closed session's run in brief: its first start, its last end (none after the
 /// last start: the daemon stopped during it), its tasks and its cost.
-fn read_run(conn: &rusqlite::Connection) -> Result<Option<SessionRun>> {
+fn read_run(db: &std::path::Path) -> Result<Option<SessionRun>> {
+    let conn = rusqlite::Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(Duration::from_secs(2))?;
+    let conn = &conn;
     let first: Option<(String, Option<String>)> = conn
         .query_row(
             "SELECT timestamp, json_extract(payload_json, '$.plan') FROM events
