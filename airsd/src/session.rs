@@ -72,39 +72,39 @@ impl Session {
                 source,
             })?;
         }
-        let building = dir.join("session.db.creating");
-        for leftover in ["", "-wal", "-shm"] {
-            let path = PathBuf::from(format!("{}{leftover}", building.display()));
-            match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::Io { path, source: e });
-                }
-                _ => {}
-            }
-        }
-        {
-            let mut conn = db::open_writer(&building, OpenMode::Create)?;
-            let mut event = RuntimeEvent::of(session_id, EventSource::system(), created)
-                .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
-            event.project_id = Some(project_id.to_string());
-            event_store::check(&event, session_id)?;
-            let prepared = event_store::prepare(event)?;
+        // The whole file is made in memory from the empty template with its first
+        // event, written and synced under a temporary name, then renamed: a
+        // `session.db` is always complete.
+        let mut event = RuntimeEvent::of(session_id, EventSource::system(), created)
+            .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
+        event.project_id = Some(project_id.to_string());
+        event_store::check(&event, session_id)?;
+        let prepared = event_store::prepare(event)?;
+        let image = {
+            let template = db::template()?;
+            let mut conn = rusqlite::Connection::open_in_memory()?;
+            conn.deserialize_read_exact(rusqlite::MAIN_DB, template, template.len(), false)?;
+            conn.execute_batch("PRAGMA foreign_keys = ON;")?;
             let tx = conn.transaction()?;
             event_store::apply_prepared(&tx, 1, &prepared)?;
             tx.commit()?;
-            // Closing the only connection folds the WAL into the file and removes it.
-            conn.close().map_err(|(_, e)| Error::Sqlite(e))?;
+            db::as_wal_file(conn.serialize(rusqlite::MAIN_DB)?.to_vec())
+        };
+        let building = dir.join("session.db.creating");
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
+        };
+        {
+            use std::io::Write as _;
+            let mut file = std::fs::File::create(&building).map_err(io(&building))?;
+            file.write_all(&image).map_err(io(&building))?;
+            file.sync_all().map_err(io(&building))?;
         }
-        std::fs::rename(&building, &db_path).map_err(|source| Error::Io {
-            path: db_path.clone(),
-            source,
-        })?;
+        std::fs::rename(&building, &db_path).map_err(io(&db_path))?;
         std::fs::File::open(&dir)
             .and_then(|d| d.sync_all())
-            .map_err(|source| Error::Io {
-                path: dir.clone(),
-                source,
-            })?;
+            .map_err(io(&dir))?;
         Self::open_path(&db_path, session_id, config)
     }
 

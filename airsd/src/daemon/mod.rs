@@ -122,6 +122,9 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
         state = state.with_shell(shell);
     }
     let state = Arc::new(state);
+    // The empty session database new sessions are copied from, made before the first
+    // is asked for (a failure is said when a session is created).
+    tokio::task::spawn_blocking(|| crate::db::template().map(|_| ()));
     // Runs that did not end before the last stop go on.
     state.recover_runs().await;
     // The project scan, again for what changed since the last (D-022): off the async
