@@ -1,12 +1,15 @@
 //! Which model each agent of a run talks to, asked of the worker binary
-//! (`air-worker --resolve`) before the run starts.
+//! (`air-worker --resolve`) before the run starts, and kept while nothing it depends
+//! on changes.
 //!
 //! The worker is what reads provider keys and talks to providers, with the
 //! environment airsd gives it, so it is the one to say whether a provider is there.
 //! A run whose agents could not reach a model is refused before any task starts; the
 //! answers give the ContextAssembler each model's window.
 
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use air_proto::event::AgentType;
@@ -106,17 +109,106 @@ pub async fn for_run(
     resolve(worker, queries, run.model.clone()).await
 }
 
-/// Asks the worker binary; `Err` names what went wrong with the asking itself.
+/// Answers the worker gave, each under everything it depends on (see [`asked`]): the
+/// run a conversation's first message starts, or a second run in the same settings,
+/// asks nothing again.
+static ANSWERS: Mutex<Vec<(String, Vec<ModelReply>)>> = Mutex::new(Vec::new());
+
+/// How many answers are kept.
+const KEPT: usize = 16;
+
+/// What an answer depends on, as one string: the worker (its path and its file's
+/// identity and time, so a rebuilt worker is asked again), its arguments and
+/// environment (keys included: a changed key is asked again), the queries, and the
+/// files the worker reads for them (`models.yaml` in its air home, the recordings a
+/// replay names).
+fn asked(worker: &WorkerCommand, json: &str, queries: &[ModelQuery]) -> String {
+    fn stamp(path: &Path) -> String {
+        use std::os::unix::fs::MetadataExt as _;
+        match std::fs::metadata(path) {
+            Ok(m) => format!(
+                "{}:{}:{}:{}.{}",
+                m.dev(),
+                m.ino(),
+                m.len(),
+                m.mtime(),
+                m.mtime_nsec()
+            ),
+            Err(e) => format!("({})", e.kind()),
+        }
+    }
+    let var = |name: &str| {
+        worker
+            .env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let air_home = var("AIR_HOME").or_else(|| var("HOME").map(|h| h.join(".air")));
+    let mut key = vec![
+        worker.program.display().to_string(),
+        stamp(&worker.program),
+        format!("{:?}", worker.args),
+        format!("{:?}", worker.env),
+        json.to_string(),
+    ];
+    if let Some(home) = air_home {
+        key.push(stamp(&home.join("models.yaml")));
+    }
+    let mut dirs: Vec<&str> = queries.iter().filter_map(|q| q.replay.as_deref()).collect();
+    dirs.dedup();
+    for dir in dirs {
+        key.push(stamp(Path::new(dir)));
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            files.sort();
+            key.extend(
+                files
+                    .iter()
+                    .map(|f| format!("{}={}", f.display(), stamp(f))),
+            );
+        }
+    }
+    key.join("\n")
+}
+
+/// Asks the worker binary, or answers as it did for the same question; `Err` names
+/// what went wrong with the asking itself.
 pub async fn ask(
     worker: &WorkerCommand,
     queries: &[ModelQuery],
 ) -> Result<Vec<ModelReply>, String> {
     let json = serde_json::to_string(queries).map_err(|e| e.to_string())?;
+    let key = asked(worker, &json, queries);
+    let kept = |answers: &Vec<(String, Vec<ModelReply>)>| {
+        answers
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.clone())
+    };
+    if let Some(replies) = ANSWERS.lock().ok().and_then(|a| kept(&a)) {
+        return Ok(replies);
+    }
+    let replies = ask_worker(worker, queries, &json).await?;
+    if let Ok(mut answers) = ANSWERS.lock() {
+        if answers.len() >= KEPT {
+            answers.remove(0);
+        }
+        answers.push((key, replies.clone()));
+    }
+    Ok(replies)
+}
+
+async fn ask_worker(
+    worker: &WorkerCommand,
+    queries: &[ModelQuery],
+    json: &str,
+) -> Result<Vec<ModelReply>, String> {
     let program = worker.program.display().to_string();
     let child = tokio::process::Command::new(&worker.program)
         .args(&worker.args)
         .arg("--resolve")
-        .arg(&json)
+        .arg(json)
         .env_clear()
         .envs(worker.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -196,4 +288,78 @@ pub async fn resolve(
         ));
     }
     Ok(Models { flag, resolved })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// A worker that counts how often it is asked, and each thing its answer depends
+    /// on asking it again.
+    #[tokio::test]
+    async fn an_answer_is_kept_until_what_it_depends_on_changes() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (count, home) = (dir.path().join("asked"), dir.path().join("air-home"));
+        std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+        let program = dir.path().join("worker");
+        std::fs::write(
+            &program,
+            "#!/bin/sh\necho asked >> \"$COUNT\"\nprintf '%s' '[{\"resolved\":{\"provider\":\"test\",\"model\":\"m\",\"context_window\":1000,\"max_output\":100}}]'\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut worker = WorkerCommand {
+            program,
+            args: Vec::new(),
+            env: vec![
+                (OsString::from("COUNT"), count.clone().into_os_string()),
+                (OsString::from("AIR_HOME"), home.clone().into_os_string()),
+            ],
+            cancel_grace: Duration::from_secs(1),
+            queue: 16,
+        };
+        let query = [ModelQuery {
+            agent_type: AgentType::Main,
+            flag: None,
+            task: None,
+            replay: None,
+        }];
+        let asked = || {
+            std::fs::read_to_string(&count)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let model = |r: Result<Vec<ModelReply>, String>| {
+            r.unwrap_or_else(|e| panic!("{e}"))[0]
+                .resolved
+                .as_ref()
+                .map(|c| c.model.clone())
+        };
+        assert_eq!(model(ask(&worker, &query).await), Some("m".into()));
+        assert_eq!(model(ask(&worker, &query).await), Some("m".into()));
+        assert_eq!(
+            asked(),
+            1,
+            "the same question is answered from what was kept"
+        );
+        std::fs::write(home.join("models.yaml"), "default: anthropic/x\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        ask(&worker, &query).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(asked(), 2, "a new models.yaml is read again");
+        worker
+            .env
+            .push((OsString::from("ANTHROPIC_API_KEY"), OsString::from("k")));
+        ask(&worker, &query).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(asked(), 3, "another environment is asked again");
+        let other = [ModelQuery {
+            agent_type: AgentType::Executor,
+            ..query[0].clone()
+        }];
+        ask(&worker, &other).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(asked(), 4, "another question is asked");
+    }
 }
