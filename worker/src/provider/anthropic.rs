@@ -37,7 +37,7 @@ impl Anthropic {
                 "anthropic: no API key (set ANTHROPIC_API_KEY)".into(),
             ));
         }
-        let client = super::http_client("anthropic", &timeouts)?;
+        let client = super::http_client("anthropic", base_url, &timeouts)?;
         Ok(Anthropic {
             client,
             base_url: base_url.trim_end_matches('/').to_string(),

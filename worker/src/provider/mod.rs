@@ -21,16 +21,28 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The HTTP client of an adapter (rustls with ring, the connect timeout).
+/// The HTTP client of an adapter for `base_url` (rustls with ring, the connect
+/// timeout). A plain `http://` endpoint (a local model, a loopback server) gets a
+/// client without trusted roots: the system's certificates are read only for a
+/// provider that speaks TLS (reading them takes several milliseconds), and a redirect
+/// from plain HTTP to TLS fails instead of trusting anything.
 pub(crate) fn http_client(
     provider: &str,
+    base_url: &str,
     timeouts: &Timeouts,
 ) -> Result<reqwest::Client, ProviderError> {
     install_crypto();
-    reqwest::Client::builder()
-        .connect_timeout(timeouts.connect)
-        .build()
-        .map_err(|e| ProviderError::Config(format!("{provider}: cannot make a client: {e}")))
+    let builder = reqwest::Client::builder().connect_timeout(timeouts.connect);
+    let plain = base_url
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+    if plain {
+        builder.tls_certs_only(Vec::new())
+    } else {
+        builder
+    }
+    .build()
+    .map_err(|e| ProviderError::Config(format!("{provider}: cannot make a client: {e}")))
 }
 
 /// A tool offered to the model (its provider-side name).

@@ -78,7 +78,7 @@ impl OpenAiChat {
         timeouts: Timeouts,
         retry: RetryPolicy,
     ) -> Result<OpenAiChat, ProviderError> {
-        let client = super::http_client("openai", &timeouts)?;
+        let client = super::http_client("openai", base_url, &timeouts)?;
         Ok(OpenAiChat {
             client,
             base_url: base_url.trim_end_matches('/').to_string(),

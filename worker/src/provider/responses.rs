@@ -111,7 +111,7 @@ impl OpenAiResponses {
         retry: RetryPolicy,
     ) -> Result<OpenAiResponses, ProviderError> {
         Ok(OpenAiResponses {
-            client: super::http_client(NAME, &timeouts)?,
+            client: super::http_client(NAME, base_url, &timeouts)?,
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key: api_key.filter(|k| !k.is_empty()).map(str::to_string),
             timeouts,
