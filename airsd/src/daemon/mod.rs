@@ -125,6 +125,10 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     // The empty session database new sessions are copied from, made before the first
     // is asked for (a failure is said when a session is created).
     tokio::task::spawn_blocking(|| crate::db::template().map(|_| ()));
+    // What the sandbox can do here, probed before the first run needs it.
+    if let Some(exe) = config.shell.as_ref().and_then(|s| s.sandbox_exe.clone()) {
+        tokio::task::spawn_blocking(move || crate::sandbox::protections(&exe));
+    }
     // Runs that did not end before the last stop go on.
     state.recover_runs().await;
     // The project scan, again for what changed since the last (D-022): off the async

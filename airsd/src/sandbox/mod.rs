@@ -546,23 +546,21 @@ fn probe(exe: &Path) -> Result<(), String> {
     })
 }
 
-/// What the sandbox launcher `exe` can do here (probed once per process).
+/// What the sandbox launcher `exe` can do here (probed once per process: the probe
+/// starts the launcher, tens of milliseconds; a caller asking while it runs waits for
+/// its answer rather than probing again).
 pub fn protections(exe: &Path) -> Protections {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static SEEN: OnceLock<Mutex<HashMap<PathBuf, Protections>>> = OnceLock::new();
     let seen = SEEN.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(p) = seen.lock().unwrap_or_else(|p| p.into_inner()).get(exe) {
-        return p.clone();
-    }
-    let found = Protections {
-        landlock: available(),
-        isolation: probe(exe),
-    };
-    seen.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(exe.to_path_buf(), found.clone());
-    found
+    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    seen.entry(exe.to_path_buf())
+        .or_insert_with(|| Protections {
+            landlock: available(),
+            isolation: probe(exe),
+        })
+        .clone()
 }
 
 #[cfg(test)]
