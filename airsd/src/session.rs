@@ -44,6 +44,12 @@ pub struct Session {
     readers: ReaderPool,
 }
 
+/// The `session.created` event of a session about to be created.
+pub fn created_event(session_id: &str, created: &SessionCreated) -> Result<RuntimeEvent> {
+    RuntimeEvent::of(session_id, EventSource::system(), created)
+        .map_err(|e| Error::Internal(format!("session.created payload: {e}")))
+}
+
 impl Session {
     /// Creates a session: its directory, its database, and `session.created` as event 1.
     ///
@@ -56,6 +62,29 @@ impl Session {
         created: &SessionCreated,
         config: SessionConfig,
     ) -> Result<Session> {
+        let created = created_event(session_id, created)?;
+        Self::create_with(paths, project_id, session_id, created, Vec::new(), config)
+    }
+
+    /// [`Session::create`] from its `session.created` event (see [`created_event`]),
+    /// with `first`, durable events of this session made after it, recorded in the
+    /// same new file (a run's start and its plan): the session exists with them or not
+    /// at all.
+    pub fn create_with(
+        paths: &ProjectPaths,
+        project_id: &str,
+        session_id: &str,
+        created: RuntimeEvent,
+        first: Vec<RuntimeEvent>,
+        config: SessionConfig,
+    ) -> Result<Session> {
+        if created.event_type != ev::SessionCreated::TYPE {
+            return Err(Error::Internal(format!(
+                "a session starts with {}, not {}",
+                ev::SessionCreated::TYPE,
+                created.event_type
+            )));
+        }
         check_session_id(session_id).map_err(Error::BadSessionId)?;
         let dir = paths.session_dir(session_id);
         let db_path = paths.session_db(session_id);
@@ -73,20 +102,32 @@ impl Session {
             })?;
         }
         // The whole file is made in memory from the empty template with its first
-        // event, written and synced under a temporary name, then renamed: a
+        // events, written and synced under a temporary name, then renamed: a
         // `session.db` is always complete.
-        let mut event = RuntimeEvent::of(session_id, EventSource::system(), created)
-            .map_err(|e| Error::Internal(format!("session.created payload: {e}")))?;
-        event.project_id = Some(project_id.to_string());
-        event_store::check(&event, session_id)?;
-        let prepared = event_store::prepare(event)?;
+        let mut prepared = Vec::with_capacity(first.len() + 1);
+        for mut event in std::iter::once(created).chain(first) {
+            if event.project_id.is_none() {
+                event.project_id = Some(project_id.to_string());
+            }
+            if let Some(ts) = air_proto::time::canonical(&event.timestamp) {
+                event.timestamp = ts;
+            }
+            if !event_store::check(&event, session_id)?.is_durable() {
+                return Err(Error::EphemeralInBatch {
+                    event_type: event.event_type,
+                });
+            }
+            prepared.push(event_store::prepare(event)?);
+        }
         let image = {
             let template = db::template()?;
             let mut conn = rusqlite::Connection::open_in_memory()?;
             conn.deserialize_read_exact(rusqlite::MAIN_DB, template, template.len(), false)?;
             conn.execute_batch("PRAGMA foreign_keys = ON;")?;
             let tx = conn.transaction()?;
-            event_store::apply_prepared(&tx, 1, &prepared)?;
+            for (seq, p) in (1..).zip(&prepared) {
+                event_store::apply_prepared(&tx, seq, p)?;
+            }
             tx.commit()?;
             db::as_wal_file(conn.serialize(rusqlite::MAIN_DB)?.to_vec())
         };

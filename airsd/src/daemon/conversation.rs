@@ -30,14 +30,15 @@ impl DaemonState {
             .await
             .map_err(Error::Refused)?;
         let info = self
-            .create_session(SessionCreate {
-                title: run.title.clone(),
-                plan_ref: None,
-            })
+            .create_session_with(
+                SessionCreate {
+                    title: run.title.clone(),
+                    plan_ref: None,
+                },
+                |id| Ok(vec![event(id, &run)?]),
+            )
             .await?;
-        let session = self.session(&info.id).await?;
         self.remember_env(&info.id, env);
-        session.store().append(event(&info.id, &run)?).await?;
         Ok(info)
     }
 

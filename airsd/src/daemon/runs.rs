@@ -75,26 +75,32 @@ impl DaemonState {
         let models = crate::models::for_run(&shell_config.worker, &graph.tasks, &run)
             .await
             .map_err(Error::Refused)?;
+        // The run's start and its tasks are in the session's file from its creation.
+        let mut first = Vec::new();
         let info = self
-            .create_session(SessionCreate {
-                title: title.clone(),
-                plan_ref: Some(req.plan.clone()),
-            })
+            .create_session_with(
+                SessionCreate {
+                    title: title.clone(),
+                    plan_ref: Some(req.plan.clone()),
+                },
+                |id| {
+                    first.push(event(id, &run)?);
+                    for task in &graph.tasks {
+                        first.push(event(id, &TaskCreated { task: task.clone() })?);
+                    }
+                    Ok(first.clone())
+                },
+            )
             .await?;
         let session = self.session(&info.id).await?;
         self.remember_env(&info.id, req.env.clone());
-        let mut events = vec![event(&info.id, &run)?];
-        for task in &graph.tasks {
-            events.push(event(&info.id, &TaskCreated { task: task.clone() })?);
-        }
         let mut core = Core::new(self.scheduler_config(run.concurrency));
         let now = now_ms();
-        for e in &events {
+        for e in &first {
             if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
                 core.apply(&fact, now);
             }
         }
-        session.store().append_batch(events).await?;
         let graph_path = self.paths.plan().join("task-graph.json");
         // The file says whose graph it is: two runs of the project may write it.
         let mut shown = serde_json::to_value(&graph)

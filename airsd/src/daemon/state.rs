@@ -309,6 +309,16 @@ impl DaemonState {
     }
 
     pub async fn create_session(&self, params: SessionCreate) -> Result<SessionInfo> {
+        self.create_session_with(params, |_| Ok(Vec::new())).await
+    }
+
+    /// Creates a session whose file holds, after `session.created`, the events `first`
+    /// makes for its id (a run's start): one write, no commit after it.
+    pub async fn create_session_with(
+        &self,
+        params: SessionCreate,
+        first: impl FnOnce(&str) -> Result<Vec<RuntimeEvent>>,
+    ) -> Result<SessionInfo> {
         if *self.shutdown.borrow() {
             return Err(Error::ShuttingDown);
         }
@@ -316,16 +326,22 @@ impl DaemonState {
         let paths = self.paths.clone();
         let project_id = self.project.project_id.clone();
         let owned = id.clone();
-        let created = SessionCreated {
-            title: params.title,
-            plan_ref: params.plan_ref,
-        };
+        // Stamped before the events that follow it.
+        let created = crate::session::created_event(
+            &id,
+            &SessionCreated {
+                title: params.title,
+                plan_ref: params.plan_ref,
+            },
+        )?;
+        let first = first(&id)?;
         let session = blocking(move || {
-            Session::create(
+            Session::create_with(
                 &paths,
                 &project_id,
                 &owned,
-                &created,
+                created,
+                first,
                 SessionConfig::default(),
             )
         })

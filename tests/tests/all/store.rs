@@ -685,3 +685,66 @@ fn a_session_whose_creation_did_not_finish_is_reported_not_reused() {
         "{err}"
     );
 }
+
+/// A run's session is created with its start and its tasks in the same new file:
+/// numbered after `session.created`, in the projection as soon as it opens, and
+/// nothing is created when one of them cannot be recorded.
+#[test]
+fn a_session_is_created_with_its_first_events_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    air_proto::layout::init(dir.path(), "t").unwrap();
+    let paths = air_proto::layout::ProjectPaths::new(dir.path());
+    let created = |id: &str| airsd::session::created_event(id, &Default::default()).unwrap();
+    let task = |id: &str| {
+        RuntimeEvent::of(
+            id,
+            EventSource::scheduler(),
+            &p::TaskCreated {
+                task: task_spec("T1", &[]),
+            },
+        )
+        .unwrap()
+    };
+    let s = airsd::Session::create_with(
+        &paths,
+        crate::PROJECT_ID,
+        "with",
+        created("with"),
+        vec![task("with")],
+        SessionConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(s.snapshot().seq, 2);
+    assert!(s.snapshot().task("T1").is_some());
+    assert_eq!(s.rehydrate().unwrap(), s.snapshot());
+    // A first event of another session, an ephemeral one, or no session.created
+    // first: refused, and no session.db is left.
+    let delta = RuntimeEvent::of(
+        "bad",
+        EventSource::scheduler(),
+        &p::TokenDelta {
+            message_id: "m".into(),
+            block_index: 0,
+            kind: p::DeltaKind::Text,
+            text: "x".into(),
+            agent_id: None,
+        },
+    )
+    .unwrap();
+    for (first, more) in [
+        (created("bad"), vec![task("other")]),
+        (created("bad"), vec![delta]),
+        (task("bad"), vec![]),
+    ] {
+        assert!(airsd::Session::create_with(
+            &paths,
+            crate::PROJECT_ID,
+            "bad",
+            first,
+            more,
+            SessionConfig::default()
+        )
+        .is_err());
+        assert!(!paths.session_db("bad").exists());
+    }
+}
