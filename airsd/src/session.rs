@@ -132,20 +132,27 @@ impl Session {
             db::as_wal_file(conn.serialize(rusqlite::MAIN_DB)?.to_vec())
         };
         let building = dir.join("session.db.creating");
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| Error::Io { path, source }
-        };
-        {
+        let written = (|| {
             use std::io::Write as _;
-            let mut file = std::fs::File::create(&building).map_err(io(&building))?;
-            file.write_all(&image).map_err(io(&building))?;
-            file.sync_all().map_err(io(&building))?;
+            let mut file = std::fs::File::create(&building)?;
+            file.write_all(&image)?;
+            file.sync_all()?;
+            std::fs::rename(&building, &db_path)
+        })();
+        if let Err(source) = written {
+            // A full disk leaves no half-written file behind.
+            let _ = std::fs::remove_file(&building);
+            return Err(Error::Io {
+                path: building,
+                source,
+            });
         }
-        std::fs::rename(&building, &db_path).map_err(io(&db_path))?;
         std::fs::File::open(&dir)
             .and_then(|d| d.sync_all())
-            .map_err(io(&dir))?;
+            .map_err(|source| Error::Io {
+                path: dir.clone(),
+                source,
+            })?;
         Self::open_path(&db_path, session_id, config)
     }
 

@@ -119,6 +119,16 @@ fn scenario(break_it: impl Fn(&Path), fix_it: impl Fn(&Path), word: &str) {
         assert!(listed.events.len() as u64 >= seq_before.min(1_000), "{}", listed.events.len());
         assert_eq!(integrity(&db), "ok");
         let seq_halted = p.seq;
+        // A session asked for meanwhile is refused, naming where, and leaves no
+        // half-written file.
+        let err = state.create_session(Default::default()).await.expect_err("refused");
+        assert!(err.to_string().contains(&paths.sessions().display().to_string()), "{err}");
+        let halves: Vec<_> = std::fs::read_dir(paths.sessions())
+            .unwrap()
+            .flatten()
+            .filter(|d| d.path().join("session.db.creating").exists())
+            .collect();
+        assert!(halves.is_empty(), "{halves:?}");
 
         // Room again: the run goes on from its record to its end.
         fix_it(&mount.0);
