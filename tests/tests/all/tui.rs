@@ -454,9 +454,11 @@ fn the_task_list_shows_the_merge_queue_at_80x24() {
     };
     tmux.wait_for("q", &|s| line(s, "Q1", "completed"), "Q1 did not merge");
     std::fs::write(go("a"), "").unwrap();
+    // In the merge queue, not only its worktree taking Q1's merge: its check runs
+    // (and waits for `c`).
     tmux.wait_for(
         "q",
-        &|s| line(s, "Q2", "merging"),
+        &|s| line(s, "Q2", "merging") && s.contains("sh gate.sh"),
         "Q2 is not shown merging",
     );
     std::fs::write(go("b"), "").unwrap();
