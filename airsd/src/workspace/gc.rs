@@ -203,7 +203,7 @@ pub fn prune(
     }
     if !dry {
         let places = common_writable(main, worktrees)?;
-        main.git_write(&["worktree", "prune"], &places, 64 * 1024, STEP)?;
+        super::worktree_git(main, &["worktree", "prune"], &places)?;
     }
     Ok(out)
 }

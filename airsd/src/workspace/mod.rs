@@ -27,6 +27,20 @@ pub use undo::{undo, Undone, UNDO_SUBJECT};
 
 /// How long one git step of a worktree may take.
 const STEP: Duration = Duration::from_secs(120);
+
+/// `git worktree add|remove|prune`, one at a time in this process: git reads every
+/// worktree's administrative directory while it adds one, and fails on one another
+/// `worktree add` has made but not yet filled ("failed to read .git/worktrees/…/
+/// commondir"), as two runs of a project starting their tasks at once do.
+pub(crate) fn worktree_git(
+    main: &Launcher,
+    args: &[&str],
+    writable: &[PathBuf],
+) -> Result<(String, bool), String> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _held = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    main.git_write(args, writable, 64 * 1024, STEP)
+}
 /// Bytes of git's answer kept for a list of names; a diff is cut at its own cap.
 const NAMES_CAP: usize = 4 << 20;
 /// The largest file a task's change may hold.
@@ -370,7 +384,7 @@ pub fn create(
             std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
         std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        main.git_write(&["worktree", "prune"], &places, 64 * 1024, STEP)?;
+        worktree_git(main, &["worktree", "prune"], &places)?;
     }
     if let Some(git_dir) = admin {
         if !kept {
@@ -417,7 +431,7 @@ pub fn create(
     } else {
         add.extend(["-b", &branch, "--", &path_arg, &commit]);
     }
-    main.git_write(&add, &places, 64 * 1024, STEP)?;
+    worktree_git(main, &add, &places)?;
     let git_dir = admin_dir(main, &path)?;
     let ws = Workspace {
         base: if kept {
@@ -691,7 +705,8 @@ pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool
 /// Removes the worktree (its branch stays, with the attempt's commits).
 pub fn remove(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), String> {
     let places = common_writable(main, worktrees)?;
-    main.git_write(
+    worktree_git(
+        main,
         &[
             "worktree",
             "remove",
@@ -699,8 +714,6 @@ pub fn remove(main: &Launcher, ws: &Workspace, worktrees: &Path) -> Result<(), S
             &ws.path.display().to_string(),
         ],
         &places,
-        64 * 1024,
-        STEP,
     )?;
     Ok(())
 }
