@@ -77,16 +77,8 @@ fn main() {
     }));
     let mock = provider_rt.block_on(MockProvider::start(exchanges));
 
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, air) = air_tests::release_project(&mock.url);
     let root = dir.path().to_path_buf();
-    let home = root.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let air = |args: &[&str]| air_tests::release_air(&root, &home, &mock.url, args);
-    assert!(air(&["init", "--no-model"])
-        .output()
-        .unwrap()
-        .status
-        .success());
     std::fs::write(
         root.join("p.md"),
         "## Task A: talk\n\nSay a lot.\n\nAcceptance criteria:\n- said\n",

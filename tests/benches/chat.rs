@@ -48,26 +48,11 @@ fn report(what: &str, mut times: Vec<Duration>, target: &str) {
     );
 }
 
-/// A fresh project whose agents the mock provider at `url` answers: `air ARGS` in it.
-fn project(url: &str) -> (tempfile::TempDir, impl Fn(&[&str]) -> std::process::Command) {
-    let dir = tempfile::tempdir().unwrap();
-    let (root, url) = (dir.path().to_path_buf(), url.to_string());
-    let home = root.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let air = move |args: &[&str]| air_tests::release_air(&root, &home, &url, args);
-    assert!(air(&["init", "--no-model"])
-        .output()
-        .unwrap()
-        .status
-        .success());
-    (dir, air)
-}
-
 /// One `air chat -p --direct` in a fresh project: the time to the first request and
 /// to the command's exit.
 fn one_shot(rt: &tokio::runtime::Runtime, warm: bool) -> (Duration, Duration) {
     let mock = rt.block_on(MockProvider::start(one_command()));
-    let (_dir, air) = project(&mock.url);
+    let (_dir, air) = air_tests::release_project(&mock.url);
     if warm {
         assert!(air(&["daemon", "start"]).output().unwrap().status.success());
     }
@@ -126,7 +111,7 @@ fn main() {
         expect: Expect::default(),
         reply: Reply::Events(text_events("A greeting tool.")),
     }]));
-    let (_dir, air) = project(&mock.url);
+    let (_dir, air) = air_tests::release_project(&mock.url);
     let out = air(&["chat", "-p", "What is this project?"])
         .output()
         .unwrap();

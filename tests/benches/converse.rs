@@ -44,16 +44,9 @@ fn main() {
     let mock = provider_rt.block_on(MockProvider::start(
         (0..TYPED + QUESTIONS).map(answer).collect(),
     ));
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, air) = air_tests::release_project(&mock.url);
     let root = dir.path().to_path_buf();
     let home = root.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let air = |args: &[&str]| air_tests::release_air(&root, &home, &mock.url, args);
-    assert!(air(&["init", "--no-model"])
-        .output()
-        .unwrap()
-        .status
-        .success());
     assert!(air(&["daemon", "start"]).output().unwrap().status.success());
 
     let rt = tokio::runtime::Builder::new_current_thread()

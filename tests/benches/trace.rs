@@ -59,15 +59,8 @@ fn one(rt: &tokio::runtime::Runtime, daemon: Daemon, with_tool: bool) -> Trace {
         exchanges.extend(answer(with_tool));
     }
     let mock = rt.block_on(MockProvider::start(exchanges));
-    let dir = tempfile::tempdir().unwrap();
-    let (root, home) = (dir.path().to_path_buf(), dir.path().join("home"));
-    std::fs::create_dir_all(&home).unwrap();
-    let air = |args: &[&str]| air_tests::release_air(&root, &home, &mock.url, args);
-    assert!(air(&["init", "--no-model"])
-        .output()
-        .unwrap()
-        .status
-        .success());
+    let (dir, air) = air_tests::release_project(&mock.url);
+    let root = dir.path().to_path_buf();
     if daemon != Daemon::Cold {
         assert!(air(&["daemon", "start"]).output().unwrap().status.success());
     }

@@ -102,6 +102,28 @@ pub fn release_air(
     c
 }
 
+/// A fresh project (`air init --no-model`, its own `home/`) whose agents the mock
+/// provider at `url` answers, with the release binaries: the directory (the project's
+/// root) and `air ARGS` in it.
+pub fn release_project(
+    url: &str,
+) -> (tempfile::TempDir, impl Fn(&[&str]) -> std::process::Command) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (root, url) = (dir.path().to_path_buf(), url.to_string());
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).expect("the project's home");
+    let air = move |args: &[&str]| release_air(&root, &home, &url, args);
+    let init = air(&["init", "--no-model"])
+        .output()
+        .expect("air init runs");
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    (dir, air)
+}
+
 /// A minimal valid TaskSpec.
 pub fn task_spec(id: &str, deps: &[&str]) -> TaskSpec {
     TaskSpec {
