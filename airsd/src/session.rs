@@ -134,7 +134,16 @@ impl Session {
         let building = dir.join("session.db.creating");
         let written = (|| {
             use std::io::Write as _;
-            let mut file = std::fs::File::create(&building)?;
+            // What a creation that did not finish left is replaced; a name made
+            // meanwhile (a link) is refused, never followed.
+            match std::fs::remove_file(&building) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&building)?;
             file.write_all(&image)?;
             file.sync_all()?;
             std::fs::rename(&building, &db_path)
