@@ -119,6 +119,8 @@ impl Conversation<'_> {
             // As ~/.air/config.yaml says.
             learn: None,
             env: Some(air_proto::env::ClientEnv::current()),
+            message: None,
+            steer: None,
         })
     }
 }

@@ -130,9 +130,15 @@ pub async fn run(args: ChatArgs) -> CmdResult {
     let stdin = std::io::stdin();
     let mode = mode(&args, stdin.is_terminal(), crate::stdout::is_terminal())?;
     let conn = connect().await?;
-    let session = match &args.session {
-        Some(s) => crate::session_of(&conn, Some(s.clone())).await?,
-        None => start(&conn, &args).await?,
+    // A new session takes a `-p` prompt with its start: recorded with it, steered by
+    // this connection, answered at once.
+    let (session, first) = match (&args.session, &mode) {
+        (Some(s), _) => (crate::session_of(&conn, Some(s.clone())).await?, None),
+        (None, Mode::Print(prompt)) => {
+            let info = start(&conn, &args, Some(lane(&args, prompt))).await?;
+            (info.id, info.message)
+        }
+        (None, _) => (start(&conn, &args, None).await?.id, None),
     };
     if let Mode::Attach(first) = mode {
         if let Some(text) = first {
@@ -145,7 +151,9 @@ pub async fn run(args: ChatArgs) -> CmdResult {
         eprintln!("air: session {session}");
     }
     // Attached to the session as a person who answers: its questions wait for us.
-    crate::output::steer(&conn, &session, "air chat").await?;
+    if first.is_none() {
+        crate::output::steer(&conn, &session, "air chat").await?;
+    }
     // Confirmations are asked on the terminal only when stdin is not the messages.
     let confirm = if args.yes {
         Confirm::Yes
@@ -155,7 +163,11 @@ pub async fn run(args: ChatArgs) -> CmdResult {
         Confirm::No
     };
     let mut worst = exit::OK;
-    if let Mode::Print(prompt) = &mode {
+    if let Some(sent) = first {
+        // From the message on, as when it is sent after the start.
+        let after = sent.seq.saturating_sub(1);
+        worst = follow(&conn, &session, after, sent, args.json, confirm).await?;
+    } else if let Mode::Print(prompt) = &mode {
         worst = say(&conn, &session, &lane(&args, prompt), args.json, confirm).await?;
     } else {
         for line in stdin.lock().lines() {
@@ -210,24 +222,29 @@ fn lane(args: &ChatArgs, text: &str) -> String {
     }
 }
 
-async fn start(conn: &Connection, args: &ChatArgs) -> Result<String, Failure> {
-    let info = conn
-        .client
-        .conversation_start(
-            crate::args::Conversation {
-                title: None,
-                on_ask: args.on_ask,
-                permission_mode: args.permission_mode,
-                provider: args.provider.as_deref(),
-                model: args.model.as_deref(),
-                record: args.record.as_deref(),
-                replay: args.replay.as_deref(),
-            }
-            .params()?,
-        )
+/// Starts the conversation's session, with its first message when there is one (this
+/// connection then steers it).
+async fn start(
+    conn: &Connection,
+    args: &ChatArgs,
+    message: Option<String>,
+) -> Result<air_proto::api::SessionInfo, Failure> {
+    let mut params = crate::args::Conversation {
+        title: None,
+        on_ask: args.on_ask,
+        permission_mode: args.permission_mode,
+        provider: args.provider.as_deref(),
+        model: args.model.as_deref(),
+        record: args.record.as_deref(),
+        replay: args.replay.as_deref(),
+    }
+    .params()?;
+    params.steer = message.is_some().then_some(true);
+    params.message = message;
+    conn.client
+        .conversation_start(params)
         .await
-        .map_err(rpc_failure)?;
-    Ok(info.id)
+        .map_err(rpc_failure)
 }
 
 /// How work the Main Agent hands on is confirmed.
@@ -370,6 +387,19 @@ async fn say(
         .map_err(rpc_failure)?
         .seq;
     let sent = send(conn, session, text).await?;
+    follow(conn, session, after, sent, json, confirm).await
+}
+
+/// Follows what a sent message started, from the session's events after `after`, as
+/// [`say`] does.
+async fn follow(
+    conn: &Connection,
+    session: &str,
+    after: u64,
+    sent: air_proto::api::MessageSent,
+    json: bool,
+    confirm: Confirm,
+) -> Result<u8, Failure> {
     let progress = !json && std::io::stderr().is_terminal();
     let mut exchange = Exchange::default();
     let mut cursor = after;

@@ -199,8 +199,13 @@ impl Worker {
                 source: std::io::Error::other("no pipes to the child"),
             });
         };
+        // As much of the first line as the pipe takes goes now, not when the writer
+        // task is first polled: the worker waits for it before anything else.
+        let sent = nix::unistd::write(&stdin, &first).unwrap_or(0);
         let (line_tx, mut line_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let _ = line_tx.send(first);
+        if sent < first.len() {
+            let _ = line_tx.send(first[sent..].to_vec());
+        }
         let exited = Arc::new(AtomicBool::new(false));
         // Writer: lines to stdin, in order; stops when the worker closes its end.
         tokio::spawn(async move {

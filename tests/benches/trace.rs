@@ -121,6 +121,12 @@ fn one(rt: &tokio::runtime::Runtime, daemon: Daemon, with_tool: bool) -> Trace {
             first("session.created"),
         ),
         ("run recorded (run.started)", first("run.started")),
+        (
+            "message recorded (user.message.created)",
+            first("user.message.created"),
+        ),
+        ("turn's task made (task.created)", first("task.created")),
+        ("task ready (task.ready)", first("task.ready")),
         ("task started (task.started)", first("task.started")),
         ("worker spawned (agent.started)", first("agent.started")),
         ("first request at the provider", received[0].at),
@@ -178,8 +184,8 @@ fn report(what: &str, traces: &[Trace]) {
     };
     println!(
         "  start → first request {:.1} ms · last request → exit {:.1} ms",
-        span(0, 5),
-        span(6, steps - 1)
+        span(0, 8),
+        span(9, steps - 1)
     );
 }
 

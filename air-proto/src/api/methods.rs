@@ -175,6 +175,12 @@ pub mod params {
             pub learn: Option<bool>,
             /// The client's provider settings, as for `run.start`.
             pub env: Option<crate::env::ClientEnv>,
+            /// The first message: recorded with the session and answered at once, as
+            /// `message.send` would (the result's `message` has its id and seq).
+            pub message: Option<String>,
+            /// This connection steers the new session, as `hello` with its id and mode
+            /// `steering` would: the run's questions wait for its answers.
+            pub steer: Option<bool>,
         }
 
         #[derive(Default)]

@@ -269,6 +269,9 @@ pub struct SessionInfo {
     /// Its run, when one started: how it ended, how long it took, what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<SessionRun>,
+    /// The first message, when `conversation.start` was given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<MessageSent>,
 }
 
 impl SessionInfo {
@@ -525,6 +528,7 @@ mod tests {
             updated_at: String::new(),
             seq: 0,
             run: None,
+            message: None,
         }
     }
 

@@ -20,25 +20,77 @@ use air_proto::conversation::CONVERSATION_PLAN;
 impl DaemonState {
     /// Starts a conversation in a new session with these settings (as `run.start` has
     /// them, without a plan): `run.started` is recorded, and the first message starts
-    /// the scheduling.
-    pub async fn start_conversation(&self, req: ConversationStart) -> Result<SessionInfo> {
+    /// the scheduling. A first message given here (`message`) is in the session's file
+    /// from its creation, and its turn starts at once; with `steer`, the connection
+    /// `by` steers the session before its run can ask anything.
+    pub async fn start_conversation(
+        &self,
+        mut req: ConversationStart,
+        by: Caller,
+    ) -> Result<SessionInfo> {
         let env = req.env.clone();
+        let first = req.message.take();
+        let steer = req.steer.take().unwrap_or(false);
+        if first.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(Error::invalid(
+                "conversation.start",
+                "message",
+                "must not be empty",
+            ));
+        }
         let config = self.shell_config_for(None, env.as_ref())?;
         let run = self.conversation_settings(&config, req)?;
         // Every agent must be able to reach a model before anything is recorded.
-        crate::models::for_run(&config.worker, &conversation_tasks(), &run)
+        let models = crate::models::for_run(&config.worker, &conversation_tasks(), &run)
             .await
             .map_err(Error::Refused)?;
-        let info = self
-            .create_session_with(
-                SessionCreate {
-                    title: run.title.clone(),
-                    plan_ref: None,
-                },
-                |id| Ok(vec![event(id, &run)?]),
-            )
-            .await?;
+        let message_id = air_proto::ids::new_id();
+        let mut recorded = Vec::new();
+        // The run's files are read while the session's file is written.
+        let prep = async {
+            match first {
+                Some(_) => Some(self.prepare_run(&run, &config).await),
+                None => None,
+            }
+        };
+        let created = self.create_session_with(
+            SessionCreate {
+                title: run.title.clone(),
+                plan_ref: None,
+            },
+            |id| {
+                recorded.push(event(id, &run)?);
+                if let Some(text) = &first {
+                    recorded.push(user_message(id, &message_id, text, None, by.name.clone())?);
+                }
+                Ok(recorded.clone())
+            },
+        );
+        let (prep, created) = tokio::join!(prep, created);
+        let mut info = created?;
         self.remember_env(&info.id, env);
+        if steer {
+            self.steer(by.conn, by.pid, &info.id);
+        }
+        let Some(prep) = prep else {
+            return Ok(info);
+        };
+        let prep = prep?;
+        let session = self.session(&info.id).await?;
+        let mut core = crate::scheduler::core::Core::new(self.scheduler_config(run.concurrency));
+        let now = super::runs::now_ms();
+        for e in &recorded {
+            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
+                core.apply(&fact, now);
+            }
+        }
+        let seq = info.seq;
+        self.launch_run(session, run, core, config, models, prep);
+        info.message = Some(MessageSent {
+            message_id,
+            seq,
+            unanswered: None,
+        });
         Ok(info)
     }
 
@@ -112,21 +164,7 @@ impl DaemonState {
             }
         }
         let message_id = air_proto::ids::new_id();
-        let message = RuntimeEvent::of(
-            session_id,
-            EventSource::new(SourceKind::Main),
-            &ev::UserMessageCreated(MessageCreated {
-                message_id: message_id.clone(),
-                content: serde_json::json!([{ "type": "text", "text": text }]),
-                agent_id: None,
-                task_id: to,
-                client: client.clone(),
-                model: None,
-                usage: None,
-            }),
-        )
-        .map_err(|e| Error::Internal(e.to_string()))?
-        .via("client");
+        let message = user_message(session_id, &message_id, text, to, client.clone())?;
         // A session without a run (made by `session.create`) keeps the message as a
         // record; a conversation starts with `conversation.start`.
         if session.bus().read(|p, _| p.run.is_none()) {
@@ -230,7 +268,8 @@ impl DaemonState {
             }
         }
         let seqs = session.store().append_batch(events).await?;
-        self.spawn_run(session.clone(), started, core, config, models)?;
+        self.spawn_run(session.clone(), started, core, config, models)
+            .await?;
         Ok(Some(seqs.last().copied().unwrap_or_default()))
     }
 
@@ -298,6 +337,39 @@ fn addressed(text: &str) -> Option<&str> {
 /// the Main Agent, and a task it hands on (executor, reviewer, debugger).
 fn conversation_tasks() -> Vec<air_proto::task::TaskSpec> {
     vec![air_proto::conversation::turn_spec(1, "", "", None, &[])]
+}
+
+/// Who called a method: the connection, its process and its name (`air (pid 42)`).
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    pub conn: u64,
+    pub pid: Option<u32>,
+    pub name: Option<String>,
+}
+
+/// A person's message, as a client sent it.
+fn user_message(
+    session_id: &str,
+    message_id: &str,
+    text: &str,
+    to: Option<String>,
+    client: Option<String>,
+) -> Result<RuntimeEvent> {
+    Ok(RuntimeEvent::of(
+        session_id,
+        EventSource::new(SourceKind::Main),
+        &ev::UserMessageCreated(MessageCreated {
+            message_id: message_id.to_string(),
+            content: serde_json::json!([{ "type": "text", "text": text }]),
+            agent_id: None,
+            task_id: to,
+            client,
+            model: None,
+            usage: None,
+        }),
+    )
+    .map_err(|e| Error::Internal(e.to_string()))?
+    .via("client"))
 }
 
 fn event<E: ev::Event>(session: &str, event: &E) -> Result<RuntimeEvent> {

@@ -29,6 +29,7 @@ use air_proto::api::AirApi;
 use air_proto::layout::ProjectPaths;
 use tokio::signal::unix::{signal, SignalKind};
 
+pub use conversation::Caller;
 pub use lock::{DaemonLock, LockError};
 pub use rpc::{rpc_error, DaemonRpc, Peer};
 pub use state::{DaemonState, MOST_OPEN_SESSIONS};

@@ -274,11 +274,17 @@ impl AirApi for DaemonRpc {
 
     async fn conversation_start(
         &self,
-        _: &Extensions,
+        ext: &Extensions,
         params: params::ConversationStart,
     ) -> RpcResult<SessionInfo> {
+        let peer = ext.get::<Peer>().copied();
+        let by = super::conversation::Caller {
+            conn: peer.map_or(0, |p| p.conn),
+            pid: peer.and_then(|p| p.pid),
+            name: self.who(ext),
+        };
         self.state
-            .start_conversation(params)
+            .start_conversation(params, by)
             .await
             .map_err(rpc_error)
     }

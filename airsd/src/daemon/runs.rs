@@ -2,6 +2,7 @@
 //! picking up every unfinished run when airsd starts.
 
 use air_proto::events as ev;
+use air_proto::layout::ProjectPaths;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,7 +118,8 @@ impl DaemonState {
             tracing::warn!("cannot write {}: {e}", graph_path.display());
         }
         let worktrees = run.worktrees;
-        self.spawn_run(session, run, core, shell_config, models)?;
+        self.spawn_run(session, run, core, shell_config, models)
+            .await?;
         Ok(RunInfo {
             session_id: info.id,
             title,
@@ -224,21 +226,24 @@ impl DaemonState {
 
     /// The permissions files: the user's, then the project's over it.
     pub(super) fn permissions(&self, config: &shell::ShellConfig) -> Result<PermissionsConfig> {
-        let user = match &config.air_home {
-            Some(home) => PermissionsConfig::load_file(&home.join("permissions.yaml")),
-            None => Ok(PermissionsConfig::default()),
-        };
-        let project =
-            PermissionsConfig::load_project(&self.paths.shared().join("permissions.yaml"));
-        match (user, project) {
-            (Ok(user), Ok(project)) => Ok(user.overridden_by(project)),
-            (Err(e), _) | (_, Err(e)) => Err(Error::Refused(format!(
-                "cannot run plans until the permissions file is fixed: {e}"
-            ))),
-        }
+        permissions(&self.paths, config)
     }
 
-    pub(super) fn spawn_run(
+    /// What a run needs from the user's and the project's files (permissions, rules,
+    /// the profile), read and checked on a blocking thread.
+    pub(super) async fn prepare_run(
+        &self,
+        run: &RunStarted,
+        config: &shell::ShellConfig,
+    ) -> Result<RunPrep> {
+        let (paths, run, config) = (self.paths.clone(), run.clone(), config.clone());
+        tokio::task::spawn_blocking(move || RunPrep::read(&paths, &run, &config))
+            .await
+            .map_err(|e| Error::Internal(format!("preparing the run: {e}")))?
+    }
+
+    /// Starts the scheduler of a session's run.
+    pub(super) async fn spawn_run(
         &self,
         session: Arc<Session>,
         run: RunStarted,
@@ -246,34 +251,20 @@ impl DaemonState {
         config: shell::ShellConfig,
         models: crate::models::Models,
     ) -> Result<RunHandle> {
-        let permissions = self.permissions(&config)?;
-        let rules = crate::context::Sources::load_rules(
-            self.paths.root(),
-            &self.paths.shared().join("rules"),
-        )
-        .map_err(|e| {
-            Error::Refused(format!(
-                "cannot run plans until the rules file is fixed: {e}"
-            ))
-        })?;
-        let sources = crate::context::Sources {
-            plan_title: run.title.clone(),
-            overview: run.overview.clone(),
-            rules,
-            // A project.json that cannot be read was refused when the daemon started.
-            project: self.paths.read_project().ok().and_then(|p| p.profile),
-        };
-        let root = crate::scheduler::tooljob::resolved_root(self.paths.root());
-        let engine = Engine::new(
-            &root,
-            config.home.as_deref(),
-            config.air_home.as_deref(),
-            run.permission_mode,
-            &permissions,
-        )
-        .map_err(|e| Error::Refused(format!("cannot run plans: permissions: {e}")))?
-        .with_path_dirs(config.path.as_deref());
-        let git = air_proto::program::find("git", config.path.as_deref(), &[&root]);
+        let prep = self.prepare_run(&run, &config).await?;
+        Ok(self.launch_run(session, run, core, config, models, prep))
+    }
+
+    /// Starts the scheduler of a session's run with what [`Self::prepare_run`] read.
+    pub(super) fn launch_run(
+        &self,
+        session: Arc<Session>,
+        run: RunStarted,
+        core: Core,
+        config: shell::ShellConfig,
+        models: crate::models::Models,
+        prep: RunPrep,
+    ) -> RunHandle {
         let id = session.id().to_string();
         let ctx = RunContext {
             humans: self.humans_watching(&id),
@@ -281,14 +272,14 @@ impl DaemonState {
             paths: self.paths.clone(),
             project_id: self.project.project_id.clone(),
             run,
-            engine: Arc::new(engine),
-            backups: Arc::new(air_proto::backup::Backups::new(self.paths.backups()).with_git(git)),
-            sources: Arc::new(sources),
+            engine: Arc::new(prep.engine),
+            backups: Arc::new(prep.backups),
+            sources: Arc::new(prep.sources),
             models: Arc::new(models),
         };
         let handle = shell::start(ctx, config, core);
         self.runs_lock().insert(id, handle.clone());
-        Ok(handle)
+        handle
     }
 
     /// Whether a run of this session is going on now.
@@ -411,7 +402,8 @@ impl DaemonState {
             recovered.started.budgets = recovered.started.budgets.overridden_by(&budgets);
             info.reopened = reopen;
         }
-        self.spawn_run(session, recovered.started, recovered.core, config, models)?;
+        self.spawn_run(session, recovered.started, recovered.core, config, models)
+            .await?;
         Ok(info)
     }
 
@@ -824,4 +816,67 @@ fn retry_set<'a>(
         .filter(|t| set.contains(t.id.as_str()))
         .map(|t| t.id.clone())
         .collect())
+}
+
+/// The permissions files: the user's, then the project's over it.
+fn permissions(paths: &ProjectPaths, config: &shell::ShellConfig) -> Result<PermissionsConfig> {
+    let user = match &config.air_home {
+        Some(home) => PermissionsConfig::load_file(&home.join("permissions.yaml")),
+        None => Ok(PermissionsConfig::default()),
+    };
+    let project = PermissionsConfig::load_project(&paths.shared().join("permissions.yaml"));
+    match (user, project) {
+        (Ok(user), Ok(project)) => Ok(user.overridden_by(project)),
+        (Err(e), _) | (_, Err(e)) => Err(Error::Refused(format!(
+            "cannot run plans until the permissions file is fixed: {e}"
+        ))),
+    }
+}
+
+/// What a run reads from the user's and the project's files before it starts: its
+/// PermissionEngine, the sources of its agents' contexts, its backups.
+pub(super) struct RunPrep {
+    engine: Engine,
+    sources: crate::context::Sources,
+    backups: air_proto::backup::Backups,
+}
+
+impl RunPrep {
+    fn read(
+        paths: &ProjectPaths,
+        run: &RunStarted,
+        config: &shell::ShellConfig,
+    ) -> Result<RunPrep> {
+        let permissions = permissions(paths, config)?;
+        let rules =
+            crate::context::Sources::load_rules(paths.root(), &paths.shared().join("rules"))
+                .map_err(|e| {
+                    Error::Refused(format!(
+                        "cannot run plans until the rules file is fixed: {e}"
+                    ))
+                })?;
+        let sources = crate::context::Sources {
+            plan_title: run.title.clone(),
+            overview: run.overview.clone(),
+            rules,
+            // A project.json that cannot be read was refused when the daemon started.
+            project: paths.read_project().ok().and_then(|p| p.profile),
+        };
+        let root = crate::scheduler::tooljob::resolved_root(paths.root());
+        let engine = Engine::new(
+            &root,
+            config.home.as_deref(),
+            config.air_home.as_deref(),
+            run.permission_mode,
+            &permissions,
+        )
+        .map_err(|e| Error::Refused(format!("cannot run plans: permissions: {e}")))?
+        .with_path_dirs(config.path.as_deref());
+        let git = air_proto::program::find("git", config.path.as_deref(), &[&root]);
+        Ok(RunPrep {
+            engine,
+            sources,
+            backups: air_proto::backup::Backups::new(paths.backups()).with_git(git),
+        })
+    }
 }

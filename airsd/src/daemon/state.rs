@@ -206,6 +206,23 @@ impl DaemonState {
         lock(&self.clients).insert(conn, info);
     }
 
+    /// The connection `conn` steers `session_id` from now on (as a `hello` with that
+    /// session and mode would say); one that never said hello is named by its number.
+    pub fn steer(&self, conn: u64, pid: Option<u32>, session_id: &str) {
+        let mut clients = lock(&self.clients);
+        let entry = clients.entry(conn).or_insert_with(|| ClientInfo {
+            client_id: format!("c{conn}"),
+            client: format!("c{conn}"),
+            version: String::new(),
+            pid,
+            connected_at: air_proto::time::now_iso(),
+            session_id: None,
+            mode: air_proto::api::ClientMode::Steering,
+        });
+        entry.session_id = Some(session_id.to_string());
+        entry.mode = air_proto::api::ClientMode::Steering;
+    }
+
     /// A test of whether a person who may answer prompts (a steering client) is attached
     /// to `session_id`, for the run's ask policy.
     pub fn humans_watching(&self, session_id: &str) -> Arc<dyn Fn() -> bool + Send + Sync> {
@@ -590,6 +607,7 @@ fn info_of(session: &Session) -> SessionInfo {
                 updated_at: s.updated_at.clone(),
                 seq,
                 run,
+                message: None,
             },
             None => SessionInfo {
                 id: session.id().to_string(),
@@ -600,6 +618,7 @@ fn info_of(session: &Session) -> SessionInfo {
                 updated_at: String::new(),
                 seq,
                 run,
+                message: None,
             },
         }
     })
@@ -629,6 +648,7 @@ fn read_info(db: &std::path::Path, id: &str) -> Result<Option<SessionInfo>> {
                     updated_at: r.get(4)?,
                     seq,
                     run: None,
+                    message: None,
                 })
             },
         )

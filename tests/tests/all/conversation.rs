@@ -27,10 +27,13 @@ pub(crate) fn text(t: &str) -> Reply {
 
 async fn conversation(state: &DaemonState) -> String {
     state
-        .start_conversation(ConversationStart {
-            permission_mode: Some(PermissionMode::AcceptEdits),
-            ..ConversationStart::default()
-        })
+        .start_conversation(
+            ConversationStart {
+                permission_mode: Some(PermissionMode::AcceptEdits),
+                ..ConversationStart::default()
+            },
+            Default::default(),
+        )
         .await
         .unwrap()
         .id
@@ -283,6 +286,94 @@ fn plain_text_instead_of_the_classifier_is_a_chat_answer() {
             result["result"]["answer"],
             "Hello! Ask me about the project."
         );
+        state.stop_runs().await;
+    });
+}
+
+/// A first message given with `conversation.start` is in the session's file from its
+/// creation (session, run, message: nothing between them), the calling connection
+/// steers the session before its run can ask anything, and the turn answers it as if
+/// it had been sent after the start. An empty one is refused by name.
+#[test]
+fn a_conversation_starts_with_its_first_message_in_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(vec![Exchange {
+            request: None,
+            expect: expect(&["hi there"], &[]),
+            reply: text("Hello! Ask me about the project."),
+        }])
+        .await;
+        let state = state(&root, &key(&mock));
+        let by = airsd::daemon::Caller {
+            conn: 42,
+            pid: Some(7),
+            name: Some("air (pid 7)".into()),
+        };
+        let start = |message: &str, steer| ConversationStart {
+            permission_mode: Some(PermissionMode::AcceptEdits),
+            message: Some(message.into()),
+            steer: Some(steer),
+            ..ConversationStart::default()
+        };
+        let refused = state
+            .start_conversation(start("  ", true), by.clone())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("message"), "{refused}");
+        assert!(state.clients().is_empty(), "a refused start steers nothing");
+
+        let info = state
+            .start_conversation(start("hi there", true), by)
+            .await
+            .unwrap();
+        let sent = info
+            .message
+            .clone()
+            .expect("the first message's id and seq");
+        assert_eq!(sent.seq, info.seq);
+        assert_eq!(sent.seq, 3, "session.created, run.started, the message");
+        let steering = state.clients();
+        assert_eq!(steering.len(), 1, "{steering:?}");
+        assert_eq!(steering[0].session_id.as_deref(), Some(info.id.as_str()));
+        assert_eq!(steering[0].mode, air_proto::api::ClientMode::Steering);
+
+        let p = until(&state, &info.id, |p| answered(p, "main:1")).await;
+        assert_eq!(
+            p.task("main:1").map(|t| t.status),
+            Some(TaskStatus::Completed),
+            "{p:#?}"
+        );
+        let user = p
+            .messages
+            .iter()
+            .find(|m| m.role == MessageRole::User)
+            .unwrap();
+        assert_eq!(user.id, sent.message_id);
+        assert_eq!(user.client.as_deref(), Some("air (pid 7)"));
+        let conn = rusqlite::Connection::open(
+            air_proto::layout::ProjectPaths::new(&root).session_db(&info.id),
+        )
+        .unwrap();
+        let first: Vec<String> = conn
+            .prepare("SELECT type FROM events ORDER BY seq LIMIT 4")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(
+            first,
+            [
+                "session.created",
+                "run.started",
+                "user.message.created",
+                "task.created"
+            ]
+        );
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
         state.stop_runs().await;
     });
 }

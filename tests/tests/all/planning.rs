@@ -148,10 +148,13 @@ async fn one<T: rusqlite::types::FromSql>(state: &DaemonState, session: &str, sq
 /// A conversation (edits accepted) whose first message is `plan`.
 async fn planning(state: &DaemonState, plan: &str) -> String {
     let session = state
-        .start_conversation(ConversationStart {
-            permission_mode: Some(PermissionMode::AcceptEdits),
-            ..ConversationStart::default()
-        })
+        .start_conversation(
+            ConversationStart {
+                permission_mode: Some(PermissionMode::AcceptEdits),
+                ..ConversationStart::default()
+            },
+            Default::default(),
+        )
         .await
         .unwrap()
         .id;

@@ -239,6 +239,9 @@ impl Shell {
         }
         let session = self.ctx.session.clone();
         let answering = air_proto::conversation::answered_message(&d.spec).map(str::to_string);
+        // The agent's own task is not news to it (and its creation may commit with its
+        // start).
+        let own = d.task_id.clone();
         let read = tokio::task::spawn_blocking(move || -> crate::error::Result<Conversation> {
             let conn = session.readers().get()?;
             let messages = crate::event_store::query::conversation(&conn, 200)?;
@@ -246,7 +249,7 @@ impl Shell {
             let tasks = session.bus().read(|p, _| {
                 p.tasks
                     .iter()
-                    .filter(|t| !air_proto::conversation::is_any_turn(&t.id))
+                    .filter(|t| !air_proto::conversation::is_any_turn(&t.id) && t.id != own)
                     .filter(|t| match phase.as_deref() {
                         Some(ph) => t.phase.as_deref() == Some(ph) && milestone(&t.id).is_none(),
                         None => true,

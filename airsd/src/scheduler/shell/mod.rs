@@ -266,6 +266,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         worker_tx,
         agents: agents.clone(),
         buffer: Vec::new(),
+        folded: 0,
         last_error: HashMap::new(),
         tools,
         drafts: Default::default(),
@@ -306,6 +307,9 @@ struct Shell {
     agents: Arc<AtomicUsize>,
     /// Events of the current round, committed together by [`Shell::flush`].
     buffer: Vec<RuntimeEvent>,
+    /// How many of the buffered events the core has folded already (rounds of pure
+    /// decisions, see [`Shell::settle`]).
+    folded: usize,
     /// The last error a worker logged, to explain its failure.
     last_error: HashMap<String, String>,
     /// What tool calls need: the read ledger, the PermissionEngine, the backups.
@@ -466,7 +470,8 @@ impl Shell {
             return Ok(());
         }
         let events = std::mem::take(&mut self.buffer);
-        let facts: Vec<Fact> = events
+        let folded = std::mem::take(&mut self.folded);
+        let facts: Vec<Fact> = events[folded.min(events.len())..]
             .iter()
             .filter_map(|e| fact_of(&e.event_type, &e.payload))
             .collect();
@@ -502,17 +507,61 @@ impl Shell {
 
     /// Decides and acts until the core has nothing more to say. The decisions of one
     /// round were all made from the same state, so their events commit together.
+    ///
+    /// A round of pure decisions (a task created, a task ready: events, nothing done)
+    /// is folded into the core without a commit of its own, and its events commit with
+    /// the next round's: a conversation's turn is created, made ready and started with
+    /// one fsync instead of three. They commit before anything else is done, except the
+    /// start of those same tasks (nothing a start reads depends on its own task's
+    /// creation being on disk; its worker is started before its events commit, as
+    /// always).
     async fn settle(&mut self) -> Result<()> {
         loop {
             let decisions = self.core.decide(now_ms());
             if decisions.is_empty() {
                 return self.flush().await;
             }
+            let pure = decisions.iter().all(is_pure);
+            if !pure && self.folded > 0 && !self.folded_starts_with(&decisions) {
+                self.flush().await?;
+            }
             for decision in decisions {
                 self.act(decision).await?;
             }
-            self.flush().await?;
+            if pure {
+                self.fold();
+            } else {
+                self.flush().await?;
+            }
         }
+    }
+
+    /// Folds the buffered events the core has not seen into it, without a commit:
+    /// [`Shell::flush`] commits them later.
+    fn fold(&mut self) {
+        let now = now_ms();
+        for e in &self.buffer[self.folded.min(self.buffer.len())..] {
+            if let Some(fact) = fact_of(&e.event_type, &e.payload) {
+                self.core.apply(&fact, now);
+            }
+        }
+        self.folded = self.buffer.len();
+    }
+
+    /// Whether the folded, uncommitted events may commit with this round's: it only
+    /// starts tasks, and those events are all about these tasks.
+    fn folded_starts_with(&self, decisions: &[Decision]) -> bool {
+        let started: Vec<&str> = decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Dispatch(d) => Some(d.task_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        started.len() == decisions.len()
+            && self.buffer[..self.folded.min(self.buffer.len())]
+                .iter()
+                .all(|e| task_of(e).is_some_and(|t| started.contains(&t)))
     }
 
     async fn act(&mut self, decision: Decision) -> Result<()> {
@@ -741,6 +790,19 @@ impl Shell {
         }
         self.agents.store(0, Ordering::Relaxed);
     }
+}
+
+/// A decision that only records: nothing is started, written or told.
+fn is_pure(d: &Decision) -> bool {
+    matches!(d, Decision::Ready { .. } | Decision::CreateTask(_))
+}
+
+/// The task an event is about, when it names one.
+fn task_of(e: &RuntimeEvent) -> Option<&str> {
+    e.payload
+        .get("task_id")
+        .or_else(|| e.payload.get("task").and_then(|t| t.get("id")))
+        .and_then(|t| t.as_str())
 }
 
 fn status_payload(task_id: &str, attempt: Option<u32>) -> p::TaskStatusChanged {
