@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use air_proto::event::AgentType;
@@ -114,6 +114,10 @@ pub async fn for_run(
 /// asks nothing again.
 static ANSWERS: Mutex<Vec<(String, Vec<ModelReply>)>> = Mutex::new(Vec::new());
 
+/// The questions being asked of a worker now, each with the gate its askers take.
+#[allow(clippy::type_complexity)]
+static ASKING: Mutex<Vec<(String, Arc<tokio::sync::Mutex<()>>)>> = Mutex::new(Vec::new());
+
 /// How many answers are kept.
 const KEPT: usize = 16;
 
@@ -145,11 +149,14 @@ fn asked(worker: &WorkerCommand, json: &str, queries: &[ModelQuery]) -> String {
             .map(|(_, v)| PathBuf::from(v))
     };
     let air_home = var("AIR_HOME").or_else(|| var("HOME").map(|h| h.join(".air")));
+    // In any order: a client's provider settings come after the daemon's others.
+    let mut env: Vec<_> = worker.env.iter().collect();
+    env.sort();
     let mut key = vec![
         worker.program.display().to_string(),
         stamp(&worker.program),
         format!("{:?}", worker.args),
-        format!("{:?}", worker.env),
+        format!("{env:?}"),
         json.to_string(),
     ];
     if let Some(home) = air_home {
@@ -186,6 +193,24 @@ pub async fn ask(
             .find(|(k, _)| *k == key)
             .map(|(_, r)| r.clone())
     };
+    if let Some(replies) = ANSWERS.lock().ok().and_then(|a| kept(&a)) {
+        return Ok(replies);
+    }
+    // A second asker of the same question waits for the first one's answer rather
+    // than start the worker again (the daemon asks ahead as it starts).
+    let gate = {
+        let mut gates = ASKING.lock().unwrap_or_else(|p| p.into_inner());
+        gates.retain(|(_, g)| Arc::strong_count(g) > 1);
+        match gates.iter().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.clone(),
+            None => {
+                let g = Arc::new(tokio::sync::Mutex::new(()));
+                gates.push((key.clone(), g.clone()));
+                g
+            }
+        }
+    };
+    let _asking = gate.lock().await;
     if let Some(replies) = ANSWERS.lock().ok().and_then(|a| kept(&a)) {
         return Ok(replies);
     }

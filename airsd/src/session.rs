@@ -162,7 +162,21 @@ impl Session {
                 path: dir.clone(),
                 source,
             })?;
-        Self::open_path(&db_path, session_id, config)
+        // Its projection is its first events applied, as they would be live: nothing
+        // is read back.
+        let mut projection = Projection::new(session_id);
+        for (seq, p) in (1..).zip(&prepared) {
+            projection.apply(seq, &p.event, true);
+        }
+        let conn = db::open_writer(&db_path, OpenMode::Made)?;
+        Self::start_with(
+            conn,
+            projection,
+            db_path,
+            session_id,
+            Some(project_id.to_string()),
+            config,
+        )
     }
 
     /// Opens an existing session.
@@ -193,6 +207,18 @@ impl Session {
         config: SessionConfig,
     ) -> Result<Session> {
         let projection = hydrate(&conn, session_id)?;
+        Self::start_with(conn, projection, db_path, session_id, project_id, config)
+    }
+
+    /// Starts the session's writer and bus from its projection.
+    fn start_with(
+        conn: rusqlite::Connection,
+        projection: Projection,
+        db_path: PathBuf,
+        session_id: &str,
+        project_id: Option<String>,
+        config: SessionConfig,
+    ) -> Result<Session> {
         let seq = projection.seq;
         let bus = Arc::new(EventBus::new(projection, seq, config.bus));
         let readers = db::reader_pool(&db_path, config.readers)?;

@@ -94,6 +94,20 @@ impl DaemonState {
         Ok(info)
     }
 
+    /// Resolves the models of a conversation in the daemon's own settings, so that the
+    /// first one (most often in those settings) finds the answer kept.
+    pub async fn warm_models(&self) {
+        let Ok(config) = self.shell_config_for(None, None) else {
+            return;
+        };
+        let Ok(run) = self.conversation_settings(&config, ConversationStart::default()) else {
+            return;
+        };
+        if let Err(e) = crate::models::for_run(&config.worker, &conversation_tasks(), &run).await {
+            tracing::debug!("the models were not resolved ahead: {e}");
+        }
+    }
+
     fn conversation_settings(
         &self,
         config: &shell::ShellConfig,

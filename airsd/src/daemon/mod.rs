@@ -130,28 +130,44 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     if let Some(exe) = config.shell.as_ref().and_then(|s| s.sandbox_exe.clone()) {
         tokio::task::spawn_blocking(move || crate::sandbox::protections(&exe));
     }
+    // The models a conversation's agents use, asked of the worker before the first
+    // conversation asks.
+    tokio::spawn({
+        let state = state.clone();
+        async move { state.warm_models().await }
+    });
     // Runs that did not end before the last stop go on.
     state.recover_runs().await;
     // The project scan, again for what changed since the last (D-022): off the async
     // threads, and no one waits for it; stopped, keeping nothing, when the daemon stops
     // (a late write must not land after the lock is released).
     let scan_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let scan_task = {
+    // On a thread of its own at a lower CPU priority: the first requests of the
+    // people and runs that started the daemon come first.
+    let (scan_done, scan_task) = tokio::sync::oneshot::channel::<()>();
+    let scanning = {
         let paths = paths.clone();
         let stop = scan_stop.clone();
-        tokio::task::spawn_blocking(move || {
-            match crate::project_profile::scan_and_profile_until(&paths, &stop) {
-                Ok(r) => tracing::info!(
-                    files = r.scan.files,
-                    dirs_read = r.scan.dirs_read,
-                    elapsed_ms = r.scan.elapsed_ms,
-                    complete = r.scan.complete,
-                    "project scanned"
-                ),
-                Err(e) => tracing::info!(error = %e, "project scan not kept"),
-            }
-        })
+        std::thread::Builder::new()
+            .name("air-scan".into())
+            .spawn(move || {
+                lower_priority();
+                match crate::project_profile::scan_and_profile_until(&paths, &stop) {
+                    Ok(r) => tracing::info!(
+                        files = r.scan.files,
+                        dirs_read = r.scan.dirs_read,
+                        elapsed_ms = r.scan.elapsed_ms,
+                        complete = r.scan.complete,
+                        "project scanned"
+                    ),
+                    Err(e) => tracing::info!(error = %e, "project scan not kept"),
+                }
+                let _ = scan_done.send(());
+            })
     };
+    if let Err(e) = scanning {
+        tracing::warn!("cannot start the project scan: {e}");
+    }
     let methods = DaemonRpc {
         state: state.clone(),
     }
@@ -326,5 +342,23 @@ fn sandboxed_peer(pid: i32) -> bool {
     match (ns("self"), ns(&pid.to_string())) {
         (Some(mine), Some(theirs)) => mine != theirs,
         _ => false,
+    }
+}
+
+/// Lowers the calling thread's CPU priority (nice 10), for work nobody waits for.
+#[allow(unsafe_code)]
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let tid = nix::unistd::gettid().as_raw();
+        // SAFETY: a plain syscall on this thread's own id, with no pointers; a failure
+        // leaves the thread as it was.
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
+        if rc != 0 {
+            tracing::debug!(
+                "the scan keeps its priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
     }
 }

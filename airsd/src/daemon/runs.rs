@@ -873,6 +873,11 @@ impl RunPrep {
         .map_err(|e| Error::Refused(format!("cannot run plans: permissions: {e}")))?
         .with_path_dirs(config.path.as_deref());
         let git = air_proto::program::find("git", config.path.as_deref(), &[&root]);
+        // What the sandbox can do, known before the run's start asks on an async
+        // thread (a daemon just started may still be probing it).
+        if let Some(exe) = &config.sandbox_exe {
+            crate::sandbox::protections(exe);
+        }
         Ok(RunPrep {
             engine,
             sources,

@@ -39,19 +39,23 @@ pub enum OpenMode {
     Create,
     /// An existing session: the file must exist and have this build's schema.
     Existing,
+    /// A file this process just made from [`template`]: it exists and has this
+    /// build's schema, so nothing of it is read as it opens (SQLite reads the schema
+    /// at the first statement that needs it: its first commit, not its opening).
+    Made,
 }
 
 /// Opens the writer connection, creating and migrating a new database or checking the
 /// version of an existing one (never altering an older one: that is `air migrate`'s job).
 pub fn open_writer(path: &Path, mode: OpenMode) -> Result<Connection> {
-    if mode == OpenMode::Existing && !path.is_file() {
+    if mode != OpenMode::Create && !path.is_file() {
         return Err(Error::NoSuchSession {
             path: path.to_path_buf(),
         });
     }
     let flags = match mode {
         OpenMode::Create => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
-        OpenMode::Existing => OpenFlags::SQLITE_OPEN_READ_WRITE,
+        OpenMode::Existing | OpenMode::Made => OpenFlags::SQLITE_OPEN_READ_WRITE,
     } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -70,7 +74,9 @@ pub fn open_writer(path: &Path, mode: OpenMode) -> Result<Connection> {
          PRAGMA wal_autocheckpoint = 0;",
     )?;
     conn.set_prepared_statement_cache_capacity(64);
-    migrate(&mut conn, path)?;
+    if mode != OpenMode::Made {
+        migrate(&mut conn, path)?;
+    }
     Ok(conn)
 }
 
@@ -199,10 +205,12 @@ pub fn reader_pool(path: &Path, size: u32) -> Result<ReaderPool> {
             c.busy_timeout(BUSY_TIMEOUT)?;
             c.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON;")
         });
+    // One connection is opened at once, in the background (SQLite reads the schema
+    // as a connection opens): the first read of a new session does not wait for it.
     Ok(r2d2::Pool::builder()
         .max_size(size)
-        .min_idle(Some(0))
-        .build(manager)?)
+        .min_idle(Some(1))
+        .build_unchecked(manager))
 }
 
 #[cfg(test)]

@@ -705,18 +705,48 @@ fn a_session_is_created_with_its_first_events_or_not_at_all() {
         )
         .unwrap()
     };
+    let said = RuntimeEvent::of(
+        "with",
+        EventSource::new(air_proto::event::SourceKind::Main),
+        &air_proto::events::UserMessageCreated(p::MessageCreated {
+            message_id: "m1".into(),
+            content: serde_json::json!([{"type": "text", "text": "hi"}]),
+            agent_id: None,
+            task_id: None,
+            client: Some("air (pid 7)".into()),
+            model: None,
+            usage: None,
+        }),
+    )
+    .unwrap()
+    .via("client");
     let s = airsd::Session::create_with(
         &paths,
         crate::PROJECT_ID,
         "with",
         created("with"),
-        vec![task("with")],
+        vec![task("with"), said],
         SessionConfig::default(),
     )
     .unwrap();
-    assert_eq!(s.snapshot().seq, 2);
+    assert_eq!(s.snapshot().seq, 3);
     assert!(s.snapshot().task("T1").is_some());
+    assert_eq!(s.snapshot().messages.len(), 1);
+    // Its projection is made from the events, not read back: the same as read back.
     assert_eq!(s.rehydrate().unwrap(), s.snapshot());
+    let ended = RuntimeEvent::of(
+        "with",
+        EventSource::scheduler(),
+        &air_proto::events::TaskReady(p::TaskStatusChanged {
+            task_id: "T1".into(),
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    // Its writer commits to it (the schema is first read then).
+    crate::rt().block_on(s.store().append(ended)).unwrap();
+    assert_eq!(s.rehydrate().unwrap(), s.snapshot());
+    assert_eq!(s.snapshot().seq, 4);
     // A first event of another session, an ephemeral one, or no session.created
     // first: refused, and no session.db is left.
     let delta = RuntimeEvent::of(

@@ -346,11 +346,19 @@ impl Shell {
         mut controls: mpsc::Receiver<(Control, oneshot::Sender<()>)>,
         mut worker_rx: mpsc::Receiver<WorkerEvent>,
     ) -> Result<()> {
-        // Agents recorded as running have no process any more: airsd restarted.
+        // Agents recorded as running have no process any more: airsd restarted. A
+        // session where nothing ran yet (a new run's) has nothing of that kind to read.
         let orphans = self.core.running_agents();
-        self.interrupted_side_agents().await?;
-        self.interrupt_tool_runs().await?;
-        self.tools.interrupted = crate::scheduler::tooljob::Interrupted::load(&self.ctx.session);
+        let untouched = self.ctx.session.bus().read(|p, _| {
+            p.agents.is_empty() && p.tool_runs.is_empty() && p.command_runs.is_empty()
+        });
+        if !untouched {
+            self.interrupted_side_agents().await?;
+            self.interrupt_tool_runs().await?;
+            self.tools.interrupted =
+                crate::scheduler::tooljob::Interrupted::load(&self.ctx.session);
+            self.finish_removals().await;
+        }
         for (agent_id, _) in orphans {
             self.record(vec![self.event(&p::AgentFailed {
                 agent_id: agent_id.clone(),
@@ -361,7 +369,6 @@ impl Shell {
             .await?;
             self.expire_requests(Some(&agent_id)).await;
         }
-        self.finish_removals().await;
         self.flush().await?;
         // A budget spent before a restart or continuation stops dispatching at once.
         self.observe();
