@@ -239,12 +239,23 @@ async fn start(
         replay: args.replay.as_deref(),
     }
     .params()?;
+    let plain = params.clone();
+    let with_first = message.is_some();
     params.steer = message.is_some().then_some(true);
     params.message = message;
-    conn.client
-        .conversation_start(params)
-        .await
-        .map_err(rpc_failure)
+    match conn.client.conversation_start(params).await {
+        // A daemon of an earlier build does not take the first message with the
+        // start: it is then sent after it (the answer has no `message`).
+        Err(jsonrpsee::core::client::Error::Call(e))
+            if with_first && e.message().contains("unknown field") =>
+        {
+            conn.client
+                .conversation_start(plain)
+                .await
+                .map_err(rpc_failure)
+        }
+        answer => answer.map_err(rpc_failure),
+    }
 }
 
 /// How work the Main Agent hands on is confirmed.

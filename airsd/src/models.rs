@@ -114,9 +114,14 @@ pub async fn for_run(
 /// asks nothing again.
 static ANSWERS: Mutex<Vec<(String, Vec<ModelReply>)>> = Mutex::new(Vec::new());
 
-/// The questions being asked of a worker now, each with the gate its askers take.
+/// The questions being asked of a worker now, each with the gate its askers take and,
+/// once asked, the answer (kept only while someone waits for it).
 #[allow(clippy::type_complexity)]
-static ASKING: Mutex<Vec<(String, Arc<tokio::sync::Mutex<()>>)>> = Mutex::new(Vec::new());
+static ASKING: Mutex<Vec<(String, Arc<tokio::sync::Mutex<Option<Asked>>>)>> =
+    Mutex::new(Vec::new());
+
+/// A worker's answer, or what went wrong asking it.
+type Asked = Result<Vec<ModelReply>, String>;
 
 /// How many answers are kept.
 const KEPT: usize = 16;
@@ -149,9 +154,9 @@ fn asked(worker: &WorkerCommand, json: &str, queries: &[ModelQuery]) -> String {
             .map(|(_, v)| PathBuf::from(v))
     };
     let air_home = var("AIR_HOME").or_else(|| var("HOME").map(|h| h.join(".air")));
-    // In any order: a client's provider settings come after the daemon's others.
-    let mut env: Vec<_> = worker.env.iter().collect();
-    env.sort();
+    // In any order (a client's provider settings come after the daemon's others),
+    // the last of a name counting, as for the process.
+    let env: std::collections::BTreeMap<_, _> = worker.env.iter().map(|(k, v)| (k, v)).collect();
     let mut key = vec![
         worker.program.display().to_string(),
         stamp(&worker.program),
@@ -197,24 +202,30 @@ pub async fn ask(
         return Ok(replies);
     }
     // A second asker of the same question waits for the first one's answer rather
-    // than start the worker again (the daemon asks ahead as it starts).
+    // than start the worker again (the daemon asks ahead as it starts), and takes it,
+    // a failure too.
     let gate = {
         let mut gates = ASKING.lock().unwrap_or_else(|p| p.into_inner());
         gates.retain(|(_, g)| Arc::strong_count(g) > 1);
         match gates.iter().find(|(k, _)| *k == key) {
             Some((_, g)) => g.clone(),
             None => {
-                let g = Arc::new(tokio::sync::Mutex::new(()));
+                let g = Arc::new(tokio::sync::Mutex::new(None));
                 gates.push((key.clone(), g.clone()));
                 g
             }
         }
     };
-    let _asking = gate.lock().await;
+    let mut asking = gate.lock().await;
+    if let Some(answered) = asking.as_ref() {
+        return answered.clone();
+    }
     if let Some(replies) = ANSWERS.lock().ok().and_then(|a| kept(&a)) {
         return Ok(replies);
     }
-    let replies = ask_worker(worker, queries, &json).await?;
+    let answered = ask_worker(worker, queries, &json).await;
+    *asking = Some(answered.clone());
+    let replies = answered?;
     if let Ok(mut answers) = ANSWERS.lock() {
         if answers.len() >= KEPT {
             answers.remove(0);

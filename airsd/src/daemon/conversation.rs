@@ -38,12 +38,24 @@ impl DaemonState {
                 "must not be empty",
             ));
         }
+        if steer && !by.conn.is_some_and(|c| self.is_client(c)) {
+            return Err(Error::invalid(
+                "conversation.start",
+                "steer",
+                "this connection has not said hello: a client steers after its hello",
+            ));
+        }
         let config = self.shell_config_for(None, env.as_ref())?;
         let run = self.conversation_settings(&config, req)?;
         // Every agent must be able to reach a model before anything is recorded.
         let models = crate::models::for_run(&config.worker, &conversation_tasks(), &run)
             .await
             .map_err(Error::Refused)?;
+        // Nothing else starts a run of the session before this one: a message sent to
+        // it meanwhile waits, then goes through this run.
+        let id = air_proto::ids::new_id();
+        let gate = self.run_gate(&id);
+        let _one_at_a_time = gate.lock().await;
         let message_id = air_proto::ids::new_id();
         let mut recorded = Vec::new();
         // The run's files are read while the session's file is written.
@@ -53,7 +65,8 @@ impl DaemonState {
                 None => None,
             }
         };
-        let created = self.create_session_with(
+        let created = self.create_session_as(
+            id,
             SessionCreate {
                 title: run.title.clone(),
                 plan_ref: None,
@@ -69,13 +82,17 @@ impl DaemonState {
         let (prep, created) = tokio::join!(prep, created);
         let mut info = created?;
         self.remember_env(&info.id, env);
-        if steer {
-            self.steer(by.conn, by.pid, &info.id);
+        let prep = match prep {
+            None => None,
+            Some(Ok(prep)) => Some(prep),
+            Some(Err(e)) => return Err(self.not_started(&info.id, e).await),
+        };
+        if let Some(conn) = by.conn.filter(|_| steer) {
+            self.steer(conn, &info.id);
         }
         let Some(prep) = prep else {
             return Ok(info);
         };
-        let prep = prep?;
         let session = self.session(&info.id).await?;
         let mut core = crate::scheduler::core::Core::new(self.scheduler_config(run.concurrency));
         let now = super::runs::now_ms();
@@ -92,6 +109,36 @@ impl DaemonState {
             unanswered: None,
         });
         Ok(info)
+    }
+
+    /// A conversation whose first message is recorded but whose run cannot start (its
+    /// permissions or rules file is broken): its run is ended as blocked, so that no
+    /// later start of airsd answers a message its sender was told was not, and the
+    /// error names the session that keeps the message.
+    async fn not_started(&self, id: &str, e: Error) -> Error {
+        let ended = event(
+            id,
+            &air_proto::payload::RunCompleted {
+                outcome: air_proto::payload::RunOutcome::Blocked,
+                reason: Some(e.to_string()),
+                completed: 0,
+                failed: 0,
+                blocked: 0,
+                cancelled: 0,
+                unfinished: 0,
+                landing: None,
+            },
+        );
+        let recorded = match (self.session(id).await, ended) {
+            (Ok(session), Ok(ended)) => session.store().append(ended).await.map(|_| ()),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        if let Err(why) = recorded {
+            tracing::warn!(session = id, "cannot end the run that did not start: {why}");
+        }
+        Error::Refused(format!(
+            "{e} (session {id} keeps the message: `air chat -s {id}` once that is fixed)"
+        ))
     }
 
     /// Resolves the models of a conversation in the daemon's own settings, so that the
@@ -353,11 +400,11 @@ fn conversation_tasks() -> Vec<air_proto::task::TaskSpec> {
     vec![air_proto::conversation::turn_spec(1, "", "", None, &[])]
 }
 
-/// Who called a method: the connection, its process and its name (`air (pid 42)`).
+/// Who called a method: the connection and its name (`air (pid 42)`).
 #[derive(Clone, Debug, Default)]
 pub struct Caller {
-    pub conn: u64,
-    pub pid: Option<u32>,
+    /// `None` for a call made in the daemon's own process.
+    pub conn: Option<u64>,
     pub name: Option<String>,
 }
 

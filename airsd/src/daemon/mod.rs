@@ -345,15 +345,20 @@ fn sandboxed_peer(pid: i32) -> bool {
     }
 }
 
-/// Lowers the calling thread's CPU priority (nice 10), for work nobody waits for.
+/// Lowers the calling thread's CPU priority by 10 nice levels (to 19 at most), for work
+/// nobody waits for.
 #[allow(unsafe_code)]
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     {
-        let tid = nix::unistd::gettid().as_raw();
-        // SAFETY: a plain syscall on this thread's own id, with no pointers; a failure
-        // leaves the thread as it was.
-        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
+        let tid = nix::unistd::gettid().as_raw() as libc::id_t;
+        // SAFETY: plain syscalls on this thread's own id, with no pointers; a failure
+        // leaves the thread as it was. (A nice of -1 reads as an error too: the
+        // thread then goes to 9, still lower.)
+        let rc = unsafe {
+            let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+            libc::setpriority(libc::PRIO_PROCESS, tid, (now + 10).clamp(now, 19))
+        };
         if rc != 0 {
             tracing::debug!(
                 "the scan keeps its priority: {}",

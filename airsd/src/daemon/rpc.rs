@@ -277,10 +277,8 @@ impl AirApi for DaemonRpc {
         ext: &Extensions,
         params: params::ConversationStart,
     ) -> RpcResult<SessionInfo> {
-        let peer = ext.get::<Peer>().copied();
         let by = super::conversation::Caller {
-            conn: peer.map_or(0, |p| p.conn),
-            pid: peer.and_then(|p| p.pid),
+            conn: ext.get::<Peer>().map(|p| p.conn),
             name: self.who(ext),
         };
         self.state

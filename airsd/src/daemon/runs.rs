@@ -76,10 +76,15 @@ impl DaemonState {
         let models = crate::models::for_run(&shell_config.worker, &graph.tasks, &run)
             .await
             .map_err(Error::Refused)?;
-        // The run's start and its tasks are in the session's file from its creation.
+        // The run's start and its tasks are in the session's file from its creation;
+        // nothing else starts a run of it before this one.
+        let id = air_proto::ids::new_id();
+        let gate = self.run_gate(&id);
+        let _one_at_a_time = gate.lock().await;
         let mut first = Vec::new();
         let info = self
-            .create_session_with(
+            .create_session_as(
+                id,
                 SessionCreate {
                     title: title.clone(),
                     plan_ref: Some(req.plan.clone()),

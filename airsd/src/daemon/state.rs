@@ -206,21 +206,18 @@ impl DaemonState {
         lock(&self.clients).insert(conn, info);
     }
 
-    /// The connection `conn` steers `session_id` from now on (as a `hello` with that
-    /// session and mode would say); one that never said hello is named by its number.
-    pub fn steer(&self, conn: u64, pid: Option<u32>, session_id: &str) {
-        let mut clients = lock(&self.clients);
-        let entry = clients.entry(conn).or_insert_with(|| ClientInfo {
-            client_id: format!("c{conn}"),
-            client: format!("c{conn}"),
-            version: String::new(),
-            pid,
-            connected_at: air_proto::time::now_iso(),
-            session_id: None,
-            mode: air_proto::api::ClientMode::Steering,
-        });
-        entry.session_id = Some(session_id.to_string());
-        entry.mode = air_proto::api::ClientMode::Steering;
+    /// Whether the connection `conn` said hello.
+    pub fn is_client(&self, conn: u64) -> bool {
+        lock(&self.clients).contains_key(&conn)
+    }
+
+    /// The connection `conn` steers `session_id` from now on, as a `hello` with that
+    /// session and mode would say; a connection gone meanwhile is left gone.
+    pub fn steer(&self, conn: u64, session_id: &str) {
+        if let Some(c) = lock(&self.clients).get_mut(&conn) {
+            c.session_id = Some(session_id.to_string());
+            c.mode = air_proto::api::ClientMode::Steering;
+        }
     }
 
     /// A test of whether a person who may answer prompts (a steering client) is attached
@@ -336,10 +333,21 @@ impl DaemonState {
         params: SessionCreate,
         first: impl FnOnce(&str) -> Result<Vec<RuntimeEvent>>,
     ) -> Result<SessionInfo> {
+        self.create_session_as(air_proto::ids::new_id(), params, first)
+            .await
+    }
+
+    /// [`Self::create_session_with`] under an id the caller made (and may hold the
+    /// run gate of before the session can be seen).
+    pub(super) async fn create_session_as(
+        &self,
+        id: String,
+        params: SessionCreate,
+        first: impl FnOnce(&str) -> Result<Vec<RuntimeEvent>>,
+    ) -> Result<SessionInfo> {
         if *self.shutdown.borrow() {
             return Err(Error::ShuttingDown);
         }
-        let id = air_proto::ids::new_id();
         let paths = self.paths.clone();
         let project_id = self.project.project_id.clone();
         let owned = id.clone();

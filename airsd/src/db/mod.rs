@@ -40,8 +40,8 @@ pub enum OpenMode {
     /// An existing session: the file must exist and have this build's schema.
     Existing,
     /// A file this process just made from [`template`]: it exists and has this
-    /// build's schema, so nothing of it is read as it opens (SQLite reads the schema
-    /// at the first statement that needs it: its first commit, not its opening).
+    /// build's schema, so its schema is not checked as it opens (SQLite then reads
+    /// the schema at the first statement that needs it, its first commit).
     Made,
 }
 

@@ -307,8 +307,7 @@ fn a_conversation_starts_with_its_first_message_in_one_file() {
         .await;
         let state = state(&root, &key(&mock));
         let by = airsd::daemon::Caller {
-            conn: 42,
-            pid: Some(7),
+            conn: Some(42),
             name: Some("air (pid 7)".into()),
         };
         let start = |message: &str, steer| ConversationStart {
@@ -323,7 +322,32 @@ fn a_conversation_starts_with_its_first_message_in_one_file() {
             .unwrap_err()
             .to_string();
         assert!(refused.contains("message"), "{refused}");
-        assert!(state.clients().is_empty(), "a refused start steers nothing");
+        // Only a connection that said hello steers.
+        let refused = state
+            .start_conversation(start("hi there", true), by.clone())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("steer") && refused.contains("hello"),
+            "{refused}"
+        );
+        assert!(
+            state.list_sessions().await.unwrap().is_empty(),
+            "nothing was recorded"
+        );
+        state.register_client(
+            42,
+            air_proto::api::ClientInfo {
+                client_id: "c42".into(),
+                client: "air".into(),
+                version: "0".into(),
+                pid: Some(7),
+                connected_at: air_proto::time::now_iso(),
+                session_id: None,
+                mode: air_proto::api::ClientMode::Watching,
+            },
+        );
 
         let info = state
             .start_conversation(start("hi there", true), by)
@@ -375,6 +399,53 @@ fn a_conversation_starts_with_its_first_message_in_one_file() {
         );
         assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
         state.stop_runs().await;
+    });
+}
+
+/// A first message whose run cannot start (a rules file is broken) is kept in
+/// its session, whose run is ended as blocked (no later start of airsd answers it),
+/// and the error names the file's problem and the session.
+#[test]
+fn a_first_message_whose_run_cannot_start_ends_its_run_and_names_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let mock = MockProvider::start(Vec::new()).await;
+        let state = state(&root, &key(&mock));
+        std::fs::create_dir_all(root.join(".air/shared/rules")).unwrap();
+        std::fs::write(
+            root.join(".air/shared/rules/style.md"),
+            "---\npaths: [\"src/[\"]\n---\nShort lines.\n",
+        )
+        .unwrap();
+        let refused = state
+            .start_conversation(
+                ConversationStart {
+                    message: Some("hi".into()),
+                    ..ConversationStart::default()
+                },
+                Default::default(),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("rules") && refused.contains("bad glob"),
+            "{refused}"
+        );
+        let sessions = state.list_sessions().await.unwrap();
+        assert_eq!(sessions.len(), 1, "{sessions:?}");
+        assert!(refused.contains(&sessions[0].id), "{refused}");
+        let p = state.session(&sessions[0].id).await.unwrap().snapshot();
+        let run = p.run.expect("its run");
+        assert_eq!(
+            run.status,
+            air_proto::projection::RunState::Ended,
+            "{run:?}"
+        );
+        assert_eq!(p.messages.len(), 1);
+        assert!(p.tasks.is_empty(), "no turn started: {:?}", p.tasks);
+        assert!(mock.received().is_empty());
     });
 }
 
