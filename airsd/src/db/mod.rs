@@ -205,12 +205,12 @@ pub fn reader_pool(path: &Path, size: u32) -> Result<ReaderPool> {
             c.busy_timeout(BUSY_TIMEOUT)?;
             c.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON;")
         });
-    // One connection is opened at once, in the background (SQLite reads the schema
-    // as a connection opens): the first read of a new session does not wait for it.
+    // Connections are opened as reads ask for them (one opened ahead, in the pool's
+    // background thread, made a new session's first read wait longer, not less).
     Ok(r2d2::Pool::builder()
         .max_size(size)
-        .min_idle(Some(1))
-        .build_unchecked(manager))
+        .min_idle(Some(0))
+        .build(manager)?)
 }
 
 #[cfg(test)]
