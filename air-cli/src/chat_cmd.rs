@@ -247,7 +247,10 @@ async fn start(
         // A daemon of an earlier build does not take the first message with the
         // start: it is then sent after it (the answer has no `message`).
         Err(jsonrpsee::core::client::Error::Call(e))
-            if with_first && e.message().contains("unknown field") =>
+            if with_first
+                && e.code() == jsonrpsee::types::error::INVALID_PARAMS_CODE
+                && (e.message().contains("unknown field `message`")
+                    || e.message().contains("unknown field `steer`")) =>
         {
             conn.client
                 .conversation_start(plain)

@@ -150,6 +150,7 @@ fn asked(worker: &WorkerCommand, json: &str, queries: &[ModelQuery]) -> String {
         worker
             .env
             .iter()
+            .rev()
             .find(|(k, _)| k == name)
             .map(|(_, v)| PathBuf::from(v))
     };
@@ -225,6 +226,11 @@ pub async fn ask(
     }
     let answered = ask_worker(worker, queries, &json).await;
     *asking = Some(answered.clone());
+    // Those waiting now take this answer; a later asker asks again (or finds it kept).
+    ASKING
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|(_, g)| !Arc::ptr_eq(g, &gate));
     let replies = answered?;
     if let Ok(mut answers) = ANSWERS.lock() {
         if answers.len() >= KEPT {

@@ -111,36 +111,6 @@ impl DaemonState {
         Ok(info)
     }
 
-    /// A conversation whose first message is recorded but whose run cannot start (its
-    /// permissions or rules file is broken): its run is ended as blocked, so that no
-    /// later start of airsd answers a message its sender was told was not, and the
-    /// error names the session that keeps the message.
-    async fn not_started(&self, id: &str, e: Error) -> Error {
-        let ended = event(
-            id,
-            &air_proto::payload::RunCompleted {
-                outcome: air_proto::payload::RunOutcome::Blocked,
-                reason: Some(e.to_string()),
-                completed: 0,
-                failed: 0,
-                blocked: 0,
-                cancelled: 0,
-                unfinished: 0,
-                landing: None,
-            },
-        );
-        let recorded = match (self.session(id).await, ended) {
-            (Ok(session), Ok(ended)) => session.store().append(ended).await.map(|_| ()),
-            (Err(e), _) | (_, Err(e)) => Err(e),
-        };
-        if let Err(why) = recorded {
-            tracing::warn!(session = id, "cannot end the run that did not start: {why}");
-        }
-        Error::Refused(format!(
-            "{e} (session {id} keeps the message: `air chat -s {id}` once that is fixed)"
-        ))
-    }
-
     /// Resolves the models of a conversation in the daemon's own settings, so that the
     /// first one (most often in those settings) finds the answer kept.
     pub async fn warm_models(&self) {
@@ -321,6 +291,9 @@ impl DaemonState {
         let models = crate::models::for_run(&config.worker, &specs, &started)
             .await
             .map_err(Error::Refused)?;
+        // The run's files are read before anything is recorded: a message its run
+        // cannot answer is refused, not kept for a later start to answer.
+        let prep = self.prepare_run(&started, &config).await?;
         events.push(message);
         let now = super::runs::now_ms();
         for e in &events {
@@ -329,8 +302,7 @@ impl DaemonState {
             }
         }
         let seqs = session.store().append_batch(events).await?;
-        self.spawn_run(session.clone(), started, core, config, models)
-            .await?;
+        self.launch_run(session.clone(), started, core, config, models, prep);
         Ok(Some(seqs.last().copied().unwrap_or_default()))
     }
 

@@ -357,7 +357,7 @@ fn lower_priority() {
         // thread then goes to 9, still lower.)
         let rc = unsafe {
             let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-            libc::setpriority(libc::PRIO_PROCESS, tid, (now + 10).clamp(now, 19))
+            libc::setpriority(libc::PRIO_PROCESS, tid, (now + 10).min(19))
         };
         if rc != 0 {
             tracing::debug!(

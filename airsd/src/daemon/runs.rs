@@ -76,6 +76,9 @@ impl DaemonState {
         let models = crate::models::for_run(&shell_config.worker, &graph.tasks, &run)
             .await
             .map_err(Error::Refused)?;
+        // The run's files (permissions, rules, profile) are read before anything is
+        // recorded: a plan its run cannot start is refused.
+        let prep = self.prepare_run(&run, &shell_config).await?;
         // The run's start and its tasks are in the session's file from its creation;
         // nothing else starts a run of it before this one.
         let id = air_proto::ids::new_id();
@@ -123,8 +126,7 @@ impl DaemonState {
             tracing::warn!("cannot write {}: {e}", graph_path.display());
         }
         let worktrees = run.worktrees;
-        self.spawn_run(session, run, core, shell_config, models)
-            .await?;
+        self.launch_run(session, run, core, shell_config, models, prep);
         Ok(RunInfo {
             session_id: info.id,
             title,
@@ -245,6 +247,40 @@ impl DaemonState {
         tokio::task::spawn_blocking(move || RunPrep::read(&paths, &run, &config))
             .await
             .map_err(|e| Error::Internal(format!("preparing the run: {e}")))?
+    }
+
+    /// A new session whose run cannot start after its file was written (its rules
+    /// file is broken): its run is ended as blocked, so that no later start of airsd
+    /// runs what its requester was told was refused, and the error names the session.
+    pub(super) async fn not_started(&self, id: &str, e: Error) -> Error {
+        let ended = event(
+            id,
+            &air_proto::payload::RunCompleted {
+                outcome: air_proto::payload::RunOutcome::Blocked,
+                reason: Some(e.to_string()),
+                completed: 0,
+                failed: 0,
+                blocked: 0,
+                cancelled: 0,
+                unfinished: 0,
+                landing: None,
+            },
+        );
+        let recorded = match (self.session(id).await, ended) {
+            (Ok(session), Ok(ended)) => session.store().append(ended).await.map(|_| ()),
+            (Err(why), _) | (_, Err(why)) => Err(why),
+        };
+        match recorded {
+            Ok(()) => Error::Refused(format!(
+                "{e} (session {id} keeps what was asked; its run was ended as blocked)"
+            )),
+            Err(why) => {
+                tracing::warn!(session = id, "cannot end the run that did not start: {why}");
+                Error::Refused(format!(
+                    "{e} (session {id} keeps what was asked, and its run could not be ended: {why})"
+                ))
+            }
+        }
     }
 
     /// Starts the scheduler of a session's run.

@@ -150,10 +150,11 @@ impl DaemonState {
     }
 
     pub(super) fn run_gate(&self, session_id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        lock(&self.run_gates)
-            .entry(session_id.to_string())
-            .or_default()
-            .clone()
+        let mut gates = lock(&self.run_gates);
+        // A gate nobody holds or waits on is dropped (every holder has a clone, and
+        // clones are handed out only under this lock).
+        gates.retain(|_, g| Arc::strong_count(g) > 1);
+        gates.entry(session_id.to_string()).or_default().clone()
     }
 
     pub(super) fn runs_lock(
