@@ -283,19 +283,6 @@ impl DaemonState {
         }
     }
 
-    /// Starts the scheduler of a session's run.
-    pub(super) async fn spawn_run(
-        &self,
-        session: Arc<Session>,
-        run: RunStarted,
-        core: Core,
-        config: shell::ShellConfig,
-        models: crate::models::Models,
-    ) -> Result<RunHandle> {
-        let prep = self.prepare_run(&run, &config).await?;
-        Ok(self.launch_run(session, run, core, config, models, prep))
-    }
-
     /// Starts the scheduler of a session's run with what [`Self::prepare_run`] read.
     pub(super) fn launch_run(
         &self,
@@ -420,6 +407,9 @@ impl DaemonState {
             crate::models::for_run(&config.worker, &recovered.core.specs(), &recovered.started)
                 .await
                 .map_err(Error::Refused)?;
+        // And the run's files must be readable: nothing is recorded for a run that
+        // cannot start.
+        let prep = self.prepare_run(&recovered.started, &config).await?;
         if recovered.core.is_finished() {
             let mut reopen = recovered.core.unfinished();
             if let Some(asked) = &retry {
@@ -443,8 +433,14 @@ impl DaemonState {
             recovered.started.budgets = recovered.started.budgets.overridden_by(&budgets);
             info.reopened = reopen;
         }
-        self.spawn_run(session, recovered.started, recovered.core, config, models)
-            .await?;
+        self.launch_run(
+            session,
+            recovered.started,
+            recovered.core,
+            config,
+            models,
+            prep,
+        );
         Ok(info)
     }
 

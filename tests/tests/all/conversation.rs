@@ -445,6 +445,19 @@ fn a_first_message_whose_run_cannot_start_ends_its_run_and_names_the_session() {
         );
         assert_eq!(p.messages.len(), 1);
         assert!(p.tasks.is_empty(), "no turn started: {:?}", p.tasks);
+        // A next message, the file still broken, is refused and recorded nowhere.
+        let again = state
+            .converse(&sessions[0].id, "hi again", None, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(again.contains("bad glob"), "{again}");
+        let p = state.session(&sessions[0].id).await.unwrap().snapshot();
+        assert_eq!(p.messages.len(), 1, "{:?}", p.messages);
+        assert_eq!(
+            p.run.map(|r| r.status),
+            Some(air_proto::projection::RunState::Ended)
+        );
         assert!(mock.received().is_empty());
     });
 }
