@@ -246,12 +246,7 @@ async fn start(
     match conn.client.conversation_start(params).await {
         // A daemon of an earlier build does not take the first message with the
         // start: it is then sent after it (the answer has no `message`).
-        Err(jsonrpsee::core::client::Error::Call(e))
-            if with_first
-                && e.code() == jsonrpsee::types::error::INVALID_PARAMS_CODE
-                && (e.message().contains("unknown field `message`")
-                    || e.message().contains("unknown field `steer`")) =>
-        {
+        Err(jsonrpsee::core::client::Error::Call(e)) if with_first && from_earlier_build(&e) => {
             conn.client
                 .conversation_start(plain)
                 .await
@@ -259,6 +254,14 @@ async fn start(
         }
         answer => answer.map_err(rpc_failure),
     }
+}
+
+/// Whether `conversation.start` was refused for its first message by a daemon of an
+/// earlier build (which knows neither `message` nor `steer`).
+fn from_earlier_build(e: &jsonrpsee::types::ErrorObjectOwned) -> bool {
+    e.code() == jsonrpsee::types::error::INVALID_PARAMS_CODE
+        && (e.message().contains("unknown field `message`")
+            || e.message().contains("unknown field `steer`"))
 }
 
 /// How work the Main Agent hands on is confirmed.
@@ -522,6 +525,29 @@ fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The refusal of a daemon that does not know the first message's fields is told
+    /// from other refusals: the params check's own words for a field a struct lacks.
+    #[test]
+    fn a_daemon_of_an_earlier_build_is_told_by_its_refusal() {
+        use jsonrpsee::types::error::INVALID_PARAMS_CODE;
+        use jsonrpsee::types::ErrorObjectOwned;
+        let said = air_proto::api::params::decode::<air_proto::api::params::SessionCreate>(
+            "session.create",
+            Some(r#"{"message": "hi"}"#),
+        )
+        .unwrap_err();
+        let refused = |m: &str| ErrorObjectOwned::owned(INVALID_PARAMS_CODE, m, None::<()>);
+        assert!(super::from_earlier_build(&refused(&said)), "{said}");
+        assert!(!super::from_earlier_build(&refused(
+            "conversation.start: `message` must not be empty"
+        )));
+        assert!(!super::from_earlier_build(&ErrorObjectOwned::owned(
+            -32004,
+            said.as_str(),
+            None::<()>
+        )));
+    }
+
     use super::*;
     use clap::Parser;
 
