@@ -150,7 +150,15 @@ async fn handshake(
 pub async fn connect(options: &ConnectOptions) -> Result<Connection, ClientError> {
     let socket = options.paths.client_socket();
     let first = match open(&socket).await {
-        Ok(client) => return handshake(client, options, socket, false).await,
+        Ok(client) => match handshake(client, options, socket, false).await {
+            // A daemon that was stopping closed the connection before it said hello:
+            // it is gone or going, and another is started as when none answers.
+            Err(ClientError::Rpc(
+                e @ (jsonrpsee::core::ClientError::RestartNeeded(_)
+                | jsonrpsee::core::ClientError::Transport(_)),
+            )) if options.airsd.is_some() => ClientError::Rpc(e),
+            answered => return answered,
+        },
         Err(e) => e,
     };
     let Some(airsd) = &options.airsd else {
