@@ -95,12 +95,7 @@ impl DaemonState {
         };
         let session = self.session(&info.id).await?;
         let mut core = crate::scheduler::core::Core::new(self.scheduler_config(run.concurrency));
-        let now = super::runs::now_ms();
-        for e in &recorded {
-            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
-                core.apply(&fact, now);
-            }
-        }
+        core.apply_events(&recorded, super::runs::now_ms());
         let seq = info.seq;
         self.launch_run(session, run, core, config, models, prep);
         info.message = Some(MessageSent {
@@ -295,12 +290,7 @@ impl DaemonState {
         // cannot answer is refused, not kept for a later start to answer.
         let prep = self.prepare_run(&started, &config).await?;
         events.push(message);
-        let now = super::runs::now_ms();
-        for e in &events {
-            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
-                core.apply(&fact, now);
-            }
-        }
+        core.apply_events(&events, super::runs::now_ms());
         let seqs = session.store().append_batch(events).await?;
         self.launch_run(session.clone(), started, core, config, models, prep);
         Ok(Some(seqs.last().copied().unwrap_or_default()))

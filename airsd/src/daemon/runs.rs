@@ -104,12 +104,7 @@ impl DaemonState {
         let session = self.session(&info.id).await?;
         self.remember_env(&info.id, req.env.clone());
         let mut core = Core::new(self.scheduler_config(run.concurrency));
-        let now = now_ms();
-        for e in &first {
-            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
-                core.apply(&fact, now);
-            }
-        }
+        core.apply_events(&first, now_ms());
         let graph_path = self.paths.plan().join("task-graph.json");
         // The file says whose graph it is: two runs of the project may write it.
         let mut shown = serde_json::to_value(&graph)
@@ -426,9 +421,7 @@ impl DaemonState {
                     budgets: budgets.clone(),
                 },
             )?;
-            if let Some(fact) = crate::scheduler::core::fact_of(&e.event_type, &e.payload) {
-                recovered.core.apply(&fact, now_ms());
-            }
+            recovered.core.apply_events([&e], now_ms());
             session.store().append(e).await?;
             recovered.started.budgets = recovered.started.budgets.overridden_by(&budgets);
             info.reopened = reopen;

@@ -12,6 +12,19 @@ impl Core {
         (!is_terminal(t.status)).then_some(t)
     }
 
+    /// Folds the facts of these events (those the core cares about) into the state.
+    pub fn apply_events<'a>(
+        &mut self,
+        events: impl IntoIterator<Item = &'a air_proto::event::RuntimeEvent>,
+        now_ms: u64,
+    ) {
+        for e in events {
+            if let Some(fact) = fact_of(&e.event_type, &e.payload) {
+                self.apply(&fact, now_ms);
+            }
+        }
+    }
+
     /// Folds one recorded fact into the state.
     pub fn apply(&mut self, fact: &Fact, now_ms: u64) {
         // Heartbeats say an agent lives, not that the work moves (seed 001 §4.3); the

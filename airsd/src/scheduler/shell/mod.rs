@@ -478,10 +478,6 @@ impl Shell {
         }
         let events = std::mem::take(&mut self.buffer);
         let folded = std::mem::take(&mut self.folded);
-        let facts: Vec<Fact> = events[folded.min(events.len())..]
-            .iter()
-            .filter_map(|e| fact_of(&e.event_type, &e.payload))
-            .collect();
         // A failed commit (a busy or full disk) is retried with backoff before the
         // scheduler gives up; the run is then picked up by `air run --resume` or the
         // next start of airsd.
@@ -505,10 +501,8 @@ impl Shell {
             delay *= 2;
             attempt += 1;
         }
-        let now = now_ms();
-        for fact in &facts {
-            self.core.apply(fact, now);
-        }
+        self.core
+            .apply_events(&events[folded.min(events.len())..], now_ms());
         Ok(())
     }
 
@@ -546,12 +540,8 @@ impl Shell {
     /// Folds the buffered events the core has not seen into it, without a commit:
     /// [`Shell::flush`] commits them later.
     fn fold(&mut self) {
-        let now = now_ms();
-        for e in &self.buffer[self.folded.min(self.buffer.len())..] {
-            if let Some(fact) = fact_of(&e.event_type, &e.payload) {
-                self.core.apply(&fact, now);
-            }
-        }
+        self.core
+            .apply_events(&self.buffer[self.folded.min(self.buffer.len())..], now_ms());
         self.folded = self.buffer.len();
     }
 
