@@ -490,7 +490,7 @@ async fn follow(
 }
 
 /// What a planning event asks of the user, as text, when it asks something.
-fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
+pub(crate) fn planning_wait(event: &air_proto::event::RuntimeEvent) -> Option<String> {
     use crate::plan_new::de;
     use air_proto::payload as p;
     match event.event_type.as_str() {

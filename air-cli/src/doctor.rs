@@ -90,9 +90,21 @@ const ROLES: [AgentType; 4] = [
     AgentType::ArchitectureDesigner,
 ];
 
+/// How to give air a model, where one is missing.
+pub(crate) const KEY_HELP: &str = "set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY), or add a provider to ~/.air/models.yaml (a run uses the settings of the shell that starts it)";
+
 /// Asks the worker which model each agent type would use, as airsd does before a run.
 fn resolve(worker: &Path) -> Result<Vec<ModelReply>, String> {
-    let queries: Vec<ModelQuery> = ROLES
+    resolve_with(worker, &ROLES)
+}
+
+/// Which model each of `roles` would use, as the worker beside this `air` says.
+pub(crate) fn resolve_roles(roles: &[AgentType]) -> Result<Vec<ModelReply>, String> {
+    resolve_with(&worker_path(), roles)
+}
+
+fn resolve_with(worker: &Path, roles: &[AgentType]) -> Result<Vec<ModelReply>, String> {
+    let queries: Vec<ModelQuery> = roles
         .iter()
         .map(|r| ModelQuery {
             agent_type: *r,
@@ -318,9 +330,7 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
         }
     }
     if !ok {
-        lines.push(
-            "to fix: set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY), or add a provider to ~/.air/models.yaml (a run uses the settings of the shell that starts it)".into(),
-        );
+        lines.push(format!("to fix: {KEY_HELP}"));
     }
 
     let out = json!({

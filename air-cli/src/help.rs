@@ -6,7 +6,7 @@ use clap::CommandFactory;
 
 /// The headings of `air --help` and the commands under each, in order.
 const GROUPS: &[(&str, &[&str])] = &[
-    ("Start and talk", &["chat", "run", "attach", "wait"]),
+    ("Start and talk", &["chat", "run", "attach", "wait", "acp"]),
     ("Plans", &["plan", "change", "retry"]),
     (
         "Watch",

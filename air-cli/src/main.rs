@@ -5,6 +5,7 @@
 #[macro_use]
 mod stdout;
 
+mod acp;
 mod args;
 mod branch_cmd;
 mod bundle;
@@ -225,6 +226,12 @@ enum Command {
     /// (`--session` continues it; `air attach` shows it).
     #[command(after_help = chat_cmd::CHAT_EXIT_CODES)]
     Chat(Box<chat_cmd::ChatArgs>),
+    /// Serve an editor over the Agent Client Protocol on stdin and stdout.
+    ///
+    /// Editors (Zed, JetBrains, Neovim, Emacs) start it as their agent: each of their
+    /// sessions is an air conversation in this project's daemon, which `air attach`
+    /// shows too (docs/editors.md).
+    Acp,
     /// Run a plan and follow it to the end.
     ///
     /// Starts (or continues) the run in the daemon and follows it to its end; the run
@@ -768,6 +775,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Plan { command } => plan_cmd::run(command),
         Command::Run(args) => run_cmd::run(*args).await,
         Command::Chat(args) => chat_cmd::run(*args).await,
+        Command::Acp => acp::run().await,
         Command::Wait {
             session,
             session_flag,

@@ -359,9 +359,10 @@ mod tests {
         assert_eq!(p.test_dirs, Some(vec!["7".into()]));
         assert_eq!(
             r.notes,
+            // In the order the proposal gives them.
             vec![
-                "`owner` is not a field of the profile: passed over".to_string(),
                 "`source_dirs[0]` is an object, not text: passed over".to_string(),
+                "`owner` is not a field of the profile: passed over".to_string(),
             ]
         );
         let r = read_proposal(&serde_json::json!("C++"));

@@ -379,6 +379,9 @@ pub struct Snapshot {
 }
 
 /// One notification of a `session.subscribe` subscription.
+// Each is decoded, handled and dropped one at a time: the size of its largest variant
+// is never multiplied by a collection of them.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionUpdate {

@@ -57,11 +57,7 @@ fn air(p: &Project, url: &str, args: &[&str]) -> std::process::Output {
 fn each_run_calls_the_provider_its_client_names() {
     let p = Project::new();
     // The mock servers run on this runtime's thread while `air` runs here.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::provider_rt();
     let x = rt.block_on(MockProvider::start(exchanges("x.txt")));
     let y = rt.block_on(MockProvider::start(exchanges("y.txt")));
     std::fs::write(p.root.join("x.md"), PLAN.replace("FILE", "x.txt")).unwrap();

@@ -3,6 +3,7 @@
 //! real threads, real processes and the real binaries.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod agents;
 mod asks;
 mod bus;
@@ -70,6 +71,16 @@ pub fn new_session(config: SessionConfig) -> (tempfile::TempDir, Session) {
     )
     .unwrap();
     (dir, session)
+}
+
+/// A runtime whose thread serves the loopback provider for a whole test, while the
+/// test's own thread waits on processes and terminals.
+pub fn provider_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 pub fn rt() -> tokio::runtime::Runtime {

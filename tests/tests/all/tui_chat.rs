@@ -24,11 +24,7 @@ fn a_conversation_in_two_terminals_and_a_task_that_finishes_while_detached() {
     let p = Project::new();
     std::fs::write(p.root.join("README.md"), "A greeting tool.\n").unwrap();
     // The provider lives on its own threads for the whole test.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::provider_rt();
     let task = json!({
         "title": "Write hello.txt",
         "description": "Create hello.txt at the project root saying hello.",

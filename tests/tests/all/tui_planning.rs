@@ -14,11 +14,7 @@ use crate::tui::Tmux;
 #[test]
 fn a_proposal_in_two_terminals_is_confirmed_from_one_and_closes_in_both() {
     let p = Project::new();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::provider_rt();
     let mut exchanges = vec![
         Exchange {
             request: None,

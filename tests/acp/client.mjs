@@ -1,0 +1,99 @@
+// The editor's side of air's ACP test, on the official ACP client SDK: starts
+// `air acp` (the AIR_BIN environment variable names the binary) in the current
+// directory, as an editor does, and plays a scenario against it. On stdout, one JSON
+// object: what each step answered and every update and request the agent sent.
+//
+//   node client.mjs drive PROMPT SLOW_PROMPT   new session, PROMPT (permission
+//                                              requests allowed), SLOW_PROMPT
+//                                              cancelled once it is under way, list
+//   node client.mjs load SESSION_ID            load the session: its history replayed
+import * as acp from "@agentclientprotocol/sdk";
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+
+const [mode, ...args] = process.argv.slice(2);
+const cwd = process.cwd();
+const agent = spawn(process.env.AIR_BIN ?? "air", ["acp"], {
+  cwd,
+  stdio: ["pipe", "pipe", "inherit"],
+});
+
+const report = { updates: [], permissions: [], steps: {} };
+// Resolved by the first update the current prompt makes (for the cancel step).
+let onUpdate = () => {};
+
+const app = acp
+  .client({ name: "air-acp-test" })
+  .onNotification(acp.methods.client.session.update, ({ params }) => {
+    report.updates.push(params.update);
+    onUpdate(params.update);
+  })
+  .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+    report.permissions.push(params);
+    return { outcome: { outcome: "selected", optionId: "allow" } };
+  });
+
+const stream = acp.ndJsonStream(
+  Writable.toWeb(agent.stdin),
+  Readable.toWeb(agent.stdout),
+);
+
+const step = async (name, work) => {
+  try {
+    report.steps[name] = { ok: await work() };
+  } catch (e) {
+    report.steps[name] = { error: { code: e.code, message: e.message, data: e.data } };
+  }
+};
+
+await app.connectWith(stream, async (ctx) => {
+  await step("initialize", () =>
+    ctx.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientInfo: { name: "air-acp-test", version: "1" },
+    }),
+  );
+  if (mode === "drive") {
+    const [prompt, slow] = args;
+    await step("new", () =>
+      ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+    );
+    const sessionId = report.steps.new.ok?.sessionId;
+    if (!sessionId) return;
+    await step("prompt", () =>
+      ctx.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: "text", text: prompt }],
+      }),
+    );
+    report.steps.updates_after_prompt = { ok: report.updates.length };
+    // The slow prompt is cancelled once the agent shows it at work.
+    const underWay = new Promise((resolve) => {
+      onUpdate = resolve;
+    });
+    const answered = step("slow_prompt", () =>
+      ctx.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: "text", text: slow }],
+      }),
+    );
+    await underWay;
+    onUpdate = () => {};
+    await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+    await answered;
+    await step("list", () => ctx.request(acp.methods.agent.session.list, { cwd }));
+  } else if (mode === "load") {
+    await step("load", () =>
+      ctx.request(acp.methods.agent.session.load, {
+        sessionId: args[0],
+        cwd,
+        mcpServers: [],
+      }),
+    );
+  }
+});
+
+agent.stdin.end();
+process.stdout.write(JSON.stringify(report) + "\n");
+agent.kill();

@@ -1,0 +1,209 @@
+//! `air acp` driven by the official ACP client SDK (TypeScript, from npm: `tests/run`
+//! installs it under tests/acp) as an editor drives it, against the real daemon, the
+//! real `air-worker` and the loopback provider: a session started, a prompt answered
+//! with its tool calls and a permission request the editor answers, a slow prompt
+//! cancelled, the session listed, then loaded again by another editor with its
+//! history; `air attach` in a terminal shows the same conversation.
+
+use std::path::PathBuf;
+
+use air_tests::mock_provider::{text_events, MockProvider, Reply};
+use serde_json::{json, Value};
+
+use crate::agents::{call, plain};
+use crate::daemon::Project;
+use crate::tui::Tmux;
+
+fn client_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("acp")
+}
+
+/// Runs the SDK's client with `args` in the project; its report.
+async fn client(p: &Project, mock: &MockProvider, args: &[&str]) -> Value {
+    let dir = client_dir();
+    assert!(
+        dir.join("node_modules/@agentclientprotocol/sdk").is_dir(),
+        "the ACP SDK is not installed: run `npm ci --prefix tests/acp` (tests/run does)"
+    );
+    let out = tokio::process::Command::new("node")
+        .arg(dir.join("client.mjs"))
+        .args(args)
+        .current_dir(&p.root)
+        .env("AIR_BIN", air_tests::bin("air"))
+        .env("AIR_WORKER", air_tests::bin("air-worker"))
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("ANTHROPIC_BASE_URL", &mock.url)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+    report["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+fn said(report: &Value, kind: &str) -> String {
+    updates(report, kind)
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+#[test]
+fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
+    let p = Project::new();
+    std::fs::write(p.root.join("README.md"), "A greeting tool.\n").unwrap();
+    let rt = crate::provider_rt();
+    let mock = rt.block_on(MockProvider::start(vec![
+        // The first prompt: two writes, the second of which always asks.
+        plain(call(
+            "w1",
+            "fs_write",
+            json!({"path": "hello.txt", "content": "hello\n"}),
+        )),
+        plain(call(
+            "w2",
+            "fs_write",
+            json!({"path": ".envrc", "content": "export GREETING=hello\n"}),
+        )),
+        plain(Reply::Events(text_events("I wrote hello.txt and .envrc."))),
+        // The second: a read, then an answer that takes a minute (cancelled).
+        plain(call("r1", "fs_read", json!({"path": "hello.txt"}))),
+        plain(Reply::Slow {
+            events: text_events("This answer is never finished."),
+            gap_ms: 60_000,
+        }),
+    ]));
+    let report = rt.block_on(client(
+        &p,
+        &mock,
+        &[
+            "drive",
+            "/direct write hello.txt and an .envrc",
+            "/direct read hello.txt back",
+        ],
+    ));
+    let steps = &report["steps"];
+    let init = &steps["initialize"]["ok"];
+    assert_eq!(init["agentCapabilities"]["loadSession"], true, "{report}");
+    assert!(
+        init["authMethods"][0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{report}"
+    );
+    let session = steps["new"]["ok"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{report}"))
+        .to_string();
+    assert_eq!(steps["prompt"]["ok"]["stopReason"], "end_turn", "{report}");
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root.join(".envrc")).unwrap(),
+        "export GREETING=hello\n",
+        "the editor allowed the write"
+    );
+    // The answer streamed, the tool calls with their kind, location, status and diff.
+    assert!(
+        said(&report, "agent_message_chunk").contains("I wrote hello.txt and .envrc."),
+        "{report}"
+    );
+    let calls = updates(&report, "tool_call");
+    let write = calls
+        .iter()
+        .find(|c| c["title"] == "Write hello.txt")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(write["kind"], "edit");
+    assert_eq!(
+        write["locations"][0]["path"],
+        p.root.join("hello.txt").display().to_string()
+    );
+    let done = updates(&report, "tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"] == write["toolCallId"] && u["status"] == "completed")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(done["content"][0]["type"], "diff");
+    assert_eq!(done["content"][0]["newText"], "hello\n");
+    // The permission request, on the tool call it is about.
+    let asked = report["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{report}");
+    assert_eq!(asked[0]["sessionId"], session.as_str());
+    assert!(
+        asked[0]["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .contains(".envrc"),
+        "{report}"
+    );
+    // The editor's own messages are not echoed back to it.
+    assert!(
+        updates(&report, "user_message_chunk").is_empty(),
+        "{report}"
+    );
+    // The slow prompt, cancelled once under way.
+    assert!(
+        calls.iter().any(|c| c["title"] == "Read hello.txt"),
+        "{report}"
+    );
+    assert_eq!(
+        steps["slow_prompt"]["ok"]["stopReason"], "cancelled",
+        "{report}"
+    );
+    let listed = steps["list"]["ok"]["sessions"].as_array().unwrap();
+    assert!(
+        listed.iter().any(|s| s["sessionId"] == session.as_str()),
+        "{report}"
+    );
+
+    // Another editor loads the session: its history replayed, the person's messages
+    // included.
+    let loaded = rt.block_on(client(&p, &mock, &["load", &session]));
+    assert!(loaded["steps"]["load"].get("ok").is_some(), "{loaded}");
+    let users = said(&loaded, "user_message_chunk");
+    assert!(
+        users.contains("write hello.txt and an .envrc") && users.contains("read hello.txt back"),
+        "{loaded}"
+    );
+    assert!(
+        said(&loaded, "agent_message_chunk").contains("I wrote hello.txt and .envrc."),
+        "{loaded}"
+    );
+    assert!(
+        updates(&loaded, "tool_call")
+            .iter()
+            .any(|c| c["title"] == "Write .envrc"),
+        "{loaded}"
+    );
+    assert!(loaded["permissions"].as_array().unwrap().is_empty());
+
+    // The same conversation in a terminal.
+    let env = format!(
+        "AIR_WORKER='{}' ANTHROPIC_API_KEY=sk-test ANTHROPIC_BASE_URL='{}'",
+        air_tests::bin("air-worker").display(),
+        mock.url
+    );
+    let tmux = Tmux::new();
+    tmux.run_air("attach", &p.root, &env, &format!("attach -s {session}"));
+    tmux.wait_for(
+        "attach",
+        &|s| s.contains("I wrote hello.txt and .envrc.") && s.contains("acp:air-acp-test"),
+        "air attach does not show the editor's conversation",
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+}
