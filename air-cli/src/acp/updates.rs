@@ -443,3 +443,174 @@ fn plan(todos: &[TodoItem]) -> Plan {
 fn update(u: SessionUpdate) -> Out {
     Out::Update(Box::new(u))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use air_proto::event::EventSource;
+    use serde_json::json;
+
+    fn ev(ty: &str, payload: Value) -> RuntimeEvent {
+        RuntimeEvent::new(ty, "s", EventSource::system(), payload)
+    }
+
+    fn updates(outs: Vec<Out>) -> Vec<Value> {
+        outs.into_iter()
+            .filter_map(|o| match o {
+                Out::Update(u) => Some(serde_json::to_value(*u).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn started(t: &mut Translator, agent: &str, task: &str) {
+        t.event(&ev(
+            "agent.started",
+            json!({"agent_id": agent, "agent_type": "executor", "task_id": task}),
+        ));
+    }
+
+    /// Streamed text is shown as it comes and not again when the message is recorded;
+    /// a message nobody streamed is shown whole; a task's own agent is not the
+    /// conversation.
+    #[test]
+    fn text_is_shown_once_and_only_the_conversations() {
+        let mut t = Translator::new(Path::new("/p"), "acp:zed");
+        started(&mut t, "a1", "direct:1");
+        started(&mut t, "a2", "T1");
+        let delta = |agent: &str, text: &str| {
+            ev(
+                "token.delta",
+                json!({"message_id": "m1", "block_index": 0, "kind": "text", "text": text, "agent_id": agent}),
+            )
+        };
+        let u = updates(t.event(&delta("a1", "Hel")));
+        assert_eq!(u[0]["sessionUpdate"], "agent_message_chunk");
+        assert_eq!(u[0]["content"]["text"], "Hel");
+        assert!(updates(t.event(&delta("a2", "not shown"))).is_empty());
+        let recorded = |id: &str, agent: &str| {
+            ev(
+                "assistant.message.created",
+                json!({"message_id": id, "content": [{"type": "text", "text": "Hello"}], "agent_id": agent}),
+            )
+        };
+        assert!(updates(t.event(&recorded("m1", "a1"))).is_empty());
+        let whole = updates(t.event(&recorded("m2", "a1")));
+        assert_eq!(whole[0]["content"]["text"], "Hello");
+        assert!(updates(t.event(&recorded("m3", "a2"))).is_empty());
+    }
+
+    /// The editor's own message is not echoed, by its text while it is being sent and
+    /// by its id after; another client's is shown.
+    #[test]
+    fn the_editors_own_messages_are_not_echoed() {
+        let mut t = Translator::new(Path::new("/p"), "acp:zed");
+        let said = |id: &str, client: &str| {
+            ev(
+                "user.message.created",
+                json!({"message_id": id, "content": "fix it", "client": client}),
+            )
+        };
+        t.sending("fix it");
+        let ours = format!("acp:zed (pid {})", std::process::id());
+        assert!(updates(t.event(&said("u1", &ours))).is_empty());
+        t.sent("fix it", Some("u1"));
+        assert!(updates(t.event(&said("u1", &ours))).is_empty());
+        let theirs = updates(t.event(&said("u2", "air attach (pid 1)")));
+        assert_eq!(theirs[0]["sessionUpdate"], "user_message_chunk");
+        // Sent again by the same editor later: known by its new id.
+        t.sending("fix it");
+        t.sent("fix it", Some("u3"));
+        assert!(updates(t.event(&said("u3", &ours))).is_empty());
+    }
+
+    /// A tool run becomes a tool call with its kind and file, and its end a status and
+    /// a diff; a todo list becomes the plan; a task of the graph a tool call that
+    /// follows its status; a permission request and a run's end are told apart.
+    #[test]
+    fn tools_tasks_todos_and_asks() {
+        let mut t = Translator::new(Path::new("/p"), "acp:zed");
+        started(&mut t, "a1", "main:1");
+        let u = updates(t.event(&ev(
+            "tool.started",
+            json!({"tool_run_id": "r1", "tool": "fs.edit", "input": {"path": "src/a.rs", "old_string": "x", "new_string": "y"}, "agent_id": "a1", "task_id": "main:1"}),
+        )));
+        assert_eq!(u[0]["kind"], "edit");
+        assert_eq!(u[0]["title"], "Edit src/a.rs");
+        assert_eq!(u[0]["locations"][0]["path"], "/p/src/a.rs");
+        let u = updates(t.event(&ev(
+            "tool.completed",
+            json!({"tool_run_id": "r1", "output": {"path": "src/a.rs"}}),
+        )));
+        assert_eq!(u[0]["status"], "completed");
+        assert_eq!(u[0]["content"][0]["oldText"], "x");
+        assert_eq!(u[0]["content"][0]["newText"], "y");
+        t.event(&ev(
+            "tool.started",
+            json!({"tool_run_id": "r2", "tool": "todo.write", "input": {}, "agent_id": "a1", "task_id": "main:1"}),
+        ));
+        let u = updates(t.event(&ev(
+            "tool.completed",
+            json!({"tool_run_id": "r2", "output": {"todos": [{"content": "read", "status": "completed"}, {"content": "fix", "status": "in_progress"}]}}),
+        )));
+        assert_eq!(u[0]["sessionUpdate"], "plan");
+        assert_eq!(u[0]["entries"][1]["status"], "in_progress");
+        let u = updates(t.event(&ev(
+            "task.created",
+            json!({"task": {"id": "T1", "title": "Write hello.txt"}}),
+        )));
+        assert_eq!(u[0]["toolCallId"], "task:T1");
+        // Pending is the protocol's default, left out on the wire.
+        assert!(u[0].get("status").is_none_or(|s| s == "pending"), "{u:?}");
+        let u = updates(t.event(&ev(
+            "task.failed",
+            json!({"task_id": "T1", "reason": "the tests fail"}),
+        )));
+        assert_eq!(u[0]["status"], "failed");
+        assert!(u[0]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the tests fail"));
+        let asked = t.event(&ev(
+            "permission.requested",
+            json!({"request_id": "q1", "action": "write .envrc"}),
+        ));
+        assert!(matches!(&asked[..], [Out::Ask(r)] if r.request_id == "q1"));
+        let answered = t.event(&ev(
+            "permission.decision.recorded",
+            json!({"request_id": "q1", "decision": "allow", "decided_by": "user"}),
+        ));
+        assert!(matches!(&answered[..], [Out::Answered(r)] if r == "q1"));
+        assert!(matches!(
+            &t.event(&ev("run.completed", json!({"outcome": "completed"})))[..],
+            [Out::Idle]
+        ));
+    }
+
+    /// What a broken or hostile daemon sends is passed over, never a panic.
+    #[test]
+    fn malformed_payloads_are_passed_over() {
+        let mut t = Translator::new(Path::new("/p"), "acp:zed");
+        for ty in [
+            "agent.started",
+            "token.delta",
+            "assistant.message.created",
+            "user.message.created",
+            "tool.started",
+            "tool.completed",
+            "task.created",
+            "task.failed",
+            "permission.requested",
+            "questions.asked",
+        ] {
+            for payload in [
+                json!(null),
+                json!([1, 2]),
+                json!({"task": 5, "task_id": []}),
+            ] {
+                let _ = t.event(&ev(ty, payload));
+            }
+        }
+    }
+}
