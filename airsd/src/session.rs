@@ -42,6 +42,8 @@ pub struct Session {
     db_path: PathBuf,
     store: EventStore,
     readers: ReaderPool,
+    /// The editor serving the session's files, if any (`editor.serve`).
+    editors: crate::tools::editor::Editors,
 }
 
 /// The `session.created` event of a session about to be created.
@@ -237,11 +239,17 @@ impl Session {
             db_path,
             store,
             readers,
+            editors: Default::default(),
         })
     }
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The editor serving the session's files, if any.
+    pub fn editors(&self) -> &crate::tools::editor::Editors {
+        &self.editors
     }
 
     pub fn db_path(&self) -> &Path {

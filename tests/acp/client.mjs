@@ -5,10 +5,14 @@
 //
 //   node client.mjs drive PROMPT SLOW_PROMPT   new session, PROMPT (permission
 //                                              requests allowed), SLOW_PROMPT
-//                                              cancelled once it is under way, list
+//                                              cancelled once it is under way, list;
+//                                              the editor's file system offered, with
+//                                              README.md open and changed, unsaved
 //   node client.mjs load SESSION_ID            load the session: its history replayed
 import * as acp from "@agentclientprotocol/sdk";
 import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { Readable, Writable } from "node:stream";
 
 const [mode, ...args] = process.argv.slice(2);
@@ -18,7 +22,12 @@ const agent = spawn(process.env.AIR_BIN ?? "air", ["acp"], {
   stdio: ["pipe", "pipe", "inherit"],
 });
 
-const report = { updates: [], permissions: [], steps: {} };
+const report = { updates: [], permissions: [], steps: {}, reads: [], writes: [] };
+// The editor's buffers: README.md is open with a change not saved yet.
+const buffers = new Map();
+if (mode === "drive") {
+  buffers.set(path.join(cwd, "README.md"), "An unsaved greeting tool.\n");
+}
 // Resolved by the first update the current prompt makes (for the cancel step).
 let onUpdate = () => {};
 
@@ -31,6 +40,19 @@ const app = acp
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
     report.permissions.push(params);
     return { outcome: { outcome: "selected", optionId: "allow" } };
+  })
+  // As an editor does: a file's text from its buffer when it has one open, else from
+  // disk; a write goes into the buffer, which is saved.
+  .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+    report.reads.push(params.path);
+    if (buffers.has(params.path)) return { content: buffers.get(params.path) };
+    return { content: fs.readFileSync(params.path, "utf8") };
+  })
+  .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+    report.writes.push({ path: params.path, content: params.content });
+    buffers.set(params.path, params.content);
+    fs.writeFileSync(params.path, params.content);
+    return {};
   });
 
 const stream = acp.ndJsonStream(
@@ -50,7 +72,10 @@ await app.connectWith(stream, async (ctx) => {
   await step("initialize", () =>
     ctx.request(acp.methods.agent.initialize, {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: {
+        fs: { readTextFile: mode === "drive", writeTextFile: mode === "drive" },
+        terminal: false,
+      },
       clientInfo: { name: "air-acp-test", version: "1" },
     }),
   );

@@ -155,6 +155,7 @@ fn grep_vs_rg() {
         scope: &scope,
         perm: &permits,
         launcher: &launcher,
+        overlay: None,
     };
     let input: airsd::tools::search::GrepInput =
         serde_json::from_value(serde_json::json!({ "pattern": "NEEDLE", "head_limit": 100000 }))

@@ -24,9 +24,9 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
     PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionCapabilities, SessionInfo,
-    SessionListCapabilities, SessionNotification, StopReason, TextContent, ToolCallContent,
-    ToolCallUpdate, ToolCallUpdateFields,
+    ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionCapabilities,
+    SessionInfo, SessionListCapabilities, SessionNotification, StopReason, TextContent,
+    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
@@ -69,6 +69,8 @@ struct Live {
 #[derive(Default)]
 struct Relay {
     client: Mutex<Option<String>>,
+    /// Whether the editor reads and writes files for its agent (its buffers).
+    fs: Mutex<(bool, bool)>,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
 }
 
@@ -111,6 +113,8 @@ impl Relay {
         if let Some(info) = &req.client_info {
             *lock(&self.client) = Some(info.name.clone());
         }
+        let fs = &req.client_capabilities.fs;
+        *lock(&self.fs) = (fs.read_text_file, fs.write_text_file);
         let caps = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
@@ -180,6 +184,24 @@ impl Relay {
         shown
             .await
             .map_err(|_| refused("the daemon closed the session's stream"))?;
+        let (read, write) = *lock(&self.fs);
+        if read || write {
+            let files = live
+                .conn
+                .client
+                .editor_serve(params::EditorServe {
+                    session_id: session.clone(),
+                    read: Some(read),
+                    write: Some(write),
+                })
+                .await
+                .map_err(|e| failure(crate::rpc_failure(e)))?;
+            let (live, cx) = (live.clone(), cx.clone());
+            cx.clone().spawn(async move {
+                serve_files(&live, &cx, files).await;
+                Ok(())
+            })?;
+        }
         lock(&self.sessions).insert(session, live.clone());
         Ok(live)
     }
@@ -563,6 +585,55 @@ fn ask(live: &Arc<Live>, cx: &Cx, req: p::PermissionRequested) {
     };
     if let Err(e) = cx.spawn(task) {
         eprintln!("air acp: cannot ask for a permission: {e}");
+    }
+}
+
+/// Serves airsd's file requests of a session from the editor: a file's text as the
+/// editor has it (`fs/read_text_file`), an agent's write put into it
+/// (`fs/write_text_file`).
+async fn serve_files(
+    live: &Arc<Live>,
+    cx: &Cx,
+    mut files: jsonrpsee::core::client::Subscription<air_proto::api::EditorRequest>,
+) {
+    use air_proto::api::EditorRequestKind;
+    while let Some(Ok(req)) = files.next().await {
+        let path = PathBuf::from(&req.path);
+        let answer: Result<Option<String>, String> = match req.kind {
+            EditorRequestKind::Read => cx
+                .send_request(ReadTextFileRequest::new(live.id.clone(), path))
+                .block_task()
+                .await
+                .map(|r| Some(r.content))
+                .map_err(|e| e.to_string()),
+            EditorRequestKind::Write => cx
+                .send_request(WriteTextFileRequest::new(
+                    live.id.clone(),
+                    path,
+                    req.content.unwrap_or_default(),
+                ))
+                .block_task()
+                .await
+                .map(|_| None)
+                .map_err(|e| e.to_string()),
+        };
+        let (content, error) = match answer {
+            Ok(c) => (c, None),
+            Err(e) => (None, Some(e)),
+        };
+        let answered = live
+            .conn
+            .client
+            .editor_answer(params::EditorAnswer {
+                session_id: live.id.clone(),
+                request_id: req.request_id,
+                content,
+                error,
+            })
+            .await;
+        if let Err(e) = answered {
+            eprintln!("air acp: cannot answer a file request: {e}");
+        }
     }
 }
 

@@ -306,6 +306,26 @@ pub mod params {
             pub dry_run: Option<bool>,
         }
 
+        /// `editor.serve`: this client's editor serves the session's file reads and
+        /// writes in its project's checkout.
+        pub struct EditorServe {
+            pub session_id: String,
+            /// Agents read files as the editor has them, unsaved changes included.
+            pub read: Option<bool>,
+            /// The agents' writes are put into the editor too (it saves them).
+            pub write: Option<bool>,
+        }
+
+        /// `editor.answer`: the answer to one `editor.request`.
+        pub struct EditorAnswer {
+            pub session_id: String,
+            pub request_id: String,
+            /// A read's text.
+            pub content: Option<String>,
+            /// Why it could not be done.
+            pub error: Option<String>,
+        }
+
         /// `run.pause`, `run.resume`: the run's dispatching, or with `task_id` the
         /// task's running agent.
         pub struct RunPause {
@@ -595,10 +615,15 @@ api! {
             "A session's artifacts (command logs, reports …), newest first, filtered";
         artifact_read "artifact.read" (params::ArtifactRead) -> ArtifactChunk as "chunk":
             "A byte range of an artifact, gunzipped when stored compressed";
+        editor_answer "editor.answer" (params::EditorAnswer) -> bool as "accepted":
+            "Answer an editor.request of this connection's editor.serve: a read's text, or why it could not be done";
     }
     subscriptions {
         session_subscribe "session.subscribe" => "session.update", "session.unsubscribe"
             (params::Subscribe) -> SessionUpdate as "subscription_id":
             "Deltas after a seq (notifications: session.update)";
+        editor_serve "editor.serve" => "editor.request", "editor.unserve"
+            (params::EditorServe) -> EditorRequest as "subscription_id":
+            "Serve a session's file reads and writes from this client's editor (its unsaved buffers) while the subscription lasts: airsd asks in editor.request notifications, the client answers with editor.answer";
     }
 }

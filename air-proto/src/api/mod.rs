@@ -127,6 +127,28 @@ pub struct ArtifactInfo {
     pub created_at: String,
 }
 
+/// What airsd asks of an editor that serves a session's files (`editor.serve`): the
+/// text of a file as the editor has it (unsaved changes included), or a file's new
+/// text put into the editor (which saves it). The client answers with
+/// `editor.answer`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EditorRequest {
+    pub request_id: String,
+    pub kind: EditorRequestKind,
+    /// The file, absolute.
+    pub path: String,
+    /// A write's new text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+wire_enum! {
+    pub enum EditorRequestKind {
+        Read = "read",
+        Write = "write",
+    }
+}
+
 /// A piece of an artifact's content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArtifactChunk {

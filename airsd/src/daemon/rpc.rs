@@ -208,6 +208,77 @@ impl AirApi for DaemonRpc {
         Ok(())
     }
 
+    async fn editor_serve(
+        &self,
+        ext: &Extensions,
+        pending: PendingSubscriptionSink,
+        params::EditorServe {
+            session_id,
+            read,
+            write,
+        }: params::EditorServe,
+    ) -> SubscriptionResult {
+        let session = match self.state.session(&session_id).await {
+            Ok(s) => s,
+            Err(e) => {
+                pending.reject(rpc_error(e)).await;
+                return Ok(());
+            }
+        };
+        let Some(conn) = ext.get::<Peer>().map(|p| p.conn) else {
+            pending
+                .reject(rpc_error(Error::Refused(
+                    "editor.serve needs a connection of the socket".into(),
+                )))
+                .await;
+            return Ok(());
+        };
+        let sink = pending.accept().await?;
+        let root = crate::scheduler::tooljob::resolved_root(self.state.paths.root());
+        let mut requests =
+            session
+                .editors()
+                .serve(conn, &root, read.unwrap_or(false), write.unwrap_or(false));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = sink.closed() => break,
+                    request = requests.recv() => {
+                        let Some(request) = request else { break };
+                        let sent = match to_json(&request) {
+                            Ok(json) => sink.send(json).await.is_ok(),
+                            Err(_) => false,
+                        };
+                        if !sent {
+                            break;
+                        }
+                    }
+                }
+            }
+            session.editors().withdraw(conn);
+        });
+        Ok(())
+    }
+
+    async fn editor_answer(
+        &self,
+        ext: &Extensions,
+        params::EditorAnswer {
+            session_id,
+            request_id,
+            content,
+            error,
+        }: params::EditorAnswer,
+    ) -> RpcResult<bool> {
+        let session = self.state.session(&session_id).await.map_err(rpc_error)?;
+        let conn = ext.get::<Peer>().map_or(0, |p| p.conn);
+        let answer = match error {
+            Some(why) => Err(why),
+            None => Ok(content),
+        };
+        Ok(session.editors().answer(conn, &request_id, answer))
+    }
+
     async fn events_list(
         &self,
         _: &Extensions,

@@ -9,7 +9,7 @@
 
 use air_proto::events::{self as ev, Event};
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use air_proto::backup::{BackupTag, Backups};
@@ -359,10 +359,33 @@ impl ToolJob {
             self.shell_stop().await
         } else {
             let (role, tool, input) = (self.role, self.call.tool.clone(), self.call.input.clone());
-            self.with_permission(&tool_run_id, move |ctx| {
-                crate::tools::call(ctx, role, &tool, input.clone())
-            })
-            .await
+            let served = self.editor_file();
+            // A write of a file the editor serves holds the session's editor writes
+            // from its read of the editor's text until the editor has the result.
+            let editors = self.env.session.editors();
+            let _writing = match &served {
+                Some(_) if !crate::tools::reads_only(&self.call.tool) => {
+                    Some(editors.writing().await)
+                }
+                _ => None,
+            };
+            let overlay = match &served {
+                Some(path) => self.editor_text(path).await,
+                None => None,
+            };
+            let result = self
+                .with_permission(&tool_run_id, move |ctx| {
+                    let ctx = crate::tools::FsContext {
+                        overlay: overlay.as_ref(),
+                        ..*ctx
+                    };
+                    crate::tools::call(&ctx, role, &tool, input.clone())
+                })
+                .await;
+            if let (Ok(_), Some(path)) = (&result, &served) {
+                self.put_in_editor(path).await;
+            }
+            result
         };
         let result = result.and_then(|output| {
             if designer {
@@ -410,6 +433,63 @@ impl ToolJob {
             // An effect is answered once its end is on record.
             settle.await;
             self.worker.reply(&self.header, reply);
+        }
+    }
+
+    /// The file a file tool works on, when the person's editor serves the session's
+    /// files in the checkout this call works in (`editor.serve`).
+    fn editor_file(&self) -> Option<PathBuf> {
+        if !matches!(
+            self.call.tool.as_str(),
+            "fs.read" | "fs.write" | "fs.edit" | "fs.multi_edit"
+        ) {
+            return None;
+        }
+        let root = self.env.engine.root();
+        let path = crate::tools::fs::resolve_in(root, self.call.input["path"].as_str()?).ok()?;
+        let editors = self.env.session.editors();
+        (editors.serves(root, &path, false) || editors.serves(root, &path, true)).then_some(path)
+    }
+
+    /// The file's text as the editor has it, unsaved changes included.
+    async fn editor_text(&self, path: &Path) -> Option<crate::tools::fs::Overlay> {
+        let text = self
+            .env
+            .session
+            .editors()
+            .read(self.env.engine.root(), path)
+            .await?;
+        Some(crate::tools::fs::Overlay {
+            path: path.to_path_buf(),
+            bytes: text.into_bytes(),
+        })
+    }
+
+    /// A write just made, put into the editor too (which saves it), so that it lands
+    /// in the buffer the person has open.
+    async fn put_in_editor(&self, path: &Path) {
+        if crate::tools::reads_only(&self.call.tool) {
+            return;
+        }
+        let (root, owned) = (self.env.engine.root().to_path_buf(), path.to_path_buf());
+        let written = tokio::task::spawn_blocking(move || {
+            crate::tools::fs::read_nofollow(&owned, &root, &owned.display().to_string())
+        })
+        .await;
+        let Ok(Ok(bytes)) = written else {
+            return;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            return;
+        };
+        if let Err(why) = self
+            .env
+            .session
+            .editors()
+            .wrote(self.env.engine.root(), path, &text)
+            .await
+        {
+            tracing::warn!(path = %path.display(), %why, "the editor did not take a write");
         }
     }
 
@@ -548,6 +628,7 @@ impl ToolJob {
                 scope: &scope,
                 perm: &permits,
                 launcher: &env.launcher,
+                overlay: None,
             };
             let result = f(&ctx);
             (result, permits.take_asks())

@@ -143,6 +143,18 @@ pub struct FsContext<'a> {
     pub perm: &'a super::permission::Permits<'a>,
     /// How airsd runs its own programs (git) for the project.
     pub launcher: &'a crate::launcher::Launcher,
+    /// A file's text as the person's editor has it (unsaved changes included): what
+    /// the tools read of that file instead of the disk's bytes, once every check of
+    /// the file on disk passed.
+    pub overlay: Option<&'a Overlay>,
+}
+
+/// A file's text as an editor has it ([`FsContext::overlay`]).
+#[derive(Clone, Debug)]
+pub struct Overlay {
+    /// The file, resolved as [`FsContext::resolve`] resolves it.
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -159,40 +171,7 @@ impl FsContext<'_> {
     /// existing ancestor), so nothing escapes by a link. What may be done with the
     /// result is the PermissionEngine's decision ([`FsContext::permit`]).
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
-        if path.is_empty() {
-            return Err(err("path: empty"));
-        }
-        let joined = if Path::new(path).is_absolute() {
-            PathBuf::from(path)
-        } else {
-            self.root.join(path)
-        };
-        let mut existing = joined.as_path();
-        let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
-        let real = loop {
-            match std::fs::canonicalize(existing) {
-                Ok(real) => break real,
-                Err(_) => {
-                    let Some(name) = existing.file_name() else {
-                        return Err(err(format!(
-                            "{path}: `..` after a missing directory cannot be resolved"
-                        )));
-                    };
-                    rest.push(name);
-                    existing = existing
-                        .parent()
-                        .ok_or_else(|| err(format!("{path}: cannot be resolved")))?;
-                }
-            }
-        };
-        let mut resolved = real;
-        for name in rest.iter().rev() {
-            match Path::new(name).components().next() {
-                Some(Component::Normal(_)) => resolved.push(name),
-                _ => return Err(err(format!("{path}: `..` after a missing directory"))),
-            }
-        }
-        Ok(resolved)
+        resolve_in(self.root, path)
     }
 
     /// Resolves `path` and checks the access with the task's scope and the
@@ -218,6 +197,21 @@ impl FsContext<'_> {
             .unwrap_or_else(|_| path.display().to_string())
     }
 
+    /// The editor's text of `path` when it is the overlay's file.
+    fn overlaid(&self, path: &Path) -> Option<&[u8]> {
+        self.overlay
+            .filter(|o| o.path == path)
+            .map(|o| o.bytes.as_slice())
+    }
+
+    /// The current content of `path`: the editor's text, else the file's bytes.
+    fn current(&self, path: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
+        match self.overlaid(path) {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => read_nofollow(path, self.root, shown),
+        }
+    }
+
     /// Checks that this agent read the current content of an existing file.
     fn check_read(&self, path: &Path, current: &[u8]) -> Result<(), ToolError> {
         let shown = self.shown(path);
@@ -231,6 +225,44 @@ impl FsContext<'_> {
             Some(_) => Ok(()),
         }
     }
+}
+
+/// Resolves `path` (relative to `root`, or absolute) as [`FsContext::resolve`] does.
+pub fn resolve_in(root: &Path, path: &str) -> Result<PathBuf, ToolError> {
+    if path.is_empty() {
+        return Err(err("path: empty"));
+    }
+    let joined = if Path::new(path).is_absolute() {
+        PathBuf::from(path)
+    } else {
+        root.join(path)
+    };
+    let mut existing = joined.as_path();
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    let real = loop {
+        match std::fs::canonicalize(existing) {
+            Ok(real) => break real,
+            Err(_) => {
+                let Some(name) = existing.file_name() else {
+                    return Err(err(format!(
+                        "{path}: `..` after a missing directory cannot be resolved"
+                    )));
+                };
+                rest.push(name);
+                existing = existing
+                    .parent()
+                    .ok_or_else(|| err(format!("{path}: cannot be resolved")))?;
+            }
+        }
+    };
+    let mut resolved = real;
+    for name in rest.iter().rev() {
+        match Path::new(name).components().next() {
+            Some(Component::Normal(_)) => resolved.push(name),
+            _ => return Err(err(format!("{path}: `..` after a missing directory"))),
+        }
+    }
+    Ok(resolved)
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
@@ -263,7 +295,7 @@ pub struct ReadOutput {
 /// `fs.read`: streams the file, holding only the page asked for; the whole file is
 /// hashed (for the read-before-write rule) and its lines counted on the way.
 pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolError> {
-    use std::io::BufRead as _;
+    use std::io::BufRead;
     let (path, shown) = ctx.permit(&input.path, super::permission::Access::Read)?;
     let meta = std::fs::metadata(&path).map_err(|e| err(format!("{shown}: {e}")))?;
     if meta.is_dir() {
@@ -279,7 +311,12 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
     let deadline = std::time::Instant::now() + TOOL_TIME_LIMIT;
     // A small file in one read; a large one in 64 KiB pieces.
     let capacity = usize::try_from(meta.len().clamp(4096, 64 * 1024)).unwrap_or(64 * 1024);
-    let mut reader = std::io::BufReader::with_capacity(capacity + 1, file);
+    // The file as the person's editor has it, when it serves the file: checked on
+    // disk above, read from the editor.
+    let mut reader: Box<dyn BufRead> = match ctx.overlaid(&path) {
+        Some(bytes) => Box::new(std::io::Cursor::new(bytes)),
+        None => Box::new(std::io::BufReader::with_capacity(capacity + 1, file)),
+    };
     let first = input.offset.unwrap_or(1).max(1);
     let limit = input.limit.unwrap_or(DEFAULT_READ_LINES).max(1);
     let mut hasher = Sha256::new();
@@ -549,7 +586,7 @@ pub fn write(ctx: &FsContext<'_>, input: &WriteInput) -> Result<WriteOutput, Too
     let shown = ctx.shown(&path);
     ctx.scope.check_write(&shown)?;
     // The read-before-write rule first: a refused write never asks a person.
-    let old = match read_nofollow(&path, ctx.root, &shown) {
+    let old = match ctx.current(&path, &shown) {
         Ok(old) => {
             ctx.check_read(&path, &old)?;
             Some(old)
@@ -710,7 +747,7 @@ pub fn multi_edit(ctx: &FsContext<'_>, input: &MultiEditInput) -> Result<EditOut
     if input.edits.is_empty() {
         return Err(err(format!("{shown}: edits: empty")));
     }
-    let original = read_nofollow(&path, ctx.root, &shown)?;
+    let original = ctx.current(&path, &shown)?;
     ctx.check_read(&path, &original)?;
     let mut bytes = original.clone();
     let mut replacements = 0;
@@ -778,6 +815,7 @@ mod tests {
                 scope: &self.scope,
                 perm: crate::tools::permission::test_permits(&self.root),
                 launcher: crate::launcher::test_launcher(&self.root),
+                overlay: None,
             }
         }
         fn put(&self, name: &str, bytes: &[u8]) {

@@ -607,6 +607,7 @@ mod tests {
             scope: &scope,
             perm: crate::tools::permission::test_permits(&root),
             launcher: crate::launcher::test_launcher(&root),
+            overlay: None,
         };
         let s = status(&ctx, &StatusInput {}).unwrap();
         assert_eq!(s.branch.as_deref(), Some("main"));

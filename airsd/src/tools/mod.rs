@@ -4,6 +4,7 @@
 //! then the tool itself.
 
 pub mod command;
+pub mod editor;
 pub mod error;
 #[cfg(test)]
 mod escapes;
@@ -565,6 +566,7 @@ mod tests {
             scope: &crate::tools::scope::Scope::default(),
             perm: crate::tools::permission::test_permits(&root),
             launcher: crate::launcher::test_launcher(&root),
+            overlay: None,
         };
         let e = call(
             &ctx,

@@ -410,6 +410,7 @@ mod tests {
             scope: &crate::tools::scope::Scope::default(),
             perm: crate::tools::permission::test_permits(&root),
             launcher: crate::launcher::test_launcher(&root),
+            overlay: None,
         };
         let out = crate::tools::call(
             &ctx,

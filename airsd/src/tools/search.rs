@@ -495,6 +495,7 @@ mod tests {
             scope: &crate::tools::scope::Scope::default(),
             perm: crate::tools::permission::test_permits(&root),
             launcher: crate::launcher::test_launcher(&root),
+            overlay: None,
         };
         let mut out = glob(
             &ctx,
@@ -541,6 +542,7 @@ mod tests {
             scope: &crate::tools::scope::Scope::default(),
             perm: crate::tools::permission::test_permits(&root),
             launcher: crate::launcher::test_launcher(&root),
+            overlay: None,
         };
         let input = |mode, glob: Option<&str>| GrepInput {
             pattern: "todo".into(),

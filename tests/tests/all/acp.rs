@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use air_tests::mock_provider::{text_events, MockProvider, Reply};
+use air_tests::mock_provider::{text_events, Exchange, MockProvider, Reply};
 use serde_json::{json, Value};
 
 use crate::agents::{call, plain};
@@ -67,7 +67,18 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
     std::fs::write(p.root.join("README.md"), "A greeting tool.\n").unwrap();
     let rt = crate::provider_rt();
     let mock = rt.block_on(MockProvider::start(vec![
-        // The first prompt: two writes, the second of which always asks.
+        // The first prompt: the file the editor has open read and edited as it has
+        // it (unsaved), then two writes, the second of which always asks.
+        plain(call("r0", "fs_read", json!({"path": "README.md"}))),
+        Exchange {
+            request: None,
+            expect: crate::conversation::expect(&["An unsaved greeting tool."], &[]),
+            reply: call(
+                "e0",
+                "fs_edit",
+                json!({"path": "README.md", "old_string": "An unsaved", "new_string": "A saved"}),
+            ),
+        },
         plain(call(
             "w1",
             "fs_write",
@@ -151,6 +162,31 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
             .contains(".envrc"),
         "{report}"
     );
+    // The editor's unsaved text was what the agent read and edited; its edit and
+    // its writes were put into the editor's buffers.
+    let readme = p.root.join("README.md").display().to_string();
+    assert!(
+        report["reads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == readme.as_str()),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("README.md")).unwrap(),
+        "A saved greeting tool.\n"
+    );
+    let wrote = |file: &str, text: &str| {
+        let file = p.root.join(file).display().to_string();
+        report["writes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["path"] == file.as_str() && w["content"] == text)
+    };
+    assert!(wrote("README.md", "A saved greeting tool.\n"), "{report}");
+    assert!(wrote("hello.txt", "hello\n"), "{report}");
     // The editor's own messages are not echoed back to it.
     assert!(
         updates(&report, "user_message_chunk").is_empty(),

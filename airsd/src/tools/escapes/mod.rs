@@ -56,6 +56,7 @@ fn attempt(f: &Fixture, c: &Case) -> Result<Vec<Risk>, String> {
             scope: &scope,
             perm: &permits,
             launcher: crate::launcher::test_launcher(&f.root),
+            overlay: None,
         };
         let result = if tool == "shell.run" {
             super::allowed(c.agent, tool).and_then(|()| {
@@ -97,6 +98,7 @@ fn attempt(f: &Fixture, c: &Case) -> Result<Vec<Risk>, String> {
                 scope: &Scope::default(),
                 perm: &probe,
                 launcher: crate::launcher::test_launcher(&f.root),
+                overlay: None,
             };
             if let Ok(resolved) = ctx.resolve(path) {
                 let granted = HashSet::from([format!("read:{}", resolved.display())]);
