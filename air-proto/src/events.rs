@@ -116,6 +116,7 @@ own! {
     RunStarted => "run.started",
     RunCompleted => "run.completed",
     RunContinued => "run.continued",
+    RunModeChanged => "run.mode_changed",
     CancelRequested => "scheduler.cancel_requested",
     Patrol => "scheduler.patrol",
     TaskCreated => "task.created",

@@ -358,6 +358,15 @@ pub struct RunContinued {
     pub budgets: Budgets,
 }
 
+/// `run.mode_changed`: the run's permission mode changed; later calls are judged by
+/// it, and work the Main Agent hands on waits for a confirmation in `default` only.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunModeChanged {
+    pub permission_mode: PermissionMode,
+    pub by: Option<String>,
+}
+
 /// `task.retried`: while the run goes on, a person asked for these ended tasks (failed,
 /// blocked or cancelled; the ones asked for and those waiting on them) to run again.
 #[serde_with::skip_serializing_none]

@@ -325,6 +325,9 @@ pub struct RunView {
     /// Where the tasks' merged work went when the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landing: Option<p::Landing>,
+    /// The permission mode the run's calls are judged by now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<crate::plan::PermissionMode>,
 }
 
 wire_enum! {
@@ -486,6 +489,7 @@ impl Projection {
                     started_at: ts.clone(),
                     ended_at: None,
                     landing: None,
+                    permission_mode: Some(pl.permission_mode),
                 });
             }
             return;
@@ -499,6 +503,11 @@ impl Projection {
                     run.reason = pl.reason;
                     run.ended_at = Some(ts.clone());
                     run.landing = pl.landing;
+                }
+            }
+            ev::RunModeChanged::TYPE => {
+                if let Some(pl) = payload::<p::RunModeChanged>(event) {
+                    run.permission_mode = Some(pl.permission_mode);
                 }
             }
             ev::RunContinued::TYPE => {

@@ -139,6 +139,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(ev::RunStarted, "run", "A plan run began, with its effective settings."),
     durable!(ev::RunCompleted, "run", "The scheduler has nothing left to do; the run's outcome."),
     durable!(ev::RunContinued, "run", "An ended run goes on; its unfinished tasks are pending again."),
+    durable!(ev::RunModeChanged, "run", "The run's permission mode changed (`run.set_mode`, an editor's mode): later calls are judged by it."),
     durable!(ev::SchedulerPaused, "scheduler", "Dispatching stopped on request; running agents go on."),
     durable!(ev::SchedulerResumed, "scheduler", "Dispatching resumed."),
     durable!(ev::SchedulerStopped, "scheduler", "A budget ran out: nothing new is dispatched; running agents finish."),

@@ -393,13 +393,14 @@ pub fn hydrate(conn: &Connection, session_id: &str) -> Result<Projection> {
     // The run has no table: its view is the fold of its few events.
     let mut stmt = conn.prepare(
         "SELECT id, type, version, timestamp, source_kind, payload_json FROM events
-         WHERE type IN (?1, ?2, ?3, ?4, ?5, ?6)
+         WHERE type IN (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ORDER BY seq",
     )?;
     let mut rows = stmt.query([
         ev::RunStarted::TYPE,
         ev::RunCompleted::TYPE,
         ev::RunContinued::TYPE,
+        ev::RunModeChanged::TYPE,
         ev::SchedulerPaused::TYPE,
         ev::SchedulerResumed::TYPE,
         ev::SchedulerStopped::TYPE,

@@ -4,8 +4,9 @@
 // object: what each step answered and every update and request the agent sent.
 //
 //   node client.mjs drive PROMPT SLOW_PROMPT   new session, PROMPT (permission
-//                                              requests allowed), SLOW_PROMPT
-//                                              cancelled once it is under way, list;
+//                                              requests allowed), the mode set to
+//                                              plan, SLOW_PROMPT cancelled once it
+//                                              read a file, list;
 //                                              the editor's file system offered, with
 //                                              README.md open and changed, unsaved
 //   node client.mjs load SESSION_ID            load the session: its history replayed
@@ -93,9 +94,15 @@ await app.connectWith(stream, async (ctx) => {
       }),
     );
     report.steps.updates_after_prompt = { ok: report.updates.length };
-    // The slow prompt is cancelled once the agent shows it at work.
+    // Read-only from here on.
+    await step("set_mode", () =>
+      ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" }),
+    );
+    // The slow prompt is cancelled once the agent has read a file in it.
     const underWay = new Promise((resolve) => {
-      onUpdate = resolve;
+      onUpdate = (u) => {
+        if (u.sessionUpdate === "tool_call_update" && u.status === "completed") resolve();
+      };
     });
     const answered = step("slow_prompt", () =>
       ctx.request(acp.methods.agent.session.prompt, {

@@ -25,14 +25,16 @@ use agent_client_protocol::v1::schema::{
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
     PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
     ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionCapabilities,
-    SessionInfo, SessionListCapabilities, SessionNotification, StopReason, TextContent,
-    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
+    SessionInfo, SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent, ToolCallContent,
+    ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
 use air_proto::api::{params, AirApiClient, SessionUpdate as AirUpdate};
 use air_proto::client::Connection;
 use air_proto::payload as p;
+use air_proto::plan::PermissionMode;
 use tokio::sync::watch;
 
 use crate::{CmdResult, Failure};
@@ -222,8 +224,9 @@ impl Relay {
             })
             .await
             .map_err(|e| failure(crate::rpc_failure(e)))?;
-        self.follow(cx, root, info.id.clone()).await?;
-        Ok(NewSessionResponse::new(info.id))
+        let live = self.follow(cx, root, info.id.clone()).await?;
+        let mode = mode_of(&live.conn, &live.id).await?;
+        Ok(NewSessionResponse::new(info.id).modes(modes(mode)))
     }
 
     async fn load_session(
@@ -236,8 +239,9 @@ impl Relay {
         let id = crate::session_of(&conn, Some(req.session_id.to_string()))
             .await
             .map_err(failure)?;
-        self.follow(cx, root, id).await?;
-        Ok(LoadSessionResponse::new())
+        let live = self.follow(cx, root, id).await?;
+        let mode = mode_of(&live.conn, &live.id).await?;
+        Ok(LoadSessionResponse::new().modes(modes(mode)))
     }
 
     async fn list(&self, req: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
@@ -307,6 +311,28 @@ impl Relay {
         ))
     }
 
+    async fn set_mode(&self, req: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
+        let live = self.session(&req.session_id.to_string())?;
+        let mode: PermissionMode = serde_json::from_value(serde_json::Value::String(
+            req.mode_id.0.to_string(),
+        ))
+        .map_err(|_| {
+            invalid(format!(
+                "no mode `{}`: air's modes are default, accept_edits, plan and bypass_permissions",
+                req.mode_id.0
+            ))
+        })?;
+        live.conn
+            .client
+            .run_set_mode(params::RunSetMode {
+                session_id: live.id.clone(),
+                permission_mode: mode,
+            })
+            .await
+            .map_err(|e| failure(crate::rpc_failure(e)))?;
+        Ok(SetSessionModeResponse::new())
+    }
+
     async fn cancel(&self, n: CancelNotification) {
         let Ok(live) = self.session(&n.session_id.to_string()) else {
             return;
@@ -325,6 +351,54 @@ impl Relay {
             eprintln!("air acp: cannot cancel session {}: {e}", live.id);
         }
     }
+}
+
+/// air's permission modes as the session's ACP modes, `current` the one in force.
+fn modes(current: PermissionMode) -> SessionModeState {
+    let mode = |m: PermissionMode, name: &str, what: &str| {
+        SessionMode::new(m.as_str(), name).description(what.to_string())
+    };
+    SessionModeState::new(
+        current.as_str(),
+        vec![
+            mode(
+                PermissionMode::Default,
+                "Default",
+                "Reads and project writes go ahead; risky commands, and work handed on to tasks, ask first",
+            ),
+            mode(
+                PermissionMode::AcceptEdits,
+                "Accept edits",
+                "As default, and work handed on starts without asking; risky commands still ask",
+            ),
+            mode(
+                PermissionMode::Plan,
+                "Plan",
+                "Read-only: every write and command is refused",
+            ),
+            mode(
+                PermissionMode::BypassPermissions,
+                "Bypass permissions",
+                "Nothing asks, except what air always confirms (credentials, code that runs by itself, system paths)",
+            ),
+        ],
+    )
+}
+
+/// The permission mode a session's run is in now.
+async fn mode_of(conn: &Connection, session: &str) -> Result<PermissionMode, Error> {
+    let snapshot = conn
+        .client
+        .session_snapshot(params::Session {
+            session_id: session.to_string(),
+        })
+        .await
+        .map_err(|e| failure(crate::rpc_failure(e)))?;
+    Ok(snapshot
+        .projection
+        .run
+        .and_then(|r| r.permission_mode)
+        .unwrap_or(PermissionMode::Default))
 }
 
 /// The project a session's `cwd` is in.
@@ -653,7 +727,8 @@ where
 pub async fn run() -> CmdResult {
     use agent_client_protocol::{on_receive_notification, on_receive_request};
     let relay = Arc::new(Relay::default());
-    let (r1, r2, r3, r4, r5, r6, r7) = (
+    let (r1, r2, r3, r4, r5, r6, r7, r8) = (
+        relay.clone(),
         relay.clone(),
         relay.clone(),
         relay.clone(),
@@ -717,6 +792,15 @@ pub async fn run() -> CmdResult {
             async move |req: PromptRequest, responder: Responder<PromptResponse>, cx: Cx| {
                 let r = r6.clone();
                 answer(&cx, responder, async move { r.prompt(req).await })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest,
+                        responder: Responder<SetSessionModeResponse>,
+                        cx: Cx| {
+                let r = r8.clone();
+                answer(&cx, responder, async move { r.set_mode(req).await })
             },
             on_receive_request!(),
         )

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    Content, ContentBlock, ContentChunk, Cost, Diff, Plan, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    Content, ContentBlock, ContentChunk, Cost, CurrentModeUpdate, Diff, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use air_proto::conversation::in_conversation;
 use air_proto::event::RuntimeEvent;
@@ -183,6 +183,14 @@ impl Translator {
                 .into_iter()
                 .collect(),
             ev::RunCompleted::TYPE => vec![Out::Idle],
+            ev::RunModeChanged::TYPE => de::<p::RunModeChanged>(payload)
+                .map(|m| {
+                    update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                        m.permission_mode.as_str(),
+                    )))
+                })
+                .into_iter()
+                .collect(),
             ty => {
                 if let Some(asked) = crate::chat_cmd::planning_wait(event) {
                     return vec![

@@ -306,6 +306,12 @@ pub mod params {
             pub dry_run: Option<bool>,
         }
 
+        /// `run.set_mode`: the run's permission mode from now on.
+        pub struct RunSetMode {
+            pub session_id: String,
+            pub permission_mode: crate::plan::PermissionMode,
+        }
+
         /// `editor.serve`: this client's editor serves the session's file reads and
         /// writes in its project's checkout.
         pub struct EditorServe {
@@ -587,6 +593,8 @@ api! {
             "Take one task's merged change back out of its session's integration branch (a new commit; later tasks' changes stay), and out of the checkout where the branch had landed; says what changed or why nothing did";
         workspace_prune "workspace.prune" (params::WorkspacePrune) -> crate::payload::PruneResult as "pruned":
             "Prune the kept worktrees of tasks that failed or were blocked (never a running session's): their uncommitted work committed on their branches first, which stay; says what went and why";
+        run_set_mode "run.set_mode" (params::RunSetMode) -> bool as "accepted":
+            "Change a session's permission mode for the rest of its run (recorded as run.mode_changed); a conversation between its turns takes it for the next";
         run_pause "run.pause" (params::RunPause) -> bool as "accepted":
             "Stop dispatching new agents; running ones go on";
         run_resume "run.resume" (params::RunPause) -> bool as "accepted":

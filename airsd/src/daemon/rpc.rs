@@ -458,6 +458,20 @@ impl AirApi for DaemonRpc {
             .map_err(rpc_error)
     }
 
+    async fn run_set_mode(
+        &self,
+        ext: &Extensions,
+        params::RunSetMode {
+            session_id,
+            permission_mode,
+        }: params::RunSetMode,
+    ) -> RpcResult<bool> {
+        self.state
+            .set_mode(&session_id, permission_mode, self.who(ext))
+            .await
+            .map_err(rpc_error)
+    }
+
     async fn run_pause(
         &self,
         ext: &Extensions,

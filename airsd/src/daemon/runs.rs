@@ -466,6 +466,50 @@ impl DaemonState {
         }
     }
 
+    /// The run's permission mode from now on: told to its scheduler while it runs
+    /// (which judges later calls by it), else recorded for its next start (a
+    /// conversation between turns). Refused for a session without a run.
+    pub async fn set_mode(
+        &self,
+        session_id: &str,
+        mode: air_proto::plan::PermissionMode,
+        by: Option<String>,
+    ) -> Result<bool> {
+        let session = self.session(session_id).await?;
+        if !session.bus().read(|p, _| p.run.is_some()) {
+            return Err(Error::Refused(format!(
+                "session {session_id} has no run whose permission mode could change"
+            )));
+        }
+        // No run starts meanwhile: one that starts after reads the change.
+        let gate = self.run_gate(session_id);
+        let _gate = gate.lock().await;
+        if self.run_handle(session_id).is_some() {
+            let told = self
+                .control_run(
+                    session_id,
+                    Control::SetMode {
+                        mode,
+                        by: by.clone(),
+                    },
+                )
+                .await;
+            if let Ok(true) = told {
+                return Ok(true);
+            }
+            // It ended meanwhile: recorded for its next start.
+        }
+        let changed = event(
+            session_id,
+            &air_proto::payload::RunModeChanged {
+                permission_mode: mode,
+                by,
+            },
+        )?;
+        session.store().append(changed).await?;
+        Ok(true)
+    }
+
     /// Pauses (`pause`) or resumes the run's dispatching, or with a task its running
     /// agent.
     pub async fn set_paused(

@@ -90,7 +90,13 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
             json!({"path": ".envrc", "content": "export GREETING=hello\n"}),
         )),
         plain(Reply::Events(text_events("I wrote hello.txt and .envrc."))),
-        // The second: a read, then an answer that takes a minute (cancelled).
+        // The second, in plan mode: a write refused, a read, then an answer that takes
+        // a minute (cancelled).
+        plain(call(
+            "w3",
+            "fs_write",
+            json!({"path": "refused.txt", "content": "no\n"}),
+        )),
         plain(call("r1", "fs_read", json!({"path": "hello.txt"}))),
         plain(Reply::Slow {
             events: text_events("This answer is never finished."),
@@ -120,6 +126,18 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
         .as_str()
         .unwrap_or_else(|| panic!("{report}"))
         .to_string();
+    let modes = &steps["new"]["ok"]["modes"];
+    assert_eq!(modes["currentModeId"], "default", "{report}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["default", "accept_edits", "plan", "bypass_permissions"]
+    );
     assert_eq!(steps["prompt"]["ok"]["stopReason"], "end_turn", "{report}");
     assert_eq!(
         std::fs::read_to_string(p.root.join("hello.txt")).unwrap(),
@@ -190,6 +208,23 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
     // The editor's own messages are not echoed back to it.
     assert!(
         updates(&report, "user_message_chunk").is_empty(),
+        "{report}"
+    );
+    // In plan mode, the write of the second prompt was refused, and the editor was
+    // told of the mode.
+    assert!(steps["set_mode"].get("ok").is_some(), "{report}");
+    let modes_told: Vec<&Value> = updates(&report, "current_mode_update");
+    assert_eq!(modes_told.len(), 1, "{report}");
+    assert_eq!(modes_told[0]["currentModeId"], "plan");
+    assert!(!p.root.join("refused.txt").exists());
+    let refused = calls
+        .iter()
+        .find(|c| c["title"] == "Write refused.txt")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        updates(&report, "tool_call_update")
+            .iter()
+            .any(|u| u["toolCallId"] == refused["toolCallId"] && u["status"] == "failed"),
         "{report}"
     );
     // The slow prompt, cancelled once under way.

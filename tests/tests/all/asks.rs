@@ -302,3 +302,54 @@ fn a_request_left_when_its_agent_ends_expires_without_counting_as_a_denial() {
         state.stop_runs().await;
     });
 }
+
+/// The permission mode changes while the run goes on: told to its scheduler, which
+/// records it.
+#[test]
+fn the_permission_mode_changes_while_the_run_goes_on() {
+    use air_proto::plan::PermissionMode;
+    let dir = tempfile::tempdir().unwrap();
+    crate::rt().block_on(async {
+        let state = state(dir.path(), Duration::from_secs(600));
+        let session = start_plan(&state, PLAN, OnAsk::Deny, Some(PermissionMode::Default)).await;
+        let mode = |p: &Projection| p.run.as_ref().and_then(|r| r.permission_mode);
+        let p = until(&state, &session, |p| {
+            p.task("A").is_some_and(|t| t.status == TaskStatus::Running)
+        })
+        .await;
+        assert_eq!(mode(&p), Some(PermissionMode::Default));
+        assert!(state
+            .set_mode(&session, PermissionMode::Plan, Some("zed".into()))
+            .await
+            .unwrap());
+        let p = until(&state, &session, |p| mode(p) == Some(PermissionMode::Plan)).await;
+        assert!(p
+            .run
+            .as_ref()
+            .is_some_and(|r| r.status == air_proto::projection::RunState::Running));
+        // A session with no run has no mode to change.
+        let bare = state.create_session(Default::default()).await.unwrap().id;
+        let refused = state
+            .set_mode(&bare, PermissionMode::Plan, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("no run"), "{refused}");
+        state.stop_runs().await;
+        // On record, with who changed it, for a run picked up again (a conversation's
+        // next turn starts in it: tests/all/acp.rs).
+        let session_db = air_proto::layout::ProjectPaths::new(dir.path()).session_db(&session);
+        let conn = rusqlite::Connection::open(session_db).unwrap();
+        let changed: String = conn
+            .query_row(
+                "SELECT payload_json FROM events WHERE type = 'run.mode_changed'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            changed.contains("\"plan\"") && changed.contains("zed"),
+            "{changed}"
+        );
+    });
+}

@@ -33,6 +33,7 @@ impl Core {
             self.last_activity_ms = self.last_activity_ms.max(now_ms);
         }
         match fact {
+            Fact::ModeChanged { confirm } => self.confirm = *confirm,
             Fact::RunStarted {
                 concurrency,
                 on_ask,

@@ -65,6 +65,12 @@ const TABLE: &[Entry] = &[
     entry(ev::RunCompleted::TYPE, |_, v| {
         Some(Fact::RunCompleted(de(v)?))
     }),
+    entry(ev::RunModeChanged::TYPE, |_, v| {
+        let pl: p::RunModeChanged = de(v)?;
+        Some(Fact::ModeChanged {
+            confirm: pl.permission_mode == air_proto::plan::PermissionMode::Default,
+        })
+    }),
     entry(ev::RunContinued::TYPE, |_, v| {
         let pl: p::RunContinued = de(v)?;
         Some(Fact::Continued {

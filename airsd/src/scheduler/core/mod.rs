@@ -93,6 +93,11 @@ impl Default for Config {
 /// core needs only while the agent lives).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fact {
+    /// The run's permission mode changed: handed-on work waits for a confirmation
+    /// (`confirm`) in `default` only.
+    ModeChanged {
+        confirm: bool,
+    },
     RunStarted {
         concurrency: u32,
         on_ask: OnAsk,

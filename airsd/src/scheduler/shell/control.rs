@@ -18,6 +18,17 @@ impl Shell {
                 by,
                 block: false,
             })?,
+            Control::SetMode { mode, by } => {
+                if self.core.is_finished() {
+                    return Ok(false);
+                }
+                // Later calls are judged by it: the run's engines share their mode.
+                self.ctx.engine.set_mode(mode);
+                self.event(&p::RunModeChanged {
+                    permission_mode: mode,
+                    by,
+                })?
+            }
             Control::Pause { by } => self.event(&ev::SchedulerPaused(p::SchedulerControl {
                 by,
                 ..Default::default()

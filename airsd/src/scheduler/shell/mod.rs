@@ -98,6 +98,11 @@ pub enum Control {
     Pause {
         by: Option<String>,
     },
+    /// The run's permission mode from now on (`run.mode_changed`).
+    SetMode {
+        mode: air_proto::plan::PermissionMode,
+        by: Option<String>,
+    },
     Resume {
         by: Option<String>,
     },

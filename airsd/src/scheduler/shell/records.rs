@@ -24,6 +24,15 @@ pub fn recover(session: &Session, config: Config) -> Result<Option<Recovered>> {
         if e.event_type == ev::RunStarted::TYPE && started.is_none() {
             started = serde_json::from_value::<RunStarted>(e.payload.clone()).ok();
         }
+        // The mode may have changed since the start.
+        if e.event_type == ev::RunModeChanged::TYPE {
+            if let (Some(run), Ok(changed)) = (
+                started.as_mut(),
+                serde_json::from_value::<p::RunModeChanged>(e.payload.clone()),
+            ) {
+                run.permission_mode = changed.permission_mode;
+            }
+        }
         // A continuation may replace the budgets.
         if e.event_type == ev::RunContinued::TYPE {
             if let (Some(run), Ok(more)) = (

@@ -155,6 +155,38 @@ fn expand_home(p: &str, home: Option<&Path>) -> Option<String> {
     }
 }
 
+/// A run's permission mode, shared by its engines and changed while it runs.
+#[derive(Clone, Debug)]
+struct ModeCell(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl ModeCell {
+    const MODES: [PermissionMode; 4] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::BypassPermissions,
+    ];
+
+    fn new(mode: PermissionMode) -> ModeCell {
+        let cell = ModeCell(Default::default());
+        cell.set(mode);
+        cell
+    }
+
+    fn get(&self) -> PermissionMode {
+        let at = self.0.load(std::sync::atomic::Ordering::SeqCst);
+        Self::MODES
+            .get(usize::from(at))
+            .copied()
+            .unwrap_or(PermissionMode::Default)
+    }
+
+    fn set(&self, mode: PermissionMode) {
+        let at = Self::MODES.iter().position(|m| *m == mode).unwrap_or(0);
+        self.0.store(at as u8, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The engine of one run: the project, the person's home, the mode and the rules.
 #[derive(Clone, Debug)]
 pub struct Engine {
@@ -167,7 +199,8 @@ pub struct Engine {
     lent: Vec<String>,
     home: Option<PathBuf>,
     bookkeeping: Vec<PathBuf>,
-    mode: PermissionMode,
+    /// Shared by the engines of a run's worktrees: a change of mode reaches them all.
+    mode: ModeCell,
     git_writes: GitWrites,
     credentials: GlobSet,
     system: GlobSet,
@@ -398,7 +431,7 @@ impl Engine {
             not_system: globs(&not_system, None, "system paths")?,
             home,
             bookkeeping,
-            mode,
+            mode: ModeCell::new(mode),
             git_writes: config.git_writes.unwrap_or(GitWrites::Ask),
             writable_roots,
             sandbox: config.sandbox.unwrap_or(true),
@@ -467,7 +500,12 @@ impl Engine {
     }
 
     pub fn mode(&self) -> PermissionMode {
-        self.mode
+        self.mode.get()
+    }
+
+    /// The run's mode from now on, for this engine and those made from it.
+    pub fn set_mode(&self, mode: PermissionMode) {
+        self.mode.set(mode);
     }
 
     pub fn sandbox(&self) -> bool {
@@ -601,7 +639,7 @@ impl Engine {
             }
             return Verdict::Allow;
         }
-        if self.mode == PermissionMode::Plan {
+        if self.mode() == PermissionMode::Plan {
             return Verdict::Deny(format!(
                 "{}: the run is in plan mode, which is read-only",
                 path.display()
@@ -664,7 +702,7 @@ impl Engine {
             let git = self.root.join(".git");
             if path.starts_with(&git)
                 && self.git_writes == GitWrites::Ask
-                && self.mode != PermissionMode::BypassPermissions
+                && self.mode() != PermissionMode::BypassPermissions
             {
                 return self.ask(
                     access,

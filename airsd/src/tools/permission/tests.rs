@@ -214,3 +214,18 @@ fn listening_sockets_are_found_by_their_whole_path() {
     // The project's own are not hidden.
     assert!(!listening_sockets(dir.path()).contains(&spaced));
 }
+
+/// A change of the run's mode reaches the engines of its worktrees too, and the
+/// checks judge by it from then on.
+#[test]
+fn a_mode_change_reaches_every_engine_of_the_run() {
+    let e = engine(PermissionMode::Default, &PermissionsConfig::default());
+    let worktree = e.rooted(Path::new("/p/proj/.air/local/worktrees/T1"));
+    let file = Path::new("/p/proj/src/a.rs");
+    assert!(matches!(e.check(file, Access::Write), Verdict::Allow));
+    e.set_mode(PermissionMode::Plan);
+    assert_eq!(worktree.mode(), PermissionMode::Plan);
+    assert!(matches!(e.check(file, Access::Write), Verdict::Deny(_)));
+    worktree.set_mode(PermissionMode::BypassPermissions);
+    assert_eq!(e.mode(), PermissionMode::BypassPermissions);
+}
