@@ -52,6 +52,8 @@ const AUTH_METHOD: &str = "provider-key";
 #[derive(Clone, Debug)]
 enum Idle {
     At(u64),
+    /// The run's scheduler stopped at this seq, and why.
+    Halted(u64, String),
     Lost(String),
 }
 
@@ -65,6 +67,8 @@ struct Live {
     cancelled: AtomicBool,
     /// One prompt at a time.
     prompting: tokio::sync::Mutex<()>,
+    /// Set when the session is followed anew (loaded again): this one stops.
+    stop: watch::Sender<bool>,
 }
 
 /// The relay's state: what the editor said of itself, and its sessions.
@@ -172,6 +176,7 @@ impl Relay {
             idle,
             cancelled: AtomicBool::new(false),
             prompting: tokio::sync::Mutex::new(()),
+            stop: watch::channel(false).0,
         });
         let (caught_up, shown) = tokio::sync::oneshot::channel();
         let follower = {
@@ -186,6 +191,11 @@ impl Relay {
         shown
             .await
             .map_err(|_| refused("the daemon closed the session's stream"))?;
+        // Loaded again: the earlier follower of the session stops, so that nothing
+        // is shown or asked twice.
+        if let Some(old) = lock(&self.sessions).get(&session) {
+            old.stop.send_replace(true);
+        }
         let (read, write) = *lock(&self.fs);
         if read || write {
             let files = live
@@ -294,13 +304,15 @@ impl Relay {
         let ended = idle
             .wait_for(|i| match i {
                 Idle::At(seq) => *seq > sent.seq,
+                Idle::Halted(seq, _) => *seq >= sent.seq,
                 Idle::Lost(_) => true,
             })
             .await
             .map_err(|_| refused("the session's follower stopped"))?
             .clone();
-        if let Idle::Lost(why) = ended {
-            return Err(refused(why));
+        match ended {
+            Idle::Lost(why) | Idle::Halted(_, why) => return Err(refused(why)),
+            Idle::At(_) => {}
         }
         Ok(PromptResponse::new(
             if live.cancelled.swap(false, Ordering::SeqCst) {
@@ -486,7 +498,13 @@ async fn follow_session(
             Ok(s) => s,
             Err(e) => return format!("cannot follow session {}: {e}", live.id),
         };
-        while let Some(update) = sub.next().await {
+        let mut stop = live.stop.subscribe();
+        loop {
+            let update = tokio::select! {
+                _ = stop.wait_for(|s| *s) => return "the session was loaded again".into(),
+                update = sub.next() => update,
+            };
+            let Some(update) = update else { break };
             let update = match update {
                 Ok(u) => u,
                 Err(e) => return format!("a bad notification from the daemon: {e}"),
@@ -596,6 +614,9 @@ fn show(
             Out::Idle => {
                 live.idle.send_replace(Idle::At(seq));
             }
+            Out::Halted(why) => {
+                live.idle.send_replace(Idle::Halted(seq, why));
+            }
         }
     }
 }
@@ -671,25 +692,46 @@ async fn serve_files(
     mut files: jsonrpsee::core::client::Subscription<air_proto::api::EditorRequest>,
 ) {
     use air_proto::api::EditorRequestKind;
-    while let Some(Ok(req)) = files.next().await {
-        let path = PathBuf::from(&req.path);
-        let answer: Result<Option<String>, String> = match req.kind {
-            EditorRequestKind::Read => cx
-                .send_request(ReadTextFileRequest::new(live.id.clone(), path))
-                .block_task()
-                .await
-                .map(|r| Some(r.content))
-                .map_err(|e| e.to_string()),
-            EditorRequestKind::Write => cx
-                .send_request(WriteTextFileRequest::new(
-                    live.id.clone(),
-                    path,
-                    req.content.unwrap_or_default(),
-                ))
-                .block_task()
-                .await
-                .map(|_| None)
-                .map_err(|e| e.to_string()),
+    // airsd names files under the project's resolved root; the editor knows them
+    // under the root it opened.
+    let resolved = std::fs::canonicalize(&live.root).unwrap_or_else(|_| live.root.clone());
+    let mut stop = live.stop.subscribe();
+    loop {
+        let req = tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            req = files.next() => req,
+        };
+        let Some(Ok(req)) = req else { return };
+        let path = match Path::new(&req.path).strip_prefix(&resolved) {
+            Ok(rest) => live.root.join(rest),
+            Err(_) => PathBuf::from(&req.path),
+        };
+        // A request airsd no longer waits for is not carried out late.
+        let left = std::time::Duration::from_millis(req.deadline_ms.saturating_sub(now_ms()));
+        if left.is_zero() {
+            continue;
+        }
+        let asked = async {
+            match req.kind {
+                EditorRequestKind::Read => cx
+                    .send_request(ReadTextFileRequest::new(live.id.clone(), path))
+                    .block_task()
+                    .await
+                    .map(|r| Some(r.content)),
+                EditorRequestKind::Write => cx
+                    .send_request(WriteTextFileRequest::new(
+                        live.id.clone(),
+                        path,
+                        req.content.clone().unwrap_or_default(),
+                    ))
+                    .block_task()
+                    .await
+                    .map(|_| None),
+            }
+        };
+        let answer: Result<Option<String>, String> = match tokio::time::timeout(left, asked).await {
+            Ok(a) => a.map_err(|e| e.to_string()),
+            Err(_) => Err("the editor did not answer in time".into()),
         };
         let (content, error) = match answer {
             Ok(c) => (c, None),
@@ -709,6 +751,12 @@ async fn serve_files(
             eprintln!("air acp: cannot answer a file request: {e}");
         }
     }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Answers a request on its own task, so that the handler never waits on the editor.

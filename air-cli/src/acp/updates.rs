@@ -33,6 +33,9 @@ pub enum Out {
     Answered(String),
     /// The session is idle: its run ended, or it waits for the person's next message.
     Idle,
+    /// The run's scheduler stopped without ending the run (the session could not be
+    /// written), and why.
+    Halted(String),
 }
 
 /// The state the translation needs across events.
@@ -183,6 +186,11 @@ impl Translator {
                 .into_iter()
                 .collect(),
             ev::RunCompleted::TYPE => vec![Out::Idle],
+            ev::RunHalted::TYPE => de::<p::RunHalted>(payload)
+                .and_then(|h| h.reason)
+                .map(Out::Halted)
+                .into_iter()
+                .collect(),
             ev::RunModeChanged::TYPE => de::<p::RunModeChanged>(payload)
                 .map(|m| {
                     update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
@@ -594,6 +602,15 @@ mod tests {
             &t.event(&ev("run.completed", json!({"outcome": "completed"})))[..],
             [Out::Idle]
         ));
+        // A scheduler that stopped without ending the run ends the prompt with why;
+        // its running again (no reason) does not.
+        assert!(matches!(
+            &t.event(&ev("run.halted", json!({"reason": "the disk is full"})))[..],
+            [Out::Halted(why)] if why == "the disk is full"
+        ));
+        assert!(t
+            .event(&ev("run.halted", json!({"reason": null})))
+            .is_empty());
     }
 
     /// What a broken or hostile daemon sends is passed over, never a panic.

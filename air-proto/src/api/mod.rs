@@ -140,6 +140,9 @@ pub struct EditorRequest {
     /// A write's new text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// When airsd stops waiting for the answer (Unix time, ms): a request not yet
+    /// carried out by then is dropped, not done late.
+    pub deadline_ms: u64,
 }
 
 wire_enum! {

@@ -225,11 +225,16 @@ impl AirApi for DaemonRpc {
                 return Ok(());
             }
         };
-        let Some(conn) = ext.get::<Peer>().map(|p| p.conn) else {
+        // Only the person's own client, steering the session, serves its files.
+        let Some(conn) = ext
+            .get::<Peer>()
+            .map(|p| p.conn)
+            .filter(|c| self.state.steers(*c, &session_id))
+        else {
             pending
-                .reject(rpc_error(Error::Refused(
-                    "editor.serve needs a connection of the socket".into(),
-                )))
+                .reject(rpc_error(Error::Refused(format!(
+                    "editor.serve needs a connection that steers session {session_id} (daemon.hello with its id and mode `steering`)"
+                ))))
                 .await;
             return Ok(());
         };

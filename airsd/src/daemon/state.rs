@@ -212,6 +212,14 @@ impl DaemonState {
         lock(&self.clients).contains_key(&conn)
     }
 
+    /// Whether the connection `conn` steers `session_id` (said so in its hello).
+    pub fn steers(&self, conn: u64, session_id: &str) -> bool {
+        lock(&self.clients).get(&conn).is_some_and(|c| {
+            c.session_id.as_deref() == Some(session_id)
+                && c.mode == air_proto::api::ClientMode::Steering
+        })
+    }
+
     /// The connection `conn` steers `session_id` from now on, as a `hello` with that
     /// session and mode would say; a connection gone meanwhile is left gone.
     pub fn steer(&self, conn: u64, session_id: &str) {

@@ -9,7 +9,7 @@
 
 use air_proto::events::{self as ev, Event};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use air_proto::backup::{BackupTag, Backups};
@@ -26,6 +26,7 @@ use crate::tools::ToolError;
 
 pub mod background;
 mod cpp;
+mod editor;
 mod shell;
 
 /// Rounds of questions one call may raise (each round asks everything it found).
@@ -189,10 +190,15 @@ impl Interrupted {
         if self.0.is_empty() {
             return 0;
         }
-        let input = input.to_string();
+        // Compared as JSON values: the same call whatever order its keys were
+        // written in.
         self.0
             .iter()
-            .filter(|(t, n, i)| t == task_id && n == tool && *i == input)
+            .filter(|(t, n, i)| {
+                t == task_id
+                    && n == tool
+                    && serde_json::from_str::<Value>(i).is_ok_and(|i| i == *input)
+            })
             .count()
     }
 
@@ -359,33 +365,11 @@ impl ToolJob {
             self.shell_stop().await
         } else {
             let (role, tool, input) = (self.role, self.call.tool.clone(), self.call.input.clone());
-            let served = self.editor_file();
-            // A write of a file the editor serves holds the session's editor writes
-            // from its read of the editor's text until the editor has the result.
-            let editors = self.env.session.editors();
-            let _writing = match &served {
-                Some(_) if !crate::tools::reads_only(&self.call.tool) => {
-                    Some(editors.writing().await)
-                }
-                _ => None,
-            };
-            let overlay = match &served {
-                Some(path) => self.editor_text(path).await,
-                None => None,
-            };
-            let result = self
-                .with_permission(&tool_run_id, move |ctx| {
-                    let ctx = crate::tools::FsContext {
-                        overlay: overlay.as_ref(),
-                        ..*ctx
-                    };
-                    crate::tools::call(&ctx, role, &tool, input.clone())
-                })
-                .await;
-            if let (Ok(_), Some(path)) = (&result, &served) {
-                self.put_in_editor(path).await;
-            }
-            result
+            let served = self.editor_file().await;
+            self.permitted(&tool_run_id, served.as_ref(), move |ctx| {
+                crate::tools::call(ctx, role, &tool, input.clone())
+            })
+            .await
         };
         let result = result.and_then(|output| {
             if designer {
@@ -433,63 +417,6 @@ impl ToolJob {
             // An effect is answered once its end is on record.
             settle.await;
             self.worker.reply(&self.header, reply);
-        }
-    }
-
-    /// The file a file tool works on, when the person's editor serves the session's
-    /// files in the checkout this call works in (`editor.serve`).
-    fn editor_file(&self) -> Option<PathBuf> {
-        if !matches!(
-            self.call.tool.as_str(),
-            "fs.read" | "fs.write" | "fs.edit" | "fs.multi_edit"
-        ) {
-            return None;
-        }
-        let root = self.env.engine.root();
-        let path = crate::tools::fs::resolve_in(root, self.call.input["path"].as_str()?).ok()?;
-        let editors = self.env.session.editors();
-        (editors.serves(root, &path, false) || editors.serves(root, &path, true)).then_some(path)
-    }
-
-    /// The file's text as the editor has it, unsaved changes included.
-    async fn editor_text(&self, path: &Path) -> Option<crate::tools::fs::Overlay> {
-        let text = self
-            .env
-            .session
-            .editors()
-            .read(self.env.engine.root(), path)
-            .await?;
-        Some(crate::tools::fs::Overlay {
-            path: path.to_path_buf(),
-            bytes: text.into_bytes(),
-        })
-    }
-
-    /// A write just made, put into the editor too (which saves it), so that it lands
-    /// in the buffer the person has open.
-    async fn put_in_editor(&self, path: &Path) {
-        if crate::tools::reads_only(&self.call.tool) {
-            return;
-        }
-        let (root, owned) = (self.env.engine.root().to_path_buf(), path.to_path_buf());
-        let written = tokio::task::spawn_blocking(move || {
-            crate::tools::fs::read_nofollow(&owned, &root, &owned.display().to_string())
-        })
-        .await;
-        let Ok(Ok(bytes)) = written else {
-            return;
-        };
-        let Ok(text) = String::from_utf8(bytes) else {
-            return;
-        };
-        if let Err(why) = self
-            .env
-            .session
-            .editors()
-            .wrote(self.env.engine.root(), path, &text)
-            .await
-        {
-            tracing::warn!(path = %path.display(), %why, "the editor did not take a write");
         }
     }
 
@@ -575,13 +502,49 @@ impl ToolJob {
         tool_run_id: &str,
         f: impl Fn(&crate::tools::FsContext<'_>) -> Result<T, ToolError> + Send + Sync + 'static,
     ) -> Result<T, ToolError> {
+        self.permitted(tool_run_id, None, f).await
+    }
+
+    /// [`ToolJob::with_permission`], for a file the person's editor may serve: each
+    /// attempt reads the editor's text of it afresh (after a person's answer too), and
+    /// a write holds the session's editor writes from that read until the editor has
+    /// the result, never across a question to the person.
+    pub(super) async fn permitted<T: Send + 'static>(
+        &self,
+        tool_run_id: &str,
+        served: Option<&editor::Served>,
+        f: impl Fn(&crate::tools::FsContext<'_>) -> Result<T, ToolError> + Send + Sync + 'static,
+    ) -> Result<T, ToolError> {
         let f = Arc::new(f);
+        let editors = self.env.session.editors();
         let mut granted = HashSet::new();
         for _ in 0..=MAX_ASK_ROUNDS {
-            let (result, asks) = self.attempt(&granted, f.clone()).await;
+            let writing = match served {
+                Some(s) if s.write => Some(editors.writing().await),
+                _ => None,
+            };
+            let overlay = match served {
+                Some(s) if s.read => self.editor_text(&s.path).await,
+                _ => None,
+            };
+            let g = f.clone();
+            let each: Arc<Checked<T>> = Arc::new(move |ctx| {
+                let ctx = crate::tools::FsContext {
+                    overlay: overlay.as_ref(),
+                    ..*ctx
+                };
+                g(&ctx)
+            });
+            let (result, asks) = self.attempt(&granted, each).await;
             if asks.is_empty() {
+                if let (Ok(_), Some(s)) = (&result, served) {
+                    if s.write {
+                        self.put_in_editor(&s.path).await;
+                    }
+                }
                 return result;
             }
+            drop(writing);
             self.ask_person(tool_run_id, &asks)
                 .await
                 .map_err(ToolError)?;

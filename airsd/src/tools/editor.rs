@@ -140,25 +140,42 @@ impl Editors {
         path: &Path,
         content: Option<String>,
     ) -> Option<Answer> {
+        // Only text paths reach an editor.
+        let shown = path.to_str()?.to_string();
         let request_id = air_proto::ids::new_id();
         let (tx, rx) = oneshot::channel();
-        let requests = {
+        let (conn, requests) = {
             let mut served = lock(&self.served);
             let s = served.as_mut()?;
             s.waiting.insert(request_id.clone(), tx);
-            s.requests.clone()
+            (s.conn, s.requests.clone())
         };
+        let deadline_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .saturating_add(ANSWER_TIME.as_millis() as u64);
         let request = EditorRequest {
             request_id: request_id.clone(),
             kind,
-            path: path.display().to_string(),
+            path: shown,
             content,
+            deadline_ms,
         };
         let answer = match requests.try_send(request) {
-            Ok(()) => tokio::time::timeout(ANSWER_TIME, rx)
-                .await
-                .map_err(|_| format!("the editor did not answer in {} s", ANSWER_TIME.as_secs()))
-                .and_then(|a| a.map_err(|_| "the editor stopped serving".to_string())),
+            Ok(()) => match tokio::time::timeout(ANSWER_TIME, rx).await {
+                Ok(a) => a.map_err(|_| "the editor stopped serving".to_string()),
+                Err(_) => {
+                    // An editor that let a write wait this long may still save it
+                    // later, over a newer one: it serves no more.
+                    if kind == EditorRequestKind::Write {
+                        self.withdraw(conn);
+                    }
+                    Err(format!(
+                        "the editor did not answer in {} s",
+                        ANSWER_TIME.as_secs()
+                    ))
+                }
+            },
             Err(_) => Err("the editor has too many requests open".into()),
         };
         if let Some(s) = lock(&self.served).as_mut() {

@@ -65,6 +65,7 @@ fn said(report: &Value, kind: &str) -> String {
 fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
     let p = Project::new();
     std::fs::write(p.root.join("README.md"), "A greeting tool.\n").unwrap();
+    nix::unistd::mkfifo(&p.root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     let rt = crate::provider_rt();
     let mock = rt.block_on(MockProvider::start(vec![
         // The first prompt: the file the editor has open read and edited as it has
@@ -97,6 +98,8 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
             "fs_write",
             json!({"path": "refused.txt", "content": "no\n"}),
         )),
+        // A FIFO the model asks to read is refused on disk, the editor never asked.
+        plain(call("r2", "fs_read", json!({"path": "pipe"}))),
         plain(call("r1", "fs_read", json!({"path": "hello.txt"}))),
         plain(Reply::Slow {
             events: text_events("This answer is never finished."),
@@ -205,6 +208,15 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
     };
     assert!(wrote("README.md", "A saved greeting tool.\n"), "{report}");
     assert!(wrote("hello.txt", "hello\n"), "{report}");
+    let pipe = p.root.join("pipe").display().to_string();
+    assert!(
+        !report["reads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == pipe.as_str()),
+        "{report}"
+    );
     // The editor's own messages are not echoed back to it.
     assert!(
         updates(&report, "user_message_chunk").is_empty(),

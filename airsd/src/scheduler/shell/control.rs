@@ -22,12 +22,15 @@ impl Shell {
                 if self.core.is_finished() {
                     return Ok(false);
                 }
-                // Later calls are judged by it: the run's engines share their mode.
-                self.ctx.engine.set_mode(mode);
-                self.event(&p::RunModeChanged {
+                let e = self.event(&p::RunModeChanged {
                     permission_mode: mode,
                     by,
-                })?
+                })?;
+                self.record(vec![e]).await?;
+                // Once on record, later calls are judged by it: the run's engines
+                // share their mode.
+                self.ctx.engine.set_mode(mode);
+                return Ok(true);
             }
             Control::Pause { by } => self.event(&ev::SchedulerPaused(p::SchedulerControl {
                 by,
