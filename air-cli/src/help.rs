@@ -17,7 +17,8 @@ const GROUPS: &[(&str, &[&str])] = &[
     (
         "Project",
         &[
-            "init", "root", "doctor", "setup", "profile", "memory", "skills", "debug", "migrate",
+            "init", "root", "doctor", "setup", "profile", "hooks", "memory", "skills", "debug",
+            "migrate",
         ],
     ),
     ("Daemon and shell", &["daemon", "completions", "version"]),

@@ -15,6 +15,7 @@ mod doctor;
 mod example;
 mod help;
 mod hidden;
+mod hooks_cmd;
 mod knowledge_cmd;
 mod memory_cmd;
 mod migrate_cmd;
@@ -159,6 +160,15 @@ enum Command {
     Skills {
         #[command(subcommand)]
         command: knowledge_cmd::SkillsCommand,
+    },
+    /// The commands air runs at points of a session (hooks), and trusting the project's.
+    ///
+    /// Yours from ~/.air/hooks.yaml, the project's from .air/shared/hooks.yaml and
+    /// .claude/settings.json, with Claude Code's events and JSON (docs/hooks.md). A
+    /// project's hook runs once you trusted it as it is (`air hooks trust`).
+    Hooks {
+        #[command(subcommand)]
+        command: Option<hooks_cmd::HooksCommand>,
     },
     /// What air learned about you and the project.
     ///
@@ -745,6 +755,7 @@ async fn run(command: Command) -> CmdResult {
         Command::Status { json } => output::status(json).await,
         Command::Debug { command } => knowledge_cmd::run(command).await,
         Command::Memory { command } => memory_cmd::run(command).await,
+        Command::Hooks { command } => hooks_cmd::run(command),
         Command::Skills { command } => knowledge_cmd::skills(command),
         Command::Sessions { action: None, json } => output::sessions(json).await,
         Command::Sessions {

@@ -117,6 +117,7 @@ own! {
     RunCompleted => "run.completed",
     RunContinued => "run.continued",
     RunModeChanged => "run.mode_changed",
+    HookCompleted => "hook.completed",
     CancelRequested => "scheduler.cancel_requested",
     Patrol => "scheduler.patrol",
     TaskCreated => "task.created",

@@ -7,8 +7,8 @@
 //! the plan compiler, the run report). It never reads the environment, and does no I/O
 //! except behind the features named for it: `layout` (the `.air/` tree, and the programs
 //! air runs itself: `program`), `config` (the
-//! user's configuration files), `backup` (the backup repository) and `client` (the
-//! daemon's socket).
+//! user's configuration files), `hooks` (hooks and the trust in them), `backup` (the
+//! backup repository) and `client` (the daemon's socket).
 
 #[macro_use]
 mod wire_enum;
@@ -31,6 +31,8 @@ pub mod event;
 pub mod event_text;
 pub mod events;
 pub mod gate;
+#[cfg(feature = "hooks")]
+pub mod hooks;
 pub mod ids;
 pub mod ipc;
 #[cfg(feature = "layout")]

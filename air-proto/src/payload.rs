@@ -367,6 +367,30 @@ pub struct RunModeChanged {
     pub by: Option<String>,
 }
 
+/// `hook.completed`: a hook ran at its event (or was passed over, and why).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HookCompleted {
+    /// Claude Code's name of the event (`PreToolUse` …).
+    pub event: String,
+    pub command: String,
+    /// Where it is declared: `user`, `project`, `claude`.
+    pub source: String,
+    /// The tool it ran for.
+    pub tool: Option<String>,
+    pub tool_run_id: Option<String>,
+    pub task_id: Option<String>,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// It refused what it ran for (exit code 2, or its JSON said so).
+    pub blocked: bool,
+    /// Its words: why it blocked, or what it said on stderr.
+    pub reason: Option<String>,
+    /// Why it did not run (a project's hook nobody trusted as it is now).
+    pub skipped: Option<String>,
+    pub duration_ms: Option<u64>,
+}
+
 /// `task.retried`: while the run goes on, a person asked for these ended tasks (failed,
 /// blocked or cancelled; the ones asked for and those waiting on them) to run again.
 #[serde_with::skip_serializing_none]

@@ -155,6 +155,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(ev::TaskFailed, "task", "The task's goal was not achieved and its retries are spent."),
     durable!(ev::TaskCancelled, "task", "The task was cancelled."),
     durable!(ev::TasksRetried, "task", "While the run goes on, ended tasks are pending again at a person's request."),
+    durable!(ev::HookCompleted, "hook", "A hook ran at its event, or was passed over (a project's hook nobody trusted as it is now); whether it blocked what it ran for, and why."),
     durable!(ev::ToolStarted, "tool", "A tool call is about to run (the write-ahead record)."),
     durable!(ev::ToolCompleted, "tool", "A tool call finished."),
     durable!(ev::ToolFailed, "tool", "A tool call failed or was refused."),

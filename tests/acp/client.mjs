@@ -87,6 +87,8 @@ await app.connectWith(stream, async (ctx) => {
     );
     const sessionId = report.steps.new.ok?.sessionId;
     if (!sessionId) return;
+    // For a terminal to attach to the session meanwhile.
+    if (process.env.ACP_SESSION_FILE) fs.writeFileSync(process.env.ACP_SESSION_FILE, sessionId);
     await step("prompt", () =>
       ctx.request(acp.methods.agent.session.prompt, {
         sessionId,
@@ -94,6 +96,10 @@ await app.connectWith(stream, async (ctx) => {
       }),
     );
     report.steps.updates_after_prompt = { ok: report.updates.length };
+    // Until the terminal shows the first exchange: the second prompt then appears
+    // there as it is made.
+    const go = process.env.ACP_GO_FILE;
+    while (go && !fs.existsSync(go)) await new Promise((r) => setTimeout(r, 20));
     // Read-only from here on.
     await step("set_mode", () =>
       ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" }),

@@ -299,6 +299,7 @@ impl DaemonState {
             backups: Arc::new(prep.backups),
             sources: Arc::new(prep.sources),
             models: Arc::new(models),
+            hooks: Arc::new(prep.hooks),
         };
         let handle = shell::start(ctx, config, core);
         self.runs_lock().insert(id, handle.clone());
@@ -913,6 +914,7 @@ pub(super) struct RunPrep {
     engine: Engine,
     sources: crate::context::Sources,
     backups: air_proto::backup::Backups,
+    hooks: crate::scheduler::hooks::Hooks,
 }
 
 impl RunPrep {
@@ -952,10 +954,14 @@ impl RunPrep {
         if let Some(exe) = &config.sandbox_exe {
             crate::sandbox::protections(exe);
         }
+        // The hooks, as the run starts: a broken file refuses it, naming the place.
+        let hooks = crate::scheduler::hooks::Hooks::load(config.air_home.as_deref(), paths.root())
+            .map_err(|e| Error::Refused(format!("cannot run until the hooks are fixed: {e}")))?;
         Ok(RunPrep {
             engine,
             sources,
             backups: air_proto::backup::Backups::new(paths.backups()).with_git(git),
+            hooks,
         })
     }
 }

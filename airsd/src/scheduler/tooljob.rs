@@ -39,6 +39,8 @@ type Checked<T> = dyn Fn(&crate::tools::FsContext<'_>) -> Result<T, ToolError> +
 #[derive(Clone)]
 pub struct ToolEnv {
     pub session: Arc<Session>,
+    /// The run's hooks (`PreToolUse`, `PostToolUse` run around each call).
+    pub hooks: Arc<crate::scheduler::hooks::Hooks>,
     pub ledger: Arc<crate::tools::ReadLedger>,
     pub engine: Arc<Engine>,
     pub backups: Arc<Backups>,
@@ -342,7 +344,13 @@ impl ToolJob {
             .count(&self.task_id, &self.call.tool, &self.call.input);
         let designer =
             self.planning.is_some() && air_proto::planning::is_designer_tool(&self.call.tool);
-        let result = if crashed >= 2 {
+        // The person's hooks judge the call before it runs.
+        let hooked = self
+            .hooks(air_proto::hooks::HookEvent::PreToolUse, &tool_run_id, None)
+            .await;
+        let result = if let Some(why) = hooked {
+            Err(ToolError(why))
+        } else if crashed >= 2 {
             Err(ToolError(format!(
                 "this exact call was running when airsd stopped, {crashed} times in this task; it is refused, as it may be what stops airsd: change it (a smaller part, another tool)"
             )))
@@ -371,6 +379,14 @@ impl ToolJob {
             })
             .await
         };
+        if let Ok(output) = &result {
+            self.hooks(
+                air_proto::hooks::HookEvent::PostToolUse,
+                &tool_run_id,
+                Some(output),
+            )
+            .await;
+        }
         let result = result.and_then(|output| {
             if designer {
                 return Ok(output);
@@ -418,6 +434,47 @@ impl ToolJob {
             settle.await;
             self.worker.reply(&self.header, reply);
         }
+    }
+
+    /// Runs the hooks of `event` for this call (`output`: the tool's, after it ran),
+    /// each recorded as `hook.completed`; why the call is refused when one refused it.
+    async fn hooks(
+        &self,
+        event: air_proto::hooks::HookEvent,
+        tool_run_id: &str,
+        output: Option<&Value>,
+    ) -> Option<String> {
+        if self.env.hooks.is_empty() {
+            return None;
+        }
+        let root = self.env.engine.root();
+        let mut input = serde_json::json!({
+            "tool_input": crate::scheduler::hooks::tool_input(root, &self.call.input),
+        });
+        if let Some(out) = output {
+            input["tool_response"] = out.clone();
+        }
+        let launching = crate::scheduler::hooks::Launching {
+            engine: &self.env.engine,
+            sandbox_exe: self.env.sandbox_exe.as_ref(),
+        };
+        let outcome = crate::scheduler::hooks::run(
+            &self.env.hooks,
+            event,
+            Some(&self.call.tool),
+            input,
+            self.env.session.id(),
+            &launching,
+        )
+        .await;
+        for mut run in outcome.runs {
+            run.tool_run_id = Some(tool_run_id.to_string());
+            run.task_id = Some(self.task_id.clone());
+            if let Err(e) = self.record(&run).await {
+                tracing::warn!("cannot record a hook's run: {e}");
+            }
+        }
+        outcome.blocked
     }
 
     /// One of the designer's own tools: its input checked field by field (a proposal

@@ -721,6 +721,8 @@ pub struct Launch<'a> {
     pub policy: crate::sandbox::Policy,
     /// The whole environment of the command.
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// What the command reads on stdin (a hook's JSON); nothing when `None`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// The bash commands run with: `/bin/bash`, else the first on `PATH` (NixOS has no
@@ -787,7 +789,11 @@ pub async fn execute(
     cmd.env_clear()
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&p.cwd)
-        .stdin(std::process::Stdio::null())
+        .stdin(if launch.stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
@@ -802,6 +808,14 @@ pub async fn execute(
             .and_then(|id| i32::try_from(id).ok())
             .unwrap_or_default(),
     );
+    // Written beside the reading, so that a command that writes before it reads
+    // never blocks on a full pipe; closed after, so that it sees the end.
+    if let (Some(mut pipe), Some(bytes)) = (child.stdin.take(), launch.stdin.clone()) {
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt as _;
+            let _ = pipe.write_all(&bytes).await;
+        });
+    }
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ToolError(
             "the command's output could not be captured".into(),
@@ -975,6 +989,7 @@ mod tests {
                 launcher: None,
                 policy: Default::default(),
                 env: command_env(std::env::vars_os(), &[], None),
+                stdin: None,
             };
             let mut seen = Vec::new();
             let ended = execute(

@@ -20,6 +20,12 @@ fn client_dir() -> PathBuf {
 
 /// Runs the SDK's client with `args` in the project; its report.
 async fn client(p: &Project, mock: &MockProvider, args: &[&str]) -> Value {
+    client_at(p.root.clone(), mock.url.clone(), args, Vec::new()).await
+}
+
+/// [`client`] in the project at `root` against the provider at `url`, with more of
+/// the client's environment.
+async fn client_at(root: PathBuf, url: String, args: &[&str], env: Vec<(&str, PathBuf)>) -> Value {
     let dir = client_dir();
     assert!(
         dir.join("node_modules/@agentclientprotocol/sdk").is_dir(),
@@ -28,11 +34,12 @@ async fn client(p: &Project, mock: &MockProvider, args: &[&str]) -> Value {
     let out = tokio::process::Command::new("node")
         .arg(dir.join("client.mjs"))
         .args(args)
-        .current_dir(&p.root)
+        .current_dir(&root)
         .env("AIR_BIN", air_tests::bin("air"))
         .env("AIR_WORKER", air_tests::bin("air-worker"))
         .env("ANTHROPIC_API_KEY", "sk-test")
-        .env("ANTHROPIC_BASE_URL", &mock.url)
+        .env("ANTHROPIC_BASE_URL", &url)
+        .envs(env)
         .output()
         .await
         .unwrap();
@@ -43,6 +50,39 @@ async fn client(p: &Project, mock: &MockProvider, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// The editor's part of the test: it writes the session's id to `id_file` and waits
+/// for `go_file` before its second prompt.
+async fn drive(root: PathBuf, url: String, id_file: PathBuf, go_file: PathBuf) -> Value {
+    client_at(
+        root,
+        url,
+        &[
+            "drive",
+            "/direct write hello.txt and an .envrc",
+            "/direct read hello.txt back",
+        ],
+        vec![("ACP_SESSION_FILE", id_file), ("ACP_GO_FILE", go_file)],
+    )
+    .await
+}
+
+/// The text of `file` once it is there.
+fn wait_for_file(file: &std::path::Path) -> String {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            if !text.is_empty() {
+                return text;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the editor did not start a session"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -106,15 +146,37 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
             gap_ms: 60_000,
         }),
     ]));
-    let report = rt.block_on(client(
-        &p,
-        &mock,
-        &[
-            "drive",
-            "/direct write hello.txt and an .envrc",
-            "/direct read hello.txt back",
-        ],
+    // The editor drives the session while a terminal attaches to it: once the
+    // terminal shows the first exchange, the editor goes on, and its second prompt
+    // appears there as it is made.
+    let signals = tempfile::tempdir().unwrap();
+    let (id_file, go_file) = (signals.path().join("session"), signals.path().join("go"));
+    let editor = rt.spawn(drive(
+        p.root.clone(),
+        mock.url.clone(),
+        id_file.clone(),
+        go_file.clone(),
     ));
+    let session = wait_for_file(&id_file);
+    let env = format!(
+        "AIR_WORKER='{}' ANTHROPIC_API_KEY=sk-test ANTHROPIC_BASE_URL='{}'",
+        air_tests::bin("air-worker").display(),
+        mock.url
+    );
+    let tmux = Tmux::new();
+    tmux.run_air("attach", &p.root, &env, &format!("attach -s {session}"));
+    tmux.wait_for(
+        "attach",
+        &|s| s.contains("I wrote hello.txt and .envrc.") && s.contains("acp:air-acp-test"),
+        "air attach does not show the editor's conversation",
+    );
+    std::fs::write(&go_file, "").unwrap();
+    tmux.wait_for(
+        "attach",
+        &|s| s.contains("read hello.txt back"),
+        "the editor's second prompt did not appear in the terminal",
+    );
+    let report = rt.block_on(editor).unwrap();
     let steps = &report["steps"];
     let init = &steps["initialize"]["ok"];
     assert_eq!(init["agentCapabilities"]["loadSession"], true, "{report}");
@@ -125,10 +187,11 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
             .contains("ANTHROPIC_API_KEY"),
         "{report}"
     );
-    let session = steps["new"]["ok"]["sessionId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{report}"))
-        .to_string();
+    assert_eq!(
+        steps["new"]["ok"]["sessionId"],
+        session.as_str(),
+        "{report}"
+    );
     let modes = &steps["new"]["ok"]["modes"];
     assert_eq!(modes["currentModeId"], "default", "{report}");
     let ids: Vec<&str> = modes["availableModes"]
@@ -275,18 +338,5 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
     );
     assert!(loaded["permissions"].as_array().unwrap().is_empty());
 
-    // The same conversation in a terminal.
-    let env = format!(
-        "AIR_WORKER='{}' ANTHROPIC_API_KEY=sk-test ANTHROPIC_BASE_URL='{}'",
-        air_tests::bin("air-worker").display(),
-        mock.url
-    );
-    let tmux = Tmux::new();
-    tmux.run_air("attach", &p.root, &env, &format!("attach -s {session}"));
-    tmux.wait_for(
-        "attach",
-        &|s| s.contains("I wrote hello.txt and .envrc.") && s.contains("acp:air-acp-test"),
-        "air attach does not show the editor's conversation",
-    );
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
 }

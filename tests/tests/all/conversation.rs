@@ -577,6 +577,31 @@ pub(crate) fn chat_command(
     c
 }
 
+/// `air chat ARGS` with the real worker while `rt` serves the loopback provider; its
+/// output, once it exited 0 (else its stderr is shown).
+pub(crate) fn chat_ok(
+    rt: &tokio::runtime::Runtime,
+    p: &crate::daemon::Project,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> std::process::Output {
+    let out = rt
+        .block_on(async {
+            tokio::process::Command::from(chat_command(p, args, env))
+                .output()
+                .await
+        })
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn chat(p: &crate::daemon::Project, args: &[&str], env: &[(&str, String)]) -> std::process::Output {
     chat_command(p, args, env).output().unwrap()
 }
@@ -599,20 +624,7 @@ fn air_chat_print_mode_answers_on_stdout_and_replays_with_no_key() {
     let rec_arg = rec_dir.display().to_string();
     let args = ["-p", "What is this project?", "--record", rec_arg.as_str()];
     // The mock provider is served by this runtime while the command runs.
-    let out = rt
-        .block_on(async {
-            tokio::process::Command::from(chat_command(&p, &args, &env))
-                .output()
-                .await
-        })
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = chat_ok(&rt, &p, &args, &env);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "It is a greeting tool (README.md:1).\n"
@@ -892,19 +904,7 @@ fn air_chat_confirms_work_with_yes_and_never_starts_it_unasked() {
     let mock = rt.block_on(MockProvider::start(exchanges));
     let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
     let args = ["-p", "/task write hello.txt", "--yes"];
-    let out = rt
-        .block_on(async {
-            tokio::process::Command::from(chat_command(&p, &args, &env))
-                .output()
-                .await
-        })
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = chat_ok(&rt, &p, &args, &env);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "I'll have hello.txt written.\n\nDone: hello.txt says hello.\n"
@@ -964,19 +964,7 @@ fn air_chat_direct_runs_a_command_and_answers_on_stdout() {
     ]));
     let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
     let args = ["-p", "say hi with echo", "--direct"];
-    let out = rt
-        .block_on(async {
-            tokio::process::Command::from(chat_command(&p, &args, &env))
-                .output()
-                .await
-        })
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = chat_ok(&rt, &p, &args, &env);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "I ran `echo hi`; it printed hi.\n"

@@ -19,6 +19,7 @@ mod disk_full;
 mod escapes;
 mod evidence;
 mod first_hour;
+mod hooks;
 mod init_cli;
 mod install;
 mod knowledge;

@@ -197,6 +197,8 @@ pub struct RunContext {
     pub sources: Arc<crate::context::Sources>,
     /// Each agent's model, resolved before the run started.
     pub models: Arc<crate::models::Models>,
+    /// The hooks the run runs at their events.
+    pub hooks: Arc<crate::scheduler::hooks::Hooks>,
 }
 
 /// Starts the loop of a session's run. The core must already hold the recorded facts
@@ -214,6 +216,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         ctx.engine.views(&[], &[], &[]),
     ));
     let tools = crate::scheduler::tooljob::ToolEnv {
+        hooks: ctx.hooks.clone(),
         session: ctx.session.clone(),
         ledger: Arc::new(crate::tools::ReadLedger::default()),
         engine: ctx.engine.clone(),

@@ -515,6 +515,7 @@ impl ToolJob {
                 net: registered.as_ref().map(|(a, _)| a.clone()),
             },
             env,
+            stdin: None,
         };
         let worker = self.worker.clone();
         let (before, guard) = match before.await {

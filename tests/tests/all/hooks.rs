@@ -1,0 +1,96 @@
+//! Hooks through the real binaries, the real worker and the loopback provider: a
+//! project's `PreToolUse` hook that refuses `rm -rf` is not run while nobody trusted
+//! it; once trusted it refuses the call and the model reads why; changed, it is
+//! untrusted again.
+
+use air_tests::mock_provider::{text_events, Exchange, MockProvider, Reply};
+use serde_json::{json, Value};
+
+use crate::agents::{call, key, plain};
+use crate::conversation::{chat_ok, expect};
+use crate::daemon::Project;
+
+const HOOK: &str = "PreToolUse:\n  - matcher: Bash\n    hooks:\n      - type: command\n        command: \"if grep -q 'rm -rf'; then echo 'rm -rf is not allowed here: use git clean' >&2; exit 2; fi\"\n        timeout: 20\n";
+
+fn run(p: &Project, mock: &MockProvider, rt: &tokio::runtime::Runtime) -> Vec<Value> {
+    let env: Vec<(&str, String)> = key(mock).into_iter().collect();
+    let args = [
+        "-p",
+        "remove the build directory",
+        "--direct",
+        "--permission-mode",
+        "bypass_permissions",
+        "--json",
+    ];
+    let out = chat_ok(rt, p, &args, &env);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn hook_runs(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "hook.completed")
+        .map(|e| &e["payload"])
+        .collect()
+}
+
+#[test]
+fn a_trusted_pre_tool_use_hook_refuses_rm_rf_and_the_model_reads_why() {
+    let p = Project::new();
+    let hooks = p.root.join(".air/shared/hooks.yaml");
+    std::fs::write(&hooks, HOOK).unwrap();
+    let build = p.root.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let rt = crate::provider_rt();
+    let mock = rt.block_on(MockProvider::start(vec![
+        plain(call("c1", "shell_run", json!({"command": "rm -rf build"}))),
+        plain(Reply::Events(text_events("Removed build."))),
+        plain(call("c2", "shell_run", json!({"command": "rm -rf build"}))),
+        Exchange {
+            request: None,
+            expect: expect(&["rm -rf is not allowed here: use git clean"], &[]),
+            reply: Reply::Events(text_events("The project's hook refused it.")),
+        },
+    ]));
+
+    // Nobody trusted the project's hook: it is passed over, and the command runs.
+    let listed = crate::run::command(&p, &["hooks"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("UNTRUSTED"),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let events = run(&p, &mock, &rt);
+    let runs = hook_runs(&events);
+    assert_eq!(runs.len(), 1, "{events:?}");
+    assert!(runs[0]["skipped"]
+        .as_str()
+        .unwrap()
+        .contains("air hooks trust"));
+    assert!(!build.exists());
+
+    // Trusted as it is: it refuses the call, and the model is told why.
+    let trusted = crate::run::command(&p, &["hooks", "trust"])
+        .output()
+        .unwrap();
+    assert!(trusted.status.success());
+    assert!(String::from_utf8_lossy(&trusted.stdout).contains("rm -rf"));
+    std::fs::create_dir_all(&build).unwrap();
+    let events = run(&p, &mock, &rt);
+    let runs = hook_runs(&events);
+    assert_eq!(runs.len(), 1, "{events:?}");
+    assert_eq!(runs[0]["blocked"], true);
+    assert_eq!(runs[0]["exit_code"], 2);
+    assert!(build.exists(), "the hook refused the command");
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+
+    // Changed, it is not trusted until trusted again.
+    std::fs::write(&hooks, HOOK.replace("timeout: 20", "timeout: 30")).unwrap();
+    let listed = crate::run::command(&p, &["hooks", "list"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("UNTRUSTED"));
+}
