@@ -31,7 +31,10 @@ impl HookEvent {
     /// Whether air runs hooks of this event yet (the others are read, listed and
     /// trusted, and said to wait).
     pub fn run_by_air(self) -> bool {
-        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
+        matches!(
+            self,
+            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::UserPromptSubmit
+        )
     }
 }
 

@@ -46,6 +46,14 @@ impl DaemonState {
             ));
         }
         let config = self.shell_config_for(None, env.as_ref())?;
+        // A first message the person's hooks judge is said after the start, as
+        // `message.send` says it, so that they judge it before it is recorded.
+        if let Some(text) = first.as_deref().filter(|_| self.prompt_hooked(&config)) {
+            req.steer = Some(steer);
+            let mut info = Box::pin(self.start_conversation(req, by.clone())).await?;
+            info.message = Some(self.converse(&info.id, text, None, by.name).await?);
+            return Ok(info);
+        }
         let run = self.conversation_settings(&config, req)?;
         // Every agent must be able to reach a model before anything is recorded.
         let models = crate::models::for_run(&config.worker, &conversation_tasks(), &run)
@@ -188,6 +196,11 @@ impl DaemonState {
                     format!("session {session_id} has no task `{to}`"),
                 ));
             }
+        }
+        // The person's hooks may refuse a message to the conversation (a word to a
+        // running task is not a prompt).
+        if to.is_none() && session.bus().read(|p, _| p.run.is_some()) {
+            self.prompt_hooks(&session, text).await?;
         }
         let message_id = air_proto::ids::new_id();
         let message = user_message(session_id, &message_id, text, to, client.clone())?;

@@ -9,6 +9,7 @@ mod artifacts;
 mod conn;
 mod conversation;
 mod env;
+mod hooks;
 mod land;
 mod lifecycle;
 mod lock;

@@ -23,7 +23,7 @@ use crate::Session;
 /// Concurrency when neither the plan nor the caller sets one.
 pub use air_proto::plan::DEFAULT_CONCURRENCY;
 
-fn event<E: air_proto::events::Event>(session: &str, event: &E) -> Result<RuntimeEvent> {
+pub(super) fn event<E: air_proto::events::Event>(session: &str, event: &E) -> Result<RuntimeEvent> {
     RuntimeEvent::of(session, EventSource::scheduler(), event)
         .map_err(|e| Error::Internal(format!("{} payload: {e}", E::TYPE)))
 }
@@ -894,7 +894,10 @@ fn retry_set<'a>(
 }
 
 /// The permissions files: the user's, then the project's over it.
-fn permissions(paths: &ProjectPaths, config: &shell::ShellConfig) -> Result<PermissionsConfig> {
+pub(super) fn permissions(
+    paths: &ProjectPaths,
+    config: &shell::ShellConfig,
+) -> Result<PermissionsConfig> {
     let user = match &config.air_home {
         Some(home) => PermissionsConfig::load_file(&home.join("permissions.yaml")),
         None => Ok(PermissionsConfig::default()),
@@ -955,7 +958,7 @@ impl RunPrep {
             crate::sandbox::protections(exe);
         }
         // The hooks, as the run starts: a broken file refuses it, naming the place.
-        let hooks = crate::scheduler::hooks::Hooks::load(config.air_home.as_deref(), paths.root())
+        let hooks = crate::scheduler::hooks::Hooks::load(config.air_home.as_deref(), &root)
             .map_err(|e| Error::Refused(format!("cannot run until the hooks are fixed: {e}")))?;
         Ok(RunPrep {
             engine,

@@ -50,6 +50,11 @@ impl Hooks {
     pub fn is_empty(&self) -> bool {
         self.hooks.is_empty()
     }
+
+    /// Whether any hook is declared for `event`.
+    pub fn has(&self, event: HookEvent) -> bool {
+        self.hooks.iter().any(|h| h.event == event)
+    }
 }
 
 /// How a hook is started: the sandbox and the environment of the run's commands.

@@ -94,3 +94,44 @@ fn a_trusted_pre_tool_use_hook_refuses_rm_rf_and_the_model_reads_why() {
         .unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains("UNTRUSTED"));
 }
+
+/// The person's own `UserPromptSubmit` hook (trusted as written) refuses a message
+/// before it is recorded or answered, the first of a conversation too: `air chat`
+/// fails with the hook's reason, and no model is asked.
+#[test]
+fn a_user_prompt_submit_hook_refuses_a_message_before_any_model_sees_it() {
+    let p = Project::new();
+    let home = p.dir.path().join("air-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("hooks.yaml"),
+        "UserPromptSubmit:\n  - hooks:\n      - type: command\n        command: \"if grep -qi password; then echo 'never paste a password here' >&2; exit 2; fi\"\n",
+    )
+    .unwrap();
+    let rt = crate::provider_rt();
+    let mock = rt.block_on(MockProvider::start(vec![plain(Reply::Events(
+        text_events("Fine."),
+    ))]));
+    let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
+    let refused = rt
+        .block_on(async {
+            tokio::process::Command::from(crate::conversation::chat_command(
+                &p,
+                &["-p", "my password is hunter2", "--direct"],
+                &env,
+            ))
+            .output()
+            .await
+        })
+        .unwrap();
+    assert_ne!(refused.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("never paste a password here") && said.contains("UserPromptSubmit"),
+        "{said}"
+    );
+    assert!(mock.received().is_empty(), "no model saw it");
+    // Another message goes through.
+    let out = chat_ok(&rt, &p, &["-p", "say fine", "--direct"], &env);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Fine.\n");
+}
