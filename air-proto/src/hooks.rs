@@ -33,7 +33,10 @@ impl HookEvent {
     pub fn run_by_air(self) -> bool {
         matches!(
             self,
-            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::UserPromptSubmit
+            HookEvent::PreToolUse
+                | HookEvent::PostToolUse
+                | HookEvent::UserPromptSubmit
+                | HookEvent::Stop
         )
     }
 }

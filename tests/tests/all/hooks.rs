@@ -135,3 +135,42 @@ fn a_user_prompt_submit_hook_refuses_a_message_before_any_model_sees_it() {
     let out = chat_ok(&rt, &p, &["-p", "say fine", "--direct"], &env);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Fine.\n");
 }
+
+/// A `Stop` hook that refuses the Main Agent's stop keeps it going: its reason is the
+/// message the next turn answers, and `air chat` prints both answers. It refuses
+/// once here (a file it leaves says so), and the conversation ends after.
+#[test]
+fn a_stop_hook_keeps_the_main_agent_going() {
+    let p = Project::new();
+    std::fs::write(p.root.join("README.md"), "A greeting tool.\n").unwrap();
+    let home = p.dir.path().join("air-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("hooks.yaml"),
+        "Stop:\n  - hooks:\n      - type: command\n        command: \"if [ ! -f .stopped-once ]; then touch .stopped-once; echo 'say whether the tests pass too' >&2; exit 2; fi\"\n",
+    )
+    .unwrap();
+    let rt = crate::provider_rt();
+    let mut exchanges = crate::conversation::readme_question("It is a greeting tool.");
+    exchanges.extend([
+        Exchange {
+            request: None,
+            expect: expect(&["say whether the tests pass too"], &[]),
+            reply: call(
+                "m3",
+                "classify",
+                json!({"intent": "chat", "reason": "the hook asks"}),
+            ),
+        },
+        plain(Reply::Events(text_events("It has no tests yet."))),
+    ]);
+    let mock = rt.block_on(MockProvider::start(exchanges));
+    let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
+    let out = chat_ok(&rt, &p, &["-p", "What is this project?"], &env);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "It is a greeting tool.\n\nIt has no tests yet.\n"
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    assert!(p.root.join(".stopped-once").exists());
+}

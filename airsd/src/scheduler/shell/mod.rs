@@ -34,6 +34,7 @@ mod records;
 mod requirements;
 mod side;
 mod spaces;
+mod stop;
 mod worker;
 
 use crate::error::{Error, Result};
@@ -288,6 +289,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             let (tx, rx) = mpsc::unbounded_channel();
             (tx, Some(rx))
         },
+        stop_chain: 0,
     };
     tokio::spawn(async move {
         shell.unhalt().await;
@@ -342,6 +344,8 @@ struct Shell {
         mpsc::UnboundedSender<queue::QueueNews>,
         Option<mpsc::UnboundedReceiver<queue::QueueNews>>,
     ),
+    /// Turns in a row the person's Stop hooks kept the Main Agent going.
+    stop_chain: u32,
 }
 
 impl Shell {
@@ -593,6 +597,12 @@ impl Shell {
                 pl.reason = reason;
                 let e = self.status_event(status, pl)?;
                 self.push(vec![e]);
+                // A turn of the Main Agent that ended: the person's Stop hooks may
+                // keep it going.
+                if status == TaskStatus::Completed && air_proto::conversation::is_turn(&task_id) {
+                    let more = self.stop_hooks(&task_id).await?;
+                    self.push(more);
+                }
                 Ok(())
             }
             Decision::Merge { task_id, reason } => self.merge(task_id, reason).await,
