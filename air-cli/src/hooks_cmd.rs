@@ -14,9 +14,14 @@ pub enum HooksCommand {
         #[arg(long, help = crate::JSON_HELP)]
         json: bool,
     },
-    /// Trust the project's hooks as they are now (each is shown first); one changed
-    /// later is not run until trusted again.
-    Trust,
+    /// Trust the project's hooks as they are now, with the files their commands run
+    /// (each is shown, and you confirm); one changed later is not run until trusted
+    /// again. Hooks of events air does not run yet are not trusted.
+    Trust {
+        /// Trust them without asking (what is trusted is still printed).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
 }
 
 fn loaded() -> Result<
@@ -31,11 +36,15 @@ fn loaded() -> Result<
     let paths = crate::project()?;
     let root = std::fs::canonicalize(paths.root()).unwrap_or_else(|_| paths.root().to_path_buf());
     let home = crate::doctor::air_home();
-    let hooks = air_proto::hooks::load(
+    let loaded = air_proto::hooks::load(
         home.as_ref().map(|h| h.join("hooks.yaml")).as_deref(),
         &root,
     )
     .map_err(Failure::from)?;
+    for w in &loaded.warnings {
+        eprintln!("air: {w}");
+    }
+    let hooks = loaded.hooks;
     let trust_file = home.map(|h| h.join("trust.json"));
     let trust = match &trust_file {
         Some(f) => Trust::load(f).map_err(Failure::from)?,
@@ -45,19 +54,44 @@ fn loaded() -> Result<
 }
 
 fn line(h: &Hook, runs: bool) -> String {
+    // Escaped, so that what is shown is what runs.
+    let scripts: Vec<String> = h
+        .scripts
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect();
     format!(
-        "{:<16} {:<14} {:<8} {}  ({}, {})",
+        "{:<16} {:<14} {:<10} {}  ({}, {}{})",
         h.event.as_str(),
-        h.matcher.as_deref().unwrap_or("*"),
+        h.matcher.as_deref().unwrap_or("*").escape_debug(),
         match (runs, h.event.run_by_air()) {
             (_, false) => "NOT YET",
             (true, true) => "runs",
             (false, true) => "UNTRUSTED",
         },
-        h.command,
+        h.command.escape_debug(),
         h.source.as_str(),
-        h.file.display()
+        h.file.display(),
+        if scripts.is_empty() {
+            String::new()
+        } else {
+            format!("; runs {}", scripts.join(", "))
+        }
     )
+}
+
+/// The person's yes, at a terminal.
+fn confirmed() -> Result<bool, Failure> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("air: trust these? [y/N] ");
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| Failure::from(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
 }
 
 pub fn run(command: Option<HooksCommand>) -> CmdResult {
@@ -84,10 +118,10 @@ pub fn run(command: Option<HooksCommand>) -> CmdResult {
                 outln!("{}", line(h, trust.allows(&root, h)));
             }
         }
-        HooksCommand::Trust => {
+        HooksCommand::Trust { yes } => {
             let new: Vec<Hook> = hooks
                 .iter()
-                .filter(|h| !trust.allows(&root, h))
+                .filter(|h| !trust.allows(&root, h) && h.event.run_by_air())
                 .cloned()
                 .collect();
             if new.is_empty() {
@@ -99,11 +133,18 @@ pub fn run(command: Option<HooksCommand>) -> CmdResult {
                     "no home directory to keep the trust in (set AIR_HOME)",
                 ));
             };
-            outln!("trusting, as they are now:");
+            outln!("the project's hooks to trust, as they are now:");
             for h in &new {
                 outln!("  {}", line(h, true));
             }
+            if !yes && !confirmed()? {
+                return Err(Failure {
+                    code: crate::exit::USAGE,
+                    message: "nothing trusted (confirm at a terminal, or --yes)".into(),
+                });
+            }
             trust.trust(&root, &new);
+            outln!("trusted {} hook(s)", new.len());
             trust.save(&file).map_err(Failure::from)?;
         }
     }

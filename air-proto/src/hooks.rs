@@ -70,11 +70,17 @@ pub struct Hook {
     pub timeout_secs: u64,
     pub source: HookSource,
     pub file: PathBuf,
+    /// The project's files its command names (`./scripts/guard.sh`,
+    /// `$CLAUDE_PROJECT_DIR/.claude/hooks/check.py`), with the hash of each as it is
+    /// now: what the hook runs is in its pin too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<(PathBuf, String)>,
 }
 
 impl Hook {
-    /// What a trust pins: the hash of the event, matcher, command and timeout.
-    pub fn pin(&self) -> String {
+    /// What the hook is, as declared: the hash of its event, matcher, command and
+    /// timeout (each field length-prefixed, so that no two declarations share it).
+    pub fn identity(&self) -> String {
         let mut h = Sha256::new();
         for part in [
             self.event.as_str(),
@@ -82,10 +88,24 @@ impl Hook {
             &self.command,
             &self.timeout_secs.to_string(),
         ] {
+            h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
-            h.update([0]);
         }
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        hex(&h.finalize())
+    }
+
+    /// What a trust pins: its [`Hook::identity`] and the files its command runs, as
+    /// they are now.
+    pub fn pin(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(self.identity().as_bytes());
+        for (path, hash) in &self.scripts {
+            let path = path.display().to_string();
+            h.update((path.len() as u64).to_le_bytes());
+            h.update(path.as_bytes());
+            h.update(hash.as_bytes());
+        }
+        hex(&h.finalize())
     }
 
     /// Whether the hook is for a tool known by any of `names`.
@@ -107,6 +127,53 @@ impl Hook {
     }
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Longest hooks file read.
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The project's files a hook's command names: each word that is a path (a `/` in
+/// it, `$CLAUDE_PROJECT_DIR` or `$AIR_PROJECT_DIR` standing for the project) to a
+/// regular file inside the project, with the hash of its contents.
+pub fn scripts_of(command: &str, root: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(real_root) = std::fs::canonicalize(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    let words = command.split(|c: char| c.is_whitespace() || ";|&()<>`".contains(c));
+    for word in words {
+        let word = word.trim_matches(|c| c == '"' || c == '\'');
+        let mut word = word.to_string();
+        for var in [
+            "${CLAUDE_PROJECT_DIR}",
+            "$CLAUDE_PROJECT_DIR",
+            "${AIR_PROJECT_DIR}",
+            "$AIR_PROJECT_DIR",
+        ] {
+            word = word.replace(var, &root.display().to_string());
+        }
+        let word = word.replace(['"', '\''], "");
+        if !word.contains('/') {
+            continue;
+        }
+        let path = root.join(&word);
+        let Ok(real) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        let regular =
+            std::fs::metadata(&real).is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES);
+        if !real.starts_with(&real_root) || !regular || out.iter().any(|(p, _)| *p == real) {
+            continue;
+        }
+        if let Ok(bytes) = std::fs::read(&real) {
+            out.push((real, hex(&Sha256::digest(&bytes))));
+        }
+    }
+    out
+}
+
 /// The `hooks` object as Claude Code writes it: event → groups of a matcher and its
 /// commands.
 #[derive(Deserialize)]
@@ -122,28 +189,37 @@ struct Group {
 struct Entry {
     #[serde(rename = "type")]
     kind: String,
-    command: String,
+    #[serde(default)]
+    command: Option<String>,
+    /// A `prompt` hook's (Claude Code's), which air passes over.
+    #[serde(default, rename = "prompt")]
+    _prompt: Option<serde_json::Value>,
     #[serde(default)]
     timeout: Option<u64>,
 }
 
-/// The hooks of one `hooks` object, named in errors as `file`.
+/// The hooks of one `hooks` object, named in errors as `file`, and what was passed
+/// over in it (an event air does not know, a hook that is not a command: Claude Code
+/// has more of both).
 fn read_object(
     object: serde_json::Value,
     file: &Path,
     source: HookSource,
-) -> Result<Vec<Hook>, String> {
+) -> Result<(Vec<Hook>, Vec<String>), String> {
     let shown = file.display();
     let groups: BTreeMap<String, Vec<Group>> = serde_path_to_error::deserialize(object)
         .map_err(|e| format!("{shown}: hooks.{}: {}", e.path(), e.inner()))?;
     let mut out = Vec::new();
+    let mut passed = Vec::new();
     for (name, groups) in groups {
-        let event: HookEvent = serde_json::from_value(serde_json::Value::String(name.clone()))
-            .map_err(|_| {
-                format!(
-                    "{shown}: hooks.{name}: not an event air knows (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, TaskCreated, TaskCompleted, SessionStart, SessionEnd, PreCompact, Notification)"
-                )
-            })?;
+        let Ok(event) =
+            serde_json::from_value::<HookEvent>(serde_json::Value::String(name.clone()))
+        else {
+            passed.push(format!(
+                "{shown}: hooks.{name}: not an event air knows (PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, TaskCreated, TaskCompleted, SessionStart, SessionEnd, PreCompact, Notification): passed over"
+            ));
+            continue;
+        };
         for (g, group) in groups.into_iter().enumerate() {
             if let Some(m) = group
                 .matcher
@@ -156,13 +232,27 @@ fn read_object(
             for (i, entry) in group.hooks.into_iter().enumerate() {
                 let at = format!("{shown}: hooks.{name}[{g}].hooks[{i}]");
                 if entry.kind != "command" {
-                    return Err(format!(
-                        "{at}.type: `{}`: air runs only `command` hooks",
+                    passed.push(format!(
+                        "{at}.type: `{}`: air runs only `command` hooks: passed over",
                         entry.kind
                     ));
+                    continue;
                 }
-                if entry.command.trim().is_empty() {
+                let command = entry.command.unwrap_or_default();
+                if command.trim().is_empty() {
                     return Err(format!("{at}.command: empty"));
+                }
+                if command
+                    .chars()
+                    .any(|c| c.is_control() && c != '\n' && c != '\t')
+                    || group
+                        .matcher
+                        .as_deref()
+                        .is_some_and(|m| m.chars().any(char::is_control))
+                {
+                    return Err(format!(
+                        "{at}: a control character in its command or matcher (what it shows would not be what runs)"
+                    ));
                 }
                 let timeout_secs = entry.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
                 if timeout_secs == 0 || timeout_secs > MAX_TIMEOUT_SECS {
@@ -173,23 +263,28 @@ fn read_object(
                 out.push(Hook {
                     event,
                     matcher: group.matcher.clone(),
-                    command: entry.command,
+                    command,
                     timeout_secs,
                     source,
                     file: file.to_path_buf(),
+                    scripts: Vec::new(),
                 });
             }
         }
     }
-    Ok(out)
+    Ok((out, passed))
 }
 
 /// The hooks of an air `hooks.yaml`: the `hooks` object, or the events at the top.
-pub fn parse_yaml(text: &str, file: &Path, source: HookSource) -> Result<Vec<Hook>, String> {
+pub fn parse_yaml(
+    text: &str,
+    file: &Path,
+    source: HookSource,
+) -> Result<(Vec<Hook>, Vec<String>), String> {
     let value: serde_json::Value =
         yaml_serde::from_str(text).map_err(|e| format!("{}: not YAML: {e}", file.display()))?;
     let object = match value {
-        serde_json::Value::Null => return Ok(Vec::new()),
+        serde_json::Value::Null => return Ok((Vec::new(), Vec::new())),
         serde_json::Value::Object(mut m) if m.contains_key("hooks") => {
             m.remove("hooks").unwrap_or_default()
         }
@@ -200,50 +295,105 @@ pub fn parse_yaml(text: &str, file: &Path, source: HookSource) -> Result<Vec<Hoo
 }
 
 /// The hooks of Claude Code's `settings.json` (its `hooks`; the rest is not air's).
-pub fn parse_claude_settings(text: &str, file: &Path) -> Result<Vec<Hook>, String> {
+pub fn parse_claude_settings(text: &str, file: &Path) -> Result<(Vec<Hook>, Vec<String>), String> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
     match value.get("hooks") {
-        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        None | Some(serde_json::Value::Null) => Ok((Vec::new(), Vec::new())),
         Some(hooks) => read_object(hooks.clone(), file, HookSource::Claude),
     }
 }
 
+/// The hooks of a project, and what was passed over.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Loaded {
+    pub hooks: Vec<Hook>,
+    /// Hooks and files passed over, and why: an event air does not know, a hook that
+    /// is not a command, a project's file that cannot be read (its hooks do not run).
+    pub warnings: Vec<String>,
+}
+
 /// Every hook of a project, the person's first: from `user_file` (`~/.air/hooks.yaml`)
-/// and the project at `root`. A file that is not there has none; one that cannot be
-/// read is an error naming it.
-pub fn load(user_file: Option<&Path>, root: &Path) -> Result<Vec<Hook>, String> {
-    let read = |p: &Path| -> Result<Option<String>, String> {
-        match std::fs::read_to_string(p) {
-            Ok(t) => Ok(Some(t)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+/// and the project at `root`. A file that is not there has none. The person's own
+/// file that cannot be read is an error naming it (they fix it); a project's is
+/// passed over with a warning, so that a repository cannot stop the person's work.
+pub fn load(user_file: Option<&Path>, root: &Path) -> Result<Loaded, String> {
+    // Only a regular file (a project's never followed through a link, never a FIFO or
+    // a device), and not a large one.
+    let read = |p: &Path, follow: bool| -> Result<Option<String>, String> {
+        let meta = if follow {
+            std::fs::metadata(p)
+        } else {
+            std::fs::symlink_metadata(p)
+        };
+        match meta {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+            Ok(m) if !m.is_file() => return Err(format!("{}: not a regular file", p.display())),
+            Ok(m) if m.len() > MAX_FILE_BYTES => {
+                return Err(format!(
+                    "{}: {} bytes; a hooks file holds at most {MAX_FILE_BYTES}",
+                    p.display(),
+                    m.len()
+                ))
+            }
+            Ok(_) => {}
         }
+        std::fs::read_to_string(p)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", p.display()))
     };
-    let mut out = Vec::new();
+    let mut out = Loaded::default();
     if let Some(file) = user_file {
-        if let Some(text) = read(file)? {
-            out.extend(parse_yaml(&text, file, HookSource::User)?);
+        if let Some(text) = read(file, true)? {
+            let (hooks, passed) = parse_yaml(&text, file, HookSource::User)?;
+            out.hooks.extend(hooks);
+            out.warnings.extend(passed);
         }
     }
     let project = root.join(".air").join("shared").join("hooks.yaml");
-    if let Some(text) = read(&project)? {
-        out.extend(parse_yaml(&text, &project, HookSource::Project)?);
-    }
     let claude = root.join(".claude").join("settings.json");
-    if let Some(text) = read(&claude)? {
-        out.extend(parse_claude_settings(&text, &claude)?);
+    for (file, source) in [(project, HookSource::Project), (claude, HookSource::Claude)] {
+        let parsed = read(&file, false).and_then(|text| match text {
+            None => Ok((Vec::new(), Vec::new())),
+            Some(t) if source == HookSource::Claude => parse_claude_settings(&t, &file),
+            Some(t) => parse_yaml(&t, &file, source),
+        });
+        match parsed {
+            Ok((hooks, passed)) => {
+                out.hooks.extend(hooks.into_iter().map(|mut h| {
+                    h.scripts = scripts_of(&h.command, root);
+                    h
+                }));
+                out.warnings.extend(passed);
+            }
+            Err(e) => out.warnings.push(format!("{e}: its hooks do not run")),
+        }
     }
     Ok(out)
 }
 
-/// What a person trusted, per project: the pins of its hooks (`~/.air/trust.json`,
-/// the person's, never the project's).
+/// What a person trusted, per project: the pins of its hooks, and what each hook was
+/// (`~/.air/trust.json`, the person's, never the project's).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trust {
     /// Project root → pins trusted there.
     #[serde(default)]
     pub projects: BTreeMap<String, Vec<String>>,
+    /// Project root → the identities of the hooks trusted there, to tell a hook that
+    /// changed (it, or a file it runs) from one never trusted.
+    #[serde(default)]
+    pub identities: BTreeMap<String, Vec<String>>,
+}
+
+/// Whether a hook may run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trusted {
+    Yes,
+    /// Never trusted in this project.
+    No,
+    /// Trusted once, and it (or a file it runs) changed since.
+    Changed,
 }
 
 impl Trust {
@@ -257,21 +407,40 @@ impl Trust {
     }
 
     /// Whether `hook` may run in the project at `root`.
-    pub fn allows(&self, root: &Path, hook: &Hook) -> bool {
-        !hook.needs_trust()
-            || self
-                .projects
-                .get(&root.display().to_string())
-                .is_some_and(|pins| pins.contains(&hook.pin()))
+    pub fn of(&self, root: &Path, hook: &Hook) -> Trusted {
+        if !hook.needs_trust() {
+            return Trusted::Yes;
+        }
+        let key = root.display().to_string();
+        let has = |m: &BTreeMap<String, Vec<String>>, v: &str| {
+            m.get(&key).is_some_and(|l| l.iter().any(|x| x == v))
+        };
+        if has(&self.projects, &hook.pin()) {
+            Trusted::Yes
+        } else if has(&self.identities, &hook.identity()) {
+            Trusted::Changed
+        } else {
+            Trusted::No
+        }
     }
 
-    /// Trusts `hooks` in the project at `root` (a hook changed since is not).
+    pub fn allows(&self, root: &Path, hook: &Hook) -> bool {
+        self.of(root, hook) == Trusted::Yes
+    }
+
+    /// Trusts `hooks` in the project at `root` as they are (a hook changed since, or
+    /// a file it runs, is not).
     pub fn trust(&mut self, root: &Path, hooks: &[Hook]) {
-        let pins = self.projects.entry(root.display().to_string()).or_default();
+        let key = root.display().to_string();
         for h in hooks.iter().filter(|h| h.needs_trust()) {
-            let pin = h.pin();
-            if !pins.contains(&pin) {
-                pins.push(pin);
+            for (map, value) in [
+                (&mut self.projects, h.pin()),
+                (&mut self.identities, h.identity()),
+            ] {
+                let list = map.entry(key.clone()).or_default();
+                if !list.contains(&value) {
+                    list.push(value);
+                }
             }
         }
     }
@@ -306,7 +475,7 @@ mod tests {
     #[test]
     fn hooks_are_read_as_claude_code_writes_them() {
         let yaml = "PreToolUse:\n  - matcher: Bash|shell_run\n    hooks:\n      - type: command\n        command: ./check.sh\n        timeout: 5\n";
-        let hooks = parse_yaml(yaml, Path::new("hooks.yaml"), HookSource::Project).unwrap();
+        let (hooks, _) = parse_yaml(yaml, Path::new("hooks.yaml"), HookSource::Project).unwrap();
         assert_eq!(hooks.len(), 1);
         assert!(hooks[0].matches(&["Bash", "shell_run"]));
         assert!(!hooks[0].matches(&["Write", "fs_write"]));
@@ -316,11 +485,13 @@ mod tests {
             yaml.lines().map(|l| format!("  {l}\n")).collect::<String>()
         );
         assert_eq!(
-            parse_yaml(&wrapped, Path::new("hooks.yaml"), HookSource::Project).unwrap(),
+            parse_yaml(&wrapped, Path::new("hooks.yaml"), HookSource::Project)
+                .unwrap()
+                .0,
             hooks
         );
         let claude = r#"{"permissions": {}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}"#;
-        let c = parse_claude_settings(claude, Path::new(".claude/settings.json")).unwrap();
+        let (c, _) = parse_claude_settings(claude, Path::new(".claude/settings.json")).unwrap();
         assert_eq!(c[0].event, HookEvent::Stop);
         assert_eq!(c[0].timeout_secs, DEFAULT_TIMEOUT_SECS);
         assert!(c[0].matches(&["anything"]));
@@ -330,10 +501,21 @@ mod tests {
     fn a_bad_hook_is_named_by_its_place() {
         let e =
             |text: &str| parse_yaml(text, Path::new("h.yaml"), HookSource::Project).unwrap_err();
-        assert!(e("OnSave: []").contains("hooks.OnSave: not an event"));
+        // What Claude Code has and air does not run is passed over, said.
+        let passed = |text: &str| {
+            let (hooks, passed) =
+                parse_yaml(text, Path::new("h.yaml"), HookSource::Project).unwrap();
+            assert!(hooks.is_empty());
+            passed.join("\n")
+        };
+        assert!(passed("OnSave: []").contains("hooks.OnSave: not an event"));
         assert!(
-            e("Stop:\n  - hooks:\n      - type: prompt\n        command: x\n")
+            passed("Stop:\n  - hooks:\n      - type: prompt\n        prompt: x\n")
                 .contains("hooks.Stop[0].hooks[0].type")
+        );
+        assert!(
+            e("Stop:\n  - hooks:\n      - type: command\n        command: \"a\\u001b[2Kb\"\n")
+                .contains("control character")
         );
         assert!(e("Stop:\n  - matcher: '('\n    hooks: []\n").contains("hooks.Stop[0].matcher"));
         assert!(e(
@@ -347,13 +529,33 @@ mod tests {
     }
 
     #[test]
+    fn the_files_a_hook_runs_are_found_in_its_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::write(root.join("scripts/guard.sh"), "exit 0\n").unwrap();
+        std::fs::write(root.join("check.py"), "pass\n").unwrap();
+        let found = scripts_of(
+            "bash ./scripts/guard.sh && python3 \"$CLAUDE_PROJECT_DIR\"/check.py; echo /etc/passwd",
+            &root,
+        );
+        let paths: Vec<&Path> = found.iter().map(|(p, _)| p.as_path()).collect();
+        assert_eq!(
+            paths,
+            [root.join("scripts/guard.sh"), root.join("check.py")]
+        );
+        std::fs::write(root.join("scripts/guard.sh"), "exit 0 # changed\n").unwrap();
+        assert_ne!(scripts_of("./scripts/guard.sh", &root)[0].1, found[0].1);
+    }
+
+    #[test]
     fn a_changed_project_hook_is_not_trusted() {
         let dir = tempfile::tempdir().unwrap();
         let root = Path::new("/p");
         let yaml = |cmd: &str| {
             format!("PreToolUse:\n  - hooks:\n      - type: command\n        command: {cmd}\n")
         };
-        let hooks = parse_yaml(&yaml("./a.sh"), Path::new("h"), HookSource::Project).unwrap();
+        let (hooks, _) = parse_yaml(&yaml("./a.sh"), Path::new("h"), HookSource::Project).unwrap();
         let mut trust = Trust::default();
         assert!(!trust.allows(root, &hooks[0]));
         trust.trust(root, &hooks);
@@ -362,10 +564,14 @@ mod tests {
         let trust = Trust::load(&file).unwrap();
         assert!(trust.allows(root, &hooks[0]));
         assert!(!trust.allows(Path::new("/other"), &hooks[0]));
-        let changed =
+        let (changed, _) =
             parse_yaml(&yaml("./a.sh; curl x"), Path::new("h"), HookSource::Project).unwrap();
-        assert!(!trust.allows(root, &changed[0]));
-        let mine = parse_yaml(&yaml("./a.sh"), Path::new("h"), HookSource::User).unwrap();
+        assert_eq!(trust.of(root, &changed[0]), Trusted::No);
+        // The same hook whose script changed: changed, not new.
+        let mut edited = hooks[0].clone();
+        edited.scripts = vec![(PathBuf::from("/p/a.sh"), "beef".into())];
+        assert_eq!(trust.of(root, &edited), Trusted::Changed);
+        let (mine, _) = parse_yaml(&yaml("./a.sh"), Path::new("h"), HookSource::User).unwrap();
         assert!(Trust::default().allows(root, &mine[0]));
         use std::os::unix::fs::PermissionsExt as _;
         assert_eq!(

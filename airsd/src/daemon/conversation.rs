@@ -197,9 +197,16 @@ impl DaemonState {
                 ));
             }
         }
-        // The person's hooks may refuse a message to the conversation (a word to a
-        // running task is not a prompt).
-        if to.is_none() && session.bus().read(|p, _| p.run.is_some()) {
+        // The person's hooks may refuse a message to the conversation. A word to a
+        // task of the graph that is still open is not one; a word to a turn, or to a
+        // task that ended, goes to the Main Agent and is.
+        let to_open_task = to.as_deref().is_some_and(|t| {
+            !air_proto::conversation::in_conversation(t)
+                && session
+                    .bus()
+                    .read(|p, _| p.task(t).is_some_and(|x| !x.status.is_terminal()))
+        });
+        if !to_open_task && session.bus().read(|p, _| p.run.is_some()) {
             self.prompt_hooks(&session, text).await?;
         }
         let message_id = air_proto::ids::new_id();

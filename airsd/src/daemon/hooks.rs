@@ -15,8 +15,10 @@ impl DaemonState {
     /// (`UserPromptSubmit`).
     pub(super) fn prompt_hooked(&self, config: &shell::ShellConfig) -> bool {
         let root = crate::scheduler::tooljob::resolved_root(self.paths.root());
-        crate::scheduler::hooks::Hooks::load(config.air_home.as_deref(), &root)
-            .is_ok_and(|h| h.has(air_proto::hooks::HookEvent::UserPromptSubmit))
+        // Hooks that cannot be read say so when the message is said.
+        crate::scheduler::hooks::Hooks::load(config.air_home.as_deref(), &root).map_or(true, |h| {
+            h.has(air_proto::hooks::HookEvent::UserPromptSubmit)
+        })
     }
 
     /// The `UserPromptSubmit` hooks on a message about to be said in a session's
@@ -67,6 +69,7 @@ impl DaemonState {
             })
             .filter(|(_, p)| p.landlock || p.isolation.is_ok());
         let launching = crate::scheduler::hooks::Launching {
+            quarantine: self.paths.quarantine().join(session.id()),
             engine: &engine,
             sandbox_exe: sandbox.as_ref(),
         };

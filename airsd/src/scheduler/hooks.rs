@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use air_proto::hooks::{Hook, HookEvent, Trust};
+use air_proto::hooks::{Hook, HookEvent, HookSource, Trust, Trusted};
 use air_proto::payload as p;
 use serde_json::{json, Value};
 
@@ -26,8 +26,12 @@ impl Hooks {
     /// The hooks of the project at `root`: the person's (`~/.air/hooks.yaml` in
     /// `air_home`) and the project's, with the person's trust (`~/.air/trust.json`).
     pub fn load(air_home: Option<&Path>, root: &Path) -> Result<Hooks, String> {
-        let hooks =
+        let loaded =
             air_proto::hooks::load(air_home.map(|h| h.join("hooks.yaml")).as_deref(), root)?;
+        for w in &loaded.warnings {
+            tracing::warn!("hooks: {w}");
+        }
+        let hooks = loaded.hooks;
         let trust = match air_home {
             Some(h) => Trust::load(&h.join("trust.json"))?,
             None => Trust::default(),
@@ -61,6 +65,9 @@ impl Hooks {
 pub struct Launching<'a> {
     pub engine: &'a crate::tools::permission::Engine,
     pub sandbox_exe: Option<&'a (PathBuf, crate::sandbox::Protections)>,
+    /// Where a file that decides what runs later, changed by a hook, is set aside
+    /// when it is put back.
+    pub quarantine: PathBuf,
 }
 
 /// What the hooks of one event said.
@@ -94,8 +101,11 @@ pub fn tool_input(root: &Path, input: &Value) -> Value {
         input["path"].as_str().map(str::to_string),
         input.as_object_mut(),
     ) {
+        // As the tool resolves it: `src/../.env` and a link name the file they reach.
+        let resolved =
+            crate::tools::fs::resolve_in(root, &path).unwrap_or_else(|_| root.join(&path));
         map.entry("file_path")
-            .or_insert_with(|| Value::String(root.join(path).display().to_string()));
+            .or_insert_with(|| Value::String(resolved.display().to_string()));
     }
     input
 }
@@ -147,11 +157,50 @@ pub async fn run(
             skipped: None,
             duration_ms: None,
         };
-        if !hooks.trust.allows(&hooks.root, hook) {
-            run.skipped = Some(format!(
-                "{} is not trusted as it is now: `air hooks trust` after reading it",
-                hook.file.display()
-            ));
+        match hooks.trust.of(&hooks.root, hook) {
+            Trusted::Yes => {}
+            // A guard that changed since it was trusted (it, or a file it runs, which
+            // an agent may have edited) refuses until a person trusts it again: it is
+            // never quietly switched off.
+            Trusted::Changed
+                if matches!(event, HookEvent::PreToolUse | HookEvent::UserPromptSubmit) =>
+            {
+                let why = format!(
+                    "the {} hook `{}` of {}, or a file it runs, changed since a person trusted it: it refuses until trusted again (`air hooks trust`)",
+                    event.as_str(),
+                    hook.command,
+                    hook.file.display()
+                );
+                run.blocked = true;
+                run.skipped = Some(why.clone());
+                out.blocked = Some(why);
+                out.runs.push(run);
+                break;
+            }
+            state => {
+                run.skipped = Some(format!(
+                    "{} is {} as it is now: `air hooks trust` after reading it",
+                    hook.file.display(),
+                    if state == Trusted::Changed {
+                        "changed since it was trusted"
+                    } else {
+                        "not trusted"
+                    }
+                ));
+                out.runs.push(run);
+                continue;
+            }
+        }
+        // A project's hook runs confined, or not at all.
+        if hook.source != HookSource::User
+            && !launching.sandbox_exe.is_some_and(|(_, p)| {
+                launching.engine.sandbox() && (p.landlock || p.isolation.is_ok())
+            })
+        {
+            run.skipped = Some(
+                "a project's hook runs only under air's sandbox, which this machine does not have"
+                    .into(),
+            );
             out.runs.push(run);
             continue;
         }
@@ -236,10 +285,23 @@ async fn execute(
     use crate::tools::exec;
     let engine = launching.engine;
     let sandbox = launching.sandbox_exe.filter(|_| engine.sandbox());
-    let writable = crate::sandbox::writable(root, engine.home(), engine.writable_roots());
+    // In plan mode the project is read-only for hooks too.
+    let writable = if engine.mode() == air_proto::plan::PermissionMode::Plan {
+        vec![std::env::temp_dir()]
+    } else {
+        crate::sandbox::writable(root, engine.home(), engine.writable_roots())
+    };
     let views = sandbox
         .is_some_and(|(_, p)| p.isolation.is_ok())
         .then(|| engine.views(&writable, &[], &[]));
+    // What decides what runs later (git's hooks and configuration, an editor's or
+    // CI's files, air's) is put back after it, as after an agent's command.
+    let guard = {
+        let (engine, isolated) = (engine.clone(), views.is_some());
+        tokio::task::spawn_blocking(move || crate::tools::guard::Guard::take(&engine, isolated))
+            .await
+            .ok()
+    };
     let mut env = exec::command_env(std::env::vars_os(), engine.shell_env(), engine.home());
     for name in ["CLAUDE_PROJECT_DIR", "AIR_PROJECT_DIR"] {
         env.push((name.into(), root.as_os_str().to_owned()));
@@ -281,11 +343,21 @@ async fn execute(
         || false,
     )
     .await?;
-    Ok((
-        ended,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    ))
+    let mut err = String::from_utf8_lossy(&err).into_owned();
+    if let Some(guard) = guard {
+        let (root, quarantine) = (root.to_path_buf(), launching.quarantine.clone());
+        let notes =
+            tokio::task::spawn_blocking(move || guard.settle(&root, &quarantine, |_| false))
+                .await
+                .unwrap_or_default();
+        for note in notes {
+            err.push_str(&format!(
+                "\n(air) {}",
+                note.replace("the command", "the hook")
+            ));
+        }
+    }
+    Ok((ended, String::from_utf8_lossy(&out).into_owned(), err))
 }
 
 #[cfg(test)]

@@ -455,6 +455,9 @@ impl ToolJob {
             input["tool_response"] = out.clone();
         }
         let launching = crate::scheduler::hooks::Launching {
+            quarantine: air_proto::layout::ProjectPaths::new(self.env.engine.root())
+                .quarantine()
+                .join(tool_run_id),
             engine: &self.env.engine,
             sandbox_exe: self.env.sandbox_exe.as_ref(),
         };

@@ -73,7 +73,7 @@ fn a_trusted_pre_tool_use_hook_refuses_rm_rf_and_the_model_reads_why() {
     assert!(!build.exists());
 
     // Trusted as it is: it refuses the call, and the model is told why.
-    let trusted = crate::run::command(&p, &["hooks", "trust"])
+    let trusted = crate::run::command(&p, &["hooks", "trust", "--yes"])
         .output()
         .unwrap();
     assert!(trusted.status.success());
@@ -173,4 +173,42 @@ fn a_stop_hook_keeps_the_main_agent_going() {
     );
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
     assert!(p.root.join(".stopped-once").exists());
+}
+
+/// A trusted guard whose script changed since (as an agent could change it) is not
+/// quietly switched off: it refuses every call until a person trusts it again.
+#[test]
+fn a_guard_whose_script_changed_since_it_was_trusted_refuses_until_trusted_again() {
+    let p = Project::new();
+    std::fs::create_dir_all(p.root.join("scripts")).unwrap();
+    std::fs::write(
+        p.root.join("scripts/guard.sh"),
+        "if grep -q 'rm -rf'; then echo 'no rm -rf' >&2; exit 2; fi\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.root.join(".air/shared/hooks.yaml"),
+        "PreToolUse:\n  - matcher: Bash\n    hooks:\n      - type: command\n        command: bash scripts/guard.sh\n",
+    )
+    .unwrap();
+    let trusted = crate::run::command(&p, &["hooks", "trust", "--yes"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&trusted.stdout).contains("scripts/guard.sh"));
+    // Switched off by an edit of its script.
+    std::fs::write(p.root.join("scripts/guard.sh"), "exit 0\n").unwrap();
+    let rt = crate::provider_rt();
+    let mock = rt.block_on(MockProvider::start(vec![
+        plain(call("c1", "shell_run", json!({"command": "echo hi"}))),
+        Exchange {
+            request: None,
+            expect: expect(&["changed since a person trusted it"], &[]),
+            reply: Reply::Events(text_events("The guard refused it.")),
+        },
+    ]));
+    let events = run(&p, &mock, &rt);
+    let runs = hook_runs(&events);
+    assert_eq!(runs.len(), 1, "{events:?}");
+    assert_eq!(runs[0]["blocked"], true);
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
 }

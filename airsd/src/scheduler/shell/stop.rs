@@ -18,6 +18,7 @@ impl Shell {
         }
         let mut out = Vec::new();
         let launching = crate::scheduler::hooks::Launching {
+            quarantine: self.ctx.paths.quarantine().join(task_id.replace(':', "-")),
             engine: &self.ctx.engine,
             sandbox_exe: self.tools.sandbox_exe.as_ref(),
         };

@@ -784,9 +784,15 @@ impl Engine {
         if air_config {
             let shared = self.root.join(".air").join("shared");
             out.extend(
-                ["permissions.yaml", "rules", "skills", "compaction-rules.md"]
-                    .iter()
-                    .map(|p| shared.join(p)),
+                [
+                    "permissions.yaml",
+                    "hooks.yaml",
+                    "rules",
+                    "skills",
+                    "compaction-rules.md",
+                ]
+                .iter()
+                .map(|p| shared.join(p)),
             );
         }
         out
