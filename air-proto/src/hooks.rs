@@ -37,6 +37,7 @@ impl HookEvent {
                 | HookEvent::PostToolUse
                 | HookEvent::UserPromptSubmit
                 | HookEvent::Stop
+                | HookEvent::TaskCompleted
         )
     }
 }

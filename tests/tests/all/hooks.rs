@@ -212,3 +212,54 @@ fn a_guard_whose_script_changed_since_it_was_trusted_refuses_until_trusted_again
     assert_eq!(runs[0]["blocked"], true);
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
 }
+
+/// A `TaskCompleted` hook that refuses keeps the task from completing, beside the
+/// evidence gate: with no retry left, the task ends blocked with the hook's reason,
+/// and the run says so.
+#[test]
+fn a_task_completed_hook_that_fails_keeps_the_task_from_completing() {
+    let p = Project::new();
+    let home = p.dir.path().join("air-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("hooks.yaml"),
+        "TaskCompleted:\n  - hooks:\n      - type: command\n        command: \"echo 'CHANGELOG.md does not mention it' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.root.join("plan.md"),
+        "## Task A: write a greeting\n\n- category: docs\n- retry_budget: 0\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n",
+    )
+    .unwrap();
+    let rt = crate::provider_rt();
+    let mock = rt.block_on(MockProvider::start(crate::conversation::hello_work(
+        crate::agents::any(),
+        call(
+            "e1",
+            "fs_write",
+            json!({"path": "hello.txt", "content": "hello\n"}),
+        ),
+        "Wrote hello.txt.",
+    )));
+    let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
+    let out = rt
+        .block_on(async {
+            let mut c = crate::run::real_worker(&p, &["run", "--plan", "plan.md"]);
+            c.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+            tokio::process::Command::from(c).output().await
+        })
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("TaskCompleted hook did not let the task complete")
+            && stdout.contains("CHANGELOG.md does not mention it"),
+        "{stdout}"
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+}

@@ -212,23 +212,32 @@ impl Core {
                     self.on_failure(i, role, *failure, reason);
                 }
             }
-            Fact::MergeFailed { task_id, reason } => {
+            Fact::MergeFailed { task_id, reason } | Fact::CompletionRefused { task_id, reason } => {
                 let Some(t) = self.answered(task_id) else {
                     return;
                 };
                 // The debugger analyses it and the next attempt resolves it in the
                 // task's worktree (which holds the merge); the debugger's end spends
                 // the retry.
+                let (note, why) = match fact {
+                    Fact::CompletionRefused { .. } => {
+                        let said =
+                            format!("a TaskCompleted hook did not let the task complete: {reason}");
+                        (format!("A{}", &said[1..]), said)
+                    }
+                    _ => (
+                        format!("The merge queue did not merge the task's change: {reason}"),
+                        reason.clone(),
+                    ),
+                };
                 if t.retries_used < t.spec.constraints.retry_budget {
-                    t.notes.push(format!(
-                        "The merge queue did not merge the task's change: {reason}"
-                    ));
+                    t.notes.push(note);
                     t.next = Next::Dispatch(AgentType::Debugger);
                 } else {
                     t.next = Next::Finish(
                         TaskStatus::Blocked,
                         Some(format!(
-                            "{reason}; its retry budget ({}) is spent",
+                            "{why}; its retry budget ({}) is spent",
                             t.spec.constraints.retry_budget
                         )),
                     );

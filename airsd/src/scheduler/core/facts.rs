@@ -78,6 +78,18 @@ const TABLE: &[Entry] = &[
             budgets: pl.budgets,
         })
     }),
+    entry(ev::HookCompleted::TYPE, |_, v| {
+        let pl: p::HookCompleted = de(v)?;
+        (pl.blocked && pl.event == air_proto::hooks::HookEvent::TaskCompleted.as_str()).then(|| {
+            Fact::CompletionRefused {
+                task_id: pl.task_id.unwrap_or_default(),
+                reason: pl
+                    .reason
+                    .or(pl.skipped)
+                    .unwrap_or_else(|| "no reason given".into()),
+            }
+        })
+    }),
     entry(ev::WorkspaceMergeFailed::TYPE, |_, v| {
         let pl: p::WorkspaceMergeFailed = de(v)?;
         Some(Fact::MergeFailed {

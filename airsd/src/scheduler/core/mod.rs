@@ -138,6 +138,11 @@ pub enum Fact {
     },
     /// The merge queue did not merge a reviewed task (`workspace.merge_failed`): a
     /// conflict, or its check failing on the merged tree.
+    /// A TaskCompleted hook did not let the task complete.
+    CompletionRefused {
+        task_id: String,
+        reason: String,
+    },
     MergeFailed {
         task_id: String,
         reason: String,

@@ -26,6 +26,7 @@ mod before;
 mod compact;
 mod control;
 mod dispatch;
+mod ends;
 mod knowledge;
 mod memory;
 mod mine;
@@ -34,7 +35,6 @@ mod records;
 mod requirements;
 mod side;
 mod spaces;
-mod stop;
 mod worker;
 
 use crate::error::{Error, Result};
@@ -585,6 +585,11 @@ impl Shell {
                 mut status,
                 mut reason,
             } => {
+                // The person's TaskCompleted hooks may keep it open: their record
+                // tells the core.
+                if status == TaskStatus::Completed && self.completed_hooks(&task_id).await? {
+                    return Ok(());
+                }
                 // A completed task's change joins the session's integration branch
                 // first; one that cannot is not complete.
                 if status == TaskStatus::Completed {

@@ -229,6 +229,10 @@ impl Shell {
     /// checkout, or it made none) completes at once; otherwise its merge runs beside
     /// the loop and [`Shell::merge_ended`] records its end.
     pub(super) async fn merge(&mut self, task_id: String, reason: Option<String>) -> Result<()> {
+        // The person's TaskCompleted hooks judge it before it merges.
+        if self.completed_hooks(&task_id).await? {
+            return Ok(());
+        }
         // After a restart the task's worktree is found again where it was left.
         if !self.spaces.by_task.contains_key(&task_id) {
             if let Err(e) = self.open_space(&task_id, true).await {

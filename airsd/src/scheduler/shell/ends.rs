@@ -1,6 +1,8 @@
-//! The person's `Stop` hooks at the end of a turn of the Main Agent: one that refuses
-//! the stop keeps the Main Agent going, its reason said in the conversation as the
-//! message the next turn answers.
+//! The hooks at the ends of things: `Stop` when a turn of the Main Agent completes
+//! (one that refuses the stop keeps the Main Agent going, its reason said in the
+//! conversation as the message the next turn answers), and `TaskCompleted` when a
+//! task of the graph is about to complete (one that refuses keeps the task open: its
+//! debugger follows with the reason, or it is blocked once its retries are spent).
 
 use super::*;
 
@@ -72,5 +74,53 @@ impl Shell {
             None => self.stop_chain = 0,
         }
         Ok(out)
+    }
+
+    /// Runs the TaskCompleted hooks of a task about to complete, their records pushed;
+    /// whether one refused (its record then tells the core, which keeps the task open).
+    pub(super) async fn completed_hooks(&mut self, task_id: &str) -> Result<bool> {
+        use air_proto::hooks::HookEvent;
+        let hooks = self.ctx.hooks.clone();
+        if !hooks.has(HookEvent::TaskCompleted) || air_proto::conversation::in_conversation(task_id)
+        {
+            return Ok(false);
+        }
+        // In the task's worktree, where its work is.
+        let env = if self.spaces.by_task.contains_key(task_id) {
+            self.env_of(task_id)
+        } else {
+            self.tools.clone()
+        };
+        let spec = self.core.specs().into_iter().find(|s| s.id == task_id);
+        let launching = crate::scheduler::hooks::Launching {
+            quarantine: self
+                .ctx
+                .paths
+                .quarantine()
+                .join(format!("{task_id}-completed")),
+            engine: &env.engine,
+            sandbox_exe: env.sandbox_exe.as_ref(),
+        };
+        let outcome = crate::scheduler::hooks::run(
+            &hooks,
+            HookEvent::TaskCompleted,
+            None,
+            serde_json::json!({
+                "task_id": task_id,
+                "task_title": spec.as_ref().map(|s| s.title.clone()),
+                "task_description": spec.as_ref().map(|s| s.description.clone()),
+            }),
+            self.session_id(),
+            &launching,
+        )
+        .await;
+        let refused = outcome.blocked.is_some();
+        let mut records = Vec::new();
+        for mut run in outcome.runs {
+            run.task_id = Some(task_id.to_string());
+            records.push(self.event(&run)?);
+        }
+        self.push(records);
+        Ok(refused)
     }
 }
