@@ -16,7 +16,7 @@ pub enum HooksCommand {
     },
     /// Trust the project's hooks as they are now, with the files their commands run
     /// (each is shown, and you confirm); one changed later is not run until trusted
-    /// again. Hooks of events air does not run yet are not trusted.
+    /// again.
     Trust {
         /// Trust them without asking (what is trusted is still printed).
         #[arg(long, short = 'y')]
@@ -64,11 +64,7 @@ fn line(h: &Hook, runs: bool) -> String {
         "{:<16} {:<14} {:<10} {}  ({}, {}{})",
         h.event.as_str(),
         h.matcher.as_deref().unwrap_or("*").escape_debug(),
-        match (runs, h.event.run_by_air()) {
-            (_, false) => "NOT YET",
-            (true, true) => "runs",
-            (false, true) => "UNTRUSTED",
-        },
+        if runs { "runs" } else { "UNTRUSTED" },
         h.command.escape_debug(),
         h.source.as_str(),
         h.file.display(),
@@ -103,7 +99,6 @@ pub fn run(command: Option<HooksCommand>) -> CmdResult {
                 .map(|h| {
                     let mut v = serde_json::to_value(h).unwrap_or_default();
                     v["trusted"] = trust.allows(&root, h).into();
-                    v["run_by_air"] = h.event.run_by_air().into();
                     v["pin"] = h.pin().into();
                     v
                 })
@@ -121,7 +116,7 @@ pub fn run(command: Option<HooksCommand>) -> CmdResult {
         HooksCommand::Trust { yes } => {
             let new: Vec<Hook> = hooks
                 .iter()
-                .filter(|h| !trust.allows(&root, h) && h.event.run_by_air())
+                .filter(|h| !trust.allows(&root, h))
                 .cloned()
                 .collect();
             if new.is_empty() {

@@ -27,21 +27,6 @@ wire_enum! {
     }
 }
 
-impl HookEvent {
-    /// Whether air runs hooks of this event yet (the others are read, listed and
-    /// trusted, and said to wait).
-    pub fn run_by_air(self) -> bool {
-        matches!(
-            self,
-            HookEvent::PreToolUse
-                | HookEvent::PostToolUse
-                | HookEvent::UserPromptSubmit
-                | HookEvent::Stop
-                | HookEvent::TaskCompleted
-        )
-    }
-}
-
 wire_enum! {
     /// Where a hook is declared.
     pub enum HookSource {

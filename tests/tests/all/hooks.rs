@@ -223,7 +223,13 @@ fn a_task_completed_hook_that_fails_keeps_the_task_from_completing() {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(
         home.join("hooks.yaml"),
-        "TaskCompleted:\n  - hooks:\n      - type: command\n        command: \"echo 'CHANGELOG.md does not mention it' >&2; exit 2\"\n",
+        format!(
+            "TaskCompleted:\n  - hooks:\n      - type: command\n        command: \"echo 'CHANGELOG.md does not mention it' >&2; exit 2\"\n{}",
+            ["SessionStart", "TaskCreated", "SubagentStop", "SessionEnd"]
+                .iter()
+                .map(|e| format!("{e}:\n  - hooks:\n      - type: command\n        command: echo {e} >> hooks.log\n"))
+                .collect::<String>()
+        ),
     )
     .unwrap();
     std::fs::write(
@@ -262,4 +268,19 @@ fn a_task_completed_hook_that_fails_keeps_the_task_from_completing() {
         "{stdout}"
     );
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    // The events that only tell ran beside the scheduler (the last may end after
+    // the run).
+    let log = p.root.join("hooks.log");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let told = std::fs::read_to_string(&log).unwrap_or_default();
+        if ["SessionStart", "TaskCreated", "SubagentStop", "SessionEnd"]
+            .iter()
+            .all(|e| told.lines().any(|l| l == *e))
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "hooks.log: {told}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

@@ -54,6 +54,11 @@ impl Shell {
             return;
         };
         let (task_id, role, spec) = (d.task_id.clone(), d.role, d.spec.clone());
+        self.tell_hooks(
+            air_proto::hooks::HookEvent::PreCompact,
+            serde_json::json!({"trigger": "auto", "agent_id": agent_id, "task_id": task_id}),
+            Some(&task_id),
+        );
         if let Err(why) = self
             .start_compactor(agent_id, &task_id, role, &spec, &upto)
             .await

@@ -2,7 +2,10 @@
 //! (one that refuses the stop keeps the Main Agent going, its reason said in the
 //! conversation as the message the next turn answers), and `TaskCompleted` when a
 //! task of the graph is about to complete (one that refuses keeps the task open: its
-//! debugger follows with the reason, or it is blocked once its retries are spent).
+//! debugger follows with the reason, or it is blocked once its retries are spent);
+//! and the hooks of events that only tell (`SessionStart`, `SessionEnd`,
+//! `Notification`, `TaskCreated`, `SubagentStop`, `PreCompact`), run beside the
+//! scheduler, which does not wait for them.
 
 use super::*;
 
@@ -122,5 +125,82 @@ impl Shell {
         }
         self.push(records);
         Ok(refused)
+    }
+
+    /// Runs the hooks of an event that only tells, beside the scheduler: nothing
+    /// waits for them, and a refusal changes nothing (it is recorded as the hook's
+    /// words). Their records are appended as they end.
+    pub(super) fn tell_hooks(
+        &self,
+        event: air_proto::hooks::HookEvent,
+        input: serde_json::Value,
+        task_id: Option<&str>,
+    ) {
+        if !self.ctx.hooks.has(event) {
+            return;
+        }
+        let hooks = self.ctx.hooks.clone();
+        let engine = self.ctx.engine.clone();
+        let sandbox = self.tools.sandbox_exe.clone();
+        let session = self.ctx.session.clone();
+        let quarantine = self.ctx.paths.quarantine().join(format!(
+            "{}-{}",
+            event.as_str(),
+            air_proto::ids::new_id()
+        ));
+        let task = task_id.map(str::to_string);
+        tokio::spawn(async move {
+            let launching = crate::scheduler::hooks::Launching {
+                quarantine,
+                engine: &engine,
+                sandbox_exe: sandbox.as_ref(),
+            };
+            let outcome =
+                crate::scheduler::hooks::run(&hooks, event, None, input, session.id(), &launching)
+                    .await;
+            let events: Vec<RuntimeEvent> = outcome
+                .runs
+                .into_iter()
+                .filter_map(|mut r| {
+                    r.task_id.clone_from(&task);
+                    r.blocked = false;
+                    RuntimeEvent::of(session.id(), EventSource::scheduler(), &r).ok()
+                })
+                .collect();
+            if !events.is_empty() {
+                if let Err(e) = session.store().append_batch(events).await {
+                    tracing::warn!("cannot record a hook's run: {e}");
+                }
+            }
+        });
+    }
+
+    /// A run's scheduler starts: `SessionStart` (a session's first start, or one
+    /// picked up again), and at the first, `TaskCreated` for the tasks it starts with.
+    pub(super) fn tell_start(&self) {
+        use air_proto::hooks::HookEvent;
+        if !self.ctx.hooks.has(HookEvent::SessionStart)
+            && !self.ctx.hooks.has(HookEvent::TaskCreated)
+        {
+            return;
+        }
+        let fresh = self.ctx.session.bus().read(|p, _| p.agents.is_empty());
+        self.tell_hooks(
+            HookEvent::SessionStart,
+            serde_json::json!({"source": if fresh { "startup" } else { "resume" }}),
+            None,
+        );
+        if fresh {
+            for spec in self.core.specs() {
+                if air_proto::conversation::in_conversation(&spec.id) {
+                    continue;
+                }
+                self.tell_hooks(
+                    HookEvent::TaskCreated,
+                    serde_json::json!({"task_id": spec.id, "task_title": spec.title, "task_description": spec.description}),
+                    Some(&spec.id),
+                );
+            }
+        }
     }
 }

@@ -293,6 +293,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
     };
     tokio::spawn(async move {
         shell.unhalt().await;
+        shell.tell_start();
         if let Err(e) = shell.run(rx, worker_rx).await {
             tracing::error!(session = %shell.ctx.session.id(), "scheduler stopped: {e}");
             shell.halt(&e).await;
@@ -612,6 +613,13 @@ impl Shell {
             }
             Decision::Merge { task_id, reason } => self.merge(task_id, reason).await,
             Decision::CreateTask(spec) => {
+                if !air_proto::conversation::in_conversation(&spec.id) {
+                    self.tell_hooks(
+                        air_proto::hooks::HookEvent::TaskCreated,
+                        serde_json::json!({"task_id": spec.id, "task_title": spec.title, "task_description": spec.description}),
+                        Some(&spec.id),
+                    );
+                }
                 let e = self.event(&p::TaskCreated { task: *spec })?;
                 self.push(vec![e]);
                 Ok(())
@@ -652,6 +660,11 @@ impl Shell {
                 Ok(())
             }
             Decision::AskConfirmation { task_id, title } => {
+                self.tell_hooks(
+                    air_proto::hooks::HookEvent::Notification,
+                    serde_json::json!({"message": format!("air asks whether task {task_id} may start: {title}"), "notification_type": "permission_prompt"}),
+                    Some(&task_id),
+                );
                 let e = self.event(&p::PermissionRequested {
                     request_id: crate::scheduler::core::confirmation_id(&task_id),
                     action: format!("start task {task_id}: {title}"),
@@ -694,6 +707,11 @@ impl Shell {
                 self.write_report(&e);
                 self.record(vec![e]).await?;
                 self.expire_requests(None).await;
+                self.tell_hooks(
+                    air_proto::hooks::HookEvent::SessionEnd,
+                    serde_json::json!({"reason": "run_completed"}),
+                    None,
+                );
                 // What the session taught is mined after it ended: no one waits.
                 self.learn_from(mine::Trigger::SessionEnd).await;
                 Ok(())

@@ -376,7 +376,16 @@ impl Shell {
         self.drafts.agent_ended(agent_id);
         self.workers.remove(agent_id);
         self.agents.store(self.workers.len(), Ordering::Relaxed);
-        self.dispatches.remove(agent_id);
+        if let Some(d) = self.dispatches.remove(agent_id) {
+            // An agent of a task of the graph ended (not the conversation's own).
+            if !air_proto::conversation::in_conversation(&d.task_id) {
+                self.tell_hooks(
+                    air_proto::hooks::HookEvent::SubagentStop,
+                    serde_json::json!({"agent_id": agent_id, "agent_type": d.role.as_str(), "task_id": d.task_id, "exit_code": exit.code}),
+                    Some(&d.task_id),
+                );
+            }
+        }
         let end = ProcessEnd {
             code: exit.code,
             text: exit.to_string(),
