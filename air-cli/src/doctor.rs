@@ -268,6 +268,17 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
         }
     };
 
+    // The hooks, and whether each may run.
+    let hooks_json = match &project {
+        Some(paths) => {
+            let (line, list, fine) = hooks_summary(paths);
+            ok &= fine;
+            lines.push(line);
+            list
+        }
+        None => json!(null),
+    };
+
     // Providers, as this shell's environment has them.
     let models = ModelsConfig::load(home.as_deref()).unwrap_or_default();
     let env = |k: &str| std::env::var(k).ok();
@@ -340,6 +351,7 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
         "files": files.iter().map(|(l, g)| json!({"check": l, "ok": g})).collect::<Vec<_>>(),
         "sandbox": sandbox_json,
         "dependencies": dependencies_json,
+        "hooks": hooks_json,
         "providers": providers,
         "models": resolved,
     });
@@ -401,4 +413,47 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
             message: "a run could not start: see above".into(),
         })
     }
+}
+
+/// `air doctor`'s line on the hooks of the project at `paths`, their JSON, and
+/// whether all is well (every hook readable; a project's not trusted is said, not a
+/// fault).
+fn hooks_summary(paths: &air_proto::layout::ProjectPaths) -> (String, serde_json::Value, bool) {
+    let root = std::fs::canonicalize(paths.root()).unwrap_or_else(|_| paths.root().to_path_buf());
+    let home = air_home();
+    let loaded = match air_proto::hooks::load(
+        home.as_ref().map(|h| h.join("hooks.yaml")).as_deref(),
+        &root,
+    ) {
+        Ok(l) => l,
+        Err(e) => {
+            return (
+                format!("hooks: {e}"),
+                serde_json::json!({"error": e}),
+                false,
+            )
+        }
+    };
+    let trust = home
+        .map(|h| air_proto::hooks::Trust::load(&h.join("trust.json")).unwrap_or_default())
+        .unwrap_or_default();
+    let waiting: Vec<&air_proto::hooks::Hook> = loaded
+        .hooks
+        .iter()
+        .filter(|h| !trust.allows(&root, h))
+        .collect();
+    let mut line = format!(
+        "hooks: {} ({} not trusted as they are: `air hooks trust`)",
+        loaded.hooks.len(),
+        waiting.len()
+    );
+    for w in &loaded.warnings {
+        line.push_str(&format!("\n  passed over: {w}"));
+    }
+    let json = serde_json::json!({
+        "count": loaded.hooks.len(),
+        "untrusted": waiting.iter().map(|h| serde_json::json!({"event": h.event.as_str(), "command": h.command, "file": h.file})).collect::<Vec<_>>(),
+        "warnings": loaded.warnings,
+    });
+    (line, json, true)
 }
