@@ -290,6 +290,19 @@ pub fn parse_claude_settings(text: &str, file: &Path) -> Result<(Vec<Hook>, Vec<
     }
 }
 
+/// Whether any file that may declare hooks is there: a look that reads nothing, for
+/// the paths where most projects have none.
+pub fn any_file(user_file: Option<&Path>, root: &Path) -> bool {
+    user_file
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain([
+            root.join(".air").join("shared").join("hooks.yaml"),
+            root.join(".claude").join("settings.json"),
+        ])
+        .any(|p| std::fs::symlink_metadata(p).is_ok())
+}
+
 /// The hooks of a project, and what was passed over.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Loaded {

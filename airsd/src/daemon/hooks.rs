@@ -14,6 +14,10 @@ impl DaemonState {
     /// Whether the person's hooks judge the messages of the conversation
     /// (`UserPromptSubmit`).
     pub(super) fn prompt_hooked(&self, config: &shell::ShellConfig) -> bool {
+        let user = config.air_home.as_ref().map(|h| h.join("hooks.yaml"));
+        if !air_proto::hooks::any_file(user.as_deref(), self.paths.root()) {
+            return false;
+        }
         let root = crate::scheduler::tooljob::resolved_root(self.paths.root());
         // Hooks that cannot be read say so when the message is said.
         crate::scheduler::hooks::Hooks::load(config.air_home.as_deref(), &root).map_or(true, |h| {
@@ -28,6 +32,10 @@ impl DaemonState {
     pub(super) async fn prompt_hooks(&self, session: &Arc<Session>, text: &str) -> Result<()> {
         use air_proto::hooks::HookEvent;
         let config = self.shell_config_for(Some(session.id()), None)?;
+        let user = config.air_home.as_ref().map(|h| h.join("hooks.yaml"));
+        if !air_proto::hooks::any_file(user.as_deref(), self.paths.root()) {
+            return Ok(());
+        }
         let paths = self.paths.clone();
         let mode = session
             .bus()
