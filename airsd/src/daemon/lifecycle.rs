@@ -10,13 +10,28 @@ use super::state::DaemonState;
 use crate::error::{Error, Result};
 
 impl DaemonState {
-    fn refuse_if_running(&self, session_id: &str, what: &str) -> Result<()> {
-        if self.run_in_progress(session_id) {
-            return Err(Error::Refused(format!(
-                "a run is in progress in session {session_id}; cancel it first (`air cancel -s {session_id}`), then {what} it"
-            )));
+    async fn refuse_if_running(&self, session_id: &str, what: &str) -> Result<()> {
+        let Some(handle) = self.run_handle(session_id) else {
+            return Ok(());
+        };
+        // A run whose end is recorded has a scheduler finishing up (its report, what
+        // the session taught): that is waited for, not refused.
+        let session = self.session(session_id).await?;
+        let ended = session.bus().read(|p, _| {
+            p.run
+                .as_ref()
+                .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
+        });
+        if ended
+            && tokio::time::timeout(std::time::Duration::from_secs(30), handle.wait())
+                .await
+                .is_ok()
+        {
+            return Ok(());
         }
-        Ok(())
+        Err(Error::Refused(format!(
+            "a run is in progress in session {session_id}; cancel it first (`air cancel -s {session_id}`), then {what} it"
+        )))
     }
 
     async fn set_status<E: Event>(&self, session_id: &str, event: E) -> Result<u64> {
@@ -28,7 +43,7 @@ impl DaemonState {
 
     /// `session.archive`: the session is kept, artifacts included, marked archived.
     pub async fn archive_session(&self, session_id: &str, reason: Option<String>) -> Result<u64> {
-        self.refuse_if_running(session_id, "archive")?;
+        self.refuse_if_running(session_id, "archive").await?;
         let info = self.session_info(session_id).await?;
         if info.status == SessionStatus::Deleted {
             return Err(Error::Refused(format!(
@@ -44,7 +59,7 @@ impl DaemonState {
 
     /// `session.delete`: recorded as deleted, and its artifacts purged.
     pub async fn delete_session(&self, session_id: &str, reason: Option<String>) -> Result<u64> {
-        self.refuse_if_running(session_id, "delete")?;
+        self.refuse_if_running(session_id, "delete").await?;
         let seq = self
             .set_status(
                 session_id,
