@@ -145,11 +145,10 @@ impl Relay {
         match resolved.first().map(|r| (&r.resolved, &r.error)) {
             Some((Some(_), _)) => Ok(()),
             Some((None, e)) => Err(Error::auth_required().data(serde_json::Value::String(
-                format!(
-                    "no model for the Main Agent ({}): {}",
-                    e.as_deref().unwrap_or("no answer"),
-                    crate::doctor::KEY_HELP
-                ),
+                match e {
+                    Some(why) => format!("no model for the Main Agent: {why}"),
+                    None => format!("no model for the Main Agent: {}", crate::doctor::KEY_HELP),
+                },
             ))),
             None => Err(refused("the worker resolved no model")),
         }
@@ -223,8 +222,8 @@ impl Relay {
         cx: &Cx,
         req: NewSessionRequest,
     ) -> Result<NewSessionResponse, Error> {
-        self.authenticated().await?;
         let root = project_of(&req.cwd)?;
+        self.authenticated().await?;
         let conn = connect(&root).await.map_err(failure)?;
         let info = conn
             .client
