@@ -99,7 +99,10 @@ await app.connectWith(stream, async (ctx) => {
     // Until the terminal shows the first exchange: the second prompt then appears
     // there as it is made.
     const go = process.env.ACP_GO_FILE;
-    while (go && !fs.existsSync(go)) await new Promise((r) => setTimeout(r, 20));
+    const until = Date.now() + 60_000;
+    while (go && !fs.existsSync(go) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     // Read-only from here on.
     await step("set_mode", () =>
       ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" }),

@@ -583,8 +583,15 @@ impl ToolJob {
                 Some(s) if s.write => Some(editors.writing().await),
                 _ => None,
             };
+            // The editor is asked only while no command of the session runs, which
+            // could swap the file for a link between the checks and the editor's read
+            // or save.
+            let quiet = match served {
+                Some(_) if !self.env.background.any_running() => editors.quiet(),
+                _ => None,
+            };
             let overlay = match served {
-                Some(s) if s.read => self.editor_text(&s.path).await,
+                Some(s) if s.read && quiet.is_some() => self.editor_text(&s.path).await,
                 _ => None,
             };
             let g = f.clone();
@@ -598,12 +605,13 @@ impl ToolJob {
             let (result, asks) = self.attempt(&granted, each).await;
             if asks.is_empty() {
                 if let (Ok(_), Some(s)) = (&result, served) {
-                    if s.write {
+                    if s.write && quiet.is_some() {
                         self.put_in_editor(&s.path).await;
                     }
                 }
                 return result;
             }
+            drop(quiet);
             drop(writing);
             self.ask_person(tool_run_id, &asks)
                 .await

@@ -43,6 +43,10 @@ pub struct Editors {
     /// Held from a served file's write on disk until the editor saved it: the
     /// editor's save of one write never lands after the next one.
     writing: tokio::sync::Mutex<()>,
+    /// Held shared by each command of the session while it runs, and alone while the
+    /// editor is asked about a file: no command of the session can swap the file for
+    /// a link (to a credential, to `~/.bashrc`) while the editor reads or saves it.
+    commands: tokio::sync::RwLock<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -74,6 +78,17 @@ impl Editors {
     /// Held across a write of a file the editor serves, on disk and into the editor.
     pub async fn writing(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.writing.lock().await
+    }
+
+    /// Held by a command of the session while it runs.
+    pub async fn command(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
+        self.commands.read().await
+    }
+
+    /// No command of the session runs, and none starts while this is held; `None`
+    /// when one runs (the editor is then not asked: the file on disk counts).
+    pub fn quiet(&self) -> Option<tokio::sync::RwLockWriteGuard<'_, ()>> {
+        self.commands.try_write().ok()
     }
 
     /// Connection `conn`'s editor stops serving (when it still does).
@@ -189,6 +204,24 @@ impl Editors {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[tokio::test]
+    async fn the_editor_is_not_asked_while_a_command_of_the_session_runs() {
+        let editors = Editors::default();
+        let running = editors.command().await;
+        assert!(editors.quiet().is_none());
+        drop(running);
+        let quiet = editors.quiet();
+        assert!(quiet.is_some());
+        // A command waits until the editor was asked.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), editors.command())
+                .await
+                .is_err()
+        );
+        drop(quiet);
+        let _again = editors.command().await;
+    }
 
     #[tokio::test]
     async fn an_editor_answers_what_it_serves_and_only_that() {

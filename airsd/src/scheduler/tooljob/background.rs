@@ -178,6 +178,15 @@ impl Background {
             .map(|(_, l)| l.clone())
     }
 
+    /// Whether any of the run's background commands still runs.
+    pub fn any_running(&self) -> bool {
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|(_, l)| l.ended().is_none())
+    }
+
     /// The commands still running, by agent (for a count in a note).
     pub fn running_of(&self, agent: &str) -> usize {
         self.runs

@@ -85,7 +85,14 @@ impl ToolJob {
     /// in the buffer the person has open.
     pub(super) async fn put_in_editor(&self, path: &Path) {
         let (root, owned) = (self.env.engine.root().to_path_buf(), path.to_path_buf());
+        // Only a file with one name: a hard link's other name may be anything.
         let written = tokio::task::spawn_blocking(move || {
+            use std::os::unix::fs::MetadataExt as _;
+            let single =
+                std::fs::symlink_metadata(&owned).is_ok_and(|m| m.is_file() && m.nlink() == 1);
+            if !single {
+                return Err(crate::tools::ToolError("not a file with one name".into()));
+            }
             crate::tools::fs::read_nofollow(&owned, &root, &owned.display().to_string())
         })
         .await;

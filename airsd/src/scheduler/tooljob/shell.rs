@@ -531,6 +531,14 @@ impl ToolJob {
         } else {
             None
         };
+        // While it runs, the editor serving the session's files is not asked about
+        // one (a background command is waited for by nobody: the editor is then not
+        // asked at all while it lives).
+        let editors = self.env.session.editors();
+        let _running = match &live {
+            None => Some(editors.command().await),
+            Some(_) => None,
+        };
         let ended = exec::execute(
             &prepared,
             &launch,
