@@ -162,20 +162,41 @@ pub async fn run(args: ChatArgs) -> CmdResult {
     } else {
         Confirm::No
     };
+    // `--on-ask deny`: this client is attached, so nobody else's policy answers; it
+    // refuses the agents' questions itself.
+    let deny_asks = matches!(args.on_ask, Some(OnAskArg::Deny | OnAskArg::Fail));
     let mut worst = exit::OK;
     if let Some(sent) = first {
         // From the message on, as when it is sent after the start.
         let after = sent.seq.saturating_sub(1);
-        worst = follow(&conn, &session, after, sent, args.json, confirm).await?;
+        worst = follow(&conn, &session, after, sent, args.json, confirm, deny_asks).await?;
     } else if let Mode::Print(prompt) = &mode {
-        worst = say(&conn, &session, &lane(&args, prompt), args.json, confirm).await?;
+        worst = say(
+            &conn,
+            &session,
+            &lane(&args, prompt),
+            args.json,
+            confirm,
+            deny_asks,
+        )
+        .await?;
     } else {
         for line in stdin.lock().lines() {
             let line = line.map_err(|e| Failure::from(format!("cannot read stdin: {e}")))?;
             if line.trim().is_empty() {
                 continue;
             }
-            worst = worst.max(say(&conn, &session, &lane(&args, &line), args.json, confirm).await?);
+            worst = worst.max(
+                say(
+                    &conn,
+                    &session,
+                    &lane(&args, &line),
+                    args.json,
+                    confirm,
+                    deny_asks,
+                )
+                .await?,
+            );
         }
     }
     match worst {
@@ -394,6 +415,7 @@ async fn say(
     text: &str,
     json: bool,
     confirm: Confirm,
+    deny_asks: bool,
 ) -> Result<u8, Failure> {
     let after = conn
         .client
@@ -404,7 +426,7 @@ async fn say(
         .map_err(rpc_failure)?
         .seq;
     let sent = send(conn, session, text).await?;
-    follow(conn, session, after, sent, json, confirm).await
+    follow(conn, session, after, sent, json, confirm, deny_asks).await
 }
 
 /// Follows what a sent message started, from the session's events after `after`, as
@@ -416,13 +438,14 @@ async fn follow(
     sent: air_proto::api::MessageSent,
     json: bool,
     confirm: Confirm,
+    deny_asks: bool,
 ) -> Result<u8, Failure> {
     let progress = !json && std::io::stderr().is_terminal();
     let mut exchange = Exchange::default();
     let mut cursor = after;
     let mut waits = None;
     loop {
-        let mut asked: Option<(String, String)> = None;
+        let mut asked: Option<(String, String, bool)> = None;
         let mut done = false;
         cursor = follow_events(conn, session, cursor, |seq, event| {
             if json {
@@ -434,12 +457,12 @@ async fn follow(
                 waits = Some(w);
                 return Ok(ControlFlow::Break(()));
             }
-            if event.event_type == ev::PermissionRequested::TYPE
-                && event.payload["tool"].as_str() == Some(air_proto::conversation::TASK_START)
-            {
+            let starts =
+                event.payload["tool"].as_str() == Some(air_proto::conversation::TASK_START);
+            if event.event_type == ev::PermissionRequested::TYPE && (starts || deny_asks) {
                 let id = event.payload["request_id"].as_str().unwrap_or_default();
                 let action = event.payload["action"].as_str().unwrap_or_default();
-                asked = Some((id.to_string(), action.to_string()));
+                asked = Some((id.to_string(), action.to_string(), starts));
                 return Ok(ControlFlow::Break(()));
             }
             done = seq > sent.seq && event.event_type == ev::RunCompleted::TYPE;
@@ -453,11 +476,18 @@ async fn follow(
         if done || waits.is_some() {
             break;
         }
-        let Some((request_id, action)) = asked else {
+        let Some((request_id, action, starts)) = asked else {
             break;
         };
-        let (allow, reason) = confirmation(confirm, &action);
-        if !allow && confirm == Confirm::No {
+        let (allow, reason) = if starts {
+            confirmation(confirm, &action)
+        } else {
+            (
+                false,
+                Some("nobody to ask: `air chat --on-ask deny` refuses what asks".into()),
+            )
+        };
+        if starts && !allow && confirm == Confirm::No {
             eprintln!("air: not started: {action} (in the default permission mode it needs a confirmation: --yes, or answer in `air attach -s {session}`)");
         }
         // Answered first by someone else (another terminal): that answer stands.

@@ -278,6 +278,26 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
         }
         None => json!(null),
     };
+    // The capabilities: each, whether it is trusted, the variables it needs unset.
+    let capabilities_json = match &project {
+        Some(paths) => {
+            let (line, list) = capabilities_summary(paths);
+            lines.push(line);
+            list
+        }
+        None => json!(null),
+    };
+
+    // The MCP servers: each, whether it may start, and whether it does.
+    let mcp_json = match &project {
+        Some(paths) => {
+            let (line, list, fine) = mcp_summary(paths);
+            ok &= fine;
+            lines.push(line);
+            list
+        }
+        None => json!(null),
+    };
 
     // Providers, as this shell's environment has them.
     let models = ModelsConfig::load(home.as_deref()).unwrap_or_default();
@@ -352,6 +372,8 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
         "sandbox": sandbox_json,
         "dependencies": dependencies_json,
         "hooks": hooks_json,
+        "mcp": mcp_json,
+        "capabilities": capabilities_json,
         "providers": providers,
         "models": resolved,
     });
@@ -413,6 +435,184 @@ pub async fn run(json_out: bool, fix: Option<bool>, bundle: Option<&Path>) -> Cm
             message: "a run could not start: see above".into(),
         })
     }
+}
+
+/// `air doctor`'s lines on the capabilities installed for the project at `paths`
+/// (their dependencies are among the dependencies), and their JSON.
+fn capabilities_summary(paths: &air_proto::layout::ProjectPaths) -> (String, serde_json::Value) {
+    use air_proto::hooks::Trusted;
+    let root = std::fs::canonicalize(paths.root()).unwrap_or_else(|_| paths.root().to_path_buf());
+    let home = air_home();
+    let trust = home
+        .as_ref()
+        .map(|h| air_proto::hooks::Trust::load(&h.join("trust.json")).unwrap_or_default())
+        .unwrap_or_default();
+    let found = air_proto::capability::installed(home.as_deref(), &root, &trust);
+    let mut line = format!("capabilities: {}", found.capabilities.len());
+    let mut list = Vec::new();
+    for (c, t) in &found.capabilities {
+        let unset: Vec<&String> = c
+            .manifest
+            .needs
+            .env
+            .iter()
+            .filter(|v| std::env::var_os(v.as_str()).is_none())
+            .collect();
+        let state = match t {
+            Trusted::Yes => "trusted",
+            Trusted::No => "UNTRUSTED (air capability trust)",
+            Trusted::Changed => "CHANGED since trusted (air capability trust)",
+        };
+        line.push_str(&format!(
+            "\n  {} {} ({})  {state}{}",
+            c.manifest.name,
+            c.manifest.version.escape_debug(),
+            c.scope.as_str(),
+            if unset.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; not set: {}",
+                    unset
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        ));
+        list.push(serde_json::json!({
+            "name": c.manifest.name,
+            "version": c.manifest.version,
+            "scope": c.scope.as_str(),
+            "state": state,
+            "env_unset": unset,
+        }));
+    }
+    for w in &found.warnings {
+        line.push_str(&format!("\n  passed over: {w}"));
+    }
+    (line, serde_json::json!(list))
+}
+
+/// What `airsd __mcp probe` found: each server, trusted or not, up or not.
+pub(crate) fn mcp_probe(root: &std::path::Path) -> Result<serde_json::Value, Failure> {
+    let out = std::process::Command::new(airsd_path())
+        .arg("__mcp")
+        .arg("probe")
+        .arg("--root")
+        .arg(root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Failure::from(format!("cannot run airsd: {e}")))?;
+    if !out.status.success() {
+        return Err(Failure::from(format!(
+            "the MCP servers could not be looked at: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| Failure::from(format!("airsd's answer could not be read: {e}")))
+}
+
+/// One server's line: its name, state, where it is declared and what it runs.
+pub(crate) fn mcp_line(s: &serde_json::Value) -> String {
+    let text = |k: &str| s.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+    // What a server wrote is shown without its control characters.
+    let clean = |t: &str| -> String {
+        t.chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect()
+    };
+    let state = match (text("trust"), text("state")) {
+        ("untrusted", _) => "UNTRUSTED (air mcp trust)".to_string(),
+        ("changed", _) => "CHANGED since trusted (air mcp trust)".to_string(),
+        (_, "up") => format!(
+            "up, {} tools",
+            s.get("tools")
+                .and_then(serde_json::Value::as_array)
+                .map_or(0, Vec::len)
+        ),
+        (_, "error") => {
+            let said: Vec<&str> = text("error")
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .take(3)
+                .collect();
+            let said = clean(&said.join(" / "));
+            match said.char_indices().nth(300) {
+                Some((i, _)) => format!("FAILS: {}…", &said[..i]),
+                None => format!("FAILS: {said}"),
+            }
+        }
+        _ => "not started".to_string(),
+    };
+    // Escaped, so that what is shown is what runs.
+    format!(
+        "{:<16} {:<6} {}  ({}, {})\n  {}",
+        text("name"),
+        text("transport"),
+        text("shown").escape_debug(),
+        text("source"),
+        text("file"),
+        state
+    )
+}
+
+/// `air doctor`'s lines on the MCP servers of the project at `paths` (each started
+/// as a run starts it), their JSON, and whether all is well: a server that fails to
+/// start is a fault; one nobody trusted is said, not a fault.
+fn mcp_summary(paths: &air_proto::layout::ProjectPaths) -> (String, serde_json::Value, bool) {
+    let root = std::fs::canonicalize(paths.root()).unwrap_or_else(|_| paths.root().to_path_buf());
+    let home = air_home();
+    let user = home.as_ref().map(|h| h.join("mcp.yaml"));
+    let any = user.iter().any(|u| u.exists())
+        || air_proto::mcp::project_files(&root)
+            .iter()
+            .any(|(f, _)| std::fs::symlink_metadata(f).is_ok());
+    if !any {
+        return (
+            "mcp servers: none".into(),
+            serde_json::json!({"servers": []}),
+            true,
+        );
+    }
+    let found = match mcp_probe(&root) {
+        Ok(f) => f,
+        Err(e) => {
+            return (
+                format!("mcp servers: {}", e.message),
+                serde_json::json!({"error": e.message}),
+                false,
+            )
+        }
+    };
+    let servers = found
+        .get("servers")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let failing = servers.iter().filter(|s| s["state"] == "error").count();
+    let mut line = format!(
+        "mcp servers: {} ({failing} failing to start)",
+        servers.len()
+    );
+    for s in &servers {
+        for l in mcp_line(s).lines() {
+            line.push_str(&format!("\n  {l}"));
+        }
+    }
+    for w in found
+        .get("warnings")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+    {
+        line.push_str(&format!("\n  passed over: {w}"));
+    }
+    (line, found, failing == 0)
 }
 
 /// `air doctor`'s line on the hooks of the project at `paths`, their JSON, and

@@ -17,7 +17,17 @@ const GROUPS: &[(&str, &[&str])] = &[
     (
         "Project",
         &[
-            "init", "root", "doctor", "setup", "profile", "hooks", "memory", "skills", "debug",
+            "init",
+            "root",
+            "doctor",
+            "setup",
+            "profile",
+            "hooks",
+            "mcp",
+            "capability",
+            "memory",
+            "skills",
+            "debug",
             "migrate",
         ],
     ),

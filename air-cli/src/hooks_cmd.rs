@@ -76,13 +76,13 @@ fn line(h: &Hook, runs: bool) -> String {
     )
 }
 
-/// The person's yes, at a terminal.
-fn confirmed() -> Result<bool, Failure> {
+/// The person's yes to `question`, at a terminal (no terminal: no).
+pub(crate) fn confirmed(question: &str) -> Result<bool, Failure> {
     use std::io::IsTerminal as _;
     if !std::io::stdin().is_terminal() {
         return Ok(false);
     }
-    eprint!("air: trust these? [y/N] ");
+    eprint!("air: {question} [y/N] ");
     let mut line = String::new();
     std::io::stdin()
         .read_line(&mut line)
@@ -132,7 +132,7 @@ pub fn run(command: Option<HooksCommand>) -> CmdResult {
             for h in &new {
                 outln!("  {}", line(h, true));
             }
-            if !yes && !confirmed()? {
+            if !yes && !confirmed("trust these?")? {
                 return Err(Failure {
                     code: crate::exit::USAGE,
                     message: "nothing trusted (confirm at a terminal, or --yes)".into(),

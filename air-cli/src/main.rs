@@ -9,6 +9,7 @@ mod acp;
 mod args;
 mod branch_cmd;
 mod bundle;
+mod capability_cmd;
 mod chat_cmd;
 mod daemon_cmd;
 mod doctor;
@@ -17,6 +18,7 @@ mod help;
 mod hidden;
 mod hooks_cmd;
 mod knowledge_cmd;
+mod mcp_cmd;
 mod memory_cmd;
 mod migrate_cmd;
 mod output;
@@ -169,6 +171,24 @@ enum Command {
     Hooks {
         #[command(subcommand)]
         command: Option<hooks_cmd::HooksCommand>,
+    },
+    /// The MCP servers whose tools agents call.
+    ///
+    /// Yours from ~/.air/mcp.yaml, the project's from .air/shared/mcp.yaml and
+    /// .mcp.json (docs/mcp.md). A project's server starts once you trusted it as it
+    /// is (`air mcp trust`); `air mcp list` shows each and whether it starts.
+    Mcp {
+        #[command(subcommand)]
+        command: Option<mcp_cmd::McpCommand>,
+    },
+    /// Capabilities: folders that add MCP servers, skills, hooks and rules.
+    ///
+    /// Installed for you (~/.air/capabilities/) or the project
+    /// (.air/shared/capabilities/) with `air capability add PATH|GIT`, trusted as
+    /// they are; one that changed adds nothing until trusted again (docs/capabilities.md).
+    Capability {
+        #[command(subcommand)]
+        command: Option<capability_cmd::CapabilityCommand>,
     },
     /// What air learned about you and the project.
     ///
@@ -756,6 +776,8 @@ async fn run(command: Command) -> CmdResult {
         Command::Debug { command } => knowledge_cmd::run(command).await,
         Command::Memory { command } => memory_cmd::run(command).await,
         Command::Hooks { command } => hooks_cmd::run(command),
+        Command::Mcp { command } => mcp_cmd::run(command),
+        Command::Capability { command } => capability_cmd::run(command),
         Command::Skills { command } => knowledge_cmd::skills(command),
         Command::Sessions { action: None, json } => output::sessions(json).await,
         Command::Sessions {

@@ -722,7 +722,7 @@ async fn follow(
                         p.ended
                     };
                     ticks += 1;
-                    if !ended && ticks % 30 != 0 {
+                    if !ended && !ticks.is_multiple_of(30) {
                         continue;
                     }
                     // Every few seconds, and once the stream says the run ended: ask

@@ -36,6 +36,8 @@ wire_enum! {
         Project = "project",
         /// The project's `.claude/settings.json`.
         Claude = "claude",
+        /// A capability a person installed and trusted (its folder is pinned whole).
+        Capability = "capability",
     }
 }
 
@@ -67,31 +69,18 @@ impl Hook {
     /// What the hook is, as declared: the hash of its event, matcher, command and
     /// timeout (each field length-prefixed, so that no two declarations share it).
     pub fn identity(&self) -> String {
-        let mut h = Sha256::new();
-        for part in [
+        hash_parts([
             self.event.as_str(),
             self.matcher.as_deref().unwrap_or(""),
             &self.command,
             &self.timeout_secs.to_string(),
-        ] {
-            h.update((part.len() as u64).to_le_bytes());
-            h.update(part.as_bytes());
-        }
-        hex(&h.finalize())
+        ])
     }
 
     /// What a trust pins: its [`Hook::identity`] and the files its command runs, as
     /// they are now.
     pub fn pin(&self) -> String {
-        let mut h = Sha256::new();
-        h.update(self.identity().as_bytes());
-        for (path, hash) in &self.scripts {
-            let path = path.display().to_string();
-            h.update((path.len() as u64).to_le_bytes());
-            h.update(path.as_bytes());
-            h.update(hash.as_bytes());
-        }
-        hex(&h.finalize())
+        pin_of(&self.identity(), &self.scripts)
     }
 
     /// Whether the hook is for a tool known by any of `names`.
@@ -109,16 +98,16 @@ impl Hook {
 
     /// Whether running it needs a person's trust first.
     pub fn needs_trust(&self) -> bool {
-        self.source != HookSource::User
+        !matches!(self.source, HookSource::User | HookSource::Capability)
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Longest hooks file read.
-const MAX_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The project's files a hook's command names: each word that is a path (a `/` in
 /// it, `$CLAUDE_PROJECT_DIR` or `$AIR_PROJECT_DIR` standing for the project) to a
@@ -301,6 +290,59 @@ pub fn any_file(user_file: Option<&Path>, root: &Path) -> bool {
             root.join(".claude").join("settings.json"),
         ])
         .any(|p| std::fs::symlink_metadata(p).is_ok())
+        || crate::capability::project_dir(root).is_dir()
+        || user_file
+            .and_then(Path::parent)
+            .is_some_and(|h| crate::capability::user_dir(h).is_dir())
+}
+
+/// `s` as one word for a shell.
+fn shell_quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// A configuration file's text; `None` when it is not there. Only a regular file (a
+/// project's, `follow` false, never followed through a link; never a FIFO or a
+/// device), and not a large one.
+pub(crate) fn read_config(p: &Path, follow: bool) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Checked on what was opened, never on the name (which a command may swap for a
+    // FIFO or a link between a look and the read).
+    let mut flags = nix::fcntl::OFlag::O_NONBLOCK;
+    if !follow {
+        flags |= nix::fcntl::OFlag::O_NOFOLLOW;
+    }
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits())
+        .open(p)
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(format!("{}: a link, which is not followed", p.display()))
+        }
+        Err(e) => return Err(format!("{}: {e}", p.display())),
+        Ok(f) => f,
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", p.display()));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{}: {} bytes; a configuration file holds at most {MAX_FILE_BYTES}",
+            p.display(),
+            meta.len()
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(Some(text))
 }
 
 /// The hooks of a project, and what was passed over.
@@ -317,43 +359,42 @@ pub struct Loaded {
 /// file that cannot be read is an error naming it (they fix it); a project's is
 /// passed over with a warning, so that a repository cannot stop the person's work.
 pub fn load(user_file: Option<&Path>, root: &Path) -> Result<Loaded, String> {
-    // Only a regular file (a project's never followed through a link, never a FIFO or
-    // a device), and not a large one.
-    let read = |p: &Path, follow: bool| -> Result<Option<String>, String> {
-        let meta = if follow {
-            std::fs::metadata(p)
-        } else {
-            std::fs::symlink_metadata(p)
-        };
-        match meta {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", p.display())),
-            Ok(m) if !m.is_file() => return Err(format!("{}: not a regular file", p.display())),
-            Ok(m) if m.len() > MAX_FILE_BYTES => {
-                return Err(format!(
-                    "{}: {} bytes; a hooks file holds at most {MAX_FILE_BYTES}",
-                    p.display(),
-                    m.len()
-                ))
-            }
-            Ok(_) => {}
-        }
-        std::fs::read_to_string(p)
-            .map(Some)
-            .map_err(|e| format!("{}: {e}", p.display()))
-    };
     let mut out = Loaded::default();
     if let Some(file) = user_file {
-        if let Some(text) = read(file, true)? {
+        if let Some(text) = read_config(file, true)? {
             let (hooks, passed) = parse_yaml(&text, file, HookSource::User)?;
             out.hooks.extend(hooks);
             out.warnings.extend(passed);
         }
     }
+    // The trusted capabilities' hooks, as the person's (`${CAPABILITY_DIR}` in a
+    // command is the capability's folder).
+    let (capabilities, _) = crate::capability::trusted(user_file.and_then(Path::parent), root);
+    for c in &capabilities {
+        let Some(rel) = &c.manifest.adds.hooks else {
+            continue;
+        };
+        let file = c.within(rel);
+        let parsed = read_config(&file, false).and_then(|t| match t {
+            None => Ok((Vec::new(), Vec::new())),
+            Some(t) => parse_yaml(&t, &file, HookSource::Capability),
+        });
+        match parsed {
+            Ok((hooks, passed)) => {
+                let dir = shell_quoted(&c.dir.display().to_string());
+                out.hooks.extend(hooks.into_iter().map(|mut h| {
+                    h.command = h.command.replace("${CAPABILITY_DIR}", &dir);
+                    h
+                }));
+                out.warnings.extend(passed);
+            }
+            Err(e) => out.warnings.push(format!("{e}: its hooks do not run")),
+        }
+    }
     let project = root.join(".air").join("shared").join("hooks.yaml");
     let claude = root.join(".claude").join("settings.json");
     for (file, source) in [(project, HookSource::Project), (claude, HookSource::Claude)] {
-        let parsed = read(&file, false).and_then(|text| match text {
+        let parsed = read_config(&file, false).and_then(|text| match text {
             None => Ok((Vec::new(), Vec::new())),
             Some(t) if source == HookSource::Claude => parse_claude_settings(&t, &file),
             Some(t) => parse_yaml(&t, &file, source),
@@ -385,7 +426,40 @@ pub struct Trust {
     pub identities: BTreeMap<String, Vec<String>>,
 }
 
-/// Whether a hook may run.
+/// What a person trusts once per project: a hook, an MCP server. Its pin is what it
+/// is now (its declaration and the project's files it runs); its identity, its
+/// declaration alone, tells one that changed from one never trusted.
+pub trait Pinned {
+    fn identity(&self) -> String;
+    fn pin(&self) -> String;
+    fn needs_trust(&self) -> bool;
+}
+
+impl<T: Pinned> Pinned for &T {
+    fn identity(&self) -> String {
+        (*self).identity()
+    }
+    fn pin(&self) -> String {
+        (*self).pin()
+    }
+    fn needs_trust(&self) -> bool {
+        (*self).needs_trust()
+    }
+}
+
+impl Pinned for Hook {
+    fn identity(&self) -> String {
+        Hook::identity(self)
+    }
+    fn pin(&self) -> String {
+        Hook::pin(self)
+    }
+    fn needs_trust(&self) -> bool {
+        Hook::needs_trust(self)
+    }
+}
+
+/// Whether a hook (an MCP server) may run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trusted {
     Yes,
@@ -405,33 +479,33 @@ impl Trust {
         }
     }
 
-    /// Whether `hook` may run in the project at `root`.
-    pub fn of(&self, root: &Path, hook: &Hook) -> Trusted {
-        if !hook.needs_trust() {
+    /// Whether `item` (a hook, an MCP server) may run in the project at `root`.
+    pub fn of(&self, root: &Path, item: &impl Pinned) -> Trusted {
+        if !item.needs_trust() {
             return Trusted::Yes;
         }
         let key = root.display().to_string();
         let has = |m: &BTreeMap<String, Vec<String>>, v: &str| {
             m.get(&key).is_some_and(|l| l.iter().any(|x| x == v))
         };
-        if has(&self.projects, &hook.pin()) {
+        if has(&self.projects, &item.pin()) {
             Trusted::Yes
-        } else if has(&self.identities, &hook.identity()) {
+        } else if has(&self.identities, &item.identity()) {
             Trusted::Changed
         } else {
             Trusted::No
         }
     }
 
-    pub fn allows(&self, root: &Path, hook: &Hook) -> bool {
-        self.of(root, hook) == Trusted::Yes
+    pub fn allows(&self, root: &Path, item: &impl Pinned) -> bool {
+        self.of(root, item) == Trusted::Yes
     }
 
-    /// Trusts `hooks` in the project at `root` as they are (a hook changed since, or
-    /// a file it runs, is not).
-    pub fn trust(&mut self, root: &Path, hooks: &[Hook]) {
+    /// Trusts `items` in the project at `root` as they are (one changed since, or a
+    /// file it runs, is not).
+    pub fn trust<P: Pinned>(&mut self, root: &Path, items: &[P]) {
         let key = root.display().to_string();
-        for h in hooks.iter().filter(|h| h.needs_trust()) {
+        for h in items.iter().filter(|h| h.needs_trust()) {
             for (map, value) in [
                 (&mut self.projects, h.pin()),
                 (&mut self.identities, h.identity()),
@@ -446,24 +520,65 @@ impl Trust {
 
     /// Writes the trust file whole (readable by its owner only).
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let tmp = path.with_extension("json.tmp");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
-        f.write_all(text.as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+        write_private(path, text.as_bytes())
     }
+}
+
+/// Writes `path` whole, readable by its owner only: a new file of a fresh name
+/// beside it (never opened through a link), synced, then renamed over it.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(format!(
+            "{}: not a regular file (a link is not written through)",
+            path.display()
+        ));
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.{stamp}.tmp", std::process::id()));
+    let tmp = dir.join(name);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
+/// The hash of `parts`, each length-prefixed (so that no two lists share it).
+pub(crate) fn hash_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut h = Sha256::new();
+    for part in parts {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    hex(&h.finalize())
+}
+
+/// A pin: an identity and the files it runs, as they are now.
+pub(crate) fn pin_of(identity: &str, files: &[(PathBuf, String)]) -> String {
+    let mut h = Sha256::new();
+    h.update(identity.as_bytes());
+    for (path, hash) in files {
+        let path = path.display().to_string();
+        h.update((path.len() as u64).to_le_bytes());
+        h.update(path.as_bytes());
+        h.update(hash.as_bytes());
+    }
+    hex(&h.finalize())
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ mod wire_enum;
 pub mod api;
 #[cfg(feature = "backup")]
 pub mod backup;
+#[cfg(feature = "hooks")]
+pub mod capability;
 pub mod chain;
 #[cfg(feature = "client")]
 pub mod client;
@@ -37,6 +39,8 @@ pub mod ids;
 pub mod ipc;
 #[cfg(feature = "layout")]
 pub mod layout;
+#[cfg(feature = "hooks")]
+pub mod mcp;
 pub mod memory;
 pub mod message;
 #[cfg(feature = "config")]

@@ -32,6 +32,8 @@ pub enum ToolCategory {
     Memory,
     Project,
     Internal,
+    /// A tool of an MCP server.
+    Mcp,
 }
 
 #[serde_with::skip_serializing_none]

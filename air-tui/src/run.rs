@@ -848,7 +848,7 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
             }
             _ = tick.tick() => {
                 ticks += 1;
-                if ticks % 3 == 0 {
+                if ticks.is_multiple_of(3) {
                     // The spinner's pace, and the running tasks' clocks.
                     app.frame += 1;
                     app.now = Some(std::time::SystemTime::now());
@@ -868,7 +868,7 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
                     app.ui.want_older = false;
                 }
                 // Every 2 s: who is attached.
-                if connected && ticks % 60 == 0 {
+                if connected && ticks.is_multiple_of(60) {
                     let now = attached(&conn, &session).await;
                     if now != app.clients {
                         app.clients = now;
@@ -876,7 +876,7 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
                     }
                 }
                 // Every 5 s: keep the user's place if it moved.
-                if connected && ticks % 150 == 0 {
+                if connected && ticks.is_multiple_of(150) {
                     let now = app.saved_ui();
                     if now != saved {
                         let _ = conn.client.ui_state_put(params::UiStatePut { session_id: session.clone(), key: UI_KEY.into(), value: now.clone() }).await;
@@ -895,7 +895,7 @@ pub async fn attach(mut options: Options) -> Result<Attached, String> {
                     }
                 }
                 // Lost: try again every 400 ms, off the loop, so keys still work.
-                if !connected && reconnecting.is_none() && ticks % 12 == 0 {
+                if !connected && reconnecting.is_none() && ticks.is_multiple_of(12) {
                     let (mut options, session) = (options.connect.clone(), session.clone());
                     // Stopped on purpose: wait for a daemon someone starts, start none.
                     if options.paths.daemon_stopped().exists() {

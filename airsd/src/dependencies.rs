@@ -107,6 +107,23 @@ pub fn check(root: Option<&Path>, all: bool) -> Report {
                 .map(|s| (s, p.name().to_string())),
         );
     }
+    // What the trusted capabilities need.
+    if let Some(root) = root {
+        let air_home = std::env::var_os("AIR_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
+        let (capabilities, _) = air_proto::capability::trusted(air_home.as_deref(), root);
+        for c in capabilities {
+            let by = format!("capability {}", c.manifest.name);
+            wanted.extend(
+                c.manifest
+                    .needs
+                    .dependencies
+                    .into_iter()
+                    .map(|d| (d, by.clone())),
+            );
+        }
+    }
     // A Meson project is detected, not built by cpp_build: its agents run meson
     // through shell_run, so it is needed where a meson.build is, unless the project
     // also builds with CMake or Make (which cpp_build drives).

@@ -34,6 +34,7 @@ pub mod fts;
 pub mod knowledge;
 pub mod launcher;
 pub mod logfile;
+pub mod mcp;
 pub mod memory;
 pub mod migrate;
 pub mod models;
@@ -75,4 +76,12 @@ pub fn answer_json<T: serde::Serialize, E: std::fmt::Display>(result: Result<T, 
             1
         }
     }
+}
+
+/// Installs the TLS provider airsd's own HTTPS clients use (ring), once.
+pub fn tls() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }

@@ -83,6 +83,11 @@ fn main() -> ExitCode {
         let code = airsd::dependencies::main(&raw[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // `airsd __mcp …`: the MCP servers' state and OAuth sign-in, for `air mcp`.
+    if raw.get(1).is_some_and(|a| a == airsd::mcp::probe::ARG) {
+        let code = airsd::mcp::probe::main(&raw[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     // `airsd __migrate …`: `air migrate`'s plan and its work, with no daemon running.
     if raw.get(1).is_some_and(|a| a == airsd::migrate::ARG) {
         let code = airsd::migrate::main(&raw[2..]);

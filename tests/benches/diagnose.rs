@@ -30,7 +30,7 @@ fn log() -> String {
             "[{n}/90000] Building CXX object src/CMakeFiles/core.dir/module{n}/file{n}.cpp.o"
         );
         let _ = writeln!(s, "/usr/bin/c++ -DNDEBUG -I/src/include -O2 -std=c++17 -Wall -MD -MT src/CMakeFiles/core.dir/file{n}.cpp.o -o src/CMakeFiles/core.dir/file{n}.cpp.o -c /src/src/file{n}.cpp");
-        if n % 4 == 0 {
+        if n.is_multiple_of(4) {
             // A compiler's findings, with this file's name and shifted lines.
             let text = &compilers[(n / 4) % compilers.len()];
             s.push_str(&text.replace("errs.cpp", &format!("src/file{n}.cpp")));

@@ -102,7 +102,7 @@ fn main() {
             analysis: format!("The build of {file} failed: {message} {ident}; {cause}."),
             root_cause: Some(format!("{cause} in {file}")),
             fix: file.clone(),
-            fixed: lcg(&mut seed) % 3 != 0,
+            fixed: !lcg(&mut seed).is_multiple_of(3),
             evidence: vec!["build_pass".into()],
             score: 0.0,
         });

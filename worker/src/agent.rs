@@ -812,7 +812,9 @@ async fn run_with(
                 Some((_, t)) => t.clone(),
                 None => {
                     // The designer's own tools have no namespace.
-                    let t = if air_proto::planning::is_designer_tool(name) {
+                    let t = if air_proto::planning::is_designer_tool(name)
+                        || name.starts_with("mcp__")
+                    {
                         name.to_string()
                     } else {
                         name.replacen('_', ".", 1)
@@ -849,6 +851,30 @@ async fn run_with(
                     Some((tool, input)),
                     said.trim().to_string(),
                 );
+            }
+            // The MCP tools a search found are the agent's to call from now on.
+            if tool == "mcp.search" {
+                for d in answer
+                    .output
+                    .as_ref()
+                    .and_then(|o| o.get("tools"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|d| {
+                        serde_json::from_value::<air_proto::tool::ToolDefinition>(d.clone()).ok()
+                    })
+                    .filter(|d| d.name.starts_with("mcp__"))
+                {
+                    if !request.tools.iter().any(|t| t.name == d.name) {
+                        names.push((d.name.clone(), d.name.clone()));
+                        request.tools.push(ToolSpec {
+                            name: d.name,
+                            description: d.description,
+                            input_schema: d.input_schema,
+                        });
+                    }
+                }
             }
             // What ran is what a passed check may cite; what the calls changed is
             // the result's changed files.

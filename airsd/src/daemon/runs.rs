@@ -300,6 +300,7 @@ impl DaemonState {
             sources: Arc::new(prep.sources),
             models: Arc::new(models),
             hooks: Arc::new(prep.hooks),
+            mcp: prep.mcp,
         };
         let handle = shell::start(ctx, config, core);
         self.runs_lock().insert(id, handle.clone());
@@ -918,6 +919,7 @@ pub(super) struct RunPrep {
     sources: crate::context::Sources,
     backups: air_proto::backup::Backups,
     hooks: crate::scheduler::hooks::Hooks,
+    mcp: crate::mcp::Config,
 }
 
 impl RunPrep {
@@ -926,14 +928,35 @@ impl RunPrep {
         run: &RunStarted,
         config: &shell::ShellConfig,
     ) -> Result<RunPrep> {
-        let permissions = permissions(paths, config)?;
-        let rules =
+        let mut permissions = permissions(paths, config)?;
+        let mut rules =
             crate::context::Sources::load_rules(paths.root(), &paths.shared().join("rules"))
                 .map_err(|e| {
                     Error::Refused(format!(
                         "cannot run plans until the rules file is fixed: {e}"
                     ))
                 })?;
+        // The trusted capabilities: their rules join the project's, the hosts they
+        // need are allowed. One whose rules cannot be read adds none, said in the log.
+        let (capabilities, passed) =
+            air_proto::capability::trusted(config.air_home.as_deref(), paths.root());
+        for w in passed {
+            tracing::warn!("capabilities: {w}");
+        }
+        for c in &capabilities {
+            permissions
+                .allow_domains
+                .extend(c.manifest.needs.network.iter().cloned());
+            if let Some(rel) = &c.manifest.adds.rules {
+                match crate::context::Sources::load_rules(&c.dir, &c.within(rel)) {
+                    Ok(more) => rules.extend(more),
+                    Err(e) => tracing::warn!(
+                        "capability `{}`: its rules are not used: {e}",
+                        c.manifest.name
+                    ),
+                }
+            }
+        }
         let sources = crate::context::Sources {
             plan_title: run.title.clone(),
             overview: run.overview.clone(),
@@ -960,7 +983,14 @@ impl RunPrep {
         // The hooks, as the run starts: a broken file refuses it, naming the place.
         let hooks = crate::scheduler::hooks::Hooks::load(config.air_home.as_deref(), &root)
             .map_err(|e| Error::Refused(format!("cannot run until the hooks are fixed: {e}")))?;
+        // The MCP servers: the person's broken file refuses it too.
+        let mcp = crate::mcp::Config::load(config.air_home.as_deref(), &root).map_err(|e| {
+            Error::Refused(format!(
+                "cannot run until the MCP servers' file is fixed: {e}"
+            ))
+        })?;
         Ok(RunPrep {
+            mcp,
             engine,
             sources,
             backups: air_proto::backup::Backups::new(paths.backups()).with_git(git),

@@ -27,6 +27,7 @@ use crate::tools::ToolError;
 pub mod background;
 mod cpp;
 mod editor;
+mod mcp;
 mod shell;
 
 /// Rounds of questions one call may raise (each round asks everything it found).
@@ -39,6 +40,8 @@ type Checked<T> = dyn Fn(&crate::tools::FsContext<'_>) -> Result<T, ToolError> +
 #[derive(Clone)]
 pub struct ToolEnv {
     pub session: Arc<Session>,
+    /// The run's MCP servers.
+    pub mcp: Arc<crate::mcp::Hub>,
     /// The run's hooks (`PreToolUse`, `PostToolUse` run around each call).
     pub hooks: Arc<crate::scheduler::hooks::Hooks>,
     pub ledger: Arc<crate::tools::ReadLedger>,
@@ -361,6 +364,14 @@ impl ToolJob {
             Err(ToolError(why))
         } else if designer {
             self.designer_call()
+        } else if air_proto::mcp::is_tool_name(&self.call.tool) {
+            self.mcp_call(&tool_run_id).await
+        } else if self.call.tool == air_proto::mcp::SEARCH_TOOL {
+            self.env
+                .mcp
+                .search(self.role, &self.call.input)
+                .await
+                .map_err(ToolError)
         } else if self.call.tool.starts_with("cpp.") {
             self.cpp(&tool_run_id).await
         } else if self.call.tool == air_proto::gate::BEFORE_TOOL {
@@ -388,7 +399,10 @@ impl ToolJob {
             .await;
         }
         let result = result.and_then(|output| {
-            if designer {
+            if designer
+                || self.call.tool == air_proto::mcp::SEARCH_TOOL
+                || air_proto::mcp::is_tool_name(&self.call.tool)
+            {
                 return Ok(output);
             }
             crate::tools::validate_output(self.shown_as(), &output).map(|()| output)

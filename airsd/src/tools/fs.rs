@@ -373,7 +373,7 @@ pub fn read(ctx: &FsContext<'_>, input: &ReadInput) -> Result<ReadOutput, ToolEr
             break;
         }
         total += 1;
-        if total % 4096 == 0 && std::time::Instant::now() > deadline {
+        if total.is_multiple_of(4096) && std::time::Instant::now() > deadline {
             return Err(err(format!(
                 "{shown}: reading stopped after {} s at line {total}; the file is too large to read whole here",
                 TOOL_TIME_LIMIT.as_secs()

@@ -38,6 +38,10 @@ pub fn text(tool: &str, output: &Value) -> Option<String> {
         "cpp.diagnose" => {
             findings_text(&typed::<crate::profiles::cpp::tools::DiagnoseOutput>(output)?.findings)
         }
+        // An MCP tool's answer (and the search's) is its text, made by airsd.
+        t if t == air_proto::mcp::SEARCH_TOOL || air_proto::mcp::is_tool_name(t) => {
+            output.get("content")?.as_str()?.to_string()
+        }
         _ => return None,
     })
 }

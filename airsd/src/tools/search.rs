@@ -243,7 +243,7 @@ fn shown(bytes: &[u8]) -> String {
 impl Collect<'_> {
     fn more(&self) -> bool {
         (self.count_all || self.lines.len() < self.keep)
-            && (self.matches % 1024 != 0 || std::time::Instant::now() < self.deadline)
+            && (!self.matches.is_multiple_of(1024) || std::time::Instant::now() < self.deadline)
     }
 }
 

@@ -705,7 +705,7 @@ fn the_file_tools_hold_against_a_directory_swapped_for_a_link() {
                 }
                 // Leave the machine to the daemon now and then (a busy machine runs
                 // the other tests beside this one).
-                if swaps % 64 == 0 {
+                if swaps.is_multiple_of(64) {
                     std::thread::sleep(Duration::from_micros(200));
                 }
             }

@@ -54,6 +54,9 @@ impl Shell {
         if let Some(phase) = planning {
             tools.retain(|t| air_proto::planning::refusal(phase, &t.name).is_none());
             tools.extend(air_proto::planning::designer_tools(phase));
+        } else {
+            // The MCP servers' tools it may call (or the search that loads them).
+            tools.extend(self.tools.mcp.offered(d.role).await);
         }
         let conversation = self.conversation(&d).await;
         // A milestone review judges what its phase's tasks changed.

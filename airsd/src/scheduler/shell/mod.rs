@@ -200,6 +200,8 @@ pub struct RunContext {
     pub models: Arc<crate::models::Models>,
     /// The hooks the run runs at their events.
     pub hooks: Arc<crate::scheduler::hooks::Hooks>,
+    /// The MCP servers declared for the project, and the person's trust.
+    pub mcp: crate::mcp::Config,
 }
 
 /// Starts the loop of a session's run. The core must already hold the recorded facts
@@ -216,7 +218,35 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         sandbox_exe.clone().filter(|_| ctx.engine.sandbox()),
         ctx.engine.views(&[], &[], &[]),
     ));
+    let proxy = sandbox_exe
+        .as_ref()
+        .filter(|(_, p)| p.isolation.is_ok() && ctx.engine.sandbox())
+        .and_then(|_| match crate::proxy::Proxy::start() {
+            Ok(p) => Some(Arc::new(p)),
+            Err(e) => {
+                tracing::warn!("the network proxy could not start; commands have no network: {e}");
+                None
+            }
+        });
+    let net = Arc::new(crate::proxy::NetPolicy::new(
+        ctx.engine.allow_domains().to_vec(),
+    ));
+    // The MCP servers start now, beside the run: the first agent waits for them a
+    // while at most.
+    let mcp = Arc::new(crate::mcp::Hub::new(
+        &ctx.mcp.loaded,
+        &ctx.mcp.trust,
+        crate::mcp::Launching {
+            engine: ctx.engine.clone(),
+            sandbox_exe: sandbox_exe.clone(),
+            proxy: proxy.clone(),
+            net: net.clone(),
+            air_home: config.air_home.clone(),
+        },
+    ));
+    mcp.warm();
     let tools = crate::scheduler::tooljob::ToolEnv {
+        mcp,
         hooks: ctx.hooks.clone(),
         session: ctx.session.clone(),
         ledger: Arc::new(crate::tools::ReadLedger::default()),
@@ -227,21 +257,8 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
             &ctx.project_id,
             ctx.session.id(),
         )),
-        proxy: sandbox_exe
-            .as_ref()
-            .filter(|(_, p)| p.isolation.is_ok() && ctx.engine.sandbox())
-            .and_then(|_| match crate::proxy::Proxy::start() {
-                Ok(p) => Some(Arc::new(p)),
-                Err(e) => {
-                    tracing::warn!(
-                        "the network proxy could not start; commands have no network: {e}"
-                    );
-                    None
-                }
-            }),
-        net: Arc::new(crate::proxy::NetPolicy::new(
-            ctx.engine.allow_domains().to_vec(),
-        )),
+        proxy,
+        net,
         sandbox_exe,
         interrupted: Default::default(),
         launcher,

@@ -65,6 +65,11 @@ pub enum Risk {
     CodeConfig,
     /// A connection out of the command's sandbox, to a host nobody allowed yet.
     Network,
+    /// An MCP tool its server does not say is harmless (MCP's default: it may
+    /// destroy).
+    McpDestructive,
+    /// An MCP tool that reaches outside the project (a web search, a service).
+    McpOpenWorld,
 }
 
 impl Risk {
@@ -82,6 +87,8 @@ impl Risk {
             Risk::AirConfig => "air_config",
             Risk::CodeConfig => "code_config",
             Risk::Network => "network",
+            Risk::McpDestructive => "mcp_destructive",
+            Risk::McpOpenWorld => "mcp_open_world",
         }
     }
 
