@@ -205,6 +205,15 @@ fn add(h: &Here, source: &str, project: bool, yes: bool) -> CmdResult {
     };
     let scope = if project { Scope::Project } else { Scope::User };
     let found = capability::read(&from, scope).map_err(Failure::from)?;
+    // Its servers are read as they will be.
+    if let Some(yaml) = found.mcp_yaml() {
+        air_proto::mcp::parse(
+            &yaml,
+            &from.join(capability::MANIFEST),
+            air_proto::mcp::Source::Capability,
+        )
+        .map_err(|e| Failure::from(format!("{e} (adds.mcp_servers)")))?;
+    }
     let (_, files) = capability::tree(&from).map_err(Failure::from)?;
     let base = match (project, &h.home) {
         (true, _) => capability::project_dir(&h.root),

@@ -15,7 +15,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::dependency::DependencySpec;
-use crate::hooks::{hash_parts, hex, pin_of, read_config, Pinned, Trust, Trusted};
+use crate::trust::{hash_parts, hex, pin_of, read_config, Pinned, Trust, Trusted};
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "capability.yaml";
@@ -216,7 +216,7 @@ pub fn tree(dir: &Path) -> Result<(String, Vec<(String, u64)>), String> {
 }
 
 /// The capability in the folder `dir`, its manifest checked (what it names is in the
-/// folder, its servers read as `mcp.yaml` reads them).
+/// folder; its servers are read where MCP servers are, [`crate::mcp::load`]).
 pub fn read(dir: &Path, scope: Scope) -> Result<Capability, String> {
     let file = dir.join(MANIFEST);
     let text = read_config(&file, false)?
@@ -258,17 +258,12 @@ pub fn read(dir: &Path, scope: Scope) -> Result<Capability, String> {
         }
     }
     let (tree, _) = tree(dir)?;
-    let cap = Capability {
+    Ok(Capability {
         manifest,
         dir: dir.to_path_buf(),
         scope,
         tree,
-    };
-    if let Some(yaml) = cap.mcp_yaml() {
-        crate::mcp::parse(&yaml, &file, crate::mcp::Source::Capability)
-            .map_err(|e| format!("{e} (adds.mcp_servers)"))?;
-    }
-    Ok(cap)
+    })
 }
 
 /// Where the person's capabilities are installed.

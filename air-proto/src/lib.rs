@@ -64,6 +64,8 @@ pub mod text;
 pub mod time;
 pub mod todo;
 pub mod tool;
+#[cfg(feature = "hooks")]
+pub mod trust;
 pub mod workspace_view;
 
 /// Schema version of the contracts as a whole; bumped when a wire shape changes

@@ -1,7 +1,7 @@
 //! MCP servers air connects to: declared in `~/.air/mcp.yaml` (the person's own),
 //! `.air/shared/mcp.yaml` (the project's) and the project's `.mcp.json` (Claude
 //! Code's file, read as well). A project's server starts only once a person trusted
-//! it ([`crate::hooks::Trust`]), pinned by the hash of its command and configuration
+//! it ([`crate::trust::Trust`]), pinned by the hash of its command and configuration
 //! and of the project's files its command names: changed, it is asked about again.
 //! docs/mcp.md.
 
@@ -13,7 +13,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use crate::hooks::HookSource as Source;
-use crate::hooks::{hash_parts, hex, pin_of, read_config, Pinned};
+use crate::trust::{hash_parts, hex, pin_of, read_config, Pinned};
 
 /// Longest one tool call may take when the server's declaration does not say
 /// (seconds).
@@ -686,7 +686,7 @@ fn write_top(file: &Path, top: serde_json::Map<String, Value>) -> Result<(), Str
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    crate::hooks::write_private(file, text.as_bytes())
+    crate::trust::write_private(file, text.as_bytes())
 }
 
 #[cfg(test)]
@@ -754,15 +754,15 @@ mod tests {
         let b = load(None, dir.path()).unwrap();
         assert_eq!(a.servers[0].identity(), b.servers[0].identity());
         assert_ne!(a.servers[0].pin(), b.servers[0].pin());
-        let mut trust = crate::hooks::Trust::default();
+        let mut trust = crate::trust::Trust::default();
         trust.trust(dir.path(), &a.servers);
         assert_eq!(
             trust.of(dir.path(), &a.servers[0]),
-            crate::hooks::Trusted::Yes
+            crate::trust::Trusted::Yes
         );
         assert_eq!(
             trust.of(dir.path(), &b.servers[0]),
-            crate::hooks::Trusted::Changed
+            crate::trust::Trusted::Changed
         );
     }
 

@@ -237,6 +237,16 @@ impl CommandNet {
         }
     }
 
+    /// Forgets the hosts refused and the questions counted: for a program that lives
+    /// across calls (an MCP server), whose each call is a new command.
+    pub fn reset(&self) {
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.asked.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Whether this command may connect to `host:port`.
     pub async fn decide(&self, host: &str, port: u16) -> Result<(), String> {
         self.policy.decide(host, port, self).await

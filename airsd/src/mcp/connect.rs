@@ -21,6 +21,8 @@ pub struct Live {
     pub client: RunningService<RoleClient, ClientConfig>,
     pub tools: Vec<Tool>,
     pub asker: Arc<CurrentAsker>,
+    /// How its connections out are judged (a stdio server's in its own network).
+    pub net: Option<crate::proxy::CommandNet>,
     /// A stdio server's process group, killed with it.
     _group: Group,
     stderr: Arc<Mutex<String>>,
@@ -28,6 +30,12 @@ pub struct Live {
 }
 
 impl Live {
+    /// Ends the session as MCP says (an HTTP server's is deleted, a refresh under
+    /// way is saved), a while at most.
+    pub async fn close(self) {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.client.cancel()).await;
+    }
+
     /// Why a call failed, with what the server said last on stderr.
     pub fn failed(&self, error: &str) -> String {
         let tail = self
@@ -187,11 +195,9 @@ async fn stdio(
     let registered = match (&launching.proxy, isolated) {
         (Some(proxy), true) => {
             let asker = Arc::new(CurrentAsker::default());
-            let r = proxy.register(crate::proxy::CommandNet::new(
-                launching.net.clone(),
-                asker.clone(),
-            ));
-            Some((proxy.address(&r), r, asker))
+            let net = crate::proxy::CommandNet::new(launching.net.clone(), asker.clone());
+            let r = proxy.register(net.clone());
+            Some((proxy.address(&r), r, asker, net))
         }
         _ => None,
     };
@@ -225,7 +231,7 @@ async fn stdio(
                     home: engine.home().map(Path::to_path_buf),
                     home_read: engine.home_read(),
                     isolate: views,
-                    net: registered.as_ref().map(|(a, _, _)| a.clone()),
+                    net: registered.as_ref().map(|(a, _, _, _)| a.clone()),
                 },
                 env_program,
                 &inner,
@@ -292,17 +298,18 @@ async fn stdio(
         Err(e) => return Err(kill(e)),
     };
     let tools = fit(tools);
-    let (net, asker) = match registered {
-        Some((_, r, asker)) => (Some(r), asker),
-        None => (None, Arc::new(CurrentAsker::default())),
+    let (registration, asker, net) = match registered {
+        Some((_, r, asker, net)) => (Some(r), asker, Some(net)),
+        None => (None, Arc::new(CurrentAsker::default()), None),
     };
     Ok(Live {
         client,
         tools,
         asker,
+        net,
         _group: group,
         stderr: tail,
-        _net: net,
+        _net: registration,
     })
 }
 
@@ -362,6 +369,7 @@ async fn http(
         client,
         tools,
         asker: Arc::new(CurrentAsker::default()),
+        net: None,
         _group: Group(None),
         stderr: Arc::new(Mutex::new(String::new())),
         _net: None,

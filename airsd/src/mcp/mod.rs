@@ -75,21 +75,24 @@ pub struct Launching {
     pub air_home: Option<PathBuf>,
 }
 
-/// The tool call a server's connections are asked about now (its network goes
-/// through the proxy, which asks a person through that call).
+/// The tool calls a server's connections are asked about now (its network goes
+/// through the proxy, which asks a person through the newest of them).
 #[derive(Default)]
-pub struct CurrentAsker(Mutex<Option<(String, Arc<dyn crate::proxy::Asks>)>>);
+pub struct CurrentAsker(Mutex<Vec<(String, Arc<dyn crate::proxy::Asks>)>>);
 
 impl CurrentAsker {
     fn set(&self, run: &str, asker: Arc<dyn crate::proxy::Asks>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((run.to_string(), asker));
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((run.to_string(), asker));
     }
 
     fn clear(&self, run: &str) {
-        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if g.as_ref().is_some_and(|(r, _)| r == run) {
-            *g = None;
-        }
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(r, _)| r != run);
     }
 }
 
@@ -102,7 +105,7 @@ impl crate::proxy::Asks for CurrentAsker {
             .0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
+            .last()
             .map(|(_, a)| a.clone());
         Box::pin(async move {
             match now {
@@ -435,6 +438,11 @@ impl Hub {
                 ))
             }
         };
+        // Each call is a new command to the proxy: what an earlier one was refused is
+        // asked again.
+        if let Some(net) = &live.net {
+            net.reset();
+        }
         live.asker.set(tool_run_id, asker);
         let params = rmcp::model::CallToolRequestParams::new(found.tool.name.clone())
             .with_arguments(arguments);

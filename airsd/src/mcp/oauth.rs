@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore, OAuthState,
-    StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationRequest, CredentialRefreshGuard, CredentialStore,
+    OAuthState, StoredCredentials,
 };
 
 /// The file the tokens are kept in.
@@ -76,7 +76,38 @@ impl CredentialStore for FileStore {
     async fn clear(&self) -> Result<(), AuthError> {
         self.change(None)
     }
+
+    /// One refresh of a server's tokens at a time: within airsd (the connection's
+    /// requests), and across processes (two runs, `air mcp list`) by a lock on the
+    /// file beside the tokens. A refresh token that rotates is used once.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let inner = {
+            let mut locks = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+            locks.entry(self.key.clone()).or_default().clone()
+        };
+        let held = inner.lock_owned().await;
+        let lock_file = self.path.with_extension("json.lock");
+        let file = tokio::task::spawn_blocking(move || {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_file)
+                .map_err(|e| format!("{}: {e}", lock_file.display()))?;
+            nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, e)| format!("{}: {e}", lock_file.display()))
+        })
+        .await
+        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+        .map_err(AuthError::CredentialStoreError)?;
+        Ok(Some(CredentialRefreshGuard::new((held, file))))
+    }
 }
+
+/// The refresh locks of airsd, by server.
+static LOCKS: std::sync::LazyLock<
+    Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+> = std::sync::LazyLock::new(Default::default);
 
 /// Whether tokens are kept for the server.
 pub fn has_tokens(air_home: &Path, name: &str, url: &str) -> bool {
@@ -160,9 +191,26 @@ pub async fn login(
     let wait = async {
         loop {
             let (mut conn, _) = listener.accept().await.map_err(|e| e.to_string())?;
-            let mut buf = vec![0u8; 8192];
-            let n = conn.read(&mut buf).await.map_err(|e| e.to_string())?;
-            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            // The whole head, before answering (a connection closed with a request
+            // still unread is reset, and the browser shows an error), for a while at
+            // most: one idle connection does not stop the sign-in.
+            let mut buf = Vec::new();
+            let read_head = async {
+                let mut chunk = [0u8; 2048];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+                    match conn.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            };
+            if tokio::time::timeout(std::time::Duration::from_secs(10), read_head)
+                .await
+                .is_err()
+            {
+                continue;
+            }
+            let head = String::from_utf8_lossy(&buf).to_string();
             let Some(path) = head
                 .lines()
                 .next()
@@ -187,6 +235,7 @@ pub async fn login(
                     .as_bytes(),
                 )
                 .await;
+            let _ = conn.shutdown().await;
             return Ok::<String, String>(format!("http://127.0.0.1:{port}{path}"));
         }
     };

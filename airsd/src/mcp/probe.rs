@@ -52,10 +52,16 @@ async fn probe(root: &Path) -> Result<Value, String> {
         let found = crate::sandbox::protections(&exe);
         (found.landlock || found.isolation.is_ok()).then_some((exe, found))
     });
+    // A proxy as a run has, where servers have their own network: they reach the
+    // hosts allowed (nobody is asked here).
+    let proxy = sandbox_exe
+        .as_ref()
+        .filter(|(_, p)| p.isolation.is_ok() && engine.sandbox())
+        .and_then(|_| crate::proxy::Proxy::start().ok().map(Arc::new));
     let launching = super::Launching {
         engine: engine.clone(),
         sandbox_exe,
-        proxy: None,
+        proxy,
         net: Arc::new(crate::proxy::NetPolicy::new(
             engine.allow_domains().to_vec(),
         )),
@@ -92,6 +98,7 @@ async fn probe(root: &Path) -> Result<Value, String> {
         let state = match task.await {
             Ok(Ok(Ok(live))) => {
                 let names: Vec<String> = live.tools.iter().map(|t| t.name.to_string()).collect();
+                live.close().await;
                 json!({"state": "up", "tools": names})
             }
             Ok(Ok(Err(e))) => json!({"state": "error", "error": e}),

@@ -17,6 +17,7 @@ mod crash;
 mod daemon;
 mod deltas;
 mod disk_full;
+mod editors;
 mod escapes;
 mod evidence;
 mod first_hour;

@@ -289,3 +289,140 @@ fn past_the_schema_budget_a_tool_is_loaded_on_demand() {
     assert_eq!(runs, ["mcp.search", "mcp__everything__get-sum"], "{evs:?}");
     assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
 }
+
+/// A plain HTTP GET of `url` (http only): its status and `Location`.
+fn http_get(url: &str) -> (u16, Option<String>) {
+    use std::io::{Read as _, Write as _};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let mut conn = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).unwrap();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let location = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Location: ")
+                .or_else(|| l.strip_prefix("location: "))
+        })
+        .map(|l| l.trim().to_string());
+    (status, location)
+}
+
+#[test]
+fn an_oauth_server_is_signed_in_once_and_its_tokens_refresh() {
+    use std::io::BufRead as _;
+    let p = Project::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Tokens said to expire at once: every use refreshes them, and each refresh token
+    // is good once.
+    let mut server = std::process::Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/oauth-server.mjs"))
+        .env("PORT", port.to_string())
+        .env("ADVERTISED_SECONDS", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (up_tx, up_rx) = std::sync::mpsc::channel();
+    {
+        let said = said.clone();
+        let out = server.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if line.starts_with("listening") {
+                    let _ = up_tx.send(());
+                }
+                said.lock().unwrap().push(line);
+            }
+        });
+    }
+    up_rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the OAuth server did not start");
+    let home = air_home(&p);
+    std::fs::write(
+        home.join("mcp.yaml"),
+        format!("servers:\n  guarded:\n    url: http://127.0.0.1:{port}/mcp\n"),
+    )
+    .unwrap();
+
+    let listed = crate::run::command(&p, &["mcp", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(text.contains("air mcp login guarded"), "{text}");
+
+    // The sign-in: the page it names redirects (the demo server signs in at once) to
+    // air's listener on 127.0.0.1.
+    let mut login = crate::run::command(&p, &["mcp", "login", "guarded"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = std::io::BufReader::new(login.stderr.take().unwrap());
+    let page = err
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .starts_with("http://")
+                .then(|| l.trim().to_string())
+        })
+        .expect("air mcp login names a page");
+    let (status, back) = http_get(&page);
+    assert_eq!(status, 302, "{page}");
+    let (status, _) = http_get(&back.unwrap());
+    assert_eq!(status, 200);
+    assert!(login.wait().unwrap().success());
+    let file = home.join("mcp-credentials.json");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let rt = crate::provider_rt();
+    let mock = rt.block_on(MockProvider::start(vec![
+        exchange(
+            expect(&[], &["mcp__guarded__whoami"]),
+            call("w1", "mcp__guarded__whoami", json!({})),
+        ),
+        exchange(
+            expect(&["signed in as"], &[]),
+            Reply::Events(text_events("Signed in.")),
+        ),
+    ]));
+    let env: Vec<(&str, String)> = key(&mock).into_iter().collect();
+    chat_ok(
+        &rt,
+        &p,
+        &["-p", "who am I there?", "--direct", "--json"],
+        &env,
+    );
+    assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    let refreshed = said
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| *l == "refreshed")
+        .count();
+    assert!(refreshed >= 1, "{:?}", said.lock().unwrap());
+
+    // The rotated tokens were kept: another process signs in with them.
+    let listed = crate::run::command(&p, &["mcp", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(text.contains("up, 1 tools"), "{text}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
