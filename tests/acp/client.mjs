@@ -9,6 +9,8 @@
 //                                              read a file, list;
 //                                              the editor's file system offered, with
 //                                              README.md open and changed, unsaved
+//                                              and its terminals offered (each run,
+//                                              its output and exit status reported)
 //   node client.mjs load SESSION_ID            load the session: its history replayed
 import * as acp from "@agentclientprotocol/sdk";
 import { spawn } from "node:child_process";
@@ -23,7 +25,15 @@ const agent = spawn(process.env.AIR_BIN ?? "air", ["acp"], {
   stdio: ["pipe", "pipe", "inherit"],
 });
 
-const report = { updates: [], permissions: [], steps: {}, reads: [], writes: [] };
+const report = { updates: [], permissions: [], steps: {}, reads: [], writes: [], terminals: [] };
+// The terminals the agent asked for, as an editor runs them: the command started,
+// its output kept, its exit awaited.
+const terminals = new Map();
+const terminal = (id) => {
+  const t = terminals.get(id);
+  if (!t) throw new Error(`no terminal ${id}`);
+  return t;
+};
 // The editor's buffers: README.md is open with a change not saved yet.
 const buffers = new Map();
 if (mode === "drive") {
@@ -54,6 +64,42 @@ const app = acp
     buffers.set(params.path, params.content);
     fs.writeFileSync(params.path, params.content);
     return {};
+  })
+  .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+    const id = `term-${terminals.size + 1}`;
+    const shown = { id, command: params.command, args: params.args ?? [], output: "", exitStatus: null };
+    report.terminals.push(shown);
+    const child = spawn(params.command, params.args ?? [], {
+      cwd: params.cwd ?? cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.on("data", (d) => (shown.output += d));
+    child.stderr.on("data", (d) => (shown.output += d));
+    const done = new Promise((resolve) =>
+      child.on("close", (exitCode, signal) => {
+        shown.exitStatus = { exitCode, signal };
+        resolve(shown.exitStatus);
+      }),
+    );
+    terminals.set(id, { shown, child, done });
+    return { terminalId: id };
+  })
+  .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+    const { shown } = terminal(params.terminalId);
+    return { output: shown.output, truncated: false, exitStatus: shown.exitStatus };
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
+    return await terminal(params.terminalId).done;
+  })
+  .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+    terminal(params.terminalId).child.kill();
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+    const t = terminal(params.terminalId);
+    t.shown.released = true;
+    t.child.kill();
+    return {};
   });
 
 const stream = acp.ndJsonStream(
@@ -75,7 +121,7 @@ await app.connectWith(stream, async (ctx) => {
       protocolVersion: acp.PROTOCOL_VERSION,
       clientCapabilities: {
         fs: { readTextFile: mode === "drive", writeTextFile: mode === "drive" },
-        terminal: false,
+        terminal: mode === "drive",
       },
       clientInfo: { name: "air-acp-test", version: "1" },
     }),

@@ -20,14 +20,15 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, Content, ContentBlock, EmbeddedResourceResource, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
-    ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionCapabilities,
-    SessionInfo, SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent, ToolCallContent,
-    ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
+    CancelNotification, Content, ContentBlock, CreateTerminalRequest, EmbeddedResourceResource,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest,
+    PromptResponse, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionCapabilities, SessionInfo, SessionListCapabilities,
+    SessionMode, SessionModeState, SessionNotification, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason, Terminal, TextContent, ToolCallContent, ToolCallUpdate,
+    ToolCallUpdateFields, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
@@ -40,6 +41,8 @@ use tokio::sync::watch;
 use crate::{CmdResult, Failure};
 
 use updates::{Out, Translator};
+
+mod terminal;
 
 /// The client name airsd is told, before the editor's own.
 const CLIENT: &str = "acp";
@@ -69,6 +72,8 @@ struct Live {
     prompting: tokio::sync::Mutex<()>,
     /// Set when the session is followed anew (loaded again): this one stops.
     stop: watch::Sender<bool>,
+    /// The editor's terminals showing the agents' commands, when it offers them.
+    terminals: Option<terminal::Terminals>,
 }
 
 /// The relay's state: what the editor said of itself, and its sessions.
@@ -77,6 +82,8 @@ struct Relay {
     client: Mutex<Option<String>>,
     /// Whether the editor reads and writes files for its agent (its buffers).
     fs: Mutex<(bool, bool)>,
+    /// Whether the editor runs terminals for its agent (`terminal/*`).
+    terminal: AtomicBool,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
 }
 
@@ -121,6 +128,8 @@ impl Relay {
         }
         let fs = &req.client_capabilities.fs;
         *lock(&self.fs) = (fs.read_text_file, fs.write_text_file);
+        self.terminal
+            .store(req.client_capabilities.terminal, Ordering::SeqCst);
         let caps = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
@@ -176,6 +185,10 @@ impl Relay {
             cancelled: AtomicBool::new(false),
             prompting: tokio::sync::Mutex::new(()),
             stop: watch::channel(false).0,
+            terminals: self
+                .terminal
+                .load(Ordering::SeqCst)
+                .then(terminal::Terminals::new),
         });
         let (caught_up, shown) = tokio::sync::oneshot::channel();
         let follower = {
@@ -596,6 +609,9 @@ fn show(
     open: &mut Vec<p::PermissionRequested>,
     live_now: bool,
 ) {
+    if live_now {
+        mirror(live, cx, event);
+    }
     let outs = lock(&live.translator).event(event);
     for out in outs {
         match out {
@@ -617,6 +633,82 @@ fn show(
                 live.idle.send_replace(Idle::Halted(seq, why));
             }
         }
+    }
+}
+
+/// Shows an agent's command in a terminal of the editor as it runs (the command runs
+/// in airsd's sandbox; the terminal shows its output and ends with its status), the
+/// tool call embedding it.
+fn mirror(live: &Arc<Live>, cx: &Cx, event: &air_proto::event::RuntimeEvent) {
+    use air_proto::events as ev;
+    let Some(terminals) = &live.terminals else {
+        return;
+    };
+    let run = || event.payload["command_run_id"].as_str().unwrap_or_default();
+    match event.event_type.as_str() {
+        ev::CommandStarted::TYPE => {
+            let Some(started) = updates::de::<p::CommandStarted>(&event.payload) else {
+                return;
+            };
+            let (Some(call), Some((program, args))) =
+                (started.tool_run_id, terminals.open(&started.command_run_id))
+            else {
+                return;
+            };
+            let (live, cx2) = (live.clone(), cx.clone());
+            let task = async move {
+                let made = cx2
+                    .send_request(
+                        CreateTerminalRequest::new(live.id.clone(), program)
+                            .args(args)
+                            .cwd(live.root.clone()),
+                    )
+                    .block_task()
+                    .await;
+                let id = match made {
+                    Ok(made) => made.terminal_id,
+                    Err(e) => {
+                        eprintln!("air acp: the editor did not make a terminal: {e}");
+                        return Ok(());
+                    }
+                };
+                let fields = ToolCallUpdateFields::new()
+                    .content(vec![ToolCallContent::Terminal(Terminal::new(id.clone()))]);
+                let _ = cx2.send_notification(SessionNotification::new(
+                    live.id.clone(),
+                    agent_client_protocol::v1::schema::SessionUpdate::ToolCallUpdate(
+                        ToolCallUpdate::new(call, fields),
+                    ),
+                ));
+                // Released once its command ended (its output stays shown).
+                let _ = cx2
+                    .send_request(WaitForTerminalExitRequest::new(live.id.clone(), id.clone()))
+                    .block_task()
+                    .await;
+                let _ = cx2
+                    .send_request(ReleaseTerminalRequest::new(live.id.clone(), id))
+                    .block_task()
+                    .await;
+                Ok(())
+            };
+            if let Err(e) = cx.spawn(task) {
+                eprintln!("air acp: cannot show a command: {e}");
+            }
+        }
+        ev::StdoutDelta::TYPE | ev::StderrDelta::TYPE => {
+            if let Some(data) = event.payload["data"].as_str() {
+                terminals.output(run(), data);
+            }
+        }
+        ev::CommandCompleted::TYPE => {
+            let code = event.payload["exit_code"].as_i64().unwrap_or(1);
+            terminals.ended(run(), i32::try_from(code).unwrap_or(1));
+        }
+        ev::CommandFailed::TYPE => {
+            let code = event.payload["exit_code"].as_i64().unwrap_or(1);
+            terminals.ended(run(), i32::try_from(code).unwrap_or(1));
+        }
+        _ => {}
     }
 }
 
@@ -784,7 +876,7 @@ pub async fn run() -> CmdResult {
         relay.clone(),
         relay.clone(),
     );
-    Agent
+    let served = Agent
         .v1()
         .name("air")
         .on_receive_request(
@@ -862,6 +954,7 @@ pub async fn run() -> CmdResult {
             on_receive_notification!(),
         )
         .connect_to(Stdio::new())
-        .await
-        .map_err(|e| Failure::from(format!("the editor's connection failed: {e}")))
+        .await;
+    terminal::clean_up();
+    served.map_err(|e| Failure::from(format!("the editor's connection failed: {e}")))
 }

@@ -390,7 +390,7 @@ fn text(s: &str) -> ContentBlock {
     ContentBlock::Text(TextContent::new(s))
 }
 
-fn de<T: serde::de::DeserializeOwned>(v: &Value) -> Option<T> {
+pub(super) fn de<T: serde::de::DeserializeOwned>(v: &Value) -> Option<T> {
     serde_json::from_value(v.clone()).ok()
 }
 

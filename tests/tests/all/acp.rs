@@ -130,6 +130,12 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
             "fs_write",
             json!({"path": ".envrc", "content": "export GREETING=hello\n"}),
         )),
+        // A command: it runs in airsd's sandbox, and the editor's terminal shows it.
+        plain(call(
+            "s1",
+            "shell_run",
+            json!({"command": "echo from the sandbox; exit 3"}),
+        )),
         plain(Reply::Events(text_events("I wrote hello.txt and .envrc."))),
         // The second, in plan mode: a write refused, a read, then an answer that takes
         // a minute (cancelled).
@@ -278,6 +284,24 @@ fn an_editor_drives_a_session_over_acp_and_another_loads_it() {
             .unwrap()
             .iter()
             .any(|r| r == pipe.as_str()),
+        "{report}"
+    );
+    // The command ran in airsd's sandbox and the editor's terminal showed it, with
+    // its status; the tool call embeds the terminal.
+    let shown = report["terminals"].as_array().unwrap();
+    assert_eq!(shown.len(), 1, "{report}");
+    assert!(
+        shown[0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("from the sandbox"),
+        "{report}"
+    );
+    assert_eq!(shown[0]["exitStatus"]["exitCode"], 3, "{report}");
+    assert!(
+        updates(&report, "tool_call_update").iter().any(|u| {
+            u["content"][0]["type"] == "terminal" && u["content"][0]["terminalId"] == "term-1"
+        }),
         "{report}"
     );
     // The editor's own messages are not echoed back to it.

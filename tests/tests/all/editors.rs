@@ -72,6 +72,7 @@ fn codecompanion_in_neovim_talks_to_air_with_the_documented_configuration() {
                 .env("AIR_HOME", p.dir.path().join("air-home"))
                 .env("AIR_WORKER", air_tests::bin("air-worker"))
                 .env("NV_OUT", &out)
+                .env("XDG_STATE_HOME", p.dir.path().join("state"))
                 .env("NV_PROMPT", "Say hello from the editor.")
                 .env("NV_EXPECT", "Hello from air over ACP.")
                 .env_remove("OPENAI_API_KEY")
@@ -84,7 +85,13 @@ fn codecompanion_in_neovim_talks_to_air_with_the_documented_configuration() {
         })
         .unwrap();
     let chat = std::fs::read_to_string(&out).unwrap_or_default();
-    assert!(status.success(), "{chat}\n{:?}", mock.mismatches());
+    let log = std::fs::read_to_string(p.dir.path().join("state/nvim/codecompanion.log"))
+        .unwrap_or_default();
+    assert!(
+        status.success(),
+        "chat:\n{chat}\nCodeCompanion's log:\n{log}\nprovider: {:?}",
+        mock.mismatches()
+    );
     assert!(chat.contains("Hello from air over ACP."), "{chat}");
     let sessions = crate::run::command(&p, &["sessions"]).output().unwrap();
     assert!(
