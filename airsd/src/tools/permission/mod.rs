@@ -992,30 +992,7 @@ impl<'a> Permits<'a> {
     }
 }
 
-/// Permits for unit tests: the default mode, no home, backups under the project's
-/// `.air/local/backups/`. Leaked: tests are short-lived processes.
 #[cfg(test)]
-pub(crate) fn test_permits(root: &Path) -> &'static Permits<'static> {
-    let engine = Box::leak(Box::new(
-        Engine::new(
-            root,
-            None,
-            None,
-            PermissionMode::Default,
-            &PermissionsConfig::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e}")),
-    ));
-    let backups = Box::leak(Box::new(Backups::new(
-        root.join(".air").join("local").join("backups"),
-    )));
-    Box::leak(Box::new(Permits::new(
-        engine,
-        Some(backups),
-        BackupTag::default(),
-        HashSet::new(),
-    )))
-}
-
+pub(crate) use tests::test_permits;
 #[cfg(test)]
 mod tests;

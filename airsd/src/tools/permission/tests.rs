@@ -229,3 +229,27 @@ fn a_mode_change_reaches_every_engine_of_the_run() {
     worktree.set_mode(PermissionMode::BypassPermissions);
     assert_eq!(e.mode(), PermissionMode::BypassPermissions);
 }
+
+/// Permits for unit tests: the default mode, no home, backups under the project's
+/// `.air/local/backups/`. Leaked: tests are short-lived processes.
+pub(crate) fn test_permits(root: &Path) -> &'static Permits<'static> {
+    let engine = Box::leak(Box::new(
+        Engine::new(
+            root,
+            None,
+            None,
+            PermissionMode::Default,
+            &PermissionsConfig::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    ));
+    let backups = Box::leak(Box::new(Backups::new(
+        root.join(".air").join("local").join("backups"),
+    )));
+    Box::leak(Box::new(Permits::new(
+        engine,
+        Some(backups),
+        BackupTag::default(),
+        HashSet::new(),
+    )))
+}
