@@ -570,7 +570,11 @@ fn mcp_summary(paths: &air_proto::layout::ProjectPaths) -> (String, serde_json::
     let any = user.iter().any(|u| u.exists())
         || air_proto::mcp::project_files(&root)
             .iter()
-            .any(|(f, _)| std::fs::symlink_metadata(f).is_ok());
+            .any(|(f, _)| std::fs::symlink_metadata(f).is_ok())
+        || air_proto::capability::project_dir(&root).is_dir()
+        || home
+            .as_ref()
+            .is_some_and(|h| air_proto::capability::user_dir(h).is_dir());
     if !any {
         return (
             "mcp servers: none".into(),

@@ -230,10 +230,16 @@ pub fn run(command: Option<McpCommand>) -> CmdResult {
                     }
                 };
                 outln!(
-                    "  {:<16} {}  ({}){}{}",
+                    "  {:<16} {}  ({}; timeout {} s{}){}{}",
                     s.name,
                     s.shown().escape_debug(),
                     s.file.display(),
+                    s.timeout_secs,
+                    if s.allow.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; allow {}", s.allow.join(", ").escape_debug())
+                    },
                     if env.is_empty() {
                         String::new()
                     } else {

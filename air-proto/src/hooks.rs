@@ -39,8 +39,29 @@ wire_enum! {
         Project = "project",
         /// The project's `.claude/settings.json`.
         Claude = "claude",
-        /// A capability a person installed and trusted (its folder is pinned whole).
+        /// A capability the person installed for themselves and trusted (its folder
+        /// is pinned whole): as the person's own.
         Capability = "capability",
+        /// A capability of the project's, trusted: run as the project's are
+        /// (confined, given no secret), without a trust of its own.
+        ProjectCapability = "project_capability",
+    }
+}
+
+impl HookSource {
+    /// Whether it is the person's own (theirs, or a capability they installed for
+    /// themselves): run as written, given what they give it.
+    pub fn is_persons(self) -> bool {
+        matches!(self, HookSource::User | HookSource::Capability)
+    }
+}
+
+/// Where what a capability adds comes from: the person's own, or the project's
+/// (confined and given no secret, as the project's own are).
+pub fn capability_source(c: &crate::capability::Capability) -> HookSource {
+    match c.scope {
+        crate::capability::Scope::User => HookSource::Capability,
+        crate::capability::Scope::Project => HookSource::ProjectCapability,
     }
 }
 
@@ -101,7 +122,10 @@ impl Hook {
 
     /// Whether running it needs a person's trust first.
     pub fn needs_trust(&self) -> bool {
-        !matches!(self.source, HookSource::User | HookSource::Capability)
+        !matches!(
+            self.source,
+            HookSource::User | HookSource::Capability | HookSource::ProjectCapability
+        )
     }
 }
 
@@ -329,7 +353,7 @@ pub fn load(user_file: Option<&Path>, root: &Path) -> Result<Loaded, String> {
         let file = c.within(rel);
         let parsed = read_config(&file, false).and_then(|t| match t {
             None => Ok((Vec::new(), Vec::new())),
-            Some(t) => parse_yaml(&t, &file, HookSource::Capability),
+            Some(t) => parse_yaml(&t, &file, capability_source(c)),
         });
         match parsed {
             Ok((hooks, passed)) => {

@@ -118,7 +118,10 @@ impl Pinned for McpServer {
     }
 
     fn needs_trust(&self) -> bool {
-        !matches!(self.source, Source::User | Source::Capability)
+        !matches!(
+            self.source,
+            Source::User | Source::Capability | Source::ProjectCapability
+        )
     }
 }
 
@@ -414,14 +417,17 @@ pub fn load(user_file: Option<&Path>, root: &Path) -> Result<Loaded, String> {
     for c in &capabilities {
         let Some(yaml) = c.mcp_yaml() else { continue };
         let file = c.dir.join(crate::capability::MANIFEST);
-        match parse(&yaml, &file, Source::Capability) {
+        match parse(&yaml, &file, crate::hooks::capability_source(c)) {
             Ok(parsed) => {
                 let dir = c.dir.display().to_string();
                 for mut s in parsed.servers {
                     if out.servers.iter().any(|o| o.name == s.name) {
+                        let other = out.servers.iter().find(|o| o.name == s.name);
                         out.warnings.push(format!(
-                            "capability `{}`: server `{}` is also declared in your mcp.yaml: yours is used",
-                            c.manifest.name, s.name
+                            "capability `{}`: server `{}` is also declared in {}: that one is used",
+                            c.manifest.name,
+                            s.name,
+                            other.map_or_else(String::new, |o| o.file.display().to_string())
                         ));
                         continue;
                     }

@@ -5,13 +5,13 @@
 //! that decides durability and commits events with their domain-table changes, the
 //! [`bus`] that fans events out, the projections clients read ([`projection`]), the
 //! [`daemon`] (socket, JSON-RPC API, clients, runs), the [`scheduler`] (its pure core
-//! and the shell that drives workers), the worker processes ([`supervisor`]), the
+//! and the shell that drives workers), the worker processes ([`agents::supervisor`]), the
 //! [`tools`] agents act through and the OS [`sandbox`] their commands run in, the
-//! agents' starting [`context`], their [`models`], the session [`artifacts`], the
+//! agents' starting [`context`], their [`agents::models`], the session [`artifacts`], the
 //! [`evidence`] airsd derives from the commands it runs and the language
 //! [`profiles`] that say what a build, a test or an analysis is, the project's debug
-//! [`knowledge`], the daemon's
-//! rotating [`logfile`], and the crate's [`error`]s.
+//! [`learning::knowledge`], the daemon's
+//! rotating [`ops::logfile`], and the crate's [`error`]s.
 //!
 //! Must not: print (it logs through `tracing`; only the hidden subcommands, each its
 //! own process — the sandbox launcher, `__dependencies`, `__migrate`, `__scan`,
@@ -20,38 +20,30 @@
 //! The environment it reads is named where it is read: the home directory and the
 //! variables a command may see (`tools::exec::command_env`).
 
+pub mod agents;
 pub mod artifacts;
 pub mod bus;
 pub mod context;
 pub mod daemon;
 pub mod db;
-pub mod dependencies;
-pub mod devlog;
 pub mod error;
 pub mod event_store;
 pub mod evidence;
-pub mod fts;
-pub mod knowledge;
 pub mod launcher;
-pub mod logfile;
+pub mod learning;
 pub mod mcp;
 pub mod memory;
-pub mod migrate;
-pub mod models;
 pub mod opened;
+pub mod ops;
 pub mod planning;
-pub mod profile_proposal;
 pub mod profiles;
-pub mod project_profile;
+pub mod project;
 pub mod projection;
 pub mod proxy;
 pub mod sandbox;
-pub mod scan;
 pub mod scheduler;
 pub mod session;
-pub mod supervisor;
 pub mod tools;
-pub mod userlog;
 pub mod workspace;
 
 pub use error::{Error, Result};

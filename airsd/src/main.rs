@@ -79,8 +79,11 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // `airsd __dependencies …`: what this machine has of what air needs, for `air doctor`.
-    if raw.get(1).is_some_and(|a| a == airsd::dependencies::ARG) {
-        let code = airsd::dependencies::main(&raw[2..]);
+    if raw
+        .get(1)
+        .is_some_and(|a| a == airsd::project::dependencies::ARG)
+    {
+        let code = airsd::project::dependencies::main(&raw[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // `airsd __mcp …`: the MCP servers' state and OAuth sign-in, for `air mcp`.
@@ -89,28 +92,34 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // `airsd __migrate …`: `air migrate`'s plan and its work, with no daemon running.
-    if raw.get(1).is_some_and(|a| a == airsd::migrate::ARG) {
-        let code = airsd::migrate::main(&raw[2..]);
+    if raw
+        .get(1)
+        .is_some_and(|a| a == airsd::project::migrate::ARG)
+    {
+        let code = airsd::project::migrate::main(&raw[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // `airsd __scan …`: the project scan and its detected profile, for `air init`.
-    if raw.get(1).is_some_and(|a| a == airsd::project_profile::ARG) {
-        let code = airsd::project_profile::main(&raw[2..]);
+    if raw
+        .get(1)
+        .is_some_and(|a| a == airsd::project::project_profile::ARG)
+    {
+        let code = airsd::project::project_profile::main(&raw[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // `airsd __propose …`: the Main Agent's proposal of the profile, for `air init`.
     if raw
         .get(1)
-        .is_some_and(|a| a == airsd::profile_proposal::ARG)
+        .is_some_and(|a| a == airsd::project::profile_proposal::ARG)
     {
-        let worker = airsd::supervisor::WorkerCommand {
+        let worker = airsd::agents::supervisor::WorkerCommand {
             program: worker_program(std::env::var_os("AIR_WORKER").map(PathBuf::from)),
             args: Vec::new(),
-            env: airsd::supervisor::worker_env(std::env::vars_os()),
+            env: airsd::agents::supervisor::worker_env(std::env::vars_os()),
             cancel_grace: Duration::from_secs(2),
             queue: 256,
         };
-        let code = airsd::profile_proposal::main(&raw[2..], &worker);
+        let code = airsd::project::profile_proposal::main(&raw[2..], &worker);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let args = Args::parse();
@@ -153,13 +162,14 @@ fn main() -> ExitCode {
         .filter(|d| d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
     let worker = worker_program(args.worker.clone());
-    let mut shell = airsd::scheduler::shell::ShellConfig::new(airsd::supervisor::WorkerCommand {
-        program: worker,
-        args: Vec::new(),
-        env: airsd::supervisor::worker_env(std::env::vars_os()),
-        cancel_grace: Duration::from_millis(args.cancel_grace_ms),
-        queue: 1024,
-    });
+    let mut shell =
+        airsd::scheduler::shell::ShellConfig::new(airsd::agents::supervisor::WorkerCommand {
+            program: worker,
+            args: Vec::new(),
+            env: airsd::agents::supervisor::worker_env(std::env::vars_os()),
+            cancel_grace: Duration::from_millis(args.cancel_grace_ms),
+            queue: 1024,
+        });
     shell.heartbeat_interval_ms = args.heartbeat_ms.max(10);
     shell.core.ask_timeout_ms = args.ask_timeout_ms;
     // The user's defaults: $AIR_HOME/config.yaml, else ~/.air/config.yaml.
@@ -173,7 +183,7 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 tracing::error!("{e}");
-                airsd::userlog::note(
+                airsd::ops::userlog::note(
                     &home,
                     &root,
                     &format!("the configuration cannot be read, so runs are refused until it is fixed: {e}"),
@@ -212,7 +222,7 @@ fn main() -> ExitCode {
             // Another daemon serving the project is no failure of the user's.
             if let Some(home) = &air_home_for_log {
                 if e.exit_code() != 3 {
-                    airsd::userlog::note(
+                    airsd::ops::userlog::note(
                         home,
                         &project_for_log,
                         &format!("the daemon could not start: {e}"),
@@ -243,7 +253,7 @@ fn init_logging(
     dir: &Path,
     to_file: bool,
     air_home: Option<&Path>,
-) -> std::io::Result<Option<airsd::devlog::FlushGuard>> {
+) -> std::io::Result<Option<airsd::ops::devlog::FlushGuard>> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
@@ -262,8 +272,11 @@ fn init_logging(
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
     );
     let own: Box<dyn Layer<_> + Send + Sync> = if to_file {
-        let log =
-            airsd::logfile::RotatingLog::open(&dir.join("airsd.log"), LOG_ROTATE_BYTES, LOG_KEEP)?;
+        let log = airsd::ops::logfile::RotatingLog::open(
+            &dir.join("airsd.log"),
+            LOG_ROTATE_BYTES,
+            LOG_KEEP,
+        )?;
         tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .with_writer(std::sync::Mutex::new(log))
@@ -277,7 +290,7 @@ fn init_logging(
             .boxed()
     };
     // The developer log: air's own code at debug, encrypted (D-035).
-    let developer = match air_home.map(airsd::devlog::DeveloperLog::open) {
+    let developer = match air_home.map(airsd::ops::devlog::DeveloperLog::open) {
         Some(Ok(log)) => log,
         Some(Err(e)) => {
             eprintln!("airsd: the developer log is off: {e}");

@@ -1,4 +1,4 @@
-//! The debug knowledge's full-text search (`airsd::knowledge`, SQLite FTS5 ranked by
+//! The debug knowledge's full-text search (`airsd::learning::knowledge`, SQLite FTS5 ranked by
 //! BM25) over 100,000 debugging records of a large project: symptoms, compiler and
 //! linker signatures, root causes and fixes made from 40 kinds of failure over 3,000
 //! files and 2,000 identifiers. 1,000 queries as a debugger's context makes them (a
@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use air_proto::api::DebugRecord;
-use airsd::knowledge::DebugRecords;
+use airsd::learning::knowledge::DebugRecords;
 
 const RECORDS: usize = 100_000;
 const QUERIES: usize = 1_000;

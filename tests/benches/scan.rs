@@ -1,4 +1,4 @@
-//! The project scan (`airsd::scan`) of a generated tree of 200,000 files in 2,200
+//! The project scan (`airsd::project::scan`) of a generated tree of 200,000 files in 2,200
 //! directories (200 top directories of 10 each of 100 files, C++ sources and headers
 //! with a CMakeLists.txt per top directory): a first scan with no cache, beside `find
 //! . -printf '%p\n'` over the same tree; then a rescan with nothing changed (in the
@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use airsd::scan::{scan, Cache, TIME_LIMIT};
+use airsd::project::scan::{scan, Cache, TIME_LIMIT};
 
 const TOP: usize = 200;
 const SUB: usize = 10;
@@ -100,11 +100,11 @@ fn main() {
     // As `airsd __scan` does it: the cache read from its file and written back.
     let paths = air_proto::layout::ProjectPaths::new(&root);
     air_proto::layout::init(&root, "2026-12-02T00:00:00Z").unwrap();
-    airsd::scan::scan_project(&paths).unwrap();
+    airsd::project::scan::scan_project(&paths).unwrap();
     let mut from_disk = Vec::new();
     for _ in 0..11 {
         let t = Instant::now();
-        let s = airsd::scan::scan_project(&paths).unwrap();
+        let s = airsd::project::scan::scan_project(&paths).unwrap();
         from_disk.push(ms(t.elapsed()));
         assert!(s.dirs_read <= 1, "{}", s.dirs_read);
     }

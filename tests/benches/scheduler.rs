@@ -12,9 +12,9 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use air_proto::ipc::{ControlMessage, Direction, IpcBody, IpcHeader, IpcMessage};
+use airsd::agents::supervisor::{Worker, WorkerCommand, WorkerEvent};
 use airsd::scheduler::sim::{diligent, Play};
 use airsd::scheduler::{Config, Core, Decision, Fact};
-use airsd::supervisor::{Worker, WorkerCommand, WorkerEvent};
 
 /// A plan of `layers` × `width` tasks; each task after the first layer depends on two
 /// tasks of the layer before.
@@ -134,7 +134,7 @@ fn spawn_cost(dir: &Path) {
     let command = WorkerCommand {
         program: release_bin("air-test-worker"),
         args: Vec::new(),
-        env: airsd::supervisor::worker_env(std::env::vars_os()),
+        env: airsd::agents::supervisor::worker_env(std::env::vars_os()),
         cancel_grace: Duration::from_secs(1),
         queue: 64,
     };

@@ -26,18 +26,23 @@ const MAX_SKILL_BYTES: u64 = 256 * 1024;
 pub fn discover(air_home: Option<&Path>, shared: &Path) -> (Vec<SkillRef>, Vec<String>) {
     let mut skills: Vec<SkillRef> = Vec::new();
     let mut problems = Vec::new();
-    // The trusted capabilities' skills come between the person's and the project's.
+    // The trusted capabilities' skills first: the person's own and the project's
+    // of the same name win over them.
     let root = shared.parent().and_then(Path::parent).unwrap_or(shared);
     let (capabilities, _) = crate::capability::trusted(air_home, root);
-    let tiers = std::iter::once(air_home.map(|h| (h.join("skills"), "user")))
-        .chain(capabilities.iter().map(|c| {
+    let tiers = capabilities
+        .iter()
+        .map(|c| {
             c.manifest
                 .adds
                 .skills
                 .as_ref()
                 .map(|rel| (c.within(rel), "capability"))
-        }))
-        .chain([Some((shared.join("skills"), "project"))]);
+        })
+        .chain([
+            air_home.map(|h| (h.join("skills"), "user")),
+            Some((shared.join("skills"), "project")),
+        ]);
     for (dir, scope) in tiers.flatten() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;

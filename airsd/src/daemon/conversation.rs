@@ -56,7 +56,7 @@ impl DaemonState {
         }
         let run = self.conversation_settings(&config, req)?;
         // Every agent must be able to reach a model before anything is recorded.
-        let models = crate::models::for_run(&config.worker, &conversation_tasks(), &run)
+        let models = crate::agents::models::for_run(&config.worker, &conversation_tasks(), &run)
             .await
             .map_err(Error::Refused)?;
         // Nothing else starts a run of the session before this one: a message sent to
@@ -123,7 +123,9 @@ impl DaemonState {
         let Ok(run) = self.conversation_settings(&config, ConversationStart::default()) else {
             return;
         };
-        if let Err(e) = crate::models::for_run(&config.worker, &conversation_tasks(), &run).await {
+        if let Err(e) =
+            crate::agents::models::for_run(&config.worker, &conversation_tasks(), &run).await
+        {
             tracing::debug!("the models were not resolved ahead: {e}");
         }
     }
@@ -303,7 +305,7 @@ impl DaemonState {
         // The run's own tasks keep their models (a plan run a message continues).
         let mut specs = core.specs();
         specs.extend(conversation_tasks());
-        let models = crate::models::for_run(&config.worker, &specs, &started)
+        let models = crate::agents::models::for_run(&config.worker, &specs, &started)
             .await
             .map_err(Error::Refused)?;
         // The run's files are read before anything is recorded: a message its run

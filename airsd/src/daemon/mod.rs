@@ -6,13 +6,13 @@
 //! connections, the socket file goes, clients are told, in-flight writes commit.
 
 mod artifacts;
+mod capabilities;
 mod conn;
 mod conversation;
 mod env;
 mod hooks;
 mod land;
 mod lifecycle;
-mod lock;
 mod memory;
 mod planning;
 mod recording;
@@ -30,8 +30,8 @@ use air_proto::api::AirApi;
 use air_proto::layout::ProjectPaths;
 use tokio::signal::unix::{signal, SignalKind};
 
+pub use crate::project::lock::{DaemonLock, LockError};
 pub use conversation::Caller;
-pub use lock::{DaemonLock, LockError};
 pub use rpc::{rpc_error, DaemonRpc, Peer};
 pub use state::{DaemonState, MOST_OPEN_SESSIONS};
 
@@ -109,7 +109,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     if let Some(previous) = &abnormal {
         tracing::error!("{previous}");
         if let Some(home) = config.shell.as_ref().and_then(|s| s.air_home.as_deref()) {
-            crate::userlog::note(home, paths.root(), previous);
+            crate::ops::userlog::note(home, paths.root(), previous);
         }
     }
 
@@ -153,7 +153,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
             .name("air-scan".into())
             .spawn(move || {
                 lower_priority();
-                match crate::project_profile::scan_and_profile_until(&paths, &stop) {
+                match crate::project::project_profile::scan_and_profile_until(&paths, &stop) {
                     Ok(r) => tracing::info!(
                         files = r.scan.files,
                         dirs_read = r.scan.dirs_read,
@@ -301,7 +301,7 @@ pub async fn run(config: DaemonConfig) -> Result<StopReason, DaemonError> {
     let _ = std::fs::remove_file(paths.state().join(RUNNING_MARK));
     tracing::info!("airsd stopped");
     // What the developer log gathered is on disk before anyone sees the lock free.
-    crate::devlog::flush_open();
+    crate::ops::devlog::flush_open();
     drop(lock);
     Ok(reason)
 }

@@ -588,7 +588,7 @@ impl AirApi for DaemonRpc {
             return Ok(Vec::new());
         }
         tokio::task::spawn_blocking(move || {
-            crate::knowledge::DebugRecords::open(&path)?.search(&query, limit)
+            crate::learning::knowledge::DebugRecords::open(&path)?.search(&query, limit)
         })
         .await
         .map_err(|e| rpc_error(crate::error::Error::Internal(e.to_string())))?

@@ -73,7 +73,7 @@ impl DaemonState {
         run.phases = graph.phases.iter().map(|p| p.id.clone()).collect();
         run.overview.clone_from(&graph.overview);
         // Every agent must be able to reach a model before anything is recorded.
-        let models = crate::models::for_run(&shell_config.worker, &graph.tasks, &run)
+        let models = crate::agents::models::for_run(&shell_config.worker, &graph.tasks, &run)
             .await
             .map_err(Error::Refused)?;
         // The run's files (permissions, rules, profile) are read before anything is
@@ -285,7 +285,7 @@ impl DaemonState {
         run: RunStarted,
         core: Core,
         config: shell::ShellConfig,
-        models: crate::models::Models,
+        models: crate::agents::models::Models,
         prep: RunPrep,
     ) -> RunHandle {
         let id = session.id().to_string();
@@ -400,10 +400,13 @@ impl DaemonState {
             return Ok(info);
         }
         // Before anything is recorded: the agents must be able to reach a model.
-        let models =
-            crate::models::for_run(&config.worker, &recovered.core.specs(), &recovered.started)
-                .await
-                .map_err(Error::Refused)?;
+        let models = crate::agents::models::for_run(
+            &config.worker,
+            &recovered.core.specs(),
+            &recovered.started,
+        )
+        .await
+        .map_err(Error::Refused)?;
         // And the run's files must be readable: nothing is recorded for a run that
         // cannot start.
         let prep = self.prepare_run(&recovered.started, &config).await?;
@@ -790,7 +793,7 @@ impl DaemonState {
             };
             // What a person reads in ~/.air/logs/air.log: said once it is so.
             if let Some(home) = self.shell.as_ref().and_then(|s| s.air_home.as_deref()) {
-                crate::userlog::note(home, self.paths.root(), &said);
+                crate::ops::userlog::note(home, self.paths.root(), &said);
             }
         }
     }
@@ -936,27 +939,12 @@ impl RunPrep {
                         "cannot run plans until the rules file is fixed: {e}"
                     ))
                 })?;
-        // The trusted capabilities: their rules join the project's, the hosts they
-        // need are allowed. One whose rules cannot be read adds none, said in the log.
-        let (capabilities, passed) =
-            air_proto::capability::trusted(config.air_home.as_deref(), paths.root());
-        for w in passed {
-            tracing::warn!("capabilities: {w}");
-        }
-        for c in &capabilities {
-            permissions
-                .allow_domains
-                .extend(c.manifest.needs.network.iter().cloned());
-            if let Some(rel) = &c.manifest.adds.rules {
-                match crate::context::Sources::load_rules(&c.dir, &c.within(rel)) {
-                    Ok(more) => rules.extend(more),
-                    Err(e) => tracing::warn!(
-                        "capability `{}`: its rules are not used: {e}",
-                        c.manifest.name
-                    ),
-                }
-            }
-        }
+        super::capabilities::apply(
+            config.air_home.as_deref(),
+            paths.root(),
+            &mut permissions,
+            &mut rules,
+        );
         let sources = crate::context::Sources {
             plan_title: run.title.clone(),
             overview: run.overview.clone(),

@@ -76,13 +76,14 @@ fn client_config() -> ClientConfig {
 /// the person did not declare themselves (a project's) is given no secret, by its
 /// name or its value.
 fn lookup(server: &McpServer) -> impl Fn(&str) -> Option<String> {
-    let own = !air_proto::hooks::Pinned::needs_trust(server);
+    let own = server.source.is_persons();
     move |name: &str| {
         let v = std::env::var(name).ok()?;
         if own || (!crate::tools::exec::secret(name) && !crate::tools::secrets::in_value(&v)) {
             Some(v)
         } else {
-            None
+            // Withheld: the project's server gets it empty.
+            Some(String::new())
         }
     }
 }
@@ -172,9 +173,11 @@ async fn stdio(
         .sandbox_exe
         .as_ref()
         .filter(|(_, p)| engine.sandbox() && (p.landlock || p.isolation.is_ok()));
-    if air_proto::hooks::Pinned::needs_trust(server) && sandbox.is_none() {
+    // A project's server runs in its own namespaces (its network through the
+    // proxy, the home hidden), or not at all.
+    if !server.source.is_persons() && sandbox.is_none_or(|(_, p)| p.isolation.is_err()) {
         return Err(
-            "a project's MCP server starts only under air's sandbox, which this machine (or permissions.yaml) does not give"
+            "a project's MCP server starts only in air's isolating sandbox (its own network, the home hidden), which this machine (or permissions.yaml) does not give"
                 .into(),
         );
     }

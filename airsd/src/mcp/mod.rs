@@ -312,7 +312,7 @@ impl Hub {
                             name: mcp::tool_name(&slot.server.name, &t.name),
                             // Only the person's own declaration (or a capability's) turns a
                             // question off.
-                            allowed: !air_proto::hooks::Pinned::needs_trust(&slot.server)
+                            allowed: slot.server.source.is_persons()
                                 && slot.server.allow.iter().any(|a| a == t.name.as_ref()),
                             tool: t.clone(),
                         }),

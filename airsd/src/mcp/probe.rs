@@ -47,7 +47,20 @@ fn engine(
 async fn probe(root: &Path) -> Result<Value, String> {
     let home = air_home();
     let config = super::Config::load(home.as_deref(), root)?;
-    let engine = Arc::new(engine(root, home.as_deref())?);
+    let engine = engine(root, home.as_deref())?;
+    // The hosts the trusted capabilities need, allowed as in a run.
+    let (capabilities, _) = air_proto::capability::trusted(home.as_deref(), root);
+    let hosts: Vec<String> = engine
+        .allow_domains()
+        .iter()
+        .cloned()
+        .chain(
+            capabilities
+                .iter()
+                .flat_map(|c| c.manifest.needs.network.clone()),
+        )
+        .collect();
+    let engine = Arc::new(engine);
     let sandbox_exe = std::env::current_exe().ok().and_then(|exe| {
         let found = crate::sandbox::protections(&exe);
         (found.landlock || found.isolation.is_ok()).then_some((exe, found))
@@ -62,9 +75,7 @@ async fn probe(root: &Path) -> Result<Value, String> {
         engine: engine.clone(),
         sandbox_exe,
         proxy,
-        net: Arc::new(crate::proxy::NetPolicy::new(
-            engine.allow_domains().to_vec(),
-        )),
+        net: Arc::new(crate::proxy::NetPolicy::new(hosts)),
         air_home: home.clone(),
     };
     let mut out = Vec::new();

@@ -45,7 +45,7 @@ pub fn pass(
     let words: Vec<BTreeSet<String>> = skills
         .iter()
         .map(|s| {
-            crate::fts::words(&format!("{} {}", s.name, s.description), usize::MAX)
+            crate::learning::fts::words(&format!("{} {}", s.name, s.description), usize::MAX)
                 .into_iter()
                 .collect()
         })

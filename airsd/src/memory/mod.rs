@@ -15,7 +15,7 @@ use air_proto::memory::{key_of, MemoryEntry, MemoryKind, MemoryProposal, MemoryS
 use rusqlite::{params, Connection, OptionalExtension as _};
 
 use crate::error::{Error, Result};
-use crate::fts;
+use crate::learning::fts;
 
 pub mod apply;
 pub mod curator;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use air_proto::hooks::{Hook, HookEvent, HookSource, Trust, Trusted};
+use air_proto::hooks::{Hook, HookEvent, Trust, Trusted};
 use air_proto::payload as p;
 use serde_json::{json, Value};
 
@@ -192,7 +192,7 @@ pub async fn run(
             }
         }
         // A project's hook runs confined, or not at all.
-        if hook.source != HookSource::User
+        if !hook.source.is_persons()
             && !launching.sandbox_exe.is_some_and(|(_, p)| {
                 launching.engine.sandbox() && (p.landlock || p.isolation.is_ok())
             })

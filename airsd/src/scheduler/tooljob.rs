@@ -18,9 +18,9 @@ use air_proto::ipc::{IpcBody, ToolResult, ToolResultStatus};
 use air_proto::payload as p;
 use serde_json::Value;
 
+use crate::agents::supervisor::Worker;
 use crate::bus::Recv;
 use crate::session::Session;
-use crate::supervisor::Worker;
 use crate::tools::permission::{Ask, Engine, Permits};
 use crate::tools::ToolError;
 

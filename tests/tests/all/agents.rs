@@ -10,9 +10,9 @@ use air_proto::plan::OnAsk;
 use air_proto::projection::TaskStatus;
 use air_tests::bin;
 use air_tests::mock_provider::{tool_use_events, Exchange, Expect, MockProvider, Reply};
+use airsd::agents::supervisor::WorkerCommand;
 use airsd::daemon::DaemonState;
 use airsd::scheduler::shell::ShellConfig;
-use airsd::supervisor::WorkerCommand;
 use serde_json::json;
 
 use crate::asks::until;

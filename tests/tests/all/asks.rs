@@ -11,9 +11,9 @@ use air_proto::payload as p;
 use air_proto::plan::OnAsk;
 use air_proto::projection::{Projection, TaskStatus};
 use air_tests::bin;
+use airsd::agents::supervisor::WorkerCommand;
 use airsd::daemon::DaemonState;
 use airsd::scheduler::shell::ShellConfig;
-use airsd::supervisor::WorkerCommand;
 
 const PLAN: &str = "## Task A: works for a while\n\nair-test-sleep: 1500\n";
 
@@ -33,7 +33,7 @@ pub(crate) fn state_with(
     let mut shell = ShellConfig::new(WorkerCommand {
         program: bin("air-test-worker"),
         args: Vec::new(),
-        env: airsd::supervisor::worker_env(std::env::vars_os()),
+        env: airsd::agents::supervisor::worker_env(std::env::vars_os()),
         cancel_grace: Duration::from_millis(300),
         queue: 64,
     });

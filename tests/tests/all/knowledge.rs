@@ -122,7 +122,7 @@ fn what_a_debugger_found_is_kept_told_to_the_next_and_searchable() {
         let t0 = std::time::Instant::now();
         let hits = loop {
             let hits = if db.exists() {
-                airsd::knowledge::DebugRecords::open(&db)
+                airsd::learning::knowledge::DebugRecords::open(&db)
                     .unwrap()
                     .search("greeting helo", 5)
                     .unwrap()

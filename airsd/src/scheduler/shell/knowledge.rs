@@ -1,11 +1,11 @@
-//! The shell's side of the debug knowledge (`crate::knowledge`): each
+//! The shell's side of the debug knowledge (`crate::learning::knowledge`): each
 //! `debug.record.created` is kept in the project's `debug-records.db` with the error
 //! signatures of the failed attempt and the evidence the debugger's commands left,
 //! and a debugger is told the best matches for the failure it is handed. Neither ever
 //! holds the run up: a database that cannot be written or read is logged and passed.
 
 use super::*;
-use crate::knowledge::DebugRecords;
+use crate::learning::knowledge::DebugRecords;
 
 /// Matches a debugger is told.
 const MATCHES_TOLD: u32 = 3;
@@ -77,7 +77,7 @@ impl Shell {
         })
         .await;
         match found {
-            Ok(Ok(hits)) => crate::knowledge::note_for(&hits),
+            Ok(Ok(hits)) => crate::learning::knowledge::note_for(&hits),
             Ok(Err(e)) => {
                 tracing::warn!(task = %d.task_id, "cannot search the debug knowledge: {e}");
                 None

@@ -37,9 +37,9 @@ mod side;
 mod spaces;
 mod worker;
 
+use crate::agents::supervisor::{Exit, Worker, WorkerCommand, WorkerEvent};
 use crate::error::{Error, Result};
 use crate::session::Session;
-use crate::supervisor::{Exit, Worker, WorkerCommand, WorkerEvent};
 pub use records::{recover, Recovered};
 
 /// How the shell runs a session's plan.
@@ -197,7 +197,7 @@ pub struct RunContext {
     /// What agents' contexts are assembled from besides the task graph.
     pub sources: Arc<crate::context::Sources>,
     /// Each agent's model, resolved before the run started.
-    pub models: Arc<crate::models::Models>,
+    pub models: Arc<crate::agents::models::Models>,
     /// The hooks the run runs at their events.
     pub hooks: Arc<crate::scheduler::hooks::Hooks>,
     /// The MCP servers declared for the project, and the person's trust.

@@ -116,7 +116,7 @@ impl Shell {
         let Some(worker) = self.workers.get(agent_id) else {
             return;
         };
-        let answer = crate::supervisor::not_its_tool(call);
+        let answer = crate::agents::supervisor::not_its_tool(call);
         worker.reply(header, IpcBody::ToolResult(answer));
     }
 

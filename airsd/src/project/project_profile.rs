@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use air_proto::project_profile::{ProfileOrigin, ProjectProfile};
 
-use crate::scan::Scan;
+use crate::project::scan::Scan;
 
 /// The hidden subcommand that scans and keeps the profile.
 pub const ARG: &str = "__scan";
@@ -211,7 +211,7 @@ pub fn scan_and_profile_until(
     paths: &air_proto::layout::ProjectPaths,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Report, String> {
-    let scan = crate::scan::scan_project_until(paths, stop)
+    let scan = crate::project::scan::scan_project_until(paths, stop)
         .map_err(|e| format!("{}: {e}", paths.state().display()))?;
     let detected = detect(paths.root(), &scan);
     let mut replace = false;
@@ -267,9 +267,10 @@ mod tests {
             ".clang-format",
             ".github/workflows/ci.yml",
         ] {
-            crate::scan::tests::touch(root, f);
+            crate::project::scan::tests::touch(root, f);
         }
-        let (scan, _) = crate::scan::scan(root, &Default::default(), crate::scan::TIME_LIMIT);
+        let (scan, _) =
+            crate::project::scan::scan(root, &Default::default(), crate::project::scan::TIME_LIMIT);
         let p = detect(root, &scan);
         assert_eq!(p.languages, Some(vec!["C++".into(), "Python".into()]));
         assert_eq!(
@@ -288,8 +289,11 @@ mod tests {
 
         // Nothing to go by: every field unknown.
         let empty = tempfile::tempdir().unwrap();
-        let (scan, _) =
-            crate::scan::scan(empty.path(), &Default::default(), crate::scan::TIME_LIMIT);
+        let (scan, _) = crate::project::scan::scan(
+            empty.path(),
+            &Default::default(),
+            crate::project::scan::TIME_LIMIT,
+        );
         let p = detect(empty.path(), &scan);
         assert_eq!((p.languages, p.build, p.test), (None, None, None));
     }
@@ -298,9 +302,13 @@ mod tests {
     fn sources_at_the_top_are_the_roots() {
         let dir = tempfile::tempdir().unwrap();
         for f in ["Makefile", "main.c", "util.c", "util.h", "tests/t.c"] {
-            crate::scan::tests::touch(dir.path(), f);
+            crate::project::scan::tests::touch(dir.path(), f);
         }
-        let (scan, _) = crate::scan::scan(dir.path(), &Default::default(), crate::scan::TIME_LIMIT);
+        let (scan, _) = crate::project::scan::scan(
+            dir.path(),
+            &Default::default(),
+            crate::project::scan::TIME_LIMIT,
+        );
         let p = detect(dir.path(), &scan);
         assert_eq!(p.source_dirs, Some(vec![".".into()]));
         assert_eq!(p.build, Some(vec!["make".into()]));

@@ -13,7 +13,7 @@
 //! change is seen, not only those at the top.
 //!
 //! The result is kept in `.air/local/state/scan.json` and the per-directory cache
-//! beside it (`scan-cache.json`); `airsd __scan` ([`crate::project_profile`]) scans and
+//! beside it (`scan-cache.json`); `airsd __scan` ([`crate::project::project_profile`]) scans and
 //! keeps the detected profile, for `air init`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};

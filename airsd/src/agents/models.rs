@@ -16,7 +16,7 @@ use air_proto::event::AgentType;
 use air_proto::ipc::{ModelChoice, ModelQuery, ModelReply};
 use air_proto::task::TaskSpec;
 
-use crate::supervisor::WorkerCommand;
+use crate::agents::supervisor::WorkerCommand;
 
 /// How long the worker may take to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);

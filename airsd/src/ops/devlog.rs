@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// The maintainers' key, as shipped.
-const SHIPPED_RECIPIENT: &str = include_str!("../../resources/developer-log.pub");
+const SHIPPED_RECIPIENT: &str = include_str!("../../../resources/developer-log.pub");
 
 /// How often gathered lines are written.
 const FLUSH_EVERY: Duration = Duration::from_secs(5);
@@ -178,7 +178,7 @@ impl DeveloperLog {
             };
             if first {
                 // Into the daemon's own log only: this one could not be written.
-                tracing::warn!(target: "airsd::devlog", "the developer log cannot be written: {e}");
+                tracing::warn!(target: "airsd::ops::devlog", "the developer log cannot be written: {e}");
             }
         }
     }

@@ -371,9 +371,9 @@ fn migrate_db(path: &Path, from: u32) -> Result<(), String> {
 /// Carries out `plan` (from [`plan`] just before). Takes the daemon's lock for the
 /// whole of it.
 pub fn apply(paths: &ProjectPaths) -> Result<Outcome, MigrateError> {
-    let lock = match crate::daemon::DaemonLock::acquire(&paths.locks().join("airsd.lock")) {
+    let lock = match super::lock::DaemonLock::acquire(&paths.locks().join("airsd.lock")) {
         Ok(l) => l,
-        Err(crate::daemon::LockError::Held { pid }) => {
+        Err(super::lock::LockError::Held { pid }) => {
             return Err(MigrateError::DaemonRunning { pid })
         }
         Err(e) => return Err(MigrateError::Backup(e.to_string())),

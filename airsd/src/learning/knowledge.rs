@@ -12,7 +12,7 @@ use air_proto::api::DebugRecord;
 use rusqlite::{params, Connection};
 
 use crate::error::Result;
-use crate::fts::{self, one_line};
+use crate::learning::fts::{self, one_line};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS records (

@@ -22,14 +22,14 @@ use air_proto::layout::ProjectPaths;
 use air_proto::project_profile::{ProfileOrigin, ProjectProfile, ProposalResult};
 use serde::Serialize;
 
-use crate::scan::Scan;
-use crate::supervisor::{Worker, WorkerCommand, WorkerEvent};
+use crate::agents::supervisor::{Worker, WorkerCommand, WorkerEvent};
+use crate::project::scan::Scan;
 
 /// The hidden subcommand.
 pub const ARG: &str = "__propose";
 /// The agent's id (and its recording's name under `AIR_RECORD`).
 pub const AGENT_ID: &str = "main-profile";
-const PROMPT: &str = include_str!("../../resources/prompts/project_profile.md");
+const PROMPT: &str = include_str!("../../../resources/prompts/project_profile.md");
 /// Turns the agent has: one to answer, two more if it must be reminded of the form.
 const TURNS: u32 = 3;
 /// How long the whole proposal may take before it is given up.
@@ -338,7 +338,7 @@ async fn model(worker: &WorkerCommand, flag: Option<String>) -> Result<ModelChoi
         task: None,
         replay: None,
     };
-    let mut replies = crate::models::ask(worker, &[query])
+    let mut replies = crate::agents::models::ask(worker, &[query])
         .await
         .map_err(NoModel::Failed)?;
     let reply = replies
@@ -381,9 +381,9 @@ pub async fn propose(
             Some("the profile is confirmed: `air profile reset` drops it".into()),
         );
     }
-    let scan = match crate::scan::last(paths) {
+    let scan = match crate::project::scan::last(paths) {
         Some(s) => s,
-        None => match crate::scan::scan_project(paths) {
+        None => match crate::project::scan::scan_project(paths) {
             Ok(s) => s,
             Err(e) => return Outcome::new(Status::Failed, current, Some(e.to_string())),
         },
@@ -399,7 +399,7 @@ pub async fn propose(
     };
     let model_id = format!("{}/{}", choice.provider, choice.model);
     asking(&model_id);
-    let detected = crate::project_profile::detect(paths.root(), &scan);
+    let detected = crate::project::project_profile::detect(paths.root(), &scan);
     let text = request_text(paths.root(), &scan, &detected);
     let (mut outcome, result) =
         run_agent(paths, &project_id, worker, flag, choice, &text, stop).await;
@@ -566,7 +566,7 @@ async fn run_agent(
                 IpcBody::ToolCall(call) => {
                     agent.reply(
                         &message.header,
-                        IpcBody::ToolResult(crate::supervisor::not_its_tool(&call)),
+                        IpcBody::ToolResult(crate::agents::supervisor::not_its_tool(&call)),
                     );
                 }
                 IpcBody::Log(record) if matches!(record.level, air_proto::ipc::LogLevel::Error) => {
@@ -711,7 +711,7 @@ mod tests {
             "tests/t.cpp",
             ".github/workflows/ci.yml",
         ] {
-            crate::scan::tests::touch(root, f);
+            crate::project::scan::tests::touch(root, f);
         }
         std::fs::write(
             root.join("CMakeLists.txt"),
@@ -723,8 +723,9 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "TOPSECRET").unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret"), root.join("Makefile")).unwrap();
-        let (scan, _) = crate::scan::scan(root, &Default::default(), crate::scan::TIME_LIMIT);
-        let detected = crate::project_profile::detect(root, &scan);
+        let (scan, _) =
+            crate::project::scan::scan(root, &Default::default(), crate::project::scan::TIME_LIMIT);
+        let detected = crate::project::project_profile::detect(root, &scan);
         let text = request_text(root, &scan, &detected);
         assert!(text.contains(&format!("{} files in", scan.files)), "{text}");
         assert!(text.contains("Files by extension: .cpp 3"), "{text}");
