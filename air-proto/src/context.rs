@@ -44,6 +44,10 @@ pub struct ModelChoice {
     /// The extended-thinking budget the agent's turns ask for, when they think.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget: Option<u32>,
+    /// No price is known for it (and it is not a local model, which costs nothing):
+    /// its tokens would be counted as costing nothing, so a cost budget cannot hold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unpriced: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -139,7 +139,23 @@ fn replayed_model(dir: &str, role: AgentType) -> Result<ModelChoice, String> {
         context_window: capability.context_window,
         max_output: capability.max_output,
         thinking_budget: thinking.budget_tokens,
+        unpriced: false,
     })
+}
+
+/// Whether a provider at `base_url` runs on this machine (a local model costs
+/// nothing).
+fn local(base_url: &str) -> bool {
+    let rest = base_url.split_once("://").map_or(base_url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The answer to `air-worker --resolve`.
@@ -164,6 +180,7 @@ pub fn answer(q: &ModelQuery) -> ModelReply {
                 context_window: m.capability.context_window,
                 max_output: m.capability.max_output,
                 thinking_budget: m.thinking.budget_tokens,
+                unpriced: m.price.is_none() && !local(&m.base_url),
             }),
             error: None,
         },
@@ -398,4 +415,28 @@ impl Talker {
 /// The key of a resolved model, from the variable it names.
 fn key_of(m: &ResolvedModel) -> Option<String> {
     m.api_key_env.as_deref().and_then(|v| std::env::var(v).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local;
+
+    #[test]
+    fn a_model_on_this_machine_is_local() {
+        for url in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080",
+            "http://[::1]:9/v1",
+            "http://LOCALHOST/v1",
+        ] {
+            assert!(local(url), "{url}");
+        }
+        for url in [
+            "https://openrouter.ai/api/v1",
+            "https://localhost.example.com/v1",
+            "http://10.0.0.5:8080/v1",
+        ] {
+            assert!(!local(url), "{url}");
+        }
+    }
 }

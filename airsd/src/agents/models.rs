@@ -106,7 +106,25 @@ pub async fn for_run(
             replay: run.replay.clone(),
         });
     }
-    resolve(worker, queries, run.model.clone()).await
+    let models = resolve(worker, queries, run.model.clone()).await?;
+    // A cost budget holds only where every model's tokens are priced.
+    if let Some(max) = run.budgets.max_cost {
+        let mut unpriced: Vec<String> = models
+            .resolved
+            .iter()
+            .filter(|(_, c)| c.unpriced)
+            .map(|(_, c)| format!("{}/{}", c.provider, c.model))
+            .collect();
+        unpriced.sort();
+        unpriced.dedup();
+        if !unpriced.is_empty() {
+            return Err(format!(
+                "max_cost ${max:.2} cannot be held: no price is known for {}, whose tokens would be counted as costing nothing; give it one in ~/.air/models.yaml under `prices:` (US dollars per million tokens, 0 for a free model), or run without max_cost",
+                unpriced.join(", ")
+            ));
+        }
+    }
+    Ok(models)
 }
 
 /// Answers the worker gave, each under everything it depends on (see [`asked`]): the

@@ -130,6 +130,7 @@ fn resolve(json: &str) {
         .iter()
         .map(|q| air_proto::ipc::ModelReply {
             resolved: Some(air_proto::ipc::ModelChoice {
+                unpriced: false,
                 provider: "test".into(),
                 model: q
                     .flag

@@ -181,22 +181,8 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
         let state = state(&root, &[]);
         let e = state
             .start_run(air_proto::api::params::RunStart {
-                plan: "plan.md".into(),
-                plan_text: PLAN.into(),
-                title: None,
-                concurrency: None,
                 on_ask: None,
-                permission_mode: None,
-                max_cost: None,
-                max_tokens: None,
-                max_time_ms: None,
-                model: None,
-                record: None,
-                replay: None,
-                learn: None,
-                worktrees: None,
-                land: None,
-                env: None,
+                ..crate::asks::run_start(PLAN, OnAsk::Deny, None, None)
             })
             .await
             .unwrap_err()
@@ -218,22 +204,9 @@ fn without_a_provider_the_run_is_refused_before_any_task_starts() {
         // A provider named on the command line that has no key is refused the same way.
         let e = state
             .start_run(air_proto::api::params::RunStart {
-                plan: "plan.md".into(),
-                plan_text: PLAN.into(),
-                title: None,
-                concurrency: None,
                 on_ask: None,
-                permission_mode: None,
-                max_cost: None,
-                max_tokens: None,
-                max_time_ms: None,
                 model: Some("openai/".into()),
-                record: None,
-                replay: None,
-                learn: None,
-                worktrees: None,
-                land: None,
-                env: None,
+                ..crate::asks::run_start(PLAN, OnAsk::Deny, None, None)
             })
             .await
             .unwrap_err()

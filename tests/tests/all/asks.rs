@@ -70,27 +70,37 @@ pub(crate) async fn start_budgeted(
     max_cost: Option<f64>,
 ) -> String {
     state
-        .start_run(RunStart {
-            plan: "plan.md".into(),
-            plan_text: plan_text.into(),
-            title: None,
-            concurrency: None,
-            on_ask: Some(on_ask),
-            permission_mode: mode,
-            max_cost,
-            max_tokens: None,
-            max_time_ms: None,
-            model: None,
-            record: None,
-            replay: None,
-            learn: None,
-            worktrees: None,
-            land: None,
-            env: None,
-        })
+        .start_run(run_start(plan_text, on_ask, mode, max_cost))
         .await
         .unwrap()
         .session_id
+}
+
+/// A `run.start` of `plan_text` with these settings, the rest left to defaults.
+pub(crate) fn run_start(
+    plan_text: &str,
+    on_ask: OnAsk,
+    mode: Option<air_proto::plan::PermissionMode>,
+    max_cost: Option<f64>,
+) -> RunStart {
+    RunStart {
+        plan: "plan.md".into(),
+        plan_text: plan_text.into(),
+        title: None,
+        concurrency: None,
+        on_ask: Some(on_ask),
+        permission_mode: mode,
+        max_cost,
+        max_tokens: None,
+        max_time_ms: None,
+        model: None,
+        record: None,
+        replay: None,
+        learn: None,
+        worktrees: None,
+        land: None,
+        env: None,
+    }
 }
 
 pub(crate) async fn until(

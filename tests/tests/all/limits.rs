@@ -152,3 +152,28 @@ fn the_worker_is_told_at_its_soft_timeout_and_may_ask_for_more_time() {
         state.stop_runs().await;
     });
 }
+
+/// A cost budget cannot hold where a model has no known price (its tokens would be
+/// counted as free): the run is refused at its start, naming the model and how to
+/// price it; a local model costs nothing and needs no price.
+#[test]
+fn a_cost_budget_with_an_unpriced_model_is_refused_at_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let env = vec![("OPENROUTER_API_KEY", "sk-test".to_string())];
+        let state = state(&root, &env);
+        let plan = "## Task A: write a greeting\n\n- model: openrouter/acme/unpriced-1\n\nCreate hello.txt saying hello.\n";
+        let refused = state
+            .start_run(crate::asks::run_start(plan, OnAsk::Deny, None, Some(1.0)))
+            .await
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("no price is known for openrouter/acme/unpriced-1")
+                && refused.contains("prices:"),
+            "{refused}"
+        );
+    });
+}
