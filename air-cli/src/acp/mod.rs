@@ -650,9 +650,10 @@ fn mirror(live: &Arc<Live>, cx: &Cx, event: &air_proto::event::RuntimeEvent) {
             let Some(started) = updates::de::<p::CommandStarted>(&event.payload) else {
                 return;
             };
-            let (Some(call), Some((program, args))) =
-                (started.tool_run_id, terminals.open(&started.command_run_id))
-            else {
+            let Some(call) = started.tool_run_id else {
+                return;
+            };
+            let Some((program, args)) = terminals.open(&started.command_run_id) else {
                 return;
             };
             let (live, cx2) = (live.clone(), cx.clone());

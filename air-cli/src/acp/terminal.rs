@@ -1,7 +1,9 @@
 //! The agents' commands in the editor's terminals (`terminal/*`, when the editor
 //! offers them): a command still runs in airsd's sandbox, and the editor's terminal
 //! shows it as it runs. For each command the relay makes a FIFO in a folder of its
-//! own (0700) and asks the editor to run `sh -c 'cat OUT; exit "$(cat STATUS)"'`; the
+//! own (0700, under `$XDG_RUNTIME_DIR`, which no sandboxed command may write; without
+//! it no terminal is used) and asks the editor to run
+//! `/bin/sh -c 'cat OUT; exit "$(cat STATUS)"'`; the
 //! command's output goes into the first FIFO as it comes, its exit status into the
 //! second once it ended, and the tool call embeds the terminal.
 
@@ -28,9 +30,10 @@ struct Mirror {
 
 /// The terminals of one connection.
 pub struct Terminals {
-    /// Where the folder of its FIFOs is made when a command is shown; each writer
-    /// removes its files, and the folder with the last of them.
-    base: PathBuf,
+    /// Where the folder of its FIFOs is made when a command is shown (none: no
+    /// terminal is used); each writer removes its files, and the folder with the last
+    /// of them.
+    base: Option<PathBuf>,
     runs: Mutex<HashMap<String, Mirror>>,
 }
 
@@ -42,10 +45,7 @@ impl Terminals {
     /// when the command ends).
     pub fn new() -> Terminals {
         Terminals {
-            base: std::env::var_os("XDG_RUNTIME_DIR")
-                .map(PathBuf::from)
-                .filter(|d| d.is_dir())
-                .unwrap_or_else(std::env::temp_dir),
+            base: private_base(),
             runs: Mutex::new(HashMap::new()),
         }
     }
@@ -54,7 +54,10 @@ impl Terminals {
     /// only when no one else may enter it.
     fn dir(&self) -> Option<PathBuf> {
         use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
-        let dir = self.base.join(format!("air-acp-{}", std::process::id()));
+        let dir = self
+            .base
+            .as_ref()?
+            .join(format!("air-acp-{}", std::process::id()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => Some(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -93,7 +96,7 @@ impl Terminals {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         runs.insert(run.to_string(), Mirror { to, waiting });
         Some((
-            "sh".to_string(),
+            "/bin/sh".to_string(),
             vec![
                 "-c".to_string(),
                 SCRIPT.to_string(),
@@ -105,6 +108,8 @@ impl Terminals {
 
     /// A chunk of the command's output.
     pub fn output(&self, run: &str, data: &str) {
+        let data = shown(data);
+        let data = data.as_str();
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = runs.get(run) {
             // An editor that does not read its terminal does not make the relay
@@ -123,6 +128,13 @@ impl Terminals {
 
     /// The command ended with `code`: its terminal's process exits with it.
     pub fn ended(&self, run: &str, code: i32) {
+        // What `exit` takes: a signal's death as 128 + its number would be, a code
+        // out of range as a failure.
+        let code = match code {
+            0..=255 => code,
+            c if c < 0 => 128 + (-c).min(127),
+            _ => 1,
+        };
         let m = self
             .runs
             .lock()
@@ -145,10 +157,17 @@ fn writer(fifo: &Path) -> Option<std::fs::File> {
     let file = loop {
         match std::fs::OpenOptions::new()
             .write(true)
-            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits())
             .open(fifo)
         {
-            Ok(f) => break f,
+            // What was opened is the FIFO made, not what a name was swapped for.
+            Ok(f) => {
+                use std::os::unix::fs::FileTypeExt as _;
+                if !f.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
+                    return None;
+                }
+                break f;
+            }
             Err(_) if std::time::Instant::now() < until => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
@@ -204,9 +223,72 @@ fn write_out(
 
 /// Removes what is left of this relay's FIFOs (when it ends).
 pub fn clean_up() {
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|d| d.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    let _ = std::fs::remove_dir_all(base.join(format!("air-acp-{}", std::process::id())));
+    if let Some(base) = private_base() {
+        let _ = std::fs::remove_dir_all(base.join(format!("air-acp-{}", std::process::id())));
+    }
+}
+
+/// `$XDG_RUNTIME_DIR` when it is this user's own and no command writes there (not
+/// the temporary directory, which sandboxed commands may write): the FIFOs cannot be
+/// swapped for links by a command of an agent.
+fn private_base() -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    let base = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
+    let m = std::fs::symlink_metadata(&base).ok()?;
+    let tmp = std::env::temp_dir();
+    (base.is_absolute()
+        && m.is_dir()
+        && m.uid() == nix::unistd::geteuid().as_raw()
+        && m.mode() & 0o077 == 0
+        && !base.starts_with(&tmp)
+        && !tmp.starts_with(&base))
+    .then_some(base)
+}
+
+/// A command's output as a terminal may show it: colours kept, every other escape
+/// sequence and control character left out (no title, clipboard, link or cursor
+/// tricks from what a command printed).
+fn shown(data: &str) -> String {
+    let mut out = String::with_capacity(data.len());
+    let mut chars = data.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\t' | '\n' | '\r' => out.push(c),
+            '\u{1b}' => {
+                // SGR (`ESC [ digits ; … m`) is kept; anything else is dropped whole.
+                let mut seq = String::from(c);
+                if chars.peek() == Some(&'[') {
+                    seq.push('[');
+                    chars.next();
+                    while let Some(&n) = chars.peek() {
+                        if n.is_ascii_digit() || n == ';' {
+                            seq.push(n);
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    if chars.peek() == Some(&'m') {
+                        chars.next();
+                        seq.push('m');
+                        out.push_str(&seq);
+                    }
+                }
+            }
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_colours_reach_the_editors_terminal() {
+        let said =
+            super::shown("a\u{1b}[31mred\u{1b}[0m\u{1b}]52;c;eA==\u{7}b\u{1b}[2J\u{9b}c\r\n");
+        assert_eq!(said, "a\u{1b}[31mred\u{1b}[0m]52;c;eA==bJc\r\n");
+        assert!(!said.contains('\u{7}'));
+    }
 }

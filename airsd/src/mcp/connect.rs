@@ -75,7 +75,7 @@ fn client_config() -> ClientConfig {
 /// What `${NAME}` stands for in a server's declaration: airsd's variable. A server
 /// the person did not declare themselves (a project's) is given no secret, by its
 /// name or its value.
-fn lookup(server: &McpServer) -> impl Fn(&str) -> Option<String> {
+pub(super) fn lookup(server: &McpServer) -> impl Fn(&str) -> Option<String> {
     let own = server.source.is_persons();
     move |name: &str| {
         let v = std::env::var(name).ok()?;

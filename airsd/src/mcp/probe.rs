@@ -148,7 +148,7 @@ async fn login(root: &Path, name: &str) -> Result<Value, String> {
             "`{name}` is a project's server nobody trusted yet: `air mcp trust` first"
         ));
     }
-    let url = air_proto::mcp::expand(url, |n| std::env::var(n).ok())?;
+    let url = air_proto::mcp::expand(url, super::connect::lookup(server))?;
     super::oauth::login(&home, name, &url, |to_open| {
         eprintln!("air: open this page to sign in to `{name}`:\n\n  {to_open}\n");
     })

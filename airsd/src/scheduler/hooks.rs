@@ -193,9 +193,9 @@ pub async fn run(
         }
         // A project's hook runs confined, or not at all.
         if !hook.source.is_persons()
-            && !launching.sandbox_exe.is_some_and(|(_, p)| {
-                launching.engine.sandbox() && (p.landlock || p.isolation.is_ok())
-            })
+            && !launching
+                .sandbox_exe
+                .is_some_and(|(_, p)| launching.engine.sandbox() && p.isolation.is_ok())
         {
             run.skipped = Some(
                 "a project's hook runs only under air's sandbox, which this machine does not have"

@@ -55,6 +55,14 @@ async fn client_at(root: PathBuf, url: String, args: &[&str], env: Vec<(&str, Pa
 /// The editor's part of the test: it writes the session's id to `id_file` and waits
 /// for `go_file` before its second prompt.
 async fn drive(root: PathBuf, url: String, id_file: PathBuf, go_file: PathBuf) -> Value {
+    // The editor's terminals need a runtime folder of the user's own, apart from the
+    // temporary directory (which sandboxed commands write).
+    let base = id_file.parent().unwrap().to_path_buf();
+    let (run, tmp) = (base.join("run"), base.join("tmp"));
+    for d in [&run, &tmp] {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new().mode(0o700).create(d).unwrap();
+    }
     client_at(
         root,
         url,
@@ -63,7 +71,12 @@ async fn drive(root: PathBuf, url: String, id_file: PathBuf, go_file: PathBuf) -
             "/direct write hello.txt and an .envrc",
             "/direct read hello.txt back",
         ],
-        vec![("ACP_SESSION_FILE", id_file), ("ACP_GO_FILE", go_file)],
+        vec![
+            ("ACP_SESSION_FILE", id_file),
+            ("ACP_GO_FILE", go_file),
+            ("XDG_RUNTIME_DIR", run),
+            ("TMPDIR", tmp),
+        ],
     )
     .await
 }
