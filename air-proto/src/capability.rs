@@ -349,11 +349,63 @@ pub fn installed(air_home: Option<&Path>, root: &Path, trust: &Trust) -> Install
 
 /// The trusted capabilities of the project at `root`, read with the person's trust
 /// (`air_home/trust.json`); warnings for what was passed over.
+///
+/// The answer is kept while nothing it was read from changed: the trust file and
+/// every entry of the capabilities' folders, by inode, size and change time (which
+/// no write can keep as it was), so that an agent's every start does not hash the
+/// folders again.
 pub fn trusted(air_home: Option<&Path>, root: &Path) -> (Vec<Capability>, Vec<String>) {
+    type Kept = Vec<(String, Vec<Stamp>, (Vec<Capability>, Vec<String>))>;
+    static KEPT: std::sync::Mutex<Kept> = std::sync::Mutex::new(Vec::new());
     let any = air_home.is_some_and(|h| user_dir(h).is_dir()) || project_dir(root).is_dir();
     if !any {
         return (Vec::new(), Vec::new());
     }
+    let key = format!("{:?}\0{}", air_home, root.display());
+    let mut places: Vec<PathBuf> = vec![project_dir(root)];
+    if let Some(h) = air_home {
+        places.push(user_dir(h));
+        places.push(h.join("trust.json"));
+    }
+    let now: Vec<Stamp> = places.iter().flat_map(|p| stamps(p)).collect();
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, _, answer)) = kept.iter().find(|(k, s, _)| *k == key && *s == now) {
+        return answer.clone();
+    }
+    let answer = read_trusted(air_home, root);
+    kept.retain(|(k, _, _)| *k != key);
+    if kept.len() >= 8 {
+        kept.remove(0);
+    }
+    kept.push((key, now, answer.clone()));
+    answer
+}
+
+/// What a file or folder entry is now: its path, inode, size and change time.
+type Stamp = (PathBuf, u64, u64, i64, i64);
+
+/// The stamps of `path` and of everything under it (links not followed).
+fn stamps(path: &Path) -> Vec<Stamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut out = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let Ok(m) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        out.push((p.clone(), m.ino(), m.size(), m.ctime(), m.ctime_nsec()));
+        if m.is_dir() && out.len() < 4 * MOST_FILES {
+            if let Ok(entries) = std::fs::read_dir(&p) {
+                stack.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// [`trusted`], read afresh.
+fn read_trusted(air_home: Option<&Path>, root: &Path) -> (Vec<Capability>, Vec<String>) {
     let trust = match air_home {
         Some(h) => match Trust::load(&h.join("trust.json")) {
             Ok(t) => t,

@@ -70,6 +70,13 @@ pub fn answer_json<T: serde::Serialize, E: std::fmt::Display>(result: Result<T, 
     }
 }
 
+/// The person's air folder: `$AIR_HOME`, else `~/.air`.
+pub fn air_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("AIR_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")))
+}
+
 /// Installs the TLS provider airsd's own HTTPS clients use (ring), once.
 pub fn tls() {
     static ONCE: std::sync::Once = std::sync::Once::new();

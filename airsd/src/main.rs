@@ -146,9 +146,7 @@ fn main() -> ExitCode {
     };
     let paths = air_proto::layout::ProjectPaths::new(&root);
     // The user's files: $AIR_HOME, else ~/.air.
-    let air_home = std::env::var_os("AIR_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")));
+    let air_home = airsd::air_home();
     // Writes the developer log's last lines when main returns.
     let _developer_log = match init_logging(&paths.logs(), !args.foreground, air_home.as_deref()) {
         Ok(guard) => guard,

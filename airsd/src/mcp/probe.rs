@@ -12,12 +12,6 @@ use serde_json::{json, Value};
 
 pub const ARG: &str = "__mcp";
 
-fn air_home() -> Option<PathBuf> {
-    std::env::var_os("AIR_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".air")))
-}
-
 /// The run's engine for the project at `root`, in default mode.
 fn engine(
     root: &Path,
@@ -45,7 +39,7 @@ fn engine(
 }
 
 async fn probe(root: &Path) -> Result<Value, String> {
-    let home = air_home();
+    let home = crate::air_home();
     let config = super::Config::load(home.as_deref(), root)?;
     let engine = engine(root, home.as_deref())?;
     // The hosts the trusted capabilities need, allowed as in a run.
@@ -130,7 +124,7 @@ async fn probe(root: &Path) -> Result<Value, String> {
 }
 
 async fn login(root: &Path, name: &str) -> Result<Value, String> {
-    let home = air_home().ok_or("no home directory to keep the tokens in (set AIR_HOME)")?;
+    let home = crate::air_home().ok_or("no home directory to keep the tokens in (set AIR_HOME)")?;
     let config = super::Config::load(Some(&home), root)?;
     let server = config
         .loaded

@@ -109,9 +109,7 @@ pub fn check(root: Option<&Path>, all: bool) -> Report {
     }
     // What the trusted capabilities need.
     if let Some(root) = root {
-        let air_home = std::env::var_os("AIR_HOME")
-            .map(std::path::PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".air")));
+        let air_home = crate::air_home();
         let (capabilities, _) = air_proto::capability::trusted(air_home.as_deref(), root);
         for c in capabilities {
             let by = format!("capability {}", c.manifest.name);
