@@ -165,6 +165,10 @@ pub const CONFIRM_PREFIX: &str = "confirm:";
 /// How a summary turn's title begins (the rest names the tasks).
 pub const SUMMARY_TITLE: &str = "Summarise ";
 
+/// How the title of a turn that tells the user of an escalation begins (the rest
+/// names the task); its description says what happened.
+pub const ESCALATION_TITLE: &str = "Tell the user about ";
+
 /// How a turn names the user message it answers among its context refs.
 pub const MESSAGE_REF: &str = "message:";
 

@@ -113,6 +113,7 @@ own! {
     AgentSoftTimeout => "agent.soft_timeout",
     TimeoutExtended => "agent.timeout_extended",
     ModelFallback => "agent.model_fallback",
+    LoopDetected => "agent.loop_detected",
     RunStarted => "run.started",
     RunCompleted => "run.completed",
     RunContinued => "run.continued",

@@ -199,6 +199,9 @@ wire_enum! {
         Timeout = "timeout",
         /// Killed after it stopped sending heartbeats.
         Stalled = "stalled",
+        /// Killed while its heartbeats kept coming but it moved no further: its turn
+        /// and output stood still, with no tool and no model answer awaited.
+        Stuck = "stuck",
         /// Stopped after breaking the NDJSON protocol.
         Protocol = "protocol",
         /// airsd stopped or crashed while it ran; the work is retried without counting
@@ -486,6 +489,22 @@ pub struct ModelFallback {
     pub to_model: String,
     /// The provider's last failure, and configured models passed over on the way.
     pub reason: String,
+}
+
+/// `agent.loop_detected`: the patrol within an agent's turns found it in a loop (the
+/// same call with the same input again and again, or turns that brought nothing
+/// new). The first time the agent is told; a loop after that stops it, and airsd tells
+/// the person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoopDetected {
+    pub agent_id: String,
+    pub task_id: String,
+    /// The agent's turn when it was found.
+    pub turn: u32,
+    /// What repeated.
+    pub reason: String,
+    /// Whether the agent was stopped (else it was told).
+    pub stopped: bool,
 }
 
 /// `scheduler.patrol`: nothing happened for a while, so every running agent was checked.
@@ -811,6 +830,10 @@ pub struct AgentHeartbeat {
     /// answer yet (keep-alives do not count), in milliseconds; absent when it is not
     /// waiting on its model.
     pub model_silent_ms: Option<u64>,
+    /// How many of its tool calls it waits on (absent: none): an agent waiting on a
+    /// tool is not stuck, however long the tool runs within its own limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_running: Option<u32>,
 }
 
 /// `architecture.questions.asked`: the designer's questions, accepted by airsd, which

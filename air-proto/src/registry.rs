@@ -134,6 +134,7 @@ pub static EVENTS: &[EventSpec] = &[
     durable!(ev::AgentSoftTimeout, "agent", "A worker passed its soft timeout and was warned."),
     durable!(ev::TimeoutExtended, "agent", "A worker was granted more time before its hard timeout."),
     durable!(worker ev::ModelFallback, "agent", "An agent's provider kept failing; it went on with the next model configured for its agent type."),
+    durable!(worker ev::LoopDetected, "agent", "An agent was found in a loop within its own turns: told the first time, stopped the next (its task goes on without it, and the person is told)."),
     durable!(ev::AgentPaused, "agent", "A running agent is held between its steps; its time limits stop counting."),
     durable!(ev::AgentResumed, "agent", "A held agent goes on; its time limits move by the time it was held."),
     durable!(ev::RunStarted, "run", "A plan run began, with its effective settings."),

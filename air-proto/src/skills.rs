@@ -22,5 +22,7 @@ pub struct SkillRef {
 
 #[cfg(feature = "config")]
 mod files;
+#[cfg(feature = "hooks")]
+pub use files::discover;
 #[cfg(feature = "config")]
-pub use files::{discover, load, read};
+pub use files::{load, read};

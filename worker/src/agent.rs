@@ -26,68 +26,6 @@ use crate::submit;
 /// next one goes to airsd as it is (and airsd refuses it there).
 const MAX_REFUSALS: u32 = 2;
 
-/// What airsd's evidence gate says is wrong with `result` (empty: nothing). A gate
-/// that cannot be asked refuses nothing here: airsd judges the result when it comes.
-async fn gate_refusals(
-    link: &impl Link,
-    call_id: &str,
-    result: &WorkerResult,
-    origin_message_id: &str,
-) -> Vec<String> {
-    let input = serde_json::json!({ "result": result });
-    let answer = link
-        .call_tool(
-            &format!("{call_id}:check"),
-            air_proto::gate::CHECK_TOOL,
-            input,
-            origin_message_id,
-        )
-        .await;
-    if answer.status != ToolResultStatus::Ok {
-        return Vec::new();
-    }
-    answer
-        .output
-        .and_then(|o| serde_json::from_value::<air_proto::gate::Verdict>(o).ok())
-        .map(|v| v.refused)
-        .unwrap_or_default()
-}
-
-/// What the executor of a bugfix task is told of airsd's run of its check before it
-/// began.
-fn before_told(answer: &ToolResult) -> String {
-    let Some(out) = answer
-        .output
-        .as_ref()
-        .filter(|_| answer.status == ToolResultStatus::Ok)
-    else {
-        let why = answer
-            .error
-            .as_ref()
-            .map(|e| e.message.as_str())
-            .unwrap_or("it did not run");
-        return format!(
-            "# Before you began\n\nairsd could not run this task's check before any change: {why}. The reproduction is then yours: run the check that shows the bug and see it fail before you change anything, then run it again after the fix."
-        );
-    };
-    let command = out.get("command").and_then(Value::as_str).unwrap_or("");
-    let id = out
-        .get("command_run_id")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let shown = answer.content.clone().unwrap_or_default();
-    let verdict = match out.get("exit_code").and_then(Value::as_i64) {
-        Some(0) => "It passed, so no test shows the bug yet: write a test that shows it, run it and see it fail before you fix the code, then run it again after the fix (that failure, then that pass, is the reproduction).".to_string(),
-        Some(code) => format!("It failed (exit {code}): that is the bug on record before any change. Fix it, then run the same check again after your last edit (wrapped as you like: `2>&1 | tail -30`, `-v`); its pass is the reproduction."),
-        None => "It did not run to its end, so it shows nothing: run the check that shows the bug and see it fail before you change anything, then run it again after the fix.".to_string(),
-    };
-    format!(
-        "# Before you began\n\nairsd ran this task's check `{command}` (command_run_id {id}). {verdict}\n\n{shown}"
-    )
-    .trim_end()
-    .to_string()
-}
-
 /// Turns left at which the agent is warned that its budget ends.
 const TURNS_WARNED: u32 = 3;
 
@@ -167,6 +105,15 @@ const COMPACTION_BACKOFF: u32 = 5;
 use crate::own::{more_time_tool, skill_tool, time_told};
 pub use crate::own::{MORE_TIME, SKILL_LOAD};
 
+mod states;
+mod told;
+mod watch;
+use states::{writes, Machine, Step};
+use told::{before_told, debug_record, gate_refusals, here, looped};
+/// The same call this many times in a row is a loop: told the first time, stopped
+/// the next.
+pub use watch::REPEATS as LOOP_REPEATS;
+
 /// Where an agent's loop is (D-006), per agent type: the executor LOADING →
 /// THINKING → ACTING → OBSERVING (again and again) → FINALIZING; the reviewer and the
 /// Architecture Designer LOADING → REVIEWING → DECIDING; the debugger GATHERING →
@@ -209,11 +156,6 @@ impl LoopState {
     }
 }
 
-/// Tools that change files (the debugger's FIXING starts with the first).
-fn writes(tool: &str) -> bool {
-    matches!(tool, "fs.write" | "fs.edit" | "fs.multi_edit")
-}
-
 /// `text` with every tool named as the model knows it (`fs_read`, not airsd's
 /// `fs.read`): a refusal that names a tool the model was never given is a riddle.
 pub fn model_names(text: &str, names: &[(String, String)]) -> String {
@@ -250,53 +192,6 @@ pub fn model_names(text: &str, names: &[(String, String)]) -> String {
         out = next;
     }
     out
-}
-
-/// The debugger's record of what it found (`debug.record.created`): the symptom (the
-/// executor's failed checks or summary), the analysis and cause, the fix, and the
-/// commands that show it.
-fn debug_record(
-    start: &AgentStart,
-    result: &WorkerResult,
-    seen: &submit::Seen,
-) -> p::DebugRecordCreated {
-    let ran = &seen.ran;
-    let output: Option<air_proto::result::DebuggerOutput> =
-        serde_json::from_value(result.result.clone()).ok();
-    let symptom = match start.context_pack.previous_result.as_deref() {
-        Some(prev) => {
-            let failed: Vec<String> = prev
-                .verification
-                .iter()
-                .filter(|v| v.status == air_proto::result::VerificationStatus::Failed)
-                .map(|v| format!("`{}` failed", v.name))
-                .collect();
-            if failed.is_empty() {
-                prev.summary.clone()
-            } else {
-                failed.join("; ")
-            }
-        }
-        None => start.task_spec.title.clone(),
-    };
-    p::DebugRecordCreated {
-        task_id: result.task_id.clone(),
-        agent_id: result.agent_id.clone(),
-        symptom,
-        analysis: output
-            .as_ref()
-            .map(|o| o.analysis.clone())
-            .unwrap_or_default(),
-        root_cause: output.as_ref().and_then(|o| o.root_cause.clone()),
-        fixed: output.as_ref().is_some_and(|o| o.fixed),
-        // What the fix changed: the debugger's own calls.
-        changed_files: seen.own.clone(),
-        command_run_ids: ran
-            .iter()
-            .filter(|r| !r.command_run_id.is_empty())
-            .map(|r| r.command_run_id.clone())
-            .collect(),
-    }
 }
 
 /// The request made for the model an agent fell back on: its name and room, no
@@ -464,14 +359,13 @@ async fn run_with(
         0 => air_proto::plan::DEFAULT_MAX_TURNS,
         n => n,
     };
-    let debugging = role == AgentType::Debugger;
-    let reviewing =
-        matches!(role, AgentType::Reviewer | AgentType::ArchitectureDesigner) && !planning;
     // Plain text ends the turn: the answer is for the user.
     let talking = main || direct || planning;
+    // Where the agent type's own loop is, and the patrol of its turns.
+    let mut machine = Machine::of(role, !planning, start);
+    let mut watch = watch::Watch::default();
     let mut state = LoopState::Loading;
     let mut tokens = (0u64, 0u64);
-    let mut fixing = false;
     link.progress(state, 0, tokens);
     // A bugfix task: airsd runs its check before the model begins, so that the bug
     // is on record before anything changes.
@@ -500,21 +394,8 @@ async fn run_with(
     }
     for turn_no in 0..max_turns {
         // Before the model's turn: what the loop is doing now.
-        state = if debugging {
-            if fixing {
-                LoopState::Fixing
-            } else if seen.ran.iter().any(|r| r.exit_code.is_some()) {
-                LoopState::Analyzing
-            } else {
-                LoopState::Gathering
-            }
-        } else if reviewing {
-            LoopState::Reviewing
-        } else if main && talk.delegating() {
-            LoopState::Delegating
-        } else {
-            LoopState::Thinking
-        };
+        machine.step(Step::Turn);
+        state = machine.state();
         link.hold().await;
         // What the user said to this task meanwhile reaches the model now.
         let said = link.inbox();
@@ -712,8 +593,11 @@ async fn run_with(
                     Ok(told) => (told, false),
                     Err(why) => (why, true),
                 };
-                if talk.delegating() && state != LoopState::Delegating {
-                    state = LoopState::Delegating;
+                if talk.delegating() {
+                    machine.step(Step::Delegating);
+                }
+                if machine.state() != state {
+                    state = machine.state();
                     link.progress(state, turn_no + 1, tokens);
                 }
                 for change in talk.take_changes() {
@@ -729,11 +613,13 @@ async fn run_with(
                         link.event(e);
                     }
                 }
-                answers.push(ContentBlock::ToolResult {
-                    tool_use_id: id.to_string(),
+                here(
+                    &mut answers,
+                    &mut watch,
+                    (id, name, input),
                     content,
                     is_error,
-                });
+                );
                 continue;
             }
             let own = crate::own::Own {
@@ -746,11 +632,13 @@ async fn run_with(
                 task_id: task_id.as_str(),
             };
             if let Some((content, is_error)) = own.answer(name, input).await {
-                answers.push(ContentBlock::ToolResult {
-                    tool_use_id: id.to_string(),
+                here(
+                    &mut answers,
+                    &mut watch,
+                    (id, name, input),
                     content,
                     is_error,
-                });
+                );
                 continue;
             }
             if name == submit::SUBMIT && !main {
@@ -766,43 +654,29 @@ async fn run_with(
                             let refused = gate_refusals(link, id, &result, &message_id).await;
                             if !refused.is_empty() {
                                 refusals += 1;
-                                answers.push(ContentBlock::ToolResult {
-                                    tool_use_id: id.to_string(),
-                                    content: format!(
-                                        "not accepted: airsd's records of this attempt do not show what this result needs:\n- {}\nDo what is missing (airsd records the evidence of the commands you run) and submit again, or submit `failed` or `blocked` saying why.",
-                                        refused.join("\n- ")
-                                    ),
-                                    is_error: true,
-                                });
+                                let told = format!(
+                                    "not accepted: airsd's records of this attempt do not show what this result needs:\n- {}\nDo what is missing (airsd records the evidence of the commands you run) and submit again, or submit `failed` or `blocked` saying why.",
+                                    refused.join("\n- ")
+                                );
+                                here(&mut answers, &mut watch, (id, name, input), told, true);
                                 continue;
                             }
                         }
-                        let end = match role {
-                            AgentType::Debugger => {
-                                let record = debug_record(start, &result, &seen);
-                                let state = if record.fixed {
-                                    LoopState::Recording
-                                } else {
-                                    LoopState::Escalating
-                                };
-                                if let Ok(e) =
-                                    RuntimeEvent::of(session.as_str(), source.clone(), &record)
-                                {
-                                    link.event(e);
-                                }
-                                state
+                        let mut fixed = false;
+                        if role == AgentType::Debugger {
+                            let record = debug_record(start, &result, &seen);
+                            fixed = record.fixed;
+                            if let Ok(e) =
+                                RuntimeEvent::of(session.as_str(), source.clone(), &record)
+                            {
+                                link.event(e);
                             }
-                            _ if reviewing => LoopState::Deciding,
-                            _ => LoopState::Finalizing,
-                        };
-                        link.progress(end, turn_no + 1, tokens);
+                        }
+                        machine.step(Step::Submitted { fixed });
+                        link.progress(machine.state(), turn_no + 1, tokens);
                         return result;
                     }
-                    Err(why) => answers.push(ContentBlock::ToolResult {
-                        tool_use_id: id.to_string(),
-                        content: why,
-                        is_error: true,
-                    }),
+                    Err(why) => here(&mut answers, &mut watch, (id, name, input), why, true),
                 }
                 continue;
             }
@@ -825,21 +699,39 @@ async fn run_with(
                 }
             };
             let tool = tool.as_str();
-            if debugging && writes(tool) {
-                fixing = true;
+            // Where its loop is, the agent type may not call this yet (a debugger's
+            // write before any evidence).
+            if let Err(why) = machine.allows(tool) {
+                let why = model_names(&why, &names);
+                here(&mut answers, &mut watch, (id, name, input), why, true);
+                continue;
             }
-            let acting = match (debugging, reviewing) {
-                (true, _) if fixing => LoopState::Fixing,
-                (true, _) => state,
-                (_, true) => LoopState::Reviewing,
-                _ => LoopState::Acting,
-            };
-            if acting != state {
-                state = acting;
+            machine.step(Step::Calling { tool });
+            if machine.state() != state {
+                state = machine.state();
                 link.progress(state, turn_no + 1, tokens);
             }
             link.hold().await;
             let answer = link.call_tool(id, tool, input.clone(), &message_id).await;
+            machine.step(Step::Called {
+                tool,
+                input,
+                answer: &answer,
+            });
+            watch.call(
+                name,
+                input,
+                watch::fingerprint(
+                    answer.status == ToolResultStatus::Ok,
+                    answer.output.as_ref(),
+                    answer
+                        .error
+                        .as_ref()
+                        .map(|e| e.message.as_str())
+                        .or(answer.content.as_deref())
+                        .unwrap_or(""),
+                ),
+            );
             if planning
                 && air_proto::planning::is_designer_tool(tool)
                 && answer.status == ToolResultStatus::Ok
@@ -919,9 +811,12 @@ async fn run_with(
                 },
             });
         }
-        if !debugging && !reviewing && !answers.is_empty() {
-            state = LoopState::Observing;
-            link.progress(state, turn_no + 1, tokens);
+        if !answers.is_empty() {
+            machine.step(Step::Answered);
+            if machine.state() != state {
+                state = machine.state();
+                link.progress(state, turn_no + 1, tokens);
+            }
         }
         let stopped = turn.stop_reason;
         let said = assistant.texts().join("\n");
@@ -949,6 +844,28 @@ async fn run_with(
                     link.progress(LoopState::Finalizing, turn_no + 1, tokens);
                     return result;
                 }
+            }
+        }
+        // The patrol of the agent's own turns: a loop is told once, then stops it.
+        match watch.turn(&said) {
+            watch::Verdict::Fine => {}
+            watch::Verdict::Tell(why) => {
+                looped(link, start, &source, turn_no + 1, &why, false);
+                answers.push(ContentBlock::text(format!(
+                    "airsd's patrol: {why}. That is a loop, and nothing new is coming of it. Stop and change your approach: read what the answers say, try something else, or submit `failed` or `blocked` saying where you are stuck. If the loop goes on, airsd stops you and hands the task on."
+                )));
+            }
+            watch::Verdict::Stop(why) => {
+                looped(link, start, &source, turn_no + 1, &why, true);
+                return ended(
+                    start,
+                    role,
+                    WorkerStatus::Failed,
+                    format!(
+                        "stopped in a loop on turn {}: {why}, after being told once",
+                        turn_no + 1
+                    ),
+                );
             }
         }
         if answers.is_empty() {

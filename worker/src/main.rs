@@ -68,6 +68,11 @@ impl Peer {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .map(|t| u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
+                tools_running: u32::try_from(
+                    self.waiting.lock().unwrap_or_else(|p| p.into_inner()).len(),
+                )
+                .ok()
+                .filter(|n| *n > 0),
             },
         ) {
             let _ = self.send(IpcBody::Event(e), None);

@@ -1,6 +1,6 @@
 //! Skills on disk: finding them, reading their front matter, loading one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
@@ -23,6 +23,7 @@ const MAX_SKILL_BYTES: u64 = 256 * 1024;
 
 /// The skills installed: the user's, then the project's over them by name, sorted by
 /// name; and what could not be read, each named by file (and line).
+#[cfg(feature = "hooks")]
 pub fn discover(air_home: Option<&Path>, shared: &Path) -> (Vec<SkillRef>, Vec<String>) {
     let mut skills: Vec<SkillRef> = Vec::new();
     let mut problems = Vec::new();
@@ -47,7 +48,7 @@ pub fn discover(air_home: Option<&Path>, shared: &Path) -> (Vec<SkillRef>, Vec<S
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        let mut dirs: Vec<PathBuf> = entries
+        let mut dirs: Vec<std::path::PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.is_dir())
             .collect();

@@ -201,6 +201,7 @@ fn events_are_built_from_their_types() {
             "assistant.message.created",
             "context.message.created",
             "agent.model_fallback",
+            "agent.loop_detected",
             "context.compaction.requested",
             "requirement.changed",
             "debug.record.created",

@@ -151,6 +151,14 @@ pub(super) fn direct_text(t: &TaskSpec) -> String {
 /// to summarise.
 pub(super) fn turn_text(t: &TaskSpec) -> String {
     let about = air_proto::conversation::summarised(t);
+    if t.title
+        .starts_with(air_proto::conversation::ESCALATION_TITLE)
+    {
+        return format!(
+            "# Tell the user\n\nSomething went wrong with work under way that the user must hear about now: {}\n\nTell the user in a few sentences what happened, what airsd did about it, and what they can do (wait for the debugger, `air retry` the task, change the requirement, or stop it). Do not call classify.\n",
+            t.description.trim()
+        );
+    }
     if !about.is_empty() {
         return format!(
             "# Summarise for the user\n\nThe work you handed on has ended: {}. Tell the user what was done, the evidence airsd recorded, what failed and why, and what is next. Read the changed files or the task's output if you need to; do not call classify.\n",

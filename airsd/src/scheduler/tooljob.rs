@@ -139,6 +139,9 @@ pub struct ToolJob {
     /// The task's checks the plan declares evidence of (a command, what it yields
     /// when it passes).
     pub yields: Vec<(String, air_proto::task::EvidenceType)>,
+    /// The task's checks (its verification commands): a command's answer names those
+    /// it ran, as airsd reads commands (a debugger's gate opens on the failing one).
+    pub checks: Vec<String>,
     /// The task's hard timeout: how long one step of a build or a test run of the
     /// C and C++ tools may take (at least their own limit).
     pub time_limit_ms: u64,

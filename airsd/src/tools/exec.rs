@@ -89,6 +89,10 @@ pub struct RunOutput {
     /// so far.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub running: bool,
+    /// The task's checks this command ran to its end, however it was wrapped (`2>&1 |
+    /// tail`, `-v`), as the evidence gate reads commands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
 /// Which output of a command.

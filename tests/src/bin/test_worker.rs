@@ -237,6 +237,7 @@ fn main() {
                 output_tokens: None,
                 model_silent_ms: silent_model
                     .then(|| u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)),
+                tools_running: None,
             };
             if let Ok(event) = RuntimeEvent::typed(
                 "agent.heartbeat",

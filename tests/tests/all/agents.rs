@@ -606,7 +606,8 @@ fn a_streaming_message_is_kept_as_a_draft_until_it_is_recorded() {
 const VERIFIED: &str = "## Task A: write a greeting\n\n- model: anthropic/claude-haiku-4-5\n- verify: `grep -qx hello hello.txt`\n- retry_budget: 2\n\nCreate hello.txt saying hello.\n\nAcceptance criteria:\n- hello.txt says hello\n";
 
 /// The executor's check fails; the debugger may not write before it has gathered
-/// evidence, gathers it, fixes, checks, and records what it found; the next attempt
+/// evidence that bears on the failure, runs the failing check, fixes, checks, and
+/// records what it found; the next attempt
 /// passes and is approved.
 #[test]
 fn a_failed_check_goes_to_the_debugger_which_gathers_evidence_then_fixes() {
@@ -661,15 +662,25 @@ fn a_failed_check_goes_to_the_debugger_which_gathers_evidence_then_fixes() {
             first_request_fits(&mock, role);
         }
         let conn = rusqlite::Connection::open(ProjectPaths::new(&root).session_db(&session)).unwrap();
-        // The early write was refused and recorded as such.
+        // The early write was refused by the debugger's loop, which told the model
+        // which check to run; it reached no tool.
         let refused: String = conn
             .query_row(
-                "SELECT error FROM tool_runs WHERE agent_id = 'A-debugger-1' AND tool = 'fs.edit' ORDER BY seq LIMIT 1",
+                "SELECT payload_json FROM events WHERE type = 'context.message.created'
+                   AND payload_json LIKE '%refused: a debugger changes files only once%' LIMIT 1",
                 [],
                 |r| r.get(0),
             )
             .unwrap();
-        assert!(refused.contains("evidence"), "{refused}");
+        assert!(refused.contains(check), "{refused}");
+        let edits: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM tool_runs WHERE agent_id = 'A-debugger-1' AND tool = 'fs.edit'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(edits, 1, "only the fix after the evidence ran");
         // What the debugger found is on record.
         let (symptom, cause, fixed, runs): (String, String, bool, i64) = conn
             .query_row(

@@ -33,6 +33,7 @@ fn heartbeat(turn: u32) -> Arc<air_proto::event::RuntimeEvent> {
             input_tokens: None,
             output_tokens: None,
             model_silent_ms: None,
+            tools_running: None,
         },
     ))
 }

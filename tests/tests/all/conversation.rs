@@ -25,7 +25,7 @@ pub(crate) fn text(t: &str) -> Reply {
     Reply::Events(text_events(t))
 }
 
-async fn conversation(state: &DaemonState) -> String {
+pub(crate) async fn conversation(state: &DaemonState) -> String {
     state
         .start_conversation(
             ConversationStart {

@@ -19,7 +19,11 @@ async fn start(state: &DaemonState, plan: &str, max_cost: Option<f64>) -> String
     crate::asks::start_budgeted(state, plan, OnAsk::Deny, None, max_cost).await
 }
 
-fn events_of(root: &std::path::Path, session: &str, kind: &str) -> Vec<serde_json::Value> {
+pub(crate) fn events_of(
+    root: &std::path::Path,
+    session: &str,
+    kind: &str,
+) -> Vec<serde_json::Value> {
     let conn = rusqlite::Connection::open(ProjectPaths::new(root).session_db(session)).unwrap();
     let mut q = conn
         .prepare("SELECT payload_json FROM events WHERE type = ?1 ORDER BY seq")

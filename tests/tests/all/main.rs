@@ -32,6 +32,7 @@ mod memory;
 mod merge_queue;
 mod migrate;
 mod network;
+mod patrol;
 mod permissions;
 mod plan_cli;
 mod planning;

@@ -96,6 +96,7 @@ fn ephemeral_events_are_published_never_written() {
                 input_tokens: None,
                 output_tokens: None,
                 model_silent_ms: None,
+                tools_running: None,
             },
         );
         let a = session.store().append(hb).await.unwrap();

@@ -28,6 +28,7 @@ struct Script {
     states: Mutex<Vec<&'static str>>,
     events: Mutex<Vec<RuntimeEvent>>,
     shell_exits: Mutex<Vec<i64>>,
+    calls: Mutex<Vec<String>>,
 }
 
 impl Link for Script {
@@ -43,6 +44,7 @@ impl Link for Script {
     }
 
     async fn call_tool(&self, id: &str, tool: &str, _input: Value, _origin: &str) -> ToolResult {
+        self.calls.lock().unwrap().push(tool.to_string());
         let output = match tool {
             "shell.run" => {
                 let code = self.shell_exits.lock().unwrap().remove(0);
@@ -74,12 +76,16 @@ fn tool_turn(id: &str, name: &str, input: Value) -> Value {
 }
 
 /// The debugger's loop goes GATHERING → ANALYZING → FIXING → RECORDING and leaves
-/// a DebugRecord naming the failed check, the cause and the command runs.
+/// a DebugRecord naming the failed check, the cause and the command runs. A fix
+/// before any evidence that bears on the failure (after `true`, as a model in a
+/// hurry does) is refused, and reaches no tool.
 #[test]
 fn the_debugger_gathers_analyzes_fixes_and_records() {
     let dir = tempfile::tempdir().unwrap();
     let check = "grep -qx hello hello.txt";
     let recording = json!({"provider": "anthropic", "exchanges": [
+        tool_turn("d0", "shell_run", json!({"command": "true"})),
+        tool_turn("d0b", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"})),
         tool_turn("d1", "shell_run", json!({"command": check})),
         tool_turn("d2", "fs_read", json!({"path": "hello.txt"})),
         tool_turn("d3", "fs_edit", json!({"path": "hello.txt", "old_string": "helo", "new_string": "hello"})),
@@ -120,7 +126,7 @@ fn the_debugger_gathers_analyzes_fixes_and_records() {
         panic!("not a start")
     };
     let link = Script {
-        shell_exits: Mutex::new(vec![1, 0]),
+        shell_exits: Mutex::new(vec![0, 1, 0]),
         ..Default::default()
     };
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -142,5 +148,26 @@ fn the_debugger_gathers_analyzes_fixes_and_records() {
     assert_eq!(record["symptom"], format!("`{check}` failed"));
     assert_eq!(record["root_cause"], "a typo");
     assert_eq!(record["fixed"], true);
-    assert_eq!(record["command_run_ids"], json!(["run-1", "run-0"]));
+    assert_eq!(
+        record["command_run_ids"],
+        json!(["run-0", "run-1", "run-0"])
+    );
+    assert_eq!(
+        *link.calls.lock().unwrap(),
+        [
+            "shell.run",
+            "shell.run",
+            "fs.read",
+            "fs.edit",
+            "shell.run",
+            "evidence.check"
+        ]
+    );
+    let refused = events
+        .iter()
+        .filter(|e| e.event_type == "context.message.created")
+        .map(|e| e.payload["content"].to_string())
+        .find(|c| c.contains("refused: a debugger changes files only once"))
+        .unwrap();
+    assert!(refused.contains(check), "{refused}");
 }

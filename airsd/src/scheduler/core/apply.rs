@@ -78,6 +78,7 @@ impl Core {
                     in_flight: false,
                     consulted: false,
                     escalation: None,
+                    escalated: false,
                     attempt_agents: Vec::new(),
                     after_analysis: None,
                     crash: None,
@@ -147,15 +148,50 @@ impl Core {
                         warned: false,
                         stopping: false,
                         model_silent_since: None,
+                        progress: None,
+                        moved_ms: now_ms,
+                        tools_waiting: false,
                     },
                 );
             }
-            Fact::Heartbeat { agent_id, model } => {
+            Fact::Heartbeat {
+                agent_id,
+                model,
+                beat,
+            } => {
                 if let Some(a) = self.agents.get_mut(agent_id) {
                     a.last_seen_ms = a.last_seen_ms.max(now_ms);
                     if let Some(said) = model {
                         a.model_silent_since = said.map(|ms| now_ms.saturating_sub(ms));
                     }
+                    match beat {
+                        None => a.moved_ms = a.moved_ms.max(now_ms),
+                        Some(b) => {
+                            // Waiting on a tool or on its model is not standing
+                            // still: the clock of a stuck agent starts once it waits
+                            // on nothing.
+                            let at = Some((b.turn, b.output_tokens));
+                            let waits = b.tools > 0 || a.model_silent_since.is_some();
+                            if a.progress != at || waits {
+                                a.moved_ms = a.moved_ms.max(now_ms);
+                            }
+                            a.progress = at;
+                            a.tools_waiting = b.tools > 0;
+                        }
+                    }
+                }
+            }
+            Fact::LoopDetected {
+                agent_id: _,
+                task_id,
+                reason,
+                stopped,
+            } => {
+                if *stopped {
+                    self.tell_person(
+                        task_id,
+                        &format!("its agent was stopped in a loop ({reason}) after being told once; the task goes on without it"),
+                    );
                 }
             }
             Fact::SoftTimeoutWarned { agent_id } => {
@@ -191,6 +227,7 @@ impl Core {
                         a.hard_deadline_ms = a.hard_deadline_ms.saturating_add(held);
                         a.held_ms = a.held_ms.saturating_add(held);
                         a.last_seen_ms = a.last_seen_ms.max(now_ms);
+                        a.moved_ms = a.moved_ms.max(now_ms);
                     }
                 }
             }
@@ -264,12 +301,21 @@ impl Core {
                 }
                 self.planning_turn_ended(task_id, *status, reason.as_deref());
                 self.plan_ended(task_id);
-                // Work the Main Agent handed on is summarised in the conversation.
+                // Work the Main Agent handed on is summarised in the conversation;
+                // other work that ran out of attempts is told as it ends.
+                let escalated = self.task_mut(task_id).is_some_and(|t| t.escalated);
                 if self.delegated.contains(task_id) {
                     let about = [task_id.clone()];
                     let title = format!("{SUMMARY_TITLE}{task_id}");
                     let what = format!("{task_id} ended {}", status.as_str());
                     self.ask_turn(&title, &what, None, &about);
+                } else if escalated && *status != TaskStatus::Completed {
+                    let what = format!(
+                        "it ran out of attempts and ended {}: {}",
+                        status.as_str(),
+                        reason.as_deref().unwrap_or("no reason recorded")
+                    );
+                    self.tell_person(task_id, &what);
                 }
             }
             Fact::Paused => self.paused = true,

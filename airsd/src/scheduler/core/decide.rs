@@ -113,6 +113,23 @@ impl Core {
                         now.saturating_sub(a.last_seen_ms) / 1000
                     ),
                 });
+            } else if !held
+                && a.model_silent_since.is_none()
+                && !a.tools_waiting
+                && now.saturating_sub(a.moved_ms) >= self.config.stuck_ms
+            {
+                // Alive but going nowhere: its heartbeats came, its turn and output
+                // stood still, and it waited on no tool and no model answer.
+                a.stopping = true;
+                out.push(Decision::Kill {
+                    agent_id: id.clone(),
+                    failure: AgentFailure::Stuck,
+                    reason: format!(
+                        "stuck: its heartbeats came, but for {} s it moved no further (turn {}, waiting on no tool and no model answer)",
+                        now.saturating_sub(a.moved_ms) / 1000,
+                        a.progress.map_or(0, |p| p.0)
+                    ),
+                });
             } else if !held && !a.warned && now >= a.soft_deadline_ms {
                 // Marked here so it is asked once; the recorded fact marks it for good.
                 a.warned = true;

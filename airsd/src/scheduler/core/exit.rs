@@ -57,9 +57,10 @@ pub fn classify_exit(
     let code = end.code.map(WorkerExit::from_code);
     match (result, stop) {
         (_, Some((AgentFailure::Cancelled, reason))) => failed(AgentFailure::Cancelled, reason),
-        (Some(result), Some((AgentFailure::Timeout | AgentFailure::Stalled, _))) => {
-            completed(result)
-        }
+        (
+            Some(result),
+            Some((AgentFailure::Timeout | AgentFailure::Stalled | AgentFailure::Stuck, _)),
+        ) => completed(result),
         (Some(result), None) if code == Some(WorkerExit::Completed) => completed(result),
         (_, Some((failure, reason))) => failed(
             failure,

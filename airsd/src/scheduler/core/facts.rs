@@ -176,6 +176,15 @@ const TABLE: &[Entry] = &[
             },
         })
     }),
+    entry(ev::LoopDetected::TYPE, |_, v| {
+        let pl: p::LoopDetected = de(v)?;
+        Some(Fact::LoopDetected {
+            agent_id: pl.agent_id,
+            task_id: pl.task_id,
+            reason: pl.reason,
+            stopped: pl.stopped,
+        })
+    }),
     entry(ev::AgentFailed::TYPE, |_, v| {
         let pl: p::AgentFailed = de(v)?;
         Some(Fact::AgentFailed {
@@ -192,6 +201,11 @@ const TABLE: &[Entry] = &[
             Some(Fact::Heartbeat {
                 agent_id: h.agent_id,
                 model: Some(h.model_silent_ms),
+                beat: Some(super::Beat {
+                    turn: h.turn.unwrap_or(0),
+                    output_tokens: h.output_tokens.unwrap_or(0),
+                    tools: h.tools_running.unwrap_or(0),
+                }),
             })
         },
     },

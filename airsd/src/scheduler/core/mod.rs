@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use air_proto::conversation::{
     direct_spec, in_conversation, is_direct, is_review, is_turn, review_spec, turn_spec, Intent,
-    MainResult, SUMMARY_TITLE,
+    MainResult, ESCALATION_TITLE, SUMMARY_TITLE,
 };
 use air_proto::event::AgentType;
 use air_proto::payload::{AgentFailure, PatrolEntry, RunCompleted, RunOutcome};
@@ -53,6 +53,9 @@ pub struct Config {
     pub concurrency: u32,
     /// A running agent silent this long is killed as stalled.
     pub stall_ms: u64,
+    /// A running agent whose heartbeats come while it moves no further (its turn and
+    /// output stand still, no tool or model answer awaited) this long is stuck.
+    pub stuck_ms: u64,
     /// With nothing happening for this long, every running agent is checked.
     pub patrol_ms: u64,
     /// Consecutive rejections (by the reviewer or the evidence gate) that are
@@ -78,6 +81,7 @@ impl Default for Config {
         Self {
             concurrency: air_proto::plan::DEFAULT_CONCURRENCY,
             stall_ms: 120_000,
+            stuck_ms: 600_000,
             patrol_ms: 600_000,
             auto_rejections: 2,
             same_failure_limit: 3,
@@ -154,6 +158,16 @@ pub enum Fact {
         /// waiting on its model, `Some(Some(ms))` when it has waited `ms` with nothing
         /// of the answer yet.
         model: Option<Option<u64>>,
+        /// Where a heartbeat says the agent is; `None` for any other message of the
+        /// worker, which shows it moving.
+        beat: Option<Beat>,
+    },
+    /// The patrol of an agent's own turns found it in a loop (`agent.loop_detected`).
+    LoopDetected {
+        agent_id: String,
+        task_id: String,
+        reason: String,
+        stopped: bool,
     },
     SoftTimeoutWarned {
         agent_id: String,
@@ -396,6 +410,8 @@ struct TaskState {
     consulted: bool,
     /// How the task ends unless the consulted Architecture Designer grants a retry.
     escalation: Option<(TaskStatus, String)>,
+    /// It ran out of attempts (D-008): the person hears of its end.
+    escalated: bool,
     /// The agents of its latest attempt (whose records its evidence gate reads).
     attempt_agents: Vec<String>,
     /// How the task ends once the debugger has analysed its executor's failure (the
@@ -430,6 +446,21 @@ struct AgentRun {
     stopping: bool,
     /// Since when its model's provider has said nothing of the answer it waits for.
     model_silent_since: Option<u64>,
+    /// Where its last heartbeat said it was (turn, output tokens), and since when it
+    /// has not moved.
+    progress: Option<(u32, u64)>,
+    moved_ms: u64,
+    /// Its last heartbeat said it waits on a tool.
+    tools_waiting: bool,
+}
+
+/// Where a heartbeat says its agent is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Beat {
+    pub turn: u32,
+    pub output_tokens: u64,
+    /// Tool calls it waits on.
+    pub tools: u32,
 }
 
 /// How long a model's provider must have said nothing of its answer when an agent is
@@ -613,6 +644,23 @@ impl Core {
         self.turns += 1;
         self.to_create
             .push(turn_spec(self.turns, title, message, message_id, about));
+    }
+
+    /// What the person must hear about a task now (D-008's escalation: an agent
+    /// stopped in a loop or stuck, a task out of attempts): the Main Agent tells it in
+    /// the conversation, when the session has one (a run with no conversation shows it
+    /// in its events and report).
+    pub(super) fn tell_person(&mut self, task_id: &str, what: &str) {
+        if self.turns == 0 || in_conversation(task_id) {
+            return;
+        }
+        let title = format!("{ESCALATION_TITLE}{task_id}");
+        self.ask_turn(
+            &title,
+            &format!("{task_id}: {what}"),
+            None,
+            &[task_id.to_string()],
+        );
     }
 
     pub fn config(&self) -> &Config {

@@ -468,6 +468,10 @@ impl Core {
         failure: AgentFailure,
         reason: &str,
     ) {
+        if failure == AgentFailure::Stuck {
+            let id = self.tasks[i].spec.id.clone();
+            self.tell_person(&id, &format!("its {} was stopped: {reason}", role.as_str()));
+        }
         let limit = self.config.same_failure_limit;
         let t = &mut self.tasks[i];
         match failure {
@@ -523,6 +527,7 @@ impl Core {
             AgentFailure::Crash
             | AgentFailure::Timeout
             | AgentFailure::Stalled
+            | AgentFailure::Stuck
             | AgentFailure::Protocol
                 if role == AgentType::Executor
                     && t.spec.task_type == TaskType::Execute
@@ -556,6 +561,7 @@ impl Core {
             AgentFailure::Crash
             | AgentFailure::Timeout
             | AgentFailure::Stalled
+            | AgentFailure::Stuck
             | AgentFailure::Protocol => {
                 if repeated(t, failure.as_str(), reason, limit, false) {
                     return;
@@ -601,6 +607,7 @@ fn judged(
 /// The task has run out of attempts: it ends as `end`, unless the Architecture
 /// Designer is to be consulted first (once, when `consult`).
 fn escalate(t: &mut TaskState, consult: bool, end: TaskStatus, reason: String) {
+    t.escalated = true;
     if consult && !t.consulted && t.spec.task_type == TaskType::Execute && t.cancel.is_none() {
         t.consulted = true;
         t.notes.push(format!(

@@ -68,6 +68,7 @@ impl Shell {
             replan: false,
             requirement: d.spec.description.clone(),
             yields: declared(&d.spec),
+            checks: d.spec.verification.commands.clone().unwrap_or_default(),
             time_limit_ms: d.spec.constraints.hard_timeout_ms,
         };
         tokio::spawn(job.run());

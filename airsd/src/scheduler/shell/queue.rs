@@ -313,6 +313,7 @@ impl Shell {
                 replan: false,
                 requirement: spec.description.clone(),
                 yields: super::before::declared(spec),
+                checks: spec.verification.commands.clone().unwrap_or_default(),
                 time_limit_ms: spec.constraints.hard_timeout_ms,
             }),
             _ => None,

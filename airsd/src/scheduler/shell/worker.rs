@@ -30,14 +30,20 @@ impl Shell {
         if !self.workers.contains_key(agent_id) {
             return Ok(());
         }
-        // Anything a worker says shows it is alive; stalls are silences.
-        self.core.apply(
-            &Fact::Heartbeat {
-                agent_id: agent_id.to_string(),
-                model: None,
-            },
-            now_ms(),
-        );
+        // Anything a worker says shows it is alive (stalls are silences), and
+        // anything but a heartbeat shows it moving (a heartbeat says where it is).
+        let beat =
+            matches!(&message.body, IpcBody::Event(e) if e.event_type == ev::AgentHeartbeat::TYPE);
+        if !beat {
+            self.core.apply(
+                &Fact::Heartbeat {
+                    agent_id: agent_id.to_string(),
+                    model: None,
+                    beat: None,
+                },
+                now_ms(),
+            );
+        }
         let Some(worker) = self.workers.get(agent_id) else {
             return Ok(());
         };
@@ -55,12 +61,19 @@ impl Shell {
                 if let Some(role) = self.dispatches.get(agent_id).map(|d| d.role) {
                     event.source = EventSource::agent(agent_id, role);
                 }
-                // What it says of its model: waiting on a silent provider, or not.
+                // What it says of its model (waiting on a silent provider, or not),
+                // and where its loop is.
                 if event.event_type == ev::AgentHeartbeat::TYPE {
+                    let said = |k: &str| event.payload[k].as_u64().unwrap_or(0);
                     self.core.apply(
                         &Fact::Heartbeat {
                             agent_id: agent_id.to_string(),
                             model: Some(event.payload["model_silent_ms"].as_u64()),
+                            beat: Some(crate::scheduler::core::Beat {
+                                turn: u32::try_from(said("turn")).unwrap_or(u32::MAX),
+                                output_tokens: said("output_tokens"),
+                                tools: u32::try_from(said("tools_running")).unwrap_or(u32::MAX),
+                            }),
                         },
                         now_ms(),
                     );
@@ -133,10 +146,32 @@ impl Shell {
                     }
                     _ => {}
                 }
-                // A requirement change the Main Agent noted is the core's to act on.
-                let fact = (event.event_type == ev::RequirementChanged::TYPE)
-                    .then(|| crate::scheduler::core::fact_of(&event.event_type, &event.payload))
-                    .flatten();
+                // A requirement change the Main Agent noted, and a loop the patrol of
+                // an agent's turns found, are the core's to act on (the loop named by
+                // the agent that sent it, on the task it was given).
+                let fact = match event.event_type.as_str() {
+                    ev::RequirementChanged::TYPE => {
+                        crate::scheduler::core::fact_of(&event.event_type, &event.payload)
+                    }
+                    ev::LoopDetected::TYPE => {
+                        let said = serde_json::from_value::<p::LoopDetected>(event.payload.clone());
+                        match (said, self.dispatches.get(agent_id)) {
+                            (Ok(l), Some(d)) => {
+                                // Recorded as it is folded (a restart folds it again).
+                                event.payload["agent_id"] = Value::from(agent_id);
+                                event.payload["task_id"] = Value::from(d.task_id.as_str());
+                                Some(Fact::LoopDetected {
+                                    agent_id: agent_id.to_string(),
+                                    task_id: d.task_id.clone(),
+                                    reason: l.reason,
+                                    stopped: l.stopped,
+                                })
+                            }
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
                 let compaction = (event.event_type == ev::CompactionRequested::TYPE)
                     .then(|| event.payload.clone());
                 let debugged =
@@ -247,6 +282,7 @@ impl Shell {
                     replan: air_proto::planning::is_replan(&d.spec),
                     requirement: d.spec.description.clone(),
                     yields: super::before::declared(&d.spec),
+                    checks: d.spec.verification.commands.clone().unwrap_or_default(),
                     time_limit_ms: d.spec.constraints.hard_timeout_ms,
                 };
                 tokio::spawn(job.run());

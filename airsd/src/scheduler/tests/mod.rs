@@ -475,6 +475,7 @@ fn soft_timeouts_warn_and_allow_extensions_hard_timeouts_kill() {
             sim.record(Fact::Heartbeat {
                 agent_id: exec.agent_id.clone(),
                 model: None,
+                beat: None,
             });
             sim.settle();
         }
@@ -549,6 +550,7 @@ fn a_held_agent_stops_its_clock_once_it_holds() {
             sim.record(Fact::Heartbeat {
                 agent_id: id.clone(),
                 model: None,
+                beat: None,
             });
             sim.settle();
         }
@@ -598,6 +600,74 @@ fn a_silent_agent_is_killed_as_stalled_and_retried() {
     sim.finish(&dbg.agent_id, res(debug(&dbg, WorkerStatus::Completed)));
     let retry = only(&sim.settle(), "retry after the analysis").clone();
     assert_eq!((retry.role, retry.attempt), (AgentType::Executor, 2));
+}
+
+/// An agent whose heartbeats keep coming while it moves no further is stuck: not
+/// while its turns move, nor while it waits on a tool or on its model, however long;
+/// once it stands still waiting on nothing, it is stopped and its task goes to the
+/// debugger.
+#[test]
+fn an_agent_that_heartbeats_but_moves_no_further_is_stopped_as_stuck() {
+    let mut sim = Sim::new(
+        Config {
+            stuck_ms: 300_000,
+            ..config(1)
+        },
+        &plan("## Task A: a\n\n- hard_timeout: 3h\n- soft_timeout: 2h\n"),
+    );
+    let exec = only(&sim.settle(), "executor").clone();
+    let beat = |sim: &mut Sim, turn: u32, tools: u32, model: Option<u64>| {
+        sim.now_ms += 60_000;
+        sim.record(Fact::Heartbeat {
+            agent_id: exec.agent_id.clone(),
+            model: Some(model),
+            beat: Some(super::core::Beat {
+                turn,
+                output_tokens: u64::from(turn) * 10,
+                tools,
+            }),
+        });
+        sim.settle();
+    };
+    let stuck = |sim: &Sim| {
+        sim.decisions.iter().find_map(|d| match d {
+            Decision::Kill {
+                failure: AgentFailure::Stuck,
+                reason,
+                ..
+            } => Some(reason.clone()),
+            _ => None,
+        })
+    };
+    // Turns that move.
+    for turn in 1..=10 {
+        beat(&mut sim, turn, 0, None);
+    }
+    // A build of twenty minutes, then a model that thinks for ten.
+    for _ in 0..20 {
+        beat(&mut sim, 10, 1, None);
+    }
+    for n in 1..=10 {
+        beat(&mut sim, 10, 0, Some(n * 60_000));
+    }
+    assert_eq!(stuck(&sim), None);
+    // Standing still, waiting on nothing: four minutes are not yet five.
+    for _ in 0..4 {
+        beat(&mut sim, 10, 0, None);
+    }
+    assert_eq!(stuck(&sim), None);
+    beat(&mut sim, 10, 0, None);
+    let reason = stuck(&sim).expect("stopped as stuck");
+    assert!(
+        reason.starts_with("stuck: its heartbeats came, but for 300 s"),
+        "{reason}"
+    );
+    assert!(
+        sim.decisions.iter().any(
+            |d| matches!(d, Decision::Dispatch(d) if d.role == AgentType::Debugger && d.task_id == "A")
+        ),
+        "the debugger after it was stuck"
+    );
 }
 
 #[test]
@@ -746,6 +816,7 @@ fn ten_quiet_minutes_trigger_a_patrol() {
         sim.record(Fact::Heartbeat {
             agent_id: exec.agent_id.clone(),
             model: None,
+            beat: None,
         });
         sim.settle();
     }
@@ -754,6 +825,7 @@ fn ten_quiet_minutes_trigger_a_patrol() {
     sim.record(Fact::Heartbeat {
         agent_id: exec.agent_id.clone(),
         model: None,
+        beat: None,
     });
     sim.settle();
     let found = patrols(&sim);

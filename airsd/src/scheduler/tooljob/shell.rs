@@ -719,6 +719,7 @@ impl ToolJob {
         };
         let mut found: Vec<Diagnostic> = Vec::new();
         let mut counted = None;
+        let mut checks = Vec::new();
         let recorded = match &failure {
             None => {
                 // Its evidence commits with its end, in one transaction.
@@ -731,6 +732,16 @@ impl ToolJob {
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|_| "..".into());
                 let logs: Vec<String> = uris.iter().flatten().cloned().collect();
+                let reading = crate::evidence::reading(&root);
+                checks = self
+                    .checks
+                    .iter()
+                    .filter(|c| {
+                        air_proto::gate::compare(&prepared.command, Some(&start_dir), c, &reading)
+                            == air_proto::gate::Match::Runs
+                    })
+                    .cloned()
+                    .collect();
                 counted = std::mem::take(&mut tally).finish();
                 // A JVM build that showed no count (`mvn -q test`, a Gradle run whose
                 // tests all passed): the reports it wrote.
@@ -752,7 +763,7 @@ impl ToolJob {
                         command_run_id: &command_run_id,
                         command: &prepared.command,
                         exit_code: Some(exit_code),
-                        reading: &crate::evidence::reading(&root),
+                        reading: &reading,
                         start_dir: &start_dir,
                         logs: &logs,
                         count: counted,
@@ -882,6 +893,7 @@ impl ToolJob {
             changed_files,
             notes,
             running: false,
+            checks,
         };
         if let Some(l) = &live {
             l.end(out.clone());
