@@ -171,6 +171,52 @@ impl Reader {
                 s("decided_by")
             ),
             "requirement.changed" => format!("requirement changed: {}", s("change")),
+            "architecture.change.classified" => format!(
+                "the change is {}: {}",
+                p.pointer("/change/scope")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .replace('_', " "),
+                p.pointer("/change/summary")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            ),
+            "architecture.impact.completed" => {
+                // The re-plan is about the graph, not the turn that classified it.
+                task = None;
+                let zone = |z: &str| -> Vec<String> {
+                    p.get("tasks")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter(|t| t.get("zone").and_then(Value::as_str) == Some(z))
+                        .map(|t| {
+                            let id = t.get("task_id").and_then(Value::as_str).unwrap_or("?");
+                            match t.get("action").and_then(Value::as_str) {
+                                Some(a) if a != "keep" => format!("{id} ({})", a.replace('_', " ")),
+                                _ => id.to_string(),
+                            }
+                        })
+                        .collect()
+                };
+                let list = |v: Vec<String>| {
+                    if v.is_empty() {
+                        "none".to_string()
+                    } else {
+                        v.join(", ")
+                    }
+                };
+                format!(
+                    "impact: impacted {}; boundary {}; safe {}",
+                    list(zone("impacted")),
+                    list(zone("boundary")),
+                    list(zone("safe"))
+                )
+            }
+            "agent.loop_detected" if p.get("stopped").and_then(Value::as_bool) == Some(true) => {
+                format!("stopped in a loop: {}", s("reason"))
+            }
+            "agent.loop_detected" => format!("told it is in a loop: {}", s("reason")),
             other => {
                 // Any other: its name in words, and its reason or summary.
                 let name = other.replace(['.', '_'], " ");
@@ -257,6 +303,17 @@ mod tests {
         assert_eq!(
             r.line(&event("scheduler.patrol", json!({"reason": "a\nb"}))),
             "10:11:12 scheduler patrol: a b"
+        );
+        // What a change impacts, zone by zone.
+        assert_eq!(
+            r.line(&event(
+                "architecture.impact.completed",
+                json!({"task_id": "plan:3", "change": {"scope": "external_interface", "summary": "s"},
+                       "tasks": [{"task_id": "A", "zone": "safe", "action": "keep"},
+                                 {"task_id": "B", "zone": "impacted", "action": "revert", "why": "w"},
+                                 {"task_id": "C", "zone": "boundary", "action": "wait_and_assess", "why": "w"}]})
+            )),
+            "10:11:12 impact: impacted B (revert); boundary C (wait and assess); safe A"
         );
     }
 }

@@ -140,6 +140,7 @@ own! {
     WorkspaceCreated => "workspace.created",
     WorkspaceMergeFailed => "workspace.merge_failed",
     WorkspaceUndone => "workspace.undone",
+    RevertFailed => "workspace.revert_failed",
     DebugRecordCreated => "debug.record.created",
     MemoryCandidateCreated => "memory.candidate.created",
     MemoryPromoted => "memory.promoted",
@@ -159,10 +160,12 @@ own! {
     PlanDecided => "architecture.plan.decided",
     PlanConfirmed => "architecture.plan.confirmed",
     PlanUpdated => "architecture.plan.updated",
+    ChangeClassified => "architecture.change.classified",
 }
 
 shared! {
     SessionArchived(SessionStatusChanged) => "session.archived",
+    ArchitectureImpactCompleted(ImpactCompleted) => "architecture.impact.completed",
     SessionDeleted(SessionStatusChanged) => "session.deleted",
     UserMessageCreated(MessageCreated) => "user.message.created",
     AssistantMessageCreated(MessageCreated) => "assistant.message.created",
@@ -191,6 +194,5 @@ free! {
     DoctorCheckCompleted => "doctor.check.completed",
     DoctorFixApplied => "doctor.fix.applied",
     RequirementChanged => "requirement.changed",
-    ArchitectureImpactCompleted => "architecture.impact.completed",
     HudFrameRendered => "hud.frame.rendered",
 }

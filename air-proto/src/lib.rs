@@ -36,6 +36,7 @@ pub mod gate;
 #[cfg(feature = "hooks")]
 pub mod hooks;
 pub mod ids;
+pub mod impact;
 pub mod ipc;
 #[cfg(feature = "layout")]
 pub mod layout;

@@ -710,6 +710,16 @@ pub struct WorkspaceUndone {
     pub landing: Option<Landing>,
 }
 
+/// `workspace.revert_failed`: a re-plan's revert of a completed task's merged change
+/// could not be done (what later tasks changed touches the same lines, the change
+/// was never merged, git failed); the change stays, and the re-planned task is
+/// redone on top of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RevertFailed {
+    pub task_id: String,
+    pub reason: String,
+}
+
 /// `workspace.merged`, `workspace.removed`.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -916,6 +926,28 @@ pub struct PlanConfirmed {
     /// The plan's tasks run now.
     #[serde(default)]
     pub run: bool,
+}
+
+/// `architecture.change.classified`: the designer said what a requirement change is
+/// (seed 001 §14, phase 1); airsd works out its impact next.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChangeClassified {
+    /// The planning turn that classified it.
+    pub task_id: String,
+    pub change: crate::planning::ChangeDescription,
+}
+
+/// `architecture.impact.completed`: what a classified change impacts (phase 2) and
+/// what is done with each task (phase 3): IMPACTED running agents stopped, impacted
+/// completed changes taken back out, BOUNDARY tasks verified after the change, SAFE
+/// work going on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ImpactCompleted {
+    /// The planning turn whose classification it assessed.
+    pub task_id: String,
+    pub change: crate::planning::ChangeDescription,
+    /// Every task of the graph, in order.
+    pub tasks: Vec<crate::impact::TaskImpact>,
 }
 
 /// `architecture.plan.updated`: a confirmed re-plan applied to the run's graph. Added

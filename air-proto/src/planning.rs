@@ -15,6 +15,9 @@ wire_enum! {
         Proposing = "proposing",
         /// The user confirmed: airsd writes the plan and the run starts.
         Confirmed = "confirmed",
+        /// The requirement changed mid-run: the designer says what the change is
+        /// (seed 001 §14, phase 1), before airsd works out what it impacts.
+        Classifying = "classifying",
     }
 }
 
@@ -60,6 +63,8 @@ pub const ASK_USER: &str = "ask_user";
 pub const SETTLE: &str = "settle_requirements";
 /// The proposal tool (proposing).
 pub const PROPOSE: &str = "propose_plan";
+/// Saying what a requirement change is (classifying).
+pub const CLASSIFY: &str = "classify_change";
 
 /// The designer's own tools in `phase`, beside [`READ_TOOLS`].
 pub fn phase_tools(phase: PlanningPhase) -> &'static [&'static str] {
@@ -67,6 +72,7 @@ pub fn phase_tools(phase: PlanningPhase) -> &'static [&'static str] {
         PlanningPhase::Discussing => &[ASK_USER, SETTLE],
         PlanningPhase::Proposing => &[PROPOSE],
         PlanningPhase::Confirmed => &[],
+        PlanningPhase::Classifying => &[CLASSIFY],
     }
 }
 
@@ -82,6 +88,9 @@ pub fn refusal(phase: PlanningPhase, tool: &str) -> Option<String> {
         ),
         ASK_USER | SETTLE if phase == PlanningPhase::Proposing => format!(
             "`{tool}` is refused while a proposal waits for the user's answer"
+        ),
+        _ if phase == PlanningPhase::Classifying => format!(
+            "`{tool}` is refused: say what the change is first ({CLASSIFY}); airsd then works out what it impacts and asks you to re-plan that part"
         ),
         _ if phase == PlanningPhase::Confirmed => {
             format!("`{tool}` is refused: the plan is confirmed, and airsd writes it")
@@ -110,6 +119,7 @@ pub fn planning_spec(
         PlanningPhase::Discussing => "Discuss the requirement",
         PlanningPhase::Proposing => "Propose the architecture and the plan",
         PlanningPhase::Confirmed => "Plan confirmed",
+        PlanningPhase::Classifying => "Classify the requirement change",
     };
     let mut spec = crate::conversation::turn_spec(n, title, requirement, message_id, &[]);
     spec.id = planning_turn_id(n);
@@ -184,6 +194,9 @@ pub struct PlanningTurn {
     pub asked: Option<AskUser>,
     pub settled: Option<Settle>,
     pub proposal: Option<Proposal>,
+    /// What a requirement change is (a re-plan's first turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classified: Option<ChangeDescription>,
     /// The designer's words to the user.
     #[serde(default)]
     pub answer: String,
@@ -214,7 +227,7 @@ impl PlanDecision {
 
 /// Whether a tool is one of the designer's own (airsd answers it itself).
 pub fn is_designer_tool(tool: &str) -> bool {
-    matches!(tool, ASK_USER | SETTLE | PROPOSE)
+    matches!(tool, ASK_USER | SETTLE | PROPOSE | CLASSIFY)
 }
 
 fn definition(
@@ -250,6 +263,11 @@ pub fn designer_tools(phase: PlanningPhase) -> Vec<crate::tool::ToolDefinition> 
                 SETTLE,
                 "State the requirements the discussion settled, one sentence each, for the user to agree to. Your turn ends with the call. When the user agrees you may propose the plan; `propose_plan` is refused until then. When the user's last words agreed to the requirements you stated, call it again with them and `user_agreed: true`.",
                 schema(schemars::schema_for!(Settle)),
+            ),
+            CLASSIFY => definition(
+                CLASSIFY,
+                "Say what the requirement change is: its `scope` (implementation: only how something is done; internal_interface: an interface inside a module; external_interface: an interface other modules use; module_replacement: a module replaced; global_constraint: a rule every task must follow), the `affected_modules` (as the plan's contracts and paths name them), the `tasks` it touches directly (by id) and a `summary`. Your turn ends with the call: airsd works out from the contracts and the files which tasks the change impacts, stops and takes back the impacted work, and asks you to re-plan only that part.",
+                schema(schemars::schema_for!(ChangeDescription)),
             ),
             _ => definition(
                 PROPOSE,
@@ -360,8 +378,35 @@ pub struct ChangeDescription {
     /// The modules it touches.
     #[serde(default)]
     pub affected_modules: Vec<String>,
+    /// The tasks it touches directly, by id, when you can tell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
     /// The change in a sentence or two.
     pub summary: String,
+}
+
+/// What is wrong with a classified change, each naming its field; `known`: the
+/// graph's task ids.
+pub fn change_problems(change: &ChangeDescription, known: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    if change.summary.trim().is_empty() {
+        problems.push("summary: say what the change is in a sentence or two".to_string());
+    }
+    for t in &change.tasks {
+        if !known.iter().any(|k| k == t) {
+            problems.push(format!("tasks: no task `{t}` in the graph"));
+        }
+    }
+    if change.affected_modules.iter().all(|m| m.trim().is_empty())
+        && change.tasks.is_empty()
+        && change.scope != ChangeScope::GlobalConstraint
+    {
+        problems.push(
+            "affected_modules: name the modules the change touches (or the tasks, in `tasks`)"
+                .to_string(),
+        );
+    }
+    problems
 }
 
 /// What `propose_plan` takes: the architecture and the task graph.

@@ -214,6 +214,11 @@ pub struct ReviewerOutput {
     pub decision: ReviewDecision,
     #[serde(default)]
     pub findings: Vec<ReviewFinding>,
+    /// A milestone review only: the architecture has drifted from the plan so that
+    /// the plan no longer fits the later work (not a fix within the phase): what
+    /// drifted. airsd then re-plans what it impacts, as after a requirement change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deviation: Option<String>,
 }
 
 wire_enum! {

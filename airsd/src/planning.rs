@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use air_proto::planning::{check_proposal, PlanningPhase, Proposal, ASK_USER, PROPOSE, SETTLE};
+use air_proto::planning::{
+    check_proposal, PlanningPhase, Proposal, ASK_USER, CLASSIFY, PROPOSE, SETTLE,
+};
 use air_proto::task::TaskSpec;
 
 /// The task section of a planning turn.
@@ -21,8 +23,14 @@ pub fn turn_text(spec: &TaskSpec, phase: PlanningPhase, taken: &[String]) -> Str
             .plan_ref
             .as_deref()
             .unwrap_or(".air/shared/plan/plan.md");
+        if phase == PlanningPhase::Classifying {
+            return format!(
+                "# The requirement changed\n\n{}\n\n## Re-planning, step 1: what the change is\n\nPhase: `classifying`. Dispatch is frozen. Read the plan (`{plan}`), its tasks' contracts (what each provides and requires) and what the session's tasks did, then call {CLASSIFY}: the change's scope, the modules it affects (as the contracts and paths name them), the tasks it touches directly, and a summary. airsd then works out which tasks the change impacts (SAFE, BOUNDARY, IMPACTED), stops the impacted work and takes back its merged changes, lets the safe work go on, and asks you to re-plan only the impacted part.\n",
+                requirement.trim()
+            );
+        }
         return format!(
-            "# The requirement changed\n\n{}\n\n## Re-planning\n\nPhase: `proposing`. Dispatch is frozen: the work under way finishes its attempt, and nothing new starts until the user confirms a new graph. Read the plan (`{plan}`) and what the session's tasks did, then call {PROPOSE} with the whole plan again: every completed task kept as it is (its interfaces are frozen: other work relies on them), the unfinished ones changed or removed as the change needs, new ones added; and `change` (its scope, the modules it touches, a summary). A plan with errors, or one that drops or renames a completed task, comes back to you with why.\n{PLAN_FORMAT}",
+            "# The requirement changed\n\n{}\n\n## Re-planning, step 2: the impacted part\n\nPhase: `proposing`. Your notes say what the change impacts. Read the plan (`{plan}`), then call {PROPOSE} with the whole plan: the tasks the notes tell you to re-plan changed, removed or replaced as the change needs, new ones added, and every other task exactly as it is (title, description, criteria, scope, dependencies, checks, contracts); and `change`. A plan with errors, or one that changes a task outside the impacted part, comes back to you with why. airsd adds a task that verifies each BOUNDARY task after your re-planned work.\n{PLAN_FORMAT}",
             requirement.trim()
         );
     }
@@ -39,6 +47,9 @@ pub fn turn_text(spec: &TaskSpec, phase: PlanningPhase, taken: &[String]) -> Str
             "The requirements are settled. Read what you need of the project, then propose the architecture and the task graph with {PROPOSE}. A plan that does not compile comes back with its errors: fix them and call it again."
         ),
         PlanningPhase::Confirmed => "The plan is confirmed: nothing is left to do.".into(),
+        PlanningPhase::Classifying => format!(
+            "A requirement changed: say what the change is with {CLASSIFY}."
+        ),
     };
     let _ = writeln!(s, "\n{then}");
     if phase == PlanningPhase::Proposing {

@@ -1,8 +1,10 @@
 //! Re-plan bookkeeping on a 1,000-task graph, model time excluded: 500 tasks done, a
-//! requirement change freezes dispatch, the designer's new graph (the 500 completed
-//! tasks kept, 100 unfinished ones changed, 50 removed, 50 added) is checked, the
-//! user confirms, and the scheduler core computes the diff and applies it — from the
-//! `requirement.changed` fact to the updated graph ready to dispatch.
+//! requirement change freezes dispatch, the designer says what it touches, the core
+//! works out its impact on every task (seed 001 §14) and stops the impacted running
+//! one, the designer's new graph (what the change does not touch kept, 100 unfinished
+//! tasks changed, 50 removed, 50 added) is checked, the user confirms, and the core
+//! computes the diff and applies it — from the `requirement.changed` fact to the
+//! updated graph ready to dispatch.
 //!
 //! Run: `cargo bench -p air-tests --bench replan`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -59,6 +61,33 @@ fn new_plan() -> String {
     s
 }
 
+/// The change as the designer classifies it: the steps it rewrites or drops.
+fn change() -> ChangeDescription {
+    ChangeDescription {
+        scope: ChangeScope::Implementation,
+        affected_modules: Vec::new(),
+        tasks: (501..=600)
+            .chain(901..=951)
+            .map(|n| format!("T{n}"))
+            .collect(),
+        summary: "a change of half the remaining steps".into(),
+    }
+}
+
+/// The designer's turn answering with `turn`.
+fn answer(sim: &mut Sim, turn: PlanningTurn) -> String {
+    let designer = sim
+        .settle()
+        .into_iter()
+        .find(|d| d.role == AgentType::ArchitectureDesigner)
+        .unwrap();
+    let mut r = result_for(&designer, WorkerStatus::Completed, false);
+    r.changed_files.clear();
+    r.result = serde_json::to_value(turn).unwrap();
+    sim.finish(&designer.agent_id, Play::Result(Box::new(r)));
+    designer.task_id
+}
+
 fn main() {
     let tasks = air_proto::plan::compile("big.md", &old_plan())
         .unwrap()
@@ -69,11 +98,7 @@ fn main() {
         modules: Vec::new(),
         decisions: Vec::new(),
         plan: new_plan(),
-        change: Some(ChangeDescription {
-            scope: ChangeScope::Implementation,
-            affected_modules: vec!["doc".into()],
-            summary: "a change of half the remaining steps".into(),
-        }),
+        change: Some(change()),
     };
     let config = Config {
         concurrency: 1,
@@ -104,32 +129,31 @@ fn main() {
         sim.record(Fact::RequirementChanged {
             change: "half the remaining steps change".into(),
         });
-        let designer = sim
-            .settle()
-            .into_iter()
-            .find(|d| d.role == AgentType::ArchitectureDesigner)
-            .unwrap();
-        let model = Instant::now();
-        let mut r = result_for(&designer, WorkerStatus::Completed, false);
-        r.changed_files.clear();
-        r.result = serde_json::to_value(PlanningTurn {
-            proposal: Some(proposal.clone()),
-            ..PlanningTurn::default()
-        })
-        .unwrap();
-        let model = model.elapsed();
-        sim.finish(&designer.agent_id, Play::Result(Box::new(r)));
+        answer(
+            &mut sim,
+            PlanningTurn {
+                classified: Some(change()),
+                ..PlanningTurn::default()
+            },
+        );
+        let turn = answer(
+            &mut sim,
+            PlanningTurn {
+                proposal: Some(proposal.clone()),
+                ..PlanningTurn::default()
+            },
+        );
         sim.settle();
         sim.record(Fact::Planning(Box::new(PlanningFact::Decided(
             PlanDecided {
-                task_id: designer.task_id.clone(),
+                task_id: turn,
                 decision: PlanDecision::Confirm,
                 note: None,
                 run: true,
                 client: None,
             },
         ))));
-        // The running T501 finishes its attempt first: the update waits for it.
+        // The running T501 is impacted: stopped at once, the update goes on.
         for _ in 0..4 {
             if let Some(d) = sim
                 .running
@@ -141,18 +165,8 @@ fn main() {
             }
             sim.settle();
         }
-        let took = t.elapsed() - model;
-        let update = sim
-            .facts
-            .iter()
-            .find_map(|f| match f {
-                Fact::Planning(b) => match &**b {
-                    PlanningFact::Updated(u) => Some(u.clone()),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .expect("the update was applied");
+        let took = t.elapsed();
+        let update = sim.plan_update().expect("the update was applied");
         shown = (
             update.changed.len(),
             update.removed.len(),

@@ -221,7 +221,7 @@ pub fn planning_end(
     tool: Option<(&str, &Value)>,
     answer: String,
 ) -> WorkerResult {
-    use air_proto::planning::{PlanningTurn, ASK_USER, PROPOSE, SETTLE};
+    use air_proto::planning::{PlanningTurn, ASK_USER, CLASSIFY, PROPOSE, SETTLE};
     let mut turn = PlanningTurn {
         answer: answer.clone(),
         ..PlanningTurn::default()
@@ -235,6 +235,10 @@ pub fn planning_end(
         Some((SETTLE, input)) => {
             turn.settled = serde_json::from_value(input.clone()).ok();
             "stated the settled requirements".to_string()
+        }
+        Some((CLASSIFY, input)) => {
+            turn.classified = serde_json::from_value(input.clone()).ok();
+            "said what the requirement change is".to_string()
         }
         Some((PROPOSE, input)) => {
             turn.proposal = serde_json::from_value(input.clone()).ok();

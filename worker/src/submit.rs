@@ -114,6 +114,11 @@ struct MilestoneForm {
     /// The tasks that would resolve the findings.
     #[serde(default)]
     follow_up_tasks: Vec<FollowUpTask>,
+    /// Only when the architecture has drifted from the plan so that the later phases
+    /// no longer fit it (not something a follow-up task in this phase fixes): what
+    /// drifted. The rest of the plan is then re-planned.
+    #[serde(default)]
+    deviation: Option<String>,
     /// What you looked at: files, diffs, command outputs.
     #[serde(default)]
     looked_at: Vec<String>,
@@ -511,19 +516,28 @@ pub fn accept_as(
             r
         }
         Output::Review | Output::Milestone => {
-            let (decision, summary, findings, follow_ups, looked_at) = if output == Output::Review {
-                let f: ReviewForm = form(input)?;
-                (f.decision, f.summary, f.findings, Vec::new(), f.looked_at)
-            } else {
-                let f: MilestoneForm = form(input)?;
-                (
-                    f.decision,
-                    f.summary,
-                    f.findings,
-                    f.follow_up_tasks,
-                    f.looked_at,
-                )
-            };
+            let (decision, summary, findings, follow_ups, looked_at, deviation) =
+                if output == Output::Review {
+                    let f: ReviewForm = form(input)?;
+                    (
+                        f.decision,
+                        f.summary,
+                        f.findings,
+                        Vec::new(),
+                        f.looked_at,
+                        None,
+                    )
+                } else {
+                    let f: MilestoneForm = form(input)?;
+                    (
+                        f.decision,
+                        f.summary,
+                        f.findings,
+                        f.follow_up_tasks,
+                        f.looked_at,
+                        f.deviation.filter(|d| !d.trim().is_empty()),
+                    )
+                };
             said("summary", &summary)?;
             if decision == ReviewDecision::ChangesRequested
                 && findings.is_empty()
@@ -550,8 +564,12 @@ pub fn accept_as(
                 ));
             }
             r.follow_up_tasks = follow_ups;
-            r.result = serde_json::to_value(ReviewerOutput { decision, findings })
-                .map_err(|e| format!("submit_result: {e}"))?;
+            r.result = serde_json::to_value(ReviewerOutput {
+                decision,
+                findings,
+                deviation,
+            })
+            .map_err(|e| format!("submit_result: {e}"))?;
             r
         }
         Output::Debugging => {

@@ -167,6 +167,17 @@ impl Sim {
         );
     }
 
+    /// The re-plan applied in the run (`architecture.plan.updated`), if one was.
+    pub fn plan_update(&self) -> Option<air_proto::payload::PlanUpdated> {
+        self.facts.iter().find_map(|f| match f {
+            Fact::Planning(b) => match &**b {
+                crate::scheduler::core::PlanningFact::Updated(u) => Some((**u).clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+    }
+
     pub fn record(&mut self, fact: Fact) {
         self.core.apply(&fact, self.now_ms);
         if let Fact::RunCompleted(outcome) = &fact {
@@ -234,6 +245,11 @@ impl Sim {
                     Decision::CreateTask(spec) => self.record(Fact::TaskCreated(spec)),
                     Decision::Deliver { .. } => {}
                     Decision::Planning(f) => self.record(Fact::Planning(f)),
+                    // The merged change taken back out, as the shell does.
+                    Decision::Revert { task_id } => self.record(Fact::Reverted {
+                        task_id,
+                        error: None,
+                    }),
                     Decision::WritePlan { task_id, run, .. } => self.record(Fact::Planning(
                         Box::new(crate::scheduler::core::PlanningFact::Written(
                             air_proto::payload::PlanConfirmed {
@@ -404,6 +420,7 @@ pub fn review(d: &Dispatch, decision: ReviewDecision) -> WorkerResult {
     r.result = serde_json::to_value(ReviewerOutput {
         decision,
         findings: Vec::new(),
+        deviation: None,
     })
     .unwrap_or_default();
     r

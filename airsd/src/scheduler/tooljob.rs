@@ -131,8 +131,10 @@ pub struct ToolJob {
     pub scope: air_proto::task::TaskScope,
     /// A planning turn's phase: what its designer may call (P0-5, P1-16).
     pub planning: Option<air_proto::planning::PlanningPhase>,
-    /// A re-planning turn: its proposal keeps the completed tasks.
+    /// A re-planning turn: its proposal keeps these tasks as they are (those the
+    /// change does not impact).
     pub replan: bool,
+    pub fixed: Vec<air_proto::task::TaskSpec>,
     /// A planning turn's requirement, in the user's words (its `[no-…]` markers are
     /// kept).
     pub requirement: String,
@@ -502,7 +504,9 @@ impl ToolJob {
     /// answer saying that the turn ends here. What it asked or proposed is recorded
     /// when the turn ends, from its result, checked again.
     fn designer_call(&self) -> Result<Value, ToolError> {
-        use air_proto::planning::{AskUser, Proposal, Settle, ASK_USER, SETTLE};
+        use air_proto::planning::{
+            AskUser, ChangeDescription, Proposal, Settle, ASK_USER, CLASSIFY, SETTLE,
+        };
         let tool = self.call.tool.as_str();
         let input = self.call.input.clone();
         let problems = |p: Vec<String>| -> Result<(), ToolError> {
@@ -525,6 +529,19 @@ impl ToolJob {
                     "next": "your turn ends here: the user's answers start your next turn",
                 }))
             }
+            CLASSIFY => {
+                let change: ChangeDescription = crate::tools::input(tool, input)?;
+                let known: Vec<String> = self
+                    .env
+                    .session
+                    .bus()
+                    .read(|p, _| p.tasks.iter().map(|t| t.id.clone()).collect());
+                problems(air_proto::planning::change_problems(&change, &known))?;
+                Ok(serde_json::json!({
+                    "scope": change.scope.as_str(),
+                    "next": "your turn ends here: airsd works out what the change impacts, then asks you to re-plan that part",
+                }))
+            }
             SETTLE => {
                 let settle: Settle = crate::tools::input(tool, input)?;
                 problems(settle.problems())?;
@@ -535,19 +552,12 @@ impl ToolJob {
             }
             _ => {
                 let proposal: Proposal = crate::tools::input(tool, input)?;
-                let (taken, done): (Vec<String>, Vec<(String, String)>) =
-                    self.env.session.bus().read(|p, _| {
-                        let done = p
-                            .tasks
-                            .iter()
-                            .filter(|t| t.status == air_proto::projection::TaskStatus::Completed)
-                            .filter(|t| !air_proto::conversation::in_conversation(&t.id))
-                            .filter(|t| !t.id.contains(':'))
-                            .map(|t| (t.id.clone(), t.title.clone()))
-                            .collect();
-                        (p.tasks.iter().map(|t| t.id.clone()).collect(), done)
-                    });
-                let frozen = self.replan.then_some(done.as_slice());
+                let taken: Vec<String> = self
+                    .env
+                    .session
+                    .bus()
+                    .read(|p, _| p.tasks.iter().map(|t| t.id.clone()).collect());
+                let frozen = self.replan.then_some(self.fixed.as_slice());
                 let pl = crate::scheduler::core::proposed(
                     &self.task_id,
                     &self.requirement,

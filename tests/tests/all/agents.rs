@@ -263,6 +263,22 @@ pub(crate) fn ended(p: &air_proto::projection::Projection) -> bool {
         .is_some_and(|r| r.status == air_proto::projection::RunState::Ended)
 }
 
+/// Has the agents of type `role` talk to `mock` (Anthropic's protocol) through
+/// `~/.air/models.yaml` under the test's home in `root`, so that their turns never
+/// wait on another agent's script.
+pub(crate) fn own_provider(root: &std::path::Path, role: &str, mock: &MockProvider) {
+    let home = root.join("home").join(".air");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("models.yaml"),
+        format!(
+            "providers:\n  own:\n    kind: anthropic\n    base_url: {}\n    api_key_env: ANTHROPIC_API_KEY\nmodels:\n  {role}: own/claude-sonnet-4-5\n",
+            mock.url
+        ),
+    )
+    .unwrap();
+}
+
 pub(crate) fn key(mock: &MockProvider) -> Vec<(&'static str, String)> {
     vec![
         ("ANTHROPIC_API_KEY", "sk-test".into()),

@@ -85,16 +85,7 @@ fn a_model_that_repeats_one_call_forever_is_stopped_and_the_person_is_told() {
         let main = MockProvider::start(talk).await;
         // The Main Agent talks to its own provider, so that its turns and the task's
         // agents never wait on each other's scripts.
-        let home = root.join("home").join(".air");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(
-            home.join("models.yaml"),
-            format!(
-                "providers:\n  talk:\n    kind: anthropic\n    base_url: {}\n    api_key_env: ANTHROPIC_API_KEY\nmodels:\n  main: talk/claude-sonnet-4-5\n",
-                main.url
-            ),
-        )
-        .unwrap();
+        crate::agents::own_provider(&root, "main", &main);
         let state = state(&root, &key(&work));
         let session = crate::conversation::conversation(&state).await;
         state

@@ -677,9 +677,10 @@ fn air_chat_stops_where_the_designer_waits_and_the_next_message_answers() {
 }
 
 /// A requirement change in the middle of a run (`requirement.change`, as `air change`
-/// sends it): while T1's executor works, dispatch freezes; the designer re-plans the
-/// whole graph with T1 kept and T2 changed; the user confirms; once T1 has finished,
-/// the new graph is applied (`architecture.plan.updated`) and T2 runs as re-planned.
+/// sends it): while T1's executor works, dispatch freezes; the designer says what the
+/// change is (it names T2); airsd finds T1 SAFE (it goes on) and T2 IMPACTED; the
+/// designer re-plans only T2; the user confirms; the new graph is applied
+/// (`architecture.plan.updated`) and T2 runs as re-planned after T1.
 #[test]
 fn a_requirement_change_mid_run_replaces_the_unfinished_task_and_the_run_finishes() {
     replanned_mid_run(false);
@@ -702,8 +703,10 @@ fn replanned_mid_run(by_editing: bool) {
         )
     };
     let mut replanned = proposal(&two("goodbye.txt"));
-    replanned["change"] = json!({"scope": "implementation", "affected_modules": ["bye"], "summary": "T2 writes goodbye.txt instead of bye.txt"});
-    let exchanges = vec![
+    let change = json!({"scope": "implementation", "affected_modules": ["bye"], "tasks": ["T2"], "summary": "T2 writes goodbye.txt instead of bye.txt"});
+    replanned["change"] = change.clone();
+    // The designer talks to its own provider: its turns and T1's executor run at once.
+    let designer = vec![
         Exchange {
             request: None,
             expect: expect(&["Phase: `discussing`"], &[]),
@@ -718,6 +721,38 @@ fn replanned_mid_run(by_editing: bool) {
             expect: expect(&["Phase: `proposing`"], &[]),
             reply: call("d2", "propose_plan", proposal(&two("bye.txt"))),
         },
+        Exchange {
+            request: None,
+            expect: expect(
+                &[
+                    "# The requirement changed",
+                    if by_editing {
+                        "The user edited .air/shared/plan/requirements.md"
+                    } else {
+                        "goodbye.txt instead"
+                    },
+                    "Phase: `classifying`",
+                    ".air/shared/plan/plan.md",
+                ],
+                &["classify_change", "fs_read"],
+            ),
+            reply: call("d3", "classify_change", change),
+        },
+        Exchange {
+            request: None,
+            expect: expect(
+                &[
+                    "the impacted part",
+                    "IMPACTED: T2",
+                    "SAFE: T1",
+                    "Re-plan only these tasks: T2",
+                ],
+                &["propose_plan"],
+            ),
+            reply: call("d4", "propose_plan", replanned),
+        },
+    ];
+    let exchanges = vec![
         // T1's executor takes its time: the requirement changes meanwhile.
         Exchange {
             request: None,
@@ -731,23 +766,6 @@ fn replanned_mid_run(by_editing: bool) {
                 // An edit is seen within the watcher's 2 seconds.
                 gap_ms: if by_editing { 1_200 } else { 600 },
             },
-        },
-        Exchange {
-            request: None,
-            expect: expect(
-                &[
-                    "# The requirement changed",
-                    if by_editing {
-                        "The user edited .air/shared/plan/requirements.md"
-                    } else {
-                        "goodbye.txt instead"
-                    },
-                    "Dispatch is frozen",
-                    ".air/shared/plan/plan.md",
-                ],
-                &["propose_plan", "fs_read"],
-            ),
-            reply: call("d3", "propose_plan", replanned),
         },
         Exchange {
             request: None,
@@ -794,6 +812,8 @@ fn replanned_mid_run(by_editing: bool) {
     ];
     crate::rt().block_on(async {
         let mock = MockProvider::start(exchanges).await;
+        let designs = MockProvider::start(designer).await;
+        crate::agents::own_provider(&root, "architecture_designer", &designs);
         let state = state(&root, &key(&mock));
         let session = planning(&state, "/plan hello, then bye").await;
         waiting(&state, &session, "plan:1").await;
@@ -842,10 +862,10 @@ fn replanned_mid_run(by_editing: bool) {
                 .await
                 .unwrap();
         }
-        let p = waiting(&state, &session, "plan:3").await;
+        let p = waiting(&state, &session, "plan:4").await;
         assert_eq!(
             p.planning.as_ref().unwrap().proposed_by.as_deref(),
-            Some("plan:3")
+            Some("plan:4")
         );
         assert_eq!(
             p.task("T2").map(|t| t.status),
@@ -891,7 +911,38 @@ fn replanned_mid_run(by_editing: bool) {
             updated["summary"],
             "T2 writes goodbye.txt instead of bye.txt"
         );
+        // What the change impacted, recorded and shown.
+        let impact: String = one(
+            &state,
+            &session,
+            "SELECT payload_json FROM events WHERE type = 'architecture.impact.completed'",
+        )
+        .await;
+        let impact: Value = serde_json::from_str(&impact).unwrap();
+        let zones: Vec<(String, String)> = impact["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["task_id"].as_str().unwrap().to_string(),
+                    t["zone"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            zones,
+            [
+                ("T1".to_string(), "safe".to_string()),
+                ("T2".to_string(), "impacted".to_string())
+            ]
+        );
         assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert!(
+            designs.mismatches().is_empty(),
+            "{:?}",
+            designs.mismatches()
+        );
         state.stop_runs().await;
     });
 }

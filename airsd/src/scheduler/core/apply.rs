@@ -181,6 +181,7 @@ impl Core {
                     }
                 }
             }
+            Fact::Reverted { task_id, error } => self.reverted(task_id, error.as_deref()),
             Fact::LoopDetected {
                 agent_id: _,
                 task_id,

@@ -55,6 +55,7 @@ impl Core {
         self.unreachable(out);
         self.confirmations(out);
         self.planning_decisions(out);
+        self.impact_decisions(out);
         self.readiness(out);
         self.finishes(out);
         self.milestones(out);
@@ -463,6 +464,10 @@ impl Core {
             // While a re-plan is under way nothing new starts: work under way goes on
             // to the end of its attempt (its review, its debugging).
             if self.frozen && !in_conversation(&t.spec.id) && t.attempt == 0 {
+                continue;
+            }
+            // What the change impacts waits for the re-plan; SAFE work goes on.
+            if self.held_for_replan(&t.spec.id) {
                 continue;
             }
             let fresh = t.attempt == 0;

@@ -176,6 +176,25 @@ const TABLE: &[Entry] = &[
             },
         })
     }),
+    entry(ev::WorkspaceUndone::TYPE, |_, v| {
+        Some(Fact::Reverted {
+            task_id: de::<p::WorkspaceUndone>(v)?.task_id,
+            error: None,
+        })
+    }),
+    entry(ev::RevertFailed::TYPE, |_, v| {
+        let pl: p::RevertFailed = de(v)?;
+        Some(Fact::Reverted {
+            task_id: pl.task_id,
+            error: Some(pl.reason),
+        })
+    }),
+    entry(ev::ChangeClassified::TYPE, |_, v| {
+        planning(PlanningFact::Classified(de(v)?))
+    }),
+    entry(ev::ArchitectureImpactCompleted::TYPE, |_, v| {
+        planning(PlanningFact::Impact(Box::new(de(v)?)))
+    }),
     entry(ev::LoopDetected::TYPE, |_, v| {
         let pl: p::LoopDetected = de(v)?;
         Some(Fact::LoopDetected {

@@ -39,12 +39,14 @@ mod exit;
 mod facts;
 mod outcome;
 mod planning;
+mod replan;
 
 pub use crate::evidence::GateSubject;
 pub use asks::{Ask, Refusal};
 pub use exit::{classify_exit, AgentEnd, ProcessEnd};
 pub use facts::{fact_of, recovered_types};
 pub use planning::{proposed, PlanningFact};
+pub use replan::verify_id;
 
 /// Tunables of the rules. The defaults are the seeds' numbers.
 #[derive(Clone, Debug, PartialEq)]
@@ -161,6 +163,12 @@ pub enum Fact {
         /// Where a heartbeat says the agent is; `None` for any other message of the
         /// worker, which shows it moving.
         beat: Option<Beat>,
+    },
+    /// A re-plan's revert of a task's merged change ended (`workspace.undone`,
+    /// `workspace.revert_failed`: why not).
+    Reverted {
+        task_id: String,
+        error: Option<String>,
     },
     /// The patrol of an agent's own turns found it in a loop (`agent.loop_detected`).
     LoopDetected {
@@ -307,6 +315,11 @@ pub enum Decision {
         task_id: String,
         elapsed_ms: u64,
         hard_timeout_ms: u64,
+    },
+    /// Take a completed task's merged change back out of the integration branch
+    /// (its branch kept; the task starts over on a fresh one): a re-plan's revert.
+    Revert {
+        task_id: String,
     },
     /// Ask the worker to stop (`agent.cancel`), killing it after a grace period.
     Cancel {

@@ -15,6 +15,10 @@ impl Core {
         if role == AgentType::Main {
             return self.on_turn(i, result);
         }
+        // Impacted by a requirement change: the re-plan decides what comes next.
+        if self.set_aside(i) {
+            return;
+        }
         if air_proto::planning::is_planning(&self.tasks[i].spec.id) {
             return self.on_planning_turn(i, result);
         }
@@ -172,6 +176,28 @@ impl Core {
                             .collect::<Vec<_>>()
                     })
                     .unwrap_or_default();
+                // A milestone review that found the architecture drifted from the
+                // plan: the rest of the plan is re-planned as after a requirement
+                // change (seed 001 §14's second trigger).
+                let deviation = output
+                    .as_ref()
+                    .and_then(|o| o.deviation.as_deref())
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty() && t.milestone_of.is_some())
+                    .map(str::to_string);
+                if let Some(drift) = deviation {
+                    let phase = t.milestone_of.clone().unwrap_or_default();
+                    t.next = Next::Finish(
+                        TaskStatus::Completed,
+                        Some(format!(
+                            "the architecture drifted from the plan: {drift}; re-planned"
+                        )),
+                    );
+                    self.requirement_changed(&format!(
+                        "The milestone review of phase {phase} found that the architecture drifted from the plan: {drift}"
+                    ));
+                    return;
+                }
                 match decision {
                     None => {
                         t.reviewer_failures += 1;
@@ -468,6 +494,9 @@ impl Core {
         failure: AgentFailure,
         reason: &str,
     ) {
+        if self.set_aside(i) {
+            return;
+        }
         if failure == AgentFailure::Stuck {
             let id = self.tasks[i].spec.id.clone();
             self.tell_person(&id, &format!("its {} was stopped: {reason}", role.as_str()));

@@ -25,6 +25,10 @@ pub enum PlanningFact {
     Decided(p::PlanDecided),
     Written(p::PlanConfirmed),
     Updated(Box<p::PlanUpdated>),
+    /// A re-plan's change, as the designer classified it.
+    Classified(p::ChangeClassified),
+    /// What it impacts.
+    Impact(Box<p::ImpactCompleted>),
 }
 
 /// What the session waits for the user to answer.
@@ -42,12 +46,12 @@ enum Waiting {
 pub(super) struct Planning {
     requirement: String,
     message_id: Option<String>,
-    phase: PlanningPhase,
+    pub(super) phase: PlanningPhase,
     /// The turn whose words wait for the user, and what they are; none while the
     /// designer works.
     waiting: Option<(String, Waiting)>,
     /// What the next turn must know: the discussion so far.
-    log: Vec<String>,
+    pub(super) log: Vec<String>,
     /// The requirements the user agreed to.
     agreed: Vec<String>,
     /// Confirmed: the proposal airsd is to write, the turn that proposed it, and
@@ -56,14 +60,34 @@ pub(super) struct Planning {
     /// Transient: the write is asked for.
     writing: bool,
     /// Written: the session is over.
-    done: bool,
+    pub(super) done: bool,
     /// Turns in a row that ended with something airsd could not accept.
     refused: u32,
     /// The user's last words answered stated requirements (so the designer may say
     /// they agreed).
     words_on_requirements: bool,
     /// A re-plan of the run's graph after a requirement change (dispatch frozen).
-    replan: bool,
+    pub(super) replan: bool,
+    /// A re-plan's change and what it impacts, once classified.
+    pub(super) impact: Option<Impact>,
+}
+
+/// What a classified change's impact holds while the designer re-plans.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Impact {
+    /// Tasks the re-plan may change (IMPACTED ones, and BOUNDARY ones not started):
+    /// held from dispatch, and whatever their agents end with is set aside.
+    pub(super) open: BTreeSet<String>,
+    /// IMPACTED tasks whose agents are to be stopped.
+    pub(super) stop: BTreeSet<String>,
+    /// IMPACTED completed tasks whose merged change is taken back out: `None` until
+    /// it is done (or could not be: why).
+    pub(super) revert: BTreeMap<String, Option<Result<(), String>>>,
+    /// Transient: reverts asked for.
+    pub(super) reverting: BTreeSet<String>,
+    /// BOUNDARY tasks verified once the change is in, with why they are on the
+    /// boundary.
+    pub(super) verify: Vec<(String, String)>,
 }
 
 /// Turns in a row with a refused answer before the session waits for the user.
@@ -89,10 +113,11 @@ impl Planning {
             refused: 0,
             words_on_requirements: false,
             replan,
+            impact: None,
         }
     }
 
-    fn open(&self) -> bool {
+    pub(super) fn open(&self) -> bool {
         !self.done
     }
 }
@@ -137,7 +162,12 @@ impl Core {
             return;
         }
         self.frozen = true;
-        self.planning = Some(Planning::new(change, None, PlanningPhase::Proposing, true));
+        self.planning = Some(Planning::new(
+            change,
+            None,
+            PlanningPhase::Classifying,
+            true,
+        ));
         self.ask_planning();
     }
 
@@ -157,7 +187,7 @@ impl Core {
     }
 
     /// The plan file the run's graph came from (what a re-plan edits).
-    fn plan_file(&self) -> String {
+    pub(super) fn plan_file(&self) -> String {
         self.tasks
             .iter()
             .filter(|t| !in_conversation(&t.spec.id))
@@ -167,18 +197,8 @@ impl Core {
             .unwrap_or_else(|| PLAN_FILE.to_string())
     }
 
-    /// The completed tasks of the graph, whose interfaces a re-plan keeps frozen.
-    pub(super) fn completed_work(&self) -> Vec<(String, String)> {
-        self.tasks
-            .iter()
-            .filter(|t| !in_conversation(&t.spec.id) && !is_review(&t.spec.id))
-            .filter(|t| t.status == TaskStatus::Completed && t.milestone_of.is_none())
-            .map(|t| (t.spec.id.clone(), t.spec.title.clone()))
-            .collect()
-    }
-
     /// The designer's next turn, in the session's phase.
-    fn ask_planning(&mut self) {
+    pub(super) fn ask_planning(&mut self) {
         let Some(s) = self.planning.as_mut() else {
             return;
         };
@@ -260,7 +280,7 @@ impl Core {
         let taken: Vec<String> = self.tasks.iter().map(|t| t.spec.id.clone()).collect();
         let requirement = self.tasks[i].spec.description.clone();
         let frozen =
-            air_proto::planning::is_replan(&self.tasks[i].spec).then(|| self.completed_work());
+            air_proto::planning::is_replan(&self.tasks[i].spec).then(|| self.replan_fixed());
         let mut refused = None;
         let mut refuse = |why: String| {
             refused = Some(why);
@@ -292,6 +312,19 @@ impl Core {
                             .planning
                             .as_ref()
                             .is_some_and(|s| s.words_on_requirements),
+                })),
+            }
+        } else if let Some(change) = output.classified {
+            let known: Vec<String> = self.tasks.iter().map(|t| t.spec.id.clone()).collect();
+            match (
+                wrong(air_proto::planning::CLASSIFY),
+                air_proto::planning::change_problems(&change, &known),
+            ) {
+                (Some(why), _) => refuse(why),
+                (None, p) if !p.is_empty() => refuse(p.join("; ")),
+                _ => Some(PlanningFact::Classified(p::ChangeClassified {
+                    task_id: turn_id.clone(),
+                    change,
                 })),
             }
         } else if let Some(proposal) = output.proposal {
@@ -351,6 +384,7 @@ impl Core {
             PlanningFact::Asked(a) => a.task_id == turn_id,
             PlanningFact::Settled(a) => a.task_id == turn_id,
             PlanningFact::Proposed(a) => a.task_id == turn_id,
+            PlanningFact::Classified(a) => a.task_id == turn_id,
             _ => false,
         });
         if pending || self.planning.as_ref().is_some_and(|s| s.waiting.is_some()) {
@@ -394,6 +428,12 @@ impl Core {
         }
         if let PlanningFact::Updated(pl) = fact {
             return self.plan_updated(pl);
+        }
+        if let PlanningFact::Classified(pl) = fact {
+            return self.change_classified(pl);
+        }
+        if let PlanningFact::Impact(pl) = fact {
+            return self.impact_completed(pl);
         }
         let Some(s) = self.planning.as_mut().filter(|s| s.open()) else {
             return;
@@ -508,6 +548,7 @@ impl Core {
                         // The graph stays as it was, and goes on.
                         s.done = true;
                         self.frozen = false;
+                        self.replan_rejected();
                     }
                     PlanDecision::Reject => {
                         s.log.push(format!(
@@ -518,7 +559,10 @@ impl Core {
                     }
                 }
             }
-            PlanningFact::Written(_) | PlanningFact::Updated(_) => {}
+            PlanningFact::Written(_)
+            | PlanningFact::Updated(_)
+            | PlanningFact::Classified(_)
+            | PlanningFact::Impact(_) => {}
         }
         if next_turn {
             self.ask_planning();
@@ -581,94 +625,15 @@ impl Core {
         }
     }
 
-    /// What a confirmed re-plan changes in the graph: tasks added, unfinished ones
-    /// changed or removed; completed ones are never touched.
-    fn replan_diff(&self, turn: &str, summary: String, new: Vec<TaskSpec>) -> p::PlanUpdated {
-        let ids: BTreeSet<String> = new.iter().map(|t| t.id.clone()).collect();
-        let mut update = p::PlanUpdated {
-            task_id: turn.to_string(),
-            summary,
-            added: Vec::new(),
-            changed: Vec::new(),
-            removed: Vec::new(),
-        };
-        let file = self.plan_file();
-        for mut spec in new {
-            spec.context_refs.plan_ref = Some(format!("{file}#{}", spec.id));
-            match self.index.get(&spec.id).map(|&i| &self.tasks[i]) {
-                None => update.added.push(spec),
-                Some(t) if t.status == TaskStatus::Completed => {}
-                Some(t) if same_work(&t.spec, &spec) && !is_terminal(t.status) => {}
-                Some(_) => update.changed.push(spec),
-            }
-        }
-        update.removed = self
-            .tasks
-            .iter()
-            .filter(|t| !in_conversation(&t.spec.id) && !is_review(&t.spec.id))
-            .filter(|t| t.milestone_of.is_none() && t.status != TaskStatus::Completed)
-            .filter(|t| !ids.contains(&t.spec.id))
-            .map(|t| t.spec.id.clone())
-            .collect();
-        update
-    }
-
-    /// A confirmed re-plan, applied: the changed tasks start over with their new
-    /// spec, the removed ones end as replaced, the added ones are created; dispatch
-    /// goes on.
-    fn plan_updated(&mut self, pl: &p::PlanUpdated) {
-        let Some(s) = self.planning.as_mut().filter(|s| s.open() && s.replan) else {
-            return;
-        };
-        s.done = true;
-        self.frozen = false;
-        let why = format!("replaced by the updated plan ({})", pl.task_id);
-        for id in &pl.removed {
-            self.declined.insert(id.clone());
-            if let Some(t) = self.task_mut(id) {
-                if !is_terminal(t.status) {
-                    t.cancel
-                        .get_or_insert_with(|| (why.clone(), TaskStatus::Cancelled));
-                }
-            }
-        }
-        for spec in &pl.changed {
-            if let Some(t) = self.task_mut(&spec.id) {
-                t.spec = spec.clone();
-                t.status = TaskStatus::Pending;
-                t.next = Next::Nothing;
-                t.retries_used = 0;
-                t.rejections = 0;
-                t.failures.clear();
-                t.cancel = None;
-                t.in_flight = false;
-                t.under_review = None;
-                t.notes.push(format!(
-                    "The requirement changed and this task was re-planned: {}. Check what is already in place before you change anything.",
-                    pl.summary
-                ));
-            }
-            self.declined.remove(&spec.id);
-        }
-        for spec in &pl.added {
-            if !self.index.contains_key(&spec.id) {
-                self.planned.insert(spec.id.clone());
-                self.to_create.push(spec.clone());
-            }
-        }
-    }
-
     /// The planning decisions due: the accepted answers of turns to record, and the
     /// confirmed plan to write.
     pub(super) fn planning_decisions(&mut self, out: &mut Vec<Decision>) {
         for f in &self.planning_out {
             out.push(Decision::Planning(Box::new(f.clone())));
         }
-        // A re-plan is applied once the work under way has finished its attempt.
-        let busy = self
-            .agents
-            .values()
-            .any(|a| !in_conversation(&self.tasks[a.task].spec.id));
+        // A re-plan is applied once the impacted work has stopped and its reverts are
+        // done (SAFE work goes on).
+        let busy = self.replan_busy();
         if let Some(s) = self.planning.as_mut().filter(|s| !(s.replan && busy)) {
             if let (Some((task_id, proposal, run)), false) = (&s.confirmed, s.writing) {
                 s.writing = true;
@@ -705,8 +670,27 @@ impl Core {
 /// Where airsd writes a confirmed plan, relative to the project.
 const PLAN_FILE: &str = ".air/shared/plan/plan.md";
 
+/// What differs between two specs of a task, for a refusal.
+fn differs(a: &TaskSpec, b: &TaskSpec) -> &'static str {
+    if a.title != b.title {
+        "title"
+    } else if a.description != b.description {
+        "description"
+    } else if a.acceptance_criteria != b.acceptance_criteria {
+        "acceptance criteria"
+    } else if a.scope != b.scope {
+        "scope"
+    } else if a.dependencies != b.dependencies {
+        "dependencies"
+    } else if a.verification != b.verification {
+        "verification"
+    } else {
+        "contracts"
+    }
+}
+
 /// Whether two specs ask for the same work (what a re-plan may leave alone).
-fn same_work(a: &TaskSpec, b: &TaskSpec) -> bool {
+pub(super) fn same_work(a: &TaskSpec, b: &TaskSpec) -> bool {
     a.title == b.title
         && a.description == b.description
         && a.acceptance_criteria == b.acceptance_criteria
@@ -723,7 +707,7 @@ pub fn proposed(
     requirement: &str,
     proposal: Proposal,
     taken: &[String],
-    frozen: Option<&[(String, String)]>,
+    frozen: Option<&[TaskSpec]>,
 ) -> Result<p::PlanProposed, Vec<String>> {
     let compiled = check_proposal(&proposal)?;
     // What the plan says of a task's evidence is the designer's to settle before the
@@ -752,13 +736,18 @@ pub fn proposed(
                         .to_string(),
                 );
             }
-            for (id, title) in done {
+            // What the change does not touch stays as it is: a task left out, or
+            // rewritten under the same id, is refused (never dropped silently).
+            for keep in done {
+                let id = &keep.id;
                 match compiled.graph.tasks.iter().find(|t| t.id == *id) {
                     None => problems.push(format!(
-                        "plan: {id} is completed: keep it in the plan as it is (its interfaces are frozen)"
+                        "plan: {id} ({}) is outside what the change impacts: keep it in the plan as it is",
+                        keep.title
                     )),
-                    Some(t) if t.title != *title => problems.push(format!(
-                        "plan: {id} is completed: keep its title `{title}` (its interfaces are frozen)"
+                    Some(t) if !same_work(t, keep) => problems.push(format!(
+                        "plan: {id} is outside what the change impacts: keep it exactly as it is (its {} changed); to change it, say so in `change` (its `tasks`) and re-classify",
+                        differs(t, keep)
                     )),
                     Some(_) => {}
                 }

@@ -66,6 +66,7 @@ impl Shell {
             scope: d.spec.scope.clone(),
             planning: None,
             replan: false,
+            fixed: Vec::new(),
             requirement: d.spec.description.clone(),
             yields: declared(&d.spec),
             checks: d.spec.verification.commands.clone().unwrap_or_default(),

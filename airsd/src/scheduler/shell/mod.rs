@@ -33,6 +33,7 @@ mod mine;
 mod queue;
 mod records;
 mod requirements;
+mod revert;
 mod side;
 mod spaces;
 mod worker;
@@ -742,6 +743,7 @@ impl Shell {
                 self.record(vec![e]).await
             }
             Decision::Refuse(refusal) => self.refuse(*refusal).await,
+            Decision::Revert { task_id } => self.revert(task_id).await,
             Decision::Planning(f) => {
                 use crate::scheduler::core::PlanningFact as F;
                 let e = match *f {
@@ -752,6 +754,8 @@ impl Shell {
                     F::Decided(pl) => self.event(&pl)?,
                     F::Written(pl) => self.event(&pl)?,
                     F::Updated(pl) => self.event(&*pl)?,
+                    F::Classified(pl) => self.event(&pl)?,
+                    F::Impact(pl) => self.event(&ev::ArchitectureImpactCompleted(*pl))?,
                 };
                 self.push(vec![e]);
                 Ok(())

@@ -311,6 +311,7 @@ impl Shell {
                 scope: spec.scope.clone(),
                 planning: None,
                 replan: false,
+                fixed: Vec::new(),
                 requirement: spec.description.clone(),
                 yields: super::before::declared(spec),
                 checks: spec.verification.commands.clone().unwrap_or_default(),

@@ -280,6 +280,11 @@ impl Shell {
                     scope: d.spec.scope.clone(),
                     planning: air_proto::planning::phase_of(&d.spec),
                     replan: air_proto::planning::is_replan(&d.spec),
+                    fixed: if air_proto::planning::is_replan(&d.spec) {
+                        self.core.replan_fixed()
+                    } else {
+                        Vec::new()
+                    },
                     requirement: d.spec.description.clone(),
                     yields: super::before::declared(&d.spec),
                     checks: d.spec.verification.commands.clone().unwrap_or_default(),

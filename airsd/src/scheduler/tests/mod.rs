@@ -18,6 +18,7 @@ mod conversation;
 mod planning;
 mod policy;
 mod queue;
+mod replan;
 
 use super::sim::{debug, diligent, result_for, review, Play, Sim};
 use super::{gate, Config, Decision, Dispatch, Fact};
@@ -133,6 +134,7 @@ fn a_rejection_under_any_status_word_sends_its_findings_to_the_next_attempt() {
                 file: Some("wordcount/counter.py".into()),
                 line: Some(9),
             }],
+            deviation: None,
         })
         .unwrap();
         sim.finish(&rev.agent_id, res(r));
@@ -170,6 +172,7 @@ fn changes_requested_twice_are_redispatched_and_the_third_escalates() {
                 file: Some("src/a.rs".into()),
                 line: Some(3),
             }],
+            deviation: None,
         })
         .unwrap();
         sim.finish(&rev.agent_id, res(r));

@@ -32,7 +32,7 @@ fn say(sim: &mut Sim, n: u32, text: &str) {
     });
 }
 
-fn turn(d: &Dispatch, t: PlanningTurn) -> Play {
+pub(super) fn turn(d: &Dispatch, t: PlanningTurn) -> Play {
     let mut r = result_for(d, WorkerStatus::Completed, false);
     r.changed_files.clear();
     r.result = serde_json::to_value(t).unwrap();
@@ -75,7 +75,7 @@ fn settles(d: &Dispatch) -> Play {
 
 const PLAN: &str = "# Word counter\n\n## Task T1: Count words\n\n- category: logic\n\nCount them.\n\n## Task T2: The command\n\n- category: logic\n- depends_on: T1\n\nPrint them.\n";
 
-fn proposal(plan: &str) -> Proposal {
+pub(super) fn proposal(plan: &str) -> Proposal {
     Proposal {
         summary: "A library and a command.".into(),
         modules: vec![],
@@ -108,7 +108,7 @@ fn answered(task: &str, answers: &[(&str, &str)], go_ahead: bool) -> Fact {
     })))
 }
 
-fn decided(task: &str, decision: PlanDecision, note: Option<&str>) -> Fact {
+pub(super) fn decided(task: &str, decision: PlanDecision, note: Option<&str>) -> Fact {
     Fact::Planning(Box::new(PlanningFact::Decided(PlanDecided {
         task_id: task.into(),
         decision,
@@ -128,7 +128,7 @@ fn designer(d: &Dispatch) -> Play {
     }
 }
 
-fn agent(d: &Dispatch) -> Play {
+pub(super) fn agent(d: &Dispatch) -> Play {
     match d.role {
         AgentType::ArchitectureDesigner => designer(d),
         AgentType::Main => {
@@ -141,7 +141,7 @@ fn agent(d: &Dispatch) -> Play {
     }
 }
 
-fn phase(d: &Dispatch) -> PlanningPhase {
+pub(super) fn phase(d: &Dispatch) -> PlanningPhase {
     air_proto::planning::phase_of(&d.spec).unwrap()
 }
 
@@ -379,13 +379,29 @@ fn in_default_mode_a_confirmed_plan_waits_for_one_more_word_and_no_stops_it_all(
     );
 }
 
-fn replan(d: &Dispatch, plan: &str) -> Play {
-    let mut p = proposal(plan);
-    p.change = Some(air_proto::planning::ChangeDescription {
+fn change(tasks: &[&str]) -> air_proto::planning::ChangeDescription {
+    air_proto::planning::ChangeDescription {
         scope: air_proto::planning::ChangeScope::Implementation,
         affected_modules: vec!["b".into()],
+        tasks: tasks.iter().map(|t| t.to_string()).collect(),
         summary: "B changes, C goes, D comes".into(),
-    });
+    }
+}
+
+/// The designer's first re-planning turn: what the change is.
+fn classify(d: &Dispatch, tasks: &[&str]) -> Play {
+    turn(
+        d,
+        PlanningTurn {
+            classified: Some(change(tasks)),
+            ..PlanningTurn::default()
+        },
+    )
+}
+
+fn replan(d: &Dispatch, plan: &str) -> Play {
+    let mut p = proposal(plan);
+    p.change = Some(change(&[]));
     turn(
         d,
         PlanningTurn {
@@ -395,10 +411,12 @@ fn replan(d: &Dispatch, plan: &str) -> Play {
     )
 }
 
-/// A requirement change in the middle of a run: dispatch freezes (the running task
-/// finishes its attempt), the designer re-plans (a plan that drops a completed task
-/// is refused), the user confirms, and the new graph is applied — a task changed, one
-/// removed, one added — and run to its end, the same from any point of a recovery.
+/// A requirement change in the middle of a run: dispatch freezes, the designer says
+/// what the change is (it names B and C), the tasks it does not touch go on (A, which
+/// runs, finishes its attempt), the designer re-plans the impacted part (a plan that
+/// drops A is refused), the user confirms, and the new graph is applied — a task
+/// changed, one removed, one added — and run to its end, the same from any point of
+/// a recovery.
 #[test]
 fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work() {
     let tasks = plan(
@@ -416,10 +434,10 @@ fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work
     sim.record(Fact::RequirementChanged {
         change: "B must count bytes, and C is not needed".into(),
     });
-    let p1 = only(&sim.settle(), "the re-planning turn, beside A").clone();
-    assert!(air_proto::planning::is_replan(&p1.spec), "{:?}", p1.spec);
-    assert_eq!(phase(&p1), PlanningPhase::Proposing);
-    assert_eq!(p1.spec.context_refs.plan_ref.as_deref(), Some("t.md"));
+    let p0 = only(&sim.settle(), "the re-planning turn, beside A").clone();
+    assert!(air_proto::planning::is_replan(&p0.spec), "{:?}", p0.spec);
+    assert_eq!(phase(&p0), PlanningPhase::Classifying);
+    assert_eq!(p0.spec.context_refs.plan_ref.as_deref(), Some("t.md"));
     sim.finish(&a.agent_id, ok(&a));
     let r = only(&sim.settle(), "A's reviewer").clone();
     sim.finish(&r.agent_id, ok(&r));
@@ -429,33 +447,35 @@ fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work
         Some(TaskStatus::Ready),
         "ready, not started"
     );
-    // Dropping the completed A is refused.
+    sim.finish(&p0.agent_id, classify(&p0, &["B", "C"]));
+    let p1 = only(&sim.settle(), "the re-plan of the impacted part").clone();
+    assert_eq!(phase(&p1), PlanningPhase::Proposing);
+    assert!(
+        p1.notes
+            .iter()
+            .any(|n| n.contains("Re-plan only these tasks: B, C")),
+        "{:?}",
+        p1.notes
+    );
+    // Dropping A, which the change does not touch, is refused.
     sim.finish(
         &p1.agent_id,
         replan(&p1, "## Task B: b\n\n- category: logic\n\nBytes.\n"),
     );
     let p2 = only(&sim.settle(), "another try").clone();
     assert!(
-        p2.notes.iter().any(|n| n.contains("A is completed")),
+        p2.notes
+            .iter()
+            .any(|n| n.contains("A (a) is outside what the change impacts")),
         "{:?}",
         p2.notes
     );
     const NEW: &str = "## Task A: a\n\n- category: logic\n\n## Task B: b\n\n- category: logic\n- depends_on: A\n\nCount bytes.\n\n## Task D: d\n\n- category: logic\n- depends_on: B\n";
     sim.finish(&p2.agent_id, replan(&p2, NEW));
     sim.settle();
-    sim.record(decided("plan:2", PlanDecision::Confirm, None));
+    sim.record(decided("plan:3", PlanDecision::Confirm, None));
     sim.run(&mut agent, 100);
-    let update = sim
-        .facts
-        .iter()
-        .find_map(|f| match f {
-            Fact::Planning(b) => match &**b {
-                PlanningFact::Updated(u) => Some(u.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .unwrap();
+    let update = sim.plan_update().unwrap();
     let ids = |v: &[air_proto::task::TaskSpec]| v.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&update.changed), ["B"]);
     assert_eq!(ids(&update.added), ["D"]);
@@ -472,18 +492,39 @@ fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work
     );
 
     // Recovered from any point after the change, with the user's answer given when
-    // it waits, the run ends the same.
+    // it waits, the run ends the same: the designer classifies and proposes the new
+    // graph whenever it is asked.
+    let script = |d: &Dispatch| match d.role {
+        AgentType::ArchitectureDesigner if phase(d) == PlanningPhase::Classifying => {
+            classify(d, &["B", "C"])
+        }
+        AgentType::ArchitectureDesigner => replan(d, NEW),
+        _ => agent(d),
+    };
+    recovered_alike(
+        &sim,
+        &script,
+        &[
+            ("B", TaskStatus::Completed),
+            ("C", TaskStatus::Cancelled),
+            ("D", TaskStatus::Completed),
+        ],
+    );
+}
+
+/// Recovers `sim`'s run from every point after its requirement change and plays it
+/// to its end with `script` (the user confirming whatever proposal waits): each ends
+/// with the tasks as `expected`.
+pub(super) fn recovered_alike(
+    sim: &Sim,
+    script: &dyn Fn(&Dispatch) -> Play,
+    expected: &[(&str, TaskStatus)],
+) {
     let facts = sim.facts.clone();
     let from = facts
         .iter()
         .position(|f| matches!(f, Fact::RequirementChanged { .. }))
         .unwrap();
-    // The designer proposes the new graph whenever it is asked; the user confirms
-    // whatever proposal waits.
-    let script = |d: &Dispatch| match d.role {
-        AgentType::ArchitectureDesigner => replan(d, NEW),
-        _ => agent(d),
-    };
     let waiting = |r: &Sim| {
         let mut open = None;
         for f in &r.facts {
@@ -513,12 +554,8 @@ fn a_requirement_change_mid_run_freezes_replans_and_replaces_the_unfinished_work
             }
         }
         assert!(r.core.is_finished(), "cut at {cut}");
-        for (id, status) in [
-            ("B", TaskStatus::Completed),
-            ("C", TaskStatus::Cancelled),
-            ("D", TaskStatus::Completed),
-        ] {
-            assert_eq!(r.core.status(id), Some(status), "{id}, cut at {cut}");
+        for (id, status) in expected {
+            assert_eq!(r.core.status(id), Some(*status), "{id}, cut at {cut}");
         }
     }
 }

@@ -1,0 +1,77 @@
+//! A re-plan's revert ([`Decision::Revert`](super::Decision::Revert)): an impacted
+//! completed task's merged change taken back out of the session's integration
+//! branch, as `air undo` does (a new commit; what later tasks changed stays), and the
+//! task's work set aside: its worktree removed, its branch kept as
+//! `<branch>-replaced-<n>`, so that the task starts over on a fresh branch.
+
+use air_proto::payload as p;
+
+use super::*;
+use crate::workspace;
+
+impl Shell {
+    pub(super) async fn revert(&mut self, task_id: String) -> Result<()> {
+        let integration = self.spaces.integration.clone().flatten();
+        let outcome = match integration {
+            None => Err(
+                "the run's tasks share the checkout: there is no merge to take back out"
+                    .to_string(),
+            ),
+            Some(integration) => {
+                let main = self.tools.launcher.clone();
+                let worktrees = self.worktrees_dir();
+                let session = self.session_id().to_string();
+                let ws = self.spaces.by_task.remove(&task_id).map(|s| s.ws);
+                let task = task_id.clone();
+                tokio::task::spawn_blocking(move || {
+                    let message = format!(
+                        "{}{task} (the requirement changed)",
+                        workspace::UNDO_SUBJECT
+                    );
+                    let undone = workspace::undo(
+                        &main,
+                        &worktrees,
+                        &integration,
+                        &session,
+                        &task,
+                        &message,
+                    )?;
+                    let (commit, files) = match undone {
+                        workspace::Undone::Undone { commit, files } => (commit, files),
+                        workspace::Undone::NotMerged => {
+                            return Err(format!("{task}'s change is not merged into {integration}"))
+                        }
+                        workspace::Undone::Already => {
+                            return Err(format!("{task}'s change was undone already"))
+                        }
+                        workspace::Undone::Conflict { files } => {
+                            return Err(format!(
+                                "what later tasks changed touches the same lines of {}",
+                                files.join(", ")
+                            ))
+                        }
+                    };
+                    workspace::set_aside(&main, ws.as_ref(), &worktrees, &session, &task)?;
+                    Ok((integration, commit, files))
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("the revert stopped: {e}")))
+            }
+        };
+        let e = match outcome {
+            Ok((integration_branch, commit, files)) => self.event(&p::WorkspaceUndone {
+                task_id,
+                integration_branch,
+                commit,
+                files,
+                landing: None,
+            })?,
+            Err(reason) => {
+                tracing::warn!(task = task_id, "a re-plan's revert failed: {reason}");
+                self.event(&p::RevertFailed { task_id, reason })?
+            }
+        };
+        self.push(vec![e]);
+        Ok(())
+    }
+}
