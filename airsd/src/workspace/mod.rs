@@ -23,7 +23,7 @@ pub use merge::{
     landed, merge, Landing, Merged,
 };
 pub use queue::{advance, between, prepare, Prepared};
-pub use undo::{undo, Undone, UNDO_SUBJECT};
+pub use undo::{set_aside, undo, Undone, UNDO_SUBJECT};
 
 /// How long one git step of a worktree may take.
 const STEP: Duration = Duration::from_secs(120);
@@ -700,46 +700,6 @@ pub fn diff(main: &Launcher, ws: &Workspace, cap: usize) -> Result<(String, bool
         Reads::Content,
         cap,
     )
-}
-
-/// Sets a task's work aside after its change was taken back out: its worktree (if
-/// any) removed and its branch kept under `kept`, so that the task, started over,
-/// works on a fresh branch from the integration branch as it is then. Answers the
-/// name the branch is kept under (`None`: the task had no branch).
-pub fn set_aside(
-    main: &Launcher,
-    ws: Option<&Workspace>,
-    worktrees: &Path,
-    session: &str,
-    task: &str,
-) -> Result<Option<String>, String> {
-    if let Some(ws) = ws {
-        remove(main, ws, worktrees)?;
-    }
-    let branch = branch_name(session, task);
-    let full = format!("refs/heads/{branch}");
-    let Some(tip) = merge::commit_of(main, &full)? else {
-        return Ok(None);
-    };
-    let places = common_writable(main, worktrees)?;
-    let mut n = 1;
-    let kept = loop {
-        let name = format!("{branch}-replaced-{n}");
-        if merge::commit_of(main, &format!("refs/heads/{name}"))?.is_none() {
-            break name;
-        }
-        n += 1;
-    };
-    // The kept name is made where the branch points, then the branch goes (only from
-    // that commit).
-    main.git_write(
-        &["update-ref", &format!("refs/heads/{kept}"), &tip, ""],
-        &places,
-        4096,
-        STEP,
-    )?;
-    main.git_write(&["update-ref", "-d", &full, &tip], &places, 4096, STEP)?;
-    Ok(Some(kept))
 }
 
 /// Removes the worktree (its branch stays, with the attempt's commits).

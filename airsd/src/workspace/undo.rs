@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::merge::{changed_between, commit_of, merge_tree_based};
-use super::{branch_name, common_writable, NAMES_CAP, STEP};
+use super::{branch_name, common_writable, remove, Workspace, NAMES_CAP, STEP};
 use crate::launcher::{Launcher, Reads};
 
 /// What undoing a task did.
@@ -118,4 +118,50 @@ pub fn undo(
     )?;
     let files = changed_between(main, &head, &commit)?;
     Ok(Undone::Undone { commit, files })
+}
+
+/// Sets a task's work aside after its change was taken back out: its worktree (if
+/// any) removed, its branch's commits kept under `<branch>-replaced-<n>`, and its
+/// branch moved to `fresh` (the integration branch's head), so that the task,
+/// started over, works from there. Answers the name the work is kept under
+/// (`None`: the task had no branch).
+pub fn set_aside(
+    main: &Launcher,
+    ws: Option<&Workspace>,
+    worktrees: &Path,
+    session: &str,
+    task: &str,
+    fresh: &str,
+) -> Result<Option<String>, String> {
+    if let Some(ws) = ws {
+        remove(main, ws, worktrees)?;
+    }
+    let branch = branch_name(session, task);
+    let full = format!("refs/heads/{branch}");
+    let Some(tip) = commit_of(main, &full)? else {
+        return Ok(None);
+    };
+    let places = common_writable(main, worktrees)?;
+    let mut n = 1;
+    let kept = loop {
+        let name = format!("{branch}-replaced-{n}");
+        if commit_of(main, &format!("refs/heads/{name}"))?.is_none() {
+            break name;
+        }
+        n += 1;
+    };
+    // A commit's name: nothing git could take for an option.
+    if !(fresh.len() == 40 || fresh.len() == 64) || !fresh.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("`{fresh}` names no commit"));
+    }
+    // The kept name is made where the branch points, then the branch moves (only
+    // from that commit): loose refs both, nothing of the repository's own files.
+    main.git_write(
+        &["update-ref", &format!("refs/heads/{kept}"), &tip, ""],
+        &places,
+        4096,
+        STEP,
+    )?;
+    main.git_write(&["update-ref", &full, fresh, &tip], &places, 4096, STEP)?;
+    Ok(Some(kept))
 }

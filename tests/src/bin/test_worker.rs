@@ -186,7 +186,14 @@ fn main() {
     let spec = start.task_spec.clone();
     let consulted = role == AgentType::ArchitectureDesigner
         && spec.task_type == air_proto::task::TaskType::Execute;
-    let act = action(&spec.description, role, run, consulted);
+    // A re-planning turn of the designer: `classify` says what the change is from its
+    // `air-test-classify: {json}` line, `propose` proposes the plan in the file its
+    // `air-test-propose: FILE` line names (relative to where it runs).
+    let act = match air_proto::planning::phase_of(&spec) {
+        Some(air_proto::planning::PlanningPhase::Classifying) => "classify".to_string(),
+        Some(air_proto::planning::PlanningPhase::Proposing) => "propose".to_string(),
+        _ => action(&spec.description, role, run, consulted),
+    };
 
     // Stdin: a cancel or EOF ends the process with code 4.
     let (granted_tx, granted_rx) = std::sync::mpsc::channel::<u64>();
@@ -488,6 +495,33 @@ fn main() {
                 (hard + 500).saturating_sub(soft + 300),
             ));
             result_for(&d, WorkerStatus::Completed, true)
+        }
+        "classify" | "propose" => {
+            let line = |key: &str| {
+                d.spec
+                    .description
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()))
+                    .unwrap_or_default()
+            };
+            let change: Option<air_proto::planning::ChangeDescription> =
+                serde_json::from_str(&line("air-test-classify:")).ok();
+            let mut turn = air_proto::planning::PlanningTurn::default();
+            if act == "classify" {
+                turn.classified = change;
+            } else {
+                turn.proposal = Some(air_proto::planning::Proposal {
+                    summary: "re-planned by the script".into(),
+                    modules: Vec::new(),
+                    decisions: Vec::new(),
+                    plan: std::fs::read_to_string(line("air-test-propose:")).unwrap_or_default(),
+                    change,
+                });
+            }
+            let mut r = result_for(&d, WorkerStatus::Completed, false);
+            r.changed_files.clear();
+            r.result = serde_json::to_value(turn).unwrap_or_default();
+            r
         }
         "approve" => review(&d, ReviewDecision::Approved),
         "retry" => airsd::scheduler::sim::consult(&d, air_proto::result::ConsultDecision::Retry),

@@ -40,6 +40,7 @@ mod polyglot;
 mod profile;
 mod projection;
 mod provider;
+mod replan;
 mod reproduction;
 mod retry;
 mod robustness;

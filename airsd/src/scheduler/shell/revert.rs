@@ -51,7 +51,18 @@ impl Shell {
                             ))
                         }
                     };
-                    workspace::set_aside(&main, ws.as_ref(), &worktrees, &session, &task)?;
+                    // The change is out; setting the task's work aside is tidying (a
+                    // failure there leaves its old branch, which the redo continues).
+                    if let Err(e) = workspace::set_aside(
+                        &main,
+                        ws.as_ref(),
+                        &worktrees,
+                        &session,
+                        &task,
+                        &commit,
+                    ) {
+                        tracing::warn!(task, "its work could not be set aside: {e}");
+                    }
                     Ok((integration, commit, files))
                 })
                 .await
