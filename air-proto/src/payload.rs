@@ -507,6 +507,37 @@ pub struct LoopDetected {
     pub stopped: bool,
 }
 
+/// `agent.model_selected`: an agent whose task lets it choose its model
+/// (`model_policy: agent_select`) chose another one, with why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ModelSelected {
+    pub agent_id: String,
+    pub task_id: String,
+    /// `provider/model` it talked to.
+    pub from_model: String,
+    /// `provider/model` it talks to now.
+    pub to_model: String,
+    pub reason: String,
+}
+
+/// `agent.rate_limited`: an agent's provider asked it to slow down (429, 529) and it
+/// waits to try again; airsd runs fewer agents for a while (D-019).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RateLimited {
+    pub agent_id: String,
+    pub provider: String,
+}
+
+/// `scheduler.concurrency_changed`: how many agents the scheduler runs at once now,
+/// and why (a provider asked to slow down, the machine is loaded, or it recovered).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConcurrencyChanged {
+    pub concurrency: u32,
+    /// The run's own (the most it runs).
+    pub configured: u32,
+    pub reason: String,
+}
+
 /// `scheduler.patrol`: nothing happened for a while, so every running agent was checked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Patrol {

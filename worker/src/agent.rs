@@ -105,6 +105,7 @@ const COMPACTION_BACKOFF: u32 = 5;
 use crate::own::{more_time_tool, skill_tool, time_told};
 pub use crate::own::{MORE_TIME, SKILL_LOAD};
 
+mod choose;
 mod states;
 mod told;
 mod watch;
@@ -318,6 +319,8 @@ async fn run_with(
     } else if !direct && !planning {
         tools.push(submit::tool_for(output));
     }
+    // A task that lets its agent choose its model offers the choice.
+    tools.extend(choose::tool(start, role, &talker));
     // The skills airsd found installed: the model loads one's instructions by name.
     let skills = start.context_pack.skills.clone().unwrap_or_default();
     if !skills.is_empty() {
@@ -467,6 +470,7 @@ async fn run_with(
         }
         link.progress(state, turn_no + 1, tokens);
         let message_id = air_proto::ids::new_id();
+        let talker_provider = talker.resolved.provider.clone();
         link.model_silent_since(Some(std::time::Instant::now()));
         let mut deltas = |d: Delta<'_>| {
             link.model_silent_since(Some(std::time::Instant::now()));
@@ -474,6 +478,22 @@ async fn run_with(
                 Delta::Text { index, text } => (p::DeltaKind::Text, index, text),
                 Delta::Thinking { index, text } => (p::DeltaKind::Thinking, index, text),
                 Delta::InputJson { index, json } => (p::DeltaKind::InputJson, index, json),
+                // The provider asks to slow down: airsd runs fewer agents for a while.
+                Delta::Restart {
+                    slow_down: true, ..
+                } => {
+                    if let Ok(e) = RuntimeEvent::of(
+                        session.as_str(),
+                        source.clone(),
+                        &p::RateLimited {
+                            agent_id: agent_id.clone(),
+                            provider: talker_provider.clone(),
+                        },
+                    ) {
+                        link.event(e);
+                    }
+                    return;
+                }
                 Delta::Restart { .. } => return,
             };
             if let Ok(e) = RuntimeEvent::of(
@@ -587,6 +607,8 @@ async fn run_with(
             }
         }
         let mut answers = Vec::new();
+        // The agent chose another model this turn.
+        let mut moved = false;
         for (id, name, input) in assistant.tool_uses() {
             if main && crate::converse::Turn::handles(name) {
                 let (content, is_error) = match talk.call(name, input) {
@@ -613,6 +635,25 @@ async fn run_with(
                         link.event(e);
                     }
                 }
+                here(
+                    &mut answers,
+                    &mut watch,
+                    (id, name, input),
+                    content,
+                    is_error,
+                );
+                continue;
+            }
+            if name == choose::SELECT_MODEL {
+                let (answer, event) = choose::select(&mut talker, start, &source, input);
+                if let Some(e) = event {
+                    link.event(e);
+                    moved = true;
+                }
+                let (content, is_error) = match answer {
+                    Ok(told) => (told, false),
+                    Err(why) => (why, true),
+                };
                 here(
                     &mut answers,
                     &mut watch,
@@ -821,6 +862,10 @@ async fn run_with(
         let stopped = turn.stop_reason;
         let said = assistant.texts().join("\n");
         request.messages.push(assistant);
+        // As after a fallback: the request is the new model's from the next turn.
+        if moved {
+            falls_back(&mut request, &talker.resolved);
+        }
         if answers.is_empty() && talking && stopped != Some(StopReason::MaxTokens) {
             // Plain text is the answer (the Main Agent's: chat when unclassified).
             link.progress(LoopState::Finalizing, turn_no + 1, tokens);

@@ -373,6 +373,59 @@ impl Talker {
         self.resolved.price.map(|p| p.micro_usd(usage.counts()))
     }
 
+    /// The models this agent could choose (`model_policy: agent_select`): those of the
+    /// capability table, and the configured fallbacks, that resolve here (their
+    /// provider's key is set) and have a price or run on this machine (a choice never
+    /// slips past a cost budget); the current one first. None when replaying.
+    pub fn selectable(&self) -> Vec<String> {
+        if self._replay.is_some() {
+            return Vec::new();
+        }
+        let current = format!("{}/{}", self.resolved.provider, self.resolved.model);
+        let mut out = vec![current];
+        let named = self
+            .config
+            .capabilities
+            .keys()
+            .cloned()
+            .chain(self.fallbacks.iter().cloned());
+        for spec in named {
+            let Ok(m) = resolve_in(&self.config, self.role, Some(&spec), None) else {
+                continue;
+            };
+            let name = format!("{}/{}", m.provider, m.model);
+            if (m.price.is_some() || local(&m.base_url)) && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    }
+
+    /// The agent chose `spec` (one of [`Talker::selectable`]): it talks to it from
+    /// now on. Answers the model it talked to before.
+    pub fn select(&mut self, spec: &str) -> Result<String, String> {
+        let from = format!("{}/{}", self.resolved.provider, self.resolved.model);
+        let choices = self.selectable();
+        let Some(name) = choices
+            .iter()
+            .find(|c| *c == spec || c.rsplit_once('/').is_some_and(|(_, m)| m == spec))
+        else {
+            return Err(format!(
+                "`{spec}` is not one of the models you may choose: {}",
+                choices.join(", ")
+            ));
+        };
+        if *name == from {
+            return Err(format!("you already talk to {from}"));
+        }
+        let mut m = resolve_in(&self.config, self.role, Some(name), None)?;
+        // Its history's thinking was another model's (see `fall_back`).
+        m.thinking = Thinking::default();
+        self.client = Client::new(&m, key_of(&m), self.timeouts)?;
+        self.resolved = m;
+        Ok(from)
+    }
+
     /// After the provider kept failing with `why`: the next configured model that
     /// can be reached becomes this agent's (`None`: none is left). `kind`, when
     /// set, is the only protocol allowed (a recording holds one).

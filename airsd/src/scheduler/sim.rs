@@ -280,7 +280,7 @@ impl Sim {
                         failure,
                         reason,
                     }),
-                    Decision::Patrol { .. } => {}
+                    Decision::Patrol { .. } | Decision::Concurrency { .. } => {}
                     Decision::RunComplete(outcome) => self.record(Fact::RunCompleted(outcome)),
                     Decision::StopForBudget { reason, .. } => self.record(Fact::Stopped { reason }),
                     Decision::Refuse(refusal) => {

@@ -322,6 +322,17 @@ fn changes_requested_once_then_fixed_and_approved_through_provider_faults() {
             .query_row("SELECT COUNT(*) FROM tool_runs WHERE tool = 'fs.write'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(writes, 1, "the cut-off stream's tool call never ran");
+        // The 429 asked to slow down: the run started fewer agents for a while.
+        let (fewer, why): (i64, String) = conn
+            .query_row(
+                "SELECT json_extract(payload_json, '$.concurrency'), json_extract(payload_json, '$.reason')
+                 FROM events WHERE type = 'scheduler.concurrency_changed' ORDER BY seq LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(fewer, 2);
+        assert!(why.contains("rate limit"), "{why}");
         state.stop_runs().await;
     });
 }

@@ -181,3 +181,83 @@ fn a_cost_budget_with_an_unpriced_model_is_refused_at_the_start() {
         );
     });
 }
+
+/// `model_policy: agent_select` lets the executor choose another model of those
+/// configured here (priced or on this machine): it moves for the rest of its turns,
+/// recorded as `agent.model_selected`; its reviewer and a task left to the scheduler
+/// (`scheduler_forced`, the default) are offered no choice.
+#[test]
+fn an_executor_may_choose_its_model_only_where_its_task_lets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    crate::rt().block_on(async {
+        let offered = |tool: &str| Expect {
+            contains: Vec::new(),
+            tools: vec![tool.into()],
+        };
+        let mock = MockProvider::start(vec![
+            Exchange {
+                request: None,
+                expect: offered("select_model"),
+                reply: call(
+                    "s1",
+                    "select_model",
+                    json!({"model": "anthropic/claude-opus-4-5", "reason": "the parser is subtle"}),
+                ),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call("s2", "fs_write", json!({"path": "hello.txt", "content": "hello\n"})),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call("s3", "submit_result", json!({"status": "completed", "summary": "Wrote hello.txt"})),
+            },
+            Exchange { request: None, expect: any(), reply: review("approved", json!([])) },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call("b1", "fs_write", json!({"path": "bye.txt", "content": "bye\n"})),
+            },
+            Exchange {
+                request: None,
+                expect: any(),
+                reply: call("b2", "submit_result", json!({"status": "completed", "summary": "Wrote bye.txt"})),
+            },
+            Exchange { request: None, expect: any(), reply: review("approved", json!([])) },
+        ])
+        .await;
+        let state = state(&root, &key(&mock));
+        let plan = "## Task A: write a greeting\n\n- model_policy: agent_select\n\nCreate hello.txt saying hello.\n\n## Task B: write a farewell\n\n- depends_on: A\n\nCreate bye.txt saying bye.\n";
+        let session = start(&state, plan, None).await;
+        let p = until(&state, &session, ended).await;
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        for id in ["A", "B"] {
+            assert_eq!(p.task(id).map(|t| t.status), Some(TaskStatus::Completed), "{id}");
+        }
+        let bodies: Vec<serde_json::Value> = mock.received().into_iter().map(|r| r.body).collect();
+        let models: Vec<&str> = bodies.iter().map(|b| b["model"].as_str().unwrap_or("")).collect();
+        // A's executor moved after its first turn; its reviewer and B kept theirs.
+        assert_eq!(models[0], "claude-sonnet-4-5");
+        assert_eq!(&models[1..3], ["claude-opus-4-5", "claude-opus-4-5"]);
+        assert!(models[3..].iter().all(|m| *m == "claude-sonnet-4-5"), "{models:?}");
+        let tools = |b: &serde_json::Value| -> Vec<String> {
+            b["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["name"].as_str().map(str::to_string))
+                .collect()
+        };
+        for b in &bodies[3..] {
+            assert!(!tools(b).contains(&"select_model".to_string()), "{:?}", tools(b));
+        }
+        let chosen = events_of(&root, &session, "agent.model_selected");
+        assert_eq!(chosen.len(), 1, "{chosen:?}");
+        assert_eq!(chosen[0]["to_model"], "anthropic/claude-opus-4-5");
+        assert_eq!(chosen[0]["reason"], "the parser is subtle");
+        state.stop_runs().await;
+    });
+}

@@ -146,9 +146,11 @@ pub enum Delta<'a> {
         index: usize,
         json: &'a str,
     },
-    /// The turn is being tried again from the start (after a transient failure).
+    /// The turn is being tried again from the start (after a transient failure);
+    /// `slow_down`: the provider said it is rate-limited or overloaded (429, 529).
     Restart {
         attempt: u32,
+        slow_down: bool,
     },
 }
 
@@ -393,9 +395,16 @@ async fn turn_with_retries(
                 if wait > retry.max_retry_after {
                     return Err(e);
                 }
+                let slow_down = matches!(
+                    e,
+                    ProviderError::Status {
+                        status: 429 | 529,
+                        ..
+                    }
+                );
                 tokio::time::sleep(wait).await;
                 attempt += 1;
-                on_delta(Delta::Restart { attempt });
+                on_delta(Delta::Restart { attempt, slow_down });
             }
             Err(e) if e.retryable() => {
                 return Err(ProviderError::Exhausted {

@@ -26,7 +26,7 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("soft_timeout", "a duration (`10m`): the agent is warned"),
     ("hard_timeout", "a duration (`30m`): the agent is killed"),
     ("retry_budget", "how many retries after failures"),
-    ("model_policy", "scheduler_forced or agent_select"),
+    ("model_policy", "scheduler_forced (the model airsd resolves) or agent_select (the executor may move to another configured model with a price or on this machine, recorded as `agent.model_selected`)"),
     ("model", "a model id"),
 ];
 

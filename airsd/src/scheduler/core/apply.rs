@@ -182,6 +182,8 @@ impl Core {
                 }
             }
             Fact::Reverted { task_id, error } => self.reverted(task_id, error.as_deref()),
+            Fact::SlowDown => self.slowed_down(now_ms),
+            Fact::Load { per_core } => self.machine_load(*per_core, now_ms),
             Fact::LoopDetected {
                 agent_id: _,
                 task_id,

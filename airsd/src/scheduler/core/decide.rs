@@ -56,6 +56,7 @@ impl Core {
         self.confirmations(out);
         self.planning_decisions(out);
         self.impact_decisions(out);
+        self.throttle_decisions(now_ms, out);
         self.readiness(out);
         self.finishes(out);
         self.milestones(out);
@@ -438,7 +439,7 @@ impl Core {
             .values()
             .filter(|a| !in_conversation(&self.tasks[a.task].spec.id))
             .count() as u32;
-        let mut slots = self.config.concurrency.saturating_sub(running);
+        let mut slots = self.concurrency_now().saturating_sub(running);
         // Each task started and not finished keeps a worktree, and reviewed ones wait
         // for the merge queue's one-at-a-time merges: no new task starts while as many
         // are started as agents may run plus as many again (at least a few) waiting,

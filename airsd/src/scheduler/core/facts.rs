@@ -291,7 +291,11 @@ impl Fact {
     pub fn is_activity(&self) -> bool {
         !matches!(
             self,
-            Fact::Heartbeat { .. } | Fact::Usage { .. } | Fact::Asks { .. }
+            Fact::Heartbeat { .. }
+                | Fact::Usage { .. }
+                | Fact::Asks { .. }
+                | Fact::SlowDown
+                | Fact::Load { .. }
         )
     }
 }

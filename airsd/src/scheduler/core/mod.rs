@@ -40,6 +40,7 @@ mod facts;
 mod outcome;
 mod planning;
 mod replan;
+mod throttle;
 
 pub use crate::evidence::GateSubject;
 pub use asks::{Ask, Refusal};
@@ -163,6 +164,12 @@ pub enum Fact {
         /// Where a heartbeat says the agent is; `None` for any other message of the
         /// worker, which shows it moving.
         beat: Option<Beat>,
+    },
+    /// A provider asked an agent to slow down (`agent.rate_limited`, observed).
+    SlowDown,
+    /// The machine's load per core, in thousandths (observed).
+    Load {
+        per_core: u32,
     },
     /// A re-plan's revert of a task's merged change ended (`workspace.undone`,
     /// `workspace.revert_failed`: why not).
@@ -315,6 +322,13 @@ pub enum Decision {
         task_id: String,
         elapsed_ms: u64,
         hard_timeout_ms: u64,
+    },
+    /// How many agents run at once changed (recorded as
+    /// `scheduler.concurrency_changed`).
+    Concurrency {
+        concurrency: u32,
+        configured: u32,
+        reason: String,
     },
     /// Take a completed task's merged change back out of the integration branch
     /// (its branch kept; the task starts over on a fresh one): a re-plan's revert.
@@ -559,6 +573,8 @@ pub struct Core {
     held: BTreeMap<String, String>,
     /// Dispatch of the graph's work is frozen while a re-plan is under way.
     frozen: bool,
+    /// How many agents run at once now (D-019).
+    throttle: throttle::Throttle,
 }
 
 // Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -634,6 +650,7 @@ impl Core {
             planned: BTreeSet::new(),
             held: BTreeMap::new(),
             frozen: false,
+            throttle: Default::default(),
         }
     }
 

@@ -290,6 +290,7 @@ pub fn start(ctx: RunContext, config: ShellConfig, core: Core) -> RunHandle {
         core,
         workers: HashMap::new(),
         dispatches: HashMap::new(),
+        load_read: None,
         worker_tx,
         agents: agents.clone(),
         buffer: Vec::new(),
@@ -332,6 +333,8 @@ struct Shell {
     core: Core,
     workers: HashMap<String, Worker>,
     dispatches: HashMap<String, Dispatch>,
+    /// When the machine's load was last read.
+    load_read: Option<std::time::Instant>,
     worker_tx: mpsc::Sender<WorkerEvent>,
     agents: Arc<AtomicUsize>,
     /// Events of the current round, committed together by [`Shell::flush`].
@@ -461,6 +464,7 @@ impl Shell {
                 _ = tick.tick() => {
                     self.observe();
                     self.watch_requirements();
+                    self.watch_load();
                 }
             }
         }
@@ -744,6 +748,18 @@ impl Shell {
             }
             Decision::Refuse(refusal) => self.refuse(*refusal).await,
             Decision::Revert { task_id } => self.revert(task_id).await,
+            Decision::Concurrency {
+                concurrency,
+                configured,
+                reason,
+            } => {
+                let e = self.event(&p::ConcurrencyChanged {
+                    concurrency,
+                    configured,
+                    reason,
+                })?;
+                self.record(vec![e]).await
+            }
             Decision::Planning(f) => {
                 use crate::scheduler::core::PlanningFact as F;
                 let e = match *f {

@@ -148,6 +148,23 @@ impl Shell {
         self.core.apply(&Fact::Asks { pending, humans }, now);
     }
 
+    /// Reads the machine's load (every 10 seconds at most, where `/proc/loadavg` tells
+    /// it) for the core to run fewer agents on a loaded machine.
+    pub(super) fn watch_load(&mut self) {
+        let now = std::time::Instant::now();
+        if self
+            .load_read
+            .is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(10))
+        {
+            return;
+        }
+        self.load_read = Some(now);
+        let Some(per_core) = load_per_core() else {
+            return;
+        };
+        self.core.apply(&Fact::Load { per_core }, now_ms());
+    }
+
     /// A person edited the requirement files while a plan's work is unfinished: the
     /// requirement changed (`requirement.changed`, for the core to re-plan).
     pub(super) fn watch_requirements(&mut self) {
@@ -287,4 +304,14 @@ impl Shell {
             tracing::warn!("cannot write {}: {e}", path.display());
         }
     }
+}
+
+/// The machine's one-minute load average per core, in thousandths (`None` where
+/// `/proc/loadavg` does not tell it).
+fn load_per_core() -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let load: f64 = text.split_whitespace().next()?.parse().ok()?;
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let per_core = load / cores as f64 * 1000.0;
+    (per_core.is_finite() && per_core >= 0.0).then(|| per_core.min(f64::from(u32::MAX)) as u32)
 }

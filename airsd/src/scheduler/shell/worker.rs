@@ -78,6 +78,10 @@ impl Shell {
                         now_ms(),
                     );
                 }
+                // Its provider asked to slow down: fewer agents start for a while.
+                if event.event_type == ev::RateLimited::TYPE {
+                    self.core.apply(&Fact::SlowDown, now_ms());
+                }
                 // Held as asked: from now its time limits stop counting.
                 if event.event_type == ev::AgentHeartbeat::TYPE
                     && event.payload["state"].as_str() == Some("PAUSED")

@@ -459,3 +459,71 @@ proptest! {
         }
     }
 }
+
+/// D-019: a provider's 429 halves how many agents start (a burst counts once), a
+/// machine loaded for a while takes one more away, and after a quiet minute they come
+/// back one at a time, never past the run's own; running agents are never stopped.
+#[test]
+fn concurrency_backs_off_on_rate_limits_and_load_and_recovers() {
+    let tasks = plan(
+        &(1..=12)
+            .map(|n| format!("## Task T{n}: t\n\n"))
+            .collect::<String>(),
+    );
+    let mut sim = Sim::new(config(8), &tasks);
+    assert_eq!(sim.settle().len(), 8);
+    let changes = |sim: &Sim| -> Vec<u32> {
+        sim.decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Concurrency { concurrency, .. } => Some(*concurrency),
+                _ => None,
+            })
+            .collect()
+    };
+    // Three agents' providers answer 429 at once: halved once.
+    for _ in 0..3 {
+        sim.record(Fact::SlowDown);
+    }
+    sim.settle();
+    assert_eq!(changes(&sim), [4]);
+    // Running agents go on; as they end, no more than four start.
+    for d in sim.running.clone() {
+        sim.finish(&d.agent_id, ok(&d));
+    }
+    sim.settle();
+    let executors = sim
+        .running
+        .iter()
+        .filter(|d| d.role == AgentType::Executor)
+        .count();
+    assert!(executors <= 4, "{executors}");
+    // Another 429 later: halved again. A heavy load for a moment takes nothing; a
+    // heavy load for a while takes one.
+    sim.now_ms += 20_000;
+    sim.record(Fact::SlowDown);
+    sim.settle();
+    assert_eq!(changes(&sim), [4, 2]);
+    sim.now_ms += 1_000;
+    sim.record(Fact::Load { per_core: 3_000 });
+    sim.settle();
+    assert_eq!(changes(&sim), [4, 2]);
+    sim.now_ms += 15_000;
+    sim.record(Fact::Load { per_core: 3_000 });
+    sim.settle();
+    assert_eq!(changes(&sim), [4, 2, 1]);
+    // Never below one.
+    sim.now_ms += 20_000;
+    sim.record(Fact::SlowDown);
+    sim.record(Fact::Load { per_core: 3_000 });
+    sim.settle();
+    assert_eq!(changes(&sim), [4, 2, 1]);
+    // Quiet and light: one more every 15 s after a minute, up to the run's eight.
+    sim.record(Fact::Load { per_core: 500 });
+    sim.now_ms += 60_000;
+    for _ in 0..20 {
+        sim.settle();
+        sim.now_ms += 15_000;
+    }
+    assert_eq!(changes(&sim), [4, 2, 1, 2, 3, 4, 5, 6, 7, 8]);
+}
