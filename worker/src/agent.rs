@@ -218,6 +218,18 @@ fn falls_back(request: &mut TurnRequest, to: &ResolvedModel) {
     }
 }
 
+/// Sends `event` to airsd as this agent's.
+fn emit<E: air_proto::events::Event>(
+    link: &impl Link,
+    session: &str,
+    source: &EventSource,
+    event: &E,
+) {
+    if let Ok(e) = RuntimeEvent::of(session, source.clone(), event) {
+        link.event(e);
+    }
+}
+
 /// An honest end without a submission.
 fn ended(start: &AgentStart, role: AgentType, status: WorkerStatus, why: String) -> WorkerResult {
     WorkerResult::new(
@@ -452,9 +464,10 @@ async fn run_with(
         // whole conversation can be compacted and read back.
         history.sync_base(&request.messages);
         for (id, m) in history.unrecorded(&request.messages) {
-            if let Ok(e) = RuntimeEvent::of(
-                session.as_str(),
-                source.clone(),
+            emit(
+                link,
+                &session,
+                &source,
                 &ev::ContextMessageCreated(p::MessageCreated {
                     message_id: id,
                     content: serde_json::to_value(&m.content).unwrap_or_default(),
@@ -464,9 +477,7 @@ async fn run_with(
                     model: None,
                     usage: None,
                 }),
-            ) {
-                link.event(e);
-            }
+            );
         }
         link.progress(state, turn_no + 1, tokens);
         let message_id = air_proto::ids::new_id();
@@ -482,23 +493,23 @@ async fn run_with(
                 Delta::Restart {
                     slow_down: true, ..
                 } => {
-                    if let Ok(e) = RuntimeEvent::of(
-                        session.as_str(),
-                        source.clone(),
+                    emit(
+                        link,
+                        &session,
+                        &source,
                         &p::RateLimited {
                             agent_id: agent_id.clone(),
                             provider: talker_provider.clone(),
                         },
-                    ) {
-                        link.event(e);
-                    }
+                    );
                     return;
                 }
                 Delta::Restart { .. } => return,
             };
-            if let Ok(e) = RuntimeEvent::of(
-                session.as_str(),
-                source.clone(),
+            emit(
+                link,
+                &session,
+                &source,
                 &p::TokenDelta {
                     message_id: message_id.clone(),
                     block_index: u32::try_from(index).unwrap_or(u32::MAX),
@@ -506,9 +517,7 @@ async fn run_with(
                     text: text.to_string(),
                     agent_id: Some(agent_id.clone()),
                 },
-            ) {
-                link.event(e);
-            }
+            );
         };
         // A provider that keeps failing (after its retries) hands the turn to the
         // next model configured for this agent type; no tool ran for the failed
@@ -532,9 +541,10 @@ async fn run_with(
                 return result;
             };
             falls_back(&mut request, &talker.resolved);
-            if let Ok(e) = RuntimeEvent::of(
-                session.as_str(),
-                source.clone(),
+            emit(
+                link,
+                &session,
+                &source,
                 &p::ModelFallback {
                     agent_id: agent_id.clone(),
                     task_id: Some(task_id.clone()),
@@ -542,9 +552,7 @@ async fn run_with(
                     to_model: fallback.to,
                     reason: fallback.reason,
                 },
-            ) {
-                link.event(e);
-            }
+            );
         };
         link.model_silent_since(None);
         let model = talker.resolved.model.as_str();
@@ -559,9 +567,10 @@ async fn run_with(
                 );
             }
         }
-        if let Ok(e) = RuntimeEvent::of(
-            session.as_str(),
-            source.clone(),
+        emit(
+            link,
+            &session,
+            &source,
             &ev::AssistantMessageCreated(p::MessageCreated {
                 message_id: message_id.clone(),
                 content: serde_json::to_value(&turn.content).unwrap_or_default(),
@@ -577,9 +586,7 @@ async fn run_with(
                     cost_micro_usd: talker.cost(&turn.usage),
                 }),
             }),
-        ) {
-            link.event(e);
-        }
+        );
         tokens.0 += turn.usage.input_tokens;
         tokens.1 += turn.usage.output_tokens;
         let assistant = Message::assistant(turn.content);
@@ -590,7 +597,7 @@ async fn run_with(
         if !compaction_pending && turn_no >= compaction_from && threshold > 0 && used > threshold {
             if let Some(upto) = history.snapshot_end() {
                 compaction_pending = true;
-                if let Ok(e) = RuntimeEvent::of(session.as_str(), source.clone(), &p::CompactionRequested {
+                emit(link, &session, &source, &p::CompactionRequested {
                     agent_id: Some(agent_id.clone()),
                     task_id: Some(task_id.clone()),
                     reason: format!(
@@ -601,9 +608,7 @@ async fn run_with(
                     threshold_tokens: threshold,
                     context_window_tokens: context.summary.budget.context_window_tokens,
                     upto_message_id: Some(upto.to_string()),
-                }) {
-                    link.event(e);
-                }
+                });
             }
         }
         let mut answers = Vec::new();
@@ -627,13 +632,7 @@ async fn run_with(
                         continue;
                     };
                     body.insert("turn".into(), Value::String(task_id.clone()));
-                    if let Ok(e) = RuntimeEvent::of(
-                        session.as_str(),
-                        source.clone(),
-                        &ev::RequirementChanged(body),
-                    ) {
-                        link.event(e);
-                    }
+                    emit(link, &session, &source, &ev::RequirementChanged(body));
                 }
                 here(
                     &mut answers,
