@@ -135,6 +135,12 @@ pub enum LoopState {
     Escalating,
     /// The Main Agent, its message classified as work: writing what to hand on.
     Delegating,
+    /// The designer planning, the Compactor or the miner reading what they work from.
+    Reading,
+    /// The designer planning: asking, stating or proposing; the miner: proposing.
+    Proposing,
+    /// The Compactor writing its summary.
+    Summarizing,
 }
 
 impl LoopState {
@@ -153,6 +159,9 @@ impl LoopState {
             LoopState::Recording => "RECORDING",
             LoopState::Escalating => "ESCALATING",
             LoopState::Delegating => "DELEGATING",
+            LoopState::Reading => "READING",
+            LoopState::Proposing => "PROPOSING",
+            LoopState::Summarizing => "SUMMARIZING",
         }
     }
 }

@@ -89,6 +89,29 @@ pub fn has_completed_command(conn: &Connection, agent_id: &str) -> Result<bool> 
         .is_some())
 }
 
+/// The commands an agent ran to their end, each with where it ran.
+pub fn completed_commands(conn: &Connection, agent_id: &str) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare(
+        "SELECT command, COALESCE(cwd, '') FROM command_runs WHERE agent_id = ?1 AND status = 'completed' ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([agent_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Whether an agent completed a call of one of `tools`.
+pub fn has_completed_tool(conn: &Connection, agent_id: &str, tools: &[&str]) -> Result<bool> {
+    let placeholders = vec!["?"; tools.len()].join(", ");
+    let params = std::iter::once(agent_id).chain(tools.iter().copied());
+    Ok(conn
+        .query_row(
+            &format!("SELECT 1 FROM tool_runs WHERE agent_id = ? AND status = 'completed' AND tool IN ({placeholders}) LIMIT 1"),
+            rusqlite::params_from_iter(params),
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
 /// The files the tool calls of a task's agents changed, in the order first changed:
 /// the path of each completed write or edit, and the files each command changed.
 pub fn changed_in_task(conn: &Connection, task_id: &str, writes: &[&str]) -> Result<Vec<String>> {

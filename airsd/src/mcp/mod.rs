@@ -504,7 +504,7 @@ pub fn refusal(role: AgentType, f: &Found, evidence: bool, plan: bool) -> Option
         AgentType::Executor => None,
         AgentType::Debugger if evidence => None,
         AgentType::Debugger => Some(format!(
-            "`{}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the reproduction or diagnostics with shell_run first)",
+            "`{}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the failing check with shell_run, or read the code involved, first)",
             f.name
         )),
         _ => Some(format!(

@@ -658,11 +658,12 @@ impl ToolJob {
         f: Arc<Checked<T>>,
     ) -> (Result<T, ToolError>, Vec<Ask>) {
         let env = self.env.clone();
-        let (agent, role, scope, granted) = (
+        let (agent, role, scope, granted, checks) = (
             self.agent_id.clone(),
             self.role,
             self.scope.clone(),
             granted.clone(),
+            self.checks.clone(),
         );
         let tag = BackupTag {
             session_id: env.session.id().to_string(),
@@ -676,7 +677,8 @@ impl ToolJob {
                 Err(e) => return (Err(e), Vec::new()),
             };
             // Off the async threads too: the debugger's evidence is a database read.
-            let evidence = role == AgentType::Debugger && has_evidence(&env.session, &agent);
+            let evidence = role == AgentType::Debugger
+                && has_evidence(&env.session, &agent, &checks, env.engine.root());
             let permits =
                 Permits::new(&env.engine, Some(&env.backups), tag, granted).with_evidence(evidence);
             let ctx = crate::tools::FsContext {
@@ -857,9 +859,56 @@ pub fn resolved_root(root: &std::path::Path) -> PathBuf {
     std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
 }
 
-/// Whether this agent has run a command to its end (its recorded evidence).
-fn has_evidence(session: &Session, agent_id: &str) -> bool {
-    session.readers().get().is_ok_and(|conn| {
-        crate::event_store::query::has_completed_command(&conn, agent_id).unwrap_or(false)
+/// Whether this debugger has evidence that bears on its failure on record: a run of
+/// one of the task's checks to its end (read as the evidence gate reads commands;
+/// with no checks, any command that ran something), or a read of the code, or a
+/// build or test run of the C and C++ tools. (Its loop narrows the reads to the files
+/// the failure names.)
+fn has_evidence(
+    session: &Session,
+    agent_id: &str,
+    checks: &[String],
+    root: &std::path::Path,
+) -> bool {
+    use crate::event_store::query;
+    let Ok(conn) = session.readers().get() else {
+        return false;
+    };
+    if query::has_completed_tool(&conn, agent_id, &["fs.read", "cpp.build", "cpp.test"])
+        .unwrap_or(false)
+    {
+        return true;
+    }
+    let ran = query::completed_commands(&conn, agent_id).unwrap_or_default();
+    if checks.is_empty() {
+        return ran.iter().any(|(c, _)| !idle(c));
+    }
+    let root = resolved_root(root);
+    let reading = crate::evidence::reading(&root);
+    ran.iter().any(|(command, cwd)| {
+        let dir = std::path::Path::new(cwd)
+            .strip_prefix(&root)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| {
+                if cwd.is_empty() {
+                    String::new()
+                } else {
+                    "..".into()
+                }
+            });
+        checks.iter().any(|c| {
+            air_proto::gate::compare(command, Some(&dir), c, &reading)
+                == air_proto::gate::Match::Runs
+        })
+    })
+}
+
+/// A command that runs nothing that could show a failure (`true`, `echo ok`).
+fn idle(command: &str) -> bool {
+    command.split(['&', '|', ';']).all(|step| {
+        matches!(
+            step.split_whitespace().next().unwrap_or(""),
+            "" | "true" | ":" | "false" | "echo" | "printf" | "sleep" | "exit" | "pwd" | "cd"
+        )
     })
 }

@@ -368,7 +368,7 @@ pub fn allowed_with(agent: AgentType, tool: &str, evidence: bool) -> Result<(), 
     let shown = provider_name(tool);
     if refused && agent == AgentType::Debugger {
         return Err(ToolError(format!(
-            "`{shown}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the reproduction or diagnostics with shell_run first)"
+            "`{shown}` is not allowed for a debugger yet: it fixes only after airsd has recorded its evidence (run the failing check with shell_run, or read the code involved, first)"
         )));
     }
     if refused && agent == AgentType::Main {

@@ -10,7 +10,8 @@
 //! air-test-call: fs.write {"path": "/tmp/x", "content": "hi"}
 //! ```
 //!
-//! `air-test-call:` lines (any number) are tool calls the executor makes, in order,
+//! `air-test-call:` lines (any number) are tool calls the executor makes, in order
+//! (`air-test-debug-call:` lines, the debugger's),
 //! (`air-test-call-N:` only on its N-th run; `claim` makes the N-th run's result from
 //! its `air-test-claim-N: {"evidence_refs": […], "verification": […]}` line, where
 //! `$RUN_K` is the K-th command this run ran; `$ROOT` in a call is the project root
@@ -305,8 +306,13 @@ fn main() {
     let last_run_seen: std::cell::RefCell<Option<String>> = Default::default();
     // Every command run of this run, in order (`$RUN_1`, `$RUN_2` … in a claim).
     let runs_seen: std::cell::RefCell<Vec<String>> = Default::default();
-    if role == AgentType::Executor {
-        for line in d.spec.description.lines() {
+    if matches!(role, AgentType::Executor | AgentType::Debugger) {
+        for line in d
+            .spec
+            .description
+            .lines()
+            .filter(|_| role == AgentType::Executor)
+        {
             let Some(rest) = line.trim().strip_prefix("air-test-bench:") else {
                 continue;
             };
@@ -339,6 +345,11 @@ fn main() {
             let Some(rest) = line
                 .strip_prefix("air-test-call:")
                 .or_else(|| line.strip_prefix(this_run.as_str()))
+                .filter(|_| role == AgentType::Executor)
+                .or_else(|| {
+                    line.strip_prefix("air-test-debug-call:")
+                        .filter(|_| role == AgentType::Debugger)
+                })
             else {
                 continue;
             };

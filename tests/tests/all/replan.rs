@@ -105,3 +105,42 @@ fn an_impacted_merged_task_is_taken_back_out_and_redone_on_a_fresh_branch() {
         assert!(branches.contains("/A-replaced-1"), "{branches}");
     });
 }
+
+/// airsd's own gate on a debugger (whatever its worker does): a write after a command
+/// that ran nothing (`true`) is refused; after a run of the failing check it goes.
+#[test]
+fn airsd_refuses_a_debuggers_fix_after_true_and_allows_it_after_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let plan = "## Task A: make done.txt\n\n- verify: `test -f done.txt`\n- evidence: none\n\nair-test: executor=fail,complete debugger=fix\nair-test-debug-call: shell.run {\"command\": \"true\"}\nair-test-debug-call: fs.write {\"path\": \"early.txt\", \"content\": \"x\\n\"}\nair-test-debug-call: shell.run {\"command\": \"test -f done.txt 2>&1 | tail -5\"}\nair-test-debug-call: fs.write {\"path\": \"done.txt\", \"content\": \"x\\n\"}\n";
+    crate::rt().block_on(async {
+        let state = crate::agents::state_with(&root, &[], |shell| {
+            shell.worker.program = bin("air-test-worker");
+        });
+        let session = crate::asks::start_plan(&state, plan, OnAsk::Deny, None).await;
+        let p = until(&state, &session, ended).await;
+        assert_eq!(p.task("A").map(|t| t.status), Some(TaskStatus::Completed), "{p:#?}");
+        state.stop_runs().await;
+        let conn =
+            rusqlite::Connection::open(air_proto::layout::ProjectPaths::new(&root).session_db(&session))
+                .unwrap();
+        let writes: Vec<(String, Option<String>)> = conn
+            .prepare("SELECT status, error FROM tool_runs WHERE agent_id = 'A-debugger-1' AND tool = 'fs.write' ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(writes.len(), 2, "{writes:?}");
+        assert!(
+            writes[0].1.as_deref().is_some_and(|e| e.contains("not allowed for a debugger yet")),
+            "{writes:?}"
+        );
+        assert_eq!(writes[1].0, "completed", "{writes:?}");
+    });
+    assert!(
+        !root.join("early.txt").exists(),
+        "a fix after `true` went through"
+    );
+    assert!(root.join("done.txt").exists());
+}

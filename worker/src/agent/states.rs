@@ -2,8 +2,7 @@
 //! them. The loop that talks to the model, runs tools and hands back the result is
 //! shared plumbing; where it is, and what it may do there, is the agent type's:
 //!
-//! - executor (and the work of the planning designer, the Compactor and the
-//!   ExperienceMiner): LOADING → THINKING → ACTING → OBSERVING, again and again, →
+//! - executor: LOADING → THINKING → ACTING → OBSERVING, again and again, →
 //!   FINALIZING;
 //! - reviewer (and the designer's milestone reviews and consultations): LOADING →
 //!   REVIEWING → DECIDING;
@@ -12,7 +11,12 @@
 //!   run of the failing check, a read of a file the failure names), and a write
 //!   before that is refused (seed 001 §4: P1-17, a fix before any evidence);
 //! - Main Agent: LOADING → THINKING → DELEGATING (writing what it hands on) →
-//!   FINALIZING.
+//!   FINALIZING;
+//! - the designer's planning turn: LOADING → READING → PROPOSING (asking, stating or
+//!   proposing, which ends the turn) → FINALIZING (airsd refuses it any write or
+//!   command, and records the call);
+//! - Compactor: LOADING → READING (what it summarises) → SUMMARIZING;
+//! - ExperienceMiner: LOADING → READING → PROPOSING.
 
 use air_proto::event::AgentType;
 use air_proto::ipc::{AgentStart, ToolResult, ToolResultStatus};
@@ -73,6 +77,28 @@ pub enum Debug {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    Loading,
+    Reading,
+    Proposing,
+    Finalizing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compact {
+    Loading,
+    Reading,
+    Summarizing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mine {
+    Loading,
+    Reading,
+    Proposing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Talk {
     Loading,
     Thinking,
@@ -87,6 +113,9 @@ pub enum Machine {
     Review(Review),
     Debug(Debug, Failure),
     Talk(Talk),
+    Plan(Plan),
+    Compact(Compact),
+    Mine(Mine),
 }
 
 impl Machine {
@@ -96,9 +125,12 @@ impl Machine {
         match role {
             AgentType::Reviewer => Machine::Review(Review::Loading),
             AgentType::ArchitectureDesigner if reviews => Machine::Review(Review::Loading),
+            AgentType::ArchitectureDesigner => Machine::Plan(Plan::Loading),
             AgentType::Debugger => Machine::Debug(Debug::Gathering, Failure::of(start)),
             AgentType::Main => Machine::Talk(Talk::Loading),
-            _ => Machine::Work(Work::Loading),
+            AgentType::Compactor => Machine::Compact(Compact::Loading),
+            AgentType::ExperienceMiner => Machine::Mine(Mine::Loading),
+            AgentType::Executor => Machine::Work(Work::Loading),
         }
     }
 
@@ -129,6 +161,22 @@ impl Machine {
                 Talk::Delegating => LoopState::Delegating,
                 Talk::Finalizing => LoopState::Finalizing,
             },
+            Machine::Plan(s) => match s {
+                Plan::Loading => LoopState::Loading,
+                Plan::Reading => LoopState::Reading,
+                Plan::Proposing => LoopState::Proposing,
+                Plan::Finalizing => LoopState::Finalizing,
+            },
+            Machine::Compact(s) => match s {
+                Compact::Loading => LoopState::Loading,
+                Compact::Reading => LoopState::Reading,
+                Compact::Summarizing => LoopState::Summarizing,
+            },
+            Machine::Mine(s) => match s {
+                Mine::Loading => LoopState::Loading,
+                Mine::Reading => LoopState::Reading,
+                Mine::Proposing => LoopState::Proposing,
+            },
         }
     }
 
@@ -140,6 +188,9 @@ impl Machine {
                 | Machine::Review(Review::Deciding)
                 | Machine::Debug(Debug::Recording | Debug::Escalating, _)
                 | Machine::Talk(Talk::Finalizing)
+                | Machine::Plan(Plan::Finalizing)
+                | Machine::Compact(Compact::Summarizing)
+                | Machine::Mine(Mine::Proposing)
         )
     }
 
@@ -195,6 +246,30 @@ impl Machine {
                     (Step::Submitted { .. }, _) => Talk::Finalizing,
                     (Step::Delegating, _) => Talk::Delegating,
                     (Step::Turn, Talk::Loading) => Talk::Thinking,
+                    (_, s) => s,
+                }
+            }
+            Machine::Plan(s) => {
+                *s = match (step, *s) {
+                    (Step::Submitted { .. }, _) => Plan::Finalizing,
+                    (Step::Calling { tool }, _) if air_proto::planning::is_designer_tool(tool) => {
+                        Plan::Proposing
+                    }
+                    (Step::Turn | Step::Calling { .. }, Plan::Loading) => Plan::Reading,
+                    (_, s) => s,
+                }
+            }
+            Machine::Compact(s) => {
+                *s = match (step, *s) {
+                    (Step::Submitted { .. }, _) => Compact::Summarizing,
+                    (Step::Turn | Step::Calling { .. }, Compact::Loading) => Compact::Reading,
+                    (_, s) => s,
+                }
+            }
+            Machine::Mine(s) => {
+                *s = match (step, *s) {
+                    (Step::Submitted { .. }, _) => Mine::Proposing,
+                    (Step::Turn | Step::Calling { .. }, Mine::Loading) => Mine::Reading,
                     (_, s) => s,
                 }
             }

@@ -36,9 +36,12 @@ impl ToolJob {
         };
         let evidence = self.role == AgentType::Debugger && {
             let (session, agent) = (self.env.session.clone(), self.agent_id.clone());
-            tokio::task::spawn_blocking(move || super::has_evidence(&session, &agent))
-                .await
-                .unwrap_or(false)
+            let (checks, root) = (self.checks.clone(), self.env.engine.root().to_path_buf());
+            tokio::task::spawn_blocking(move || {
+                super::has_evidence(&session, &agent, &checks, &root)
+            })
+            .await
+            .unwrap_or(false)
         };
         let mode = self.env.engine.mode();
         if let Some(why) =

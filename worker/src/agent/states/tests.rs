@@ -125,7 +125,7 @@ fn the_failure_is_read_from_the_failed_attempt() {
 }
 
 fn step_strategy() -> impl Strategy<Value = (u8, u8, bool)> {
-    (0u8..6, 0u8..6, any::<bool>())
+    (0u8..6, 0u8..7, any::<bool>())
 }
 
 /// The tools and inputs the property drives the machines with.
@@ -136,6 +136,7 @@ fn call_of(n: u8) -> (&'static str, Value, i64) {
         2 => ("fs.read", json!({"path": "README.md"}), 0),
         3 => ("fs.read", json!({"path": "src/parse.js"}), 0),
         4 => ("fs.edit", json!({"path": "src/parse.js"}), 0),
+        5 => ("propose_plan", json!({}), 0),
         _ => ("search.grep", json!({"pattern": "x"}), 0),
     }
 }
@@ -147,7 +148,7 @@ fn edge(from: LoopState, to: LoopState) -> bool {
         (from, to),
         (
             Loading,
-            Thinking | Acting | Reviewing | Finalizing | Deciding | Delegating
+            Thinking | Acting | Reviewing | Finalizing | Deciding | Delegating | Reading
         ) | (Thinking, Acting | Finalizing | Delegating)
             | (Acting, Thinking | Observing | Finalizing)
             | (Observing, Thinking | Acting | Finalizing)
@@ -156,6 +157,9 @@ fn edge(from: LoopState, to: LoopState) -> bool {
             | (Analyzing, Fixing | Recording | Escalating)
             | (Fixing, Recording | Escalating)
             | (Delegating, Finalizing)
+            | (Loading, Proposing | Summarizing)
+            | (Reading, Proposing | Summarizing | Finalizing)
+            | (Proposing, Finalizing)
     )
 }
 
@@ -165,14 +169,17 @@ proptest! {
     /// the failure.
     #[test]
     fn loops_move_only_along_their_edges(
-        role in 0u8..4,
+        role in 0u8..7,
         steps in proptest::collection::vec(step_strategy(), 0..40),
     ) {
         let mut m = match role {
             0 => Machine::Work(Work::Loading),
             1 => Machine::Review(Review::Loading),
             2 => debugger(),
-            _ => Machine::Talk(Talk::Loading),
+            3 => Machine::Talk(Talk::Loading),
+            4 => Machine::Plan(Plan::Loading),
+            5 => Machine::Compact(Compact::Loading),
+            _ => Machine::Mine(Mine::Loading),
         };
         let mut bore = false;
         for (kind, call, flag) in steps {
@@ -184,6 +191,7 @@ proptest! {
                 0 => m.step(Step::Turn),
                 1 | 2 => {
                     if m.allows(tool).is_err() {
+                        // Only a debugger before evidence is refused here.
                         prop_assert!(!bore && writes(tool));
                         continue;
                     }
