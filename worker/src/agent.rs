@@ -458,6 +458,7 @@ async fn run_with(
             match c.text {
                 Some(text) if history.compact(&mut request.messages, &c.upto_message_id, &text) => {
                     compaction_from = turn_no;
+                    watch.forget();
                     if !request
                         .tools
                         .iter()

@@ -394,7 +394,9 @@ impl Talker {
                 continue;
             };
             let name = format!("{}/{}", m.provider, m.model);
-            if (m.price.is_some() || local(&m.base_url)) && !out.contains(&name) {
+            // Never a smaller window than the conversation was sized for.
+            let room = m.capability.context_window >= self.resolved.capability.context_window;
+            if room && (m.price.is_some() || local(&m.base_url)) && !out.contains(&name) {
                 out.push(name);
             }
         }

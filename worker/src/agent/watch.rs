@@ -13,8 +13,8 @@ use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
 
-/// The same call, or the same cycle of up to [`LONGEST_CYCLE`] calls, this many times
-/// in a row is a loop.
+/// The same call answered the same, or the same cycle of up to [`LONGEST_CYCLE`] such
+/// calls, this many times in a row is a loop.
 pub const REPEATS: usize = 3;
 /// Turns in a row that brought nothing new: a loop.
 pub const STALE_TURNS: u32 = 4;
@@ -59,14 +59,25 @@ impl Watch {
     /// [`fingerprint`]).
     pub fn call(&mut self, tool: &str, input: &Value, answer: u64) {
         let signature = hash(&(tool, canonical(input)));
+        // A repeat is the same call answered the same: polling something that
+        // changes is not one.
         self.calls.push(Call {
             tool: tool.to_string(),
-            signature,
+            signature: hash(&(signature, answer)),
         });
         self.turn_calls += 1;
         if self.seen.insert((signature, answer)) {
             self.news = true;
         }
+    }
+
+    /// A compaction replaced what the agent had seen with a summary: reading it
+    /// again is new information, and the count starts over.
+    pub fn forget(&mut self) {
+        self.seen.clear();
+        self.said.clear();
+        self.stale = 0;
+        self.from = self.calls.len();
     }
 
     /// The turn ended, the model having said `said` besides its calls.
@@ -79,7 +90,7 @@ impl Watch {
         let looped = match self.repeated().filter(|_| calls > 0) {
             Some((n, cycle)) if n >= REPEATS => Some(match cycle.as_slice() {
                 [one] => format!(
-                    "you called {} with the same input {n} times in a row",
+                    "you called {} with the same input {n} times in a row, and it answered the same",
                     one.tool
                 ),
                 many => format!(

@@ -185,12 +185,17 @@ impl Core {
             Fact::SlowDown => self.slowed_down(now_ms),
             Fact::Load { per_core } => self.machine_load(*per_core, now_ms),
             Fact::LoopDetected {
-                agent_id: _,
+                agent_id,
                 task_id,
                 reason,
                 stopped,
             } => {
-                if *stopped {
+                // Told once per agent, and only of one that runs on that task.
+                let runs_it = self
+                    .agents
+                    .get(agent_id)
+                    .is_some_and(|a| self.tasks[a.task].spec.id == *task_id);
+                if *stopped && runs_it && self.looped.insert(agent_id.clone()) {
                     self.tell_person(
                         task_id,
                         &format!("its agent was stopped in a loop ({reason}) after being told once; the task goes on without it"),

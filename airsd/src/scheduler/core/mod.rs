@@ -575,6 +575,8 @@ pub struct Core {
     frozen: bool,
     /// How many agents run at once now (D-019).
     throttle: throttle::Throttle,
+    /// Agents stopped in a loop, whose stop the person was told of.
+    looped: BTreeSet<String>,
 }
 
 // Suffix of the id of a phase's milestone-review tasks: `<phase>:milestone-<n>`.
@@ -651,6 +653,7 @@ impl Core {
             held: BTreeMap::new(),
             frozen: false,
             throttle: Default::default(),
+            looped: BTreeSet::new(),
         }
     }
 

@@ -123,6 +123,7 @@ impl Core {
                     Some(o) if o.decision == ConsultDecision::Retry => {
                         t.rejections = 0;
                         t.failures.clear();
+                        t.escalated = false;
                         t.notes.push(format!(
                             "The Architecture Designer, consulted after this task ran out of attempts ({reason}), advises: {}",
                             o.advice

@@ -120,6 +120,11 @@ impl Planning {
     pub(super) fn open(&self) -> bool {
         !self.done
     }
+
+    /// The person confirmed the proposal (airsd has yet to write it).
+    pub(super) fn is_confirmed(&self) -> bool {
+        self.confirmed.is_some()
+    }
 }
 
 impl Core {

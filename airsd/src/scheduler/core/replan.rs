@@ -40,7 +40,10 @@ impl Core {
     /// ones).
     pub fn replan_fixed(&self) -> Vec<TaskSpec> {
         let impact = self.planning.as_ref().and_then(|s| s.impact.as_ref());
+        // airsd's own tasks (`X:verify`, a milestone's `phase:fix-…`: ids a plan cannot
+        // write) are carried over by airsd, never asked of the designer.
         self.graph_tasks()
+            .filter(|t| !airsd_made(&t.spec.id))
             .filter(|t| match impact {
                 Some(i) => !i.open.contains(&t.spec.id) && !is_terminal_unfinished(t.status),
                 None => t.status == TaskStatus::Completed,
@@ -130,6 +133,25 @@ impl Core {
             }
         }
         s.log.push(impact_text(pl));
+        // A task stopped with no agent on it waits for its merge: one not merging yet
+        // merges no more; one merging is taken back out with the reverts.
+        for id in impact.stop.clone() {
+            let Some(&k) = self.index.get(&id) else {
+                continue;
+            };
+            let t = &mut self.tasks[k];
+            if t.agent.is_some() {
+                continue;
+            }
+            if t.merging && isolated {
+                impact.revert.insert(id, None);
+            } else if matches!(t.next, Next::Finish(..)) {
+                t.next = Next::Nothing;
+            }
+        }
+        let Some(s) = self.planning.as_mut() else {
+            return;
+        };
         s.impact = Some(impact);
         s.phase = air_proto::planning::PlanningPhase::Proposing;
         // SAFE work goes on; what the change touches is held by the impact.
@@ -221,8 +243,13 @@ impl Core {
                 });
             }
         }
+        // Merged work is taken back out only once the person confirmed the re-plan.
+        let confirmed = self.planning.as_ref().is_some_and(|s| s.is_confirmed());
+        let Some(i) = self.planning.as_mut().and_then(|s| s.impact.as_mut()) else {
+            return;
+        };
         for (id, done) in &i.revert {
-            if done.is_none() && i.reverting.insert(id.clone()) {
+            if confirmed && done.is_none() && i.reverting.insert(id.clone()) {
                 out.push(Decision::Revert {
                     task_id: id.clone(),
                 });
@@ -278,6 +305,8 @@ impl Core {
         update.removed = self
             .graph_tasks()
             .filter(|t| t.status != TaskStatus::Completed || open(&t.spec.id))
+            // airsd's own tasks stay unless the change impacted them.
+            .filter(|t| !airsd_made(&t.spec.id) || open(&t.spec.id))
             .filter(|t| !ids.contains(&t.spec.id))
             .map(|t| t.spec.id.clone())
             .collect();
@@ -335,6 +364,7 @@ impl Core {
                 t.retries_used = 0;
                 t.rejections = 0;
                 t.failures.clear();
+                t.escalated = false;
                 t.cancel = None;
                 t.in_flight = false;
                 t.under_review = None;
@@ -378,6 +408,11 @@ fn verify_spec(t: &TaskSpec, why: &str, summary: &str, after: &[String]) -> Task
         })
         .collect();
     spec
+}
+
+/// A task airsd made (its id holds a `:`, which a plan's cannot).
+fn airsd_made(id: &str) -> bool {
+    id.contains(':')
 }
 
 /// Unfinished and ended: what a re-plan neither keeps nor redoes by itself.

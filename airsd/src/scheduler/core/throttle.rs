@@ -1,7 +1,8 @@
 //! How many agents run at once (D-019: concurrency is dynamic, aware of the
 //! provider's rate limits and of the machine's load). The run's concurrency is the
 //! most; a provider that asks to slow down (429, 529) halves it at once (a burst of
-//! such answers from agents running together halves it once); a machine whose load
+//! such answers within 30 s halves it once, so one agent's patient retries do not
+//! halve it again and again); a machine whose load
 //! stays over two per core (for 15 s, not a spike) takes one away at a time, every
 //! 15 s while it stays so; after a minute with neither, one
 //! comes back at a time, up to the run's own. Each change is recorded
@@ -10,8 +11,9 @@
 
 use super::*;
 
-/// A second slow-down within this long of the first is the same burst.
-const BURST_MS: u64 = 10_000;
+/// A slow-down within this long of the last is the same burst (one agent's retries
+/// after a long `retry-after` too).
+const BURST_MS: u64 = 30_000;
 /// How long between two steps down for load, or two steps up.
 const STEP_MS: u64 = 15_000;
 /// How long without a slow-down (and with a light load) before a step up.

@@ -21,7 +21,7 @@ impl Shell {
                 let main = self.tools.launcher.clone();
                 let worktrees = self.worktrees_dir();
                 let session = self.session_id().to_string();
-                let ws = self.spaces.by_task.remove(&task_id).map(|s| s.ws);
+                let ws = self.spaces.by_task.get(&task_id).map(|s| s.ws.clone());
                 let task = task_id.clone();
                 tokio::task::spawn_blocking(move || {
                     let message = format!(
@@ -41,8 +41,12 @@ impl Shell {
                         workspace::Undone::NotMerged => {
                             return Err(format!("{task}'s change is not merged into {integration}"))
                         }
+                        // Undone before airsd stopped, and not yet recorded: done; its
+                        // work is set aside now.
                         workspace::Undone::Already => {
-                            return Err(format!("{task}'s change was undone already"))
+                            let head = workspace::branch_head(&main, &integration)?
+                                .ok_or_else(|| format!("no branch {integration}"))?;
+                            (head, Vec::new())
                         }
                         workspace::Undone::Conflict { files } => {
                             return Err(format!(
@@ -69,6 +73,9 @@ impl Shell {
                 .unwrap_or_else(|e| Err(format!("the revert stopped: {e}")))
             }
         };
+        if outcome.is_ok() {
+            self.spaces.by_task.remove(&task_id);
+        }
         let e = match outcome {
             Ok((integration_branch, commit, files)) => self.event(&p::WorkspaceUndone {
                 task_id,

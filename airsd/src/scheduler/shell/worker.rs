@@ -78,8 +78,11 @@ impl Shell {
                         now_ms(),
                     );
                 }
-                // Its provider asked to slow down: fewer agents start for a while.
-                if event.event_type == ev::RateLimited::TYPE {
+                // Its provider asked to slow down: fewer agents start for a while
+                // (an agent of a task only).
+                if event.event_type == ev::RateLimited::TYPE
+                    && self.dispatches.contains_key(agent_id)
+                {
                     self.core.apply(&Fact::SlowDown, now_ms());
                 }
                 // Held as asked: from now its time limits stop counting.
@@ -153,26 +156,43 @@ impl Shell {
                 // A requirement change the Main Agent noted, and a loop the patrol of
                 // an agent's turns found, are the core's to act on (the loop named by
                 // the agent that sent it, on the task it was given).
+                let dispatched = self.dispatches.get(agent_id);
                 let fact = match event.event_type.as_str() {
-                    ev::RequirementChanged::TYPE => {
+                    // Only the Main Agent notes a requirement change.
+                    ev::RequirementChanged::TYPE
+                        if dispatched.is_some_and(|d| d.role == AgentType::Main) =>
+                    {
                         crate::scheduler::core::fact_of(&event.event_type, &event.payload)
+                    }
+                    ev::RequirementChanged::TYPE => {
+                        tracing::warn!(
+                            agent = agent_id,
+                            "dropped a requirement change not from the Main Agent"
+                        );
+                        return Ok(());
                     }
                     ev::LoopDetected::TYPE => {
                         let said = serde_json::from_value::<p::LoopDetected>(event.payload.clone());
-                        match (said, self.dispatches.get(agent_id)) {
-                            (Ok(l), Some(d)) => {
-                                // Recorded as it is folded (a restart folds it again).
-                                event.payload["agent_id"] = Value::from(agent_id);
-                                event.payload["task_id"] = Value::from(d.task_id.as_str());
-                                Some(Fact::LoopDetected {
-                                    agent_id: agent_id.to_string(),
-                                    task_id: d.task_id.clone(),
-                                    reason: l.reason,
-                                    stopped: l.stopped,
-                                })
-                            }
-                            _ => None,
+                        let (Ok(mut l), Some(d)) = (said, dispatched) else {
+                            // From an agent of no task (a Compactor, a miner), or not
+                            // one: not recorded, so that a replay folds nothing either.
+                            return Ok(());
+                        };
+                        // Recorded as it is folded (a restart folds it again), named
+                        // by the agent that sent it, on the task it was given.
+                        l.agent_id = agent_id.to_string();
+                        l.task_id = d.task_id.clone();
+                        l.reason = l.reason.chars().take(300).collect();
+                        match serde_json::to_value(&l) {
+                            Ok(v) => event.payload = v,
+                            Err(_) => return Ok(()),
                         }
+                        Some(Fact::LoopDetected {
+                            agent_id: l.agent_id,
+                            task_id: l.task_id,
+                            reason: l.reason,
+                            stopped: l.stopped,
+                        })
                     }
                     _ => None,
                 };

@@ -500,7 +500,7 @@ fn concurrency_backs_off_on_rate_limits_and_load_and_recovers() {
     assert!(executors <= 4, "{executors}");
     // Another 429 later: halved again. A heavy load for a moment takes nothing; a
     // heavy load for a while takes one.
-    sim.now_ms += 20_000;
+    sim.now_ms += 40_000;
     sim.record(Fact::SlowDown);
     sim.settle();
     assert_eq!(changes(&sim), [4, 2]);

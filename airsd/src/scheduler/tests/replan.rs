@@ -132,16 +132,21 @@ fn a_change_that_touches_two_tasks_interfaces_is_handled_zone_by_zone() {
             ("S2", Zone::Safe, Action::Keep),
         ]
     );
-    // Phase 3: P2's agent stopped at once, P1's merge taken back out; SAFE S2 starts
-    // while the designer re-plans; N waits.
+    // Phase 3: P2's agent stopped at once (P1's merge is taken back out once the
+    // re-plan is confirmed); SAFE S2 starts while the designer re-plans; N waits.
     assert!(sim
         .decisions
         .iter()
         .any(|d| matches!(d, Decision::Cancel { agent_id, .. } if *agent_id == p2.agent_id)));
-    assert!(sim
-        .facts
-        .iter()
-        .any(|f| matches!(f, Fact::Reverted { task_id, error: None } if task_id == "P1")));
+    let reverted = |sim: &Sim| {
+        sim.facts
+            .iter()
+            .any(|f| matches!(f, Fact::Reverted { task_id, error: None } if task_id == "P1"))
+    };
+    assert!(
+        !reverted(&sim),
+        "nothing merged is taken out before the person confirms"
+    );
     let roles: Vec<(&str, AgentType)> = started
         .iter()
         .map(|d| (d.task_id.as_str(), d.role))
@@ -185,6 +190,8 @@ fn a_change_that_touches_two_tasks_interfaces_is_handled_zone_by_zone() {
     sim.finish(&again.agent_id, replan(&again, NEW));
     sim.settle();
     sim.record(decided(&again.task_id, PlanDecision::Confirm, None));
+    sim.settle();
+    assert!(reverted(&sim));
     sim.run(&mut script, 200);
     assert!(sim.core.is_finished());
     let update = sim.plan_update().unwrap();

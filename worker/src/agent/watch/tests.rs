@@ -159,3 +159,37 @@ proptest! {
         prop_assert!(stopped.is_some());
     }
 }
+
+#[test]
+fn polling_what_changes_is_not_a_loop_and_a_compaction_starts_over() {
+    let mut w = Watch::default();
+    for n in 0..6 {
+        let v = run(
+            &mut w,
+            "shell_output",
+            json!({"command_run_id": "c1"}),
+            json!({"text": format!("started {n} workers")}),
+        );
+        assert_eq!(v, Verdict::Fine, "a server's output that moves: {n}");
+    }
+    // After a compaction, reading again what the summary stands for is new.
+    let mut w = Watch::default();
+    for _ in 0..2 {
+        run(
+            &mut w,
+            "fs_read",
+            json!({"path": "a.c"}),
+            json!({"content": "x"}),
+        );
+    }
+    w.forget();
+    assert_eq!(
+        run(
+            &mut w,
+            "fs_read",
+            json!({"path": "a.c"}),
+            json!({"content": "x"})
+        ),
+        Verdict::Fine
+    );
+}
