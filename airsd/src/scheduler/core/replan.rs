@@ -5,10 +5,10 @@
 //! tasks provide and require, and the files each task works on or changed, every
 //! task is SAFE, BOUNDARY or IMPACTED (`air_proto::impact`), recorded as
 //! `architecture.impact.completed`. Phase 3, as that event is folded: IMPACTED
-//! running agents are stopped at once, IMPACTED completed tasks have their merged
-//! change taken back out (their branch kept), IMPACTED and BOUNDARY tasks not started
-//! are held, SAFE work goes on (dispatch unfreezes for it), and BOUNDARY tasks are
-//! verified once the change is in. Phase 4: the designer re-plans only the impacted
+//! running agents are stopped at once, IMPACTED and BOUNDARY tasks not started are
+//! held, SAFE work goes on (dispatch unfreezes for it); IMPACTED completed tasks
+//! have their merged change taken back out (their branch kept) once the person
+//! confirms the re-plan, and BOUNDARY tasks are verified once the change is in. Phase 4: the designer re-plans only the impacted
 //! part (every other task must stay as it is, or the proposal is refused with why),
 //! and the confirmed re-plan is applied once the stopped agents are gone and the
 //! reverts done: the re-planned tasks start over, new ones are created, and each
