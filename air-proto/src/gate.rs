@@ -441,7 +441,9 @@ pub fn is_c_family(path: &str) -> bool {
 
 pub use crate::chain::RUNS_ELSEWHERE;
 
+mod failure;
 mod matching;
+pub use failure::{idle, Failure};
 pub use matching::{compare, runs, Match, Reading};
 
 /// What a build or a test run leaves behind, not a change to the work: compiled

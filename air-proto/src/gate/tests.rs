@@ -684,3 +684,29 @@ fn a_failure_before_an_earlier_attempt_counts_once_that_attempts_fix_holds() {
     let v = check(&s, &completed(&["src/lib.rs"]), &rec.ledger);
     assert!(!reproduced(&v), "{v:?}");
 }
+
+#[test]
+fn a_debuggers_failure_is_its_failing_checks_and_the_files_it_names() {
+    let mut s = spec(TaskCategory::Logic, &["make check"]);
+    s.id = "T1".into();
+    let mut failed = completed(&["src/lexer.c"]);
+    failed.status = WorkerStatus::Failed;
+    failed.summary = "The build broke at include/lexer.h:3.".into();
+    // A check named in words, not by its command: the task's checks still count.
+    failed.verification.push(VerificationResult {
+        name: "the scripted tests".into(),
+        status: VerificationStatus::Failed,
+        evidence_refs: None,
+        notes: None,
+    });
+    let f = Failure::of(
+        &s,
+        Some(&failed),
+        &["see https://example.com/x.html".into()],
+    );
+    assert_eq!(f.checks, ["make check", "the scripted tests"]);
+    assert_eq!(f.files, ["src/lexer.c", "include/lexer.h"]);
+    assert!(f.reads("./src/lexer.c") && f.reads("include/lexer.h"));
+    assert!(!f.reads("README.md"));
+    assert!(idle("true") && idle("echo ok && pwd") && !idle("make check || true"));
+}

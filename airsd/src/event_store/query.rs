@@ -98,6 +98,18 @@ pub fn completed_commands(conn: &Connection, agent_id: &str) -> Result<Vec<(Stri
     Ok(rows.collect::<std::result::Result<_, _>>()?)
 }
 
+/// The inputs of an agent's completed calls of `tool`, in order.
+pub fn completed_inputs(conn: &Connection, agent_id: &str, tool: &str) -> Result<Vec<Value>> {
+    let mut stmt = conn.prepare(
+        "SELECT input_json FROM tool_runs WHERE agent_id = ?1 AND tool = ?2 AND status = 'completed' ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([agent_id, tool], |r| r.get::<_, String>(0))?;
+    Ok(rows
+        .filter_map(|r| r.ok())
+        .filter_map(|j| serde_json::from_str(&j).ok())
+        .collect())
+}
+
 /// Whether an agent completed a call of one of `tools`.
 pub fn has_completed_tool(conn: &Connection, agent_id: &str, tools: &[&str]) -> Result<bool> {
     let placeholders = vec!["?"; tools.len()].join(", ");

@@ -144,6 +144,8 @@ pub struct ToolJob {
     /// The task's checks (its verification commands): a command's answer names those
     /// it ran, as airsd reads commands (a debugger's gate opens on the failing one).
     pub checks: Vec<String>,
+    /// A debugger's failure: what its writes wait for evidence on.
+    pub failure: Option<air_proto::gate::Failure>,
     /// The task's hard timeout: how long one step of a build or a test run of the
     /// C and C++ tools may take (at least their own limit).
     pub time_limit_ms: u64,
@@ -658,12 +660,12 @@ impl ToolJob {
         f: Arc<Checked<T>>,
     ) -> (Result<T, ToolError>, Vec<Ask>) {
         let env = self.env.clone();
-        let (agent, role, scope, granted, checks) = (
+        let (agent, role, scope, granted, failure) = (
             self.agent_id.clone(),
             self.role,
             self.scope.clone(),
             granted.clone(),
-            self.checks.clone(),
+            self.failure.clone().unwrap_or_default(),
         );
         let tag = BackupTag {
             session_id: env.session.id().to_string(),
@@ -678,7 +680,7 @@ impl ToolJob {
             };
             // Off the async threads too: the debugger's evidence is a database read.
             let evidence = role == AgentType::Debugger
-                && has_evidence(&env.session, &agent, &checks, env.engine.root());
+                && has_evidence(&env.session, &agent, &failure, env.engine.root());
             let permits =
                 Permits::new(&env.engine, Some(&env.backups), tag, granted).with_evidence(evidence);
             let ctx = crate::tools::FsContext {
@@ -860,28 +862,36 @@ pub fn resolved_root(root: &std::path::Path) -> PathBuf {
 }
 
 /// Whether this debugger has evidence that bears on its failure on record: a run of
-/// one of the task's checks to its end (read as the evidence gate reads commands;
-/// with no checks, any command that ran something), or a read of the code, or a
-/// build or test run of the C and C++ tools. (Its loop narrows the reads to the files
-/// the failure names.)
+/// one of the failing checks to its end (read as the evidence gate reads commands;
+/// with no checks, any command that ran something), a read of a file the failure
+/// names (any read when it names none), or a build or test run of the C and C++
+/// tools. The same rule as its worker's loop, decided here from airsd's records.
 fn has_evidence(
     session: &Session,
     agent_id: &str,
-    checks: &[String],
+    failure: &air_proto::gate::Failure,
     root: &std::path::Path,
 ) -> bool {
     use crate::event_store::query;
     let Ok(conn) = session.readers().get() else {
         return false;
     };
-    if query::has_completed_tool(&conn, agent_id, &["fs.read", "cpp.build", "cpp.test"])
-        .unwrap_or(false)
-    {
+    if query::has_completed_tool(&conn, agent_id, &["cpp.build", "cpp.test"]).unwrap_or(false) {
         return true;
     }
+    let read = query::completed_inputs(&conn, agent_id, "fs.read").unwrap_or_default();
+    if read.iter().any(|input| {
+        input
+            .get("path")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|p| failure.reads(p))
+    }) {
+        return true;
+    }
+    let checks = &failure.checks;
     let ran = query::completed_commands(&conn, agent_id).unwrap_or_default();
     if checks.is_empty() {
-        return ran.iter().any(|(c, _)| !idle(c));
+        return ran.iter().any(|(c, _)| !air_proto::gate::idle(c));
     }
     let root = resolved_root(root);
     let reading = crate::evidence::reading(&root);
@@ -900,15 +910,5 @@ fn has_evidence(
             air_proto::gate::compare(command, Some(&dir), c, &reading)
                 == air_proto::gate::Match::Runs
         })
-    })
-}
-
-/// A command that runs nothing that could show a failure (`true`, `echo ok`).
-fn idle(command: &str) -> bool {
-    command.split(['&', '|', ';']).all(|step| {
-        matches!(
-            step.split_whitespace().next().unwrap_or(""),
-            "" | "true" | ":" | "false" | "echo" | "printf" | "sleep" | "exit" | "pwd" | "cd"
-        )
     })
 }

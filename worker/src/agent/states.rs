@@ -19,8 +19,8 @@
 //! - ExperienceMiner: LOADING → READING → PROPOSING.
 
 use air_proto::event::AgentType;
+pub use air_proto::gate::Failure;
 use air_proto::ipc::{AgentStart, ToolResult, ToolResultStatus};
-use air_proto::result::VerificationStatus;
 use serde_json::Value;
 
 use super::LoopState;
@@ -126,7 +126,7 @@ impl Machine {
             AgentType::Reviewer => Machine::Review(Review::Loading),
             AgentType::ArchitectureDesigner if reviews => Machine::Review(Review::Loading),
             AgentType::ArchitectureDesigner => Machine::Plan(Plan::Loading),
-            AgentType::Debugger => Machine::Debug(Debug::Gathering, Failure::of(start)),
+            AgentType::Debugger => Machine::Debug(Debug::Gathering, failure_of(start)),
             AgentType::Main => Machine::Talk(Talk::Loading),
             AgentType::Compactor => Machine::Compact(Compact::Loading),
             AgentType::ExperienceMiner => Machine::Mine(Mine::Loading),
@@ -198,7 +198,9 @@ impl Machine {
     /// model otherwise.
     pub fn allows(&self, tool: &str) -> Result<(), String> {
         match self {
-            Machine::Debug(Debug::Gathering, failure) if writes(tool) => Err(failure.refusal()),
+            Machine::Debug(Debug::Gathering, failure) if writes(tool) => {
+                Err(Bears::refusal(failure))
+            }
             _ => Ok(()),
         }
     }
@@ -277,86 +279,27 @@ impl Machine {
     }
 }
 
-/// What a debugger investigates: the checks that failed (or, unknown, the task's)
-/// and the files the failure names.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Failure {
-    pub checks: Vec<String>,
-    pub files: Vec<String>,
+/// What the debugger of `start` investigates.
+pub fn failure_of(start: &AgentStart) -> Failure {
+    Failure::of(
+        &start.task_spec,
+        start.context_pack.previous_result.as_deref(),
+        start.context_pack.notes.as_deref().unwrap_or_default(),
+    )
 }
 
-impl Failure {
-    pub fn of(start: &AgentStart) -> Failure {
-        let previous = start.context_pack.previous_result.as_deref();
-        let failed: Vec<String> = previous
-            .into_iter()
-            .flat_map(|r| &r.verification)
-            .filter(|v| v.status == VerificationStatus::Failed)
-            .map(|v| v.name.clone())
-            .collect();
-        // The task's checks the failed ones ran (a result names a check by the command
-        // that ran it, wrapped as its agent wrapped it), and those that are none of them.
-        let task = start
-            .task_spec
-            .verification
-            .commands
-            .clone()
-            .unwrap_or_default();
-        let checks = if failed.is_empty() {
-            task
-        } else {
-            let mut checks: Vec<String> = task
-                .iter()
-                .filter(|c| {
-                    failed
-                        .iter()
-                        .any(|f| f == *c || air_proto::gate::runs(f, c))
-                })
-                .cloned()
-                .collect();
-            for f in failed {
-                if !task.iter().any(|c| f == *c || air_proto::gate::runs(&f, c)) {
-                    checks.push(f);
-                }
-            }
-            checks
-        };
-        // The files the failure names: what the failed attempt changed, and the paths
-        // its words and airsd's notes name.
-        let mut files: Vec<String> = Vec::new();
-        let mut add = |p: &str| {
-            let p = p.trim_start_matches("./");
-            if !p.is_empty() && !files.iter().any(|f| f == p) {
-                files.push(p.to_string());
-            }
-        };
-        if let Some(r) = previous {
-            r.changed_files.iter().for_each(|f| add(f));
-        }
-        let mut texts: Vec<&str> = Vec::new();
-        if let Some(r) = previous {
-            texts.push(&r.summary);
-            texts.extend(r.verification.iter().filter_map(|v| v.notes.as_deref()));
-        }
-        texts.extend(
-            start
-                .context_pack
-                .notes
-                .iter()
-                .flatten()
-                .map(String::as_str),
-        );
-        for t in texts {
-            paths_in(t).into_iter().for_each(|p| add(&p));
-        }
-        Failure { checks, files }
-    }
+/// How a debugger's loop reads a call against its failure.
+pub trait Bears {
+    fn bears(&self, tool: &str, input: &Value, answer: &ToolResult) -> bool;
+    fn refusal(&self) -> String;
+}
 
+impl Bears for Failure {
     /// Whether a call's answer bears on the failure: a run of a check that failed
     /// (however it was wrapped) that ran to its end, or a read of a file the failure
     /// names. A failure that names neither is borne on by any read, and by any
     /// command that ran something.
-    pub fn bears(&self, tool: &str, input: &Value, answer: &ToolResult) -> bool {
+    fn bears(&self, tool: &str, input: &Value, answer: &ToolResult) -> bool {
         if answer.status != ToolResultStatus::Ok {
             return false;
         }
@@ -385,7 +328,7 @@ impl Failure {
                 let reading = air_proto::gate::Reading::default();
                 exited
                     && if self.checks.is_empty() {
-                        !idle(command)
+                        !air_proto::gate::idle(command)
                     } else {
                         named
                             || self.checks.iter().any(|c| {
@@ -396,15 +339,7 @@ impl Failure {
             }
             // The C/C++ toolchain's runs build and test the project itself.
             "cpp.build" | "cpp.test" => true,
-            "fs.read" => {
-                let path = input.get("path").and_then(Value::as_str).unwrap_or("");
-                let path = path.trim_start_matches("./");
-                self.files.is_empty() && self.checks.is_empty()
-                    || self
-                        .files
-                        .iter()
-                        .any(|f| f == path || path.ends_with(&format!("/{f}")))
-            }
+            "fs.read" => self.reads(input.get("path").and_then(Value::as_str).unwrap_or("")),
             _ => false,
         }
     }
@@ -442,42 +377,6 @@ impl Failure {
             ways.join(", or ")
         )
     }
-}
-
-/// A command that runs nothing that could show a failure.
-fn idle(command: &str) -> bool {
-    command.split(['&', '|', ';']).all(|step| {
-        let word = step.split_whitespace().next().unwrap_or("");
-        matches!(
-            word,
-            "" | "true" | ":" | "false" | "echo" | "printf" | "sleep" | "exit" | "pwd" | "cd"
-        )
-    })
-}
-
-/// Project paths named in `text`: words with a folder or an extension, without a
-/// `:line:col`, quotes or trailing punctuation, and not URLs.
-fn paths_in(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for word in text
-        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '(' | ')' | ',' | ';'))
-    {
-        if word.contains("://") || word.starts_with('-') {
-            continue;
-        }
-        let word = word.split(':').next().unwrap_or("");
-        let word = word.trim_end_matches(['.', ',', ';', '!', '?']);
-        let named = word.rsplit_once('.').is_some_and(|(stem, ext)| {
-            !stem.is_empty()
-                && (1..=5).contains(&ext.len())
-                && ext.chars().all(|c| c.is_ascii_alphanumeric())
-                && ext.chars().any(|c| c.is_ascii_alphabetic())
-        });
-        if named && !word.starts_with('/') && !word.contains("..") {
-            out.push(word.to_string());
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -67,6 +67,7 @@ impl Shell {
             planning: None,
             replan: false,
             fixed: Vec::new(),
+            failure: None,
             requirement: d.spec.description.clone(),
             yields: declared(&d.spec),
             checks: d.spec.verification.commands.clone().unwrap_or_default(),

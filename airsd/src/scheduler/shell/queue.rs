@@ -312,6 +312,7 @@ impl Shell {
                 planning: None,
                 replan: false,
                 fixed: Vec::new(),
+                failure: None,
                 requirement: spec.description.clone(),
                 yields: super::before::declared(spec),
                 checks: spec.verification.commands.clone().unwrap_or_default(),

@@ -312,6 +312,9 @@ impl Shell {
                     requirement: d.spec.description.clone(),
                     yields: super::before::declared(&d.spec),
                     checks: d.spec.verification.commands.clone().unwrap_or_default(),
+                    failure: (d.role == AgentType::Debugger).then(|| {
+                        air_proto::gate::Failure::of(&d.spec, d.previous.as_ref(), &d.notes)
+                    }),
                     time_limit_ms: d.spec.constraints.hard_timeout_ms,
                 };
                 tokio::spawn(job.run());

@@ -36,9 +36,10 @@ impl ToolJob {
         };
         let evidence = self.role == AgentType::Debugger && {
             let (session, agent) = (self.env.session.clone(), self.agent_id.clone());
-            let (checks, root) = (self.checks.clone(), self.env.engine.root().to_path_buf());
+            let failure = self.failure.clone().unwrap_or_default();
+            let root = self.env.engine.root().to_path_buf();
             tokio::task::spawn_blocking(move || {
-                super::has_evidence(&session, &agent, &checks, &root)
+                super::has_evidence(&session, &agent, &failure, &root)
             })
             .await
             .unwrap_or(false)

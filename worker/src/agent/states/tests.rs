@@ -118,7 +118,7 @@ fn the_failure_is_read_from_the_failed_attempt() {
     let air_proto::ipc::ControlMessage::Start(start) = control else {
         panic!("not a start")
     };
-    let f = Failure::of(&start);
+    let f = failure_of(&start);
     // The task's check its wrapped run failed, and a failed check of its own.
     assert_eq!(f.checks, ["make check", "make -C build test"]);
     assert_eq!(f.files, ["include/lexer.h", "src/lexer.c"]);
