@@ -893,11 +893,15 @@ fn has_evidence(
     if checks.is_empty() {
         return ran.iter().any(|(c, _)| !air_proto::gate::idle(c));
     }
-    let root = resolved_root(root);
-    let reading = crate::evidence::reading(&root);
+    let resolved = resolved_root(root);
+    let reading = crate::evidence::reading(&resolved);
     ran.iter().any(|(command, cwd)| {
-        let dir = std::path::Path::new(cwd)
-            .strip_prefix(&root)
+        // Where it ran, from the project root, as the command's own record reads it
+        // (the root as resolved, or as given: a linked root is either).
+        let cwd_path = std::path::Path::new(cwd);
+        let dir = cwd_path
+            .strip_prefix(&resolved)
+            .or_else(|_| cwd_path.strip_prefix(root))
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| {
                 if cwd.is_empty() {

@@ -25,7 +25,16 @@ pub(super) enum QueueNews {
         merged: bool,
         result: std::result::Result<(), String>,
     },
+    /// A re-plan's revert ended.
+    Reverted {
+        task_id: String,
+        outcome: Reverted,
+    },
 }
+
+/// How a re-plan's revert ended: the integration branch, its new head and the files
+/// undone; or why not.
+pub(super) type Reverted = std::result::Result<(String, String, Vec<String>), String>;
 
 /// How a merge ended, sent back to the scheduler's loop.
 pub(super) struct MergeEnd {
@@ -402,6 +411,7 @@ impl Shell {
                 self.removed(workspace_id, merged, result, &task_id);
                 Ok(())
             }
+            QueueNews::Reverted { task_id, outcome } => self.reverted(task_id, outcome).await,
         }
     }
 
