@@ -170,11 +170,17 @@ fn streams_in_order_and_kills_the_process_tree_on_timeout() {
             .trim()
             .parse()
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .unwrap_or_default()
-                .contains(") Z");
-        assert!(!alive, "the grandchild {pid} survived");
+        // Killed with its group: it is gone (or a zombie) within a deadline.
+        let alive = || {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .unwrap_or_default()
+                    .contains(") Z")
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while alive() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!alive(), "the grandchild {pid} survived");
     });
 }
