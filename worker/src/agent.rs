@@ -626,10 +626,7 @@ async fn run_with(
         let mut moved = false;
         for (id, name, input) in assistant.tool_uses() {
             if main && crate::converse::Turn::handles(name) {
-                let (content, is_error) = match talk.call(name, input) {
-                    Ok(told) => (told, false),
-                    Err(why) => (why, true),
-                };
+                let answer = talk.call(name, input);
                 if talk.delegating() {
                     machine.step(Step::Delegating);
                 }
@@ -644,13 +641,7 @@ async fn run_with(
                     body.insert("turn".into(), Value::String(task_id.clone()));
                     emit(link, &session, &source, &ev::RequirementChanged(body));
                 }
-                here(
-                    &mut answers,
-                    &mut watch,
-                    (id, name, input),
-                    content,
-                    is_error,
-                );
+                here(&mut answers, &mut watch, (id, name, input), answer);
                 continue;
             }
             if name == choose::SELECT_MODEL {
@@ -659,17 +650,7 @@ async fn run_with(
                     link.event(e);
                     moved = true;
                 }
-                let (content, is_error) = match answer {
-                    Ok(told) => (told, false),
-                    Err(why) => (why, true),
-                };
-                here(
-                    &mut answers,
-                    &mut watch,
-                    (id, name, input),
-                    content,
-                    is_error,
-                );
+                here(&mut answers, &mut watch, (id, name, input), answer);
                 continue;
             }
             let own = crate::own::Own {
@@ -682,13 +663,8 @@ async fn run_with(
                 task_id: task_id.as_str(),
             };
             if let Some((content, is_error)) = own.answer(name, input).await {
-                here(
-                    &mut answers,
-                    &mut watch,
-                    (id, name, input),
-                    content,
-                    is_error,
-                );
+                let answer = if is_error { Err(content) } else { Ok(content) };
+                here(&mut answers, &mut watch, (id, name, input), answer);
                 continue;
             }
             if name == submit::SUBMIT && !main {
@@ -708,7 +684,7 @@ async fn run_with(
                                     "not accepted: airsd's records of this attempt do not show what this result needs:\n- {}\nDo what is missing (airsd records the evidence of the commands you run) and submit again, or submit `failed` or `blocked` saying why.",
                                     refused.join("\n- ")
                                 );
-                                here(&mut answers, &mut watch, (id, name, input), told, true);
+                                here(&mut answers, &mut watch, (id, name, input), Err(told));
                                 continue;
                             }
                         }
@@ -726,7 +702,7 @@ async fn run_with(
                         link.progress(machine.state(), turn_no + 1, tokens);
                         return result;
                     }
-                    Err(why) => here(&mut answers, &mut watch, (id, name, input), why, true),
+                    Err(why) => here(&mut answers, &mut watch, (id, name, input), Err(why)),
                 }
                 continue;
             }
@@ -753,7 +729,7 @@ async fn run_with(
             // write before any evidence).
             if let Err(why) = machine.allows(tool) {
                 let why = model_names(&why, &names);
-                here(&mut answers, &mut watch, (id, name, input), why, true);
+                here(&mut answers, &mut watch, (id, name, input), Err(why));
                 continue;
             }
             machine.step(Step::Calling { tool });

@@ -12,15 +12,18 @@ use serde_json::Value;
 use super::{watch, Link};
 use crate::submit;
 
-/// A call the loop answers itself (`call`: its id, name and input): the answer given
-/// to the model, and watched by the patrol.
+/// A call the loop answers itself (`call`: its id, name and input): the answer (an
+/// error as `Err`) given to the model, and watched by the patrol.
 pub(super) fn here(
     answers: &mut Vec<ContentBlock>,
     watch: &mut watch::Watch,
     (id, name, input): (&str, &str, &Value),
-    content: String,
-    is_error: bool,
+    answer: Result<String, String>,
 ) {
+    let (content, is_error) = match answer {
+        Ok(told) => (told, false),
+        Err(why) => (why, true),
+    };
     watch.call(name, input, watch::fingerprint(!is_error, None, &content));
     answers.push(ContentBlock::ToolResult {
         tool_use_id: id.to_string(),
